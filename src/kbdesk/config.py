@@ -1,0 +1,180 @@
+"""The user's settings: ``config.toml``, typed and validated.
+
+Every section is a dataclass with a docstring per field. An unknown key or a value of
+the wrong type is a :class:`ConfigError` whose message is one line naming the key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from kbdesk.errors import ConfigError
+
+VectorBackendName = Literal["auto", "sqlite-vec", "numpy"]
+SearchMode = Literal["auto", "vector", "keyword", "hybrid"]
+
+
+@dataclass
+class StorageSettings:
+    db: str | None = None
+    """Database file to use instead of the default one in the data directory."""
+    max_file_mb: float = 10.0
+    """Largest document accepted, in megabytes."""
+
+
+@dataclass
+class SearchSettings:
+    limit: int = 5
+    """Results returned when a search does not say (1-20)."""
+    threshold: float = 0.3
+    """Minimum cosine similarity of a vector result (0-1)."""
+    mode: SearchMode = "auto"
+    """auto (hybrid when vectors exist, keyword otherwise), vector, keyword or hybrid."""
+
+
+@dataclass
+class VectorSettings:
+    backend: VectorBackendName = "auto"
+    """auto (sqlite-vec when it loads, numpy otherwise), sqlite-vec or numpy."""
+
+
+@dataclass
+class ChunkingSettings:
+    chunk_size: int = 1000
+    """Target characters per chunk for new knowledge bases."""
+    chunk_overlap: int = 200
+    """Characters shared by neighbouring chunks for new knowledge bases."""
+
+
+@dataclass
+class Config:
+    storage: StorageSettings = field(default_factory=StorageSettings)
+    search: SearchSettings = field(default_factory=SearchSettings)
+    vector: VectorSettings = field(default_factory=VectorSettings)
+    chunking: ChunkingSettings = field(default_factory=ChunkingSettings)
+
+    def __post_init__(self) -> None:
+        _check_ranges(self)
+
+
+def _check_ranges(cfg: Config) -> None:
+    if not 1 <= cfg.search.limit <= 20:
+        raise ConfigError(f"config: search.limit must be between 1 and 20, got {cfg.search.limit}")
+    if not 0.0 <= cfg.search.threshold <= 1.0:
+        raise ConfigError(f"config: search.threshold must be between 0 and 1, got {cfg.search.threshold}")
+    if cfg.storage.max_file_mb <= 0:
+        raise ConfigError("config: storage.max_file_mb must be positive")
+    if cfg.chunking.chunk_size < 1:
+        raise ConfigError("config: chunking.chunk_size must be at least 1")
+    if not 0 <= cfg.chunking.chunk_overlap < cfg.chunking.chunk_size:
+        raise ConfigError("config: chunking.chunk_overlap must be at least 0 and less than chunking.chunk_size")
+
+
+def _type_name(value: Any) -> str:
+    return {
+        str: "a string", bool: "a boolean", int: "an integer", float: "a number",
+        dict: "a table", list: "an array",
+    }.get(type(value), type(value).__name__)
+
+
+def _coerce(value: Any, annotation: Any, key: str) -> Any:
+    """Check ``value`` against a field annotation; return the value to store."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(annotation)
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _coerce(value, arg, key)
+            except ConfigError as exc:
+                errors.append(exc)
+        raise errors[0]
+    if origin is Literal:
+        choices = typing.get_args(annotation)
+        if value not in choices:
+            wanted = ", ".join(repr(c) for c in choices)
+            raise ConfigError(f"config: {key} must be one of {wanted}, got {value!r}")
+        return value
+    if dataclasses.is_dataclass(annotation):
+        if not isinstance(value, dict):
+            raise ConfigError(f"config: {key} must be a table, got {_type_name(value)}")
+        return _build(annotation, value, key + ".")
+    if annotation is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"config: {key} must be a boolean, got {_type_name(value)}")
+        return value
+    if annotation is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"config: {key} must be an integer, got {_type_name(value)}")
+        return value
+    if annotation is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"config: {key} must be a number, got {_type_name(value)}")
+        return float(value)
+    if annotation is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"config: {key} must be a string, got {_type_name(value)}")
+        return value
+    if origin is dict:
+        _, value_type = typing.get_args(annotation)
+        if not isinstance(value, dict):
+            raise ConfigError(f"config: {key} must be a table, got {_type_name(value)}")
+        return {name: _coerce(item, value_type, f"{key}.{name}") for name, item in value.items()}
+    raise TypeError(f"unsupported config annotation {annotation!r}")  # a bug, not user input
+
+
+def _build(cls: type, data: dict[str, Any], prefix: str = "") -> Any:
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    kwargs = {}
+    for key, value in data.items():
+        if key not in names:
+            raise ConfigError(f"config: unknown key '{prefix}{key}'")
+        kwargs[key] = _coerce(value, hints[key], prefix + key)
+    return cls(**kwargs)
+
+
+def parse_config(data: dict[str, Any]) -> Config:
+    """Build a validated :class:`Config` from a parsed TOML document."""
+    return _build(Config, data)
+
+
+def load_config(path: Path) -> Config:
+    """Read ``path``; a missing file means all defaults."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return Config()
+    except OSError as exc:
+        raise ConfigError(f"config: cannot read {path}: {exc.strerror}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"config: {path} is not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config: {path} is not valid TOML: {exc}") from None
+    try:
+        return parse_config(data)
+    except ConfigError as exc:
+        raise ConfigError(f"{exc} (in {path})") from None
+
+
+def vector_backend_override() -> str | None:
+    """``KBDESK_VECTOR_BACKEND`` from the environment, validated."""
+    value = os.environ.get("KBDESK_VECTOR_BACKEND")
+    if not value:
+        return None
+    if value not in ("auto", "sqlite-vec", "numpy"):
+        raise ConfigError(f"KBDESK_VECTOR_BACKEND must be auto, sqlite-vec or numpy, got {value!r}")
+    return value

@@ -1,0 +1,157 @@
+"""The desk: config, paths, store and services, built once by one factory.
+
+The CLI, the TUI and library users all start from :func:`open_desk`, so they share
+exactly the same behaviour. Nothing here imports a UI toolkit.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kbdesk.config import Config, load_config, vector_backend_override
+from kbdesk.errors import InvalidInputError
+from kbdesk.models import ChunkInput, Document, KnowledgeBase
+from kbdesk.paths import Paths, get_paths, resolve_db
+from kbdesk.search import SearchResponse, search
+from kbdesk.store import choose_driver
+from kbdesk.store.sqlite import SqliteStore
+
+# (kb) -> query vector or None: filled in by the provider layer when one is configured
+QueryEmbedder = Callable[[KnowledgeBase, str], Any]
+
+
+@dataclass
+class Desk:
+    paths: Paths
+    config: Config
+    db_path: Path
+    store: SqliteStore
+    query_embedder: QueryEmbedder | None = None
+    notes: list[str] = field(default_factory=list)
+
+    # ── lifecycle ──────────────────────────────────────────────────────────────
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Desk:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def files_dir(self) -> Path:
+        return self.paths.files_dir(self.db_path)
+
+    # ── knowledge bases ────────────────────────────────────────────────────────
+    def create_kb(self, name: str, description: str = "", *, model_id: str | None = None,
+                  provider: str | None = None, dimensions: int | None = None,
+                  chunk_size: int | None = None, chunk_overlap: int | None = None,
+                  scope: str = "personal", team_id: str | None = None) -> KnowledgeBase:
+        config: dict[str, Any] = {
+            "provider": provider,
+            "model_id": model_id,
+            "dimensions": dimensions,
+            "chunk_size": chunk_size if chunk_size is not None else self.config.chunking.chunk_size,
+            "chunk_overlap": chunk_overlap if chunk_overlap is not None else self.config.chunking.chunk_overlap,
+        }
+        return self.store.create_kb(name, description, embedding_config={k: v for k, v in config.items()
+                                                                         if v is not None},
+                                    scope=scope, team_id=team_id)
+
+    def kb(self, ref: str) -> KnowledgeBase:
+        return self.store.find_kb(ref)
+
+    def list_kbs(self) -> list[KnowledgeBase]:
+        return self.store.list_kbs()
+
+    def rename_kb(self, ref: str, new_name: str) -> KnowledgeBase:
+        return self.store.update_kb(self.kb(ref).id, name=new_name)
+
+    def describe_kb(self, ref: str, description: str) -> KnowledgeBase:
+        return self.store.update_kb(self.kb(ref).id, description=description)
+
+    def delete_kb(self, ref: str) -> KnowledgeBase:
+        """Delete a KB and everything of it: rows, keyword and vector index, stored files."""
+        kb = self.store.delete_kb(self.kb(ref).id)
+        shutil.rmtree(self.files_dir / "kb" / kb.id, ignore_errors=True)
+        return kb
+
+    def recount(self, ref: str) -> KnowledgeBase:
+        return self.store.recount(self.kb(ref).id)
+
+    # ── documents (the ingestion pipeline builds on these) ─────────────────────
+    def add_document(self, ref: str, filename: str, chunks: Sequence[ChunkInput | str], *,
+                     vectors: Any = None, **kwargs: Any) -> Document:
+        return self.store.add_document(self.kb(ref).id, filename, chunks, vectors=vectors, **kwargs)
+
+    def delete_document(self, doc_id: str) -> Document:
+        doc = self.store.delete_document(doc_id)
+        try:
+            (self.files_dir / doc.storage_key).unlink()
+        except FileNotFoundError:
+            pass
+        return doc
+
+    # ── search ─────────────────────────────────────────────────────────────────
+    def search(self, refs: Sequence[str], query: str, *, query_vector: Any = None,
+               limit: int | None = None, threshold: float | None = None,
+               mode: str | None = None) -> SearchResponse:
+        """Search the KBs named by ``refs`` (names, ids or id prefixes).
+
+        Without ``query_vector`` the desk's query embedder (when a provider is set up)
+        embeds the query for each KB with an embedding model.
+        """
+        if not refs:
+            raise InvalidInputError("name at least one knowledge base to search")
+        kbs = _unique([self.kb(ref) for ref in refs])
+        mode = mode or self.config.search.mode
+        notes: list[str] = []
+        if query_vector is None and mode != "keyword":
+            query_vector, notes = self._embed_query(kbs, query)
+        response = search(self.store, kbs, query, query_vector,
+                          limit=limit if limit is not None else self.config.search.limit,
+                          threshold=threshold if threshold is not None else self.config.search.threshold,
+                          mode=mode)
+        response.notes.extend(notes)
+        return response
+
+    def _embed_query(self, kbs: Sequence[KnowledgeBase], query: str) -> tuple[dict[str, Any] | None, list[str]]:
+        vectors: dict[str, Any] = {}
+        notes: list[str] = []
+        for kb in kbs:
+            if not kb.model_id:
+                continue
+            vector = self.query_embedder(kb, query) if self.query_embedder else None
+            if vector is None:
+                notes.append(f"'{kb.name}' embeds with {kb.model_id}, but no provider for it is set up: "
+                             "keyword search only")
+            else:
+                vectors[kb.id] = vector
+        return (vectors or None), notes
+
+
+def _unique(kbs: list[KnowledgeBase]) -> list[KnowledgeBase]:
+    seen: set[str] = set()
+    return [kb for kb in kbs if not (kb.id in seen or seen.add(kb.id))]
+
+
+def open_desk(db: str | os.PathLike[str] | None = None, *, home: str | os.PathLike[str] | None = None,
+              config: Config | None = None, backend: str | None = None) -> Desk:
+    """Build the desk: paths (``home`` / ``KBDESK_HOME``), config, database, services.
+
+    ``db`` (or ``KBDESK_DB``, or ``storage.db`` in the config) selects the database
+    file; ``backend`` (or ``KBDESK_VECTOR_BACKEND``, or ``vector.backend``) the vector
+    backend.
+    """
+    paths = get_paths(home)
+    config = config if config is not None else load_config(paths.config_file)
+    db_path = resolve_db(paths, db if db is not None else (os.environ.get("KBDESK_DB") or config.storage.db))
+    requested = backend or vector_backend_override() or config.vector.backend
+    store = SqliteStore(db_path, choose_driver(requested))
+    return Desk(paths=paths, config=config, db_path=db_path, store=store)

@@ -1,0 +1,29 @@
+"""Typed errors. Every message is one readable line meant for a person."""
+
+
+class KbdeskError(Exception):
+    """Base class: anything kbdesk raises on purpose."""
+
+
+class ConfigError(KbdeskError):
+    """The config file is unreadable or invalid."""
+
+
+class StoreError(KbdeskError):
+    """The database cannot be opened or used."""
+
+
+class SchemaTooNewError(StoreError):
+    """The database was written by a newer kbdesk."""
+
+
+class NotFoundError(KbdeskError):
+    """A knowledge base, document or other object does not exist."""
+
+
+class ConflictError(KbdeskError):
+    """The change would break a uniqueness or consistency rule."""
+
+
+class InvalidInputError(KbdeskError):
+    """An argument is out of range or malformed."""

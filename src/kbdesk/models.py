@@ -1,0 +1,135 @@
+"""Plain data objects shared by the store, the services and both faces.
+
+Field names and meanings follow seed 000 §10; ``to_dict`` gives the JSON shapes of
+seed 002 (the KB object, the document object, the search result).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+DEFAULT_CHUNK_SIZE = 1000
+DEFAULT_CHUNK_OVERLAP = 200
+
+KB_STATUSES = ("active", "processing", "error")
+DOC_STATUSES = ("pending", "extracting", "chunking", "embedding", "ready", "error")
+SCOPES = ("personal", "team", "global")
+
+
+@dataclass
+class KnowledgeBase:
+    id: str
+    name: str
+    description: str
+    scope: str
+    owner_id: str | None
+    team_id: str | None
+    embedding_config: dict[str, Any]
+    document_count: int
+    chunk_count: int
+    total_bytes: int
+    status: str
+    discoverable: bool
+    created_at: str
+    updated_at: str
+
+    @property
+    def model_id(self) -> str | None:
+        """The embedding model fixed at creation, or None for a keyword-only KB."""
+        return self.embedding_config.get("model_id") or None
+
+    @property
+    def dimensions(self) -> int | None:
+        value = self.embedding_config.get("dimensions")
+        return int(value) if value else None
+
+    @property
+    def chunk_size(self) -> int:
+        return int(self.embedding_config.get("chunk_size", DEFAULT_CHUNK_SIZE))
+
+    @property
+    def chunk_overlap(self) -> int:
+        return int(self.embedding_config.get("chunk_overlap", DEFAULT_CHUNK_OVERLAP))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The seed's KB object (``discoverable`` is kept out, as seed 002 says)."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "description": self.description,
+            "scope": self.scope,
+            "owner_id": self.owner_id,
+            "team_id": self.team_id,
+            "embedding_config": dict(self.embedding_config),
+            "document_count": self.document_count,
+            "chunk_count": self.chunk_count,
+            "total_bytes": self.total_bytes,
+            "status": self.status,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+        }
+
+
+@dataclass
+class Document:
+    id: str
+    kb_id: str
+    filename: str
+    content_type: str
+    size_bytes: int
+    storage_key: str
+    chunk_count: int
+    status: str
+    error: str | None
+    uploaded_by: str
+    content_hash: str | None
+    source_path: str | None
+    created_at: str
+    updated_at: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kb_id": self.kb_id,
+            "filename": self.filename,
+            "content_type": self.content_type,
+            "size_bytes": self.size_bytes,
+            "chunk_count": self.chunk_count,
+            "status": self.status,
+            "error": self.error,
+            "uploaded_by": self.uploaded_by,
+            "content_hash": self.content_hash,
+            "source_path": self.source_path,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+        }
+
+
+@dataclass
+class ChunkInput:
+    """One chunk to store: text, its estimated tokens and metadata (page, headings…)."""
+
+    content: str
+    token_count: int = 0
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SearchResult:
+    """Exactly the seed's result shape (seed 000 §5)."""
+
+    content: str
+    source: str
+    kb: str
+    similarity: float
+    metadata: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "content": self.content,
+            "source": self.source,
+            "kb": self.kb,
+            "similarity": self.similarity,
+            "metadata": dict(self.metadata),
+        }

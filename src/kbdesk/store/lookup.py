@@ -1,0 +1,99 @@
+"""Search primitives of the SQLite store: keyword (FTS5/BM25), vectors, result rows.
+
+The fusion and the seed's semantics live in :mod:`kbdesk.search`; this module only
+answers "which chunks, with what score" from SQL.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+MAX_QUERY_TERMS = 64
+
+
+def fts_query(text: str) -> str:
+    """A natural-language query as an FTS5 expression: its words, quoted, OR-ed.
+
+    Quoting makes every word a literal (no FTS5 syntax from the user's text); OR lets
+    BM25 rank partial matches instead of demanding every word.
+    """
+    seen: list[str] = []
+    for token in _TOKEN.findall(text.lower()):
+        if token not in seen:
+            seen.append(token)
+        if len(seen) == MAX_QUERY_TERMS:
+            break
+    return " OR ".join(f'"{t}"' for t in seen)
+
+
+def _marks(values: Sequence[Any]) -> str:
+    return ",".join("?" * len(values))
+
+
+class LookupMixin:
+    """Needs ``connection()``, ``read()`` and ``vectors`` from the store."""
+
+    def kb_vector_dimensions(self, kb_id: str) -> int | None:
+        """Dimensions of the KB's stored vectors, or None when it holds none."""
+        conn = self.connection()
+        row = conn.execute("SELECT dimensions FROM kb_vector_state WHERE kb_id = ?", (kb_id,)).fetchone()
+        if row is None:
+            return None
+        has = conn.execute("SELECT 1 FROM kb_chunks WHERE kb_id = ? AND embedding IS NOT NULL LIMIT 1",
+                           (kb_id,)).fetchone()
+        return int(row[0]) if has else None
+
+    def vector_candidates(self, kb_id: str, dimensions: int, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """Top ``k`` (seq, cosine) in one KB, best first."""
+        return self.vectors.search(self, kb_id, dimensions, query, k)
+
+    def keyword_candidates(self, kb_ids: Sequence[str], text: str, k: int) -> list[tuple[int, float]]:
+        """Top ``k`` (seq, BM25 score — higher is better) across ``kb_ids``."""
+        expr = fts_query(text)
+        if not expr or not kb_ids:
+            return []
+        rows = self.connection().execute(
+            f"SELECT f.rowid, -bm25(kb_chunks_fts) AS score FROM kb_chunks_fts f "
+            f"JOIN kb_chunks c ON c.seq = f.rowid "
+            f"WHERE kb_chunks_fts MATCH ? AND c.kb_id IN ({_marks(kb_ids)}) "
+            f"ORDER BY score DESC, f.rowid LIMIT ?",
+            (expr, *kb_ids, int(k)),
+        ).fetchall()
+        return [(int(seq), float(score)) for seq, score in rows]
+
+    def cosine_for(self, seqs: Iterable[int], query: np.ndarray) -> dict[int, float]:
+        """Cosine similarity of stored vectors (of any KB whose dimension matches)."""
+        seqs = list(seqs)
+        if not seqs:
+            return {}
+        rows = self.connection().execute(
+            f"SELECT seq, embedding FROM kb_chunks WHERE seq IN ({_marks(seqs)}) AND embedding IS NOT NULL", seqs
+        ).fetchall()
+        out: dict[int, float] = {}
+        for seq, blob in rows:
+            vec = np.frombuffer(blob, dtype=np.float32)
+            if vec.size == query.size:
+                out[int(seq)] = float(vec @ query)
+        return out
+
+    def result_rows(self, seqs: Sequence[int]) -> dict[int, dict[str, Any]]:
+        """Content, source filename, KB name and metadata of each chunk."""
+        if not seqs:
+            return {}
+        rows = self.connection().execute(
+            f"SELECT c.seq, c.content, d.filename, kb.name, c.metadata, c.kb_id, c.document_id, c.chunk_index "
+            f"FROM kb_chunks c JOIN kb_documents d ON d.id = c.document_id "
+            f"JOIN knowledge_bases kb ON kb.id = c.kb_id WHERE c.seq IN ({_marks(seqs)})",
+            list(seqs),
+        ).fetchall()
+        return {
+            int(r[0]): {"content": r[1], "source": r[2], "kb": r[3], "metadata": json.loads(r[4]),
+                        "kb_id": r[5], "document_id": r[6], "chunk_index": r[7]}
+            for r in rows
+        }

@@ -1,0 +1,287 @@
+"""Schema migrations for the SQLite store: an ordered list, recorded in a table.
+
+Tables mirror seed 000 §1 (``knowledge_bases``, ``kb_documents``, ``kb_chunks``,
+``channel_knowledge_bases``) with SQLite types: UUIDs as text, JSONB as JSON text,
+timestamps as ISO-8601 UTC text. Never edit a migration that has shipped; append one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+from kbdesk.errors import SchemaTooNewError, StoreError
+
+NOW = "(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"
+
+
+def _m001_core(conn: Any) -> None:
+    conn.executescript(f"""
+    CREATE TABLE settings (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+    CREATE TABLE users (
+        id         TEXT PRIMARY KEY,
+        username   TEXT NOT NULL,
+        created_at TEXT NOT NULL DEFAULT {NOW}
+    );
+    CREATE TABLE teams (
+        id         TEXT PRIMARY KEY,
+        name       TEXT NOT NULL,
+        created_at TEXT NOT NULL DEFAULT {NOW}
+    );
+    CREATE TABLE channels (
+        id         TEXT PRIMARY KEY,
+        title      TEXT NOT NULL DEFAULT '',
+        owner_id   TEXT REFERENCES users(id) ON DELETE SET NULL,
+        created_at TEXT NOT NULL DEFAULT {NOW},
+        updated_at TEXT NOT NULL DEFAULT {NOW}
+    );
+
+    CREATE TABLE knowledge_bases (
+        id               TEXT PRIMARY KEY,
+        name             TEXT NOT NULL,
+        description      TEXT NOT NULL DEFAULT '',
+        scope            TEXT NOT NULL DEFAULT 'personal'
+                         CHECK (scope IN ('global', 'team', 'personal')),
+        owner_id         TEXT REFERENCES users(id) ON DELETE CASCADE,
+        team_id          TEXT REFERENCES teams(id) ON DELETE CASCADE,
+        embedding_config TEXT NOT NULL DEFAULT '{{}}' CHECK (json_valid(embedding_config)),
+        document_count   INTEGER NOT NULL DEFAULT 0,
+        chunk_count      INTEGER NOT NULL DEFAULT 0,
+        total_bytes      INTEGER NOT NULL DEFAULT 0,
+        status           TEXT NOT NULL DEFAULT 'active'
+                         CHECK (status IN ('active', 'processing', 'error')),
+        discoverable     INTEGER NOT NULL DEFAULT 1 CHECK (discoverable IN (0, 1)),
+        created_at       TEXT NOT NULL DEFAULT {NOW},
+        updated_at       TEXT NOT NULL DEFAULT {NOW},
+        CONSTRAINT kb_scope_check CHECK (
+            (scope = 'global' AND owner_id IS NULL) OR
+            (scope = 'team' AND team_id IS NOT NULL) OR
+            (scope = 'personal' AND owner_id IS NOT NULL)
+        )
+    );
+    CREATE INDEX idx_kb_scope ON knowledge_bases(scope);
+    CREATE INDEX idx_kb_owner ON knowledge_bases(owner_id) WHERE owner_id IS NOT NULL;
+    CREATE INDEX idx_kb_team ON knowledge_bases(team_id) WHERE team_id IS NOT NULL;
+    CREATE UNIQUE INDEX idx_kb_name ON knowledge_bases(name COLLATE NOCASE);
+
+    CREATE TABLE kb_documents (
+        id             TEXT PRIMARY KEY,
+        kb_id          TEXT NOT NULL REFERENCES knowledge_bases(id) ON DELETE CASCADE,
+        filename       TEXT NOT NULL,
+        content_type   TEXT NOT NULL,
+        size_bytes     INTEGER NOT NULL,
+        storage_key    TEXT NOT NULL,
+        extracted_text TEXT,
+        chunk_count    INTEGER NOT NULL DEFAULT 0,
+        status         TEXT NOT NULL DEFAULT 'pending' CHECK (status IN
+                       ('pending', 'extracting', 'chunking', 'embedding', 'ready', 'error')),
+        error          TEXT,
+        uploaded_by    TEXT NOT NULL REFERENCES users(id),
+        content_hash   TEXT,
+        source_path    TEXT,
+        created_at     TEXT NOT NULL DEFAULT {NOW},
+        updated_at     TEXT NOT NULL DEFAULT {NOW}
+    );
+    CREATE INDEX idx_kbdoc_kb ON kb_documents(kb_id);
+    CREATE INDEX idx_kbdoc_hash ON kb_documents(kb_id, content_hash);
+    CREATE INDEX idx_kbdoc_source ON kb_documents(kb_id, source_path);
+
+    -- seq is the integer key shared with the keyword (FTS5) and vector (vec0) indexes;
+    -- id is the seed's UUID. embedding holds the unit-normalised float32 vector at the
+    -- KB's own dimension (no zero padding), or NULL when the KB has no embedding model.
+    CREATE TABLE kb_chunks (
+        seq         INTEGER PRIMARY KEY,
+        id          TEXT NOT NULL UNIQUE,
+        kb_id       TEXT NOT NULL REFERENCES knowledge_bases(id) ON DELETE CASCADE,
+        document_id TEXT NOT NULL REFERENCES kb_documents(id) ON DELETE CASCADE,
+        chunk_index INTEGER NOT NULL,
+        content     TEXT NOT NULL,
+        token_count INTEGER NOT NULL DEFAULT 0,
+        embedding   BLOB,
+        metadata    TEXT NOT NULL DEFAULT '{{}}' CHECK (json_valid(metadata)),
+        created_at  TEXT NOT NULL DEFAULT {NOW}
+    );
+    CREATE INDEX idx_kbchunk_kb ON kb_chunks(kb_id);
+    CREATE INDEX idx_kbchunk_doc ON kb_chunks(document_id, chunk_index);
+
+    CREATE TABLE channel_knowledge_bases (
+        channel_id TEXT NOT NULL REFERENCES channels(id) ON DELETE CASCADE,
+        kb_id      TEXT NOT NULL REFERENCES knowledge_bases(id) ON DELETE CASCADE,
+        enabled    INTEGER NOT NULL DEFAULT 1 CHECK (enabled IN (0, 1)),
+        added_at   TEXT NOT NULL DEFAULT {NOW},
+        PRIMARY KEY (channel_id, kb_id)
+    );
+    CREATE INDEX idx_channel_kb_kb ON channel_knowledge_bases(kb_id);
+
+    -- No foreign keys: the history outlives what it describes.
+    CREATE TABLE audit_log (
+        id         INTEGER PRIMARY KEY,
+        created_at TEXT NOT NULL DEFAULT {NOW},
+        user_id    TEXT,
+        action     TEXT NOT NULL,
+        kb_id      TEXT,
+        target     TEXT,
+        details    TEXT NOT NULL DEFAULT '{{}}' CHECK (json_valid(details))
+    );
+    CREATE INDEX idx_audit_kb ON audit_log(kb_id);
+
+    CREATE TABLE usage_log (
+        id                INTEGER PRIMARY KEY,
+        created_at        TEXT NOT NULL DEFAULT {NOW},
+        user_id           TEXT,
+        role              TEXT NOT NULL,
+        provider          TEXT NOT NULL DEFAULT '',
+        model             TEXT NOT NULL DEFAULT '',
+        kb_id             TEXT,
+        prompt_tokens     INTEGER,
+        completion_tokens INTEGER,
+        total_tokens      INTEGER,
+        inputs            INTEGER NOT NULL DEFAULT 0
+    );
+    """)
+
+
+def _m002_keyword_index(conn: Any) -> None:
+    # External-content FTS5 over kb_chunks.content, kept in step by triggers, so every
+    # insert, update and delete (cascades included) reaches the keyword index.
+    conn.executescript("""
+    CREATE VIRTUAL TABLE kb_chunks_fts USING fts5(
+        content,
+        content='kb_chunks',
+        content_rowid='seq',
+        tokenize='porter unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER kb_chunks_fts_ai AFTER INSERT ON kb_chunks BEGIN
+        INSERT INTO kb_chunks_fts(rowid, content) VALUES (new.seq, new.content);
+    END;
+    CREATE TRIGGER kb_chunks_fts_ad AFTER DELETE ON kb_chunks BEGIN
+        INSERT INTO kb_chunks_fts(kb_chunks_fts, rowid, content)
+        VALUES ('delete', old.seq, old.content);
+    END;
+    CREATE TRIGGER kb_chunks_fts_au AFTER UPDATE OF content ON kb_chunks BEGIN
+        INSERT INTO kb_chunks_fts(kb_chunks_fts, rowid, content)
+        VALUES ('delete', old.seq, old.content);
+        INSERT INTO kb_chunks_fts(rowid, content) VALUES (new.seq, new.content);
+    END;
+    INSERT INTO kb_chunks_fts(kb_chunks_fts) VALUES ('rebuild');
+    """)
+
+
+def _m003_vector_state(conn: Any) -> None:
+    # One row per KB that holds vectors. ``version`` moves on every change to the KB's
+    # vectors (by trigger, whatever wrote them); a derived index (a sqlite-vec table, a
+    # numpy matrix in memory) is fresh while it was built at the current version.
+    conn.executescript("""
+    CREATE TABLE kb_vector_state (
+        kb_id           TEXT PRIMARY KEY REFERENCES knowledge_bases(id) ON DELETE CASCADE,
+        dimensions      INTEGER NOT NULL CHECK (dimensions > 0),
+        version         INTEGER NOT NULL DEFAULT 0,
+        indexed_version INTEGER NOT NULL DEFAULT -1
+    );
+    CREATE TRIGGER kb_vec_ai AFTER INSERT ON kb_chunks WHEN new.embedding IS NOT NULL BEGIN
+        UPDATE kb_vector_state SET version = version + 1 WHERE kb_id = new.kb_id;
+    END;
+    CREATE TRIGGER kb_vec_ad AFTER DELETE ON kb_chunks WHEN old.embedding IS NOT NULL BEGIN
+        UPDATE kb_vector_state SET version = version + 1 WHERE kb_id = old.kb_id;
+    END;
+    CREATE TRIGGER kb_vec_au AFTER UPDATE OF embedding ON kb_chunks BEGIN
+        UPDATE kb_vector_state SET version = version + 1 WHERE kb_id = new.kb_id;
+    END;
+    """)
+
+
+Migration = tuple[str, Callable[[Any], None]]
+
+MIGRATIONS: list[Migration] = [
+    ("core_tables", _m001_core),
+    ("keyword_index", _m002_keyword_index),
+    ("vector_state", _m003_vector_state),
+]
+
+
+def current_version(conn: Any) -> int:
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+    ).fetchone()
+    if not exists:
+        return 0
+    row = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
+    return row[0] or 0
+
+
+def migrate(conn: Any, migrations: list[Migration] | None = None, *, path: str = "") -> int:
+    """Bring the database up to date; return the number of migrations applied.
+
+    ``conn`` must be in autocommit mode (``isolation_level=None``). Each migration runs
+    in its own ``BEGIN IMMEDIATE`` transaction together with its record, so an
+    interrupted upgrade leaves the file at the last whole step.
+    """
+    migrations = MIGRATIONS if migrations is None else migrations
+    known = len(migrations)
+    found = current_version(conn)
+    if found > known:
+        raise SchemaTooNewError(
+            f"database {path or ''} has schema version {found}, but this kbdesk knows only "
+            f"up to {known}: it was written by a newer kbdesk; upgrade kbdesk to open it".replace("  ", " ")
+        )
+    applied = 0
+    conn.execute("""CREATE TABLE IF NOT EXISTS schema_migrations (
+        version    INTEGER PRIMARY KEY,
+        name       TEXT NOT NULL,
+        applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+    )""")
+    for version, (name, step) in enumerate(migrations, start=1):
+        if version <= found:
+            continue
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # re-check inside the lock: another process may have migrated meanwhile
+            if current_version(conn) >= version:
+                conn.execute("ROLLBACK")
+                continue
+            _run_step(conn, step)
+            conn.execute("INSERT INTO schema_migrations(version, name) VALUES (?, ?)", (version, name))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        applied += 1
+    return applied
+
+
+def _run_step(conn: Any, step: Callable[[Any], None]) -> None:
+    """Run a migration's SQL inside the already-open transaction.
+
+    ``executescript`` would COMMIT first, so statements are split and run one by one.
+    """
+    try:
+        step(_ScriptRunner(conn))
+    except Exception as exc:
+        raise StoreError(f"schema migration failed: {exc}") from exc
+
+
+class _ScriptRunner:
+    """Looks like a connection; runs ``executescript`` statement by statement."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    def execute(self, *args: Any) -> Any:
+        return self._conn.execute(*args)
+
+    def executescript(self, script: str) -> None:
+        # any sqlite3 module parses statements the same way; the stdlib one is always here
+        complete = sqlite3.complete_statement
+        buffer = ""
+        for line in script.splitlines(keepends=True):
+            buffer += line
+            if complete(buffer):
+                if buffer.strip():
+                    self._conn.execute(buffer)
+                buffer = ""
+        if buffer.strip():
+            self._conn.execute(buffer)

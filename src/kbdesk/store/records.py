@@ -1,0 +1,346 @@
+"""Knowledge bases and documents in the SQLite store (seed 000 §9, minus search).
+
+Mixed into :class:`kbdesk.store.sqlite.SqliteStore`; every method that changes
+something runs in one write transaction and leaves an ``audit_log`` row.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError
+from kbdesk.models import (
+    DEFAULT_CHUNK_OVERLAP,
+    DEFAULT_CHUNK_SIZE,
+    DOC_STATUSES,
+    SCOPES,
+    ChunkInput,
+    Document,
+    KnowledgeBase,
+)
+from kbdesk.store.vectors import normalise
+
+KB_COLUMNS = ("id, name, description, scope, owner_id, team_id, embedding_config, document_count, "
+              "chunk_count, total_bytes, status, discoverable, created_at, updated_at")
+DOC_COLUMNS = ("id, kb_id, filename, content_type, size_bytes, storage_key, chunk_count, status, error, "
+               "uploaded_by, content_hash, source_path, created_at, updated_at")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_UUID_PREFIX = re.compile(r"^[0-9a-fA-F-]{4,36}$")
+
+
+def _kb(row: Sequence[Any]) -> KnowledgeBase:
+    values = list(row)
+    values[6] = json.loads(values[6])
+    values[11] = bool(values[11])
+    return KnowledgeBase(*values)
+
+
+def _doc(row: Sequence[Any]) -> Document:
+    return Document(*row)
+
+
+def check_name(name: str, what: str = "knowledge base name") -> str:
+    clean = (name or "").strip()
+    if not clean:
+        raise InvalidInputError(f"{what} must not be empty")
+    if len(clean) > 200:
+        raise InvalidInputError(f"{what} is longer than 200 characters")
+    if _CONTROL.search(clean):
+        raise InvalidInputError(f"{what} must not contain control characters")
+    return clean
+
+
+def storage_key(kb_id: str, doc_id: str, filename: str) -> str:
+    """The seed's object key: ``kb/{kb_id}/{doc_id}_{filename}``."""
+    safe = re.sub(r"[\\/\x00]", "_", filename) or "document"
+    return f"kb/{kb_id}/{doc_id}_{safe}"
+
+
+class RecordsMixin:
+    """Needs ``write()``, ``read()``, ``connection()``, ``audit()``, ``vectors`` and
+    ``local_user_id`` from the store it is mixed into."""
+
+    # ── knowledge bases ────────────────────────────────────────────────────────
+    def create_kb(self, name: str, description: str = "", *, embedding_config: dict[str, Any] | None = None,
+                  scope: str = "personal", team_id: str | None = None,
+                  discoverable: bool = True, kb_id: str | None = None) -> KnowledgeBase:
+        from kbdesk.store.sqlite import new_id, utcnow
+
+        name = check_name(name)
+        if scope not in SCOPES:
+            raise InvalidInputError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
+        config = embedding_config_snapshot(embedding_config)
+        owner_id = self.local_user_id if scope == "personal" else None
+        if scope == "team" and not team_id:
+            raise InvalidInputError("a team knowledge base needs a team id")
+        kb_id = kb_id or new_id()
+        now = utcnow()
+        with self.write() as conn:
+            if conn.execute("SELECT 1 FROM knowledge_bases WHERE name = ? COLLATE NOCASE", (name,)).fetchone():
+                raise ConflictError(f"a knowledge base named '{name}' already exists")
+            if scope == "team" and not conn.execute("SELECT 1 FROM teams WHERE id = ?", (team_id,)).fetchone():
+                raise NotFoundError(f"no team with id '{team_id}'")
+            conn.execute(
+                "INSERT INTO knowledge_bases(id, name, description, scope, owner_id, team_id, embedding_config, "
+                "discoverable, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (kb_id, name, description or "", scope, owner_id, team_id if scope == "team" else None,
+                 json.dumps(config), int(bool(discoverable)), now, now),
+            )
+            if config.get("dimensions"):
+                conn.execute("INSERT INTO kb_vector_state(kb_id, dimensions) VALUES (?, ?)",
+                             (kb_id, int(config["dimensions"])))
+            self.audit(conn, "kb.create", kb_id, name, {"scope": scope, "embedding_config": config})
+            return self._get_kb(conn, kb_id)
+
+    def _get_kb(self, conn: Any, kb_id: str) -> KnowledgeBase:
+        row = conn.execute(f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE id = ?", (kb_id,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"no knowledge base with id '{kb_id}'")
+        return _kb(row)
+
+    def get_kb(self, kb_id: str) -> KnowledgeBase:
+        return self._get_kb(self.connection(), kb_id)
+
+    def find_kb(self, ref: str) -> KnowledgeBase:
+        """A KB by id, by name (any case), or by a unique id prefix of 4+ characters."""
+        conn = self.connection()
+        ref = (ref or "").strip()
+        row = conn.execute(f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE id = ?", (ref,)).fetchone()
+        if row is None:
+            row = conn.execute(f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE name = ? COLLATE NOCASE",
+                               (ref,)).fetchone()
+        if row is None and _UUID_PREFIX.match(ref):
+            rows = conn.execute(f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE id LIKE ? ESCAPE '\\' LIMIT 2",
+                                (ref.lower() + "%",)).fetchall()
+            if len(rows) > 1:
+                raise InvalidInputError(f"'{ref}' matches more than one knowledge base id; give more of it")
+            row = rows[0] if rows else None
+        if row is None:
+            raise NotFoundError(f"no knowledge base named '{ref}'")
+        return _kb(row)
+
+    def list_kbs(self) -> list[KnowledgeBase]:
+        rows = self.connection().execute(
+            f"SELECT {KB_COLUMNS} FROM knowledge_bases ORDER BY name COLLATE NOCASE").fetchall()
+        return [_kb(r) for r in rows]
+
+    def update_kb(self, kb_id: str, *, name: str | None = None, description: str | None = None,
+                  discoverable: bool | None = None) -> KnowledgeBase:
+        from kbdesk.store.sqlite import utcnow
+
+        with self.write() as conn:
+            before = self._get_kb(conn, kb_id)
+            changes: dict[str, Any] = {}
+            if name is not None:
+                name = check_name(name)
+                clash = conn.execute("SELECT id FROM knowledge_bases WHERE name = ? COLLATE NOCASE AND id != ?",
+                                     (name, kb_id)).fetchone()
+                if clash:
+                    raise ConflictError(f"a knowledge base named '{name}' already exists")
+                if name != before.name:
+                    changes["name"] = name
+            if description is not None and description != before.description:
+                changes["description"] = description
+            if discoverable is not None and bool(discoverable) != before.discoverable:
+                changes["discoverable"] = int(bool(discoverable))
+            if not changes:
+                return before
+            sets = ", ".join(f"{col} = ?" for col in changes)
+            conn.execute(f"UPDATE knowledge_bases SET {sets}, updated_at = ? WHERE id = ?",
+                         (*changes.values(), utcnow(), kb_id))
+            detail = {k: {"from": getattr(before, k) if k != "discoverable" else before.discoverable, "to": v}
+                      for k, v in changes.items()}
+            self.audit(conn, "kb.update", kb_id, changes.get("name", before.name), detail)
+            return self._get_kb(conn, kb_id)
+
+    def delete_kb(self, kb_id: str) -> KnowledgeBase:
+        """Delete a KB with its documents, chunks, keyword rows and vectors."""
+        with self.write() as conn:
+            kb = self._get_kb(conn, kb_id)
+            self.vectors.drop(conn, kb_id)
+            conn.execute("DELETE FROM knowledge_bases WHERE id = ?", (kb_id,))
+            self.audit(conn, "kb.delete", kb_id, kb.name,
+                       {"documents": kb.document_count, "chunks": kb.chunk_count})
+            return kb
+
+    def recount(self, kb_id: str) -> KnowledgeBase:
+        """Recount the denormalised stats from the documents and chunks tables."""
+        with self.write() as conn:
+            self._recount(conn, kb_id)
+            return self._get_kb(conn, kb_id)
+
+    def _recount(self, conn: Any, kb_id: str) -> None:
+        from kbdesk.store.sqlite import utcnow
+
+        docs, size = conn.execute("SELECT count(*), coalesce(sum(size_bytes), 0) FROM kb_documents WHERE kb_id = ?",
+                                  (kb_id,)).fetchone()
+        chunks = conn.execute("SELECT count(*) FROM kb_chunks WHERE kb_id = ?", (kb_id,)).fetchone()[0]
+        conn.execute("UPDATE knowledge_bases SET document_count = ?, chunk_count = ?, total_bytes = ?, "
+                     "updated_at = ? WHERE id = ?", (docs, chunks, size, utcnow(), kb_id))
+
+    # ── documents ──────────────────────────────────────────────────────────────
+    def add_document(self, kb_id: str, filename: str, chunks: Sequence[ChunkInput | str], *,
+                     vectors: Any = None, content_type: str = "text/plain", size_bytes: int | None = None,
+                     extracted_text: str | None = None, content_hash: str | None = None,
+                     source_path: str | None = None, doc_id: str | None = None) -> Document:
+        """Store a whole document — row, chunks, keyword rows, vectors, stats — in one transaction.
+
+        ``vectors`` (one per chunk) are required when the KB has an embedding model and
+        refused when it has none.
+        """
+        from kbdesk.store.sqlite import new_id, utcnow
+
+        filename = check_name(filename, "filename")
+        items = [c if isinstance(c, ChunkInput) else ChunkInput(str(c)) for c in chunks]
+        if not items:
+            raise InvalidInputError(f"{filename}: a document needs at least one chunk")
+        doc_id = doc_id or new_id()
+        text = extracted_text if extracted_text is not None else "\n\n".join(c.content for c in items)
+        size = size_bytes if size_bytes is not None else len(text.encode("utf-8"))
+        now = utcnow()
+        with self.write() as conn:
+            kb = self._get_kb(conn, kb_id)
+            blobs = self._vector_blobs(kb, vectors, len(items))
+            was_fresh = self.vectors_fresh(conn, kb_id)
+            conn.execute(
+                "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, extracted_text, "
+                "chunk_count, status, uploaded_by, content_hash, source_path, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'ready', ?, ?, ?, ?, ?)",
+                (doc_id, kb_id, filename, content_type, size, storage_key(kb_id, doc_id, filename), text,
+                 len(items), self.local_user_id, content_hash, source_path, now, now),
+            )
+            added = self._insert_chunks(conn, kb_id, doc_id, items, blobs, now)
+            self.vectors.after_write(conn, kb_id, added, [], was_fresh)
+            self._recount(conn, kb_id)
+            self.audit(conn, "document.upload", kb_id, filename, {"document_id": doc_id, "chunks": len(items)})
+            return self._get_document(conn, doc_id)
+
+    def _vector_blobs(self, kb: KnowledgeBase, vectors: Any, count: int) -> list[bytes] | None:
+        if vectors is None:
+            if kb.model_id:
+                raise InvalidInputError(f"knowledge base '{kb.name}' embeds with {kb.model_id}: "
+                                        "its documents need one vector per chunk")
+            return None
+        if not kb.model_id:
+            raise InvalidInputError(f"knowledge base '{kb.name}' has no embedding model; it cannot store vectors")
+        if len(vectors) != count:
+            raise InvalidInputError(f"got {len(vectors)} vectors for {count} chunks")
+        dims = kb.dimensions
+        blobs = []
+        for i, vector in enumerate(vectors):
+            unit = normalise(vector, dims, what=f"vector {i}")
+            dims = dims or unit.size
+            blobs.append(unit.tobytes())
+        return blobs
+
+    def _insert_chunks(self, conn: Any, kb_id: str, doc_id: str, items: list[ChunkInput],
+                       blobs: list[bytes] | None, now: str) -> list[tuple[int, bytes]]:
+        from kbdesk.store.sqlite import new_id
+
+        if blobs:
+            dims = len(blobs[0]) // 4
+            row = conn.execute("SELECT dimensions FROM kb_vector_state WHERE kb_id = ?", (kb_id,)).fetchone()
+            if row is None:
+                conn.execute("INSERT INTO kb_vector_state(kb_id, dimensions) VALUES (?, ?)", (kb_id, dims))
+                conn.execute("UPDATE knowledge_bases SET embedding_config = json_set(embedding_config, "
+                             "'$.dimensions', ?) WHERE id = ?", (dims, kb_id))
+            elif row[0] != dims:
+                raise InvalidInputError(f"this knowledge base stores {row[0]}-dimensional vectors, got {dims}")
+        added: list[tuple[int, bytes]] = []
+        for index, item in enumerate(items):
+            blob = blobs[index] if blobs else None
+            cur = conn.execute(
+                "INSERT INTO kb_chunks(id, kb_id, document_id, chunk_index, content, token_count, embedding, "
+                "metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (new_id(), kb_id, doc_id, index, item.content, int(item.token_count), blob,
+                 json.dumps(item.metadata or {}), now),
+            )
+            if blob is not None:
+                added.append((cur.lastrowid, blob))
+        return added
+
+    def vectors_fresh(self, conn: Any, kb_id: str) -> bool:
+        row = conn.execute("SELECT version = indexed_version FROM kb_vector_state WHERE kb_id = ?",
+                           (kb_id,)).fetchone()
+        return bool(row and row[0])
+
+    def _get_document(self, conn: Any, doc_id: str) -> Document:
+        row = conn.execute(f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE id = ?", (doc_id,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"no document with id '{doc_id}'")
+        return _doc(row)
+
+    def get_document(self, doc_id: str) -> Document:
+        return self._get_document(self.connection(), doc_id)
+
+    def list_documents(self, kb_id: str, status: str | None = None) -> list[Document]:
+        if status is not None and status not in DOC_STATUSES:
+            raise InvalidInputError(f"status must be one of {', '.join(DOC_STATUSES)}")
+        sql = f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE kb_id = ?"
+        args: tuple[Any, ...] = (kb_id,)
+        if status:
+            sql += " AND status = ?"
+            args += (status,)
+        return [_doc(r) for r in self.connection().execute(sql + " ORDER BY filename, created_at", args)]
+
+    def document_text(self, doc_id: str) -> str | None:
+        row = self.connection().execute("SELECT extracted_text FROM kb_documents WHERE id = ?", (doc_id,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"no document with id '{doc_id}'")
+        return row[0]
+
+    def delete_document(self, doc_id: str) -> Document:
+        """Delete a document with its chunks, keyword rows and vectors."""
+        with self.write() as conn:
+            doc = self._get_document(conn, doc_id)
+            was_fresh = self.vectors_fresh(conn, doc.kb_id)
+            removed = [r[0] for r in conn.execute(
+                "SELECT seq FROM kb_chunks WHERE document_id = ? AND embedding IS NOT NULL", (doc_id,))]
+            conn.execute("DELETE FROM kb_documents WHERE id = ?", (doc_id,))
+            self.vectors.after_write(conn, doc.kb_id, [], removed, was_fresh)
+            self._recount(conn, doc.kb_id)
+            self.audit(conn, "document.delete", doc.kb_id, doc.filename, {"document_id": doc_id})
+            return doc
+
+    def audit_entries(self, kb_id: str | None = None) -> list[dict[str, Any]]:
+        sql = "SELECT id, created_at, user_id, action, kb_id, target, details FROM audit_log"
+        args: tuple[Any, ...] = ()
+        if kb_id:
+            sql += " WHERE kb_id = ?"
+            args = (kb_id,)
+        rows = self.connection().execute(sql + " ORDER BY id", args).fetchall()
+        keys = ("id", "created_at", "user_id", "action", "kb_id", "target", "details")
+        return [dict(zip(keys, r[:-1] + (json.loads(r[-1]),))) for r in rows]
+
+
+def embedding_config_snapshot(config: dict[str, Any] | None) -> dict[str, Any]:
+    """Validate and complete a KB's embedding and chunking snapshot."""
+    allowed = {"provider", "model_id", "dimensions", "chunk_size", "chunk_overlap"}
+    config = dict(config or {})
+    unknown = set(config) - allowed
+    if unknown:
+        raise InvalidInputError(f"unknown embedding_config key(s): {', '.join(sorted(unknown))}")
+    size = config.setdefault("chunk_size", DEFAULT_CHUNK_SIZE)
+    overlap = config.setdefault("chunk_overlap", DEFAULT_CHUNK_OVERLAP)
+    for key in ("chunk_size", "chunk_overlap", "dimensions"):
+        value = config.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))):
+            raise InvalidInputError(f"{key} must be a whole number")
+    if size < 1:
+        raise InvalidInputError("chunk_size must be at least 1")
+    if not 0 <= overlap < size:
+        raise InvalidInputError("chunk_overlap must be at least 0 and smaller than chunk_size")
+    dims = config.get("dimensions")
+    if dims is not None and not 1 <= dims <= 16_000:
+        raise InvalidInputError("dimensions must be between 1 and 16000")
+    if dims is not None and not config.get("model_id"):
+        raise InvalidInputError("dimensions were given without an embedding model id")
+    if not config.get("model_id"):
+        config.pop("model_id", None)
+        config.pop("provider", None)
+    return {k: (int(v) if isinstance(v, np.integer) else v) for k, v in config.items() if v is not None}

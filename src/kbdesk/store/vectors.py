@@ -1,0 +1,182 @@
+"""Vector indexes over ``kb_chunks.embedding``.
+
+The canonical copy of every vector is the ``embedding`` column (unit-normalised
+float32 at the KB's own dimension). A vector index is derived from it and rebuilt when
+``kb_vector_state.version`` moved past the version it was built at, so a database
+written under one backend is always correct under the other.
+
+- :class:`SqliteVecIndex` keeps one sqlite-vec ``vec0`` table per KB. Vectors are unit
+  length, so the L2 metric ranks exactly like cosine (cos = 1 - d²/2) and is the faster
+  of the two in sqlite-vec (docs/BENCHMARKS.md).
+- :class:`NumpyIndex` scans an in-memory float32 matrix per KB, loaded on first use and
+  reloaded when the KB's vectors change. Exact cosine.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from typing import Any, Protocol
+
+import numpy as np
+
+from kbdesk.errors import InvalidInputError
+
+
+def normalise(vector: Any, dimensions: int | None = None, *, what: str = "vector") -> np.ndarray:
+    """Return ``vector`` as unit-length float32, or raise a clear error."""
+    try:
+        arr = np.asarray(vector, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"{what} is not a list of numbers") from None
+    if arr.ndim != 1 or arr.size == 0:
+        raise InvalidInputError(f"{what} must be a flat list of numbers, got shape {arr.shape}")
+    if dimensions is not None and arr.size != dimensions:
+        raise InvalidInputError(f"{what} has {arr.size} dimensions, expected {dimensions}")
+    if not np.all(np.isfinite(arr)):
+        raise InvalidInputError(f"{what} contains NaN or infinite values")
+    norm = float(np.linalg.norm(arr.astype(np.float64)))
+    if norm == 0.0 or not math.isfinite(norm):
+        raise InvalidInputError(f"{what} is all zeros")
+    return (arr / norm).astype(np.float32)
+
+
+def vec_table(kb_id: str) -> str:
+    return "vec_kb_" + kb_id.replace("-", "")
+
+
+class VectorIndex(Protocol):
+    name: str
+
+    def after_write(self, conn: Any, kb_id: str, added: list[tuple[int, bytes]],
+                    removed: list[int], was_fresh: bool) -> None:
+        """Called inside the write transaction that changed ``kb_id``'s vectors."""
+
+    def search(self, store: Any, kb_id: str, dimensions: int, query: np.ndarray,
+               k: int) -> list[tuple[int, float]]:
+        """Top ``k`` (seq, cosine similarity) pairs, best first."""
+
+    def drop(self, conn: Any, kb_id: str) -> None:
+        """Forget ``kb_id``'s index (inside the transaction deleting the KB)."""
+
+
+def _is_fresh(conn: Any, kb_id: str) -> bool:
+    row = conn.execute(
+        "SELECT version = indexed_version FROM kb_vector_state WHERE kb_id = ?", (kb_id,)
+    ).fetchone()
+    return bool(row and row[0])
+
+
+class SqliteVecIndex:
+    name = "sqlite-vec"
+
+    def __init__(self, vec_loaded: bool = True) -> None:
+        self.vec_loaded = vec_loaded
+
+    @staticmethod
+    def is_fresh(conn: Any, kb_id: str) -> bool:
+        return _is_fresh(conn, kb_id)
+
+    def after_write(self, conn: Any, kb_id: str, added: list[tuple[int, bytes]],
+                    removed: list[int], was_fresh: bool) -> None:
+        if not was_fresh:
+            return  # rebuilt whole at the next search
+        table = vec_table(kb_id)
+        if removed:
+            conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", [(s,) for s in removed])
+        if added:
+            conn.executemany(f"INSERT INTO {table}(rowid, embedding) VALUES (?, ?)", added)
+        conn.execute("UPDATE kb_vector_state SET indexed_version = version WHERE kb_id = ?", (kb_id,))
+
+    def rebuild(self, conn: Any, kb_id: str, dimensions: int) -> None:
+        table = vec_table(kb_id)
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+        conn.execute(f"CREATE VIRTUAL TABLE {table} USING vec0("
+                     f"embedding float[{int(dimensions)}] distance_metric=l2)")
+        conn.execute(f"INSERT INTO {table}(rowid, embedding) SELECT seq, embedding FROM kb_chunks "
+                     "WHERE kb_id = ? AND embedding IS NOT NULL ORDER BY seq", (kb_id,))
+        conn.execute("UPDATE kb_vector_state SET indexed_version = version WHERE kb_id = ?", (kb_id,))
+
+    def search(self, store: Any, kb_id: str, dimensions: int, query: np.ndarray,
+               k: int) -> list[tuple[int, float]]:
+        conn = store.connection()
+        if not _is_fresh(conn, kb_id):
+            with store.write() as wconn:
+                if not _is_fresh(wconn, kb_id):
+                    self.rebuild(wconn, kb_id, dimensions)
+        rows = conn.execute(
+            f"SELECT rowid, distance FROM {vec_table(kb_id)} WHERE embedding MATCH ? AND k = ? "
+            "ORDER BY distance",
+            (query.tobytes(), int(k)),
+        ).fetchall()
+        return [(int(seq), 1.0 - (float(d) * float(d)) / 2.0) for seq, d in rows]
+
+    def drop(self, conn: Any, kb_id: str) -> None:
+        conn.execute(f"DROP TABLE IF EXISTS {vec_table(kb_id)}")
+
+    @staticmethod
+    def drop_orphans(conn: Any) -> int:
+        """Drop vec0 tables whose KB is gone (left by a numpy-only session)."""
+        rows = conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'vec\\_kb\\_%' ESCAPE '\\' "
+            "AND sql LIKE 'CREATE VIRTUAL TABLE%'"
+        ).fetchall()
+        live = {r[0].replace("-", "") for r in conn.execute("SELECT id FROM knowledge_bases")}
+        dropped = 0
+        for (name,) in rows:
+            if name[len("vec_kb_"):] not in live:
+                conn.execute(f"DROP TABLE IF EXISTS {name}")
+                dropped += 1
+        return dropped
+
+
+class NumpyIndex:
+    name = "numpy"
+
+    def __init__(self, vec_loaded: bool = False) -> None:
+        # when sqlite-vec is loaded alongside, its tables are dropped with their KB
+        self.vec_loaded = vec_loaded
+        self._lock = threading.Lock()
+        self._cache: dict[str, tuple[int, np.ndarray, np.ndarray]] = {}
+
+    def after_write(self, conn: Any, kb_id: str, added: list[tuple[int, bytes]],
+                    removed: list[int], was_fresh: bool) -> None:
+        return  # the matrix reloads when kb_vector_state.version moves
+
+    def _matrix(self, store: Any, kb_id: str, dimensions: int) -> tuple[np.ndarray, np.ndarray]:
+        with store.read() as conn:  # one snapshot for the version and the rows
+            row = conn.execute("SELECT version FROM kb_vector_state WHERE kb_id = ?", (kb_id,)).fetchone()
+            version = row[0] if row else -1
+            with self._lock:
+                cached = self._cache.get(kb_id)
+            if cached and cached[0] == version:
+                return cached[1], cached[2]
+            rows = conn.execute(
+                "SELECT seq, embedding FROM kb_chunks WHERE kb_id = ? AND embedding IS NOT NULL ORDER BY seq",
+                (kb_id,),
+            ).fetchall()
+        seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        if rows:
+            matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dimensions)
+        else:
+            matrix = np.zeros((0, dimensions), dtype=np.float32)
+        with self._lock:
+            self._cache[kb_id] = (version, seqs, matrix)
+        return seqs, matrix
+
+    def search(self, store: Any, kb_id: str, dimensions: int, query: np.ndarray,
+               k: int) -> list[tuple[int, float]]:
+        seqs, matrix = self._matrix(store, kb_id, dimensions)
+        if not len(seqs):
+            return []
+        sims = matrix @ query
+        k = min(int(k), len(sims))
+        top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
+        order = top[np.lexsort((seqs[top], -sims[top]))]
+        return [(int(seqs[i]), float(sims[i])) for i in order]
+
+    def drop(self, conn: Any, kb_id: str) -> None:
+        with self._lock:
+            self._cache.pop(kb_id, None)
+        if self.vec_loaded:
+            conn.execute(f"DROP TABLE IF EXISTS {vec_table(kb_id)}")
