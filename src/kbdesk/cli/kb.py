@@ -1,0 +1,154 @@
+"""``kbdesk kb …``: create, list, show, rename, describe, recount and delete KBs."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from kbdesk.cli.output import human_bytes, plain, print_json, stdout, table
+from kbdesk.errors import InvalidInputError
+from kbdesk.models import KnowledgeBase
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+
+
+def _model(kb: KnowledgeBase) -> str:
+    if not kb.model_id:
+        return "none (keyword search only)"
+    provider = kb.embedding_config.get("provider")
+    dims = f", {kb.dimensions} dims" if kb.dimensions else ""
+    return f"{provider + ' / ' if provider else ''}{kb.model_id}{dims}"
+
+
+@click.group("kb")
+def kb_group() -> None:
+    """Manage knowledge bases."""
+
+
+@kb_group.command("create")
+@click.argument("name")
+@click.option("-d", "--description", default="", help="What the KB holds.")
+@click.option("--model", "model_id", metavar="MODEL_ID",
+              help="Embedding model, fixed at creation (omit for a keyword-only KB).")
+@click.option("--provider", metavar="NAME", help="Provider that serves the embedding model.")
+@click.option("--dimensions", type=click.IntRange(1, 16000), help="Vector dimensions, if known in advance.")
+@click.option("--chunk-size", type=click.IntRange(1), help="Characters per chunk (default 1000).")
+@click.option("--chunk-overlap", type=click.IntRange(0), help="Characters shared by neighbouring chunks (default 200).")
+@json_option
+@click.pass_obj
+def create(state, name, description, model_id, provider, dimensions, chunk_size, chunk_overlap, as_json) -> None:
+    """Create a knowledge base called NAME."""
+    if provider and not model_id:
+        raise InvalidInputError("--provider needs --model")
+    kb = state.desk().create_kb(name, description, model_id=model_id, provider=provider, dimensions=dimensions,
+                                chunk_size=chunk_size, chunk_overlap=chunk_overlap)
+    if as_json:
+        print_json(kb.to_dict())
+    else:
+        stdout().print(plain(f"Created knowledge base '{kb.name}' ({kb.id})"))
+
+
+@kb_group.command("list")
+@json_option
+@click.pass_obj
+def list_(state, as_json) -> None:
+    """List knowledge bases."""
+    kbs = state.desk().list_kbs()
+    if as_json:
+        print_json({"data": [kb.to_dict() for kb in kbs], "total": len(kbs)})
+        return
+    if not kbs:
+        stdout().print(plain("No knowledge bases yet. Create one: kbdesk kb create NAME"))
+        return
+    t = table("name", "id", "scope", "docs", "chunks", "size", "status", "embedding")
+    for kb in kbs:
+        t.add_row(plain(kb.name), kb.id[:8], kb.scope, str(kb.document_count), str(kb.chunk_count),
+                  human_bytes(kb.total_bytes), kb.status, plain(_model(kb)))
+    stdout().print(t)
+
+
+@kb_group.command("show")
+@click.argument("kb")
+@json_option
+@click.pass_obj
+def show(state, kb, as_json) -> None:
+    """Show a knowledge base (by name, id or id prefix)."""
+    found = state.desk().kb(kb)
+    if as_json:
+        print_json(found.to_dict())
+        return
+    t = table("field", "value")
+    rows = [
+        ("name", found.name), ("id", found.id), ("description", found.description or "—"),
+        ("scope", found.scope), ("status", found.status), ("embedding", _model(found)),
+        ("chunking", f"{found.chunk_size} chars, overlap {found.chunk_overlap}"),
+        ("documents", found.document_count), ("chunks", found.chunk_count),
+        ("size", human_bytes(found.total_bytes)), ("created", found.created_at), ("updated", found.updated_at),
+    ]
+    for key, value in rows:
+        t.add_row(key, plain(value))
+    stdout().print(t)
+
+
+@kb_group.command("rename")
+@click.argument("kb")
+@click.argument("new_name")
+@json_option
+@click.pass_obj
+def rename(state, kb, new_name, as_json) -> None:
+    """Rename a knowledge base."""
+    updated = state.desk().rename_kb(kb, new_name)
+    if as_json:
+        print_json(updated.to_dict())
+    else:
+        stdout().print(plain(f"Renamed to '{updated.name}'"))
+
+
+@kb_group.command("describe")
+@click.argument("kb")
+@click.argument("description")
+@json_option
+@click.pass_obj
+def describe(state, kb, description, as_json) -> None:
+    """Set a knowledge base's description."""
+    updated = state.desk().describe_kb(kb, description)
+    if as_json:
+        print_json(updated.to_dict())
+    else:
+        stdout().print(plain(f"Description of '{updated.name}' updated"))
+
+
+@kb_group.command("recount")
+@click.argument("kb")
+@json_option
+@click.pass_obj
+def recount(state, kb, as_json) -> None:
+    """Recount a knowledge base's document, chunk and byte totals."""
+    updated = state.desk().recount(kb)
+    if as_json:
+        print_json(updated.to_dict())
+    else:
+        stdout().print(plain(f"'{updated.name}': {updated.document_count} documents, "
+                             f"{updated.chunk_count} chunks, {human_bytes(updated.total_bytes)}"))
+
+
+@kb_group.command("rm")
+@click.argument("kb")
+@click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
+@json_option
+@click.pass_obj
+def remove(state, kb, yes, as_json) -> None:
+    """Delete a knowledge base with all its documents, chunks, vectors and files."""
+    desk = state.desk()
+    found = desk.kb(kb)
+    if not yes:
+        if not sys.stdin.isatty():
+            raise InvalidInputError(f"deleting '{found.name}' needs confirmation: add --yes")
+        click.confirm(f"Delete '{found.name}' with {found.document_count} documents and "
+                      f"{found.chunk_count} chunks?", abort=True)
+    deleted = desk.delete_kb(found.id)
+    if as_json:
+        print_json({"deleted": True, "id": deleted.id, "name": deleted.name})
+    else:
+        stdout().print(plain(f"Deleted '{deleted.name}'"))

@@ -1,0 +1,85 @@
+"""``kbdesk``: the entry point and the shared options of every command."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+
+from kbdesk import __version__
+from kbdesk.errors import KbdeskError
+
+
+class CliState:
+    """Holds the global options; opens the desk on first use, closes it at exit."""
+
+    def __init__(self, db: str | None, home: str | None) -> None:
+        self.db = db
+        self.home = home
+        self._desk: Any = None
+
+    def desk(self) -> Any:
+        if self._desk is None:
+            from kbdesk.desk import open_desk
+
+            self._desk = open_desk(self.db, home=self.home)
+        return self._desk
+
+    def close(self) -> None:
+        if self._desk is not None:
+            self._desk.close()
+            self._desk = None
+
+
+class KbdeskGroup(click.Group):
+    """Turns every kbdesk error into one line on stderr and a non-zero exit."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KbdeskError as exc:
+            raise click.ClickException(str(exc)) from None
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except KeyboardInterrupt:
+            raise click.ClickException("interrupted") from None
+        except Exception as exc:
+            if os.environ.get("KBDESK_DEBUG"):
+                raise
+            raise click.ClickException(
+                f"internal error: {type(exc).__name__}: {exc} (set KBDESK_DEBUG=1 for the traceback)") from None
+
+
+@click.group(cls=KbdeskGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--db", metavar="PATH", envvar="KBDESK_DB",
+              help="Database file to use (default: kbdesk.db in the data directory; env KBDESK_DB).")
+@click.option("--home", metavar="DIR", envvar="KBDESK_HOME",
+              help="Put config, data and cache under DIR (env KBDESK_HOME).")
+@click.version_option(__version__, prog_name="kbdesk")
+@click.pass_context
+def cli(ctx: click.Context, db: str | None, home: str | None) -> None:
+    """kbdesk: knowledge bases in one SQLite file, searched by meaning and by keyword."""
+    state = CliState(db, home)
+    ctx.obj = state
+    ctx.call_on_close(state.close)
+
+
+def _register() -> None:
+    from kbdesk.cli import doctor, kb, search
+
+    cli.add_command(kb.kb_group)
+    cli.add_command(search.search_command)
+    cli.add_command(doctor.doctor_command)
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> None:
+    cli.main(args=argv, prog_name="kbdesk")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main(sys.argv[1:])
