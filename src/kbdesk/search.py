@@ -10,7 +10,8 @@ Modes:
   threshold.
 - ``keyword`` — FTS5 BM25 over chunk text. The threshold does not apply (there is no
   cosine to compare); ``similarity`` is the chunk's cosine when it has a vector and a
-  query vector was given, else its BM25 score relative to the best hit (1.0).
+  query vector was given, else its BM25 score relative to the best hit (1.0); hits
+  under 5% of the best matched only near-ubiquitous words and are dropped.
 - ``hybrid``  — both rankings fused by reciprocal rank fusion. The threshold stays a
   cosine floor: a keyword hit whose vector is below it is dropped. Chunks of KBs with no
   vectors take part through the keyword ranking alone.
@@ -36,6 +37,9 @@ MODES = ("auto", "vector", "keyword", "hybrid")
 RRF_K = 60
 CANDIDATES_PER_RESULT = 5
 MIN_CANDIDATES = 50
+# keyword hits scoring under this share of the best hit matched only words found almost
+# everywhere (BM25 gives those next to nothing): noise, not results
+KEYWORD_FLOOR = 0.05
 
 
 @dataclass
@@ -166,7 +170,7 @@ def _keyword_scored(store: Any, kbs: Sequence[KnowledgeBase], query: str,
     kb_of = {seq: row["kb_id"] for seq, row in store.result_rows(seqs).items()}
     cos = _cosines(store, seqs, qvecs, kb_of)
     best = hits[0][1] or 1.0
-    return [(seq, cos.get(seq, score / best)) for seq, score in hits]
+    return [(seq, cos.get(seq, score / best)) for seq, score in hits if score >= KEYWORD_FLOOR * best]
 
 
 def _hybrid(store: Any, kbs: Sequence[KnowledgeBase], query: str, qvecs: dict[str, tuple[int, np.ndarray]],

@@ -89,11 +89,11 @@ class SqliteStore(RecordsMixin, LookupMixin):
         try:
             conn = module.connect(str(self.path), isolation_level=None, check_same_thread=False,
                                   timeout=BUSY_TIMEOUT_MS / 1000)
-        except module.Error as exc:
-            raise StoreError(f"cannot open {self.path}: {exc}") from None
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA synchronous = NORMAL")
+        except module.DatabaseError as exc:
+            raise StoreError(f"cannot open {self.path}: {exc} (is it a kbdesk database?)") from None
         try:
             load_extensions(conn, self.driver)
         except Exception as exc:  # pragma: no cover - the driver said it loads

@@ -1,0 +1,37 @@
+"""Small builders shared by tests."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def unit(*components: float, dims: int = 8) -> list[float]:
+    v = np.zeros(dims, dtype=np.float64)
+    v[: len(components)] = components
+    return (v / np.linalg.norm(v)).tolist()
+
+
+def axis(i: int, dims: int = 8, weight: float = 1.0, extra: dict[int, float] | None = None) -> list[float]:
+    v = np.zeros(dims)
+    v[i] = weight
+    for j, w in (extra or {}).items():
+        v[j] = w
+    return (v / np.linalg.norm(v)).tolist()
+
+
+def table_counts(conn) -> dict[str, int]:
+    """Row counts of every table a KB can leave rows in (shadow tables included)."""
+    names = [r[0] for r in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+    out = {}
+    for name in names:
+        # kb_chunks_fts is external-content (count(*) reads kb_chunks itself); its _data
+        # and _idx shadow tables hold b-tree segments whose row counts say nothing about
+        # orphans. _docsize has one row per indexed chunk: that one counts.
+        if name in ("kb_chunks_fts", "kb_chunks_fts_data", "kb_chunks_fts_idx"):
+            continue
+        try:
+            out[name] = conn.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0]
+        except Exception:  # a virtual table whose module is not loaded
+            out[name] = -1
+    return out

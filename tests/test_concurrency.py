@@ -1,0 +1,90 @@
+"""Two writer threads and a reader at once: no 'database is locked', integrity intact."""
+
+import threading
+import time
+
+import numpy as np
+
+from kbdesk import open_desk
+
+
+def test_two_writers_and_a_reader(tmp_path):
+    db = tmp_path / "busy.db"
+    desk = open_desk(db)
+    desk.create_kb("shared", model_id="m", dimensions=16)
+    errors: list[BaseException] = []
+    written = {"a": 0, "b": 0}
+    reads = [0]
+    stop = time.monotonic() + 3.0
+
+    def writer(tag: str) -> None:
+        rng = np.random.default_rng(hash(tag) % 2**32)
+        try:
+            while time.monotonic() < stop:
+                n = int(rng.integers(1, 20))
+                doc = desk.add_document("shared", f"{tag}-{written[tag]}.txt",
+                                        [f"{tag} chunk {i} of the shared corpus" for i in range(n)],
+                                        vectors=rng.standard_normal((n, 16)))
+                written[tag] += 1
+                if written[tag] % 5 == 0:
+                    desk.delete_document(doc.id)
+        except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+            errors.append(exc)
+
+    def reader() -> None:
+        rng = np.random.default_rng(3)
+        try:
+            while time.monotonic() < stop:
+                desk.search(["shared"], "shared corpus", query_vector=rng.standard_normal(16))
+                desk.kb("shared")
+                reads[0] += 1
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=("a",)), threading.Thread(target=writer, args=("b",)),
+               threading.Thread(target=reader)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not errors, errors
+    assert written["a"] > 5 and written["b"] > 5 and reads[0] > 5
+
+    # a second process-level connection (a second "process") sees a consistent file
+    other = open_desk(db)
+    conn = other.store.connection()
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.execute("INSERT INTO kb_chunks_fts(kb_chunks_fts) VALUES ('integrity-check')")
+    kb = other.kb("shared")
+    docs = conn.execute("SELECT count(*) FROM kb_documents").fetchone()[0]
+    chunks = conn.execute("SELECT count(*) FROM kb_chunks").fetchone()[0]
+    assert (kb.document_count, kb.chunk_count) == (docs, chunks)
+    expected_docs = sum(w - w // 5 for w in written.values())
+    assert docs == expected_docs
+    other.close()
+    desk.close()
+
+
+def test_two_stores_on_one_file_write_without_locking_errors(tmp_path):
+    """Two independent stores (as two processes would) interleave write transactions."""
+    db = tmp_path / "two.db"
+    first, second = open_desk(db), open_desk(db)
+    first.create_kb("one")
+    errors: list[BaseException] = []
+
+    def work(desk, tag):
+        try:
+            for i in range(40):
+                desk.add_document("one", f"{tag}{i}.txt", [f"text {i}"] * 3)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(first, "x")), threading.Thread(target=work, args=(second, "y"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not errors, errors
+    assert first.kb("one").document_count == 80
+    first.close()
+    second.close()

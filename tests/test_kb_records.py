@@ -1,0 +1,121 @@
+"""Knowledge base operations: create, find, list, rename, describe, recount, delete, audit."""
+
+import pytest
+
+from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError
+
+
+def test_create_keeps_the_seed_fields_and_defaults(desk):
+    kb = desk.create_kb("Q4 Reports", "Quarterly financial reports", model_id="text-embedding-3-small",
+                        provider="openai", dimensions=1536)
+    assert kb.scope == "personal" and kb.owner_id and kb.team_id is None
+    assert kb.status == "active" and kb.discoverable is True
+    assert (kb.document_count, kb.chunk_count, kb.total_bytes) == (0, 0, 0)
+    assert kb.embedding_config == {"provider": "openai", "model_id": "text-embedding-3-small",
+                                   "dimensions": 1536, "chunk_size": 1000, "chunk_overlap": 200}
+    shape = kb.to_dict()
+    assert set(shape) == {"id", "name", "description", "scope", "owner_id", "team_id", "embedding_config",
+                          "document_count", "chunk_count", "total_bytes", "status", "created_at", "updated_at"}
+    assert shape["created_at"].endswith("Z") and "T" in shape["created_at"]
+
+
+def test_chunking_is_overridable_per_kb(desk):
+    kb = desk.create_kb("small", chunk_size=300, chunk_overlap=30)
+    assert (kb.chunk_size, kb.chunk_overlap) == (300, 30)
+    with pytest.raises(InvalidInputError, match="chunk_overlap"):
+        desk.create_kb("bad", chunk_size=100, chunk_overlap=100)
+
+
+def test_names_are_unique_ignoring_case_and_validated(desk):
+    desk.create_kb("Notes")
+    with pytest.raises(ConflictError, match="already exists"):
+        desk.create_kb("notes")
+    for bad in ("", "   ", "tab\there", "x" * 201):
+        with pytest.raises(InvalidInputError):
+            desk.create_kb(bad)
+
+
+def test_find_by_id_name_or_prefix(desk):
+    kb = desk.create_kb("Engineering Wiki")
+    assert desk.kb(kb.id).id == kb.id
+    assert desk.kb("engineering wiki").id == kb.id
+    assert desk.kb(kb.id[:8]).id == kb.id
+    with pytest.raises(NotFoundError, match="no knowledge base named 'nope'"):
+        desk.kb("nope")
+
+
+def test_list_is_sorted_by_name(desk):
+    for name in ("beta", "Alpha", "gamma"):
+        desk.create_kb(name)
+    assert [kb.name for kb in desk.list_kbs()] == ["Alpha", "beta", "gamma"]
+
+
+def test_rename_describe_and_audit_trail(desk):
+    kb = desk.create_kb("draft")
+    desk.rename_kb("draft", "final")
+    desk.describe_kb("final", "the finished one")
+    with pytest.raises(ConflictError):
+        desk.create_kb("other") and desk.rename_kb("other", "FINAL")
+    got = desk.kb(kb.id)
+    assert got.name == "final" and got.description == "the finished one"
+    assert got.updated_at >= got.created_at
+    actions = [(e["action"], e["target"]) for e in desk.store.audit_entries(kb.id)]
+    assert actions == [("kb.create", "draft"), ("kb.update", "final"), ("kb.update", "final")]
+    rename = desk.store.audit_entries(kb.id)[1]
+    assert rename["details"] == {"name": {"from": "draft", "to": "final"}}
+    assert rename["user_id"] == desk.store.local_user_id
+
+
+def test_stats_follow_documents_and_recount_repairs_them(desk):
+    kb = desk.create_kb("stats")
+    desk.add_document("stats", "a.txt", ["one", "two", "three"], size_bytes=100)
+    doc = desk.add_document("stats", "b.txt", ["four"], size_bytes=50)
+    kb = desk.kb("stats")
+    assert (kb.document_count, kb.chunk_count, kb.total_bytes) == (2, 4, 150)
+    desk.delete_document(doc.id)
+    kb = desk.kb("stats")
+    assert (kb.document_count, kb.chunk_count, kb.total_bytes) == (1, 3, 100)
+    with desk.store.write() as conn:  # damage the denormalised stats
+        conn.execute("UPDATE knowledge_bases SET chunk_count = 99 WHERE id = ?", (kb.id,))
+    assert desk.recount("stats").chunk_count == 3
+
+
+def test_vectors_must_match_the_kb_model(desk):
+    desk.create_kb("plain")
+    with pytest.raises(InvalidInputError, match="no embedding model"):
+        desk.add_document("plain", "a.txt", ["x"], vectors=[[1.0, 0.0]])
+    desk.create_kb("embedded", model_id="m", dimensions=3)
+    with pytest.raises(InvalidInputError, match="one vector per chunk"):
+        desk.add_document("embedded", "a.txt", ["x"])
+    with pytest.raises(InvalidInputError, match="2 dimensions, expected 3"):
+        desk.add_document("embedded", "a.txt", ["x"], vectors=[[1.0, 0.0]])
+    with pytest.raises(InvalidInputError, match="NaN"):
+        desk.add_document("embedded", "a.txt", ["x"], vectors=[[1.0, float("nan"), 0.0]])
+    with pytest.raises(InvalidInputError, match="all zeros"):
+        desk.add_document("embedded", "a.txt", ["x"], vectors=[[0.0, 0.0, 0.0]])
+    with pytest.raises(InvalidInputError, match="2 vectors for 1 chunks"):
+        desk.add_document("embedded", "a.txt", ["x"], vectors=[[1, 0, 0], [0, 1, 0]])
+    # nothing half-written by any of the refusals
+    assert desk.kb("embedded").document_count == 0
+    assert desk.store.connection().execute("SELECT count(*) FROM kb_chunks").fetchone()[0] == 0
+
+
+def test_dimensions_are_learnt_from_the_first_vectors(desk):
+    desk.create_kb("learn", model_id="m")
+    desk.add_document("learn", "a.txt", ["x"], vectors=[[3.0, 4.0]])
+    assert desk.kb("learn").dimensions == 2
+    with pytest.raises(InvalidInputError, match="3 dimensions, expected 2"):
+        desk.add_document("learn", "b.txt", ["y"], vectors=[[1.0, 2.0, 3.0]])
+
+
+def test_team_scope_needs_a_team(desk):
+    with pytest.raises(InvalidInputError, match="team id"):
+        desk.create_kb("t", scope="team")
+    with pytest.raises(NotFoundError, match="no team"):
+        desk.create_kb("t", scope="team", team_id="missing")
+    with desk.store.write() as conn:
+        conn.execute("INSERT INTO teams(id, name) VALUES ('team1', 'Eng')")
+    kb = desk.create_kb("t", scope="team", team_id="team1")
+    assert kb.scope == "team" and kb.owner_id is None and kb.team_id == "team1"
+    g = desk.create_kb("g", scope="global")
+    assert g.owner_id is None and g.team_id is None

@@ -1,0 +1,86 @@
+"""sqlite-vec and numpy give the same answers, and a file moves safely between them."""
+
+import numpy as np
+import pytest
+
+from kbdesk import open_desk
+from kbdesk.store.vectors import vec_table
+
+
+def build(db, backend, n=600, dims=48, seed=7):
+    rng = np.random.default_rng(seed)
+    vectors = rng.standard_normal((n, dims)).astype(np.float32)
+    with open_desk(db, backend=backend) as desk:
+        desk.create_kb("rand", model_id="m", dimensions=dims)
+        for start in range(0, n, 100):
+            desk.add_document("rand", f"part{start}.txt", [f"chunk {i}" for i in range(start, start + 100)],
+                              vectors=vectors[start:start + 100])
+    return vectors
+
+
+def ranked(db, backend, queries, limit=20, threshold=-1.0):
+    with open_desk(db, backend=backend) as desk:
+        assert desk.store.driver.backend == backend
+        return [[(r.content, r.similarity) for r in
+                 desk.search(["rand"], "", query_vector=q, mode="vector", limit=limit, threshold=threshold).results]
+                for q in queries]
+
+
+def test_both_backends_return_the_same_ids_in_the_same_order(tmp_path):
+    db = tmp_path / "parity.db"
+    vectors = build(db, "sqlite-vec")
+    rng = np.random.default_rng(1)
+    queries = list(rng.standard_normal((25, vectors.shape[1])))
+    vec = ranked(db, "sqlite-vec", queries)
+    npy = ranked(db, "numpy", queries)
+    assert [[c for c, _ in r] for r in vec] == [[c for c, _ in r] for r in npy]
+    for a, b in zip(vec, npy):
+        assert np.allclose([s for _, s in a], [s for _, s in b], atol=1e-5)
+    # and both agree with exact cosine computed independently
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    for q, got in zip(queries, npy):
+        sims = unit @ (q / np.linalg.norm(q))
+        expected = [f"chunk {i}" for i in np.argsort(-sims)[:20]]
+        assert [c for c, _ in got] == expected
+
+
+def test_threshold_keeps_only_close_vectors_in_both_backends(tmp_path):
+    db = tmp_path / "thr.db"
+    vectors = build(db, "numpy", n=200, dims=16)
+    q = vectors[3]
+    for backend in ("sqlite-vec", "numpy"):
+        got = ranked(db, backend, [q], limit=20, threshold=0.3)[0]
+        assert got[0][0] == "chunk 3" and got[0][1] == pytest.approx(1.0, abs=1e-5)
+        assert all(s >= 0.3 for _, s in got)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    above = int(((unit @ (q / np.linalg.norm(q))) >= 0.3).sum())
+    assert len(got) == min(above, 20)
+
+
+def test_writes_under_numpy_reach_a_sqlite_vec_index_built_earlier(tmp_path):
+    db = tmp_path / "mixed.db"
+    dims = 16
+    build(db, "sqlite-vec", n=100, dims=dims)
+    target = np.zeros(dims)
+    target[5] = 1.0
+    ranked(db, "sqlite-vec", [target])  # sqlite-vec builds its vec0 table now
+    with open_desk(db, backend="numpy") as desk:  # a session that cannot touch the index
+        desk.add_document("rand", "late.txt", ["the late arrival"], vectors=[target])
+        doomed = [d for d in desk.store.list_documents(desk.kb("rand").id) if d.filename == "part0.txt"][0]
+        desk.delete_document(doomed.id)
+    # part0.txt held all 100 earlier chunks: only the late arrival is left
+    top = ranked(db, "sqlite-vec", [target], limit=20)[0]
+    assert top == [("the late arrival", pytest.approx(1.0, abs=1e-5))]
+    with open_desk(db, backend="sqlite-vec") as desk:
+        kb = desk.kb("rand")
+        conn = desk.store.connection()
+        rows = conn.execute(f"SELECT count(*) FROM {vec_table(kb.id)}").fetchone()[0]
+        assert rows == conn.execute("SELECT count(*) FROM kb_chunks WHERE kb_id = ?", (kb.id,)).fetchone()[0] == 1
+
+
+def test_numpy_sees_new_vectors_without_reopening(desk):
+    desk.create_kb("live", model_id="m", dimensions=4)
+    desk.add_document("live", "a.txt", ["first"], vectors=[[1, 0, 0, 0]])
+    assert desk.search(["live"], "", query_vector=[0, 1, 0, 0], mode="vector").results == []
+    desk.add_document("live", "b.txt", ["second"], vectors=[[0, 1, 0, 0]])
+    assert [r.content for r in desk.search(["live"], "", query_vector=[0, 1, 0, 0], mode="vector").results] == ["second"]
