@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kbdesk.errors import ConfigError
+from kbdesk.providers.settings import ProviderSettings
 
 VectorBackendName = Literal["auto", "sqlite-vec", "numpy"]
 SearchMode = Literal["auto", "vector", "keyword", "hybrid"]
@@ -54,11 +55,24 @@ class ChunkingSettings:
 
 
 @dataclass
+class IngestSettings:
+    workers: int = 3
+    """Documents processed at once (extraction, chunking, embedding)."""
+    pdf_timeout: float = 30.0
+    """Seconds one PDF may take to extract before it fails."""
+    pdf_memory_mb: int = 512
+    """Memory one PDF extraction may use before it fails."""
+
+
+@dataclass
 class Config:
     storage: StorageSettings = field(default_factory=StorageSettings)
     search: SearchSettings = field(default_factory=SearchSettings)
     vector: VectorSettings = field(default_factory=VectorSettings)
     chunking: ChunkingSettings = field(default_factory=ChunkingSettings)
+    ingest: IngestSettings = field(default_factory=IngestSettings)
+    providers: dict[str, ProviderSettings] = field(default_factory=dict)
+    """Embedding (and chat) providers by name: [providers.NAME] tables."""
 
     def __post_init__(self) -> None:
         _check_ranges(self)
@@ -75,6 +89,10 @@ def _check_ranges(cfg: Config) -> None:
         raise ConfigError("config: chunking.chunk_size must be at least 1")
     if not 0 <= cfg.chunking.chunk_overlap < cfg.chunking.chunk_size:
         raise ConfigError("config: chunking.chunk_overlap must be at least 0 and less than chunking.chunk_size")
+    if not 1 <= cfg.ingest.workers <= 32:
+        raise ConfigError(f"config: ingest.workers must be between 1 and 32, got {cfg.ingest.workers}")
+    if cfg.ingest.pdf_timeout <= 0 or cfg.ingest.pdf_memory_mb < 64:
+        raise ConfigError("config: ingest.pdf_timeout must be positive and ingest.pdf_memory_mb at least 64")
 
 
 def _type_name(value: Any) -> str:
@@ -130,7 +148,13 @@ def _coerce(value: Any, annotation: Any, key: str) -> Any:
         _, value_type = typing.get_args(annotation)
         if not isinstance(value, dict):
             raise ConfigError(f"config: {key} must be a table, got {_type_name(value)}")
-        return {name: _coerce(item, value_type, f"{key}.{name}") for name, item in value.items()}
+        out = {}
+        for name, item in value.items():
+            try:
+                out[name] = _coerce(item, value_type, f"{key}.{name}")
+            except ConfigError as exc:
+                raise ConfigError(str(exc).replace("provider settings:", f"{key}.{name}:")) from None
+        return out
     raise TypeError(f"unsupported config annotation {annotation!r}")  # a bug, not user input
 
 

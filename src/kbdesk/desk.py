@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kbdesk.config import Config, load_config, vector_backend_override
+from kbdesk.embedding import Embedders
 from kbdesk.errors import InvalidInputError
 from kbdesk.models import ChunkInput, Document, KnowledgeBase
 from kbdesk.paths import Paths, get_paths, resolve_db
@@ -32,10 +33,16 @@ class Desk:
     db_path: Path
     store: SqliteStore
     query_embedder: QueryEmbedder | None = None
-    notes: list[str] = field(default_factory=list)
+    embedders: Embedders = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.embedders = Embedders(self.config, self.store)
+        if self.query_embedder is None:
+            self.query_embedder = self.embedders.query_vector
 
     # ── lifecycle ──────────────────────────────────────────────────────────────
     def close(self) -> None:
+        self.embedders.close()
         self.store.close()
 
     def __enter__(self) -> Desk:
@@ -97,6 +104,18 @@ class Desk:
         except FileNotFoundError:
             pass
         return doc
+
+    def ingestor(self, **kwargs: Any) -> Any:
+        """An :class:`kbdesk.ingest.pipeline.Ingestor` over this desk."""
+        from kbdesk.ingest.pipeline import Ingestor
+
+        return Ingestor(self, **kwargs)
+
+    def add(self, ref: str, paths: Sequence[str | os.PathLike[str]], **kwargs: Any) -> Any:
+        """Ingest files and folders into a KB (see :meth:`Ingestor.add`)."""
+        on_event = kwargs.pop("on_event", None)
+        workers = kwargs.pop("workers", None)
+        return self.ingestor(on_event=on_event, workers=workers).add(ref, paths, **kwargs)
 
     # ── search ─────────────────────────────────────────────────────────────────
     def search(self, refs: Sequence[str], query: str, *, query_vector: Any = None,

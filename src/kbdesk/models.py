@@ -87,6 +87,7 @@ class Document:
     source_path: str | None
     created_at: str
     updated_at: str
+    source_mtime: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -194,12 +194,39 @@ def _m003_vector_state(conn: Any) -> None:
     """)
 
 
+def _m004_ingestion(conn: Any) -> None:
+    # extracted_sections: JSON [[start, end, metadata], ...] over extracted_text, so a
+    # rebuild re-chunks with page numbers and heading paths intact.
+    # claimed_by: "host:pid" of the process working on a document, so a restart resumes
+    # only documents whose worker is gone. replaces_id: the older version of the same
+    # file, removed in the transaction that makes this one ready. embedding_cache:
+    # vectors by (provider/model, hash of the chunk text), so unchanged text is never
+    # embedded twice.
+    conn.executescript(f"""
+    ALTER TABLE kb_documents ADD COLUMN source_mtime REAL;
+    ALTER TABLE kb_documents ADD COLUMN claimed_by TEXT;
+    ALTER TABLE kb_documents ADD COLUMN replaces_id TEXT;
+    ALTER TABLE kb_documents ADD COLUMN extracted_sections TEXT;
+    CREATE INDEX idx_kbdoc_status ON kb_documents(status);
+    ALTER TABLE kb_chunks ADD COLUMN content_hash TEXT;
+    CREATE TABLE embedding_cache (
+        model      TEXT NOT NULL,
+        text_hash  TEXT NOT NULL,
+        dimensions INTEGER NOT NULL,
+        embedding  BLOB NOT NULL,
+        created_at TEXT NOT NULL DEFAULT {NOW},
+        PRIMARY KEY (model, text_hash)
+    ) WITHOUT ROWID;
+    """)
+
+
 Migration = tuple[str, Callable[[Any], None]]
 
 MIGRATIONS: list[Migration] = [
     ("core_tables", _m001_core),
     ("keyword_index", _m002_keyword_index),
     ("vector_state", _m003_vector_state),
+    ("ingestion", _m004_ingestion),
 ]
 
 

@@ -1,4 +1,4 @@
-"""Knowledge bases and documents in the SQLite store (seed 000 §9, minus search).
+"""Knowledge bases in the SQLite store (seed 000 §9: CRUD, listing, stats).
 
 Mixed into :class:`kbdesk.store.sqlite.SqliteStore`; every method that changes
 something runs in one write transaction and leaves an ``audit_log`` row.
@@ -14,21 +14,10 @@ from typing import Any
 import numpy as np
 
 from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError
-from kbdesk.models import (
-    DEFAULT_CHUNK_OVERLAP,
-    DEFAULT_CHUNK_SIZE,
-    DOC_STATUSES,
-    SCOPES,
-    ChunkInput,
-    Document,
-    KnowledgeBase,
-)
-from kbdesk.store.vectors import normalise
+from kbdesk.models import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, SCOPES, KnowledgeBase
 
 KB_COLUMNS = ("id, name, description, scope, owner_id, team_id, embedding_config, document_count, "
               "chunk_count, total_bytes, status, discoverable, created_at, updated_at")
-DOC_COLUMNS = ("id, kb_id, filename, content_type, size_bytes, storage_key, chunk_count, status, error, "
-               "uploaded_by, content_hash, source_path, created_at, updated_at")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _UUID_PREFIX = re.compile(r"^[0-9a-fA-F-]{4,36}$")
 
@@ -40,10 +29,6 @@ def _kb(row: Sequence[Any]) -> KnowledgeBase:
     return KnowledgeBase(*values)
 
 
-def _doc(row: Sequence[Any]) -> Document:
-    return Document(*row)
-
-
 def check_name(name: str, what: str = "knowledge base name") -> str:
     clean = (name or "").strip()
     if not clean:
@@ -53,12 +38,6 @@ def check_name(name: str, what: str = "knowledge base name") -> str:
     if _CONTROL.search(clean):
         raise InvalidInputError(f"{what} must not contain control characters")
     return clean
-
-
-def storage_key(kb_id: str, doc_id: str, filename: str) -> str:
-    """The seed's object key: ``kb/{kb_id}/{doc_id}_{filename}``."""
-    safe = re.sub(r"[\\/\x00]", "_", filename) or "document"
-    return f"kb/{kb_id}/{doc_id}_{safe}"
 
 
 class RecordsMixin:
@@ -182,130 +161,6 @@ class RecordsMixin:
         chunks = conn.execute("SELECT count(*) FROM kb_chunks WHERE kb_id = ?", (kb_id,)).fetchone()[0]
         conn.execute("UPDATE knowledge_bases SET document_count = ?, chunk_count = ?, total_bytes = ?, "
                      "updated_at = ? WHERE id = ?", (docs, chunks, size, utcnow(), kb_id))
-
-    # ── documents ──────────────────────────────────────────────────────────────
-    def add_document(self, kb_id: str, filename: str, chunks: Sequence[ChunkInput | str], *,
-                     vectors: Any = None, content_type: str = "text/plain", size_bytes: int | None = None,
-                     extracted_text: str | None = None, content_hash: str | None = None,
-                     source_path: str | None = None, doc_id: str | None = None) -> Document:
-        """Store a whole document — row, chunks, keyword rows, vectors, stats — in one transaction.
-
-        ``vectors`` (one per chunk) are required when the KB has an embedding model and
-        refused when it has none.
-        """
-        from kbdesk.store.sqlite import new_id, utcnow
-
-        filename = check_name(filename, "filename")
-        items = [c if isinstance(c, ChunkInput) else ChunkInput(str(c)) for c in chunks]
-        if not items:
-            raise InvalidInputError(f"{filename}: a document needs at least one chunk")
-        doc_id = doc_id or new_id()
-        text = extracted_text if extracted_text is not None else "\n\n".join(c.content for c in items)
-        size = size_bytes if size_bytes is not None else len(text.encode("utf-8"))
-        now = utcnow()
-        with self.write() as conn:
-            kb = self._get_kb(conn, kb_id)
-            blobs = self._vector_blobs(kb, vectors, len(items))
-            was_fresh = self.vectors_fresh(conn, kb_id)
-            conn.execute(
-                "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, extracted_text, "
-                "chunk_count, status, uploaded_by, content_hash, source_path, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'ready', ?, ?, ?, ?, ?)",
-                (doc_id, kb_id, filename, content_type, size, storage_key(kb_id, doc_id, filename), text,
-                 len(items), self.local_user_id, content_hash, source_path, now, now),
-            )
-            added = self._insert_chunks(conn, kb_id, doc_id, items, blobs, now)
-            self.vectors.after_write(conn, kb_id, added, [], was_fresh)
-            self._recount(conn, kb_id)
-            self.audit(conn, "document.upload", kb_id, filename, {"document_id": doc_id, "chunks": len(items)})
-            return self._get_document(conn, doc_id)
-
-    def _vector_blobs(self, kb: KnowledgeBase, vectors: Any, count: int) -> list[bytes] | None:
-        if vectors is None:
-            if kb.model_id:
-                raise InvalidInputError(f"knowledge base '{kb.name}' embeds with {kb.model_id}: "
-                                        "its documents need one vector per chunk")
-            return None
-        if not kb.model_id:
-            raise InvalidInputError(f"knowledge base '{kb.name}' has no embedding model; it cannot store vectors")
-        if len(vectors) != count:
-            raise InvalidInputError(f"got {len(vectors)} vectors for {count} chunks")
-        dims = kb.dimensions
-        blobs = []
-        for i, vector in enumerate(vectors):
-            unit = normalise(vector, dims, what=f"vector {i}")
-            dims = dims or unit.size
-            blobs.append(unit.tobytes())
-        return blobs
-
-    def _insert_chunks(self, conn: Any, kb_id: str, doc_id: str, items: list[ChunkInput],
-                       blobs: list[bytes] | None, now: str) -> list[tuple[int, bytes]]:
-        from kbdesk.store.sqlite import new_id
-
-        if blobs:
-            dims = len(blobs[0]) // 4
-            row = conn.execute("SELECT dimensions FROM kb_vector_state WHERE kb_id = ?", (kb_id,)).fetchone()
-            if row is None:
-                conn.execute("INSERT INTO kb_vector_state(kb_id, dimensions) VALUES (?, ?)", (kb_id, dims))
-                conn.execute("UPDATE knowledge_bases SET embedding_config = json_set(embedding_config, "
-                             "'$.dimensions', ?) WHERE id = ?", (dims, kb_id))
-            elif row[0] != dims:
-                raise InvalidInputError(f"this knowledge base stores {row[0]}-dimensional vectors, got {dims}")
-        added: list[tuple[int, bytes]] = []
-        for index, item in enumerate(items):
-            blob = blobs[index] if blobs else None
-            cur = conn.execute(
-                "INSERT INTO kb_chunks(id, kb_id, document_id, chunk_index, content, token_count, embedding, "
-                "metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (new_id(), kb_id, doc_id, index, item.content, int(item.token_count), blob,
-                 json.dumps(item.metadata or {}), now),
-            )
-            if blob is not None:
-                added.append((cur.lastrowid, blob))
-        return added
-
-    def vectors_fresh(self, conn: Any, kb_id: str) -> bool:
-        row = conn.execute("SELECT version = indexed_version FROM kb_vector_state WHERE kb_id = ?",
-                           (kb_id,)).fetchone()
-        return bool(row and row[0])
-
-    def _get_document(self, conn: Any, doc_id: str) -> Document:
-        row = conn.execute(f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE id = ?", (doc_id,)).fetchone()
-        if row is None:
-            raise NotFoundError(f"no document with id '{doc_id}'")
-        return _doc(row)
-
-    def get_document(self, doc_id: str) -> Document:
-        return self._get_document(self.connection(), doc_id)
-
-    def list_documents(self, kb_id: str, status: str | None = None) -> list[Document]:
-        if status is not None and status not in DOC_STATUSES:
-            raise InvalidInputError(f"status must be one of {', '.join(DOC_STATUSES)}")
-        sql = f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE kb_id = ?"
-        args: tuple[Any, ...] = (kb_id,)
-        if status:
-            sql += " AND status = ?"
-            args += (status,)
-        return [_doc(r) for r in self.connection().execute(sql + " ORDER BY filename, created_at", args)]
-
-    def document_text(self, doc_id: str) -> str | None:
-        row = self.connection().execute("SELECT extracted_text FROM kb_documents WHERE id = ?", (doc_id,)).fetchone()
-        if row is None:
-            raise NotFoundError(f"no document with id '{doc_id}'")
-        return row[0]
-
-    def delete_document(self, doc_id: str) -> Document:
-        """Delete a document with its chunks, keyword rows and vectors."""
-        with self.write() as conn:
-            doc = self._get_document(conn, doc_id)
-            was_fresh = self.vectors_fresh(conn, doc.kb_id)
-            removed = [r[0] for r in conn.execute(
-                "SELECT seq FROM kb_chunks WHERE document_id = ? AND embedding IS NOT NULL", (doc_id,))]
-            conn.execute("DELETE FROM kb_documents WHERE id = ?", (doc_id,))
-            self.vectors.after_write(conn, doc.kb_id, [], removed, was_fresh)
-            self._recount(conn, doc.kb_id)
-            self.audit(conn, "document.delete", doc.kb_id, doc.filename, {"document_id": doc_id})
-            return doc
 
     def audit_entries(self, kb_id: str | None = None) -> list[dict[str, Any]]:
         sql = "SELECT id, created_at, user_id, action, kb_id, target, details FROM audit_log"

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kbdesk.errors import StoreError
+from kbdesk.store.documents import DocumentsMixin
 from kbdesk.store.driver import Driver, load_extensions
 from kbdesk.store.lookup import LookupMixin
 from kbdesk.store.migrations import migrate
@@ -44,7 +45,7 @@ def _is_busy(exc: Exception) -> bool:
     return "database is locked" in text or "database is busy" in text
 
 
-class SqliteStore(RecordsMixin, LookupMixin):
+class SqliteStore(RecordsMixin, DocumentsMixin, LookupMixin):
     """Connections, transactions and schema for one SQLite database file."""
 
     kind = "sqlite"

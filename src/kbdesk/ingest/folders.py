@@ -1,0 +1,147 @@
+"""Finding the files to ingest under the paths a user gave.
+
+Folders are walked recursively. Symlinks are followed only while they stay inside the
+chosen root (and never round in a loop); sockets, FIFOs and devices are skipped, and so
+are kbdesk's own files (the database, its WAL and the stored originals). Hidden files
+and folders are skipped unless asked for. In folders, files of a type kbdesk cannot
+read are skipped; a file named explicitly is always attempted, so it fails with a
+reason instead.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import stat
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kbdesk.ingest.extract import content_type_for
+
+
+@dataclass(frozen=True)
+class FoundFile:
+    path: Path  # where it was found (absolute, not symlink-resolved): the document's source path
+    name: str  # the document's filename: path relative to the root given, or the basename
+    size: int
+    mtime: float
+
+
+@dataclass(frozen=True)
+class Skipped:
+    path: str
+    reason: str
+
+
+@dataclass
+class Scan:
+    files: list[FoundFile] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    roots: list[Path] = field(default_factory=list)  # folders walked (for --sync)
+
+
+def _matches(rel: str, patterns: Sequence[str]) -> bool:
+    base = rel.rsplit("/", 1)[-1]
+    return any(fnmatch.fnmatchcase(rel, p) or fnmatch.fnmatchcase(base, p) for p in patterns)
+
+
+def _protected(path: Path, protect: Iterable[Path]) -> bool:
+    for p in protect:
+        if path == p or p in path.parents:
+            return True
+    return False
+
+
+def scan(paths: Sequence[str | os.PathLike[str]], *, include: Sequence[str] = (), exclude: Sequence[str] = (),
+         hidden: bool = False, protect: Iterable[Path] = ()) -> Scan:
+    """Files under ``paths``; globs match the path relative to its root or the basename."""
+    out = Scan()
+    protect = [Path(p).resolve() for p in protect]
+    seen: set[Path] = set()
+    for given in paths:
+        path = Path(given).expanduser().absolute()
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            out.skipped.append(Skipped(str(given), "no such file or folder"))
+            continue
+        except OSError as exc:
+            out.skipped.append(Skipped(str(given), f"cannot read ({exc.strerror})"))
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            out.roots.append(path)
+            _walk(path, path.resolve(), out, include, exclude, hidden, protect, seen)
+        elif stat.S_ISREG(st.st_mode):
+            if _protected(path.resolve(), protect):
+                out.skipped.append(Skipped(str(path), "kbdesk's own data file"))
+            elif path.resolve() not in seen:
+                seen.add(path.resolve())
+                out.files.append(FoundFile(path, path.name, st.st_size, st.st_mtime))
+        else:
+            out.skipped.append(Skipped(str(path), "not a regular file"))
+    return out
+
+
+def _walk(root: Path, real_root: Path, out: Scan, include: Sequence[str], exclude: Sequence[str],
+          hidden: bool, protect: list[Path], seen: set[Path]) -> None:
+    visited_dirs: set[tuple[int, int]] = set()
+    stack: list[Path] = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            st = folder.stat()
+        except OSError as exc:
+            out.skipped.append(Skipped(str(folder), f"cannot read folder ({exc.strerror})"))
+            continue
+        if (st.st_dev, st.st_ino) in visited_dirs:
+            out.skipped.append(Skipped(str(folder), "symlink loop (folder already visited)"))
+            continue
+        visited_dirs.add((st.st_dev, st.st_ino))
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as exc:
+            out.skipped.append(Skipped(str(folder), f"cannot list folder ({exc.strerror})"))
+            continue
+        subfolders = []
+        for entry in entries:
+            path = Path(entry.path)
+            rel = path.relative_to(root).as_posix()
+            if entry.name.startswith(".") and not hidden:
+                continue
+            if entry.is_symlink():
+                try:
+                    target = path.resolve(strict=True)
+                except (OSError, RuntimeError):
+                    out.skipped.append(Skipped(str(path), "broken symlink or symlink loop"))
+                    continue
+                if target != real_root and real_root not in target.parents:
+                    out.skipped.append(Skipped(str(path), "symlink leads outside the folder"))
+                    continue
+            try:
+                st = path.stat()
+            except OSError as exc:
+                out.skipped.append(Skipped(str(path), f"cannot read ({exc.strerror})"))
+                continue
+            real = path.resolve()
+            if _protected(real, protect):
+                out.skipped.append(Skipped(str(path), "kbdesk's own data file"))
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                subfolders.append(path)
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                out.skipped.append(Skipped(str(path), "not a regular file (socket, FIFO or device)"))
+                continue
+            if exclude and _matches(rel, exclude):
+                continue
+            if include and not _matches(rel, include):
+                continue
+            if content_type_for(entry.name) is None:
+                out.skipped.append(Skipped(str(path), f"unsupported file type '{path.suffix or path.name}'"))
+                continue
+            if real in seen:
+                continue  # the same file reached twice (a symlink inside the root)
+            seen.add(real)
+            out.files.append(FoundFile(path, rel, st.st_size, st.st_mtime))
+        stack.extend(reversed(subfolders))
