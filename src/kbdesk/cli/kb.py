@@ -152,3 +152,29 @@ def remove(state, kb, yes, as_json) -> None:
         print_json({"deleted": True, "id": deleted.id, "name": deleted.name})
     else:
         stdout().print(plain(f"Deleted '{deleted.name}'"))
+
+
+@kb_group.command("set-model")
+@click.argument("kb")
+@click.option("--model", "model_id", required=True, metavar="MODEL_ID", help="The new embedding model.")
+@click.option("--provider", required=True, metavar="NAME", help="Provider serving it (kbdesk provider list).")
+@click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
+@json_option
+@click.pass_obj
+def set_model(state, kb, model_id, provider, yes, as_json) -> None:
+    """Re-embed every chunk of KB with another model, then switch to it in one step."""
+    from kbdesk.cli.progress import IngestProgress
+
+    desk = state.desk()
+    found = desk.kb(kb)
+    if not yes:
+        if not sys.stdin.isatty():
+            raise InvalidInputError(f"re-embedding '{found.name}' needs confirmation: add --yes")
+        click.confirm(f"Re-embed {found.chunk_count} chunks of '{found.name}' with {model_id}?", abort=True)
+    with IngestProgress(enabled=not as_json and sys.stderr.isatty()) as progress:
+        updated, report = desk.ingestor(on_event=progress).reembed(found.id, provider, model_id)
+    if as_json:
+        print_json({"kb": updated.to_dict(), **report.to_dict()})
+    else:
+        stdout().print(plain(f"'{updated.name}' now embeds with {_model(updated)}: {report.embedded_chunks} "
+                             f"chunks embedded, {report.cached_chunks} from cache"))

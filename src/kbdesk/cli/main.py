@@ -67,11 +67,14 @@ def cli(ctx: click.Context, db: str | None, home: str | None) -> None:
 
 
 def _register() -> None:
-    from kbdesk.cli import doctor, kb, search
+    from kbdesk.cli import doctor, ingest, kb, providers, search
 
     cli.add_command(kb.kb_group)
     cli.add_command(search.search_command)
     cli.add_command(doctor.doctor_command)
+    for command in (ingest.add_command, ingest.resume_command, ingest.rebuild_command, ingest.watch_command,
+                    ingest.docs_command, ingest.doc_group, providers.provider_group):
+        cli.add_command(command)
 
 
 _register()

@@ -13,7 +13,7 @@ from rich.text import Text
 
 def stdout() -> Console:
     # document text is data, never markup: callers pass Text objects or markup=False
-    return Console(file=sys.stdout, highlight=False, soft_wrap=False)
+    return Console(file=sys.stdout, highlight=False, soft_wrap=True)
 
 
 def print_json(data: Any) -> None:

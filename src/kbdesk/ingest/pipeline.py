@@ -126,6 +126,31 @@ class Ingestor:
         self._run(kb, jobs, report)
         return {"total_docs": len(docs), "rebuilding": len(jobs), "skipped": skipped}, report
 
+    def reembed(self, kb_ref: str, provider: str, model_id: str) -> tuple[KnowledgeBase, IngestReport]:
+        """Change a KB's embedding model: embed every chunk anew, then switch in one step."""
+        from dataclasses import replace
+
+        kb = self.desk.kb(kb_ref)
+        target = replace(kb, embedding_config={**kb.embedding_config, "provider": provider, "model_id": model_id,
+                                               "dimensions": None})
+        embedder = self.desk.embedders.for_kb(target)
+        report = IngestReport()
+        texts = self.store.chunk_texts(kb.id)
+        cached = self.store.cached_vectors(embedder.model_key, [h for h, _ in texts])
+        todo = [(h, c) for h, c in texts if h not in cached]
+        report.cached_chunks = len(texts) - len(todo)
+        self.on_event(IngestEvent("embedded", kb.name, kb.id, "embedding", done=report.cached_chunks,
+                                  total=len(texts)))
+        for start in range(0, len(todo), EMBED_GROUP):
+            group = todo[start:start + EMBED_GROUP]
+            result = embedder.embed([c for _, c in group])
+            report.embedding_calls += result.calls
+            self.store.put_cached_vectors(embedder.model_key, [(h, v) for (h, _), v in zip(group, result.vectors)])
+            report.embedded_chunks += len(group)
+            self.on_event(IngestEvent("embedded", kb.name, kb.id, "embedding",
+                                      done=report.cached_chunks + report.embedded_chunks, total=len(texts)))
+        return self.store.swap_embedding_model(kb.id, embedder.provider_name, model_id, embedder.model_key), report
+
     # ── preparing documents ────────────────────────────────────────────────────
     def _protected(self) -> list[Path]:
         db = self.desk.db_path

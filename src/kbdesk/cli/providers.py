@@ -1,0 +1,156 @@
+"""``kbdesk provider add|list|test|rm`` and ``kbdesk kb set-model``."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+from rich.text import Text
+
+from kbdesk.cli.output import plain, print_json, stdout, table
+from kbdesk.errors import InvalidInputError
+from kbdesk.providers import DEFAULT_BASE_URLS, OpenAICompatProvider, embedding_candidates
+from kbdesk.providers.settings import display_url, key_env_for, resolve_api_key
+
+KINDS = ["openai", "ollama", "lmstudio", "llamacpp", "vllm", "openrouter", "custom"]
+
+
+def _config_path(state: Any):
+    from kbdesk.paths import get_paths
+
+    return get_paths(state.home).config_file
+
+
+def _load(state: Any):
+    from kbdesk.config import load_config
+
+    return load_config(_config_path(state))
+
+
+def _key_source(settings: Any) -> str:
+    env = key_env_for(settings)
+    if env and resolve_api_key(settings) and (settings.api_key is None or _env_set(env)):
+        return f"env {env}"
+    if settings.api_key:
+        return "config file"
+    return f"env {env} (not set)" if env else "none"
+
+
+def _env_set(name: str) -> bool:
+    import os
+
+    return bool(os.environ.get(name, "").strip())
+
+
+@click.group("provider")
+def provider_group() -> None:
+    """Embedding providers (any OpenAI-compatible server)."""
+
+
+@provider_group.command("add")
+@click.argument("name")
+@click.option("--kind", type=click.Choice(KINDS), default="custom", show_default=True,
+              help="Preset that picks the default base URL.")
+@click.option("--base-url", help="API root ending in /v1 (default: the kind's).")
+@click.option("--api-key-env", metavar="VAR", help="Environment variable holding the API key (preferred).")
+@click.option("--store-key", is_flag=True,
+              help="Ask for the API key (or read it from stdin) and keep it in config.toml (mode 0600).")
+@click.option("--timeout", type=click.FloatRange(min=0.1), help="Seconds per request.")
+@click.option("--batch-size", type=click.IntRange(1, 100), help="Inputs per embedding request.")
+@click.pass_obj
+def add(state, name, kind, base_url, api_key_env, store_key, timeout, batch_size) -> None:
+    """Add or replace provider NAME in config.toml."""
+    from kbdesk.config_write import update_config
+
+    if kind == "custom" and not base_url:
+        raise InvalidInputError("a custom provider needs --base-url")
+    entry: dict[str, Any] = {"kind": kind}
+    for key, value in (("base_url", base_url), ("api_key_env", api_key_env), ("timeout", timeout),
+                       ("batch_size", batch_size)):
+        if value is not None:
+            entry[key] = value
+    if store_key:
+        if sys.stdin.isatty():
+            key = click.prompt("API key", hide_input=True, prompt_suffix=": ")
+        else:
+            key = sys.stdin.readline().strip()
+        if not key:
+            raise InvalidInputError("no API key given")
+        entry["api_key"] = key
+
+    def change(raw: dict[str, Any]) -> None:
+        raw.setdefault("providers", {})[name] = entry
+
+    update_config(_config_path(state), change)
+    url = base_url or DEFAULT_BASE_URLS.get(kind, "")
+    stdout().print(plain(f"Provider '{name}' ({kind}, {display_url(url)}) saved to {_config_path(state)}"))
+
+
+@provider_group.command("rm")
+@click.argument("name")
+@click.pass_obj
+def remove(state, name) -> None:
+    """Remove provider NAME from config.toml."""
+    from kbdesk.config_write import update_config
+
+    def change(raw: dict[str, Any]) -> None:
+        if name not in raw.get("providers", {}):
+            raise InvalidInputError(f"no provider named '{name}'")
+        del raw["providers"][name]
+
+    update_config(_config_path(state), change)
+    stdout().print(plain(f"Provider '{name}' removed"))
+
+
+@provider_group.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def list_(state, as_json) -> None:
+    """List configured providers (keys are never shown)."""
+    from kbdesk.providers import base_url_for
+
+    providers = _load(state).providers
+    rows = [{"name": name, "kind": s.kind, "base_url": display_url(base_url_for(s, name)), "key": _key_source(s)}
+            for name, s in sorted(providers.items())]
+    if as_json:
+        print_json({"data": rows, "total": len(rows)})
+        return
+    if not rows:
+        stdout().print(plain("No providers. Add one: kbdesk provider add NAME --kind ollama"))
+        return
+    t = table("name", "kind", "base url", "api key")
+    for r in rows:
+        t.add_row(plain(r["name"]), r["kind"], plain(r["base_url"]), plain(r["key"]))
+    stdout().print(t)
+
+
+@provider_group.command("test")
+@click.argument("name")
+@click.option("--model", help="Also embed a test sentence with this model.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def test(state, name, model, as_json) -> None:
+    """Check that provider NAME answers: list its models (embedding candidates first)."""
+    config = _load(state)
+    settings = config.providers.get(name)
+    if settings is None:
+        raise InvalidInputError(f"no provider named '{name}'")
+    with OpenAICompatProvider(name, settings) as provider:
+        models = provider.list_models()
+        candidates = embedding_candidates(models)
+        result: dict[str, Any] = {"provider": name, "models": [m.id for m in models],
+                                  "embedding_candidates": [m.id for m in candidates]}
+        if model:
+            embedded = provider.embed(["kbdesk connection test"], model)
+            result["model"] = model
+            result["dimensions"] = embedded.dimensions
+    if as_json:
+        print_json(result)
+        return
+    out = stdout()
+    out.print(Text(f"'{name}' answered: {len(models)} models, {len(candidates)} embedding candidates"))
+    for m in candidates:
+        out.print(Text(f"  {m.id}" + (f"  ({m.model_type})" if m.model_type else "")))
+    if model:
+        out.print(Text(f"{model} embeds with {result['dimensions']} dimensions"))
