@@ -8,6 +8,8 @@ import pytest
 
 from kbdesk.store import choose_driver
 
+pytest_plugins = ["fake_openai"]
+
 VEC_AVAILABLE = choose_driver("auto").backend == "sqlite-vec"
 BACKENDS = ["sqlite-vec", "numpy"]
 

@@ -1,0 +1,143 @@
+"""HTTP to one OpenAI-compatible server: a request, its retries, and what a status means.
+
+* 429, 5xx, timeouts and dropped connections are retried with exponential backoff and
+  jitter, honouring ``Retry-After``, at most ``max_retries`` times and within
+  ``retry_budget`` seconds; then :class:`ProviderUnavailableError`.
+* 401/403 raise :class:`ProviderAuthError` and 404 (or "model not found")
+  :class:`ProviderNotFoundError` at once; other 4xx :class:`ProviderRequestError`.
+* "Too large" on ``/embeddings`` (413, or a 400/500 saying so) raises :class:`TooLarge`
+  for the caller to split the batch.
+
+The API key is looked up for each request and kept nowhere; any server text that
+reaches a message or a log line has the key masked first.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import httpx
+
+from kbdesk.providers.errors import (
+    ProviderAuthError, ProviderNotFoundError, ProviderRequestError, ProviderResponseError,
+    ProviderUnavailableError, redact,
+)
+from kbdesk.providers.retry import backoff_delay, is_retryable_status, parse_retry_after
+from kbdesk.providers.settings import ProviderSettings, display_url, key_env_for, resolve_api_key
+from kbdesk.providers.validate import error_message, says_model_missing, says_too_large
+
+log = logging.getLogger("kbdesk.providers")
+
+
+class TooLarge(Exception):
+    """The server rejected a batch as too large; the caller splits it. Never escapes ``embed``."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class CallCounter(Protocol):
+    calls: int
+
+
+def who(provider: str, model: str | None) -> str:
+    """How messages name a provider (and model): ``provider 'x', model 'y'``."""
+    return f"provider '{provider}'" + (f", model '{model}'" if model else "")
+
+
+class Transport:
+    def __init__(self, name: str, settings: ProviderSettings, base_url: str, client: httpx.Client, *,
+                 sleep: Callable[[float], None], clock: Callable[[], float], rng: random.Random) -> None:
+        self.name = name
+        self.settings = settings
+        self.base_url = base_url
+        self.client = client
+        self._sleep = sleep
+        self._clock = clock
+        self._rng = rng
+
+    def send(self, method: str, path: str, model: str | None, payload: dict[str, Any] | None,
+             counter: CallCounter) -> object:
+        """One request, retried as the module docstring says; the parsed JSON of a 2xx.
+
+        ``counter.calls`` goes up by one for every HTTP request made.
+        """
+        key = resolve_api_key(self.settings)
+        headers = {"Accept": "application/json"}
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        started = self._clock()
+        budget = self.settings.retry_budget
+        retries = 0
+        while True:
+            timeout = max(0.05, min(self.settings.timeout, budget - (self._clock() - started)))
+            status, retry_after = None, None
+            counter.calls += 1
+            try:
+                response = self.client.request(method, self.base_url + path, json=payload, headers=headers,
+                                               timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)))
+            except httpx.TimeoutException:
+                problem = f"no answer within {timeout:g} s"
+            except httpx.ConnectError:
+                problem = f"could not connect to {display_url(self.base_url)} (is the server running?)"
+            except httpx.TransportError as exc:
+                problem = f"the connection dropped ({type(exc).__name__})"
+            except httpx.RequestError as exc:  # undecodable body, redirect loop: retrying will not help
+                raise ProviderResponseError(f"{who(self.name, model)}: unreadable answer ({type(exc).__name__})",
+                                            provider=self.name, model=model) from None
+            else:
+                status = response.status_code
+                if status < 300:
+                    return self._json(response, model, key)
+                message = redact(error_message(response.content), key)
+                self._raise_for_status(status, message, model, path, sent_key=bool(key))
+                problem = f"HTTP {status}" + (f": {message}" if message else "")
+                retry_after = parse_retry_after(response.headers.get("Retry-After"))
+            retries += 1
+            elapsed = self._clock() - started
+            delay = backoff_delay(retries, retry_after, self._rng)
+            if retries > self.settings.max_retries or elapsed + delay > budget:
+                why = f"gave up after {retries} attempts in {elapsed:.1f} s"
+                if retries <= self.settings.max_retries:
+                    why += f" (waiting {delay:g} s more would pass the {budget:g} s retry budget)"
+                raise ProviderUnavailableError(f"{who(self.name, model)}: {why}; last problem: {problem}",
+                                               provider=self.name, model=model, status=status)
+            log.warning("provider %s: %s %s failed (%s); retry %d of %d in %.1f s", self.name, method, path,
+                        problem, retries, self.settings.max_retries, delay)
+            self._sleep(delay)
+
+    def _json(self, response: httpx.Response, model: str | None, key: str | None) -> object:
+        try:
+            return response.json()
+        except ValueError:
+            sample = redact(" ".join(response.text[:120].split()), key)
+            raise ProviderResponseError(f"{who(self.name, model)}: the server's answer is not JSON: {sample!r}",
+                                        provider=self.name, model=model, status=response.status_code) from None
+
+    def _raise_for_status(self, status: int, message: str, model: str | None, path: str, *,
+                          sent_key: bool) -> None:
+        """Raise for a final error status; return when ``status`` deserves a retry."""
+        named, said = who(self.name, model), f": {message}" if message else ""
+        if status in (401, 403):
+            env = key_env_for(self.settings)
+            where = f"the environment variable {env} or api_key in the config file" if env \
+                else "api_key (or api_key_env) in the config file"
+            refused = "refused the API key" if sent_key else "wants an API key and none is set"
+            raise ProviderAuthError(f"{named}: the server {refused} (HTTP {status}){said}; check {where}",
+                                    provider=self.name, model=model, status=status)
+        if status == 404 or (400 <= status <= 500 and status != 429 and says_model_missing(message)):
+            where = f"{display_url(self.base_url)}{path}"
+            what = f"model '{model}' (or {where})" if model else where
+            raise ProviderNotFoundError(f"{named}: {what} was not found (HTTP {status}){said}",
+                                        provider=self.name, model=model, status=status)
+        if path == "/embeddings" and says_too_large(status, message):
+            raise TooLarge(status, message)
+        if is_retryable_status(status):
+            return
+        raise ProviderRequestError(f"{named}: the server rejected the request (HTTP {status}){said}",
+                                   provider=self.name, model=model, status=status)
