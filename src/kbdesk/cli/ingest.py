@@ -21,7 +21,7 @@ def _show_progress(as_json: bool, quiet: bool) -> bool:
 
 def _summary(report: IngestReport, as_json: bool, extra: dict | None = None, headline: bool = True) -> None:
     if as_json:
-        print_json({**(extra or {}), **report.to_dict()})
+        print_json({**report.to_dict(), **(extra or {})})
     else:
         out = stdout()
         parts = [f"{len(report.added)} added", f"{len(report.updated)} updated",

@@ -25,7 +25,7 @@ from kbdesk.ingest.events import EventSink, IngestEvent, ignore
 from kbdesk.ingest.extract import ExtractionError, content_type_for, extract_bytes
 from kbdesk.ingest.folders import FoundFile, scan
 from kbdesk.models import ChunkInput, Document, KnowledgeBase
-from kbdesk.store.documents import text_hash
+from kbdesk.store.documents import IN_FLIGHT, text_hash
 
 log = logging.getLogger("kbdesk.ingest")
 EMBED_GROUP = 100  # chunks per provider call (the provider splits further when it must)
@@ -83,6 +83,7 @@ class Ingestor:
         """Ingest files and folders into a KB; unchanged files cost nothing."""
         kb = self.desk.kb(kb_ref)
         report = IngestReport()
+        self.sweep(kb)
         jobs = [_Job(doc, "resumed") for doc in self._claim_unfinished(kb)]
         found = scan(paths, include=include, exclude=exclude, hidden=hidden, protect=self._protected())
         for item in found.skipped:
@@ -103,10 +104,35 @@ class Ingestor:
         report = IngestReport()
         kbs = [self.desk.kb(kb_ref)] if kb_ref else self.desk.list_kbs()
         for kb in kbs:
+            self.sweep(kb)
             jobs = [_Job(doc, "resumed") for doc in self._claim_unfinished(kb)]
             if jobs:
                 self._run(kb, jobs, report)
         return report
+
+    def sweep(self, kb: KnowledgeBase, min_age: float = 600.0) -> int:
+        """Delete stored files no document owns (left by a kill between file and row).
+
+        Only files older than ``min_age`` seconds go, so a file another live process has
+        just written (and is about to record) is never taken.
+        """
+        import time
+
+        folder = self.desk.files_dir / "kb" / kb.id
+        if not folder.is_dir():
+            return 0
+        owned = {d.storage_key.rsplit("/", 1)[-1] for d in self.store.list_documents(kb.id)}
+        removed = 0
+        now = time.time()
+        for path in folder.iterdir():
+            try:
+                if path.name in owned or now - path.stat().st_mtime < min_age:
+                    continue
+                path.unlink()
+                removed += 1
+            except OSError:
+                continue
+        return removed
 
     def rebuild(self, kb_ref: str) -> tuple[dict[str, int], IngestReport]:
         """Re-chunk and re-embed every document with stored text (seed 002 "Rebuild")."""
@@ -188,6 +214,8 @@ class Ingestor:
         if same and same.status == "ready":
             report.unchanged.append(file.name)
             self.on_event(IngestEvent("unchanged", file.name, same.id, "ready"))
+            return None
+        if same and same.status in IN_FLIGHT:  # being processed (resumed by this run, or by a live worker)
             return None
         if same and same.status == "error":  # the same bytes failed before: try again
             self._store_bytes(same, data)

@@ -1,0 +1,81 @@
+"""SIGKILL at random moments during ingestion never corrupts or half-writes anything."""
+
+import random
+import signal
+import subprocess
+import sys
+import time
+
+from ingest_support import vector_desk, write_files
+from kbdesk import open_desk
+
+CHILD = """
+import sys
+from kbdesk import open_desk
+with open_desk() as desk:
+    desk.add("docs", [sys.argv[1]], workers=3)
+"""
+
+FILES = {f"topic{i:02d}/note{i:02d}.md": f"# Note {i}\n\n" + "\n\n".join(
+    f"Section {j} of note {i} talks about harbour {i * 7 + j} and its lighthouse keepers. " * 4
+    for j in range(6)) for i in range(40)}
+
+
+def check_invariants(desk) -> dict[str, int]:
+    conn = desk.store.connection()
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    conn.execute("INSERT INTO kb_chunks_fts(kb_chunks_fts) VALUES ('integrity-check')")
+    orphans = conn.execute("SELECT count(*) FROM kb_chunks c WHERE NOT EXISTS "
+                           "(SELECT 1 FROM kb_documents d WHERE d.id = c.document_id)").fetchone()[0]
+    assert orphans == 0
+    empty_ready = conn.execute("SELECT count(*) FROM kb_documents d WHERE status = 'ready' AND NOT EXISTS "
+                               "(SELECT 1 FROM kb_chunks c WHERE c.document_id = d.id)").fetchone()[0]
+    assert empty_ready == 0
+    miscounted = conn.execute("SELECT count(*) FROM kb_documents d WHERE status = 'ready' AND chunk_count != "
+                              "(SELECT count(*) FROM kb_chunks c WHERE c.document_id = d.id)").fetchone()[0]
+    assert miscounted == 0
+    partial = conn.execute("SELECT count(*) FROM kb_documents d WHERE status != 'ready' AND EXISTS "
+                           "(SELECT 1 FROM kb_chunks c WHERE c.document_id = d.id)").fetchone()[0]
+    assert partial == 0  # a document is in completely or not at all
+    assert conn.execute("SELECT count(*) FROM kb_chunks WHERE embedding IS NULL").fetchone()[0] == 0
+    statuses = dict(conn.execute("SELECT status, count(*) FROM kb_documents GROUP BY status").fetchall())
+    return statuses
+
+
+def test_kill_during_ingestion_then_finish(tmp_path, fake_openai):
+    folder = write_files(tmp_path / "corpus", FILES)
+    desk = vector_desk(fake_openai)
+    desk.close()
+    fake_openai.fail_next("stall", times=10_000, seconds=0.15)  # every embedding call takes a moment
+    rng = random.Random(20261130)
+    seen_partial = 0
+    for _ in range(8):
+        child = subprocess.Popen([sys.executable, "-c", CHILD, str(folder)])
+        time.sleep(rng.uniform(0.3, 1.6))
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+        with open_desk() as desk:
+            statuses = check_invariants(desk)
+            if set(statuses) - {"ready"}:
+                seen_partial += 1
+    assert seen_partial >= 1, "no kill landed mid-ingestion; the test proved nothing"
+
+    finisher = subprocess.run([sys.executable, "-c", CHILD, str(folder)], timeout=300, capture_output=True,
+                              text=True)
+    assert finisher.returncode == 0, finisher.stderr
+    with open_desk() as desk:
+        statuses = check_invariants(desk)
+        assert statuses == {"ready": len(FILES)}
+        kb = desk.kb("docs")
+        assert kb.document_count == len(FILES)
+        names = sorted(d.filename for d in desk.store.list_documents(kb.id))
+        assert names == sorted(FILES)  # no duplicates left by resumed work
+        hits = desk.search(["docs"], "harbour 70 lighthouse", mode="keyword").results
+        assert hits and hits[0].source == "topic10/note10.md"
+        # the sqlite-vec index agrees with the table after all the kills
+        from kbdesk.store.vectors import vec_table
+
+        desk.search(["docs"], "x", query_vector=[1.0] * fake_openai.dimensions, mode="vector")
+        conn = desk.store.connection()
+        assert conn.execute(f"SELECT count(*) FROM {vec_table(kb.id)}").fetchone()[0] == kb.chunk_count
