@@ -1,0 +1,362 @@
+"""Text extraction: what a user gets out of each file type, and how bad files fail.
+
+PDFs are written by hand below (pypdf cannot write text), so every case — good,
+truncated, encrypted, image-only, decompression bomb, slow — is built in the test.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+import sys
+import time
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pypdf
+import pytest
+
+from kbdesk.errors import KbdeskError
+from kbdesk.ingest.extract import (
+    SUPPORTED_SUFFIXES,
+    Extracted,
+    ExtractionError,
+    content_type_for,
+    decode_text,
+    extract_bytes,
+    extract_file,
+)
+
+# ── a tiny PDF writer ───────────────────────────────────────────────────────────────
+
+FONT = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
+IMAGE = (b"<< /Type /XObject /Subtype /Image /Width 1 /Height 1 /ColorSpace /DeviceGray"
+         b" /BitsPerComponent 8 /Length 1 >>\nstream\n\x80\nendstream")
+
+
+def _stream(data: bytes, deflate: int = 0) -> bytes:
+    for _ in range(deflate):
+        data = zlib.compress(data)
+    filters = b" /Filter [" + b" /FlateDecode" * deflate + b" ]" if deflate else b""
+    return b"<< /Length %d%s >>\nstream\n%s\nendstream" % (len(data), filters, data)
+
+
+def make_pdf(contents: list[bytes], *, shared: bytes = FONT,
+             resources: bytes = b"<< /Font << /F1 3 0 R >> >>") -> bytes:
+    """Objects: 1 catalog, 2 page tree, 3 ``shared`` (font or image), then page/content pairs.
+
+    ``contents`` items are complete stream objects (see ``_stream``)."""
+    kids = b" ".join(b"%d 0 R" % (4 + 2 * i) for i in range(len(contents)))
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>",
+               b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, len(contents)), shared]
+    for i, content in enumerate(contents):
+        objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources %s"
+                       b" /Contents %d 0 R >>" % (resources, 5 + 2 * i))
+        objects.append(content)
+    out = io.BytesIO()
+    out.write(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(out.tell())
+        out.write(b"%d 0 obj\n%s\nendobj\n" % (number, body))
+    xref = out.tell()
+    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
+    out.write(b"".join(b"%010d 00000 n \n" % offset for offset in offsets))
+    out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref))
+    return out.getvalue()
+
+
+def text_page(text: str, deflate: int = 0) -> bytes:
+    return _stream(b"BT /F1 12 Tf 72 720 Td (%s) Tj ET" % text.encode("ascii"), deflate)
+
+
+def bomb_page() -> bytes:
+    """A content stream of ~600 bytes that inflates to 200 MB (FlateDecode twice)."""
+    deflater = zlib.compressobj(9)
+    megabyte = b" " * (1 << 20)
+    inner = b"".join(deflater.compress(megabyte) for _ in range(200)) + deflater.flush()
+    data = zlib.compress(inner, 9)
+    return b"<< /Length %d /Filter [/FlateDecode /FlateDecode] >>\nstream\n%s\nendstream" % (len(data), data)
+
+
+def encrypt(pdf: bytes, user_password: str) -> bytes:
+    writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(pdf)))
+    writer.encrypt(user_password=user_password, owner_password="owner-secret", algorithm="RC4-128")
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def fails(data: bytes, filename: str, **kwargs) -> str:
+    with pytest.raises(ExtractionError) as info:
+        extract_bytes(data, filename, **kwargs)
+    message = str(info.value)
+    assert "\n" not in message and message, "errors are one readable line"
+    return message
+
+
+def leftover_workers() -> set[int]:
+    """Our child processes that are a PDF worker or an unreaped zombie (Linux /proc)."""
+    found: set[int] = set()
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            status = (proc / "status").read_text()
+            cmdline = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+        if fields.get("PPid", "").strip() == str(os.getpid()) and (
+                b"pdf_worker" in cmdline or fields.get("State", "").startswith("Z")):
+            found.add(int(proc.name))
+    return found
+
+
+# ── types and decoding ──────────────────────────────────────────────────────────────
+
+
+def test_content_types_and_unsupported_suffix():
+    assert content_type_for("Notes.MD") == "text/markdown"
+    assert content_type_for("report.pdf") == "application/pdf"
+    assert content_type_for("page.htm") == "text/html"
+    assert content_type_for("data.tsv") == "text/csv"
+    assert content_type_for("a.txt") == "text/plain"
+    assert content_type_for("photo.jpg") is None and content_type_for("Makefile") is None
+    assert {".txt", ".md", ".markdown", ".csv", ".html", ".htm", ".pdf"} <= SUPPORTED_SUFFIXES
+    assert fails(b"x", "tool.xyz") == "unsupported file type '.xyz'"
+    assert issubclass(ExtractionError, KbdeskError)
+
+
+def test_decode_text_boms_and_fallbacks():
+    assert decode_text("\ufeffcafé".encode("utf-8")) == "café"
+    assert decode_text("café".encode("utf-16")) == "café"  # with BOM, either byte order
+    assert decode_text(b"\xfe\xff" + "café".encode("utf-16-be")) == "café"
+    assert decode_text("café".encode("utf-32")) == "café"
+    assert decode_text("prix 5 € – été".encode("cp1252")) == "prix 5 € – été"
+    assert decode_text(b"a\x00b") == "ab"
+    assert decode_text(bytes(range(256))).startswith("\x01\x02")  # never raises
+
+
+def test_utf16_and_utf8_bom_text_files():
+    utf16 = extract_bytes("Grüße aus Köln\r\nzweite Zeile\r\n".encode("utf-16"), "greeting.txt")
+    assert utf16.text == "Grüße aus Köln\nzweite Zeile"
+    assert utf16.content_type == "text/plain" and utf16.sections[0].metadata == {}
+    bom8 = extract_bytes(b"\xef\xbb\xbfplain words", "a.txt")
+    assert bom8.text == "plain words"
+
+
+def test_nul_bytes_are_removed_not_fatal():
+    data = b"A log line with a stray\x00 NUL byte, from a C program.\n" * 5 + b"end\x00\n"
+    result = extract_bytes(data, "app.log")
+    assert "\x00" not in result.text and "stray NUL byte" in result.text
+
+
+# ── Markdown, HTML, CSV ─────────────────────────────────────────────────────────────
+
+MARKDOWN = """\
+---
+title: Field guide
+---
+Read this first.
+
+# Guide
+
+## Install
+
+Run `pip install kbdesk`.
+
+### On Windows
+Use **py** instead.
+
+## Use
+
+| cmd | what |
+|-----|------|
+| add | ingest |
+
+# Appendix
+```
+# not a heading (code)
+```
+"""
+
+
+def test_markdown_sections_keep_their_heading_path():
+    result = extract_bytes(MARKDOWN.encode(), "guide.md")
+    assert result.content_type == "text/markdown"
+    by_path = {tuple(s.metadata["headings"]): s.text for s in result.sections}
+    assert by_path[()].startswith("---\ntitle: Field guide")  # front matter is not a heading
+    # "# Guide" has no text of its own: it is merged into its first subsection
+    assert by_path[("Guide", "Install")] == "# Guide\n\n## Install\n\nRun `pip install kbdesk`."
+    assert by_path[("Guide", "Install", "On Windows")] == "### On Windows\nUse **py** instead."
+    assert "| add | ingest |" in by_path[("Guide", "Use")]  # markdown source kept, table intact
+    assert "# not a heading (code)" in by_path[("Appendix",)]
+    assert result.text == "\n\n".join(s.text for s in result.sections)
+
+
+HTML = b"""<!DOCTYPE html><html><head><title>Caf&eacute; &amp; Bar guide</title>
+<style>body { color: red }</style><script>var secret = "script-text";</script></head>
+<body><svg><title>icon-title</title></svg>
+<nav aria-hidden="true">menu-text</nav>
+<p>Welcome&nbsp;to   the
+   <b>guide</b>.<br>Second line</p>
+<h1>Opening hours</h1><p>Mon&ndash;Fri<div hidden>hidden-attr-text</div>
+<div style="display : none">display-none-text</div><span style="Visibility:hidden">vis-text</span>
+<noscript>noscript-text</noscript><template><p>template-text</p></template>
+<h2>Weekend</h2><ul><li>Sat 10&ndash;14<li>Sun closed</ul>
+<table><tr><th>Day<th>Open<tr><td>Sat<td>yes</table>
+<pre>  keep
+    this</pre>
+</body></html>"""
+
+
+def test_html_drops_hidden_text_and_keeps_title_and_headings():
+    result = extract_bytes(HTML, "bar.html")
+    assert result.content_type == "text/html"
+    for gone in ("script-text", "color: red", "menu-text", "hidden-attr-text", "display-none-text",
+                 "vis-text", "noscript-text", "template-text", "icon-title"):
+        assert gone not in result.text, gone
+    assert all(s.metadata["title"] == "Café & Bar guide" for s in result.sections)
+    assert result.text.startswith("Café & Bar guide\n\nWelcome to the guide.\nSecond line")
+    paths = [s.metadata["headings"] for s in result.sections]
+    assert paths == [[], ["Opening hours"], ["Opening hours", "Weekend"]]
+    weekend = result.sections[2].text
+    assert weekend.startswith("Weekend\n\nSat 10–14\nSun closed")
+    assert "Day | Open\nSat | yes" in weekend
+    assert "  keep\n    this" in weekend  # <pre> keeps its whitespace
+    assert "Mon–Fri" in result.sections[1].text
+
+
+def test_html_with_nothing_visible_fails():
+    assert fails(b"<html><script>x()</script><div hidden>y</div></html>", "a.html") == \
+        "HTML has no visible text"
+
+
+def test_csv_rows_carry_their_header_cp1252_semicolons():
+    data = "Name;Ville;Prix\nAlice;Montréal;5 €\nBob;;3\n\n".encode("cp1252")
+    result = extract_bytes(data, "prices.csv")
+    assert result.content_type == "text/csv"
+    assert result.text == "Name: Alice; Ville: Montréal; Prix: 5 €\nName: Bob; Prix: 3"
+
+
+def test_csv_comma_quotes_and_tabs():
+    quoted = b'name,note,age\n"Smith, Jo","line one\nline two",41\n'
+    assert extract_bytes(quoted, "people.csv").text == "name: Smith, Jo; note: line one line two; age: 41"
+    tabbed = b"id\tcity\n1\tParis\n2\tOslo\n"
+    assert extract_bytes(tabbed, "cities.tsv").text == "id: 1; city: Paris\nid: 2; city: Oslo"
+    assert fails(b"only,a,header\n", "h.csv") == "CSV has no data rows"
+
+
+# ── PDF ─────────────────────────────────────────────────────────────────────────────
+
+
+def test_pdf_text_per_page_with_page_numbers():
+    pdf = make_pdf([text_page("Alpha page text"), _stream(b""), text_page("Gamma page", deflate=1)])
+    result = extract_bytes(pdf, "doc.pdf")
+    assert result.content_type == "application/pdf"
+    # the empty middle page yields no section, but numbering still follows the real pages
+    assert [(s.metadata, s.text) for s in result.sections] == [
+        ({"page": 1}, "Alpha page text"), ({"page": 3}, "Gamma page")]
+    assert result.text == "Alpha page text\n\nGamma page"
+
+
+def test_truncated_and_garbage_pdfs_fail_cleanly():
+    pdf = make_pdf([text_page("One"), text_page("Two")])
+    assert fails(pdf[: len(pdf) // 2], "cut.pdf").startswith("PDF is damaged")
+    assert fails(b"%PDF-1.7\n" + bytes(range(256)) * 40, "junk.pdf").startswith("PDF is damaged")
+    assert fails(random.Random(1).randbytes(5000), "random.pdf") == "not a PDF file (no %PDF header)"
+
+
+def test_encrypted_pdf():
+    pdf = make_pdf([text_page("Classified")])
+    assert fails(encrypt(pdf, "hunter2"), "locked.pdf") == "PDF is encrypted"
+    # only an owner password (restricts printing etc.): readable with the empty password
+    assert extract_bytes(encrypt(pdf, ""), "owner-only.pdf").text == "Classified"
+
+
+def test_image_only_pdf_is_an_error_not_an_empty_document():
+    page = _stream(b"q 200 0 0 200 72 500 cm /Im1 Do Q")
+    pdf = make_pdf([page, page], shared=IMAGE, resources=b"<< /XObject << /Im1 3 0 R >> >>")
+    assert fails(pdf, "scan.pdf") == "PDF has no extractable text (scanned images?)"
+
+
+def test_decompression_bomb_is_stopped_by_pypdf_limit():
+    pdf = make_pdf([bomb_page()])
+    assert len(pdf) < 2000
+    message = fails(pdf, "bomb.pdf")
+    assert "safety limit" in message or "memory" in message
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS is enforced on Linux")
+def test_decompression_bomb_hits_the_memory_cap():
+    message = fails(make_pdf([bomb_page()]), "bomb.pdf", pdf_memory_mb=64)
+    assert message == "PDF extraction used more than 64 MB of memory"
+
+
+def test_one_bad_page_does_not_lose_the_others():
+    result = extract_bytes(make_pdf([text_page("Good page"), bomb_page()]), "mixed.pdf")
+    assert [(s.metadata, s.text) for s in result.sections] == [({"page": 1}, "Good page")]
+
+
+def test_pdfs_extract_in_parallel_threads():
+    pdfs = [make_pdf([text_page(f"Document {i} page {p}") for p in (1, 2)]) for i in range(4)]
+    with ThreadPoolExecutor(4) as pool:
+        texts = list(pool.map(lambda pdf: extract_bytes(pdf, "d.pdf").text, pdfs))
+    assert texts == [f"Document {i} page 1\n\nDocument {i} page 2" for i in range(4)]
+
+
+def test_slow_pdf_is_killed_at_the_time_limit():
+    # ~6 KB that takes pypdf several seconds: 500,000 text-show operators on one page
+    slow = make_pdf([_stream(b"BT /F1 12 Tf " + b"(x) Tj " * 500_000 + b"ET", deflate=1)])
+    before = leftover_workers()
+    started = time.monotonic()
+    assert fails(slow, "slow.pdf", pdf_timeout=1.0) == "PDF extraction took longer than 1 s"
+    assert time.monotonic() - started < 4
+    assert leftover_workers() <= before  # the worker was killed and reaped
+
+
+# ── size, empty, binary, files on disk ──────────────────────────────────────────────
+
+
+def test_file_over_the_size_limit(tmp_path):
+    big = tmp_path / "big.txt"
+    with open(big, "wb") as f:
+        f.truncate(11 * 1024 * 1024)
+    with pytest.raises(ExtractionError, match=r"^file is 11\.0 MB, over the 10 MB limit$"):
+        extract_file(big)
+    assert fails(b"x" * 101, "small.md", max_bytes=100) == "file is 101 bytes, over the 100 bytes limit"
+
+
+def test_empty_and_whitespace_files(tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    with pytest.raises(ExtractionError, match="^empty file$"):
+        extract_file(empty)
+    assert fails(b"", "e.pdf") == "empty file"
+    assert fails(b" \r\n\t\n", "blank.md") == "file has no text (only whitespace)"
+
+
+def test_binary_files_with_text_names():
+    png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01"
+    elf = b"\x7fELF\x02\x01\x01" + b"\x00" * 200
+    noise = random.Random(0).randbytes(8192)
+    for data, name in ((png, "image.txt"), (elf, "prog.md"), (noise, "dump.csv"), (b"\x00" * 50, "z.html")):
+        assert fails(data, name) == "binary file (not text)", name
+
+
+def test_extract_file_reads_from_disk(tmp_path):
+    path = tmp_path / "notes.md"
+    path.write_bytes(b"# Notes\n\nbody")
+    assert extract_file(path) == Extracted("# Notes\n\nbody", "text/markdown",
+                                           extract_bytes(b"# Notes\n\nbody", "notes.md").sections)
+    with pytest.raises(ExtractionError, match="^cannot read file"):
+        extract_file(tmp_path / "missing.txt")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_extract_file_refuses_a_fifo_without_hanging(tmp_path):
+    fifo = tmp_path / "pipe.txt"
+    os.mkfifo(fifo)
+    with pytest.raises(ExtractionError, match="^not a regular file$"):
+        extract_file(fifo)
