@@ -226,13 +226,13 @@ class Ingestor:
         doc = self._new_document(kb, file, data, digest, ctype, previous)
         return _Job(doc, "updated" if previous else "added")
 
-    def _new_document(self, kb: KnowledgeBase, file: FoundFile, data: bytes, digest: str, ctype: str,
+    def _new_document(self, kb: KnowledgeBase, file: FoundFile, data: bytes | None, digest: str, ctype: str,
                       previous: Document | None, status: str = "pending", error: str | None = None) -> Document:
         from kbdesk.store.sqlite import new_id
         from kbdesk.store.documents import storage_key
 
         doc_id = new_id()
-        if data:
+        if data is not None:
             # the bytes first: a crash before the row leaves an orphan file, swept later
             self._write_file(self.desk.files_dir / storage_key(kb.id, doc_id, file.name), data)
         doc = self.store.create_document(
@@ -247,7 +247,7 @@ class Ingestor:
         if previous and previous.status == "error" and previous.error == reason:
             report.failed.append((file.name, reason))
             return None
-        doc = self._new_document(kb, file, b"", "", content_type_for(file.name) or "application/octet-stream",
+        doc = self._new_document(kb, file, None, "", content_type_for(file.name) or "application/octet-stream",
                                  None, status="error", error=reason)
         if previous and previous.status == "error":
             self.store.delete_document(previous.id)
