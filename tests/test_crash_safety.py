@@ -18,7 +18,7 @@ with open_desk() as desk:
 
 FILES = {f"topic{i:02d}/note{i:02d}.md": f"# Note {i}\n\n" + "\n\n".join(
     f"Section {j} of note {i} talks about harbour {i * 7 + j} and its lighthouse keepers. " * 4
-    for j in range(6)) for i in range(40)}
+    for j in range(3)) for i in range(320)}
 
 
 def check_invariants(desk) -> dict[str, int]:
@@ -47,12 +47,12 @@ def test_kill_during_ingestion_then_finish(tmp_path, fake_openai):
     folder = write_files(tmp_path / "corpus", FILES)
     desk = vector_desk(fake_openai)
     desk.close()
-    fake_openai.fail_next("stall", times=10_000, seconds=0.15)  # every embedding call takes a moment
+    fake_openai.fail_next("stall", times=10_000, seconds=0.8)  # every embedding call takes a moment
     rng = random.Random(20261130)
     seen_partial = 0
     for _ in range(8):
         child = subprocess.Popen([sys.executable, "-c", CHILD, str(folder)])
-        time.sleep(rng.uniform(0.3, 1.6))
+        time.sleep(rng.uniform(0.5, 2.5))
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=30)
         with open_desk() as desk:
@@ -71,8 +71,8 @@ def test_kill_during_ingestion_then_finish(tmp_path, fake_openai):
         assert kb.document_count == len(FILES)
         names = sorted(d.filename for d in desk.store.list_documents(kb.id))
         assert names == sorted(FILES)  # no duplicates left by resumed work
-        hits = desk.search(["docs"], "harbour 70 lighthouse", mode="keyword").results
-        assert hits and hits[0].source == "topic10/note10.md"
+        hits = desk.search(["docs"], "harbour 2233", mode="keyword").results
+        assert hits and hits[0].source == "topic319/note319.md"
         # the sqlite-vec index agrees with the table after all the kills
         from kbdesk.store.vectors import vec_table
 

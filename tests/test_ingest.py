@@ -200,7 +200,9 @@ def test_429_with_retry_after_is_waited_out(tmp_path, fake_openai):
     with vector_desk(fake_openai) as desk:
         report = desk.add("docs", [folder], workers=1)
         assert report.failed == [] and sorted(report.added) == ["a.txt", "b.txt"]
-        assert len(fake_openai.embedding_requests) == 4
+        # two refusals, then one call carrying both small documents' chunks
+        assert len(fake_openai.embedding_requests) == 3
+        assert sorted(fake_openai.embedding_requests[-1].inputs) == ["alpha text", "beta text"]
 
 
 def test_interrupted_documents_resume(tmp_path, fake_openai):

@@ -31,8 +31,9 @@ class KbEmbedder:
 
     @property
     def model_key(self) -> str:
-        """Key of the embedding cache: vectors are reusable across KBs of the same model."""
-        return f"{self.provider_name}/{self.model}"
+        """Key of the embedding cache: a model's vectors serve every KB that uses it
+        (whichever provider serves the model; dimensions are checked on every write)."""
+        return self.model
 
     def embed(self, texts: Sequence[str], *, collect: bool = False) -> EmbedResult:
         return self.provider.embed(list(texts), self.model, on_input_error="collect" if collect else "raise")
@@ -46,6 +47,16 @@ class Embedders:
         self.store = store
         self._lock = threading.Lock()
         self._providers: dict[str, Any] = {}
+
+    def register(self, name: str, provider: Any) -> None:
+        """Use ``provider`` (anything with ``embed(texts, model, on_input_error=...)``
+        returning an :class:`EmbedResult`) for KBs that name ``name``.
+
+        This is how an in-process embedder plugs in, exactly as the built-in HTTP
+        client does; a registered provider wins over a config.toml table of that name.
+        """
+        with self._lock:
+            self._providers[name] = provider
 
     def provider(self, name: str) -> Any:
         with self._lock:

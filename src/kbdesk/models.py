@@ -6,7 +6,9 @@ seed 002 (the KB object, the document object, the search result).
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 DEFAULT_CHUNK_SIZE = 1000
@@ -114,6 +116,11 @@ class ChunkInput:
     content: str
     token_count: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
+
+    @cached_property
+    def content_hash(self) -> str:
+        """Hash of the text: the key of the embedding cache."""
+        return hashlib.sha256(self.content.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 @dataclass

@@ -9,22 +9,48 @@ leaves a document without chunks in an in-between status, which a restart resume
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 import socket
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kbdesk.errors import InvalidInputError, NotFoundError
 from kbdesk.models import DOC_STATUSES, ChunkInput, Document, KnowledgeBase
 from kbdesk.store.records import check_name
-from kbdesk.store.vectors import normalise
+from kbdesk.store.vectors import normalise, normalise_rows
 
 DOC_COLUMNS = ("id, kb_id, filename, content_type, size_bytes, storage_key, chunk_count, status, error, "
                "uploaded_by, content_hash, source_path, created_at, updated_at, source_mtime")
 IN_FLIGHT = ("pending", "extracting", "chunking", "embedding")
+
+
+@dataclass
+class NewDocument:
+    """A document row to create (see :meth:`DocumentsMixin.create_documents`)."""
+
+    kb_id: str
+    filename: str
+    content_type: str = "text/plain"
+    size_bytes: int = 0
+    content_hash: str | None = None
+    source_path: str | None = None
+    source_mtime: float | None = None
+    replaces_id: str | None = None
+    status: str = "pending"
+    error: str | None = None
+    doc_id: str | None = None
+
+
+@dataclass
+class StatusUpdate:
+    doc_id: str
+    status: str
+    error: str | None = None
+    extracted_text: str | None = None
+    sections: list[tuple[int, int, dict[str, Any]]] | None = None
 
 
 def _doc(row: Sequence[Any]) -> Document:
@@ -38,7 +64,8 @@ def storage_key(kb_id: str, doc_id: str, filename: str) -> str:
 
 
 def text_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    """The embedding cache's key for a text (the same as ``ChunkInput.content_hash``)."""
+    return ChunkInput(text).content_hash
 
 
 def this_worker() -> str:
@@ -64,7 +91,7 @@ def worker_alive(claim: str | None) -> bool:
 
 class DocumentsMixin:
     """Needs ``write()``, ``connection()``, ``audit()``, ``vectors``, ``_get_kb``,
-    ``_recount`` and ``local_user_id`` from the store."""
+    ``_bump`` and ``local_user_id`` from the store."""
 
     # ── reading ────────────────────────────────────────────────────────────────
     def _get_document(self, conn: Any, doc_id: str) -> Document:
@@ -146,93 +173,154 @@ class DocumentsMixin:
         return [_doc(r[:-1]) for r in rows if not worker_alive(r[-1]) or r[-1] == this_worker()]
 
     # ── the ingestion lifecycle ────────────────────────────────────────────────
-    def create_document(self, kb_id: str, filename: str, *, content_type: str, size_bytes: int,
-                        content_hash: str | None, source_path: str | None = None,
-                        source_mtime: float | None = None, replaces_id: str | None = None,
-                        status: str = "pending", error: str | None = None,
-                        doc_id: str | None = None) -> Document:
-        """A new document row, claimed by this process (its bytes are stored by the caller)."""
+    def create_documents(self, specs: Sequence[NewDocument]) -> list[Document]:
+        """New document rows, claimed by this process, in one transaction (the caller
+        has stored their bytes first)."""
         from kbdesk.store.sqlite import new_id, utcnow
 
-        filename = check_name(filename, "filename")
-        doc_id = doc_id or new_id()
+        if not specs:
+            return []
         now = utcnow()
+        worker = this_worker()
+        ids: list[str] = []
         with self.write() as conn:
-            self._get_kb(conn, kb_id)
-            conn.execute(
-                "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, status, error, "
-                "uploaded_by, content_hash, source_path, source_mtime, replaces_id, claimed_by, created_at, "
-                "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (doc_id, kb_id, filename, content_type, int(size_bytes), storage_key(kb_id, doc_id, filename),
-                 status, error, self.local_user_id, content_hash, source_path, source_mtime, replaces_id,
-                 this_worker(), now, now))
-            self._recount(conn, kb_id)
-            self.audit(conn, "document.upload", kb_id, filename,
-                       {"document_id": doc_id, "source_path": source_path, "status": status})
-            return self._get_document(conn, doc_id)
+            for kb_id in {spec.kb_id for spec in specs}:
+                self._get_kb(conn, kb_id)
+            for spec in specs:
+                filename = check_name(spec.filename, "filename")
+                doc_id = spec.doc_id or new_id()
+                conn.execute(
+                    "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, status, "
+                    "error, uploaded_by, content_hash, source_path, source_mtime, replaces_id, claimed_by, "
+                    "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (doc_id, spec.kb_id, filename, spec.content_type, int(spec.size_bytes),
+                     storage_key(spec.kb_id, doc_id, filename), spec.status, spec.error, self.local_user_id,
+                     spec.content_hash, spec.source_path, spec.source_mtime, spec.replaces_id,
+                     None if spec.status == "error" else worker, now, now))
+                self._bump(conn, spec.kb_id, docs=1, size=int(spec.size_bytes))
+                self.audit(conn, "document.upload", spec.kb_id, filename,
+                           {"document_id": doc_id, "source_path": spec.source_path, "status": spec.status})
+                ids.append(doc_id)
+            return [self._get_document(conn, doc_id) for doc_id in ids]
+
+    def create_document(self, kb_id: str, filename: str, **fields: Any) -> Document:
+        return self.create_documents([NewDocument(kb_id, filename, **fields)])[0]
 
     def claim_document(self, doc_id: str) -> None:
         with self.write() as conn:
             conn.execute("UPDATE kb_documents SET claimed_by = ? WHERE id = ?", (this_worker(), doc_id))
 
+    def set_statuses(self, updates: Sequence[StatusUpdate]) -> None:
+        """Move documents to new statuses in one transaction (a vanished document is skipped)."""
+        from kbdesk.store.sqlite import utcnow
+
+        now = utcnow()
+        with self.write() as conn:
+            for u in updates:
+                if u.status not in DOC_STATUSES:
+                    raise InvalidInputError(f"unknown document status {u.status!r}")
+                if u.extracted_text is not None:
+                    conn.execute("UPDATE kb_documents SET status = ?, error = ?, extracted_text = ?, "
+                                 "extracted_sections = ?, updated_at = ? WHERE id = ?",
+                                 (u.status, u.error, u.extracted_text,
+                                  json.dumps(u.sections) if u.sections is not None else None, now, u.doc_id))
+                else:
+                    conn.execute("UPDATE kb_documents SET status = ?, error = ?, updated_at = ? WHERE id = ?",
+                                 (u.status, u.error, now, u.doc_id))
+                if u.status == "error":
+                    conn.execute("UPDATE kb_documents SET claimed_by = NULL WHERE id = ?", (u.doc_id,))
+
     def set_document_status(self, doc_id: str, status: str, *, error: str | None = None,
                             extracted_text: str | None = None,
                             sections: list[tuple[int, int, dict[str, Any]]] | None = None) -> None:
+        self.set_statuses([StatusUpdate(doc_id, status, error, extracted_text, sections)])
+
+    def finish_documents(self, items: Sequence[tuple[str, Sequence[ChunkInput], Sequence[Any] | None]]
+                         ) -> list[Document | Exception]:
+        """Make documents ready in one transaction, each completely or not at all.
+
+        Every document gets its chunks, keyword rows and vectors (which are the embedding
+        cache too: see :meth:`cached_vectors`), drops
+        the older version it replaces, and moves the KB's stats; one that fails (say, it
+        was deleted meanwhile) is rolled back to its savepoint and returned as an error
+        while the others commit.
+        """
         from kbdesk.store.sqlite import utcnow
 
-        if status not in DOC_STATUSES:
-            raise InvalidInputError(f"unknown document status {status!r}")
+        now = utcnow()
+        out: list[Document | Exception] = []
         with self.write() as conn:
-            if extracted_text is not None:
-                conn.execute("UPDATE kb_documents SET status = ?, error = ?, extracted_text = ?, "
-                             "extracted_sections = ?, updated_at = ? WHERE id = ?",
-                             (status, error, extracted_text, json.dumps(sections) if sections is not None else None,
-                              utcnow(), doc_id))
-            else:
-                conn.execute("UPDATE kb_documents SET status = ?, error = ?, updated_at = ? WHERE id = ?",
-                             (status, error, utcnow(), doc_id))
-            if status == "error":
-                conn.execute("UPDATE kb_documents SET claimed_by = NULL WHERE id = ?", (doc_id,))
+            fresh: dict[str, bool] = {}
+            added: dict[str, list[tuple[int, bytes]]] = {}
+            removed: dict[str, list[int]] = {}
+            for doc_id, chunks, vectors in items:
+                conn.execute("SAVEPOINT finish_doc")
+                try:
+                            out.append(self._finish_one(conn, doc_id, list(chunks), vectors, now, fresh, added, removed))
+                except Exception as exc:  # noqa: BLE001 - this document alone fails
+                    conn.execute("ROLLBACK TO finish_doc")
+                    out.append(exc)
+                conn.execute("RELEASE finish_doc")
+            for kb_id, was_fresh in fresh.items():
+                self.vectors.after_write(conn, kb_id, added.get(kb_id, []), removed.get(kb_id, []), was_fresh)
+        return out
 
-    def finish_document(self, doc_id: str, chunks: Sequence[ChunkInput], vectors: Sequence[Any] | None, *,
-                        model_key: str | None = None) -> Document:
-        """Make a document ready: chunks, keyword rows, vectors, cache, stats — all or nothing."""
-        from kbdesk.store.sqlite import utcnow
-
+    def _finish_one(self, conn: Any, doc_id: str, chunks: list[ChunkInput], vectors: Sequence[Any] | None,
+                    now: str, fresh: dict[str, bool],
+                    added: dict[str, list[tuple[int, bytes]]], removed: dict[str, list[int]]) -> Document:
         if not chunks:
             raise InvalidInputError("a ready document needs at least one chunk")
-        now = utcnow()
-        with self.write() as conn:
-            doc = self._get_document(conn, doc_id)
-            kb = self._get_kb(conn, doc.kb_id)
-            blobs = self._vector_blobs(kb, vectors, len(chunks))
-            was_fresh = self.vectors_fresh(conn, kb.id)
-            removed = self._delete_chunks(conn, doc_id)
-            replaced = conn.execute("SELECT replaces_id FROM kb_documents WHERE id = ?", (doc_id,)).fetchone()[0]
-            if replaced and replaced != doc_id:
-                removed += self._delete_chunks(conn, replaced)
+        doc = self._get_document(conn, doc_id)
+        kb = self._get_kb(conn, doc.kb_id)
+        blobs = self._vector_blobs(kb, vectors, len(chunks))
+        if kb.id not in fresh:
+            fresh[kb.id] = self.vectors_fresh(conn, kb.id)
+        gone_vecs, gone = self._delete_chunks(conn, doc_id)
+        replaced = conn.execute("SELECT replaces_id FROM kb_documents WHERE id = ?", (doc_id,)).fetchone()[0]
+        docs_delta, size_delta = 0, 0
+        if replaced and replaced != doc_id:
+            old = conn.execute("SELECT size_bytes FROM kb_documents WHERE id = ?", (replaced,)).fetchone()
+            if old is not None:
+                more_vecs, more = self._delete_chunks(conn, replaced)
+                gone_vecs += more_vecs
+                gone += more
                 conn.execute("DELETE FROM kb_documents WHERE id = ?", (replaced,))
-            added = self._insert_chunks(conn, kb.id, doc_id, list(chunks), blobs, now)
-            if blobs and model_key:
-                dims = len(blobs[0]) // 4
-                conn.executemany("INSERT OR REPLACE INTO embedding_cache(model, text_hash, dimensions, embedding) "
-                                 "VALUES (?, ?, ?, ?)",
-                                 [(model_key, text_hash(c.content), dims, b) for c, b in zip(chunks, blobs)])
-            conn.execute("UPDATE kb_documents SET status = 'ready', error = NULL, chunk_count = ?, claimed_by = NULL, "
-                         "replaces_id = NULL, updated_at = ? WHERE id = ?", (len(chunks), now, doc_id))
-            self.vectors.after_write(conn, kb.id, added, removed, was_fresh)
-            self._recount(conn, kb.id)
-            return self._get_document(conn, doc_id)
+                docs_delta, size_delta = -1, -old[0]
+        new_rows = self._insert_chunks(conn, kb.id, doc_id, chunks, blobs, now)
+        conn.execute("UPDATE kb_documents SET status = 'ready', error = NULL, chunk_count = ?, claimed_by = NULL, "
+                     "replaces_id = NULL, updated_at = ? WHERE id = ?", (len(chunks), now, doc_id))
+        self._bump(conn, kb.id, docs=docs_delta, chunks=len(chunks) - gone, size=size_delta)
+        added.setdefault(kb.id, []).extend(new_rows)
+        removed.setdefault(kb.id, []).extend(gone_vecs)
+        return self._get_document(conn, doc_id)
 
-    def cached_vectors(self, model_key: str, hashes: Iterable[str]) -> dict[str, bytes]:
+    def finish_document(self, doc_id: str, chunks: Sequence[ChunkInput], vectors: Sequence[Any] | None
+                        ) -> Document:
+        """Make one document ready (see :meth:`finish_documents`); raises its error."""
+        result = self.finish_documents([(doc_id, chunks, vectors)])[0]
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def cached_vectors(self, model_id: str, hashes: Iterable[str]) -> dict[str, bytes]:
+        """Known vectors of ``model_id`` for these text hashes: from any KB's chunks
+        embedded with that model, then from the staging cache."""
         hashes = list(dict.fromkeys(hashes))
         out: dict[str, bytes] = {}
         conn = self.connection()
         for start in range(0, len(hashes), 500):
             part = hashes[start:start + 500]
-            rows = conn.execute(f"SELECT text_hash, embedding FROM embedding_cache WHERE model = ? AND text_hash IN "
-                                f"({','.join('?' * len(part))})", (model_key, *part)).fetchall()
+            marks = ",".join("?" * len(part))
+            rows = conn.execute(
+                f"SELECT c.content_hash, c.embedding FROM kb_chunks c JOIN knowledge_bases k ON k.id = c.kb_id "
+                f"WHERE c.content_hash IN ({marks}) AND c.embedding IS NOT NULL "
+                f"AND json_extract(k.embedding_config, '$.model_id') = ?", (*part, model_id)).fetchall()
             out.update({h: b for h, b in rows})
+            rest = [h for h in part if h not in out]
+            if rest:
+                rows = conn.execute(f"SELECT text_hash, embedding FROM embedding_cache WHERE model = ? AND text_hash IN "
+                                    f"({','.join('?' * len(rest))})", (model_id, *rest)).fetchall()
+                out.update({h: b for h, b in rows})
         return out
 
     def put_cached_vectors(self, model_key: str, items: Sequence[tuple[str, Any]]) -> None:
@@ -285,6 +373,7 @@ class DocumentsMixin:
                 config["dimensions"] = new_dims
             conn.execute("UPDATE knowledge_bases SET embedding_config = ?, updated_at = ? WHERE id = ?",
                          (json.dumps(config), utcnow(), kb_id))
+            conn.execute("DELETE FROM embedding_cache WHERE model = ?", (model_key,))  # now in kb_chunks
             self.audit(conn, "kb.reembed", kb_id, kb.name,
                        {"from": {"provider": kb.embedding_config.get("provider"), "model_id": kb.model_id},
                         "to": {"provider": provider, "model_id": model_id, "dimensions": new_dims}})
@@ -334,7 +423,7 @@ class DocumentsMixin:
             )
             added = self._insert_chunks(conn, kb_id, doc_id, items, blobs, now)
             self.vectors.after_write(conn, kb_id, added, [], was_fresh)
-            self._recount(conn, kb_id)
+            self._bump(conn, kb_id, docs=1, chunks=len(items), size=size)
             self.audit(conn, "document.upload", kb_id, filename, {"document_id": doc_id, "chunks": len(items)})
             return self._get_document(conn, doc_id)
 
@@ -349,18 +438,20 @@ class DocumentsMixin:
         if len(vectors) != count:
             raise InvalidInputError(f"got {len(vectors)} vectors for {count} chunks")
         dims = kb.dimensions
-        blobs = []
+        blobs: list[bytes | None] = [None] * count
+        todo: list[int] = []
         for i, vector in enumerate(vectors):
             if isinstance(vector, bytes):  # already unit float32 (from the cache)
                 if dims is not None and len(vector) != dims * 4:
                     raise InvalidInputError(f"vector {i} has {len(vector) // 4} dimensions, expected {dims}")
-                blobs.append(vector)
                 dims = dims or len(vector) // 4
-                continue
-            unit = normalise(vector, dims, what=f"vector {i}")
-            dims = dims or unit.size
-            blobs.append(unit.tobytes())
-        return blobs
+                blobs[i] = vector
+            else:
+                todo.append(i)
+        if todo:
+            for i, unit in zip(todo, normalise_rows([vectors[i] for i in todo], dims, first=todo[0])):
+                blobs[i] = unit.tobytes()
+        return blobs  # type: ignore[return-value]
 
     def _insert_chunks(self, conn: Any, kb_id: str, doc_id: str, items: list[ChunkInput],
                        blobs: list[bytes] | None, now: str) -> list[tuple[int, bytes]]:
@@ -375,25 +466,28 @@ class DocumentsMixin:
                              "'$.dimensions', ?) WHERE id = ?", (dims, kb_id))
             elif row[0] != dims:
                 raise InvalidInputError(f"this knowledge base stores {row[0]}-dimensional vectors, got {dims}")
-        added: list[tuple[int, bytes]] = []
-        for index, item in enumerate(items):
-            blob = blobs[index] if blobs else None
-            cur = conn.execute(
-                "INSERT INTO kb_chunks(id, kb_id, document_id, chunk_index, content, token_count, embedding, "
-                "metadata, content_hash, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (new_id(), kb_id, doc_id, index, item.content, int(item.token_count), blob,
-                 json.dumps(item.metadata or {}), text_hash(item.content), now),
-            )
-            if blob is not None:
-                added.append((cur.lastrowid, blob))
-        return added
+        # seqs are given explicitly (we hold the write lock), so the chunks, their
+        # keyword rows and their vectors go in with three bulk statements
+        first = conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM kb_chunks").fetchone()[0]
+        rows = [(first + i, new_id(), kb_id, doc_id, i, item.content, int(item.token_count),
+                 blobs[i] if blobs else None, json.dumps(item.metadata or {}), item.content_hash, now)
+                for i, item in enumerate(items)]
+        conn.executemany("INSERT INTO kb_chunks(seq, id, kb_id, document_id, chunk_index, content, token_count, "
+                         "embedding, metadata, content_hash, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         rows)
+        conn.executemany("INSERT INTO kb_chunks_fts(rowid, content) VALUES (?, ?)", [(r[0], r[5]) for r in rows])
+        if not blobs:
+            return []
+        conn.execute("UPDATE kb_vector_state SET version = version + 1 WHERE kb_id = ?", (kb_id,))
+        return [(r[0], r[7]) for r in rows]
 
-    def _delete_chunks(self, conn: Any, doc_id: str) -> list[int]:
-        """Delete a document's chunks; return the seqs of those that had vectors."""
-        removed = [r[0] for r in conn.execute(
-            "SELECT seq FROM kb_chunks WHERE document_id = ? AND embedding IS NOT NULL", (doc_id,))]
-        conn.execute("DELETE FROM kb_chunks WHERE document_id = ?", (doc_id,))
-        return removed
+    def _delete_chunks(self, conn: Any, doc_id: str) -> tuple[list[int], int]:
+        """Delete a document's chunks; return (seqs of those that had vectors, how many went)."""
+        rows = conn.execute("SELECT seq, embedding IS NOT NULL FROM kb_chunks WHERE document_id = ?",
+                            (doc_id,)).fetchall()
+        if rows:
+            conn.execute("DELETE FROM kb_chunks WHERE document_id = ?", (doc_id,))
+        return [seq for seq, has in rows if has], len(rows)
 
     def vectors_fresh(self, conn: Any, kb_id: str) -> bool:
         row = conn.execute("SELECT version = indexed_version FROM kb_vector_state WHERE kb_id = ?",
@@ -405,9 +499,9 @@ class DocumentsMixin:
         with self.write() as conn:
             doc = self._get_document(conn, doc_id)
             was_fresh = self.vectors_fresh(conn, doc.kb_id)
-            removed = self._delete_chunks(conn, doc_id)
+            removed, count = self._delete_chunks(conn, doc_id)
             conn.execute("DELETE FROM kb_documents WHERE id = ?", (doc_id,))
             self.vectors.after_write(conn, doc.kb_id, [], removed, was_fresh)
-            self._recount(conn, doc.kb_id)
+            self._bump(conn, doc.kb_id, docs=-1, chunks=-count, size=-doc.size_bytes)
             self.audit(conn, "document.delete", doc.kb_id, doc.filename, {"document_id": doc_id})
             return doc

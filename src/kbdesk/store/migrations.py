@@ -146,8 +146,10 @@ def _m001_core(conn: Any) -> None:
 
 
 def _m002_keyword_index(conn: Any) -> None:
-    # External-content FTS5 over kb_chunks.content, kept in step by triggers, so every
-    # insert, update and delete (cascades included) reaches the keyword index.
+    # External-content FTS5 over kb_chunks.content. Inserts are written by the store in
+    # bulk, in the transaction that inserts the chunks (a per-row trigger measured 2x
+    # slower, docs/BENCHMARKS.md); deletes and updates, cascades included, reach the
+    # index through these triggers whatever caused them.
     conn.executescript("""
     CREATE VIRTUAL TABLE kb_chunks_fts USING fts5(
         content,
@@ -155,9 +157,6 @@ def _m002_keyword_index(conn: Any) -> None:
         content_rowid='seq',
         tokenize='porter unicode61 remove_diacritics 2'
     );
-    CREATE TRIGGER kb_chunks_fts_ai AFTER INSERT ON kb_chunks BEGIN
-        INSERT INTO kb_chunks_fts(rowid, content) VALUES (new.seq, new.content);
-    END;
     CREATE TRIGGER kb_chunks_fts_ad AFTER DELETE ON kb_chunks BEGIN
         INSERT INTO kb_chunks_fts(kb_chunks_fts, rowid, content)
         VALUES ('delete', old.seq, old.content);
@@ -173,8 +172,9 @@ def _m002_keyword_index(conn: Any) -> None:
 
 def _m003_vector_state(conn: Any) -> None:
     # One row per KB that holds vectors. ``version`` moves on every change to the KB's
-    # vectors (by trigger, whatever wrote them); a derived index (a sqlite-vec table, a
-    # numpy matrix in memory) is fresh while it was built at the current version.
+    # vectors (by trigger for deletes and updates, whatever caused them; by the store,
+    # once per transaction, for its bulk inserts); a derived index (a sqlite-vec table,
+    # a numpy matrix in memory) is fresh while it was built at the current version.
     conn.executescript("""
     CREATE TABLE kb_vector_state (
         kb_id           TEXT PRIMARY KEY REFERENCES knowledge_bases(id) ON DELETE CASCADE,
@@ -182,9 +182,6 @@ def _m003_vector_state(conn: Any) -> None:
         version         INTEGER NOT NULL DEFAULT 0,
         indexed_version INTEGER NOT NULL DEFAULT -1
     );
-    CREATE TRIGGER kb_vec_ai AFTER INSERT ON kb_chunks WHEN new.embedding IS NOT NULL BEGIN
-        UPDATE kb_vector_state SET version = version + 1 WHERE kb_id = new.kb_id;
-    END;
     CREATE TRIGGER kb_vec_ad AFTER DELETE ON kb_chunks WHEN old.embedding IS NOT NULL BEGIN
         UPDATE kb_vector_state SET version = version + 1 WHERE kb_id = old.kb_id;
     END;
@@ -209,6 +206,7 @@ def _m004_ingestion(conn: Any) -> None:
     ALTER TABLE kb_documents ADD COLUMN extracted_sections TEXT;
     CREATE INDEX idx_kbdoc_status ON kb_documents(status);
     ALTER TABLE kb_chunks ADD COLUMN content_hash TEXT;
+    CREATE INDEX idx_kbchunk_hash ON kb_chunks(content_hash);
     CREATE TABLE embedding_cache (
         model      TEXT NOT NULL,
         text_hash  TEXT NOT NULL,

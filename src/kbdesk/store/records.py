@@ -162,6 +162,14 @@ class RecordsMixin:
         conn.execute("UPDATE knowledge_bases SET document_count = ?, chunk_count = ?, total_bytes = ?, "
                      "updated_at = ? WHERE id = ?", (docs, chunks, size, utcnow(), kb_id))
 
+    def _bump(self, conn: Any, kb_id: str, *, docs: int = 0, chunks: int = 0, size: int = 0) -> None:
+        """Move the denormalised stats by a delta, inside the transaction that changed them."""
+        from kbdesk.store.sqlite import utcnow
+
+        conn.execute("UPDATE knowledge_bases SET document_count = document_count + ?, chunk_count = chunk_count + ?, "
+                     "total_bytes = total_bytes + ?, updated_at = ? WHERE id = ?",
+                     (docs, chunks, size, utcnow(), kb_id))
+
     def audit_entries(self, kb_id: str | None = None) -> list[dict[str, Any]]:
         sql = "SELECT id, created_at, user_id, action, kb_id, target, details FROM audit_log"
         args: tuple[Any, ...] = ()

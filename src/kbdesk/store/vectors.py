@@ -41,6 +41,30 @@ def normalise(vector: Any, dimensions: int | None = None, *, what: str = "vector
     return (arr / norm).astype(np.float32)
 
 
+def normalise_rows(vectors: Any, dimensions: int | None = None, *, first: int = 0) -> np.ndarray:
+    """Many vectors at once: unit-length float32 rows, or a clear error naming the bad one."""
+    try:
+        matrix = np.asarray(vectors, dtype=np.float32)
+    except (TypeError, ValueError):
+        # ragged or non-numeric: find and name the culprit one by one
+        for i, vector in enumerate(vectors):
+            normalise(vector, dimensions, what=f"vector {first + i}")
+        raise InvalidInputError("vectors are not all lists of numbers of one length") from None
+    if matrix.ndim != 2 or matrix.shape[1] == 0:
+        for i, vector in enumerate(vectors):
+            normalise(vector, dimensions, what=f"vector {first + i}")
+        raise InvalidInputError(f"vectors must be flat lists of numbers, got shape {matrix.shape}")
+    if dimensions is not None and matrix.shape[1] != dimensions:
+        raise InvalidInputError(f"vector {first} has {matrix.shape[1]} dimensions, expected {dimensions}")
+    finite = np.isfinite(matrix).all(axis=1)
+    if not finite.all():
+        raise InvalidInputError(f"vector {first + int(np.argmin(finite))} contains NaN or infinite values")
+    norms = np.linalg.norm(matrix.astype(np.float64), axis=1)
+    if (norms == 0).any():
+        raise InvalidInputError(f"vector {first + int(np.argmin(norms))} is all zeros")
+    return (matrix / norms[:, None]).astype(np.float32)
+
+
 def vec_table(kb_id: str) -> str:
     return "vec_kb_" + kb_id.replace("-", "")
 

@@ -1,0 +1,267 @@
+"""Processing documents in batches: few transactions, full provider batches.
+
+A worker takes a batch of documents (many small files, or one large one) and moves the
+whole batch through extracting → chunking → embedding in one status transaction per
+step, embeds the chunks of all its documents together (cache first, then groups of up
+to 100 per provider call), and makes them ready in one transaction in which each
+document is complete or absent. A failure belongs to its document alone.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kbdesk.errors import KbdeskError
+from kbdesk.ingest.chunker import split_text
+from kbdesk.ingest.events import EventSink, IngestEvent
+from kbdesk.ingest.extract import ExtractionError, extract_bytes
+from kbdesk.models import ChunkInput, Document, KnowledgeBase
+from kbdesk.store.documents import StatusUpdate
+
+log = logging.getLogger("kbdesk.ingest")
+EMBED_GROUP = 100  # chunks per provider call (the provider splits further when it must)
+BATCH_DOCS = 64
+BATCH_BYTES = 4 * 1024 * 1024
+
+
+@dataclass
+class Job:
+    doc: Document
+    kind: str  # "added", "updated", "resumed", "rebuild"
+
+
+@dataclass
+class Outcome:
+    job: Job
+    error: str | None = None
+
+
+@dataclass
+class BatchResult:
+    outcomes: list[Outcome] = field(default_factory=list)
+    embedded: int = 0
+    cached: int = 0
+    calls: int = 0
+
+
+@dataclass
+class _Section:
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def batches(jobs: list[Job]) -> list[list[Job]]:
+    """Group jobs so a batch holds at most BATCH_DOCS documents or about BATCH_BYTES."""
+    out: list[list[Job]] = []
+    current: list[Job] = []
+    size = 0
+    for job in jobs:
+        if current and (len(current) >= BATCH_DOCS or size + job.doc.size_bytes > BATCH_BYTES):
+            out.append(current)
+            current, size = [], 0
+        current.append(job)
+        size += job.doc.size_bytes
+    if current:
+        out.append(current)
+    return out
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class BatchRunner:
+    """Runs one batch; shared by the worker threads of one :class:`Ingestor` call."""
+
+    def __init__(self, store: Any, files_dir: Path, config: Any, max_bytes: int, on_event: EventSink) -> None:
+        self.store = store
+        self.files_dir = files_dir
+        self.config = config
+        self.max_bytes = max_bytes
+        self.on_event = on_event
+
+    def run(self, kb: KnowledgeBase, jobs: list[Job], embedder: Any) -> BatchResult:
+        result = BatchResult()
+        failed: dict[str, str] = {}
+        try:
+            live = self._extract_all(jobs, failed)
+            chunked = self._chunk_all(kb, live, failed)
+            vectors = self._embed_all(embedder, chunked, failed, result) if embedder is not None else {}
+            self._finish_all(chunked, vectors, failed, embedder)
+        except KbdeskError as exc:  # the store itself failed: every unfinished document fails with it
+            for job in jobs:
+                failed.setdefault(job.doc.id, str(exc))
+        except Exception as exc:  # a bug: fail these documents, keep the others going
+            log.exception("an ingestion batch failed")
+            for job in jobs:
+                failed.setdefault(job.doc.id, f"internal error: {type(exc).__name__}: {exc}")
+        self._record_failures(jobs, failed)
+        result.outcomes = [Outcome(job, failed.get(job.doc.id)) for job in jobs]
+        return result
+
+    # ── steps ──────────────────────────────────────────────────────────────────
+    def _statuses(self, updates: list[StatusUpdate], names: dict[str, str]) -> None:
+        if not updates:
+            return
+        self.store.set_statuses(updates)
+        for u in updates:
+            self.on_event(IngestEvent("status", names[u.doc_id], u.doc_id, u.status))
+
+    def _extract_all(self, jobs: list[Job], failed: dict[str, str]) -> list[tuple[Job, list[Any]]]:
+        names = {j.doc.id: j.doc.filename for j in jobs}
+        fresh = [j for j in jobs if j.kind != "rebuild"]
+        self._statuses([StatusUpdate(j.doc.id, "extracting") for j in fresh], names)
+        live: list[tuple[Job, list[Any]]] = []
+        updates: list[StatusUpdate] = []
+        for job in jobs:
+            try:
+                if job.kind == "rebuild":
+                    sections = [_Section(t, m) for t, m in self.store.document_sections(job.doc.id) or []]
+                    updates.append(StatusUpdate(job.doc.id, "chunking"))
+                else:
+                    sections, update = self._extract(job.doc)
+                    updates.append(update)
+                live.append((job, sections))
+            except KbdeskError as exc:
+                failed[job.doc.id] = str(exc)
+            except Exception as exc:  # an unforeseen input: this document alone
+                log.exception("extracting %s failed", job.doc.filename)
+                failed[job.doc.id] = f"internal error: {type(exc).__name__}: {exc}"
+        self._statuses(updates, names)
+        return live
+
+    def _extract(self, doc: Document) -> tuple[list[Any], StatusUpdate]:
+        path = self.files_dir / doc.storage_key
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            data = self._recover_bytes(doc, path)
+        extracted = extract_bytes(data, doc.filename, max_bytes=self.max_bytes,
+                                  pdf_timeout=self.config.ingest.pdf_timeout,
+                                  pdf_memory_mb=self.config.ingest.pdf_memory_mb)
+        spans, base = [], 0
+        for section in extracted.sections:
+            spans.append((base, base + len(section.text), section.metadata))
+            base += len(section.text) + 2  # extract joins sections with a blank line
+        return extracted.sections, StatusUpdate(doc.id, "chunking", extracted_text=extracted.text, sections=spans)
+
+    def _recover_bytes(self, doc: Document, path: Path) -> bytes:
+        """The stored copy is missing (a crash before it was written): re-read the source."""
+        if doc.source_path:
+            try:
+                data = Path(doc.source_path).read_bytes()
+            except OSError:
+                data = b""
+            if data and (not doc.content_hash or sha256(data) == doc.content_hash):
+                write_file(path, data)
+                return data
+        raise ExtractionError("the stored copy of this file is missing and its source changed or is gone")
+
+    def _chunk_all(self, kb: KnowledgeBase, live: list[tuple[Job, list[Any]]],
+                   failed: dict[str, str]) -> list[tuple[Job, list[ChunkInput]]]:
+        out = []
+        for job, sections in live:
+            chunks = chunk_sections(kb, sections)
+            if chunks:
+                out.append((job, chunks))
+            else:
+                failed[job.doc.id] = "no text to index"
+        return out
+
+    def _embed_all(self, embedder: Any, chunked: list[tuple[Job, list[ChunkInput]]], failed: dict[str, str],
+                   result: BatchResult) -> dict[str, list[Any]]:
+        names = {j.doc.id: j.doc.filename for j, _ in chunked}
+        self._statuses([StatusUpdate(j.doc.id, "embedding") for j, _ in chunked], names)
+        texts: dict[str, str] = {}
+        for _, chunks in chunked:
+            for c in chunks:
+                texts.setdefault(c.content_hash, c.content)
+        vectors: dict[str, Any] = dict(self.store.cached_vectors(embedder.model_key, texts))
+        result.cached += sum(1 for _, chunks in chunked for c in chunks if c.content_hash in vectors)
+        missing = [h for h in texts if h not in vectors]
+        bad: dict[str, str] = {}
+        total = sum(len(c) for _, c in chunked)
+        done = total - len(missing)
+        for start in range(0, len(missing), EMBED_GROUP):
+            group = missing[start:start + EMBED_GROUP]
+            response = embedder.embed([texts[h] for h in group], collect=True)
+            result.calls += response.calls
+            for failure in response.failures:
+                bad[group[failure.index]] = str(failure.error)
+            for h, vector in zip(group, response.vectors):
+                if vector is not None:
+                    vectors[h] = vector
+            result.embedded += len(group) - len(response.failures)
+            done += len(group)
+            for job, _ in chunked:
+                self.on_event(IngestEvent("embedded", job.doc.filename, job.doc.id, "embedding",
+                                          done=min(done, total), total=total))
+        out: dict[str, list[Any]] = {}
+        for job, chunks in chunked:
+            hashes = [c.content_hash for c in chunks]
+            broken = next((i for i, h in enumerate(hashes) if h in bad), None)
+            if broken is not None:
+                failed[job.doc.id] = (f"chunk {broken + 1} of {len(chunks)} could not be embedded: "
+                                      f"{bad[hashes[broken]]}")
+                continue
+            out[job.doc.id] = [vectors[h] for h in hashes]
+        return out
+
+    def _finish_all(self, chunked: list[tuple[Job, list[ChunkInput]]], vectors: dict[str, list[Any]],
+                    failed: dict[str, str], embedder: Any) -> None:
+        items = [(job.doc.id, chunks, vectors.get(job.doc.id) if embedder is not None else None)
+                 for job, chunks in chunked if job.doc.id not in failed]
+        if not items:
+            return
+        results = self.store.finish_documents(items)
+        by_id = {job.doc.id: (job, chunks) for job, chunks in chunked}
+        for (doc_id, chunks, _), res in zip(items, results):
+            job = by_id[doc_id][0]
+            if isinstance(res, Exception):
+                failed[doc_id] = str(res) if isinstance(res, KbdeskError) else \
+                    f"internal error: {type(res).__name__}: {res}"
+            else:
+                self.on_event(IngestEvent("ready", job.doc.filename, doc_id, "ready",
+                                          done=len(chunks), total=len(chunks)))
+
+    def _record_failures(self, jobs: list[Job], failed: dict[str, str]) -> None:
+        updates = [StatusUpdate(j.doc.id, "error", error=failed[j.doc.id]) for j in jobs if j.doc.id in failed]
+        if not updates:
+            return
+        try:
+            self.store.set_statuses(updates)
+        except KbdeskError:
+            log.exception("could not record failures")
+        for j in jobs:
+            if j.doc.id in failed:
+                self.on_event(IngestEvent("error", j.doc.filename, j.doc.id, "error", failed[j.doc.id]))
+
+
+def chunk_sections(kb: KnowledgeBase, sections: list[Any]) -> list[ChunkInput]:
+    """Chunks with metadata; start/end are offsets into the whole extracted text."""
+    out: list[ChunkInput] = []
+    base = 0
+    for section in sections:
+        for piece in split_text(section.text, kb.chunk_size, kb.chunk_overlap):
+            meta = copy.deepcopy(section.metadata or {})
+            meta["start"] = base + piece.metadata["start"]
+            meta["end"] = base + piece.metadata["end"]
+            out.append(ChunkInput(piece.content, piece.token_count, meta))
+        base += len(section.text) + 2  # sections are joined with a blank line
+    return out
+
+
+def write_file(path: Path, data: bytes) -> None:
+    """Write stored bytes. A kill mid-write leaves a file no row points to (swept later)."""
+    try:
+        with open(path, "wb") as handle:
+            handle.write(data)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as handle:
+            handle.write(data)
