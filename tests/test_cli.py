@@ -94,6 +94,11 @@ def test_search_over_a_kb_filled_through_the_library(run, kbdesk_home):
     assert r.exit_code == 0
     assert "runbook.md" in r.output and "Page the on-call engineer" in r.output
 
+    r = run("search", "Ops", "on-call incidents", "--explain")
+    assert "kw rank" in r.output and "runbook.md" in r.output and "result" in r.output
+    body = json.loads(run("search", "Ops", "on-call incidents", "--explain", "--json").stdout)
+    assert body["explain"][0]["keyword_rank"] == 1 and body["explain"][0]["cut"] is None
+
     # a KB with an embedding model but no provider set up: keyword search, and a note says why
     r = run("search", "Pets", "cats")
     assert "cats.txt" in r.output and "no provider" in r.output

@@ -119,3 +119,41 @@ def test_team_scope_needs_a_team(desk):
     assert kb.scope == "team" and kb.owner_id is None and kb.team_id == "team1"
     g = desk.create_kb("g", scope="global")
     assert g.owner_id is None and g.team_id is None
+
+
+def test_chunk_settings_can_change_and_are_audited(desk):
+    desk.create_kb("tunable")
+    kb = desk.edit_kb("tunable", chunk_size=400, chunk_overlap=40)
+    assert (kb.chunk_size, kb.chunk_overlap) == (400, 40)
+    last = desk.store.audit_entries(kb.id)[-1]
+    assert last["details"]["embedding_config"]["to"]["chunk_size"] == 400
+    with pytest.raises(InvalidInputError, match="chunk_overlap"):
+        desk.edit_kb("tunable", chunk_overlap=400)
+
+
+def test_new_kbs_take_the_embedding_role_unless_keyword_only(tmp_path, kbdesk_home):
+    from kbdesk import open_desk
+    from kbdesk.config import parse_config
+
+    config = parse_config({"providers": {"local": {"kind": "ollama"}},
+                           "roles": {"embedding": {"provider": "local", "model": "nomic-embed-text"}}})
+    with open_desk(config=config) as desk:
+        kb = desk.create_kb("default-model")
+        assert (kb.embedding_config["provider"], kb.model_id) == ("local", "nomic-embed-text")
+        assert desk.create_kb("plain", keyword_only=True).model_id is None
+
+
+def test_a_role_must_name_a_configured_provider():
+    from kbdesk.config import parse_config
+    from kbdesk.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="roles.chat.provider names 'nope'"):
+        parse_config({"roles": {"chat": {"provider": "nope", "model": "m"}}})
+
+
+def test_chunk_neighbours(desk):
+    desk.create_kb("seq")
+    doc = desk.add_document("seq", "a.txt", ["zero", "one", "two", "three"])
+    around = desk.store.chunk_neighbours(doc.id, 2)
+    assert [(c["chunk_index"], c["content"], c["current"]) for c in around] == [
+        (1, "one", False), (2, "two", True), (3, "three", False)]

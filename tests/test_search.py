@@ -136,3 +136,17 @@ def test_bad_queries_are_clear_errors(pets):
         pets.search(["Pets"], "x", query_vector=[0.0] * 8)
     with pytest.raises(InvalidInputError, match="mode must be one of"):
         pets.search(["Pets"], "x", mode="fuzzy")
+
+
+def test_explain_shows_ranks_fusion_and_what_the_threshold_cut(pets):
+    response = pets.search(["Pets"], "dogs bark felines", query_vector=axis(CAT), mode="hybrid", explain=True)
+    by_source = {e["source"]: e for e in response.explain}
+    assert by_source["dogs.txt"]["cut"] == "threshold"  # keyword hit, but its cosine is 0
+    assert by_source["dogs.txt"]["keyword_rank"] is not None and by_source["dogs.txt"]["cosine"] == 0.0
+    kittens = by_source["kittens.md"]
+    assert kittens["cut"] is None and kittens["vector_rank"] == 2 and kittens["keyword_rank"] is not None
+    assert kittens["fused"] > by_source["cats.txt"]["fused"]  # both rankers agree on it
+    assert [r.source for r in response.results] == [e["source"] for e in response.explain if e["cut"] is None]
+    limited = pets.search(["Pets", "Work"], "x", query_vector=axis(CAT), mode="vector", limit=1, threshold=-1,
+                          explain=True)
+    assert [e["cut"] for e in limited.explain][:2] == [None, "limit"]

@@ -65,12 +65,29 @@ class IngestSettings:
 
 
 @dataclass
+class RoleSettings:
+    provider: str | None = None
+    """Name of a [providers.NAME] table that serves this role."""
+    model: str | None = None
+    """Model id, typed by hand or picked from the provider's list."""
+
+
+@dataclass
+class RolesSettings:
+    embedding: RoleSettings = field(default_factory=RoleSettings)
+    """Embedding model given to new knowledge bases (each KB then keeps its own)."""
+    chat: RoleSettings = field(default_factory=RoleSettings)
+    """Chat model of the chat pane and `kbdesk ask`."""
+
+
+@dataclass
 class Config:
     storage: StorageSettings = field(default_factory=StorageSettings)
     search: SearchSettings = field(default_factory=SearchSettings)
     vector: VectorSettings = field(default_factory=VectorSettings)
     chunking: ChunkingSettings = field(default_factory=ChunkingSettings)
     ingest: IngestSettings = field(default_factory=IngestSettings)
+    roles: RolesSettings = field(default_factory=RolesSettings)
     providers: dict[str, ProviderSettings] = field(default_factory=dict)
     """Embedding (and chat) providers by name: [providers.NAME] tables."""
 
@@ -89,6 +106,11 @@ def _check_ranges(cfg: Config) -> None:
         raise ConfigError("config: chunking.chunk_size must be at least 1")
     if not 0 <= cfg.chunking.chunk_overlap < cfg.chunking.chunk_size:
         raise ConfigError("config: chunking.chunk_overlap must be at least 0 and less than chunking.chunk_size")
+    for role in ("embedding", "chat"):
+        chosen = getattr(cfg.roles, role)
+        if chosen.provider and chosen.provider not in cfg.providers:
+            raise ConfigError(f"config: roles.{role}.provider names '{chosen.provider}', which is not a "
+                              "[providers.NAME] table")
     if not 1 <= cfg.ingest.workers <= 32:
         raise ConfigError(f"config: ingest.workers must be between 1 and 32, got {cfg.ingest.workers}")
     if cfg.ingest.pdf_timeout <= 0 or cfg.ingest.pdf_memory_mb < 64:

@@ -59,7 +59,15 @@ class Desk:
     def create_kb(self, name: str, description: str = "", *, model_id: str | None = None,
                   provider: str | None = None, dimensions: int | None = None,
                   chunk_size: int | None = None, chunk_overlap: int | None = None,
-                  scope: str = "personal", team_id: str | None = None) -> KnowledgeBase:
+                  scope: str = "personal", team_id: str | None = None,
+                  keyword_only: bool = False) -> KnowledgeBase:
+        """Create a KB. Without ``model_id`` it takes the embedding role's model from the
+        config, if one is set; ``keyword_only`` makes a KB without embeddings regardless."""
+        role = self.config.roles.embedding
+        if keyword_only:
+            model_id = provider = None
+        elif model_id is None and role.model:
+            model_id, provider = role.model, provider or role.provider
         config: dict[str, Any] = {
             "provider": provider,
             "model_id": model_id,
@@ -82,6 +90,11 @@ class Desk:
 
     def describe_kb(self, ref: str, description: str) -> KnowledgeBase:
         return self.store.update_kb(self.kb(ref).id, description=description)
+
+    def edit_kb(self, ref: str, **changes: Any) -> KnowledgeBase:
+        """Change name, description, discoverable, chunk_size or chunk_overlap (new chunking
+        applies to documents added or rebuilt from now on)."""
+        return self.store.update_kb(self.kb(ref).id, **changes)
 
     def delete_kb(self, ref: str) -> KnowledgeBase:
         """Delete a KB and everything of it: rows, keyword and vector index, stored files."""
@@ -120,7 +133,7 @@ class Desk:
     # ── search ─────────────────────────────────────────────────────────────────
     def search(self, refs: Sequence[str], query: str, *, query_vector: Any = None,
                limit: int | None = None, threshold: float | None = None,
-               mode: str | None = None) -> SearchResponse:
+               mode: str | None = None, explain: bool = False) -> SearchResponse:
         """Search the KBs named by ``refs`` (names, ids or id prefixes).
 
         Without ``query_vector`` the desk's query embedder (when a provider is set up)
@@ -136,7 +149,7 @@ class Desk:
         response = search(self.store, kbs, query, query_vector,
                           limit=limit if limit is not None else self.config.search.limit,
                           threshold=threshold if threshold is not None else self.config.search.threshold,
-                          mode=mode)
+                          mode=mode, explain=explain)
         response.notes.extend(notes)
         return response
 

@@ -51,6 +51,7 @@ class SearchResponse:
     searched_kbs: list[str]
     mode: str
     notes: list[str] = field(default_factory=list)
+    explain: list[dict[str, Any]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -102,12 +103,46 @@ def _query_vectors(kbs: Sequence[KnowledgeBase], store: Any, query_vector: Any) 
     return out
 
 
+@dataclass
+class Candidate:
+    """One chunk considered by a search, and what each ranker made of it."""
+
+    seq: int
+    cosine: float | None = None
+    vector_rank: int | None = None  # 1-based, over the KBs' merged vector ranking
+    keyword_score: float | None = None  # BM25, higher is better
+    keyword_rank: int | None = None  # 1-based
+    fused: float | None = None  # reciprocal rank fusion score (hybrid)
+    similarity: float = 0.0  # what the result reports
+    cut: str | None = None  # why it is not a result: "threshold", "keyword floor", "limit", …
+    kb_id: str | None = None
+
+    def to_dict(self, row: dict[str, Any] | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "similarity": round(self.similarity, 6),
+            "cosine": None if self.cosine is None else round(self.cosine, 6),
+            "vector_rank": self.vector_rank,
+            "keyword_rank": self.keyword_rank,
+            "keyword_score": None if self.keyword_score is None else round(self.keyword_score, 6),
+            "fused": None if self.fused is None else round(self.fused, 6),
+            "cut": self.cut,
+        }
+        if row:
+            out.update({"content": row["content"], "source": row["source"], "kb": row["kb"],
+                        "metadata": row["metadata"], "document_id": row["document_id"],
+                        "chunk_index": row["chunk_index"]})
+        return out
+
+
 def search(store: Any, kbs: Sequence[KnowledgeBase], query: str, query_vector: Any = None, *,
-           limit: int | None = None, threshold: float | None = None, mode: str = "auto") -> SearchResponse:
+           limit: int | None = None, threshold: float | None = None, mode: str = "auto",
+           explain: bool = False) -> SearchResponse:
     """Search ``kbs`` for ``query``.
 
     ``query_vector`` is the query embedded with the KBs' model: one vector for all, or a
-    mapping ``{kb_id: vector}`` when the KBs use different models.
+    mapping ``{kb_id: vector}`` when the KBs use different models. With ``explain`` the
+    response also lists every candidate either ranker found — kept or cut, and why — in
+    ``response.explain`` (the retrieval debugger).
     """
     limit = check_limit(limit)
     threshold = check_threshold(threshold)
@@ -127,84 +162,106 @@ def search(store: Any, kbs: Sequence[KnowledgeBase], query: str, query_vector: A
             f"{mode} search needs vectors: none of {', '.join(repr(n) for n in names)} holds vectors "
             "for this query (no embedding model or no query vector); use --mode keyword")
     pool = max(limit * CANDIDATES_PER_RESULT, MIN_CANDIDATES)
+    kb_ids = [kb.id for kb in kbs]
 
     if mode == "vector":
-        ranked = _vector_ranking(store, qvecs, limit, threshold)
-        scored = [(seq, sim) for seq, sim in ranked[:limit]]
+        candidates = _vector_candidates(store, qvecs, pool if explain else limit)
+        for c in candidates:
+            c.similarity = c.cosine or 0.0
+            if c.cosine is not None and c.cosine < threshold:
+                c.cut = "threshold"
+        order = candidates
     elif mode == "keyword":
-        scored = _keyword_scored(store, kbs, query, qvecs, limit)
+        candidates = _keyword_candidates(store, kb_ids, query, pool if explain else limit)
+        _fill_cosines(store, candidates, qvecs)
+        best = candidates[0].keyword_score if candidates and candidates[0].keyword_score else 1.0
+        for c in candidates:
+            c.similarity = c.cosine if c.cosine is not None else (c.keyword_score or 0.0) / best
+            if (c.keyword_score or 0.0) < KEYWORD_FLOOR * best:
+                c.cut = "keyword floor"
+        order = candidates
     else:
-        scored = _hybrid(store, kbs, query, qvecs, limit, threshold, pool)
-    return SearchResponse(_results(store, scored), query, names, mode)
+        order = _hybrid(store, kb_ids, query, qvecs, threshold, pool)
+    kept = 0
+    for c in order:
+        if c.cut is None:
+            if kept < limit:
+                kept += 1
+            else:
+                c.cut = "limit"
+    chosen = [c for c in order if c.cut is None]
+    rows = store.result_rows([c.seq for c in (order if explain else chosen)])
+    results = [SearchResult(rows[c.seq]["content"], rows[c.seq]["source"], rows[c.seq]["kb"],
+                            round(float(c.similarity), 6), rows[c.seq]["metadata"])
+               for c in chosen if c.seq in rows]  # a chunk deleted meanwhile is skipped
+    response = SearchResponse(results, query, names, mode)
+    if explain:
+        response.explain = [c.to_dict(rows.get(c.seq)) for c in order if c.seq in rows]
+    return response
 
 
-def _vector_ranking(store: Any, qvecs: dict[str, tuple[int, np.ndarray]], k: int,
-                    threshold: float) -> list[tuple[int, float]]:
-    merged: list[tuple[int, float]] = []
+def _vector_candidates(store: Any, qvecs: dict[str, tuple[int, np.ndarray]], k: int) -> list[Candidate]:
+    merged: list[Candidate] = []
     for kb_id, (dims, q) in qvecs.items():
-        merged.extend((seq, sim) for seq, sim in store.vector_candidates(kb_id, dims, q, k) if sim >= threshold)
-    merged.sort(key=lambda p: (-p[1], p[0]))
+        merged.extend(Candidate(seq, cosine=sim, kb_id=kb_id) for seq, sim in store.vector_candidates(kb_id, dims, q, k))
+    merged.sort(key=lambda c: (-(c.cosine or 0.0), c.seq))
+    for rank, c in enumerate(merged, start=1):
+        c.vector_rank = rank
     return merged
 
 
-def _cosines(store: Any, seqs: list[int], qvecs: dict[str, tuple[int, np.ndarray]],
-             kb_of: dict[int, str]) -> dict[int, float]:
-    """Cosine of each chunk against its own KB's query vector."""
-    by_kb: dict[str, list[int]] = {}
-    for seq in seqs:
-        kb_id = kb_of.get(seq)
-        if kb_id in qvecs:
-            by_kb.setdefault(kb_id, []).append(seq)
-    out: dict[int, float] = {}
+def _keyword_candidates(store: Any, kb_ids: list[str], query: str, k: int) -> list[Candidate]:
+    hits = store.keyword_candidates(kb_ids, query, k)
+    return [Candidate(seq, keyword_score=score, keyword_rank=rank) for rank, (seq, score) in enumerate(hits, 1)]
+
+
+def _fill_cosines(store: Any, candidates: list[Candidate], qvecs: dict[str, tuple[int, np.ndarray]]) -> None:
+    """Cosine of each candidate against its own KB's query vector, where it has one."""
+    need = [c for c in candidates if c.cosine is None]
+    if not need or not qvecs:
+        return
+    kb_of = store.chunk_kbs([c.seq for c in need])
+    by_kb: dict[str, list[Candidate]] = {}
+    for c in need:
+        c.kb_id = kb_of.get(c.seq)
+        if c.kb_id in qvecs:
+            by_kb.setdefault(c.kb_id, []).append(c)
     for kb_id, members in by_kb.items():
-        out.update(store.cosine_for(members, qvecs[kb_id][1]))
-    return out
+        cos = store.cosine_for([c.seq for c in members], qvecs[kb_id][1])
+        for c in members:
+            c.cosine = cos.get(c.seq)
 
 
-def _keyword_scored(store: Any, kbs: Sequence[KnowledgeBase], query: str,
-                    qvecs: dict[str, tuple[int, np.ndarray]], limit: int) -> list[tuple[int, float]]:
-    hits = store.keyword_candidates([kb.id for kb in kbs], query, limit)
-    if not hits:
-        return []
-    seqs = [seq for seq, _ in hits]
-    kb_of = {seq: row["kb_id"] for seq, row in store.result_rows(seqs).items()}
-    cos = _cosines(store, seqs, qvecs, kb_of)
-    best = hits[0][1] or 1.0
-    return [(seq, cos.get(seq, score / best)) for seq, score in hits if score >= KEYWORD_FLOOR * best]
-
-
-def _hybrid(store: Any, kbs: Sequence[KnowledgeBase], query: str, qvecs: dict[str, tuple[int, np.ndarray]],
-            limit: int, threshold: float, pool: int) -> list[tuple[int, float]]:
-    vector = _vector_ranking(store, qvecs, pool, threshold)[:pool]
-    keyword = store.keyword_candidates([kb.id for kb in kbs], query, pool)
-    sims = dict(vector)
-    missing = [seq for seq, _ in keyword if seq not in sims]
-    kb_of = {seq: row["kb_id"] for seq, row in store.result_rows(missing).items()}
-    sims.update(_cosines(store, missing, qvecs, kb_of))
-    best_kw = keyword[0][1] if keyword and keyword[0][1] > 0 else 1.0
-
-    fused: dict[int, float] = {}
-    for rank, (seq, _) in enumerate(vector):
-        fused[seq] = fused.get(seq, 0.0) + 1.0 / (RRF_K + rank + 1)
-    for rank, (seq, score) in enumerate(keyword):
-        if seq in sims:
-            if sims[seq] < threshold:
-                continue  # the threshold is a cosine floor in hybrid mode too
-        elif kb_of.get(seq) in qvecs:
-            continue  # a chunk of a vector KB without a vector: not comparable
+def _hybrid(store: Any, kb_ids: list[str], query: str, qvecs: dict[str, tuple[int, np.ndarray]],
+            threshold: float, pool: int) -> list[Candidate]:
+    """Reciprocal rank fusion of the two rankings; the threshold stays a cosine floor."""
+    table: dict[int, Candidate] = {c.seq: c for c in _vector_candidates(store, qvecs, pool)}
+    keyword = _keyword_candidates(store, kb_ids, query, pool)
+    for k in keyword:
+        if k.seq in table:
+            table[k.seq].keyword_score, table[k.seq].keyword_rank = k.keyword_score, k.keyword_rank
         else:
-            sims[seq] = score / best_kw  # a chunk of a keyword-only KB
-        fused[seq] = fused.get(seq, 0.0) + 1.0 / (RRF_K + rank + 1)
-    order = sorted(fused, key=lambda s: (-fused[s], -sims.get(s, 0.0), s))
-    return [(seq, sims[seq]) for seq in order[:limit]]
-
-
-def _results(store: Any, scored: list[tuple[int, float]]) -> list[SearchResult]:
-    rows = store.result_rows([seq for seq, _ in scored])
-    out = []
-    for seq, sim in scored:
-        row = rows.get(seq)
-        if row is None:  # deleted between the ranking and this read
-            continue
-        out.append(SearchResult(row["content"], row["source"], row["kb"], round(float(sim), 6), row["metadata"]))
-    return out
+            table[k.seq] = k
+    candidates = list(table.values())
+    _fill_cosines(store, candidates, qvecs)
+    best_kw = keyword[0].keyword_score if keyword and keyword[0].keyword_score else 1.0
+    for c in candidates:
+        if c.cosine is not None:
+            c.similarity = c.cosine
+            if c.cosine < threshold:
+                c.cut = "threshold"
+        elif c.kb_id in qvecs:
+            c.cut = "no vector"  # a chunk of a vector KB without one: not comparable
+        else:
+            c.similarity = (c.keyword_score or 0.0) / best_kw  # a chunk of a keyword-only KB
+        # ranks count among the candidates that survive the threshold
+    survivors = [c for c in candidates if c.cut is None]
+    vector_order = sorted((c for c in survivors if c.vector_rank is not None), key=lambda c: c.vector_rank)
+    keyword_order = sorted((c for c in survivors if c.keyword_rank is not None), key=lambda c: c.keyword_rank)
+    for c in candidates:
+        c.fused = 0.0
+    for rank, c in enumerate(vector_order, start=1):
+        c.fused += 1.0 / (RRF_K + rank)
+    for rank, c in enumerate(keyword_order, start=1):
+        c.fused += 1.0 / (RRF_K + rank)
+    return sorted(candidates, key=lambda c: (c.cut is not None, -(c.fused or 0.0), -c.similarity, c.seq))

@@ -30,19 +30,23 @@ def kb_group() -> None:
 @click.argument("name")
 @click.option("-d", "--description", default="", help="What the KB holds.")
 @click.option("--model", "model_id", metavar="MODEL_ID",
-              help="Embedding model, fixed at creation (omit for a keyword-only KB).")
+              help="Embedding model, fixed at creation (default: the embedding role's, if set).")
+@click.option("--keyword-only", is_flag=True, help="No embeddings: keyword search only.")
 @click.option("--provider", metavar="NAME", help="Provider that serves the embedding model.")
 @click.option("--dimensions", type=click.IntRange(1, 16000), help="Vector dimensions, if known in advance.")
 @click.option("--chunk-size", type=click.IntRange(1), help="Characters per chunk (default 1000).")
 @click.option("--chunk-overlap", type=click.IntRange(0), help="Characters shared by neighbouring chunks (default 200).")
 @json_option
 @click.pass_obj
-def create(state, name, description, model_id, provider, dimensions, chunk_size, chunk_overlap, as_json) -> None:
+def create(state, name, description, model_id, keyword_only, provider, dimensions, chunk_size, chunk_overlap,
+           as_json) -> None:
     """Create a knowledge base called NAME."""
     if provider and not model_id:
         raise InvalidInputError("--provider needs --model")
+    if keyword_only and model_id:
+        raise InvalidInputError("--keyword-only and --model exclude each other")
     kb = state.desk().create_kb(name, description, model_id=model_id, provider=provider, dimensions=dimensions,
-                                chunk_size=chunk_size, chunk_overlap=chunk_overlap)
+                                chunk_size=chunk_size, chunk_overlap=chunk_overlap, keyword_only=keyword_only)
     if as_json:
         print_json(kb.to_dict())
     else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 from rich.text import Text
 
-from kbdesk.cli.output import print_json, stdout
+from kbdesk.cli.output import print_json, stdout, table
 from kbdesk.search import MAX_LIMIT, MODES
 
 SNIPPET = 400
@@ -18,17 +18,25 @@ SNIPPET = 400
 @click.option("-t", "--threshold", type=float, help="Minimum cosine similarity (default 0.3).")
 @click.option("-m", "--mode", type=click.Choice(MODES), help="auto (default), vector, keyword or hybrid.")
 @click.option("--full", is_flag=True, help="Print whole chunks, not snippets.")
+@click.option("--explain", is_flag=True,
+              help="Show every candidate: vector and keyword rank, fused score, and what cut it.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (the seed's result shape).")
 @click.pass_obj
-def search_command(state, kbs, query, limit, threshold, mode, full, as_json) -> None:
+def search_command(state, kbs, query, limit, threshold, mode, full, explain, as_json) -> None:
     """Search one or more knowledge bases (KB... names or ids) for QUERY."""
-    response = state.desk().search(list(kbs), query, limit=limit, threshold=threshold, mode=mode)
+    response = state.desk().search(list(kbs), query, limit=limit, threshold=threshold, mode=mode, explain=explain)
     for note in response.notes:
         click.echo(f"note: {note}", err=True)
     if as_json:
-        print_json(response.to_dict())
+        body = response.to_dict()
+        if explain:
+            body["explain"] = response.explain
+        print_json(body)
         return
     console = stdout()
+    if explain:
+        _print_explain(console, response)
+        return
     if not response.results:
         console.print(Text(f"No results in {', '.join(response.searched_kbs)} ({response.mode} search)."))
         return
@@ -44,3 +52,19 @@ def search_command(state, kbs, query, limit, threshold, mode, full, as_json) -> 
         console.print(Text(body), style="")
         console.print()
     console.print(Text(f"{len(response.results)} results, {response.mode} search", style="dim"))
+
+
+def _rank(value) -> str:
+    return "—" if value is None else str(value)
+
+
+def _print_explain(console, response) -> None:
+    t = table("#", "sim", "vec rank", "kw rank", "fused", "verdict", "source",
+              title=f"{response.mode} search: every candidate")
+    for i, c in enumerate(response.explain or [], start=1):
+        verdict = "result" if c["cut"] is None else f"cut: {c['cut']}"
+        snippet = c["content"][:40].replace("\n", " ")
+        t.add_row(str(i), f"{c['similarity']:.3f}", _rank(c["vector_rank"]), _rank(c["keyword_rank"]),
+                  "—" if c["fused"] is None else f"{c['fused']:.4f}", verdict,
+                  Text(f"{c['kb']} / {c['source']} #{c['chunk_index']}: {snippet}"))
+    console.print(t)

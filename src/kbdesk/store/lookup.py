@@ -82,6 +82,22 @@ class LookupMixin:
                 out[int(seq)] = float(vec @ query)
         return out
 
+    def chunk_neighbours(self, document_id: str, chunk_index: int, radius: int = 1) -> list[dict[str, Any]]:
+        """A chunk with up to ``radius`` chunks before and after it in its document."""
+        rows = self.connection().execute(
+            "SELECT chunk_index, content, metadata FROM kb_chunks WHERE document_id = ? AND chunk_index BETWEEN ? AND ? "
+            "ORDER BY chunk_index", (document_id, chunk_index - radius, chunk_index + radius)).fetchall()
+        return [{"chunk_index": i, "content": c, "metadata": json.loads(m), "current": i == chunk_index}
+                for i, c, m in rows]
+
+    def chunk_kbs(self, seqs: Sequence[int]) -> dict[int, str]:
+        """The KB id of each chunk."""
+        if not seqs:
+            return {}
+        rows = self.connection().execute(f"SELECT seq, kb_id FROM kb_chunks WHERE seq IN ({_marks(seqs)})",
+                                         list(seqs)).fetchall()
+        return {int(seq): kb_id for seq, kb_id in rows}
+
     def result_rows(self, seqs: Sequence[int]) -> dict[int, dict[str, Any]]:
         """Content, source filename, KB name and metadata of each chunk."""
         if not seqs:

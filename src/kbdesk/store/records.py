@@ -109,7 +109,8 @@ class RecordsMixin:
         return [_kb(r) for r in rows]
 
     def update_kb(self, kb_id: str, *, name: str | None = None, description: str | None = None,
-                  discoverable: bool | None = None) -> KnowledgeBase:
+                  discoverable: bool | None = None, chunk_size: int | None = None,
+                  chunk_overlap: int | None = None) -> KnowledgeBase:
         from kbdesk.store.sqlite import utcnow
 
         with self.write() as conn:
@@ -127,12 +128,19 @@ class RecordsMixin:
                 changes["description"] = description
             if discoverable is not None and bool(discoverable) != before.discoverable:
                 changes["discoverable"] = int(bool(discoverable))
+            if chunk_size is not None or chunk_overlap is not None:
+                config = dict(before.embedding_config)
+                config["chunk_size"] = chunk_size if chunk_size is not None else before.chunk_size
+                config["chunk_overlap"] = chunk_overlap if chunk_overlap is not None else before.chunk_overlap
+                config = embedding_config_snapshot(config)
+                if config != before.embedding_config:
+                    changes["embedding_config"] = json.dumps(config)
             if not changes:
                 return before
             sets = ", ".join(f"{col} = ?" for col in changes)
             conn.execute(f"UPDATE knowledge_bases SET {sets}, updated_at = ? WHERE id = ?",
                          (*changes.values(), utcnow(), kb_id))
-            detail = {k: {"from": getattr(before, k) if k != "discoverable" else before.discoverable, "to": v}
+            detail = {k: {"from": getattr(before, k), "to": json.loads(v) if k == "embedding_config" else v}
                       for k, v in changes.items()}
             self.audit(conn, "kb.update", kb_id, changes.get("name", before.name), detail)
             return self._get_kb(conn, kb_id)
