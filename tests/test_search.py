@@ -150,3 +150,22 @@ def test_explain_shows_ranks_fusion_and_what_the_threshold_cut(pets):
     limited = pets.search(["Pets", "Work"], "x", query_vector=axis(CAT), mode="vector", limit=1, threshold=-1,
                           explain=True)
     assert [e["cut"] for e in limited.explain][:2] == [None, "limit"]
+
+
+def test_keyword_search_never_leaks_another_kbs_chunks(desk):
+    desk.create_kb("Loud")
+    desk.create_kb("Quiet")
+    for i in range(30):
+        desk.add_document("Loud", f"loud{i}.txt", [f"alpha alpha alpha beacon number {i}"])
+    desk.add_document("Quiet", "quiet.txt", ["a single alpha among many other words in a long sentence"])
+    hits = desk.search(["Quiet"], "alpha", mode="keyword", limit=5).results
+    assert [h.source for h in hits] == ["quiet.txt"]
+    both = desk.search(["Loud", "Quiet"], "alpha", mode="keyword", limit=20).results
+    assert len(both) == 20 and all(h.kb == "Loud" for h in both[:20])
+
+
+def test_stopwords_do_not_decide_keyword_results():
+    from kbdesk.store.lookup import fts_query
+
+    assert fts_query("What is the backup schedule?") == '"backup" OR "schedule"'
+    assert fts_query("the and of") == '"the" OR "and" OR "of"'  # nothing else: keep them
