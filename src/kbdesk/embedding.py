@@ -66,7 +66,12 @@ class Embedders:
                     raise ProviderConfigError(
                         f"no provider named '{name}' in config.toml; add it with "
                         f"'kbdesk provider add {name} --kind …'", provider=name)
-                self._providers[name] = OpenAICompatProvider(name, settings, on_usage=self._log)
+                if settings.kind == "local":
+                    from kbdesk.providers.local import LocalProvider
+
+                    self._providers[name] = LocalProvider(name, settings, on_usage=self._log)
+                else:
+                    self._providers[name] = OpenAICompatProvider(name, settings, on_usage=self._log)
             return self._providers[name]
 
     def for_kb(self, kb: KnowledgeBase) -> KbEmbedder | None:

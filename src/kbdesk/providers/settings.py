@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from kbdesk.errors import ConfigError
 from kbdesk.providers.errors import ProviderConfigError
 
-ProviderKind = Literal["openai", "ollama", "lmstudio", "llamacpp", "vllm", "openrouter", "custom"]
+ProviderKind = Literal["openai", "ollama", "lmstudio", "llamacpp", "vllm", "openrouter", "custom", "local"]
 
 DEFAULT_BASE_URLS: dict[str, str] = {
     "openai": "https://api.openai.com/v1",
@@ -41,7 +41,8 @@ MAX_BATCH_SIZE = 100
 @dataclass
 class ProviderSettings:
     kind: ProviderKind = "custom"
-    """openai, ollama, lmstudio, llamacpp, vllm, openrouter or custom; picks the default base_url."""
+    """openai, ollama, lmstudio, llamacpp, vllm, openrouter or custom (picks the default base_url),
+    or local: sentence-transformers in this process (the `local` extra), no URL."""
     base_url: str | None = None
     """API root ending in /v1; unset means the default for kind (custom needs one)."""
     api_key_env: str | None = None
