@@ -127,3 +127,9 @@ def test_provider_add_validates(run):
     r = run("provider", "add", "x", "--base-url", "ftp://nope")
     assert r.exit_code == 1 and "base_url must be an http" in r.output
     assert not get_paths().config_file.exists()  # nothing written when invalid
+
+
+def test_a_local_provider_can_be_added_and_listed(run):
+    assert run("provider", "add", "here", "--kind", "local").exit_code == 0
+    listed = json.loads(run("provider", "list", "--json").stdout)["data"]
+    assert listed == [{"name": "here", "kind": "local", "base_url": "(in this process)", "key": "none"}]

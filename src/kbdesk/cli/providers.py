@@ -13,7 +13,7 @@ from kbdesk.errors import InvalidInputError
 from kbdesk.providers import DEFAULT_BASE_URLS, OpenAICompatProvider, embedding_candidates
 from kbdesk.providers.settings import display_url, key_env_for, resolve_api_key
 
-KINDS = ["openai", "ollama", "lmstudio", "llamacpp", "vllm", "openrouter", "custom"]
+KINDS = ["openai", "ollama", "lmstudio", "llamacpp", "vllm", "openrouter", "custom", "local"]
 
 
 def _config_path(state: Any):
@@ -84,7 +84,8 @@ def add(state, name, kind, base_url, api_key_env, store_key, timeout, batch_size
 
     update_config(_config_path(state), change)
     url = base_url or DEFAULT_BASE_URLS.get(kind, "")
-    stdout().print(plain(f"Provider '{name}' ({kind}, {display_url(url)}) saved to {_config_path(state)}"))
+    where = display_url(url) if url else "in this process"
+    stdout().print(plain(f"Provider '{name}' ({kind}, {where}) saved to {_config_path(state)}"))
 
 
 @provider_group.command("rm")
@@ -111,7 +112,9 @@ def list_(state, as_json) -> None:
     from kbdesk.providers import base_url_for
 
     providers = _load(state).providers
-    rows = [{"name": name, "kind": s.kind, "base_url": display_url(base_url_for(s, name)), "key": _key_source(s)}
+    rows = [{"name": name, "kind": s.kind,
+             "base_url": "(in this process)" if s.kind == "local" else display_url(base_url_for(s, name)),
+             "key": _key_source(s)}
             for name, s in sorted(providers.items())]
     if as_json:
         print_json({"data": rows, "total": len(rows)})
@@ -136,7 +139,13 @@ def test(state, name, model, as_json) -> None:
     settings = config.providers.get(name)
     if settings is None:
         raise InvalidInputError(f"no provider named '{name}'")
-    with OpenAICompatProvider(name, settings) as provider:
+    if settings.kind == "local":
+        from kbdesk.providers.local import LocalProvider
+
+        opened: Any = LocalProvider(name, settings)
+    else:
+        opened = OpenAICompatProvider(name, settings)
+    with opened as provider:
         models = provider.list_models()
         candidates = embedding_candidates(models)
         result: dict[str, Any] = {"provider": name, "models": [m.id for m in models],
