@@ -34,6 +34,7 @@ class Desk:
     store: SqliteStore
     query_embedder: QueryEmbedder | None = None
     embedders: Embedders = field(init=False)
+    _retired: list[Embedders] = field(init=False, default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
         self.embedders = Embedders(self.config, self.store)
@@ -42,8 +43,22 @@ class Desk:
 
     # ── lifecycle ──────────────────────────────────────────────────────────────
     def close(self) -> None:
+        for retired in self._retired:
+            retired.close()
         self.embedders.close()
         self.store.close()
+
+    def reload_config(self, config: Config | None = None) -> Config:
+        """Use ``config`` (default: config.toml read anew) from now on: providers, roles,
+        search and chunking defaults. Work already running keeps the provider clients it
+        holds; they are closed with the desk."""
+        self.config = config if config is not None else load_config(self.paths.config_file)
+        old = self.embedders
+        self.embedders = Embedders(self.config, self.store)
+        if self.query_embedder == old.query_vector:
+            self.query_embedder = self.embedders.query_vector
+        self._retired.append(old)
+        return self.config
 
     def __enter__(self) -> Desk:
         return self
@@ -130,6 +145,13 @@ class Desk:
         workers = kwargs.pop("workers", None)
         return self.ingestor(on_event=on_event, workers=workers).add(ref, paths, **kwargs)
 
+    # ── chat and notes (kbdesk.chat) ───────────────────────────────────────────
+    def chat(self) -> Any:
+        """A :class:`kbdesk.chat.ChatService` over this desk (cheap; holds no state)."""
+        from kbdesk.chat.service import ChatService
+
+        return ChatService(self)
+
     # ── search ─────────────────────────────────────────────────────────────────
     def search(self, refs: Sequence[str], query: str, *, query_vector: Any = None,
                limit: int | None = None, threshold: float | None = None,
@@ -179,11 +201,29 @@ def open_desk(db: str | os.PathLike[str] | None = None, *, home: str | os.PathLi
 
     ``db`` (or ``KBDESK_DB``, or ``storage.db`` in the config) selects the database
     file; ``backend`` (or ``KBDESK_VECTOR_BACKEND``, or ``vector.backend``) the vector
-    backend.
+    backend. A ``postgresql://`` URI there opens the Postgres store instead (identity
+    from the config's ``[identity]``; original files kept locally under
+    ``data/postgres/<server-db>.files``).
     """
     paths = get_paths(home)
     config = config if config is not None else load_config(paths.config_file)
-    db_path = resolve_db(paths, db if db is not None else (os.environ.get("KBDESK_DB") or config.storage.db))
+    chosen = db if db is not None else (os.environ.get("KBDESK_DB") or config.storage.db)
+    if _is_postgres(chosen):
+        return _open_postgres(paths, config, str(chosen))
+    db_path = resolve_db(paths, chosen)
     requested = backend or vector_backend_override() or config.vector.backend
     store = SqliteStore(db_path, choose_driver(requested))
     return Desk(paths=paths, config=config, db_path=db_path, store=store)
+
+
+def _is_postgres(db: Any) -> bool:
+    return isinstance(db, str) and db.startswith(("postgresql://", "postgres://"))
+
+
+def _open_postgres(paths: Paths, config: Config, uri: str) -> Desk:
+    from kbdesk.store.postgres import PostgresStore, identity_from_settings, uri_slug
+
+    store = PostgresStore(uri, identity_from_settings(config.identity))
+    # not a file: files_dir() puts this server's document bytes beside it, in "<slug>.files"
+    db_path = paths.data_dir / "postgres" / uri_slug(uri)
+    return Desk(paths=paths, config=config, db_path=db_path, store=store)  # type: ignore[arg-type]

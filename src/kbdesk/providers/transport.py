@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 import httpx
@@ -68,7 +69,25 @@ class Transport:
         ``counter.calls`` goes up by one for every HTTP request made.
         """
         key = resolve_api_key(self.settings)
-        headers = {"Accept": "application/json"}
+        response = self._attempts(method, path, model, payload, counter, key, stream=False)
+        return self._json(response, model, key)
+
+    @contextmanager
+    def stream(self, method: str, path: str, model: str | None, payload: dict[str, Any] | None,
+               counter: CallCounter) -> Iterator[httpx.Response]:
+        """Like :meth:`send`, but yields the open 2xx response for the caller to read as it
+        arrives (server-sent events). Retries happen only until a 2xx starts; the read
+        timeout then applies between chunks. The response is closed on exit."""
+        key = resolve_api_key(self.settings)
+        response = self._attempts(method, path, model, payload, counter, key, stream=True)
+        try:
+            yield response
+        finally:
+            response.close()
+
+    def _attempts(self, method: str, path: str, model: str | None, payload: dict[str, Any] | None,
+                  counter: CallCounter, key: str | None, *, stream: bool) -> httpx.Response:
+        headers = {"Accept": "text/event-stream" if stream else "application/json"}
         if key:
             headers["Authorization"] = f"Bearer {key}"
         started = self._clock()
@@ -79,8 +98,14 @@ class Transport:
             status, retry_after = None, None
             counter.calls += 1
             try:
-                response = self.client.request(method, self.base_url + path, json=payload, headers=headers,
-                                               timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)))
+                request = self.client.build_request(method, self.base_url + path, json=payload, headers=headers,
+                                                    timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)))
+                response = self.client.send(request, stream=stream)
+                if stream and response.status_code >= 300:
+                    try:
+                        response.read()
+                    finally:
+                        response.close()
             except httpx.TimeoutException:
                 problem = f"no answer within {timeout:g} s"
             except httpx.ConnectError:
@@ -93,7 +118,7 @@ class Transport:
             else:
                 status = response.status_code
                 if status < 300:
-                    return self._json(response, model, key)
+                    return response
                 message = redact(error_message(response.content), key)
                 self._raise_for_status(status, message, model, path, sent_key=bool(key))
                 problem = f"HTTP {status}" + (f": {message}" if message else "")

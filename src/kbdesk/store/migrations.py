@@ -218,6 +218,119 @@ def _m004_ingestion(conn: Any) -> None:
     """)
 
 
+def _m005_chat(conn: Any) -> None:
+    # Chat (seed 000 §5-§8, seed 002): the seed's ``channels`` are conversations; their
+    # KB toggles are ``channel_knowledge_bases``. Personas and projects bind KBs too
+    # (resolution: persona -> project -> conversation -> personal). Messages keep the
+    # wire roles; ``notice`` rows (errors, fallbacks) are shown but never sent to a model.
+    # Notes carry their own keyword index and one stored vector per note.
+    conn.executescript(f"""
+    CREATE TABLE personas (
+        id            TEXT PRIMARY KEY,
+        name          TEXT NOT NULL,
+        system_prompt TEXT NOT NULL DEFAULT '',
+        provider      TEXT,
+        model         TEXT,
+        owner_id      TEXT REFERENCES users(id) ON DELETE SET NULL,
+        created_at    TEXT NOT NULL DEFAULT {NOW},
+        updated_at    TEXT NOT NULL DEFAULT {NOW}
+    );
+    CREATE UNIQUE INDEX idx_persona_name ON personas(name COLLATE NOCASE);
+    CREATE TABLE persona_knowledge_bases (
+        persona_id  TEXT NOT NULL REFERENCES personas(id) ON DELETE CASCADE,
+        kb_id       TEXT NOT NULL REFERENCES knowledge_bases(id) ON DELETE CASCADE,
+        auto_search INTEGER NOT NULL DEFAULT 0 CHECK (auto_search IN (0, 1)),
+        added_at    TEXT NOT NULL DEFAULT {NOW},
+        PRIMARY KEY (persona_id, kb_id)
+    );
+    CREATE INDEX idx_persona_kb_kb ON persona_knowledge_bases(kb_id);
+    CREATE TABLE projects (
+        id          TEXT PRIMARY KEY,
+        name        TEXT NOT NULL,
+        description TEXT NOT NULL DEFAULT '',
+        owner_id    TEXT REFERENCES users(id) ON DELETE SET NULL,
+        created_at  TEXT NOT NULL DEFAULT {NOW},
+        updated_at  TEXT NOT NULL DEFAULT {NOW}
+    );
+    CREATE UNIQUE INDEX idx_project_name ON projects(name COLLATE NOCASE);
+    CREATE TABLE project_knowledge_bases (
+        project_id TEXT NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+        kb_id      TEXT NOT NULL REFERENCES knowledge_bases(id) ON DELETE CASCADE,
+        added_at   TEXT NOT NULL DEFAULT {NOW},
+        PRIMARY KEY (project_id, kb_id)
+    );
+    CREATE INDEX idx_project_kb_kb ON project_knowledge_bases(kb_id);
+    ALTER TABLE channels ADD COLUMN persona_id TEXT REFERENCES personas(id) ON DELETE SET NULL;
+    ALTER TABLE channels ADD COLUMN project_id TEXT REFERENCES projects(id) ON DELETE SET NULL;
+    CREATE INDEX idx_channel_project ON channels(project_id);
+
+    CREATE TABLE chat_messages (
+        seq          INTEGER PRIMARY KEY,
+        id           TEXT NOT NULL UNIQUE,
+        channel_id   TEXT NOT NULL REFERENCES channels(id) ON DELETE CASCADE,
+        role         TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'tool', 'notice')),
+        content      TEXT NOT NULL DEFAULT '',
+        tool_call_id TEXT,
+        status       TEXT NOT NULL DEFAULT 'complete'
+                     CHECK (status IN ('complete', 'error', 'cancelled')),
+        model        TEXT,
+        sources      TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(sources)),
+        created_at   TEXT NOT NULL DEFAULT {NOW}
+    );
+    CREATE INDEX idx_chat_messages_channel ON chat_messages(channel_id, seq);
+    CREATE TABLE chat_tool_calls (
+        id         TEXT PRIMARY KEY,
+        message_id TEXT NOT NULL REFERENCES chat_messages(id) ON DELETE CASCADE,
+        position   INTEGER NOT NULL,
+        call_id    TEXT NOT NULL,
+        name       TEXT NOT NULL,
+        arguments  TEXT NOT NULL DEFAULT '',
+        status     TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'ok', 'error')),
+        error      TEXT,
+        created_at TEXT NOT NULL DEFAULT {NOW}
+    );
+    CREATE INDEX idx_chat_tool_calls_message ON chat_tool_calls(message_id, position);
+
+    CREATE TABLE notes (
+        seq        INTEGER PRIMARY KEY,
+        id         TEXT NOT NULL UNIQUE,
+        title      TEXT NOT NULL DEFAULT '',
+        content    TEXT NOT NULL,
+        owner_id   TEXT REFERENCES users(id) ON DELETE SET NULL,
+        created_at TEXT NOT NULL DEFAULT {NOW},
+        updated_at TEXT NOT NULL DEFAULT {NOW}
+    );
+    CREATE VIRTUAL TABLE notes_fts USING fts5(
+        title, content,
+        content='notes',
+        content_rowid='seq',
+        tokenize='porter unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER notes_fts_ai AFTER INSERT ON notes BEGIN
+        INSERT INTO notes_fts(rowid, title, content) VALUES (new.seq, new.title, new.content);
+    END;
+    CREATE TRIGGER notes_fts_ad AFTER DELETE ON notes BEGIN
+        INSERT INTO notes_fts(notes_fts, rowid, title, content) VALUES ('delete', old.seq, old.title, old.content);
+    END;
+    CREATE TRIGGER notes_fts_au AFTER UPDATE OF title, content ON notes BEGIN
+        INSERT INTO notes_fts(notes_fts, rowid, title, content) VALUES ('delete', old.seq, old.title, old.content);
+        INSERT INTO notes_fts(rowid, title, content) VALUES (new.seq, new.title, new.content);
+    END;
+    -- one vector per note (seed 000 §7: a note is a single-chunk document), unit float32,
+    -- with the model that made it; a note whose text changes loses its vector
+    CREATE TABLE note_vectors (
+        note_id    TEXT PRIMARY KEY REFERENCES notes(id) ON DELETE CASCADE,
+        model      TEXT NOT NULL,
+        dimensions INTEGER NOT NULL CHECK (dimensions > 0),
+        embedding  BLOB NOT NULL,
+        created_at TEXT NOT NULL DEFAULT {NOW}
+    );
+    CREATE TRIGGER notes_vec_au AFTER UPDATE OF title, content ON notes BEGIN
+        DELETE FROM note_vectors WHERE note_id = new.id;
+    END;
+    """)
+
+
 Migration = tuple[str, Callable[[Any], None]]
 
 MIGRATIONS: list[Migration] = [
@@ -225,6 +338,7 @@ MIGRATIONS: list[Migration] = [
     ("keyword_index", _m002_keyword_index),
     ("vector_state", _m003_vector_state),
     ("ingestion", _m004_ingestion),
+    ("chat_and_notes", _m005_chat),
 ]
 
 

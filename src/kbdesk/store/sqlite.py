@@ -20,10 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from kbdesk.errors import StoreError
+from kbdesk.store.chat import ChatMixin
 from kbdesk.store.documents import DocumentsMixin
 from kbdesk.store.driver import Driver, load_extensions
 from kbdesk.store.lookup import LookupMixin
 from kbdesk.store.migrations import migrate
+from kbdesk.store.notes import NotesMixin
 from kbdesk.store.records import RecordsMixin
 from kbdesk.store.vectors import NumpyIndex, SqliteVecIndex
 
@@ -45,7 +47,7 @@ def _is_busy(exc: Exception) -> bool:
     return "database is locked" in text or "database is busy" in text
 
 
-class SqliteStore(RecordsMixin, DocumentsMixin, LookupMixin):
+class SqliteStore(RecordsMixin, DocumentsMixin, LookupMixin, ChatMixin, NotesMixin):
     """Connections, transactions and schema for one SQLite database file."""
 
     kind = "sqlite"

@@ -1,0 +1,210 @@
+"""The chat core for both faces: conversations, KB toggles, personas, projects, turns.
+
+Built on a desk (``desk.chat()`` or ``ChatService(desk)``); holds no state of its own,
+so one service may be shared, and config changes (``desk.reload_config``) apply to
+the next turn. Every call blocks: a UI runs :meth:`ChatService.ask` in a thread
+worker and forwards the events with ``call_from_thread`` / ``post_message``::
+
+    token = CancelToken()                      # token.cancel() from the UI stops the turn
+    answer = chat.ask(conv.id, "How do backups work?", on_event=forward, cancel=token)
+
+or iterates :meth:`ChatService.stream` itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+from kbdesk.chat.engine import MAX_ROUNDS, TurnOptions, run_turn
+from kbdesk.chat.events import Answer, ChatEvent, Source, TurnFinished
+from kbdesk.chat.notes import NoteService
+from kbdesk.chat.resolve import ActiveKB, KbToggle, check_switchable, kb_hint, kb_toggles, resolve_kbs
+from kbdesk.chat.safety import clean
+from kbdesk.errors import InvalidInputError, StoreError
+from kbdesk.providers.chat import CancelToken
+from kbdesk.store.chat import UNSET, ChatMessage, Conversation, Persona, Project
+
+MAX_QUESTION_CHARS = 32_000
+
+
+class ChatService:
+    def __init__(self, desk: Any) -> None:
+        if not hasattr(desk.store, "create_conversation"):
+            raise StoreError("conversations, personas, projects and notes live in the SQLite file; this "
+                             f"{getattr(desk.store, 'kind', 'database')} store does not hold them yet")
+        self.desk = desk
+        self.store = desk.store
+        self.notes = NoteService(desk)
+
+    # ── conversations ──────────────────────────────────────────────────────────
+    def new_conversation(self, title: str = "", *, persona: str | None = None,
+                         project: str | None = None) -> Conversation:
+        return self.store.create_conversation(title, persona_id=self._persona_id(persona),
+                                              project_id=self._project_id(project))
+
+    def conversation(self, ref: str) -> Conversation:
+        return self.store.find_conversation(ref)
+
+    def conversations(self, project: str | None = None) -> list[Conversation]:
+        return self.store.list_conversations(self._project_id(project))
+
+    def rename(self, ref: str, title: str) -> Conversation:
+        return self.store.update_conversation(self.conversation(ref).id, title=title)
+
+    def delete(self, ref: str) -> Conversation:
+        return self.store.delete_conversation(self.conversation(ref).id)
+
+    def set_persona(self, ref: str, persona: str | None) -> Conversation:
+        return self.store.update_conversation(self.conversation(ref).id, persona_id=self._persona_id(persona))
+
+    def set_project(self, ref: str, project: str | None) -> Conversation:
+        return self.store.update_conversation(self.conversation(ref).id, project_id=self._project_id(project))
+
+    def messages(self, ref: str) -> list[ChatMessage]:
+        return self.store.messages(self.conversation(ref).id)
+
+    # ── KBs of a conversation (seed 000 §8, seed 002) ──────────────────────────
+    def active_kbs(self, ref: str) -> list[ActiveKB]:
+        conv = self.conversation(ref)
+        return resolve_kbs(self.store, conversation_id=conv.id, persona_id=conv.persona_id,
+                           project_id=conv.project_id)
+
+    def hint(self, ref: str) -> str:
+        return kb_hint(self.active_kbs(ref))
+
+    def kb_toggles(self, ref: str) -> list[KbToggle]:
+        """The KB popup: every pickable KB with its document count and whether it is on."""
+        return kb_toggles(self.store, self.conversation(ref))
+
+    def set_kb_enabled(self, ref: str, kb_ref: str, enabled: bool) -> list[KbToggle]:
+        conv, kb = self.conversation(ref), self.desk.kb(kb_ref)
+        check_switchable(self.kb_toggles(conv.id), kb)
+        self.store.set_channel_kb(conv.id, kb.id, enabled)
+        return self.kb_toggles(conv.id)
+
+    def set_kbs(self, ref: str, kb_refs: Iterable[str]) -> list[KbToggle]:
+        """Exactly these KBs on (seed 002 "PUT /channels/:id/knowledge-bases"); every other
+        pickable KB off. Persona and project KBs stay as their bindings say."""
+        conv = self.conversation(ref)
+        wanted = {self.desk.kb(r).id for r in kb_refs}
+        toggles = self.kb_toggles(conv.id)
+        for kb_id in wanted:
+            check_switchable(toggles, self.store.get_kb(kb_id))
+        others = [t.kb_id for t in toggles if not t.locked and t.kb_id not in wanted]
+        self.store.set_channel_kbs(conv.id, sorted(wanted), others)
+        return self.kb_toggles(conv.id)
+
+    # ── personas and projects ──────────────────────────────────────────────────
+    def create_persona(self, name: str, system_prompt: str = "", *, model: str | None = None,
+                       provider: str | None = None, kbs: Sequence[str] = (),
+                       auto_search: Sequence[str] = ()) -> Persona:
+        persona = self.store.create_persona(name, system_prompt, provider=provider, model=model)
+        if kbs or auto_search:
+            persona = self.store.update_persona(persona.id, kbs=self._bindings(kbs, auto_search))
+        return persona
+
+    def persona(self, ref: str) -> Persona:
+        return self.store.find_persona(ref)
+
+    def personas(self) -> list[Persona]:
+        return self.store.list_personas()
+
+    def edit_persona(self, ref: str, *, name: str | None = None, system_prompt: str | None = None,
+                     model: Any = UNSET, provider: Any = UNSET, kbs: Sequence[str] | None = None,
+                     auto_search: Sequence[str] = ()) -> Persona:
+        """Change a persona; ``kbs`` (with ``auto_search`` a subset, or extra) replaces its bindings."""
+        persona = self.persona(ref)
+        bindings = self._bindings(kbs or (), auto_search) if kbs is not None or auto_search else None
+        return self.store.update_persona(persona.id, name=name, system_prompt=system_prompt, model=model,
+                                         provider=provider, kbs=bindings)
+
+    def delete_persona(self, ref: str) -> Persona:
+        return self.store.delete_persona(self.persona(ref).id)
+
+    def create_project(self, name: str, description: str = "", *, kbs: Sequence[str] = ()) -> Project:
+        project = self.store.create_project(name, description)
+        if kbs:
+            project = self.store.update_project(project.id, kbs=[self.desk.kb(r).id for r in kbs])
+        return project
+
+    def project(self, ref: str) -> Project:
+        return self.store.find_project(ref)
+
+    def projects(self) -> list[Project]:
+        return self.store.list_projects()
+
+    def edit_project(self, ref: str, *, name: str | None = None, description: str | None = None,
+                     kbs: Sequence[str] | None = None) -> Project:
+        return self.store.update_project(self.project(ref).id, name=name, description=description,
+                                         kbs=None if kbs is None else [self.desk.kb(r).id for r in kbs])
+
+    def delete_project(self, ref: str) -> Project:
+        return self.store.delete_project(self.project(ref).id)
+
+    # ── turns ──────────────────────────────────────────────────────────────────
+    def stream(self, conversation: str | None, question: str, *, persona: str | None = None,
+               project: str | None = None, kbs: Sequence[str] | None = None, model: str | None = None,
+               provider: str | None = None, max_rounds: int = MAX_ROUNDS,
+               cancel: CancelToken | None = None) -> Iterator[ChatEvent]:
+        """Ask ``question`` in ``conversation`` (a new one when None) and yield the turn's
+        events. ``persona`` / ``project`` set them on the conversation; ``kbs`` sets its
+        KB toggles to exactly those KBs first."""
+        question = clean(question).strip()
+        if not question:
+            raise InvalidInputError("the question is empty")
+        if len(question) > MAX_QUESTION_CHARS:
+            raise InvalidInputError(f"the question is longer than {MAX_QUESTION_CHARS} characters")
+        if not 1 <= max_rounds <= 20:
+            raise InvalidInputError("max_rounds must be between 1 and 20")
+        if conversation is None:
+            conv = self.new_conversation(persona=persona, project=project)
+        else:
+            conv = self.conversation(conversation)
+            if persona is not None:
+                conv = self.set_persona(conv.id, persona)
+            if project is not None:
+                conv = self.set_project(conv.id, project)
+        if kbs is not None:
+            self.set_kbs(conv.id, kbs)
+        options = TurnOptions(conv.persona_id, conv.project_id, model, provider, max_rounds)
+        yield from run_turn(self.desk, conv, question, options, cancel)
+
+    def ask(self, conversation: str | None, question: str, *, on_event: Callable[[ChatEvent], None] | None = None,
+            **kwargs: Any) -> Answer:
+        """:meth:`stream` run to its end; ``on_event`` sees every event. Returns the answer."""
+        answer = None
+        for event in self.stream(conversation, question, **kwargs):
+            if on_event is not None:
+                on_event(event)
+            if isinstance(event, TurnFinished):
+                answer = event.answer
+        assert answer is not None  # run_turn always ends with TurnFinished
+        return answer
+
+    def open_source(self, source: Source | dict[str, Any], radius: int = 1) -> list[dict[str, Any]]:
+        """The text behind a source: the chunk with ``radius`` neighbours each side (their
+        ``current`` flag marks it), or the note. Plain text, cleaned."""
+        data = source.to_dict() if isinstance(source, Source) else dict(source)
+        if data.get("kind") == "note":
+            note = self.store.find_note(data["note_id"])
+            return [{"title": clean(note.title), "content": clean(note.content), "current": True}]
+        if data.get("document_id") is None or data.get("chunk_index") is None:
+            raise InvalidInputError("this source does not point at a chunk")
+        rows = self.store.chunk_neighbours(data["document_id"], int(data["chunk_index"]), radius)
+        if not rows:
+            raise InvalidInputError(f"the passage from {data.get('source')} is gone (the document was removed "
+                                    "or rebuilt)")
+        return [{**r, "content": clean(r["content"])} for r in rows]
+
+    # ── helpers ────────────────────────────────────────────────────────────────
+    def _persona_id(self, ref: str | None) -> str | None:
+        return self.persona(ref).id if ref else None
+
+    def _project_id(self, ref: str | None) -> str | None:
+        return self.project(ref).id if ref else None
+
+    def _bindings(self, kbs: Sequence[str], auto_search: Sequence[str]) -> list[tuple[str, bool]]:
+        auto = {self.desk.kb(r).id for r in auto_search}
+        ids = [self.desk.kb(r).id for r in kbs] + sorted(auto)
+        return [(kb_id, kb_id in auto) for kb_id in dict.fromkeys(ids)]

@@ -1,0 +1,267 @@
+"""The tools a chat model may call: ``kb_search`` (seed 000 §5) and ``note_search`` (§7).
+
+A tool never raises into the loop: bad arguments, an unknown tool or a failed search
+become an :class:`Outcome` whose ``content`` tells the model what went wrong (so it can
+try again) and whose ``summary`` tells the user. Results are bounded: each passage is
+cut to :data:`MAX_PASSAGE_CHARS`, the whole result to :data:`MAX_RESULT_CHARS`, and the
+retrieved text reaches the model fenced as data (:func:`kbdesk.chat.safety.reference_block`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbdesk.chat.safety import bounded, clean, data_json, one_line, reference_block
+from kbdesk.errors import KbdeskError
+from kbdesk.models import KnowledgeBase
+from kbdesk.search import DEFAULT_LIMIT, MAX_LIMIT
+
+log = logging.getLogger("kbdesk.chat")
+
+MAX_PASSAGE_CHARS = 2_000
+MAX_RESULT_CHARS = 12_000
+_META_KEYS = ("page", "headings", "title", "section", "heading")
+
+KB_SEARCH_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "kb_search",
+        "description": ("Search knowledge bases for relevant information. "
+                        "Returns text passages from uploaded documents that match the query."),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "Search query — use natural language"},
+                "max_results": {"type": "integer", "description": "Maximum results to return (1-20, default 5)"},
+            },
+            "required": ["query"],
+        },
+    },
+}
+
+NOTE_SEARCH_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "note_search",
+        "description": ("Search the user's notes. Returns short notes that match the query; set semantic "
+                        "to true to also find notes by meaning, not only by their words."),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "Search query — use natural language"},
+                "semantic": {"type": "boolean",
+                             "description": "Also search by meaning (vector similarity); default false"},
+                "max_results": {"type": "integer", "description": "Maximum results to return (1-20, default 5)"},
+            },
+            "required": ["query"],
+        },
+    },
+}
+
+
+@dataclass
+class Outcome:
+    content: str
+    """The role "tool" message for the model."""
+    ok: bool
+    summary: str
+    """One line for the user."""
+    sources: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+
+
+class BadArguments(ValueError):
+    pass
+
+
+class _KeywordOnly(Exception):
+    pass
+
+
+class Toolbox:
+    """The tools of one turn, bound to its active KBs."""
+
+    def __init__(self, desk: Any, kbs: Sequence[KnowledgeBase], *, notes: Any = None) -> None:
+        self.desk = desk
+        self.kbs = list(kbs)
+        self.notes = notes  # a NoteService, or None when the user has no notes
+
+    def definitions(self) -> list[dict[str, Any]]:
+        tools = [KB_SEARCH_TOOL] if self.kbs else []
+        if self.notes is not None:
+            tools.append(NOTE_SEARCH_TOOL)
+        return tools
+
+    def run(self, name: str, arguments: str) -> Outcome:
+        offered = [t["function"]["name"] for t in self.definitions()]
+        try:
+            if name not in offered:
+                raise BadArguments(f"there is no tool named {one_line(name, 60)!r}; the tools are: "
+                                   f"{', '.join(offered) or 'none'}")
+            args = parse_arguments(arguments)
+            if name == "kb_search":
+                return self.kb_search(_query(args, name), _limit(args))
+            return self.note_search(_query(args, name), _limit(args), _flag(args.get("semantic")))
+        except BadArguments as exc:
+            return _failed(name, str(exc))
+        except KbdeskError as exc:
+            return _failed(name, f"the search failed: {exc}")
+
+    def run_auto(self, query: str) -> Outcome:
+        """kbdesk's own search of these KBs for the question (``auto_search``)."""
+        try:
+            return self.kb_search(query, DEFAULT_LIMIT, via="auto_search")
+        except KbdeskError as exc:
+            return _failed("auto_search", f"the search failed: {exc}")
+
+    # ── kb_search ──────────────────────────────────────────────────────────────
+    def kb_search(self, query: str, limit: int = DEFAULT_LIMIT, via: str = "kb_search") -> Outcome:
+        refs = [kb.id for kb in self.kbs]
+        vectors, notes = self._query_vectors(query)
+        try:
+            if vectors is None:
+                raise _KeywordOnly()
+            response = self.desk.search(refs, query, query_vector=vectors, limit=limit, explain=True)
+        except (KbdeskError, _KeywordOnly) as exc:
+            if isinstance(exc, KbdeskError):
+                log.warning("kb_search: %s; falling back to keyword search", exc)
+                notes.append(f"search by meaning failed ({one_line(exc, 160)}): keyword search only")
+            response = self.desk.search(refs, query, limit=limit, mode="keyword", explain=True)
+        notes.extend(response.notes)
+        chosen = [e for e in (response.explain or []) if e.get("cut") is None]
+        results, sources = [], []
+        for result in response.results:
+            # the chunk behind the result (document id, chunk index), to open it later
+            where = next((e for e in chosen if (e.get("content"), e.get("source"), e.get("kb")) ==
+                          (result.content, result.source, result.kb)), {})
+            if where:
+                chosen.remove(where)
+            metadata = {k: _clean_meta(v) for k, v in result.metadata.items() if k in _META_KEYS}
+            results.append({"content": bounded(clean(result.content), MAX_PASSAGE_CHARS), "source": clean(result.source),
+                            "kb": result.kb, "similarity": result.similarity, "metadata": metadata})
+            sources.append(_chunk_source(result, where, metadata, via, self.kbs))
+        payload: dict[str, Any] = {"results": results, "query": query, "searched_kbs": response.searched_kbs}
+        _fit(payload)
+        sources = sources[: len(payload["results"])]
+        kbs = ", ".join(response.searched_kbs)
+        summary = f"{len(payload['results'])} result{'' if len(payload['results']) == 1 else 's'} from {kbs}"
+        if notes:
+            summary += f" ({'; '.join(one_line(n, 160) for n in notes)})"
+        return Outcome(reference_block(payload, label=f"{via} results"), True, summary, sources)
+
+    def _query_vectors(self, query: str) -> tuple[dict[str, Any] | None, list[str]]:
+        """The query embedded once per (provider, model) among the KBs: ``{kb_id: vector}``,
+        or None when no KB can be searched by meaning."""
+        groups: dict[tuple[Any, str], list[KnowledgeBase]] = {}
+        for kb in self.kbs:
+            if kb.model_id:
+                groups.setdefault((kb.embedding_config.get("provider"), kb.model_id), []).append(kb)
+        vectors: dict[str, Any] = {}
+        notes: list[str] = []
+        for (_, model), kbs in groups.items():
+            try:
+                vector = self.desk.query_embedder(kbs[0], query) if self.desk.query_embedder else None
+            except KbdeskError as exc:
+                notes.append(f"the query could not be embedded with {model} ({one_line(exc, 160)}): "
+                             f"keyword search only in {', '.join(kb.name for kb in kbs)}")
+                continue
+            if vector is None:
+                notes.append(f"no provider is set up for {model}: keyword search only in "
+                             f"{', '.join(kb.name for kb in kbs)}")
+                continue
+            vectors.update({kb.id: vector for kb in kbs})
+        return (vectors or None), notes
+
+    # ── note_search ────────────────────────────────────────────────────────────
+    def note_search(self, query: str, limit: int = DEFAULT_LIMIT, semantic: bool = False) -> Outcome:
+        found = self.notes.search(query, semantic=semantic, limit=limit)
+        results = [{"id": h.note.id, "title": clean(h.note.title), "content": bounded(clean(h.note.content),
+                                                                                      MAX_PASSAGE_CHARS),
+                    "score": round(h.score, 6), "matched": list(h.matched)} for h in found.hits]
+        payload: dict[str, Any] = {"results": results, "query": query, "semantic": semantic}
+        _fit(payload)
+        sources = [{"kind": "note", "source": one_line(h.note.title or h.note.content, 60), "note_id": h.note.id,
+                    "similarity": round(h.score, 6), "via": "note_search"} for h in found.hits[: len(results)]]
+        summary = f"{len(payload['results'])} note{'' if len(payload['results']) == 1 else 's'}" + \
+            (" (keyword + meaning)" if semantic else "")
+        if found.notes:
+            summary += f" ({'; '.join(found.notes)})"
+        return Outcome(reference_block(payload, what="notes", label="note_search results"), True, summary, sources)
+
+
+def parse_arguments(arguments: str) -> dict[str, Any]:
+    text = (arguments or "").strip()
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise BadArguments(f"the arguments are not valid JSON ({exc.msg} at character {exc.pos}); send a JSON "
+                           'object such as {"query": "..."}') from None
+    if not isinstance(value, dict):
+        raise BadArguments('the arguments must be a JSON object such as {"query": "..."}')
+    return value
+
+
+def _query(args: dict[str, Any], tool: str) -> str:
+    query = args.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise BadArguments(f"{tool} needs a non-empty 'query' string")
+    return bounded(one_line(query, 1000), 1000)
+
+
+def _limit(args: dict[str, Any]) -> int:
+    value = args.get("max_results")
+    if value is None or value == "":
+        return DEFAULT_LIMIT
+    try:
+        number = int(float(value)) if not isinstance(value, bool) else None
+    except (TypeError, ValueError):
+        number = None
+    if number is None:
+        raise BadArguments(f"max_results must be a whole number from 1 to {MAX_LIMIT}")
+    return min(max(number, 1), MAX_LIMIT)
+
+
+def _flag(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "yes")
+    return bool(value)
+
+
+def _clean_meta(value: Any) -> Any:
+    if isinstance(value, str):
+        return one_line(value, 200)
+    if isinstance(value, list):
+        return [_clean_meta(v) for v in value[:8]]
+    return value if isinstance(value, (int, float, bool)) or value is None else one_line(value, 200)
+
+
+def _fit(payload: dict[str, Any]) -> None:
+    """Drop trailing results until the payload fits :data:`MAX_RESULT_CHARS`."""
+    omitted = 0
+    while payload["results"] and len(data_json(payload)) > MAX_RESULT_CHARS:
+        payload["results"].pop()
+        omitted += 1
+    if omitted:
+        payload["omitted_results"] = omitted
+
+
+def _chunk_source(result: Any, where: dict[str, Any], metadata: dict[str, Any], via: str,
+                  kbs: Sequence[KnowledgeBase]) -> dict[str, Any]:
+    headings = metadata.get("headings")
+    heading = " › ".join(str(h) for h in headings) if isinstance(headings, list) and headings else None
+    page = metadata.get("page") if isinstance(metadata.get("page"), int) else None
+    kb_id = next((kb.id for kb in kbs if kb.name == result.kb), None)
+    return {"kind": "chunk", "source": clean(result.source), "kb": result.kb, "kb_id": kb_id,
+            "document_id": where.get("document_id"), "chunk_index": where.get("chunk_index"),
+            "page": page, "heading": heading, "similarity": result.similarity, "via": via}
+
+
+def _failed(name: str, message: str) -> Outcome:
+    text = one_line(message, 400)
+    return Outcome(data_json({"error": text}), False, f"{one_line(name, 60) or 'tool'} failed: {text}", error=text)

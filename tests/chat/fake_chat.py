@@ -1,0 +1,239 @@
+"""A scripted OpenAI-compatible chat server on 127.0.0.1, over real HTTP.
+
+    with FakeChat() as server:
+        server.reply(tool_calls=[("kb_search", {"query": "backups"})])   # round 1: a tool call
+        server.reply(text="Backups run nightly.")                          # round 2: the answer
+        ...
+        server.chat_requests[1]["messages"][-1]   # what the client sent back
+
+``POST /v1/chat/completions`` answers from the script, one entry per request, in order
+(an empty script answers "ok"). Answers stream as server-sent events (``data:`` lines,
+``[DONE]``), in chunked transfer encoding, the way OpenAI's API does:
+
+* ``reply(text=..., tool_calls=[(name, args)], pieces=3, delay=0, finish=None, usage=None)``
+  — ``args`` is a dict (sent as JSON) or a raw string (to send malformed arguments);
+  ``parallel_index_zero=True`` gives every call index 0 (as some servers do).
+* ``error(status, message, retry_after=None)`` — an error answer, not streamed.
+* ``raw(lines)`` — exactly these lines as the event stream (malformed streams).
+* ``drop(text)`` — stream ``text`` and hang up without finishing.
+* ``whole(text)`` — a non-streamed JSON completion (a server that ignores ``stream``).
+* ``slow(text, delay)`` — stream ``text`` word by word, ``delay`` seconds apart.
+
+``rejects_tools = True`` answers every request that offers tools with the 400 Ollama
+gives for a model without tool support. ``POST /v1/embeddings`` serves the same
+deterministic vectors as ``fake_openai.FakeOpenAI``. Requests are recorded in
+``requests`` (path, headers, parsed body).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from fake_openai import FakeOpenAI
+
+TOOLS_REJECTED = "registry.ollama.ai/library/tiny:latest does not support tools"
+
+
+@dataclass
+class Recorded:
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+@dataclass
+class _Entry:
+    kind: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+class FakeChat:
+    def __init__(self, dimensions: int = 8) -> None:
+        self.dimensions = dimensions
+        self.requests: list[Recorded] = []
+        self.rejects_tools = False
+        self._script: deque[_Entry] = deque()
+        self._lock = threading.Lock()
+        self._httpd: _Server | None = None
+
+    # ── lifecycle ────────────────────────────────────────────────────────────────
+    def __enter__(self) -> FakeChat:
+        self._httpd = _Server(("127.0.0.1", 0), _Handler)
+        self._httpd.fake = self
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._httpd is not None
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    @property
+    def base_url(self) -> str:
+        assert self._httpd is not None
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    # ── scripting ────────────────────────────────────────────────────────────────
+    def reply(self, text: str = "", tool_calls: list[tuple[str, Any]] | None = None, **options: Any) -> None:
+        self._add("reply", text=text, tool_calls=tool_calls or [], **options)
+
+    def error(self, status: int, message: str, retry_after: str | None = None) -> None:
+        self._add("error", status=status, message=message, retry_after=retry_after)
+
+    def raw(self, lines: list[str]) -> None:
+        self._add("raw", lines=lines)
+
+    def drop(self, text: str) -> None:
+        self._add("drop", text=text)
+
+    def whole(self, text: str) -> None:
+        self._add("whole", text=text)
+
+    def slow(self, text: str, delay: float) -> None:
+        self._add("reply", text=text, tool_calls=[], pieces=len(text.split()), delay=delay)
+
+    def _add(self, kind: str, **options: Any) -> None:
+        with self._lock:
+            self._script.append(_Entry(kind, options))
+
+    @property
+    def chat_requests(self) -> list[dict[str, Any]]:
+        return [r.body for r in self.requests if r.path.endswith("/chat/completions")]
+
+    # ── serving ──────────────────────────────────────────────────────────────────
+    def handle(self, handler: _Handler) -> None:
+        raw = handler.rfile.read(int(handler.headers.get("Content-Length") or 0))
+        body = json.loads(raw) if raw else None
+        with self._lock:
+            self.requests.append(Recorded(handler.path, {k.lower(): v for k, v in handler.headers.items()}, body))
+        if handler.path.endswith("/embeddings"):
+            inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
+            data = [{"object": "embedding", "index": i, "embedding": FakeOpenAI.vector_for(t, self.dimensions)}
+                    for i, t in enumerate(inputs)]
+            return handler.json(200, {"object": "list", "data": data, "model": body["model"],
+                                      "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+        if not handler.path.endswith("/chat/completions"):
+            return handler.json(404, {"error": {"message": f"no route {handler.path}"}})
+        if self.rejects_tools and body.get("tools"):
+            return handler.json(400, {"error": {"message": TOOLS_REJECTED, "type": "api_error"}})
+        with self._lock:
+            entry = self._script.popleft() if self._script else _Entry("reply", {"text": "ok", "tool_calls": []})
+        getattr(self, f"_{entry.kind}")(handler, body, **entry.options)
+
+    def _error(self, handler: _Handler, body: Any, status: int, message: str, retry_after: str | None) -> None:
+        headers = {"Retry-After": retry_after} if retry_after else {}
+        handler.json(status, {"error": {"message": message, "type": "server_error"}}, headers)
+
+    def _whole(self, handler: _Handler, body: Any, text: str) -> None:
+        handler.json(200, {"id": "cmpl-1", "object": "chat.completion", "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]})
+
+    def _raw(self, handler: _Handler, body: Any, lines: list[str]) -> None:
+        handler.start_stream()
+        for line in lines:
+            handler.send_chunk(line + "\n")
+        handler.end_stream()
+
+    def _drop(self, handler: _Handler, body: Any, text: str) -> None:
+        handler.start_stream()
+        handler.send_chunk(_event({"delta": {"role": "assistant", "content": text}}))
+        handler.close_connection = True  # no terminating chunk: the client sees the connection drop
+
+    def _reply(self, handler: _Handler, body: Any, text: str, tool_calls: list[tuple[str, Any]],
+               pieces: int = 3, delay: float = 0.0, finish: str | None = None, usage: dict[str, int] | None = None,
+               parallel_index_zero: bool = False) -> None:
+        handler.start_stream()
+        try:
+            handler.send_chunk(_event({"delta": {"role": "assistant", "content": ""}}))
+            for piece in _split(text, pieces):
+                if delay:
+                    time.sleep(delay)
+                handler.send_chunk(_event({"delta": {"content": piece}}))
+            for n, (name, args) in enumerate(tool_calls):
+                index = 0 if parallel_index_zero else n
+                arguments = args if isinstance(args, str) else json.dumps(args)
+                handler.send_chunk(_event({"delta": {"tool_calls": [{"index": index, "id": f"call_{n + 1}",
+                                                                     "type": "function",
+                                                                     "function": {"name": name, "arguments": ""}}]}}))
+                for fragment in _split(arguments, 3):
+                    handler.send_chunk(_event({"delta": {"tool_calls": [{"index": index,
+                                                                         "function": {"arguments": fragment}}]}}))
+            reason = finish or ("tool_calls" if tool_calls else "stop")
+            handler.send_chunk(_event({"delta": {}, "finish_reason": reason}, usage))
+            handler.send_chunk("data: [DONE]\n\n")
+            handler.end_stream()
+        except OSError:  # the client hung up (a cancelled turn)
+            handler.close_connection = True
+
+
+def _event(choice: dict[str, Any], usage: dict[str, int] | None = None) -> str:
+    chunk: dict[str, Any] = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": "fake",
+                             "choices": [{"index": 0, "finish_reason": None, **choice}]}
+    if usage:
+        chunk["usage"] = usage
+    return f"data: {json.dumps(chunk)}\n\n"
+
+
+def _split(text: str, pieces: int) -> list[str]:
+    if not text:
+        return []
+    if pieces > 1 and " " in text and pieces == len(text.split()):
+        words = text.split(" ")
+        return [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words)]
+    size = max(1, -(-len(text) // max(1, pieces)))
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    fake: FakeChat
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    server: _Server
+
+    def do_POST(self) -> None:  # noqa: N802
+        self.server.fake.handle(self)
+
+    def json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        payload = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def start_stream(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+    def send_chunk(self, text: str) -> None:
+        data = text.encode()
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    def end_stream(self) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
