@@ -132,6 +132,9 @@ class SearchResult:
     kb: str
     similarity: float
     metadata: dict[str, Any]
+    # where the chunk lives, to open it with its neighbours; not part of the seed's shape
+    document_id: str | None = field(default=None, compare=False)
+    chunk_index: int | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {

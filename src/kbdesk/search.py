@@ -35,6 +35,9 @@ MAX_LIMIT = 20
 DEFAULT_THRESHOLD = 0.3
 MODES = ("auto", "vector", "keyword", "hybrid")
 RRF_K = 60
+FUSIONS = ("convex", "rrf")
+DEFAULT_FUSION = "rrf"
+DEFAULT_ALPHA = 0.5  # weight of the vector side in convex fusion
 CANDIDATES_PER_RESULT = 5
 MIN_CANDIDATES = 50
 # keyword hits scoring under this share of the best hit matched only words found almost
@@ -136,18 +139,54 @@ class Candidate:
 
 def search(store: Any, kbs: Sequence[KnowledgeBase], query: str, query_vector: Any = None, *,
            limit: int | None = None, threshold: float | None = None, mode: str = "auto",
-           explain: bool = False) -> SearchResponse:
+           explain: bool = False, fusion: str = DEFAULT_FUSION, alpha: float = DEFAULT_ALPHA) -> SearchResponse:
     """Search ``kbs`` for ``query``.
 
     ``query_vector`` is the query embedded with the KBs' model: one vector for all, or a
     mapping ``{kb_id: vector}`` when the KBs use different models. With ``explain`` the
     response also lists every candidate either ranker found — kept or cut, and why — in
-    ``response.explain`` (the retrieval debugger).
+    ``response.explain`` (the retrieval debugger). ``fusion`` picks how hybrid mode
+    combines the rankings: "convex" (a weighted sum of normalised scores, ``alpha`` the
+    weight of the vector side) or "rrf" (reciprocal rank fusion).
     """
     limit = check_limit(limit)
+    mode, order, names = _rank(store, kbs, query, query_vector, limit=limit, threshold=threshold, mode=mode,
+                               depth=None if explain else limit, fusion=fusion, alpha=alpha)
+    chosen = [c for c in order if c.cut is None]
+    rows = store.result_rows([c.seq for c in (order if explain else chosen)])
+    results = [SearchResult(rows[c.seq]["content"], rows[c.seq]["source"], rows[c.seq]["kb"],
+                            round(float(c.similarity), 6), rows[c.seq]["metadata"],
+                            document_id=rows[c.seq]["document_id"], chunk_index=rows[c.seq]["chunk_index"])
+               for c in chosen if c.seq in rows]  # a chunk deleted meanwhile is skipped
+    response = SearchResponse(results, (query or "").strip(), names, mode)
+    if explain:
+        response.explain = [c.to_dict(rows.get(c.seq)) for c in order if c.seq in rows]
+    return response
+
+
+def rank(store: Any, kbs: Sequence[KnowledgeBase], query: str, query_vector: Any = None, *, depth: int,
+         threshold: float | None = None, mode: str = "auto", fusion: str = DEFAULT_FUSION,
+         alpha: float = DEFAULT_ALPHA) -> list[tuple[Candidate, dict[str, Any]]]:
+    """The first ``depth`` results with their rows, past the user-facing limit of 20.
+
+    For evaluation (recall@100) and debugging; user-facing callers use :func:`search`.
+    """
+    _, order, _ = _rank(store, kbs, query, query_vector, limit=depth, threshold=threshold, mode=mode,
+                        depth=depth, fusion=fusion, alpha=alpha)
+    chosen = [c for c in order if c.cut is None]
+    rows = store.result_rows([c.seq for c in chosen])
+    return [(c, rows[c.seq]) for c in chosen if c.seq in rows]
+
+
+def _rank(store: Any, kbs: Sequence[KnowledgeBase], query: str, query_vector: Any, *, limit: int,
+          threshold: float | None, mode: str, depth: int | None, fusion: str,
+          alpha: float) -> tuple[str, list[Candidate], list[str]]:
+    """Validate, rank every candidate, mark what is cut; ``depth`` None means the full pool."""
     threshold = check_threshold(threshold)
     if mode not in MODES:
         raise InvalidInputError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if fusion not in FUSIONS:
+        raise InvalidInputError(f"fusion must be one of {', '.join(FUSIONS)}, got {fusion!r}")
     if not kbs:
         raise InvalidInputError("search needs at least one knowledge base")
     query = (query or "").strip()
@@ -165,14 +204,14 @@ def search(store: Any, kbs: Sequence[KnowledgeBase], query: str, query_vector: A
     kb_ids = [kb.id for kb in kbs]
 
     if mode == "vector":
-        candidates = _vector_candidates(store, qvecs, pool if explain else limit)
+        candidates = _vector_candidates(store, qvecs, depth or pool)
         for c in candidates:
             c.similarity = c.cosine or 0.0
             if c.cosine is not None and c.cosine < threshold:
                 c.cut = "threshold"
         order = candidates
     elif mode == "keyword":
-        candidates = _keyword_candidates(store, kb_ids, query, pool if explain else limit)
+        candidates = _keyword_candidates(store, kb_ids, query, depth or pool)
         _fill_cosines(store, candidates, qvecs)
         best = candidates[0].keyword_score if candidates and candidates[0].keyword_score else 1.0
         for c in candidates:
@@ -181,7 +220,7 @@ def search(store: Any, kbs: Sequence[KnowledgeBase], query: str, query_vector: A
                 c.cut = "keyword floor"
         order = candidates
     else:
-        order = _hybrid(store, kb_ids, query, qvecs, threshold, pool)
+        order = _hybrid(store, kb_ids, query, qvecs, threshold, pool, fusion, alpha)
     kept = 0
     for c in order:
         if c.cut is None:
@@ -189,15 +228,7 @@ def search(store: Any, kbs: Sequence[KnowledgeBase], query: str, query_vector: A
                 kept += 1
             else:
                 c.cut = "limit"
-    chosen = [c for c in order if c.cut is None]
-    rows = store.result_rows([c.seq for c in (order if explain else chosen)])
-    results = [SearchResult(rows[c.seq]["content"], rows[c.seq]["source"], rows[c.seq]["kb"],
-                            round(float(c.similarity), 6), rows[c.seq]["metadata"])
-               for c in chosen if c.seq in rows]  # a chunk deleted meanwhile is skipped
-    response = SearchResponse(results, query, names, mode)
-    if explain:
-        response.explain = [c.to_dict(rows.get(c.seq)) for c in order if c.seq in rows]
-    return response
+    return mode, order, names
 
 
 def _vector_candidates(store: Any, qvecs: dict[str, tuple[int, np.ndarray]], k: int) -> list[Candidate]:
@@ -233,8 +264,8 @@ def _fill_cosines(store: Any, candidates: list[Candidate], qvecs: dict[str, tupl
 
 
 def _hybrid(store: Any, kb_ids: list[str], query: str, qvecs: dict[str, tuple[int, np.ndarray]],
-            threshold: float, pool: int) -> list[Candidate]:
-    """Reciprocal rank fusion of the two rankings; the threshold stays a cosine floor."""
+            threshold: float, pool: int, fusion: str, alpha: float) -> list[Candidate]:
+    """Fuse the two rankings; the threshold stays a cosine floor."""
     table: dict[int, Candidate] = {c.seq: c for c in _vector_candidates(store, qvecs, pool)}
     keyword = _keyword_candidates(store, kb_ids, query, pool)
     for k in keyword:
@@ -254,14 +285,33 @@ def _hybrid(store: Any, kb_ids: list[str], query: str, qvecs: dict[str, tuple[in
             c.cut = "no vector"  # a chunk of a vector KB without one: not comparable
         else:
             c.similarity = (c.keyword_score or 0.0) / best_kw  # a chunk of a keyword-only KB
-        # ranks count among the candidates that survive the threshold
     survivors = [c for c in candidates if c.cut is None]
-    vector_order = sorted((c for c in survivors if c.vector_rank is not None), key=lambda c: c.vector_rank)
-    keyword_order = sorted((c for c in survivors if c.keyword_rank is not None), key=lambda c: c.keyword_rank)
     for c in candidates:
         c.fused = 0.0
-    for rank, c in enumerate(vector_order, start=1):
-        c.fused += 1.0 / (RRF_K + rank)
-    for rank, c in enumerate(keyword_order, start=1):
-        c.fused += 1.0 / (RRF_K + rank)
+    if fusion == "rrf":
+        # ranks count among the candidates that survive the threshold
+        vector_order = sorted((c for c in survivors if c.vector_rank is not None), key=lambda c: c.vector_rank)
+        keyword_order = sorted((c for c in survivors if c.keyword_rank is not None), key=lambda c: c.keyword_rank)
+        for rank, c in enumerate(vector_order, start=1):
+            c.fused += 1.0 / (RRF_K + rank)
+        for rank, c in enumerate(keyword_order, start=1):
+            c.fused += 1.0 / (RRF_K + rank)
+    else:
+        _convex(survivors, best_kw, alpha)
     return sorted(candidates, key=lambda c: (c.cut is not None, -(c.fused or 0.0), -c.similarity, c.seq))
+
+
+def _convex(candidates: list[Candidate], best_kw: float, alpha: float) -> None:
+    """alpha · min-max-normalised cosine + (1 - alpha) · BM25 / best BM25.
+
+    The keyword side uses its theoretical minimum, 0 (no matching term), so a chunk the
+    keyword ranker did not return counts as 0 there; the cosine side is scaled over the
+    candidates, whose cosines crowd a narrow band for most models.
+    """
+    cosines = [c.cosine for c in candidates if c.cosine is not None]
+    low, high = (min(cosines), max(cosines)) if cosines else (0.0, 1.0)
+    span = (high - low) or 1.0
+    for c in candidates:
+        vector_part = ((c.cosine - low) / span) if c.cosine is not None else 0.0
+        keyword_part = (c.keyword_score or 0.0) / best_kw if best_kw > 0 else 0.0
+        c.fused = alpha * vector_part + (1.0 - alpha) * keyword_part

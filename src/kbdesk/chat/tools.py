@@ -125,25 +125,19 @@ class Toolbox:
         try:
             if vectors is None:
                 raise _KeywordOnly()
-            response = self.desk.search(refs, query, query_vector=vectors, limit=limit, explain=True)
+            response = self.desk.search(refs, query, query_vector=vectors, limit=limit)
         except (KbdeskError, _KeywordOnly) as exc:
             if isinstance(exc, KbdeskError):
                 log.warning("kb_search: %s; falling back to keyword search", exc)
                 notes.append(f"search by meaning failed ({one_line(exc, 160)}): keyword search only")
-            response = self.desk.search(refs, query, limit=limit, mode="keyword", explain=True)
+            response = self.desk.search(refs, query, limit=limit, mode="keyword")
         notes.extend(response.notes)
-        chosen = [e for e in (response.explain or []) if e.get("cut") is None]
         results, sources = [], []
         for result in response.results:
-            # the chunk behind the result (document id, chunk index), to open it later
-            where = next((e for e in chosen if (e.get("content"), e.get("source"), e.get("kb")) ==
-                          (result.content, result.source, result.kb)), {})
-            if where:
-                chosen.remove(where)
             metadata = {k: _clean_meta(v) for k, v in result.metadata.items() if k in _META_KEYS}
             results.append({"content": bounded(clean(result.content), MAX_PASSAGE_CHARS), "source": clean(result.source),
                             "kb": result.kb, "similarity": result.similarity, "metadata": metadata})
-            sources.append(_chunk_source(result, where, metadata, via, self.kbs))
+            sources.append(_chunk_source(result, metadata, via, self.kbs))
         payload: dict[str, Any] = {"results": results, "query": query, "searched_kbs": response.searched_kbs}
         _fit(payload)
         sources = sources[: len(payload["results"])]
@@ -251,14 +245,13 @@ def _fit(payload: dict[str, Any]) -> None:
         payload["omitted_results"] = omitted
 
 
-def _chunk_source(result: Any, where: dict[str, Any], metadata: dict[str, Any], via: str,
-                  kbs: Sequence[KnowledgeBase]) -> dict[str, Any]:
+def _chunk_source(result: Any, metadata: dict[str, Any], via: str, kbs: Sequence[KnowledgeBase]) -> dict[str, Any]:
     headings = metadata.get("headings")
     heading = " › ".join(str(h) for h in headings) if isinstance(headings, list) and headings else None
     page = metadata.get("page") if isinstance(metadata.get("page"), int) else None
     kb_id = next((kb.id for kb in kbs if kb.name == result.kb), None)
     return {"kind": "chunk", "source": clean(result.source), "kb": result.kb, "kb_id": kb_id,
-            "document_id": where.get("document_id"), "chunk_index": where.get("chunk_index"),
+            "document_id": result.document_id, "chunk_index": result.chunk_index,
             "page": page, "heading": heading, "similarity": result.similarity, "via": via}
 
 
