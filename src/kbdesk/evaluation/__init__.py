@@ -1,0 +1,1 @@
+"""Retrieval-quality evaluation on BEIR-layout datasets (bench/ drives it)."""
