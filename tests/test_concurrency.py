@@ -88,3 +88,19 @@ def test_two_stores_on_one_file_write_without_locking_errors(tmp_path):
     assert first.kb("one").document_count == 80
     first.close()
     second.close()
+
+
+def test_connections_of_finished_threads_are_released(tmp_path):
+    (tmp_path / "f").mkdir()
+    for i in range(5):
+        (tmp_path / "f" / f"{i}.txt").write_text(f"file {i}")
+    desk = open_desk(tmp_path / "c.db")
+    desk.create_kb("k")
+    for _ in range(6):  # each add runs its own thread pool
+        (tmp_path / "f" / "0.txt").write_text(f"changed {time.time()}")
+        desk.add("k", [tmp_path / "f"], workers=3)
+    threading.Thread(target=lambda: desk.kb("k")).start()  # one more thread opens one more
+    time.sleep(0.1)
+    desk.kb("k")
+    assert len(desk.store._conns) <= 5
+    desk.close()

@@ -235,9 +235,14 @@ def test_decompression_bomb_hits_the_memory_cap():
     assert message == "PDF extraction used more than 64 MB of memory"
 
 
-def test_one_bad_page_does_not_lose_the_others():
-    result = extract_bytes(make_pdf([text_page("Good page"), bomb_page()]), "mixed.pdf")
-    assert [(s.metadata, s.text) for s in result.sections] == [({"page": 1}, "Good page")]
+def test_one_bad_page_does_not_lose_the_others_and_is_a_warning():
+    result = extract_bytes(make_pdf([text_page("Good page"), bomb_page(), text_page("Third")]), "mixed.pdf")
+    assert [(s.metadata, s.text) for s in result.sections] == [({"page": 1}, "Good page"),
+                                                               ({"page": 3}, "Third")]
+    # the document succeeds, but does not hide that page 2 is missing
+    assert len(result.warnings) == 1, result.warnings
+    assert result.warnings[0].startswith("page 2 could not be read: ")
+    assert "safety limit" in result.warnings[0] or "memory" in result.warnings[0]
 
 
 def test_pdfs_extract_in_parallel_threads():
@@ -301,3 +306,152 @@ def test_extract_file_refuses_a_fifo_without_hanging(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(ExtractionError, match="^not a regular file$"):
         extract_file(fifo)
+
+
+# ── module layout, warnings ─────────────────────────────────────────────────────────
+
+
+def test_public_api_is_the_same_objects_as_the_format_modules():
+    from kbdesk.ingest import extract, sections, text_decode
+
+    assert extract.ExtractionError is sections.ExtractionError
+    assert extract.Extracted is sections.Extracted and extract.Section is sections.Section
+    assert extract.decode_text is text_decode.decode_text
+    assert set(extract.__all__) == {"ExtractionError", "Section", "Extracted", "SUPPORTED_SUFFIXES",
+                                    "content_type_for", "extract_bytes", "extract_file", "decode_text"}
+
+
+def test_extracted_warnings_default_to_empty_and_old_constructor_still_works():
+    made = Extracted("t", "text/plain", [])
+    assert made.warnings == [] and made == Extracted("t", "text/plain", [], [])
+    assert Extracted("t", "text/plain", []).warnings is not made.warnings  # not shared
+    assert extract_bytes(b"plain words", "a.txt").warnings == []
+    assert extract_bytes(make_pdf([text_page("Fine")]), "ok.pdf").warnings == []
+
+
+def test_page_warnings_are_capped_with_a_summary():
+    from kbdesk.ingest.pdf_text import MAX_PAGE_WARNINGS, page_warnings
+
+    errors = [f"page {n}: broken font" for n in range(1, 26)]
+    warnings = page_warnings(errors)
+    assert warnings[0] == "page 1 could not be read: broken font"
+    assert len(warnings) == MAX_PAGE_WARNINGS + 1
+    assert warnings[-1] == f"{25 - MAX_PAGE_WARNINGS} more pages could not be read"
+    assert page_warnings(["odd message"]) == ["a page could not be read: odd message"]
+
+
+# ── line endings ────────────────────────────────────────────────────────────────────
+
+
+def test_decode_text_normalises_windows_and_old_mac_line_endings():
+    assert decode_text(b"a\r\nb\rc\n\r\nd") == "a\nb\nc\n\nd"
+    assert decode_text("x\r\ny".encode("utf-16")) == "x\ny"
+    assert decode_text("caf\xe9\r\n".encode("cp1252")) == "caf\xe9\n"
+
+
+def test_crlf_paragraphs_come_out_as_blank_line_separated():
+    from kbdesk.ingest.chunker import chunk_sections
+
+    result = extract_bytes(b"First paragraph.\r\n\r\nSecond paragraph.\r\rThird (old Mac).\r\n", "p.txt")
+    assert result.text == "First paragraph.\n\nSecond paragraph.\n\nThird (old Mac)."
+    chunks = chunk_sections(result.sections, chunk_size=20, chunk_overlap=0)
+    assert [c.content for c in chunks] == ["First paragraph.", "Second paragraph.", "Third (old Mac)."]
+
+
+def test_crlf_markdown_csv_and_html_match_their_lf_versions():
+    md = MARKDOWN.replace("\n", "\r\n").encode()
+    assert extract_bytes(md, "g.md") == extract_bytes(MARKDOWN.encode(), "g.md")
+    csv_data = b'name,note\r\n"Jo","line one\r\nline two"\r\nAl,x\r\n'
+    assert extract_bytes(csv_data, "a.csv").text == "name: Jo; note: line one line two\nname: Al; note: x"
+    assert extract_bytes(HTML.replace(b"\n", b"\r\n"), "b.html") == extract_bytes(HTML, "b.html")
+    # a carriage return written as a character reference inside <pre>
+    pre = extract_bytes(b"<pre>one&#13;&#10;two&#13;three</pre>", "p.html")
+    assert pre.text == "one\ntwo\nthree"
+
+
+# ── CSV details ─────────────────────────────────────────────────────────────────────
+
+
+def test_csv_extra_columns_blank_cells_and_unicode_spaces():
+    data = "a,b\n1,\u00a0\u2003,extra,\n x\u00a0 y ,\t,,last\n,,\n".encode()
+    assert extract_bytes(data, "t.csv").text == "a: 1; column 3: extra\na: x y; column 4: last"
+    no_header_names = b" ,\n1,2\n"
+    assert extract_bytes(no_header_names, "n.csv").text == "column 1: 1; column 2: 2"
+
+
+# ── Markdown: the partial parse finds exactly the headings of a whole parse ─────────
+
+_MD_PIECES = [
+    # plain blocks: never parsed
+    "Plain text.", "more text", "- item", "1. item", "  - nested", "    indented code", "> quote",
+    "| a | b |", "|---|---|", "[ref]: /url", "  indented text", "<span>x</span>", "text -->",
+    # could be headings
+    "# One", "## Two *em*", "### `code` & [link](x)", "####### seven", "   # indented", "    # code",
+    "\t# tab", "Title", "===", "---", "   ---", "- # in a list", "> # in a quote", "#", "## closing ##",
+    # blocks that go on past blank lines
+    "```", "~~~", "````", "```python", "- ```", "  ```", "<!--", "-->", "<pre>", "</pre>",
+    "<script>", "</script>", "<?php", "?>", "<!DOCTYPE html>", "<![CDATA[", "]]>", "<div>", "</div>",
+    # deep nesting: markdown-it stops parsing the rest of the document
+    "- - - - - - - - - - - deep", ">>>>>>>>>>>>>>>>>>>>>> deep", "\t\t\t\t\t- deep",
+]
+
+
+def _markdown_documents(seed: int, count: int):
+    rng = random.Random(seed)
+    for _ in range(count):
+        blocks = ["\n".join(rng.choice(_MD_PIECES[:13] if rng.random() < 0.7 else _MD_PIECES)
+                            for _ in range(rng.randint(1, 4)))
+                  for _ in range(rng.randint(1, 50))]
+        yield "".join(b + "\n" * rng.choice([1, 2, 2, 3]) for b in blocks)
+
+
+def test_markdown_partial_parse_matches_a_whole_parse():
+    from kbdesk.ingest.markdown_text import _headings, _headings_whole
+
+    for doc in _markdown_documents(seed=7, count=250):
+        assert _headings(doc) == _headings_whole(doc), doc
+
+
+@pytest.mark.parametrize("doc, expected", [
+    # a fence that spans a blank line: the "#" line inside is code
+    ("```\ncode\n\n# not a heading\n```\n\n# Real\n", ["Real"]),
+    ("```\nnever closed\n\n# not a heading\n\ntext\n", []),
+    ("~~~~\n```\n\n# inside\n~~~~\n\n## After\n", ["After"]),
+    # an HTML comment spanning blank lines, ended mid-line in a later paragraph
+    ("<!--\n\n# hidden\n\nsome text -->\n\n# Real\n", ["Real"]),
+    ("<script>\n\n# js\n\n</script>\n\n# Real\n", ["Real"]),
+    # setext headings, lists that go on after a blank line
+    ("Title\n=====\n\nbody\n\nSub\n---\n\nmore\n", ["Title", "Sub"]),
+    ("- a\n\n- b\n\n# H\n\n- # nested\n", ["H"]),
+    # deep nesting: markdown-it gives up on the rest; so do we
+    ("# Before\n\n" + "- " * 12 + "x\n\n# After\n", ["Before"]),
+])
+def test_markdown_headings_in_tricky_places(doc, expected):
+    from kbdesk.ingest.markdown_text import _headings, _headings_whole
+
+    assert [content for *_, content in _headings(doc)] == expected
+    assert _headings(doc) == _headings_whole(doc)
+
+
+def test_markdown_parses_only_the_pieces_that_can_hold_a_heading(monkeypatch):
+    from kbdesk.ingest import markdown_text
+
+    parser = markdown_text._parsers()[0]
+    parsed: list[int] = []
+    real = parser.parse
+    monkeypatch.setattr(parser, "parse", lambda src, env=None: parsed.append(len(src)) or real(src, env))
+    body = "\n\n".join(["A paragraph of text.", "- a list\n- of items", "| a | b |\n|---|---|\n| 1 | 2 |",
+                        "```\ncode\n```"] * 50)
+    doc = "\n\n".join(f"## Part {n}\n\n{body}" for n in range(5))
+    sections = extract_bytes(doc.encode(), "big.md").sections
+    assert [s.metadata["headings"] for s in sections] == [[f"Part {n}"] for n in range(5)]
+    assert sum(parsed) < len(doc) / 3
+
+
+def test_markdown_heading_titles_without_and_with_inline_syntax():
+    from kbdesk.ingest.markdown_text import _heading_title
+
+    assert _heading_title("Plain   title\nsecond line") == "Plain title second line"
+    assert _heading_title("Use `pip` & *care*") == "Use pip & care"
+    assert _heading_title("A [link](http://x) and ![alt](i.png) \\# and &amp;") == "A link and alt # and &"
+    assert _heading_title("<b>html</b> stays out") == "html stays out"

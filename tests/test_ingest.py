@@ -231,3 +231,30 @@ def test_a_document_of_a_live_worker_is_not_stolen(tmp_path):
             conn.execute("UPDATE kb_documents SET claimed_by = ? WHERE id = ?",
                          (f"{socket.gethostname()}:1", doc.id))
         assert desk.store.unfinished_documents() == []
+
+
+def test_cancel_leaves_the_rest_for_resume(tmp_path, fake_openai):
+    files = {f"n{i:03d}.txt": f"note {i} about tides and harbours" for i in range(200)}
+    folder = write_files(tmp_path / "corpus", files)
+    with vector_desk(fake_openai) as desk:
+        ingestor = desk.ingestor(workers=1)
+        sizes = {}
+
+        def on_event(event):
+            if event.kind == "queued":
+                sizes[event.filename] = event.size
+            if event.kind == "ready":
+                ingestor.cancel()  # after the first batch is in
+
+        ingestor.on_event = on_event
+        report = ingestor.add("docs", [folder])
+        assert sizes["n007.txt"] == len(files["n007.txt"])
+        assert report.cancelled and len(report.added) + len(report.cancelled) == 200
+        assert not report.failed
+        conn = desk.store.connection()
+        partial = conn.execute("SELECT count(*) FROM kb_documents d WHERE status != 'ready' AND EXISTS "
+                               "(SELECT 1 FROM kb_chunks c WHERE c.document_id = d.id)").fetchone()[0]
+        assert partial == 0
+        finished = desk.ingestor().resume("docs")
+        assert sorted(finished.resumed) == sorted(report.cancelled)
+        assert {s for s, _ in statuses(desk, "docs").values()} == {"ready"}

@@ -5,7 +5,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from conftest import write_config
+from chat_support import write_config
 from kbdesk.cli.main import cli
 
 

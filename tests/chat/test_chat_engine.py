@@ -5,7 +5,7 @@ import re
 import threading
 import time
 
-from conftest import add_doc
+from chat_support import add_doc
 from fake_chat import TOOLS_REJECTED
 from kbdesk.chat import KB_SEARCH_TOOL, CancelToken, Notice, TextDelta, ToolCallFinished, TurnFinished
 
@@ -239,7 +239,7 @@ def test_model_output_is_cleaned_before_display(cdesk, chat_server):
 
 
 def test_cancel_during_a_retry_wait(chat_server, kbdesk_home):
-    from conftest import write_config
+    from chat_support import write_config
     from kbdesk import open_desk
 
     write_config(chat_server, max_retries=3)

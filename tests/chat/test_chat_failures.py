@@ -5,7 +5,7 @@ import socket
 
 import pytest
 
-from conftest import write_config
+from chat_support import write_config
 from kbdesk import open_desk
 from kbdesk.chat import Notice
 

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import write_config
+from chat_support import write_config
 from kbdesk import open_desk
 from kbdesk.chat import NOTE_SEARCH_TOOL
 from kbdesk.errors import InvalidInputError, NotFoundError

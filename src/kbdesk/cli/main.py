@@ -52,7 +52,7 @@ class KbdeskGroup(click.Group):
                 f"internal error: {type(exc).__name__}: {exc} (set KBDESK_DEBUG=1 for the traceback)") from None
 
 
-@click.group(cls=KbdeskGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=KbdeskGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--db", metavar="PATH", envvar="KBDESK_DB",
               help="Database file to use (default: kbdesk.db in the data directory; env KBDESK_DB).")
 @click.option("--home", metavar="DIR", envvar="KBDESK_HOME",
@@ -60,10 +60,17 @@ class KbdeskGroup(click.Group):
 @click.version_option(__version__, prog_name="kbdesk")
 @click.pass_context
 def cli(ctx: click.Context, db: str | None, home: str | None) -> None:
-    """kbdesk: knowledge bases in one SQLite file, searched by meaning and by keyword."""
+    """kbdesk: knowledge bases in one SQLite file, searched by meaning and by keyword.
+
+    Without a command, opens the terminal UI.
+    """
     state = CliState(db, home)
     ctx.obj = state
     ctx.call_on_close(state.close)
+    if ctx.invoked_subcommand is None:
+        from kbdesk.tui.app import run  # Textual is imported only here, never by the CLI itself
+
+        run(db, home)
 
 
 def _register() -> None:
@@ -74,6 +81,11 @@ def _register() -> None:
     cli.add_command(doctor.doctor_command)
     for command in (ingest.add_command, ingest.resume_command, ingest.rebuild_command, ingest.watch_command,
                     ingest.docs_command, ingest.doc_group, providers.provider_group):
+        cli.add_command(command)
+    from kbdesk.cli import chat, chat_manage
+
+    for command in (chat.ask_command, chat.chat_group, chat_manage.note_group, chat_manage.persona_group,
+                    chat_manage.project_group):
         cli.add_command(command)
 
 

@@ -39,6 +39,7 @@ class Job:
 class Outcome:
     job: Job
     error: str | None = None
+    cancelled: bool = False
 
 
 @dataclass
@@ -78,7 +79,9 @@ def sha256(data: bytes) -> str:
 class BatchRunner:
     """Runs one batch; shared by the worker threads of one :class:`Ingestor` call."""
 
-    def __init__(self, store: Any, files_dir: Path, config: Any, max_bytes: int, on_event: EventSink) -> None:
+    def __init__(self, store: Any, files_dir: Path, config: Any, max_bytes: int, on_event: EventSink,
+                 cancelled: Any = None) -> None:
+        self.cancelled = cancelled or (lambda: False)
         self.store = store
         self.files_dir = files_dir
         self.config = config
@@ -88,10 +91,18 @@ class BatchRunner:
     def run(self, kb: KnowledgeBase, jobs: list[Job], embedder: Any) -> BatchResult:
         result = BatchResult()
         failed: dict[str, str] = {}
+        if self.cancelled():  # left as they are: the next add or resume picks them up
+            result.outcomes = [Outcome(job, cancelled=True) for job in jobs]
+            return result
         try:
             live = self._extract_all(jobs, failed)
             chunked = self._chunk_all(kb, live, failed)
             vectors = self._embed_all(embedder, chunked, failed, result) if embedder is not None else {}
+            if self.cancelled():
+                result.outcomes = [Outcome(job, failed.get(job.doc.id), cancelled=job.doc.id not in failed)
+                                   for job in jobs]
+                self._record_failures(jobs, failed)
+                return result
             self._finish_all(chunked, vectors, failed, embedder)
         except KbdeskError as exc:  # the store itself failed: every unfinished document fails with it
             for job in jobs:

@@ -23,6 +23,7 @@ class IngestEvent:
     detail: str | None = None
     done: int = 0
     total: int = 0
+    size: int = 0  # bytes of the file (on ``queued``)
 
 
 EventSink = Callable[[IngestEvent], None]

@@ -10,6 +10,7 @@ kill at any moment leaves either the whole document or a resumable one.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ class IngestReport:
     failed: list[tuple[str, str]] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    cancelled: list[str] = field(default_factory=list)  # left for the next add or resume
     embedded_chunks: int = 0
     cached_chunks: int = 0
     embedding_calls: int = 0
@@ -43,7 +45,7 @@ class IngestReport:
             "added": self.added, "updated": self.updated, "unchanged": self.unchanged, "resumed": self.resumed,
             "failed": [{"file": f, "error": e} for f, e in self.failed],
             "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
-            "removed": self.removed, "embedded_chunks": self.embedded_chunks,
+            "removed": self.removed, "cancelled": self.cancelled, "embedded_chunks": self.embedded_chunks,
             "cached_chunks": self.cached_chunks, "embedding_calls": self.embedding_calls,
         }
 
@@ -59,6 +61,12 @@ class Ingestor:
         self.on_event = on_event or ignore
         self.max_bytes = int(self.config.storage.max_file_mb * 1024 * 1024)
         self.files_dir = desk.files_dir
+        self._cancel = threading.Event()
+
+    def cancel(self) -> None:
+        """Stop soon (thread-safe): batches not yet finished stay pending for the next
+        ``add`` or ``resume``; nothing half-written is left."""
+        self._cancel.set()
 
     # ── public entry points ────────────────────────────────────────────────────
     def add(self, kb_ref: str, paths: Sequence[str | os.PathLike[str]], *, include: Sequence[str] = (),
@@ -174,7 +182,8 @@ class Ingestor:
         if not jobs:
             return
         embedder = self.desk.embedders.for_kb(kb) if kb.model_id else None
-        runner = BatchRunner(self.store, self.files_dir, self.config, self.max_bytes, self.on_event)
+        runner = BatchRunner(self.store, self.files_dir, self.config, self.max_bytes, self.on_event,
+                             cancelled=self._cancel.is_set)
         groups = batches(jobs)
         with ThreadPoolExecutor(max_workers=min(self.workers, len(groups)),
                                 thread_name_prefix="kbdesk-ingest") as pool:
@@ -184,7 +193,9 @@ class Ingestor:
             report.cached_chunks += result.cached
             report.embedding_calls += result.calls
             for outcome in result.outcomes:
-                if outcome.error is None:
+                if outcome.cancelled:
+                    report.cancelled.append(outcome.job.doc.filename)
+                elif outcome.error is None:
                     kind = "updated" if outcome.job.kind == "rebuild" else outcome.job.kind
                     getattr(report, kind).append(outcome.job.doc.filename)
                 else:

@@ -124,10 +124,10 @@ class Preparer:
             if item.kind == "failed":
                 if item.spec.replaces_id:
                     self.store.delete_document(item.spec.replaces_id)
-                self.on_event(IngestEvent("queued", doc.filename, doc.id, "error"))
+                self.on_event(IngestEvent("queued", doc.filename, doc.id, "error", size=doc.size_bytes))
                 self.on_event(IngestEvent("error", doc.filename, doc.id, "error", doc.error))
                 continue
-            self.on_event(IngestEvent("queued", doc.filename, doc.id, "pending"))
+            self.on_event(IngestEvent("queued", doc.filename, doc.id, "pending", size=doc.size_bytes))
             jobs.append(Job(doc, item.kind))
         pending.clear()
         return jobs

@@ -56,7 +56,7 @@ class SqliteStore(RecordsMixin, DocumentsMixin, LookupMixin, ChatMixin, NotesMix
         self.path = Path(path)
         self.driver = driver
         self._local = threading.local()
-        self._conns: list[Any] = []
+        self._conns: list[tuple[threading.Thread, Any]] = []
         self._conns_lock = threading.Lock()
         self._write_lock = threading.RLock()
         self._closed = False
@@ -103,8 +103,22 @@ class SqliteStore(RecordsMixin, DocumentsMixin, LookupMixin, ChatMixin, NotesMix
             raise StoreError(f"sqlite-vec failed to load: {exc}") from None
         self._local.conn = conn
         with self._conns_lock:
-            self._conns.append(conn)
+            self._prune()
+            self._conns.append((threading.current_thread(), conn))
         return conn
+
+    def _prune(self) -> None:
+        """Close the connections of threads that have ended (worker pools come and go)."""
+        alive = []
+        for thread, conn in self._conns:
+            if thread.is_alive():
+                alive.append((thread, conn))
+            else:
+                try:
+                    conn.close()
+                except Exception:  # already closed, or unusable: nothing left to release
+                    pass
+        self._conns = alive
 
     def _check_file(self, conn: Any) -> None:
         try:
@@ -115,7 +129,7 @@ class SqliteStore(RecordsMixin, DocumentsMixin, LookupMixin, ChatMixin, NotesMix
     def close(self) -> None:
         self._closed = True
         with self._conns_lock:
-            conns, self._conns = self._conns, []
+            conns, self._conns = [c for _, c in self._conns], []
         for conn in conns:
             try:
                 conn.close()

@@ -1,0 +1,226 @@
+"""HTML → plain text per heading block, with ``html.parser`` (standard library).
+
+Each section is the rendered text of one heading block (heading line included);
+metadata ``{"headings": [...], "title": <title>}``; the page title is also the first
+line of the first section. Hidden content is dropped: <script>, <style>, <template>,
+<noscript>, <svg>, <iframe>, <object>, and elements with ``hidden``,
+``aria-hidden="true"``, ``display: none`` or ``visibility: hidden``. Block elements
+start new lines, paragraphs and the like are separated by a blank line, table cells
+are joined with " | ", and <pre> keeps its whitespace.
+
+Speed: the handlers run once per tag and per run of text, so they do little each time:
+one dict look-up tells what a tag is, text outside <pre> is kept raw and its whitespace
+collapsed once per line, and html.parser's line/column bookkeeping is switched off.
+"""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+
+from kbdesk.ingest.sections import ExtractionError, Section, sections_from_blocks
+from kbdesk.ingest.text_decode import normalise_newlines
+
+_SKIP = frozenset({"script", "style", "template", "noscript", "svg", "iframe", "object"})
+_VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
+                   "param", "source", "track", "wbr"})
+_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+_PARAGRAPH = _HEADINGS | {"p", "pre", "blockquote", "table", "ul", "ol", "dl", "figure", "hr"}
+_BLOCK = _PARAGRAPH | {"address", "article", "aside", "caption", "dd", "details", "dialog",
+                       "div", "dt", "fieldset", "figcaption", "footer", "form", "header", "li",
+                       "main", "nav", "section", "summary", "tr"}
+# start tag → open elements it closes implicitly, and the ancestors that stop the search
+_IMPLIED = {"li": ({"li"}, {"ul", "ol"}), "dt": ({"dt", "dd"}, {"dl"}),
+            "dd": ({"dt", "dd"}, {"dl"}), "tr": ({"tr", "td", "th"}, {"table"}),
+            "td": ({"td", "th"}, {"tr", "table"}), "th": ({"td", "th"}, {"tr", "table"}),
+            "option": ({"option"}, {"select"}),
+            **{h: (_HEADINGS, {"body"}) for h in _HEADINGS}}
+_HIDING_ATTRIBUTES = frozenset({"hidden", "aria-hidden", "style"})
+_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden")
+_BLANK_LINES = re.compile(r"\n{3,}")
+
+# What a tag is, as bits, so that each tag costs one dict look-up; ordinary inline
+# elements (<a>, <b>, <span>, ...) are 0.
+(_K_BLOCK, _K_PARAGRAPH, _K_HEADING, _K_VOID, _K_SKIP, _K_IMPLIED, _K_CELL, _K_PRE, _K_TITLE,
+ _K_BREAK) = (1 << n for n in range(10))
+
+
+def _kinds() -> dict[str, int]:
+    kinds: dict[str, int] = {}
+    for bit, tags in ((_K_BLOCK, _BLOCK), (_K_PARAGRAPH, _PARAGRAPH), (_K_HEADING, _HEADINGS),
+                      (_K_VOID, _VOID), (_K_SKIP, _SKIP), (_K_IMPLIED, _IMPLIED),
+                      (_K_CELL, ("td", "th")), (_K_PRE, ("pre",)), (_K_TITLE, ("title",)),
+                      (_K_BREAK, ("br", "hr"))):
+        for tag in tags:
+            kinds[tag] = kinds.get(tag, 0) | bit
+    return kinds
+
+
+_KIND = _kinds()
+
+
+def _hidden_by_attributes(attrs: list[tuple[str, str | None]]) -> bool:
+    for name, value in attrs:
+        if name in _HIDING_ATTRIBUTES:
+            if name == "hidden":
+                return True
+            if value:
+                value = value.lower()
+                if (value.strip() == "true" if name == "aria-hidden"
+                        else _HIDDEN_STYLE.search(value) is not None):
+                    return True
+    return False
+
+
+class _HtmlText(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.stack: list[tuple[str, bool, int]] = []  # open elements: (tag, hidden, kind)
+        self.open: dict[str, int] = {}  # tag → how many are on the stack (O(1) lookups)
+        self.hidden = self.pre = 0
+        self.title: str | None = None
+        self.title_parts: list[str] | None = None
+        self.heading: list[str] | None = None
+        self.path: list[tuple[int, str]] = []
+        self.blocks: list[tuple[list[str], str, bool]] = []
+        self.lines: list[str] = []
+        # text of the current line; outside <pre> raw (whitespace collapsed in _break)
+        self.line: list[str] = []
+        self.line_has_text = False
+        self.has_body = True  # the text before the first heading counts as a body
+
+    def updatepos(self, i: int, j: int) -> int:
+        # HTMLParser counts lines and columns of everything it reads, for getpos(),
+        # which nothing here uses: a tenth of the parse time saved.
+        return j
+
+    def _break(self, blank: bool = False) -> None:
+        if self.line:
+            line = "".join(self.line)
+            self.line, self.line_has_text = [], False
+            line = line.rstrip() if self.pre else " ".join(line.split())
+        else:
+            line = ""
+        lines = self.lines
+        if line or (self.pre and lines):
+            lines.append(line)
+        if blank and lines and lines[-1]:
+            lines.append("")
+
+    def _flush_block(self) -> None:
+        self._break()
+        text = _BLANK_LINES.sub("\n\n", "\n".join(self.lines)).strip()
+        self.blocks.append(([t for _, t in self.path if t], text, self.has_body))
+        self.lines, self.has_body = [], False
+
+    def handle_starttag(self, tag, attrs):
+        kind = _KIND.get(tag, 0)
+        open_count = self.open
+        if not kind:  # an inline element: only whether it hides its content matters
+            hidden = bool(attrs) and _hidden_by_attributes(attrs)
+            self.stack.append((tag, hidden, 0))
+            open_count[tag] = open_count.get(tag, 0) + 1
+            self.hidden += hidden
+            return
+        if kind & _K_IMPLIED:
+            closes, stops = _IMPLIED[tag]
+            if any(map(open_count.get, closes)):
+                for open_tag, _, _ in reversed(self.stack[-32:]):  # bounded: hostile nesting
+                    if open_tag in stops:
+                        break
+                    if open_tag in closes:
+                        self.handle_endtag(open_tag)
+                        break
+        if kind & _K_BLOCK and open_count.get("p"):
+            self.handle_endtag("p")
+        if kind & _K_TITLE and self.title is None and not self.hidden:
+            self.title_parts = []
+        if kind & _K_VOID:
+            if kind & _K_BREAK and not self.hidden:
+                self._break(blank=tag == "hr")
+            return
+        hidden = bool(kind & _K_SKIP) or (bool(attrs) and _hidden_by_attributes(attrs))
+        self.stack.append((tag, hidden, kind))
+        open_count[tag] = open_count.get(tag, 0) + 1
+        if hidden:
+            self.hidden += 1
+            return
+        if self.hidden:
+            return
+        if kind & _K_HEADING and self.heading is None:
+            self._flush_block()
+            self.heading = []
+        elif kind & _K_CELL and self.line_has_text:
+            self.line.append(" | ")
+        if kind & _K_BLOCK:
+            self._break(blank=bool(kind & _K_PARAGRAPH))
+            if kind & _K_PRE:
+                self.pre += 1
+
+    def handle_endtag(self, tag):
+        if tag == "title" and self.title_parts is not None:
+            self.title = " ".join("".join(self.title_parts).split())
+            self.title_parts = None
+        open_count = self.open
+        if not open_count.get(tag):
+            return  # stray end tag
+        stack = self.stack
+        while stack:
+            open_tag, hidden, kind = stack.pop()
+            open_count[open_tag] -= 1
+            if kind and not self.hidden:  # closing a visible element that is not inline
+                if kind & _K_BLOCK:
+                    self._break(blank=bool(kind & _K_PARAGRAPH))
+                    if kind & _K_PRE:
+                        self.pre -= 1
+                if kind & _K_HEADING and self.heading is not None:
+                    level, text = int(open_tag[1]), " ".join("".join(self.heading).split())
+                    path = self.path
+                    while path and path[-1][0] >= level:
+                        path.pop()
+                    path.append((level, text))
+                    self.heading = None
+            self.hidden -= hidden
+            if open_tag == tag:
+                break
+
+    def handle_data(self, data):
+        if self.title_parts is not None:
+            self.title_parts.append(data)
+            return
+        if self.hidden:
+            return
+        if data and not data.isspace():
+            self.line_has_text = True
+            if self.heading is None:
+                self.has_body = True
+        if self.heading is not None:
+            self.heading.append(data)
+        if not self.pre:
+            self.line.append(data)
+            return
+        first, *rest = normalise_newlines(data).split("\n")
+        self.line.append(first)
+        for piece in rest:
+            self._break()
+            self.line.append(piece)
+
+
+def extract_html(text: str) -> list[Section]:
+    parser = _HtmlText()
+    try:
+        parser.feed(text)
+        parser.close()
+    except Exception as exc:  # html.parser is lenient; this is a last resort
+        raise ExtractionError(f"HTML could not be parsed ({exc})") from None
+    parser._flush_block()
+    extra = {"title": parser.title} if parser.title else {}
+    sections = sections_from_blocks(parser.blocks, extra)
+    if parser.title:
+        if sections:
+            sections[0].text = f"{parser.title}\n\n{sections[0].text}"
+        else:
+            sections = [Section(parser.title, {"headings": [], **extra})]
+    if not sections:
+        raise ExtractionError("HTML has no visible text")
+    return sections

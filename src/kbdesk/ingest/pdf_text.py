@@ -1,0 +1,47 @@
+"""PDF → one section per page with text, metadata ``{"page": n}`` (1-based).
+
+The parsing itself happens in a child process (:mod:`kbdesk.ingest.pdf_worker`). Pages
+that raised there are reported as warnings when other pages could be read; when no
+page has text the document fails.
+"""
+
+from __future__ import annotations
+
+import re
+
+from kbdesk.ingest.pdf_worker import PdfWorkerError, run_pdf_worker
+from kbdesk.ingest.sections import ExtractionError, Section
+from kbdesk.ingest.text_decode import normalise_newlines
+
+MAX_PAGE_WARNINGS = 10  # a 900-page PDF with 800 broken pages gets a summary, not 800 lines
+
+_PAGE_ERROR = re.compile(r"page (\d+): (.*)", re.DOTALL)  # pdf_worker's "page 3: reason"
+
+
+def page_warnings(errors: list[str]) -> list[str]:
+    """The worker's per-page errors as warnings: "page 3 could not be read: reason"."""
+    warnings = []
+    for error in errors[:MAX_PAGE_WARNINGS]:
+        match = _PAGE_ERROR.fullmatch(error)
+        warnings.append(f"page {match[1]} could not be read: {match[2]}" if match
+                        else f"a page could not be read: {error}")
+    if len(errors) > MAX_PAGE_WARNINGS:
+        warnings.append(f"{len(errors) - MAX_PAGE_WARNINGS} more pages could not be read")
+    return warnings
+
+
+def extract_pdf(data: bytes, timeout: float, memory_mb: int) -> tuple[list[Section], list[str]]:
+    """(sections, warnings); raises ExtractionError when no page has text."""
+    if b"%PDF-" not in data[:1024]:
+        raise ExtractionError("not a PDF file (no %PDF header)")
+    try:
+        result = run_pdf_worker(data, timeout=timeout, memory_mb=memory_mb)
+    except PdfWorkerError as exc:
+        raise ExtractionError(str(exc)) from None
+    sections = [Section(normalise_newlines(text).strip(), {"page": number})
+                for number, text in enumerate(result.pages, start=1) if text.strip()]
+    if not sections:
+        if result.errors:
+            raise ExtractionError(f"PDF could not be read ({result.errors[0]})")
+        raise ExtractionError("PDF has no extractable text (scanned images?)")
+    return sections, page_warnings(result.errors)

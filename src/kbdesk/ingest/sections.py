@@ -1,0 +1,51 @@
+"""What extraction returns: :class:`Section`, :class:`Extracted`, :class:`ExtractionError`,
+and the heading-block merge shared by the Markdown and HTML extractors.
+
+Imported by :mod:`kbdesk.ingest.extract` (which re-exports the three types) and by the
+per-format modules; it imports nothing else from :mod:`kbdesk.ingest`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kbdesk.errors import KbdeskError
+
+
+class ExtractionError(KbdeskError):
+    """The document's text could not be extracted; the message says why."""
+
+
+@dataclass
+class Section:
+    text: str
+    metadata: dict = field(default_factory=dict)  # {"page": 3} | {"headings": [...]} | {}
+
+
+@dataclass
+class Extracted:
+    text: str  # all sections joined with "\n\n"; stored for re-chunking
+    content_type: str  # text/plain, text/markdown, text/csv, text/html, application/pdf
+    sections: list[Section]
+    # Problems that did not stop the document, one readable line each
+    # (e.g. "page 3 could not be read: ..."); empty when all went well.
+    warnings: list[str] = field(default_factory=list)
+
+
+def sections_from_blocks(blocks: list[tuple[list[str], str, bool]], extra: dict) -> list[Section]:
+    """(heading path, text, has body) → Sections; bare headings merge into the next one."""
+    sections: list[Section] = []
+    carry, carry_path = "", []
+    for path, text, has_body in blocks:
+        if not text:
+            continue
+        if carry:
+            text = f"{carry}\n\n{text}"
+        if has_body:
+            sections.append(Section(text, {"headings": path, **extra}))
+            carry = ""
+        else:
+            carry, carry_path = text, path
+    if carry:
+        sections.append(Section(carry, {"headings": carry_path, **extra}))
+    return sections

@@ -1,0 +1,210 @@
+"""The kbdesk Textual app: built from a desk by one factory, used by the CLI and the tests.
+
+The app holds the services (the desk), the one place where worker errors become
+notifications (:meth:`KbdeskApp.report_error`), and the ingestion runs: they belong to
+the app, not to a screen, so indexing goes on while the user moves between screens.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from collections.abc import Callable, Iterable
+from functools import partial
+from typing import Any
+
+from textual import on
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.worker import Worker, WorkerState
+
+from kbdesk.errors import KbdeskError
+from kbdesk.ingest.events import EventSink
+from kbdesk.models import KnowledgeBase
+from kbdesk.tui.messages import IngestProgress
+from kbdesk.tui.progress import IngestTracker
+
+INGEST_GROUP = "ingest"
+
+
+class KbdeskApp(App[None]):
+    """Knowledge bases, live ingestion, search and settings over one desk."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "kbdesk"
+    SUB_TITLE = "knowledge desk"
+    BINDINGS = [
+        Binding("f1,question_mark", "help", "Help", id="app.help"),
+        Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
+    ]
+
+    def __init__(self, desk: Any, *, owns_desk: bool = False, watch_css: bool = False) -> None:
+        super().__init__(watch_css=watch_css)
+        self.desk = desk
+        self._owns_desk = owns_desk
+        self.trackers: dict[str, IngestTracker] = {}
+        self._ingest_workers: dict[str, Worker[Any]] = {}
+
+    # ── lifecycle ──────────────────────────────────────────────────────────────
+    def on_mount(self) -> None:
+        from kbdesk.tui.screens.kb_list import KbListScreen
+
+        self.push_screen(KbListScreen())
+
+    def on_unmount(self) -> None:
+        if self._owns_desk:
+            self.desk.close()
+
+    # ── the one place errors are reported ──────────────────────────────────────
+    def report_error(self, error: BaseException | None, doing: str = "") -> None:
+        """A notification for a failure: its one-line message, never a traceback."""
+        if error is None:
+            return
+        title = doing[:1].upper() + doing[1:] if doing else "Error"
+        if isinstance(error, KbdeskError):
+            message = str(error) or type(error).__name__
+        else:
+            self.log.error("".join(traceback.format_exception(error)))
+            message = f"internal error: {type(error).__name__}: {error}"
+        self.notify(message, title=f"{title} failed" if doing else title, severity="error", timeout=10,
+                    markup=False)
+
+    # ── ingestion runs ─────────────────────────────────────────────────────────
+    def ingesting(self, kb_id: str | None = None) -> bool:
+        if kb_id is None:
+            return any(not w.is_finished for w in self._ingest_workers.values())
+        worker = self._ingest_workers.get(kb_id)
+        return worker is not None and not worker.is_finished
+
+    def start_ingest(self, kb: KnowledgeBase, what: str, job: Callable[[EventSink], Any], *,
+                     expected: int = 0) -> IngestTracker | None:
+        """Run ``job(on_event)`` in a thread for ``kb``; progress reaches screens as ticks."""
+        if self.ingesting(kb.id):
+            self.notify(f"'{kb.name}' is already being indexed; wait for it to finish", severity="warning",
+                        markup=False)
+            return None
+        kb_id = kb.id
+        tracker = IngestTracker(kb.id, kb.name, what, lambda: self.post_message(IngestProgress(kb_id)),
+                                expected=expected)
+        self.trackers[kb.id] = tracker
+
+        def run() -> Any:
+            try:
+                return job(tracker.on_event)
+            finally:
+                tracker.finish()
+
+        self._ingest_workers[kb.id] = self.run_worker(
+            run, name=f"{what} '{kb.name}'", group=INGEST_GROUP, thread=True, exit_on_error=False)
+        self._dispatch_progress(kb.id)
+        return tracker
+
+    @on(IngestProgress)
+    def _ingest_tick(self, message: IngestProgress) -> None:
+        self._dispatch_progress(message.kb_id)
+        # events that came after this tick was posted are picked up a moment later
+        self.set_timer(0.3, partial(self._trailing, message.kb_id))
+
+    def _trailing(self, kb_id: str) -> None:
+        tracker = self.trackers.get(kb_id)
+        if tracker is not None and tracker.pending():
+            self._dispatch_progress(kb_id)
+
+    def _dispatch_progress(self, kb_id: str) -> None:
+        tracker = self.trackers.get(kb_id)
+        if tracker is None:
+            return
+        changes = tracker.drain()
+        for screen in self.screen_stack:
+            show = getattr(screen, "show_ingest", None)
+            if show is not None and screen.is_mounted:
+                show(tracker, changes)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        worker = event.worker
+        if worker.group != INGEST_GROUP or event.state not in (WorkerState.SUCCESS, WorkerState.ERROR):
+            return
+        kb_id = next((k for k, w in self._ingest_workers.items() if w is worker), None)
+        tracker = self.trackers.get(kb_id) if kb_id else None
+        if event.state == WorkerState.ERROR:
+            self.report_error(worker.error, worker.name)
+        elif tracker is not None:
+            summary = tracker.summary()
+            severity = "warning" if " failed" in summary else "information"
+            self.notify(summary, title="Indexing finished", severity=severity, markup=False)
+        if kb_id:
+            self._dispatch_progress(kb_id)
+            for screen in self.screen_stack:
+                finished = getattr(screen, "ingest_finished", None)
+                if finished is not None and screen.is_mounted:
+                    finished(kb_id)
+
+    # ── config ─────────────────────────────────────────────────────────────────
+    def config_changed(self) -> None:
+        """config.toml was written: reload it into the desk and tell the screens."""
+        self.desk.reload_config()
+        for screen in self.screen_stack:
+            changed = getattr(screen, "config_changed", None)
+            if changed is not None:
+                changed()
+
+    # ── actions and the command palette ────────────────────────────────────────
+    def action_help(self) -> None:
+        from kbdesk.tui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
+
+    def action_open_search(self, kb_names: list[str] | None = None) -> None:
+        from kbdesk.tui.screens.search import SearchScreen
+
+        self.push_screen(SearchScreen(kb_names))
+
+    def action_open_settings(self) -> None:
+        from kbdesk.tui.screens.settings import SettingsScreen
+
+        if not isinstance(self.screen, SettingsScreen):
+            self.push_screen(SettingsScreen())
+
+    async def action_quit(self) -> None:
+        if not self.ingesting():
+            self.exit()
+            return
+        from kbdesk.tui.screens.confirm import ConfirmScreen
+
+        def answer(yes: bool | None) -> None:
+            if yes:
+                self.exit()
+
+        self.push_screen(ConfirmScreen(
+            "Indexing is still running. Quit anyway?",
+            "Documents not finished yet are picked up again the next time you add files or resume.",
+            confirm="Quit"), answer)
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Search knowledge bases", "Search by meaning and keyword, with scores",
+                            self.action_open_search)
+        yield SystemCommand("Settings", "Providers (base URL, API key, test) and model roles",
+                            self.action_open_settings)
+        yield SystemCommand("Help", "Keys and how kbdesk works", self.action_help)
+        commands = getattr(screen, "palette_commands", None)
+        if commands is not None:
+            yield from commands()
+
+
+def make_app(desk: Any, *, owns_desk: bool = False) -> KbdeskApp:
+    """The app over ``desk`` (from :func:`kbdesk.open_desk`): the one factory."""
+    return KbdeskApp(desk, owns_desk=owns_desk)
+
+
+def build_app(db: str | os.PathLike[str] | None = None, home: str | os.PathLike[str] | None = None) -> KbdeskApp:
+    """Open the desk (as the CLI does) and build the app, which closes the desk at exit."""
+    from kbdesk.desk import open_desk
+
+    return make_app(open_desk(db, home=home), owns_desk=True)
+
+
+def run(db: str | None = None, home: str | None = None) -> None:
+    build_app(db, home).run()

@@ -1,0 +1,1 @@
+"""One screen per module; each has its stylesheet beside it."""

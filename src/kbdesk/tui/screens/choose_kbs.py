@@ -1,0 +1,62 @@
+"""Pick the knowledge bases a search looks in."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Button, SelectionList, Static
+
+from kbdesk.models import KnowledgeBase
+from kbdesk.tui.screens.base import DeskModal
+
+
+class ChooseKbsScreen(DeskModal):
+    """Dismisses with the chosen KB names, or None."""
+
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel", id="kbs.cancel"),
+        Binding("ctrl+a", "all", "All", id="kbs.all"),
+        Binding("ctrl+s", "ok", "Done", id="kbs.ok"),
+    ]
+
+    def __init__(self, chosen: list[str]) -> None:
+        super().__init__()
+        self.chosen = set(chosen)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Static(Text("Search in (space toggles)"), classes="dialog-title")
+            yield SelectionList[str](id="choices")
+            with Horizontal(classes="buttons"):
+                yield Button("Done", variant="primary", id="ok", compact=True)
+                yield Button("Cancel", id="cancel", compact=True)
+
+    def on_mount(self) -> None:
+        self.in_thread(self.desk.list_kbs, doing="loading knowledge bases", done=self._fill)
+
+    def _fill(self, kbs: list[KnowledgeBase]) -> None:
+        choices = self.query_one(SelectionList)
+        for kb in kbs:
+            label = Text(kb.name) + Text(f"  {kb.document_count} docs", style="dim")
+            choices.add_option((label, kb.name, kb.name in self.chosen))
+        if kbs:
+            choices.highlighted = 0
+        choices.focus()
+
+    def action_all(self) -> None:
+        self.query_one(SelectionList).select_all()
+
+    @on(Button.Pressed, "#cancel")
+    def cancel(self) -> None:
+        self.dismiss(None)
+
+    @on(Button.Pressed, "#ok")
+    def action_ok(self) -> None:
+        names = list(self.query_one(SelectionList).selected)
+        if not names:
+            self.notify("choose at least one knowledge base", severity="warning")
+            return
+        self.dismiss(names)

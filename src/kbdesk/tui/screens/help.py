@@ -1,0 +1,56 @@
+"""Keys of the screen below, and a short guide."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Static
+
+GUIDE = (
+    "kbdesk keeps knowledge bases (KBs) in one SQLite file. Create a KB (n), open it (Enter), add a file "
+    "or a whole folder (a) and watch every document go pending → extracting → chunking → embedding → "
+    "ready, or error with its reason. Search (/) by meaning and by keyword: each hit shows its similarity, "
+    "its vector and keyword ranks and the fused score, and the candidates the threshold or the limit cut, "
+    "so you can see why something ranked where it did. Settings (s) hold the providers (any "
+    "OpenAI-compatible server) and the model roles. ctrl+p opens the command palette."
+)
+
+
+class HelpScreen(ModalScreen[None]):
+    CSS_PATH = "help.tcss"
+    BINDINGS = [Binding("escape,q,f1,question_mark", "dismiss", "Close", id="help.close")]
+
+    def __init__(self, below: Screen[Any]) -> None:
+        super().__init__()
+        self.below = below
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog", id="help-dialog"):
+            yield Static(Text("Help"), classes="dialog-title")
+            with VerticalScroll():
+                yield Static(self._keys())
+                yield Static(Text(GUIDE), id="guide")
+
+    def _keys(self) -> Table:
+        table = Table.grid(padding=(0, 2))
+        table.add_column(style="bold", no_wrap=True)
+        table.add_column()
+        seen: set[str] = set()
+        for active in self.below.active_bindings.values():
+            binding = active.binding
+            if not binding.show or not binding.description or binding.description in seen:
+                continue  # widget navigation (arrows, paging) is left out: it is what you expect
+            seen.add(binding.description)
+            table.add_row(Text(self.app.get_key_display(binding)), Text(binding.description))
+        table.add_row(Text("ctrl+p"), Text("Command palette: every action by name"))
+        table.add_row(Text("tab"), Text("Next field or panel"))
+        return table
+
+    async def action_dismiss(self, result: Any = None) -> None:
+        self.dismiss(None)

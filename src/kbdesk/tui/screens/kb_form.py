@@ -1,0 +1,137 @@
+"""Create or edit a knowledge base: name, description, chunking, and (new KBs) the model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Container, Horizontal, VerticalScroll
+from textual.widgets import Button, Input, Label, Select, Static
+
+from kbdesk.models import KnowledgeBase
+from kbdesk.tui.screens.base import DeskModal
+from kbdesk.tui.widgets.model_picker import ModelPicker
+
+KEYWORD_ONLY = "\x00keyword"
+
+
+@dataclass
+class KbFormResult:
+    name: str
+    description: str
+    chunk_size: int
+    chunk_overlap: int
+    provider: str | None = None
+    model_id: str | None = None
+    keyword_only: bool = False
+
+
+class KbFormScreen(DeskModal):
+    """``KbFormScreen()`` creates, ``KbFormScreen(kb)`` edits; dismisses with a KbFormResult."""
+
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel", id="form.cancel"),
+        Binding("ctrl+s", "save", "Save", id="form.save"),
+    ]
+
+    def __init__(self, kb: KnowledgeBase | None = None) -> None:
+        super().__init__()
+        self.kb = kb
+
+    def compose(self) -> ComposeResult:
+        config = self.desk.config
+        kb = self.kb
+        with VerticalScroll(classes="dialog", id="kb-form"):
+            title = f"Edit '{kb.name}'" if kb else "New knowledge base"
+            yield Static(Text(title), classes="dialog-title")
+            with Container(classes="form"):
+                yield Label("Name")
+                yield Input(kb.name if kb else "", placeholder="e.g. notes", id="name", compact=True)
+                yield Label("Description")
+                yield Input(kb.description if kb else "", placeholder="what it holds (optional)",
+                            id="description", compact=True)
+                yield Label("Chunk size")
+                yield Input(str(kb.chunk_size if kb else config.chunking.chunk_size), type="integer",
+                            id="chunk_size", compact=True)
+                yield Label("Overlap")
+                yield Input(str(kb.chunk_overlap if kb else config.chunking.chunk_overlap), type="integer",
+                            id="chunk_overlap", compact=True)
+                if kb is None:
+                    yield from self._embedding_fields()
+            if kb is not None:
+                yield Static(Text(f"Embedding model: {kb.model_id or 'none (keyword search)'}. "
+                                  "New chunking applies to documents added or rebuilt from now on."),
+                             classes="note")
+            with Horizontal(classes="buttons"):
+                yield Button("Save" if kb else "Create", variant="primary", id="ok", compact=True)
+                yield Button("Cancel", id="cancel", compact=True)
+
+    def _embedding_fields(self) -> ComposeResult:
+        config = self.desk.config
+        role = config.roles.embedding
+        options: list[tuple[Any, str]] = [(Text(name), name) for name in sorted(config.providers)]
+        options.append(("keyword only (no embeddings)", KEYWORD_ONLY))
+        default = role.provider if role.provider in config.providers else (
+            next(iter(sorted(config.providers)), KEYWORD_ONLY))
+        yield Label("Provider")
+        yield Select(options, value=default, allow_blank=False, id="provider", compact=True)
+        yield Label("Model")
+        picker = ModelPicker("embedding", None if default == KEYWORD_ONLY else default,
+                             role.model if default == role.provider else None, id="model")
+        picker.display = default != KEYWORD_ONLY
+        yield picker
+
+    def on_mount(self) -> None:
+        self.query_one("#name", Input).focus()
+
+    @on(Select.Changed, "#provider")
+    def provider_changed(self, event: Select.Changed) -> None:
+        picker = self.query_one("#model", ModelPicker)
+        keyword = event.value == KEYWORD_ONLY
+        picker.display = not keyword
+        if not keyword and event.value != picker.provider:
+            picker.load(str(event.value))
+
+    @on(Button.Pressed, "#cancel")
+    def cancel(self) -> None:
+        self.dismiss(None)
+
+    @on(Button.Pressed, "#ok")
+    @on(Input.Submitted)
+    def action_save(self) -> None:
+        result = self._read()
+        if result is not None:
+            self.dismiss(result)
+
+    def _read(self) -> KbFormResult | None:
+        def text(widget_id: str) -> str:
+            return self.query_one(f"#{widget_id}", Input).value.strip()
+
+        name = text("name")
+        if not name:
+            return self._invalid("give the knowledge base a name")
+        try:
+            size, overlap = int(text("chunk_size")), int(text("chunk_overlap"))
+        except ValueError:
+            return self._invalid("chunk size and overlap are whole numbers")
+        if size < 1 or not 0 <= overlap < size:
+            return self._invalid("chunk size must be at least 1, and overlap between 0 and the size")
+        result = KbFormResult(name, text("description"), size, overlap)
+        if self.kb is None:
+            provider: Any = self.query_one("#provider", Select).value
+            if provider == KEYWORD_ONLY:
+                result.keyword_only = True
+            else:
+                model = self.query_one("#model", ModelPicker).value
+                if not model:
+                    return self._invalid("choose or type an embedding model, or pick 'keyword only'")
+                result.provider, result.model_id = str(provider), model
+        return result
+
+    def _invalid(self, message: str) -> None:
+        self.notify(message, severity="warning", markup=False)
+        return None

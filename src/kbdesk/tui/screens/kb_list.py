@@ -1,0 +1,171 @@
+"""The first screen: every knowledge base, with create, edit, delete, open and search."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.widgets import DataTable, Footer, Header, Static
+
+from kbdesk.models import KnowledgeBase
+from kbdesk.tui.format import human_size, model_label
+from kbdesk.tui.progress import DocProgress, IngestTracker
+from kbdesk.tui.screens.base import DeskScreen
+from kbdesk.tui.screens.confirm import ConfirmScreen
+from kbdesk.tui.screens.kb_form import KbFormResult, KbFormScreen
+from kbdesk.tui.widgets.kb_table import KbTable
+
+WELCOME = ("No knowledge bases yet.\n\n"
+           "Press n to create one, then a to add files or a whole folder to it. "
+           "Press s to set up an embedding provider (for search by meaning); "
+           "without one, a KB is searched by keyword. Press ? for help.")
+
+
+class KbListScreen(DeskScreen):
+    CSS_PATH = "kb_list.tcss"
+    BINDINGS = [
+        Binding("n", "new_kb", "New", id="kbs.new"),
+        Binding("enter", "open_kb", "Open", id="kbs.open"),
+        Binding("e", "edit_kb", "Edit", id="kbs.edit"),
+        Binding("d,delete", "delete_kb", "Delete", id="kbs.delete"),
+        Binding("slash", "search", "Search", id="kbs.search"),
+        Binding("s", "app.open_settings", "Settings", id="kbs.settings"),
+        Binding("r", "refresh", "Refresh", id="kbs.refresh", show=False),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield KbTable(id="kbs")
+        yield Static(Text(WELCOME), id="welcome", classes="hidden")
+        yield Static("", id="kb-info")
+        yield Footer()
+
+    @property
+    def table(self) -> KbTable:
+        return self.query_one(KbTable)
+
+    # ── loading ────────────────────────────────────────────────────────────────
+    def refresh_kbs(self, select: str | None = None) -> None:
+        self.in_thread(self.desk.list_kbs, doing="loading knowledge bases", group="load", exclusive=True,
+                       done=lambda kbs: self._loaded(kbs, select))
+
+    def _loaded(self, kbs: list[KnowledgeBase], select: str | None) -> None:
+        app: Any = self.app
+        running = {kb.id for kb in kbs if app.ingesting(kb.id)}
+        self.table.load(kbs, app.trackers, running, select)
+        self.query_one("#welcome").set_class(bool(kbs), "hidden")
+        self.table.set_class(not kbs, "hidden")
+        self._describe(self.table.selected)
+        self.refresh_bindings()
+
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self) -> None:
+        self._describe(self.table.selected)
+
+    def _describe(self, kb: KnowledgeBase | None) -> None:
+        info = self.query_one("#kb-info", Static)
+        if kb is None:
+            info.update("")
+            return
+        text = Text()
+        text.append(kb.name, style="bold")
+        text.append(f"  {kb.description}" if kb.description else "  (no description)")
+        text.append(f"\n{kb.document_count} documents, {kb.chunk_count} chunks, {human_size(kb.total_bytes)}"
+                    f" · {model_label(kb)} · chunks of {kb.chunk_size}, overlap {kb.chunk_overlap}",
+                    style="dim")
+        info.update(text)
+
+    def on_screen_resume(self) -> None:
+        self.refresh_kbs()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("open_kb", "edit_kb", "delete_kb") and self.is_mounted and not self.table.kbs:
+            return None  # shown dimmed: there is no knowledge base to act on
+        return True
+
+    # ── hooks the app calls ────────────────────────────────────────────────────
+    def show_ingest(self, tracker: IngestTracker, changes: dict[str, DocProgress | None]) -> None:
+        self.table.show_progress(tracker)
+
+    def ingest_finished(self, kb_id: str) -> None:
+        self.refresh_kbs()
+
+    def palette_commands(self) -> Iterable[SystemCommand]:
+        yield SystemCommand("New knowledge base", "Create a KB (name, chunking, embedding model)",
+                            self.action_new_kb)
+        kb = self.table.selected
+        if kb is not None:
+            yield SystemCommand(f"Open '{kb.name}'", "Documents, live status, add files",
+                                self.action_open_kb)
+            yield SystemCommand(f"Delete '{kb.name}'", "Delete the KB and everything in it",
+                                self.action_delete_kb)
+
+    # ── actions ────────────────────────────────────────────────────────────────
+    def action_refresh(self) -> None:
+        self.refresh_kbs()
+
+    @on(DataTable.RowSelected)
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_open_kb()
+
+    def action_open_kb(self, kb: KnowledgeBase | None = None, hint: bool = False) -> None:
+        from kbdesk.tui.screens.kb_detail import KbDetailScreen
+
+        kb = kb or self.table.selected
+        if kb is not None:
+            self.app.push_screen(KbDetailScreen(kb, hint=hint))
+
+    def action_search(self) -> None:
+        app: Any = self.app
+        kb = self.table.selected
+        app.action_open_search([kb.name] if kb else None)
+
+    def action_new_kb(self) -> None:
+        self.app.push_screen(KbFormScreen(), self._create)
+
+    def _create(self, form: KbFormResult | None) -> None:
+        if form is None:
+            return
+        self.in_thread(self.desk.create_kb, form.name, form.description, model_id=form.model_id,
+                       provider=form.provider, chunk_size=form.chunk_size, chunk_overlap=form.chunk_overlap,
+                       keyword_only=form.keyword_only, doing=f"creating '{form.name}'", done=self._created)
+
+    def _created(self, kb: KnowledgeBase) -> None:
+        self.notify(f"Created '{kb.name}'. Press a to add files or a folder.", markup=False)
+        self.action_open_kb(kb, hint=True)
+
+    def action_edit_kb(self) -> None:
+        kb = self.table.selected
+        if kb is not None:
+            self.app.push_screen(KbFormScreen(kb), lambda form: self._edit(kb, form))
+
+    def _edit(self, kb: KnowledgeBase, form: KbFormResult | None) -> None:
+        if form is None:
+            return
+        self.in_thread(self.desk.edit_kb, kb.id, name=form.name, description=form.description,
+                       chunk_size=form.chunk_size, chunk_overlap=form.chunk_overlap,
+                       doing=f"saving '{kb.name}'", done=lambda new: self.refresh_kbs(new.id))
+
+    def action_delete_kb(self) -> None:
+        kb = self.table.selected
+        if kb is None:
+            return
+        if getattr(self.app, "ingesting")(kb.id):
+            self.notify(f"'{kb.name}' is being indexed; delete it when that is done", severity="warning",
+                        markup=False)
+            return
+        detail = (f"This removes its {kb.document_count} documents, {kb.chunk_count} chunks with their "
+                  f"vectors and keyword index, and {human_size(kb.total_bytes)} of stored copies. "
+                  "Your original files are not touched.")
+        self.app.push_screen(ConfirmScreen(f"Delete knowledge base '{kb.name}'?", detail),
+                             lambda yes: self._delete(kb, yes))
+
+    def _delete(self, kb: KnowledgeBase, yes: bool | None) -> None:
+        if yes:
+            self.in_thread(self.desk.delete_kb, kb.id, doing=f"deleting '{kb.name}'",
+                           done=lambda _: (self.notify(f"Deleted '{kb.name}'", markup=False), self.refresh_kbs()))

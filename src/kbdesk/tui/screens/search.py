@@ -1,0 +1,164 @@
+"""Search with scores: query, KBs, mode, limit and threshold; why each hit ranked (or not)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.widgets import Button, DataTable, Footer, Header, Input, Label, Select, Static
+
+from kbdesk.search import MODES, SearchResponse
+from kbdesk.tui.format import score, where_label
+from kbdesk.tui.screens.base import DeskScreen
+from kbdesk.tui.widgets.results_table import ResultsTable
+
+HINT = ("Type a query and press Enter. Each row shows the similarity, the vector rank, the keyword rank "
+        "and the fused score; candidates the threshold or the limit cut are listed too (ctrl+t hides "
+        "them). Enter on a row opens the chunk with its neighbours.")
+
+
+class SearchScreen(DeskScreen):
+    CSS_PATH = "search.tcss"
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back", id="search.back"),
+        Binding("ctrl+o", "choose_kbs", "KBs", id="search.kbs"),
+        Binding("ctrl+t", "toggle_cut", "Show/hide cut", id="search.cut"),
+        Binding("ctrl+l", "focus_query", "Query", id="search.query"),
+    ]
+
+    def __init__(self, kb_names: list[str] | None = None) -> None:
+        super().__init__()
+        self.kb_names = list(kb_names or [])
+        self.show_cut = True
+        self.response: SearchResponse | None = None
+
+    def compose(self) -> ComposeResult:
+        config = self.desk.config.search
+        yield Header()
+        yield Input(placeholder="search… (Enter)", id="query")
+        with Horizontal(id="options"):
+            yield Label("Mode")
+            yield Select([(m, m) for m in MODES], value=config.mode, allow_blank=False, id="mode", compact=True)
+            yield Label("Limit")
+            yield Input(str(config.limit), type="integer", id="limit", compact=True)
+            yield Label("Threshold")
+            yield Input(f"{config.threshold:g}", type="number", id="threshold", compact=True)
+            yield Button("KBs: …", id="kbs", compact=True)
+        yield ResultsTable(id="results")
+        yield Static(Text(HINT), id="preview")
+        yield Static("", id="search-status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "search"
+        if not self.kb_names:
+            self.in_thread(self.desk.list_kbs, doing="loading knowledge bases",
+                           done=lambda kbs: self._set_kbs([kb.name for kb in kbs]))
+        else:
+            self._set_kbs(self.kb_names)
+        self.query_one("#query", Input).focus()
+
+    def _set_kbs(self, names: list[str]) -> None:
+        self.kb_names = names
+        label = ", ".join(names) if names else "none"
+        self.query_one("#kbs", Button).label = Text(f"KBs: {label}"[:40])
+
+    # ── searching ──────────────────────────────────────────────────────────────
+    @on(Input.Submitted)
+    @on(Select.Changed, "#mode")
+    def run_search(self) -> None:
+        query = self.query_one("#query", Input).value.strip()
+        if not query:
+            return
+        if not self.kb_names:
+            self.notify("No knowledge base to search: create one first, or pick some (ctrl+o)", severity="warning")
+            return
+        try:
+            limit = int(self.query_one("#limit", Input).value or 5)
+            threshold = float(self.query_one("#threshold", Input).value or 0.3)
+        except ValueError:
+            self.notify("limit is a whole number and threshold a number", severity="warning")
+            return
+        mode: Any = self.query_one("#mode", Select).value
+        self._status(Text(f"searching {', '.join(self.kb_names)}…", style="dim"))
+        self.in_thread(self.desk.search, list(self.kb_names), query, limit=limit, threshold=threshold,
+                       mode=str(mode), explain=True, doing="searching", group="search", exclusive=True,
+                       done=self._show, failed=lambda _: self._status(Text("")))
+
+    def _show(self, response: SearchResponse) -> None:
+        self.response = response
+        table = self.query_one(ResultsTable)
+        table.show(response.explain or [], self.show_cut)
+        self._status(self._explain_summary(response))
+        self._preview()
+
+    def _explain_summary(self, response: SearchResponse) -> Text:
+        explain = response.explain or []
+        cut: dict[str, int] = {}
+        for hit in explain:
+            if hit["cut"]:
+                cut[hit["cut"]] = cut.get(hit["cut"], 0) + 1
+        threshold = self.query_one("#threshold", Input).value
+        text = Text(f"{response.mode} · {len(response.results)} result(s) from {', '.join(response.searched_kbs)}")
+        if cut:
+            text.append(" · cut: " + ", ".join(f"{n} by {why}" for why, n in sorted(cut.items())))
+        if not response.results:
+            best = max((h["cosine"] for h in explain if h.get("cosine") is not None), default=None)
+            if best is not None and cut.get("threshold"):
+                text.append(f"\nNothing passed: the best cosine is {best:.3f}, under the threshold {threshold}. "
+                            "Lower the threshold or try keyword mode.", style="bold")
+            elif not explain:
+                text.append("\nNo candidate at all: no chunk shares a word with the query"
+                            + (" and no vectors were searched." if response.mode == "keyword" else "."),
+                            style="bold")
+        for note in response.notes:
+            text.append(f"\n{note}", style="italic")
+        return text
+
+    def _status(self, text: Text) -> None:
+        self.query_one("#search-status", Static).update(text)
+
+    @on(DataTable.RowHighlighted, "#results")
+    def _preview(self) -> None:
+        hit = self.query_one(ResultsTable).selected
+        preview = self.query_one("#preview", Static)
+        if hit is None:
+            preview.update(Text(HINT))
+            return
+        where = where_label(hit.get("metadata") or {})
+        head = Text()
+        head.append(f"{hit['source']}" + (f" · {where}" if where else ""), style="bold")
+        head.append(f"\n{hit['kb']} · similarity {score(hit['similarity'])} · cosine {score(hit['cosine'])} · "
+                    f"vector rank {hit['vector_rank'] or '–'} · keyword rank {hit['keyword_rank'] or '–'} (BM25 "
+                    f"{score(hit['keyword_score'], 2)}) · fused {score(hit['fused'], 4)}"
+                    + (f" · cut by {hit['cut']}" if hit["cut"] else ""), style="dim")
+        head.append("\n" + " ".join(hit["content"].split())[:400])
+        preview.update(head)
+
+    @on(DataTable.RowSelected, "#results")
+    def open_hit(self) -> None:
+        from kbdesk.tui.screens.chunk import ChunkScreen
+
+        hit = self.query_one(ResultsTable).selected
+        if hit is not None:
+            self.app.push_screen(ChunkScreen(hit))
+
+    # ── options ────────────────────────────────────────────────────────────────
+    def action_focus_query(self) -> None:
+        self.query_one("#query", Input).focus()
+
+    def action_toggle_cut(self) -> None:
+        self.show_cut = not self.show_cut
+        if self.response is not None:
+            self._show(self.response)
+
+    @on(Button.Pressed, "#kbs")
+    def action_choose_kbs(self) -> None:
+        from kbdesk.tui.screens.choose_kbs import ChooseKbsScreen
+
+        self.app.push_screen(ChooseKbsScreen(self.kb_names),
+                             lambda names: self._set_kbs(names) if names is not None else None)

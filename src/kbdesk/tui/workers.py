@@ -1,0 +1,47 @@
+"""Running blocking core calls in thread workers, with results and errors routed back.
+
+Every screen or widget that calls the core mixes in :class:`Blocking` and calls
+``self.in_thread(fn, *args, doing=..., done=callback)``. The callback runs on the UI
+thread with the result. A failure goes to the app's one error reporter (a
+notification, never a traceback) and then to the optional ``failed`` callback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from textual.worker import Worker, WorkerState
+
+
+class Blocking:
+    """Mixin for a Screen or Widget: ``in_thread`` plus its ``Worker.StateChanged`` handler."""
+
+    _kb_thread_callbacks: dict[Worker[Any], tuple[Callable[[Any], None] | None, Callable[[BaseException], None] | None]]
+
+    def in_thread(self, fn: Callable[..., Any], *args: Any, doing: str,
+                  done: Callable[[Any], None] | None = None,
+                  failed: Callable[[BaseException], None] | None = None,
+                  group: str = "default", exclusive: bool = False, **kwargs: Any) -> Worker[Any]:
+        """Run ``fn(*args, **kwargs)`` in a thread; ``doing`` names it in error messages."""
+        if not hasattr(self, "_kb_thread_callbacks"):
+            self._kb_thread_callbacks = {}
+        worker = self.run_worker(lambda: fn(*args, **kwargs), name=doing, description=doing,  # type: ignore[attr-defined]
+                                 thread=True, exit_on_error=False, group=group, exclusive=exclusive)
+        self._kb_thread_callbacks[worker] = (done, failed)
+        return worker
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        callbacks = getattr(self, "_kb_thread_callbacks", {})
+        worker = event.worker
+        if event.state == WorkerState.SUCCESS:
+            done, _ = callbacks.pop(worker, (None, None))
+            if done is not None:
+                done(worker.result)
+        elif event.state == WorkerState.ERROR:
+            _, failed = callbacks.pop(worker, (None, None))
+            self.app.report_error(worker.error, worker.name)  # type: ignore[attr-defined]
+            if failed is not None and worker.error is not None:
+                failed(worker.error)
+        elif event.state == WorkerState.CANCELLED:
+            callbacks.pop(worker, None)

@@ -1,0 +1,122 @@
+"""The app shell: command palette, help, bindings with ids, quitting while indexing."""
+
+from __future__ import annotations
+
+from textual.command import CommandList
+
+from tui_support import GatedProvider, settle, type_text, wait_until
+from kbdesk.tui.app import KbdeskApp, make_app
+from kbdesk.tui.screens.confirm import ConfirmScreen
+from kbdesk.tui.screens.help import HelpScreen
+from kbdesk.tui.screens.kb_detail import KbDetailScreen
+from kbdesk.tui.screens.kb_list import KbListScreen
+from kbdesk.tui.screens.search import SearchScreen
+from kbdesk.tui.screens.settings import SettingsScreen
+
+
+async def test_command_palette_reaches_the_main_actions(tui_desk):
+    tui_desk.create_kb("docs")
+    app = make_app(tui_desk)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for wanted in ("Search knowledge bases", "Settings", "Help", "New knowledge base", "Open 'docs'"):
+            assert wanted in titles
+        await pilot.press("ctrl+p")
+        await settle(pilot)
+        await type_text(pilot, "search knowledge")
+
+        def found() -> bool:
+            lists = app.screen.query(CommandList)
+            return bool(lists) and lists.first().option_count > 0
+
+        assert await wait_until(pilot, found)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, SearchScreen)
+        await pilot.press("escape")
+        await settle(pilot)
+        app.push_screen(KbDetailScreen(tui_desk.kb("docs")))
+        await settle(pilot)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Add files or a folder to 'docs'" in titles and "Rebuild 'docs'" in titles
+
+
+async def test_help_and_settings_keys(tui_desk):
+    app = make_app(tui_desk)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await settle(pilot)
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert isinstance(app.screen, KbListScreen)
+        await pilot.press("s")
+        await settle(pilot)
+        assert isinstance(app.screen, SettingsScreen)
+
+
+def test_every_binding_has_an_id():
+    from kbdesk.tui.screens import (
+        add_files, choose_kbs, chunk, confirm, help, kb_detail, kb_form, kb_list, provider_form, reembed, search,
+        settings,
+    )
+
+    classes = [KbdeskApp, add_files.AddFilesScreen, choose_kbs.ChooseKbsScreen, chunk.ChunkScreen,
+               confirm.ConfirmScreen, help.HelpScreen, kb_detail.KbDetailScreen, kb_form.KbFormScreen,
+               kb_list.KbListScreen, provider_form.ProviderFormScreen, reembed.ReembedScreen,
+               search.SearchScreen, settings.SettingsScreen]
+    ids = []
+    for cls in classes:
+        for binding in cls.BINDINGS:
+            assert binding.id, f"{cls.__name__}: {binding.key} has no id"
+            ids.append(binding.id)
+    assert len(ids) == len(set(ids))
+
+
+async def test_quitting_while_indexing_asks_first(tui_desk, tmp_path):
+    (tmp_path / "a.txt").write_text("some text")
+    provider = GatedProvider()
+    tui_desk.embedders.register("gated", provider)
+    kb = tui_desk.create_kb("docs", model_id="m", provider="gated")
+    app = make_app(tui_desk)
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+            app.start_ingest(kb, "Indexing", lambda on_event: tui_desk.add("docs", [tmp_path / "a.txt"],
+                                                                             on_event=on_event))
+            await wait_until(pilot, lambda: provider.calls > 0)
+            assert app.ingesting()
+            await pilot.press("ctrl+q")
+            await pilot.pause()
+            assert isinstance(app.screen, ConfirmScreen)
+            await pilot.press("n")
+            await pilot.pause()
+            assert app.is_running
+            provider.gate.set()
+            await settle(pilot)
+            await pilot.press("ctrl+q")
+            await pilot.pause()
+            assert not app.is_running
+    finally:
+        provider.gate.set()
+
+
+async def test_status_colours_follow_the_theme(tui_desk, corpus):
+    from kbdesk.tui.format import palette
+    from kbdesk.tui.widgets.documents_table import DocumentsTable
+
+    tui_desk.create_kb("docs")
+    tui_desk.add("docs", [corpus / "guide.md"])
+    app = make_app(tui_desk)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        table = app.screen.query_one(DocumentsTable)
+        before = table.get_cell_at((0, 3)).style
+        app.theme = "textual-light"
+        await settle(pilot)
+        after = table.get_cell_at((0, 3)).style
+        assert after == palette(app)["ok"] and after != before

@@ -1,0 +1,227 @@
+"""Pilot tests: knowledge bases and documents, driven by keys as a user would."""
+
+from __future__ import annotations
+
+from textual.widgets import Input, Static
+
+from tui_support import notifications, settle, type_text
+from kbdesk.tui.app import make_app
+from kbdesk.tui.screens.add_files import AddFilesScreen
+from kbdesk.tui.screens.confirm import ConfirmScreen
+from kbdesk.tui.screens.kb_detail import KbDetailScreen
+from kbdesk.tui.screens.kb_form import KbFormScreen
+from kbdesk.tui.screens.kb_list import KbListScreen
+from kbdesk.tui.widgets.documents_table import DocumentsTable
+from kbdesk.tui.widgets.kb_table import KbTable
+
+
+async def test_create_a_keyword_kb(tui_desk):
+    app = make_app(tui_desk)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert isinstance(app.screen, KbListScreen)
+        assert "No knowledge bases yet" in str(app.screen.query_one("#welcome", Static).render())
+        await pilot.press("n")
+        await settle(pilot)
+        assert isinstance(app.screen, KbFormScreen)
+        await type_text(pilot, "notes")
+        await pilot.press("tab")
+        await type_text(pilot, "meeting notes")
+        await pilot.press("enter")
+        await settle(pilot)
+        # no provider is set up: the KB is keyword-only, and its detail screen opens at once
+        assert isinstance(app.screen, KbDetailScreen)
+        kb = tui_desk.kb("notes")
+        assert kb.description == "meeting notes" and kb.model_id is None
+        assert kb.chunk_size == 1000 and kb.chunk_overlap == 200
+        assert app.screen.query_one("#empty").display
+
+
+async def test_create_refuses_a_bad_form(tui_desk):
+    app = make_app(tui_desk)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("n")
+        await settle(pilot)
+        form = app.screen
+        form.query_one("#name", Input).value = "x"
+        form.query_one("#chunk_overlap", Input).value = "5000"
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        assert app.screen is form  # still open
+        assert any("overlap" in m for m in notifications(app))
+        assert tui_desk.list_kbs() == []
+
+
+async def test_add_a_folder_and_watch_every_document_finish(tui_desk, corpus):
+    tui_desk.create_kb("docs")
+    app = make_app(tui_desk)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, KbDetailScreen)
+        await pilot.press("a")
+        await settle(pilot)
+        assert isinstance(app.screen, AddFilesScreen)
+        app.screen.query_one("#path", Input).value = str(corpus)
+        await pilot.press("enter")
+        await settle(pilot)
+        detail = app.screen
+        assert isinstance(detail, KbDetailScreen)
+        table = detail.query_one(DocumentsTable)
+        rows = {row.filename: row for row in table.rows_by_id.values()}
+        assert set(rows) == {"guide.md", "notes/meeting.txt", "people.csv", "page.html", "broken.pdf"}
+        assert {name: row.status for name, row in rows.items() if name != "broken.pdf"} == dict.fromkeys(
+            ["guide.md", "notes/meeting.txt", "people.csv", "page.html"], "ready")
+        broken = rows["broken.pdf"]
+        assert broken.status == "error" and broken.error
+        assert all(row.size and row.chunks for name, row in rows.items() if name != "broken.pdf")
+        # the error text of the failed document shows when it is highlighted
+        table.move_cursor(row=table.get_row_index(broken.doc_id))
+        await settle(pilot)
+        shown = str(detail.query_one("#doc-error", Static).render())
+        assert "broken.pdf" in shown and broken.error[:20] in shown
+        assert any("4 ready, 1 failed" in m for m in notifications(app))
+        # the KB list shows the new counts when we go back
+        await pilot.press("escape")
+        await settle(pilot)
+        kb_row = app.screen.query_one(KbTable).selected
+        assert kb_row.document_count == 5
+
+
+async def test_remove_a_document_then_delete_the_kb(tui_desk, corpus):
+    tui_desk.create_kb("docs")
+    tui_desk.add("docs", [corpus / "guide.md", corpus / "people.csv"])
+    app = make_app(tui_desk)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        table = app.screen.query_one(DocumentsTable)
+        assert table.row_count == 2
+        target = table.selected.filename
+        await pilot.press("x")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        assert target in str(app.screen.question)
+        await pilot.press("y")
+        await settle(pilot)
+        assert [d.filename for d in tui_desk.store.list_documents(tui_desk.kb("docs").id)] == (
+            [name for name in ("guide.md", "people.csv") if name != target])
+        assert table.row_count == 1
+        await pilot.press("escape")
+        await settle(pilot)
+        await pilot.press("d")
+        await settle(pilot)
+        confirm = app.screen
+        assert isinstance(confirm, ConfirmScreen)
+        assert "1 documents" in confirm.detail and "original files are not touched" in confirm.detail
+        await pilot.press("n")  # cancel first: nothing happens
+        await settle(pilot)
+        assert len(tui_desk.list_kbs()) == 1
+        await pilot.press("d")
+        await settle(pilot)
+        await pilot.press("y")
+        await settle(pilot)
+        assert tui_desk.list_kbs() == []
+        assert app.screen.query_one("#welcome").display
+
+
+async def test_edit_a_kb(tui_desk):
+    tui_desk.create_kb("docs")
+    app = make_app(tui_desk)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await settle(pilot)
+        form = app.screen
+        form.query_one("#name", Input).value = "manuals"
+        form.query_one("#chunk_size", Input).value = "500"
+        form.query_one("#chunk_overlap", Input).value = "50"
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        kb = tui_desk.kb("manuals")
+        assert (kb.chunk_size, kb.chunk_overlap) == (500, 50)
+        assert app.screen.query_one(KbTable).selected.name == "manuals"
+
+
+async def test_errors_become_one_line_notifications(tui_desk):
+    tui_desk.create_kb("docs")
+    tui_desk.create_kb("other")
+    app = make_app(tui_desk)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await settle(pilot)
+        app.screen.query_one("#name", Input).value = "other"  # clashes with the other KB
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        messages = notifications(app)
+        assert any("already exists" in m for m in messages), messages
+        assert not any("Traceback" in m for m in messages)
+
+
+async def test_create_with_a_model_then_rebuild_and_reembed(vector_desk, corpus):
+    from textual.widgets import Select
+
+    from kbdesk.tui.screens.reembed import ReembedScreen
+    from kbdesk.tui.widgets.model_picker import LIST, ModelPicker
+
+    app = make_app(vector_desk)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("n")
+        await settle(pilot)
+        form = app.screen
+        picker = form.query_one("#model", ModelPicker)
+        assert picker.mode == LIST and picker.value == "text-embedding-3-small"  # the embedding role
+        form.query_one("#name", Input).value = "docs"
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        kb = vector_desk.kb("docs")
+        assert (kb.embedding_config["provider"], kb.model_id) == ("fake", "text-embedding-3-small")
+        detail = app.screen
+        detail._add(type("Request", (), {"paths": [str(corpus)], "include": ["*.md", "*.txt"], "exclude": [],
+                                         "sync": False})())
+        await settle(pilot)
+        assert sorted(r.filename for r in detail.query_one(DocumentsTable).rows_by_id.values()) == [
+            "guide.md", "notes/meeting.txt"]
+        # rebuild, after a confirmation
+        await pilot.press("b")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("y")
+        await settle(pilot)
+        assert any("Rebuilding 'docs'" in m for m in notifications(app))
+        # re-embed with another model picked from the list
+        await pilot.press("m")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, ReembedScreen)
+        dialog.query_one("#model #choice", Select).value = "nomic-embed-text"
+        await pilot.click("#ok")
+        await settle(pilot)
+        assert vector_desk.kb("docs").model_id == "nomic-embed-text"
+        assert "nomic-embed-text" in str(detail.query_one("#kb-head", Static).render())
+
+
+async def test_create_form_keyword_only_hides_the_picker(vector_desk):
+    from textual.widgets import Select
+
+    from kbdesk.tui.screens.kb_form import KEYWORD_ONLY
+    from kbdesk.tui.widgets.model_picker import ModelPicker
+
+    app = make_app(vector_desk)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("n")
+        await settle(pilot)
+        form = app.screen
+        form.query_one("#provider", Select).value = KEYWORD_ONLY
+        await settle(pilot)
+        assert not form.query_one("#model", ModelPicker).display
+        form.query_one("#name", Input).value = "plain"
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        assert vector_desk.kb("plain").model_id is None

@@ -1,0 +1,104 @@
+"""Pilot tests: the search screen as a retrieval debugger, and opening a hit."""
+
+from __future__ import annotations
+
+from textual.widgets import Input, Select, Static
+
+from tui_support import settle, type_text
+from kbdesk.tui.app import make_app
+from kbdesk.tui.screens.chunk import ChunkScreen
+from kbdesk.tui.screens.search import SearchScreen
+from kbdesk.tui.widgets.results_table import ResultsTable
+
+
+async def test_search_and_open_a_result(vector_desk, corpus):
+    vector_desk.create_kb("docs")  # takes the embedding role: fake / text-embedding-3-small
+    vector_desk.add("docs", [corpus])
+    app = make_app(vector_desk)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, SearchScreen)
+        assert screen.kb_names == ["docs"]
+        # the fake server's vectors are random: let every cosine pass, ranks decide
+        screen.query_one("#threshold", Input).value = "-1"
+        await type_text(pilot, "restore a backup")
+        await pilot.press("enter")
+        await settle(pilot)
+        table = screen.query_one(ResultsTable)
+        kept = [h for h in table.hits if h["cut"] is None]
+        assert screen.response.mode == "hybrid"
+        assert kept and kept[0]["source"] == "guide.md"
+        # every row carries the debugger's numbers
+        assert kept[0]["keyword_rank"] in (1, 2) and kept[0]["fused"] > 0
+        assert all(h["vector_rank"] is not None for h in kept)
+        status = str(screen.query_one("#search-status", Static).render())
+        assert "hybrid" in status and "result(s) from docs" in status
+        preview = str(screen.query_one("#preview", Static).render())
+        assert "guide.md" in preview and f"keyword rank {kept[0]['keyword_rank']}" in preview
+        # open it: the whole chunk with its neighbours
+        table.focus()
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, ChunkScreen)
+        chunks = [str(s.render()) for s in app.screen.query(".chunk")]
+        assert any("restore command" in c for c in chunks)
+        assert len(app.screen.query(".chunk.current")) == 1
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.screen is screen
+
+
+async def test_the_threshold_cut_is_shown_and_explained(vector_desk, corpus):
+    vector_desk.create_kb("docs")
+    vector_desk.add("docs", [corpus])
+    app = make_app(vector_desk)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash")
+        await settle(pilot)
+        screen = app.screen
+        screen.query_one("#mode", Select).value = "vector"
+        screen.query_one("#threshold", Input).value = "0.99"
+        screen.query_one("#query", Input).value = "lighthouse rollout"
+        screen.query_one("#query", Input).focus()
+        await pilot.press("enter")
+        await settle(pilot)
+        table = screen.query_one(ResultsTable)
+        assert screen.response.results == []
+        assert table.hits and all(h["cut"] == "threshold" for h in table.hits)
+        status = str(screen.query_one("#search-status", Static).render())
+        assert "Nothing passed" in status and "threshold 0.99" in status
+        # ctrl+t hides the candidates that were cut
+        await pilot.press("ctrl+t")
+        await settle(pilot)
+        assert table.row_count == 0
+        await pilot.press("ctrl+t")
+        await settle(pilot)
+        assert table.row_count == len(screen.response.explain)
+
+
+async def test_keyword_kb_and_kb_choice(tui_desk, corpus):
+    tui_desk.create_kb("docs")
+    tui_desk.create_kb("empty")
+    tui_desk.add("docs", [corpus])
+    app = make_app(tui_desk)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        app.action_open_search()
+        await settle(pilot)
+        screen = app.screen
+        assert screen.kb_names == ["docs", "empty"]  # all KBs by default
+        await pilot.press("ctrl+o")
+        await settle(pilot)
+        await pilot.press("down", "space")  # untick "empty"
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        assert screen.kb_names == ["docs"]
+        await type_text(pilot, "lighthouse [March]")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert screen.response.mode == "keyword"
+        assert screen.response.results[0].source == "notes/meeting.txt"
