@@ -57,17 +57,16 @@ def main() -> None:
     names = {file_name(doc_id): doc_id for doc_id in dataset.corpus}
     try:
         existing = {kb.name for kb in desk.list_kbs()}
-        ingest_seconds = None
+        if args.rebuild and "eval" in existing:
+            desk.delete_kb("eval")
         if args.rebuild or "eval" not in existing:
-            if "eval" in existing:
-                desk.delete_kb("eval")
             desk.create_kb("eval", model_id=model_path(args.model), provider="here")
-            files = results / "corpus"
-            write_corpus(dataset, files)
-            start = time.perf_counter()
-            report = desk.add("eval", [files])
-            ingest_seconds = time.perf_counter() - start
-            assert not report.failed, report.failed[:3]
+        files = results / "corpus"
+        write_corpus(dataset, files)
+        start = time.perf_counter()
+        report = desk.add("eval", [files])  # a no-op when cached; finishes an interrupted run
+        ingest_seconds = time.perf_counter() - start if report.added or report.resumed else None
+        assert not report.failed, report.failed[:3]
         kb = desk.kb("eval")
         judged = [q for q in dataset.qrels if q in dataset.queries]
         embedder = desk.embedders.for_kb(kb)

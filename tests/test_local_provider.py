@@ -16,8 +16,10 @@ def local_config():
     return parse_config({"providers": {"here": {"kind": "local"}}})
 
 
-@pytest.mark.skipif(HAVE_ST, reason="checks the message shown without the optional extra")
-def test_without_the_extra_the_error_says_what_to_install(tmp_path):
+def test_without_the_extra_the_error_says_what_to_install(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # as if the extra were not installed
     with open_desk(config=local_config()) as desk:
         desk.create_kb("k", model_id="all-MiniLM-L6-v2", provider="here")
         (tmp_path / "a.txt").write_text("some text")
