@@ -20,6 +20,7 @@ from kbdesk.providers.settings import ProviderSettings
 
 VectorBackendName = Literal["auto", "sqlite-vec", "numpy"]
 SearchMode = Literal["auto", "vector", "keyword", "hybrid"]
+FusionName = Literal["convex", "rrf"]
 
 
 @dataclass
@@ -38,6 +39,10 @@ class SearchSettings:
     """Minimum cosine similarity of a vector result (0-1)."""
     mode: SearchMode = "auto"
     """auto (hybrid when vectors exist, keyword otherwise), vector, keyword or hybrid."""
+    fusion: FusionName = "convex"
+    """How hybrid mode combines its rankings: convex (weighted scores) or rrf (reciprocal ranks)."""
+    alpha: float = 0.7
+    """Weight of the vector side in convex fusion (0-1; the keyword side gets the rest)."""
 
 
 @dataclass
@@ -98,6 +103,8 @@ class Config:
 def _check_ranges(cfg: Config) -> None:
     if not 1 <= cfg.search.limit <= 20:
         raise ConfigError(f"config: search.limit must be between 1 and 20, got {cfg.search.limit}")
+    if not 0.0 <= cfg.search.alpha <= 1.0:
+        raise ConfigError(f"config: search.alpha must be between 0 and 1, got {cfg.search.alpha}")
     if not 0.0 <= cfg.search.threshold <= 1.0:
         raise ConfigError(f"config: search.threshold must be between 0 and 1, got {cfg.search.threshold}")
     if cfg.storage.max_file_mb <= 0:

@@ -171,7 +171,8 @@ class Desk:
         response = search(self.store, kbs, query, query_vector,
                           limit=limit if limit is not None else self.config.search.limit,
                           threshold=threshold if threshold is not None else self.config.search.threshold,
-                          mode=mode, explain=explain)
+                          mode=mode, explain=explain, fusion=self.config.search.fusion,
+                          alpha=self.config.search.alpha)
         response.notes.extend(notes)
         return response
 
