@@ -1,0 +1,26 @@
+# Benchmarks (never part of the test run). `make bench` is the quick pass (a few
+# minutes); `make bench-full` the full one (an hour or more on 2 cores). Both need
+# `pip install -e '.[bench,postgres]'`. Results and discussion: docs/BENCHMARKS.md.
+PY ?= .venv/bin/python
+
+.PHONY: test bench bench-full
+
+test:
+	$(PY) -m pytest -q
+
+bench:
+	$(PY) bench/bench_chunker.py --mb 5
+	$(PY) bench/bench_extract.py --quick
+	$(PY) bench/bench_ingest.py --quick
+	$(PY) bench/bench_search.py --quick
+	$(PY) bench/bench_scale.py --quick
+	$(PY) bench/eval_beir.py
+
+bench-full:
+	$(PY) bench/bench_chunker.py
+	$(PY) bench/bench_extract.py
+	$(PY) bench/bench_ingest.py
+	$(PY) bench/bench_search.py
+	$(PY) bench/bench_scale.py
+	$(PY) bench/bench_postgres.py
+	$(PY) bench/eval_beir.py --tune
