@@ -19,6 +19,7 @@ from kbdesk.errors import ConfigError
 from kbdesk.providers.settings import ProviderSettings
 
 VectorBackendName = Literal["auto", "sqlite-vec", "numpy"]
+TeamRole = Literal["member", "admin"]
 SearchMode = Literal["auto", "vector", "keyword", "hybrid"]
 FusionName = Literal["convex", "rrf"]
 
@@ -26,7 +27,8 @@ FusionName = Literal["convex", "rrf"]
 @dataclass
 class StorageSettings:
     db: str | None = None
-    """Database file to use instead of the default one in the data directory."""
+    """Database file to use instead of the default one in the data directory, or a
+    postgresql:// URI (Postgres mode; keep any password in PGPASSWORD or ~/.pgpass)."""
     max_file_mb: float = 10.0
     """Largest document accepted, in megabytes."""
 
@@ -86,6 +88,18 @@ class RolesSettings:
 
 
 @dataclass
+class IdentitySettings:
+    user_id: str | None = None
+    """Your user id (a UUID) on a Postgres server; default: derived from username."""
+    username: str | None = None
+    """Your user name on a Postgres server; default: your login name."""
+    admin: bool = False
+    """System admin on the Postgres server: creates global KBs, changes any KB's discoverable flag."""
+    teams: dict[str, TeamRole] = field(default_factory=dict)
+    """Your teams on the Postgres server (by id or name): "member" or "admin" (admins create team KBs)."""
+
+
+@dataclass
 class Config:
     storage: StorageSettings = field(default_factory=StorageSettings)
     search: SearchSettings = field(default_factory=SearchSettings)
@@ -93,6 +107,8 @@ class Config:
     chunking: ChunkingSettings = field(default_factory=ChunkingSettings)
     ingest: IngestSettings = field(default_factory=IngestSettings)
     roles: RolesSettings = field(default_factory=RolesSettings)
+    identity: IdentitySettings = field(default_factory=IdentitySettings)
+    """Who you are in Postgres mode: [identity] (scopes and permissions of seed 002)."""
     providers: dict[str, ProviderSettings] = field(default_factory=dict)
     """Embedding (and chat) providers by name: [providers.NAME] tables."""
 

@@ -88,6 +88,11 @@ def _register() -> None:
                     chat_manage.project_group):
         cli.add_command(command)
 
+    from kbdesk.cli import transfer
+
+    cli.add_command(transfer.export_command)
+    cli.add_command(transfer.import_command)
+
 
 _register()
 

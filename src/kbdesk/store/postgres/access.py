@@ -1,0 +1,143 @@
+"""Who may see and change which knowledge base in Postgres mode (seed 002).
+
+The user's identity (id, name, system-admin flag, teams and the role in each) comes
+from the config's ``[identity]`` table. The rules:
+
+- **personal** KBs are seen and changed by their owner only; anyone may create one.
+- **team** KBs are seen by the team's members and changed by its admins; creating one
+  needs the team id and team-admin rights (or system admin).
+- **global** KBs are seen by everyone and created and changed by system admins.
+- **discoverable** = false hides a KB from the picker (listing, lookup by name or id)
+  while bindings (a persona's or channel's KB ids, :meth:`get_kb`) still reach it; only
+  the owner or a system admin may change the flag. Following seed 002's picker
+  ("personal + team + discoverable global"), the flag hides global KBs; a system admin's
+  picker shows them all.
+"""
+
+from __future__ import annotations
+
+import getpass
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbdesk.errors import KbdeskError
+from kbdesk.models import KnowledgeBase
+
+# Users who name no id get a stable one derived from login and host, in this namespace.
+IDENTITY_NAMESPACE = uuid.UUID("6b626465-736b-4000-8000-6964656e7479")
+
+
+class AccessDeniedError(KbdeskError):
+    """The user's identity does not allow this (seed 002's 403 Forbidden)."""
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The user kbdesk acts as on a Postgres server."""
+
+    user_id: str
+    username: str
+    admin: bool = False
+    teams: Mapping[str, str] = field(default_factory=dict)  # team id -> "member" | "admin"
+
+    def member_of(self, team_id: str | None) -> bool:
+        return bool(team_id) and str(team_id) in self.teams
+
+    def team_admin(self, team_id: str | None) -> bool:
+        return bool(team_id) and self.teams.get(str(team_id)) == "admin"
+
+    @property
+    def team_ids(self) -> list[str]:
+        return sorted(self.teams)
+
+
+def login_name() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no login name (a container): still a stable identity
+        return "local"
+
+
+def identity_from_settings(settings: Any = None) -> Identity:
+    """An :class:`Identity` from the config's ``[identity]`` table (team keys unresolved).
+
+    Without a ``user_id`` the id is derived from the user name (the login name unless
+    ``username`` is set), so the same name is the same user on every machine.
+    """
+    username = (getattr(settings, "username", None) or login_name()).strip()
+    user_id = getattr(settings, "user_id", None) or str(uuid.uuid5(IDENTITY_NAMESPACE, username))
+    try:
+        user_id = str(uuid.UUID(str(user_id)))
+    except ValueError:
+        raise KbdeskError(f"config: identity.user_id must be a UUID, got {user_id!r}") from None
+    return Identity(user_id, username, bool(getattr(settings, "admin", False)),
+                    dict(getattr(settings, "teams", None) or {}))
+
+
+def is_uuid(value: Any) -> bool:
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True
+
+
+def can_see(who: Identity, kb: KnowledgeBase) -> bool:
+    if kb.scope == "global":
+        return True
+    if kb.scope == "team":
+        return who.admin or who.member_of(kb.team_id)
+    return kb.owner_id == who.user_id
+
+
+def in_picker(who: Identity, kb: KnowledgeBase) -> bool:
+    return can_see(who, kb) and (kb.scope != "global" or kb.discoverable or who.admin)
+
+
+def visible_sql(who: Identity, alias: str = "") -> tuple[str, list[Any]]:
+    """A WHERE fragment (and its parameters) selecting the KBs ``who`` can see."""
+    p = f"{alias}." if alias else ""
+    if who.admin:
+        return (f"({p}scope = 'global' OR {p}scope = 'team' OR ({p}scope = 'personal' AND {p}owner_id = %s))",
+                [who.user_id])
+    return (f"({p}scope = 'global' OR ({p}scope = 'team' AND {p}team_id = ANY(%s::uuid[])) "
+            f"OR ({p}scope = 'personal' AND {p}owner_id = %s))", [who.team_ids, who.user_id])
+
+
+def picker_sql(who: Identity, alias: str = "") -> tuple[str, list[Any]]:
+    sql, args = visible_sql(who, alias)
+    if who.admin:
+        return sql, args
+    p = f"{alias}." if alias else ""
+    return f"({sql} AND ({p}scope <> 'global' OR {p}discoverable))", args
+
+
+def check_create(who: Identity, scope: str, team_id: str | None) -> None:
+    if scope == "global" and not who.admin:
+        raise AccessDeniedError("only a system admin may create a global knowledge base "
+                                "(set identity.admin in config.toml if you are one)")
+    if scope == "team" and not (who.admin or who.team_admin(team_id)):
+        raise AccessDeniedError(f"only an admin of team {team_id} (or a system admin) may create a knowledge "
+                                "base for it")
+
+
+def check_manage(who: Identity, kb: KnowledgeBase) -> None:
+    """Changing a KB or its documents: owner; team admins; system admins for global."""
+    if kb.scope == "personal" and kb.owner_id == who.user_id:
+        return
+    if kb.scope == "team" and (who.admin or who.team_admin(kb.team_id)):
+        return
+    if kb.scope == "global" and who.admin:
+        return
+    if not can_see(who, kb):
+        raise AccessDeniedError(f"no access to knowledge base {kb.id}")
+    whom = {"personal": "its owner", "team": "an admin of its team", "global": "a system admin"}[kb.scope]
+    raise AccessDeniedError(f"'{kb.name}' is a {kb.scope} knowledge base: only {whom} may change it")
+
+
+def check_discoverable(who: Identity, kb: KnowledgeBase) -> None:
+    if who.admin or (kb.owner_id is not None and kb.owner_id == who.user_id):
+        return
+    raise AccessDeniedError(f"only the owner of '{kb.name}' or a system admin may change whether it is discoverable")

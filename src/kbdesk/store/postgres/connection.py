@@ -1,0 +1,239 @@
+"""The Postgres store: connections, transactions, identity; the same interface as SQLite.
+
+Each thread uses its own connection (autocommit; transactions are explicit). When a
+thread ends, its connection goes back to a small idle pool for the next thread, so
+worker threads that come and go do not pile up server connections. A broken
+connection (server restart, network drop) is replaced on next use.
+
+``with store.write() as conn:`` is one transaction, committed whole or rolled back
+whole, re-entrant in one thread (an inner ``write()`` joins the outer transaction);
+``with store.read() as conn:`` is one consistent snapshot (REPEATABLE READ). SQL uses
+psycopg's ``%s`` placeholders.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import threading
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from kbdesk.errors import KbdeskError, StoreError
+from kbdesk.store.postgres.access import Identity, identity_from_settings, is_uuid
+from kbdesk.store.postgres.bulk import BulkMixin
+from kbdesk.store.postgres.chunks import ChunksMixin
+from kbdesk.store.postgres.documents import DocumentsMixin
+from kbdesk.store.postgres.lookup import LookupMixin
+from kbdesk.store.postgres.pool import (Holder, NotInPostgresModeError, PgDriver, Pool, quiet_close, redact_uri,
+                                        uuid_as_text_binary_loader)
+from kbdesk.store.postgres.records import RecordsMixin
+from kbdesk.store.postgres.schema import _first_line, current_version, migrate
+from kbdesk.store.postgres.vectors import PgVectorIndex
+
+
+class PostgresStore(RecordsMixin, DocumentsMixin, ChunksMixin, LookupMixin, BulkMixin):
+    """kbdesk's store on PostgreSQL + pgvector, in the seed's schema."""
+
+    kind = "postgres"
+
+    def __init__(self, uri: str, identity: Identity | None = None) -> None:
+        if importlib.util.find_spec("psycopg") is None or importlib.util.find_spec("pgvector") is None:
+            raise StoreError("Postgres mode needs psycopg and pgvector: pip install 'kbdesk[postgres]'")
+        self.uri = uri
+        self.label = redact_uri(uri)
+        self._pool = Pool()
+        self._local = threading.local()
+        self._open: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._closed = False
+        self._vector_ready = False
+        conn = self.connection()
+        try:
+            migrate(conn, label=self.label)
+        except KbdeskError:
+            self.close()
+            raise
+        except Exception as exc:
+            self.close()
+            raise StoreError(f"cannot prepare {self.label}: {_first_line(exc)}") from None
+        self._register_vector(conn)
+        self._vector_ready = True
+        self.vectors = PgVectorIndex(self)
+        self.identity = self._resolve_identity(identity or identity_from_settings())
+        self.local_user_id = self.identity.user_id
+        self._record_user()
+        self.driver = self._driver_info()
+
+    def __getattr__(self, name: str) -> Any:
+        # Features of the SQLite store not built for Postgres yet (conversations,
+        # personas, notes) fail with one clear line instead of an internal error.
+        from kbdesk.store.sqlite import SqliteStore
+
+        if not name.startswith("__") and hasattr(SqliteStore, name):
+            raise NotInPostgresModeError(f"'{name}' is not available in Postgres mode yet (the chat, persona and "
+                                         "note tables live in the SQLite file only)")
+        raise AttributeError(name)
+
+    # ── connections ────────────────────────────────────────────────────────────
+    def connection(self) -> Any:
+        """This thread's connection (made, or taken from the idle pool, on first use)."""
+        holder = getattr(self._local, "holder", None)
+        if holder is not None:
+            if not (holder.conn.closed or holder.conn.broken) or holder.depth:
+                return holder.conn
+            quiet_close(holder.conn)
+        if self._closed:
+            raise StoreError("the store is closed")
+        conn = self._pool.take() or self._connect()
+        holder = Holder(conn)
+        weakref.finalize(holder, self._pool.give_back, conn)
+        self._local.holder = holder
+        return conn
+
+    def _connect(self) -> Any:
+        import psycopg
+        from psycopg.types.string import TextLoader
+
+        try:
+            conn = psycopg.connect(self.uri, autocommit=True, application_name="kbdesk", connect_timeout=15)
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot connect to {self.label}: {_first_line(exc)}") from None
+        conn.adapters.register_loader("uuid", TextLoader)
+        conn.adapters.register_loader("uuid", uuid_as_text_binary_loader())
+        if self._vector_ready:
+            self._register_vector(conn)
+        self._open.add(conn)
+        return conn
+
+    @staticmethod
+    def _register_vector(conn: Any) -> None:
+        from pgvector.psycopg import register_vector
+
+        register_vector(conn)
+
+    def close(self) -> None:
+        self._closed = True
+        self._pool.close()
+        for conn in list(self._open):
+            quiet_close(conn)
+        self._local = threading.local()
+
+    # ── transactions ───────────────────────────────────────────────────────────
+    @contextmanager
+    def write(self) -> Iterator[Any]:
+        """One transaction; commit on success, roll back on error. Re-entrant."""
+        with self._transaction(read_only=False) as conn:
+            yield conn
+
+    @contextmanager
+    def read(self) -> Iterator[Any]:
+        """One consistent snapshot (REPEATABLE READ), or the current transaction."""
+        with self._transaction(read_only=True) as conn:
+            yield conn
+
+    @contextmanager
+    def _transaction(self, read_only: bool) -> Iterator[Any]:
+        import psycopg
+
+        conn = self.connection()
+        holder = self._local.holder
+        if holder.depth:
+            holder.depth += 1
+            try:
+                yield conn
+            finally:
+                holder.depth -= 1
+            return
+        holder.depth = 1
+        try:
+            with conn.transaction():
+                if read_only:
+                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                yield conn
+        except psycopg.OperationalError as exc:
+            if conn.closed or conn.broken:
+                raise StoreError(f"lost the connection to {self.label}: {_first_line(exc)}") from None
+            raise StoreError(f"{self.label}: {_first_line(exc)}") from exc
+        except psycopg.Error as exc:
+            raise StoreError(f"{self.label}: {_first_line(exc)}") from exc
+        finally:
+            holder.depth = 0
+
+    def in_transaction(self) -> bool:
+        holder = getattr(self._local, "holder", None)
+        return bool(holder and holder.depth)
+
+    # ── identity, audit, facts ─────────────────────────────────────────────────
+    def _resolve_identity(self, who: Identity) -> Identity:
+        """Team keys of the config may be ids or names; names are looked up."""
+        teams: dict[str, str] = {}
+        names = [k for k in who.teams if not is_uuid(k)]
+        found: dict[str, str] = {}
+        if names:
+            try:
+                rows = self.connection().execute("SELECT id, name::text FROM teams WHERE name::text = ANY(%s)",
+                                                 (names,)).fetchall()
+                found = {name: team_id for team_id, name in rows}
+            except Exception:  # a server's teams table without a name column: ids only
+                found = {}
+        for key, role in who.teams.items():
+            team_id = key if is_uuid(key) else found.get(key)
+            if team_id:
+                teams[str(team_id).lower()] = role if role in ("member", "admin") else "member"
+        return Identity(who.user_id, who.username, who.admin, teams)
+
+    def _record_user(self) -> None:
+        """Keep the user's row in kbdesk's own minimal users table (never a server's)."""
+        conn = self.connection()
+        row = conn.execute("SELECT value FROM kbdesk_settings WHERE key = 'own_tables'").fetchone()
+        if not row or "users" not in row[0].split(","):
+            return
+        conn.execute("INSERT INTO users(id, username, is_admin) VALUES (%s, %s, %s) ON CONFLICT (id) DO UPDATE "
+                     "SET username = excluded.username, is_admin = excluded.is_admin "
+                     "WHERE (users.username, users.is_admin) IS DISTINCT FROM (excluded.username, excluded.is_admin)",
+                     (self.identity.user_id, self.identity.username, self.identity.admin))
+
+    def audit(self, conn: Any, action: str, kb_id: str | None, target: str | None = None,
+              details: dict[str, Any] | None = None) -> None:
+        """Record a KB operation, inside the caller's write transaction."""
+        from psycopg.types.json import Jsonb
+
+        from kbdesk.store.postgres.values import clean_json, clean_text
+
+        conn.execute("INSERT INTO kbdesk_audit_log(user_id, action, kb_id, target, details) "
+                     "VALUES (%s, %s, %s, %s, %s)",
+                     (self.local_user_id, action, kb_id, clean_text(target), Jsonb(clean_json(details or {}))))
+
+    def audit_entries(self, kb_id: str | None = None) -> list[dict[str, Any]]:
+        from kbdesk.store.postgres.values import iso
+
+        sql = "SELECT id, created_at, user_id, action, kb_id, target, details FROM kbdesk_audit_log"
+        args: tuple[Any, ...] = ()
+        if kb_id:
+            sql += " WHERE kb_id = %s"
+            args = (kb_id,)
+        rows = self.connection().execute(sql + " ORDER BY id", args).fetchall()
+        keys = ("id", "created_at", "user_id", "action", "kb_id", "target", "details")
+        return [dict(zip(keys, (r[0], iso(r[1]), *r[2:]))) for r in rows]
+
+    def schema_version(self) -> int:
+        return current_version(self.connection())
+
+    def fts5_available(self) -> bool:
+        """Keyword search is available (Postgres full text search; the name is SQLite's)."""
+        return True
+
+    def _driver_info(self) -> PgDriver:
+        conn = self.connection()
+        server = conn.execute("SHOW server_version").fetchone()[0]
+        vec = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
+        return PgDriver("psycopg", f"PostgreSQL {server}", vec, "pgvector",
+                        f"pgvector {vec} on PostgreSQL {server} at {self.label}: exact cosine for small KBs, "
+                        f"an HNSW index per KB from {self.vectors.min_rows} vectors")
+
+    def describe(self) -> dict[str, Any]:
+        return {"engine": "postgres", "uri": self.label, "user_id": self.identity.user_id,
+                "username": self.identity.username, "admin": self.identity.admin,
+                "teams": json.loads(json.dumps(dict(self.identity.teams)))}

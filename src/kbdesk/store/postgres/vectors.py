@@ -1,0 +1,183 @@
+"""Vector search on Postgres: exact cosine, or an HNSW index per KB at its real width.
+
+pgvector indexes ``vector`` up to 2,000 dimensions and ``halfvec`` up to 4,000, so the
+seed's ``vector(3072)`` column cannot be indexed as it is. Every KB's vectors share one
+real dimension D (``embedding_config.dimensions``; the rest is zero padding), so each KB
+gets a partial expression index at D::
+
+    CREATE INDEX kbvec_<kb>_<D> ON kb_chunks USING hnsw
+        ((subvector(embedding, 1, D)::vector(D)) vector_cosine_ops) WHERE kb_id = '<kb>'
+
+(``halfvec(D)`` with ``halfvec_cosine_ops`` when D > 2000). The search query orders by
+the same expression with the same predicate, so the planner uses the index; the
+candidates it returns are then scored by exact float32 cosine on the stored vectors.
+A KB under :attr:`PgVectorIndex.min_rows` vectors is searched exactly (a scan of its
+rows is fast and needs no index). Indexes are built CONCURRENTLY (writers are not
+blocked) after an import, after ingestion crosses the size, or by the first search.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from typing import Any
+
+import numpy as np
+
+log = logging.getLogger("kbdesk.store.postgres")
+
+HALFVEC_ABOVE = 2000  # vector indexes stop at 2,000 dimensions; halfvec at 4,000
+DEFAULT_MIN_ROWS = 1000  # below, an exact scan is quicker than keeping an index
+MIN_EF_SEARCH = 100
+VALID_FOR_S = 30.0  # how long a seen-valid index is trusted without asking the catalog again
+
+
+def index_prefix(kb_id: str) -> str:
+    return "kbvec_" + uuid.UUID(kb_id).hex
+
+
+def index_name(kb_id: str, dims: int) -> str:
+    return f"{index_prefix(kb_id)}_{int(dims)}"
+
+
+def index_expression(dims: int) -> tuple[str, str, str]:
+    """(indexed expression, the query's cast, operator class) for a KB of ``dims``."""
+    dims = int(dims)
+    kind = "halfvec" if dims > HALFVEC_ABOVE else "vector"
+    return f"(subvector(embedding, 1, {dims})::{kind}({dims}))", f"{kind}({dims})", f"{kind}_cosine_ops"
+
+
+def kb_literal(kb_id: str) -> str:
+    """The KB id as a SQL literal: partial index predicates need a constant to match."""
+    return f"'{uuid.UUID(kb_id)}'::uuid"
+
+
+class PgVectorIndex:
+    name = "pgvector"
+
+    def __init__(self, store: Any, min_rows: int = DEFAULT_MIN_ROWS) -> None:
+        self.store = store
+        self.min_rows = min_rows
+        self._lock = threading.Lock()
+        self._failed: dict[str, str] = {}  # kb id -> why its index could not be built
+        self._valid: dict[tuple[str, int], float] = {}  # (kb id, dims) -> seen valid until (monotonic)
+
+    # ── the index ──────────────────────────────────────────────────────────────
+    def state(self, conn: Any, kb_id: str, dims: int) -> str | None:
+        """'valid', 'invalid' (a concurrent build that died) or None (no index)."""
+        row = conn.execute("SELECT i.indisvalid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid "
+                           "WHERE c.relname = %s AND c.relnamespace = to_regnamespace(current_schema())",
+                           (index_name(kb_id, dims),)).fetchone()
+        if row is None:
+            return None
+        return "valid" if row[0] else "invalid"
+
+    def ensure(self, kb_id: str, dims: int | None, rows: int | None = None, *, force: bool = False,
+               wait: bool = True) -> bool:
+        """Build the KB's index when it holds enough vectors; True when one is usable.
+
+        Runs outside any transaction (CREATE INDEX CONCURRENTLY); a failure (say, the
+        database user does not own the table) leaves exact search and is logged once.
+        """
+        if not dims or self.store.in_transaction():
+            return False
+        known = self._valid.get((kb_id, int(dims)))
+        if known and known > time.monotonic():
+            return True
+        conn = self.store.connection()
+        if self.state(conn, kb_id, dims) == "valid":
+            self._valid[(kb_id, int(dims))] = time.monotonic() + VALID_FOR_S
+            return True
+        if kb_id in self._failed and not force:
+            return False
+        if rows is None:
+            rows = conn.execute("SELECT count(*) FROM kb_chunks WHERE kb_id = %s AND embedding IS NOT NULL",
+                                (kb_id,)).fetchone()[0]
+        if rows < (1 if force else self.min_rows):
+            return False
+        if not self._lock.acquire(blocking=wait):
+            return False  # another thread is building: search exactly meanwhile
+        try:
+            return self._build(conn, kb_id, int(dims))
+        finally:
+            self._lock.release()
+
+    def _build(self, conn: Any, kb_id: str, dims: int) -> bool:
+        name = index_name(kb_id, dims)
+        expr, _, opclass = index_expression(dims)
+        try:
+            if self.state(conn, kb_id, dims) == "invalid":
+                conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+            conn.execute("SET maintenance_work_mem = '512MB'")
+            conn.execute(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON kb_chunks USING hnsw "
+                         f"({expr} {opclass}) WHERE kb_id = {kb_literal(kb_id)}")
+            self._analyze(conn)
+            return self.state(conn, kb_id, dims) == "valid"
+        except Exception as exc:  # no privilege, out of memory…: exact search still works
+            why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            self._failed[kb_id] = why
+            log.warning("no vector index for knowledge base %s (exact search instead): %s", kb_id, why)
+            return False
+        finally:
+            try:
+                conn.execute("RESET maintenance_work_mem")
+            except Exception:  # the connection died with the build; the next use replaces it
+                pass
+
+    @staticmethod
+    def _analyze(conn: Any) -> None:
+        """Fresh planner statistics after a bulk load (skipped where this user may not)."""
+        try:
+            conn.execute("ANALYZE kb_chunks")
+        except Exception as exc:  # not the owner: the next autovacuum analyses instead
+            log.info("ANALYZE kb_chunks skipped: %s", exc)
+
+    def drop(self, conn: Any, kb_id: str) -> None:
+        """Drop every index of the KB (inside the transaction deleting or re-embedding it)."""
+        rows = conn.execute("SELECT relname FROM pg_class WHERE relkind = 'i' AND relname LIKE %s "
+                            "AND relnamespace = to_regnamespace(current_schema())",
+                            (index_prefix(kb_id) + "\\_%",)).fetchall()
+        for (name,) in rows:
+            conn.execute(f"DROP INDEX IF EXISTS {name}")
+        self._failed.pop(kb_id, None)
+        for key in [k for k in self._valid if k[0] == kb_id]:
+            self._valid.pop(key, None)
+
+    # ── searching ──────────────────────────────────────────────────────────────
+    def query_sql(self, kb_id: str, dims: int, k: int, *, exact: bool = False) -> str:
+        """The top-k query; the inner ORDER BY is the index's expression unless ``exact``."""
+        expr, cast, _ = index_expression(dims)
+        order = f"({expr} <=> %(qi)s::{cast}) + 0" if exact else f"{expr} <=> %(qi)s::{cast}"
+        return (f"SELECT seq, 1 - (subvector(embedding, 1, {int(dims)}) <=> %(q)s::vector) AS sim FROM ("
+                f"SELECT seq, embedding FROM kb_chunks WHERE kb_id = {kb_literal(kb_id)} "
+                f"AND embedding IS NOT NULL ORDER BY {order} LIMIT {int(k)}) c ORDER BY sim DESC, seq")
+
+    @staticmethod
+    def _settle(conn: Any, indexed: bool, k: int) -> None:
+        """For an indexed search: enough candidates (ef_search), and the index's order
+        preferred over sorting every row of the KB (the planner's estimate for one KB of
+        a freshly loaded table can be far off)."""
+        if indexed:
+            conn.execute("SELECT set_config('hnsw.ef_search', %s, true), set_config('enable_sort', 'off', true)",
+                         (str(max(MIN_EF_SEARCH, 2 * k)),))
+
+    def search(self, kb_id: str, dims: int, query: np.ndarray, k: int, *, exact: bool = False,
+               rows: int | None = None) -> list[tuple[int, float]]:
+        """Top ``k`` (seq, cosine) of one KB, best first."""
+        indexed = False if exact else self.ensure(kb_id, dims, rows)
+        params = {"q": query, "qi": query}
+        with self.store.read() as conn:
+            self._settle(conn, indexed, k)
+            found = conn.execute(self.query_sql(kb_id, dims, k, exact=not indexed), params).fetchall()
+        return [(int(seq), float(sim)) for seq, sim in found]
+
+    def explain(self, kb_id: str, dims: int, query: np.ndarray, k: int) -> str:
+        """EXPLAIN of the query a search would run now (for tests and benchmarks)."""
+        indexed = self.state(self.store.connection(), kb_id, dims) == "valid"
+        with self.store.read() as conn:
+            self._settle(conn, indexed, k)
+            rows = conn.execute("EXPLAIN " + self.query_sql(kb_id, dims, k, exact=not indexed),
+                                {"q": query, "qi": query}).fetchall()
+        return "\n".join(r[0] for r in rows)

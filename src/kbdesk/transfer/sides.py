@@ -1,0 +1,120 @@
+"""Both ends of a transfer behind one small interface, whatever the engine.
+
+A side reads documents as plain dicts (row fields, ``extracted_sections``, ``chunks``
+with ``vector`` as unit float32 bytes at the KB's dimension, ``blob`` with the original
+bytes when known) and writes a batch of them in one transaction, replacing documents
+already present under the same ids.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any, Protocol
+
+from kbdesk.models import KnowledgeBase
+
+log = logging.getLogger("kbdesk.transfer")
+
+
+class Side(Protocol):
+    kind: str
+    label: str
+    desk: Any
+
+    def find_kb(self, ref: str) -> KnowledgeBase: ...
+    def kb_by_id(self, kb_id: str) -> KnowledgeBase | None: ...
+    def kb_by_name(self, name: str) -> KnowledgeBase | None: ...
+    def create_kb(self, like: KnowledgeBase, scope: str, team_id: str | None) -> KnowledgeBase: ...
+    def set_status(self, kb_id: str, status: str) -> None: ...
+    def summaries(self, kb_id: str) -> dict[str, dict[str, Any]]: ...
+    def read(self, kb: KnowledgeBase, doc_ids: list[str]) -> list[dict[str, Any]]: ...
+    def write(self, kb: KnowledgeBase, docs: list[dict[str, Any]]) -> None: ...
+    def delete(self, kb: KnowledgeBase, doc_ids: list[str]) -> int: ...
+    def finish(self, kb: KnowledgeBase) -> KnowledgeBase: ...
+
+
+def side_for(desk: Any) -> Side:
+    if getattr(desk.store, "kind", "sqlite") == "postgres":
+        return PostgresSide(desk)
+    from kbdesk.transfer.sqlite_side import SqliteSide
+
+    return SqliteSide(desk)
+
+
+def read_file(files_dir: Path, key: str) -> bytes | None:
+    try:
+        return (files_dir / key).read_bytes()
+    except OSError:
+        return None
+
+
+def write_file(files_dir: Path, key: str, data: bytes) -> None:
+    path = files_dir / key
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
+class PostgresSide:
+    """A Postgres desk: bulk methods of the store; bytes in ``kbdesk_document_blobs``
+    (or, for documents ingested on this machine, its local files directory)."""
+
+    kind = "postgres"
+
+    def __init__(self, desk: Any) -> None:
+        self.desk = desk
+        self.store = desk.store
+        self.label = desk.store.label
+
+    def find_kb(self, ref: str) -> KnowledgeBase:
+        return self.store.find_kb(ref)
+
+    def kb_by_id(self, kb_id: str) -> KnowledgeBase | None:
+        return self.store.kb_by_id(kb_id)
+
+    def kb_by_name(self, name: str) -> KnowledgeBase | None:
+        return self.store.kb_named(name)
+
+    def create_kb(self, like: KnowledgeBase, scope: str, team_id: str | None) -> KnowledgeBase:
+        if scope == "team" and team_id:
+            team_id = self.store.resolve_team(team_id)
+        return self.store.create_kb(like.name, like.description, embedding_config=_known_config(like),
+                                    scope=scope, team_id=team_id, discoverable=like.discoverable, kb_id=like.id)
+
+    def set_status(self, kb_id: str, status: str) -> None:
+        self.store.set_kb_status(kb_id, status)
+
+    def summaries(self, kb_id: str) -> dict[str, dict[str, Any]]:
+        return self.store.document_summaries(kb_id)
+
+    def read(self, kb: KnowledgeBase, doc_ids: list[str]) -> list[dict[str, Any]]:
+        docs = self.store.export_documents(kb.id, doc_ids, self.store.kb_vector_dimensions(kb.id))
+        for doc in docs:
+            if doc["blob"] is None:
+                doc["blob"] = read_file(self.desk.files_dir, doc["storage_key"])
+        return docs
+
+    def write(self, kb: KnowledgeBase, docs: list[dict[str, Any]]) -> None:
+        self.store.import_documents(kb.id, docs)
+
+    def delete(self, kb: KnowledgeBase, doc_ids: list[str]) -> int:
+        return self.store.delete_documents(kb.id, doc_ids)
+
+    def finish(self, kb: KnowledgeBase) -> KnowledgeBase:
+        self.store.recount(kb.id)
+        self.store.set_kb_status(kb.id, "active")
+        done = self.store.get_kb(kb.id)
+        dims = self.store.kb_vector_dimensions(kb.id)
+        if dims and done.chunk_count >= self.store.vectors.min_rows:
+            self.store.vectors.ensure(kb.id, dims, done.chunk_count)
+        return done
+
+
+KNOWN_CONFIG = ("provider", "model_id", "dimensions", "chunk_size", "chunk_overlap")
+
+
+def _known_config(kb: KnowledgeBase) -> dict[str, Any]:
+    """The embedding snapshot keys kbdesk knows (a team server may keep more there)."""
+    return {k: kb.embedding_config[k] for k in KNOWN_CONFIG if kb.embedding_config.get(k) is not None}

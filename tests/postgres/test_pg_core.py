@@ -1,0 +1,343 @@
+"""The core store scenarios of tests/ (KB records, cascades, search, concurrency), on Postgres.
+
+Each test here mirrors one in tests/test_kb_records.py, test_cascade.py, test_search.py
+or test_concurrency.py, run against a Postgres-backed desk (``open_desk("postgresql://…")``)
+with the same assertions where the engines agree, and the Postgres form of the
+checks where they differ (SQL placeholders, keyword ranking by ts_rank, UUID team ids).
+"""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from helpers import axis
+from kbdesk import open_desk
+from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError
+from kbdesk.models import ChunkInput
+from pg_support import sql
+
+CAT, DOG, SSO, MONEY, YOUNG = 0, 1, 2, 3, 4
+CORPUS = {
+    "cats.txt": ("Cats purr when content and sleep most of the day.", axis(CAT), {}),
+    "kittens.md": ("Young felines need frequent small meals.", axis(CAT, extra={YOUNG: 0.6}),
+                   {"headings": ["Care", "Kittens"]}),
+    "dogs.txt": ("Dogs bark at strangers and love long walks.", axis(DOG), {}),
+    "sso.md": ("To configure SSO, open Settings, then Security, then Single sign-on.", axis(SSO),
+               {"headings": ["Admin", "SSO"]}),
+    "q4.pdf": ("Q4 revenue grew 12 percent on strong subscription sales.", axis(MONEY), {"page": 12}),
+}
+
+
+@pytest.fixture
+def pets(pg_desk):
+    pg_desk.create_kb("Pets", model_id="toy", dimensions=8)
+    pg_desk.create_kb("Work", model_id="toy", dimensions=8)
+    for name, (text, vector, meta) in CORPUS.items():
+        kb = "Work" if name in ("sso.md", "q4.pdf") else "Pets"
+        pg_desk.add_document(kb, name, [ChunkInput(text, metadata=meta)], vectors=[vector])
+    return pg_desk
+
+
+def sources(response):
+    return [r.source for r in response.results]
+
+
+# ── KB records (tests/test_kb_records.py) ─────────────────────────────────────
+def test_create_keeps_the_seed_fields_and_defaults(pg_desk):
+    kb = pg_desk.create_kb("Q4 Reports", "Quarterly financial reports", model_id="text-embedding-3-small",
+                           provider="openai", dimensions=1536)
+    assert pg_desk.store.kind == "postgres"
+    assert kb.scope == "personal" and kb.owner_id == pg_desk.store.local_user_id and kb.team_id is None
+    assert kb.status == "active" and kb.discoverable is True
+    assert (kb.document_count, kb.chunk_count, kb.total_bytes) == (0, 0, 0)
+    assert kb.embedding_config == {"provider": "openai", "model_id": "text-embedding-3-small",
+                                   "dimensions": 1536, "chunk_size": 1000, "chunk_overlap": 200}
+    shape = kb.to_dict()
+    assert set(shape) == {"id", "name", "description", "scope", "owner_id", "team_id", "embedding_config",
+                          "document_count", "chunk_count", "total_bytes", "status", "created_at", "updated_at"}
+    assert shape["created_at"].endswith("Z") and "T" in shape["created_at"]
+    small = pg_desk.create_kb("small", chunk_size=300, chunk_overlap=30)
+    assert (small.chunk_size, small.chunk_overlap) == (300, 30)
+    with pytest.raises(InvalidInputError, match="chunk_overlap"):
+        pg_desk.create_kb("bad", chunk_size=100, chunk_overlap=100)
+
+
+def test_names_find_list_rename_and_audit(pg_desk):
+    kb = pg_desk.create_kb("Engineering Wiki")
+    with pytest.raises(ConflictError, match="already exists"):
+        pg_desk.create_kb("engineering wiki")
+    for bad in ("", "   ", "tab\there", "x" * 201):
+        with pytest.raises(InvalidInputError):
+            pg_desk.create_kb(bad)
+    assert pg_desk.kb(kb.id).id == kb.id and pg_desk.kb("ENGINEERING wiki").id == kb.id
+    assert pg_desk.kb(kb.id[:8]).id == kb.id
+    with pytest.raises(NotFoundError, match="no knowledge base named 'nope'"):
+        pg_desk.kb("nope")
+    for name in ("beta", "Alpha", "gamma"):
+        pg_desk.create_kb(name)
+    assert [k.name for k in pg_desk.list_kbs()] == ["Alpha", "beta", "Engineering Wiki", "gamma"]
+    pg_desk.rename_kb("Engineering Wiki", "Wiki")
+    pg_desk.describe_kb("wiki", "the finished one")
+    with pytest.raises(ConflictError):
+        pg_desk.rename_kb("beta", "WIKI")
+    got = pg_desk.kb(kb.id)
+    assert got.name == "Wiki" and got.description == "the finished one" and got.updated_at >= got.created_at
+    entries = pg_desk.store.audit_entries(kb.id)
+    assert [(e["action"], e["target"]) for e in entries] == [
+        ("kb.create", "Engineering Wiki"), ("kb.update", "Wiki"), ("kb.update", "Wiki")]
+    assert entries[1]["details"] == {"name": {"from": "Engineering Wiki", "to": "Wiki"}}
+    assert entries[1]["user_id"] == pg_desk.store.local_user_id
+    edited = pg_desk.edit_kb("Wiki", chunk_size=400, chunk_overlap=40)
+    assert (edited.chunk_size, edited.chunk_overlap) == (400, 40)
+    assert pg_desk.store.audit_entries(kb.id)[-1]["details"]["embedding_config"]["to"]["chunk_size"] == 400
+
+
+def test_stats_follow_documents_and_recount_repairs_them(pg_desk):
+    kb = pg_desk.create_kb("stats")
+    pg_desk.add_document("stats", "a.txt", ["one", "two", "three"], size_bytes=100)
+    doc = pg_desk.add_document("stats", "b.txt", ["four"], size_bytes=50)
+    assert (pg_desk.kb("stats").document_count, pg_desk.kb("stats").chunk_count,
+            pg_desk.kb("stats").total_bytes) == (2, 4, 150)
+    pg_desk.delete_document(doc.id)
+    kb = pg_desk.kb("stats")
+    assert (kb.document_count, kb.chunk_count, kb.total_bytes) == (1, 3, 100)
+    with pg_desk.store.write() as conn:  # damage the denormalised stats
+        conn.execute("UPDATE knowledge_bases SET chunk_count = 99 WHERE id = %s", (kb.id,))
+    assert pg_desk.recount("stats").chunk_count == 3
+    around = pg_desk.store.chunk_neighbours(pg_desk.store.list_documents(kb.id)[0].id, 1)
+    assert [(c["chunk_index"], c["content"], c["current"]) for c in around] == [
+        (0, "one", False), (1, "two", True), (2, "three", False)]
+
+
+def test_vectors_must_match_the_kb_model(pg_desk):
+    pg_desk.create_kb("plain")
+    with pytest.raises(InvalidInputError, match="no embedding model"):
+        pg_desk.add_document("plain", "a.txt", ["x"], vectors=[[1.0, 0.0]])
+    pg_desk.create_kb("embedded", model_id="m", dimensions=3)
+    with pytest.raises(InvalidInputError, match="one vector per chunk"):
+        pg_desk.add_document("embedded", "a.txt", ["x"])
+    with pytest.raises(InvalidInputError, match="2 dimensions, expected 3"):
+        pg_desk.add_document("embedded", "a.txt", ["x"], vectors=[[1.0, 0.0]])
+    with pytest.raises(InvalidInputError, match="NaN"):
+        pg_desk.add_document("embedded", "a.txt", ["x"], vectors=[[1.0, float("nan"), 0.0]])
+    with pytest.raises(InvalidInputError, match="all zeros"):
+        pg_desk.add_document("embedded", "a.txt", ["x"], vectors=[[0.0, 0.0, 0.0]])
+    assert pg_desk.kb("embedded").document_count == 0
+    assert pg_desk.store.connection().execute("SELECT count(*) FROM kb_chunks").fetchone()[0] == 0
+    pg_desk.create_kb("learn", model_id="m")
+    pg_desk.add_document("learn", "a.txt", ["x"], vectors=[[3.0, 4.0]])
+    assert pg_desk.kb("learn").dimensions == 2
+    with pytest.raises(InvalidInputError, match="3 dimensions, expected 2"):
+        pg_desk.add_document("learn", "b.txt", ["y"], vectors=[[1.0, 2.0, 3.0]])
+
+
+def test_team_scope_needs_a_team(pg_uri, kbdesk_home):
+    from kbdesk.config import parse_config
+
+    with pytest.raises(InvalidInputError, match="team id"):
+        with open_desk(pg_uri) as desk:
+            desk.create_kb("t", scope="team")
+    team = sql(pg_uri, "INSERT INTO teams(name) VALUES ('Eng') RETURNING id")[0][0]
+    config = parse_config({"identity": {"username": "lead", "teams": {"Eng": "admin"}}})
+    with open_desk(pg_uri, config=config) as desk:
+        with pytest.raises(NotFoundError, match="no team"):
+            desk.create_kb("t", scope="team", team_id="00000000-0000-0000-0000-000000000000")
+        kb = desk.create_kb("t", scope="team", team_id=str(team))
+        assert kb.scope == "team" and kb.owner_id is None and kb.team_id == str(team)
+
+
+# ── cascades (tests/test_cascade.py) ──────────────────────────────────────────
+def counts(uri):
+    tables = [r[0] for r in sql(uri, "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")]
+    return {t: sql(uri, f'SELECT count(*) FROM "{t}"')[0][0] for t in tables}
+
+
+def fill(desk, name, dims=8):
+    desk.create_kb(name, model_id="m", dimensions=dims)
+    return [desk.add_document(name, f"{name}-{d}.txt", [f"{name} document {d} chunk {i} about lighthouses"
+                                                        for i in range(4)],
+                              vectors=[axis((d + i) % dims) for i in range(4)]) for d in range(3)]
+
+
+def test_deleting_a_kb_or_a_document_leaves_no_orphan(pg_desk, pg_uri):
+    fill(pg_desk, "keep")
+    before = counts(pg_uri)
+    docs = fill(pg_desk, "doomed")
+    kb = pg_desk.kb("doomed")
+    channel = sql(pg_uri, "INSERT INTO channels(title) VALUES ('chat') RETURNING id")[0][0]
+    sql(pg_uri, "INSERT INTO channel_knowledge_bases(channel_id, kb_id) VALUES (%s, %s)", channel, kb.id)
+    pg_desk.store.vectors.ensure(kb.id, 8, force=True)  # an index exists and must go with the KB
+    assert sql(pg_uri, "SELECT count(*) FROM pg_indexes WHERE indexname LIKE 'kbvec_%%'")[0][0] == 1
+    stored = pg_desk.files_dir / "kb" / kb.id
+    stored.mkdir(parents=True)
+    (stored / "x_file.txt").write_text("original bytes")
+    pg_desk.delete_document(docs[0].id)
+    assert sql(pg_uri, "SELECT count(*) FROM kb_chunks WHERE document_id = %s", docs[0].id)[0][0] == 0
+    hits = pg_desk.search(["doomed"], "x", query_vector=axis(0), mode="vector", limit=20, threshold=-1).results
+    assert len(hits) == 8 and all(h.source != docs[0].filename for h in hits)
+
+    pg_desk.delete_kb("doomed")
+    after = counts(pg_uri)
+    assert after.pop("kbdesk_audit_log") - before.pop("kbdesk_audit_log") == 1 + 3 + 1 + 1
+    after.pop("channels"), before.pop("channels")
+    assert after == before
+    assert sql(pg_uri, "SELECT count(*) FROM pg_indexes WHERE indexname LIKE 'kbvec_%%'")[0][0] == 0
+    assert not stored.exists()
+    assert pg_desk.search(["keep"], "lighthouses", mode="keyword").results
+    assert pg_desk.search(["keep"], "x", query_vector=axis(0), mode="vector").results
+
+
+# ── search semantics (tests/test_search.py) ──────────────────────────────────
+def test_result_shape_and_vector_ranking(pets):
+    body = pets.search(["Pets", "Work"], "revenue", query_vector=axis(MONEY)).to_dict()
+    assert set(body) == {"results", "query", "searched_kbs", "mode"} and body["searched_kbs"] == ["Pets", "Work"]
+    assert body["results"][0] == {"content": CORPUS["q4.pdf"][0], "source": "q4.pdf", "kb": "Work",
+                                  "similarity": pytest.approx(1.0, abs=1e-5), "metadata": {"page": 12}}
+    response = pets.search(["Pets", "Work"], "feline companions", query_vector=axis(CAT), mode="vector")
+    assert sources(response) == ["cats.txt", "kittens.md"]
+    assert response.results[1].similarity == pytest.approx(1 / (1 + 0.36) ** 0.5, abs=1e-4)
+
+
+def test_threshold_limit_and_bad_queries(pets):
+    q = axis(CAT)
+    assert sources(pets.search(["Pets"], "x", query_vector=q, mode="vector", threshold=0.9)) == ["cats.txt"]
+    assert len(pets.search(["Pets", "Work"], "x", query_vector=q, mode="vector", threshold=-1.0,
+                           limit=20).results) == 5
+    assert len(pets.search(["Pets", "Work"], "x", query_vector=q, mode="vector", threshold=-1.0,
+                           limit=2).results) == 2
+    for bad in (0, 21):
+        with pytest.raises(InvalidInputError, match="limit must be between 1 and 20"):
+            pets.search(["Pets"], "x", query_vector=q, limit=bad)
+    with pytest.raises(InvalidInputError, match="empty"):
+        pets.search(["Pets"], "   ")
+    with pytest.raises(InvalidInputError, match="all zeros"):
+        pets.search(["Pets"], "x", query_vector=[0.0] * 8)
+
+
+def test_keyword_search_finds_exact_terms_and_stems(pets):
+    assert sources(pets.search(["Pets", "Work"], "SSO settings", mode="keyword")) == ["sso.md"]
+    assert sources(pets.search(["Pets", "Work"], "feline", mode="keyword")) == ["kittens.md"]  # stemming
+    assert pets.search(["Pets"], 'cats" OR NEAR( -dogs & !', mode="keyword").results[0].source == "cats.txt"
+    assert pets.search(["Pets"], "zebra", mode="keyword").results == []
+
+
+def test_hybrid_fusion_threshold_and_auto_mode(pets):
+    response = pets.search(["Pets", "Work"], "young felines", query_vector=axis(CAT), mode="hybrid")
+    assert sources(response) == ["kittens.md", "cats.txt"]
+    assert response.results[1].similarity == pytest.approx(1.0, abs=1e-5)
+    assert "dogs.txt" not in sources(pets.search(["Pets"], "dogs bark", query_vector=axis(CAT), mode="hybrid"))
+    assert "dogs.txt" in sources(pets.search(["Pets"], "dogs bark", query_vector=axis(CAT), mode="hybrid",
+                                             threshold=-1.0))
+    assert pets.search(["Pets"], "cats", query_vector=axis(CAT)).mode == "hybrid"
+    assert pets.search(["Pets"], "cats").mode == "keyword"
+    explained = pets.search(["Pets"], "dogs bark felines", query_vector=axis(CAT), mode="hybrid", explain=True)
+    by_source = {e["source"]: e for e in explained.explain}
+    assert by_source["dogs.txt"]["cut"] == "threshold" and by_source["kittens.md"]["vector_rank"] == 2
+
+
+def test_keyword_only_kbs_and_mixed_models(pg_desk):
+    pg_desk.create_kb("Plain")
+    pg_desk.add_document("Plain", "guide.md", ["Backups run nightly at 02:00.", "Restores need admin rights."])
+    response = pg_desk.search(["Plain"], "when do backups run")
+    assert response.mode == "keyword" and sources(response) == ["guide.md"]
+    assert response.results[0].content.startswith("Backups") and response.results[0].similarity == 1.0
+    with pytest.raises(InvalidInputError, match="vector search needs vectors"):
+        pg_desk.search(["Plain"], "backups", mode="vector")
+    pg_desk.create_kb("A", model_id="small", dimensions=4)
+    pg_desk.create_kb("B", model_id="large", dimensions=8)
+    pg_desk.add_document("A", "a.txt", ["alpha"], vectors=[[1, 0, 0, 0]])
+    pg_desk.add_document("B", "b.txt", ["beta"], vectors=[axis(2)])
+    a, b = pg_desk.kb("A"), pg_desk.kb("B")
+    response = pg_desk.search(["A", "B"], "x", query_vector={a.id: [1, 0, 0, 0], b.id: axis(2)}, mode="vector")
+    assert sorted(sources(response)) == ["a.txt", "b.txt"]
+    with pytest.raises(InvalidInputError, match="8 dimensions, expected 4"):
+        pg_desk.search(["A", "B"], "x", query_vector=axis(2), mode="vector")
+
+
+def test_keyword_search_never_leaks_another_kbs_chunks(pg_desk):
+    pg_desk.create_kb("Loud")
+    pg_desk.create_kb("Quiet")
+    for i in range(30):
+        pg_desk.add_document("Loud", f"loud{i}.txt", [f"alpha alpha alpha beacon number {i}"])
+    pg_desk.add_document("Quiet", "quiet.txt", ["a single alpha among many other words in a long sentence"])
+    assert [h.source for h in pg_desk.search(["Quiet"], "alpha", mode="keyword").results] == ["quiet.txt"]
+    both = pg_desk.search(["Loud", "Quiet"], "alpha", mode="keyword", limit=20).results
+    assert len(both) == 20 and all(h.kb == "Loud" for h in both)
+
+
+# ── concurrency (tests/test_concurrency.py) ──────────────────────────────────
+def test_two_writers_and_a_reader(pg_uri, kbdesk_home):
+    desk = open_desk(pg_uri)
+    desk.create_kb("shared", model_id="m", dimensions=16)
+    errors: list[BaseException] = []
+    written = {"a": 0, "b": 0}
+    reads = [0]
+    stop = time.monotonic() + 2.0
+
+    def writer(tag):
+        rng = np.random.default_rng(hash(tag) % 2**32)
+        try:
+            while time.monotonic() < stop:
+                n = int(rng.integers(1, 20))
+                doc = desk.add_document("shared", f"{tag}-{written[tag]}.txt",
+                                        [f"{tag} chunk {i} of the shared corpus" for i in range(n)],
+                                        vectors=rng.standard_normal((n, 16)))
+                written[tag] += 1
+                if written[tag] % 5 == 0:
+                    desk.delete_document(doc.id)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    def reader():
+        rng = np.random.default_rng(3)
+        try:
+            while time.monotonic() < stop:
+                desk.search(["shared"], "shared corpus", query_vector=rng.standard_normal(16))
+                reads[0] += 1
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=("a",)), threading.Thread(target=writer, args=("b",)),
+               threading.Thread(target=reader)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not errors, errors
+    assert written["a"] > 5 and written["b"] > 5 and reads[0] > 5
+    with open_desk(pg_uri) as other:  # another process's view is consistent
+        kb = other.kb("shared")
+        docs = sql(pg_uri, "SELECT count(*) FROM kb_documents")[0][0]
+        chunks = sql(pg_uri, "SELECT count(*) FROM kb_chunks")[0][0]
+        assert (kb.document_count, kb.chunk_count) == (docs, chunks)
+        assert docs == sum(w - w // 5 for w in written.values())
+    # threads that ended gave their connections back to the idle pool instead of piling up
+    assert len(desk.store._open) <= 4
+    desk.close()
+
+
+def test_a_dropped_connection_is_replaced(pg_desk, pg_uri):
+    pg_desk.create_kb("survivor")
+    sql(pg_uri, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid()")
+    with pytest.raises(Exception):  # the next statement on the dead connection fails…
+        pg_desk.list_kbs()
+    assert [kb.name for kb in pg_desk.list_kbs()] == ["survivor"]  # …and the one after reconnects
+
+
+def test_keyword_queries_with_very_common_words_rank_only_rows_with_the_rarer_ones(pg_desk, pg_uri, monkeypatch):
+    from kbdesk.store.postgres import lookup
+
+    pg_desk.create_kb("Log")
+    for d in range(20):
+        pg_desk.add_document("Log", f"day{d}.txt", [f"status report line {d}-{i} all nominal" for i in range(100)])
+    pg_desk.add_document("Log", "incident.txt", ["status report: the turbine overheated"])
+    sql(pg_uri, "ANALYZE kb_chunks")  # the planner's statistics say which words are common
+    monkeypatch.setattr(lookup, "KEYWORD_RANK_BUDGET", 500)
+    gate, scored = pg_desk.store._bounded_lexemes(pg_desk.store.connection(), lookup.ts_words("status turbine"))
+    assert gate == "'turbin'" and scored == "'turbin'"  # "status" is in every row: out of gate and score
+    hits = pg_desk.search(["Log"], "status turbine", mode="keyword").results
+    assert [h.source for h in hits] == ["incident.txt"]
+    assert len(pg_desk.search(["Log"], "status", mode="keyword", limit=20).results) == 20  # alone, it still counts
