@@ -54,7 +54,7 @@ class KbdeskGroup(click.Group):
 
 @click.group(cls=KbdeskGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--db", metavar="PATH", envvar="KBDESK_DB",
-              help="Database file to use (default: kbdesk.db in the data directory; env KBDESK_DB).")
+              help="Database file, or a postgresql:// URI (default: kbdesk.db in the data directory; env KBDESK_DB).")
 @click.option("--home", metavar="DIR", envvar="KBDESK_HOME",
               help="Put config, data and cache under DIR (env KBDESK_HOME).")
 @click.version_option(__version__, prog_name="kbdesk")
