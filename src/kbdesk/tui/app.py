@@ -37,6 +37,9 @@ class KbdeskApp(App[None]):
     BINDINGS = [
         Binding("f1,question_mark", "help", "Help", id="app.help"),
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
+        # not in the footers (full at 80 columns); listed by help and the command palette
+        Binding("c", "open_chat", "Chat", id="app.chat", show=False),
+        Binding("j", "open_notes", "Notes", id="app.notes", show=False),
     ]
 
     def __init__(self, desk: Any, *, owns_desk: bool = False, watch_css: bool = False) -> None:
@@ -167,6 +170,37 @@ class KbdeskApp(App[None]):
         if not isinstance(self.screen, SettingsScreen):
             self.push_screen(SettingsScreen())
 
+    def action_open_chat(self) -> None:
+        from kbdesk.tui.screens.chat import ChatScreen
+
+        chat = self._chat_service()
+        if chat is not None:
+            self._bring(ChatScreen, lambda: ChatScreen(chat))
+
+    def action_open_notes(self) -> None:
+        from kbdesk.tui.screens.notes import NotesScreen
+
+        chat = self._chat_service()
+        if chat is not None:
+            self._bring(NotesScreen, lambda: NotesScreen(chat))
+
+    def _chat_service(self) -> Any:
+        try:
+            return self.desk.chat()
+        except KbdeskError as exc:  # a store that does not hold conversations and notes
+            self.report_error(exc, "opening the chat")
+            return None
+
+    def _bring(self, kind: type[Screen[Any]], make: Callable[[], Screen[Any]]) -> None:
+        """Back to the screen of ``kind`` if it is open (closing those above it), else open one."""
+        if isinstance(self.screen, kind):
+            return
+        if any(isinstance(s, kind) for s in self.screen_stack):
+            while not isinstance(self.screen, kind):
+                self.pop_screen()
+            return
+        self.push_screen(make())
+
     async def action_quit(self) -> None:
         if not self.ingesting():
             self.exit()
@@ -188,6 +222,9 @@ class KbdeskApp(App[None]):
                             self.action_open_search)
         yield SystemCommand("Settings", "Providers (base URL, API key, test) and model roles",
                             self.action_open_settings)
+        yield SystemCommand("Chat", "Ask the knowledge bases: conversations, sources, KB toggles (c)",
+                            self.action_open_chat)
+        yield SystemCommand("Notes", "Write, edit and search short notes (j)", self.action_open_notes)
         yield SystemCommand("Help", "Keys and how kbdesk works", self.action_help)
         commands = getattr(screen, "palette_commands", None)
         if commands is not None:

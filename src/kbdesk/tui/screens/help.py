@@ -18,8 +18,12 @@ GUIDE = (
     "ready, or error with its reason. Search (/) by meaning and by keyword: each hit shows its similarity, "
     "its vector and keyword ranks and the fused score, and the candidates the threshold or the limit cut, "
     "so you can see why something ranked where it did. Settings (s) hold the providers (any "
-    "OpenAI-compatible server) and the model roles. ctrl+p opens the command palette."
+    "OpenAI-compatible server) and the model roles. Chat (c) asks the knowledge bases: the model searches "
+    "them and each answer lists its sources. Notes (j) are short texts the chat can search too. "
+    "ctrl+p opens the command palette."
 )
+ALWAYS_LISTED = {"app.chat", "app.notes"}
+"""Bindings kept out of the footers (no room) but listed here."""
 
 
 class HelpScreen(ModalScreen[None]):
@@ -44,7 +48,8 @@ class HelpScreen(ModalScreen[None]):
         seen: set[str] = set()
         for active in self.below.active_bindings.values():
             binding = active.binding
-            if not binding.show or not binding.description or binding.description in seen:
+            shown = binding.show or binding.id in ALWAYS_LISTED
+            if not shown or not binding.description or binding.description in seen:
                 continue  # widget navigation (arrows, paging) is left out: it is what you expect
             seen.add(binding.description)
             table.add_row(Text(self.app.get_key_display(binding)), Text(binding.description))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from rich.markup import escape
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult, SystemCommand
@@ -99,10 +100,9 @@ class KbListScreen(DeskScreen):
                             self.action_new_kb)
         kb = self.table.selected
         if kb is not None:
-            yield SystemCommand(f"Open '{kb.name}'", "Documents, live status, add files",
-                                self.action_open_kb)
-            yield SystemCommand(f"Delete '{kb.name}'", "Delete the KB and everything in it",
-                                self.action_delete_kb)
+            name = escape(kb.name)  # the palette reads titles as markup; a KB name is data
+            yield SystemCommand(f"Open '{name}'", "Documents, live status, add files", self.action_open_kb)
+            yield SystemCommand(f"Delete '{name}'", "Delete the KB and everything in it", self.action_delete_kb)
 
     # ── actions ────────────────────────────────────────────────────────────────
     def action_refresh(self) -> None:

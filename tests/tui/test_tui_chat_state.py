@@ -1,0 +1,98 @@
+"""The chat screen's plain-data side: the relay's coalescing and answers rebuilt from saved
+messages (no Textual needed)."""
+
+from __future__ import annotations
+
+import threading
+
+from kbdesk.chat import Answer, Notice, Source, TextDelta, ToolCallFinished, ToolCallInfo, ToolCallStarted, TurnFinished
+from kbdesk.store.chat import ChatMessage, ToolCallRecord
+from kbdesk.tui.chat_state import (
+    AnswerState, CallLine, NoticePart, TextPart, TurnRelay, UserBlock, blocks_from_messages, source_groups,
+)
+
+
+def test_relay_merges_text_and_wakes_the_ui_rarely():
+    now = [0.0]
+    wakes: list[int] = []
+    relay = TurnRelay(lambda: wakes.append(1), interval=0.05, clock=lambda: now[0])
+    for i in range(100):
+        relay.on_event(TextDelta(f"t{i} ", 1))
+    assert len(wakes) == 1  # the first delta; the rest wait for the drain
+    events = relay.drain()
+    assert events == [TextDelta("".join(f"t{i} " for i in range(100)), 1)]
+    relay.on_event(TextDelta("more", 1))
+    assert len(wakes) == 1  # within the interval: the UI's timer drains it
+    assert relay.pending()
+    now[0] = 0.1
+    relay.on_event(TextDelta(" text", 1))
+    assert len(wakes) == 2
+    call = ToolCallInfo("c1", "kb_search", '{"query": "x"}')
+    relay.on_event(ToolCallStarted(call))  # a wake-up is already on its way: no second one
+    assert len(wakes) == 2
+    relay.on_event(TextDelta("next round", 2))
+    assert relay.drain() == [TextDelta("more text", 1), ToolCallStarted(call), TextDelta("next round", 2)]
+    relay.on_event(Notice("careful", "warning"))  # not text: wakes at once, even inside the interval
+    assert len(wakes) == 3 and relay.drain() == [Notice("careful", "warning")]
+
+
+def test_relay_from_another_thread_loses_nothing():
+    relay = TurnRelay(lambda: None, interval=0.0)
+    seen: list[str] = []
+    stop = threading.Event()
+
+    def drain() -> None:
+        while not stop.is_set():
+            seen.extend(e.text for e in relay.drain())
+        seen.extend(e.text for e in relay.drain())
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    for i in range(5000):
+        relay.on_event(TextDelta(str(i % 10), 1))
+    stop.set()
+    reader.join()
+    assert "".join(seen) == "".join(str(i % 10) for i in range(5000))
+
+
+def test_answer_state_follows_the_events():
+    state = AnswerState()
+    source = Source(1, "chunk", "guide.md", kb="Docs", document_id="d", chunk_index=0, heading="Backups")
+    call = ToolCallInfo("c1", "kb_search", '{"query": "backups"}')
+    for event in [TextDelta("Let me ", 1), TextDelta("look.\x1b[2J", 1), ToolCallStarted(call),
+                  ToolCallFinished(ToolCallInfo("c1", "kb_search", call.arguments, True, "1 result from Docs"),
+                                   (source,)),
+                  TextDelta("Nightly [1].", 2), Notice("a warning", "warning")]:
+        state.apply(event)
+    assert state.streaming and state.text == "Let me look.\n\nNightly [1]."  # escape sequences stripped
+    assert [type(p) for p in state.parts] == [TextPart, CallLine, TextPart, NoticePart]
+    assert state.parts[1].state == "ok" and state.parts[1].label == "kb_search “backups”"
+    assert [s["label"] for s in state.sources] == ["guide.md § Backups — Docs"]
+    state.apply(TurnFinished(Answer("conv", "m", state.text, "complete", "tiny", (source,))))
+    assert state.status == "complete" and state.model == "tiny" and len(state.sources) == 1
+
+
+def _message(role, content="", *, status="complete", sources=(), calls=(), model=None):
+    return ChatMessage("id", "conv", role, content, None, status, model, list(sources), "t",
+                       [ToolCallRecord(*c) for c in calls])
+
+
+def test_saved_messages_become_questions_and_answers():
+    source = {"n": 1, "kind": "chunk", "source": "guide.md", "kb": "Docs", "label": "guide.md — Docs"}
+    messages = [
+        _message("user", "When?"),
+        _message("assistant", "Looking.", calls=[("c1", "kb_search", '{"query": "when"}', "ok")], model="tiny"),
+        _message("tool", '{"results": []}'),
+        _message("assistant", "Nightly [1].", sources=[source], model="tiny"),
+        _message("user", "And again?"),
+        _message("assistant", "Part", status="cancelled", calls=[("c2", "kb_search", "not json", "pending")]),
+        _message("notice", "stopped by the user", status="cancelled"),
+    ]
+    blocks = blocks_from_messages(messages)
+    assert [type(b) for b in blocks] == [UserBlock, AnswerState, UserBlock, AnswerState]
+    first, second = blocks[1], blocks[3]
+    assert first.text == "Looking.\n\nNightly [1]." and first.status == "complete" and first.sources == [source]
+    assert [p.label for p in first.parts if isinstance(p, CallLine)] == ["kb_search “when”"]
+    assert second.status == "cancelled"
+    assert [(p.state, p.label) for p in second.parts if isinstance(p, CallLine)] == [("stopped", "kb_search not json")]
+    assert source_groups(blocks) == [("When?", [source])]

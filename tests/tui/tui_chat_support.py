@@ -1,0 +1,46 @@
+"""Chat fixtures for the TUI tests: the scripted chat server of tests/chat on loopback and a
+desk whose chat role points at it. (tests/chat is not on sys.path when tests/tui runs alone.)"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+_CHAT_TESTS = str(Path(__file__).resolve().parents[1] / "chat")
+if _CHAT_TESTS not in sys.path:
+    sys.path.append(_CHAT_TESTS)
+
+from chat_support import add_doc, write_config  # noqa: E402
+from fake_chat import FakeChat  # noqa: E402
+
+__all__ = ["FakeChat", "add_doc", "chat_desk", "chat_server", "docs", "write_config"]
+
+
+@pytest.fixture
+def chat_server():
+    with FakeChat() as server:
+        yield server
+
+
+@pytest.fixture
+def chat_desk(chat_server):
+    """A desk whose chat role is model "tiny" at ``chat_server`` (no embedding model: keyword KBs)."""
+    from kbdesk import open_desk
+
+    write_config(chat_server)
+    desk = open_desk(backend="numpy")
+    yield desk
+    desk.close()
+
+
+def docs(desk):
+    """Two keyword KBs: Docs (2 documents, personal: on by default) and Wiki (global: off)."""
+    desk.create_kb("Docs")
+    add_doc(desk, "Docs", "guide.md", "Backups run every night at two.", "Restore with the snapshot name.",
+            metadata={"headings": ["Guide", "Backups"]})
+    add_doc(desk, "Docs", "faq.txt", "The office closes at six.")
+    desk.store.create_kb("Wiki", scope="global")
+    add_doc(desk, "Wiki", "manual.pdf", "Backups are kept for thirty days.", metadata={"page": 4})
+    return desk
