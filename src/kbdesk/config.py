@@ -51,6 +51,13 @@ class SearchSettings:
 class VectorSettings:
     backend: VectorBackendName = "auto"
     """auto (sqlite-vec when it loads, numpy otherwise), sqlite-vec or numpy."""
+    quantize_above: int = 250_000
+    """KBs with more chunks than this are searched by binary-quantised vectors (sign bits
+    scanned by Hamming distance, the best candidates rescored exactly) instead of an exact
+    scan; 0 keeps every KB exact (docs/BENCHMARKS-scale.md)."""
+    oversample: int = 10
+    """Quantised search rescores this many candidates per result asked for (at least 500);
+    higher is slower and closer to exact."""
 
 
 @dataclass
@@ -136,6 +143,10 @@ def _check_ranges(cfg: Config) -> None:
                               "[providers.NAME] table")
     if not 1 <= cfg.ingest.workers <= 32:
         raise ConfigError(f"config: ingest.workers must be between 1 and 32, got {cfg.ingest.workers}")
+    if cfg.vector.quantize_above < 0:
+        raise ConfigError(f"config: vector.quantize_above must be 0 or more, got {cfg.vector.quantize_above}")
+    if not 1 <= cfg.vector.oversample <= 1000:
+        raise ConfigError(f"config: vector.oversample must be between 1 and 1000, got {cfg.vector.oversample}")
     if cfg.ingest.pdf_timeout <= 0 or cfg.ingest.pdf_memory_mb < 64:
         raise ConfigError("config: ingest.pdf_timeout must be positive and ingest.pdf_memory_mb at least 64")
 

@@ -214,6 +214,7 @@ def open_desk(db: str | os.PathLike[str] | None = None, *, home: str | os.PathLi
     db_path = resolve_db(paths, chosen)
     requested = backend or vector_backend_override() or config.vector.backend
     store = SqliteStore(db_path, choose_driver(requested))
+    store.vectors.configure(quantize_above=config.vector.quantize_above, oversample=config.vector.oversample)
     return Desk(paths=paths, config=config, db_path=db_path, store=store)
 
 

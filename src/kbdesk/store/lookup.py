@@ -28,6 +28,30 @@ why will with would you your yours
 """.split())
 
 
+# FTS5 computes BM25 for every row that matches any OR-ed term (a few µs per row, and an
+# IDF pass over each term's whole posting list), so a query's cost grows with its terms'
+# document frequencies. When they add up past this budget the query is bounded
+# (:meth:`LookupMixin.bounded_fts_query`): rows must hold one of the rarest terms, and
+# terms matching more rows than the budget on their own are left out of the score. An
+# index whose rows times the query's terms fit in the budget is never touched
+# (docs/BENCHMARKS-scale.md).
+KEYWORD_POSTINGS_BUDGET = 50_000
+# terms matching more rows than this many budgets on their own leave the score as well
+SCORED_TERM_BUDGETS = 4
+_DF_CACHE_MAX = 50_000
+
+
+def query_terms(text: str) -> list[str]:
+    """The words :func:`fts_query` OR-s together, in order."""
+    seen: list[str] = []
+    for token in _TOKEN.findall(text.lower()):
+        if token not in seen:
+            seen.append(token)
+        if len(seen) == MAX_QUERY_TERMS:
+            break
+    return [t for t in seen if t not in STOPWORDS] or seen
+
+
 def fts_query(text: str) -> str:
     """A natural-language query as an FTS5 expression: its words, quoted, OR-ed.
 
@@ -35,14 +59,7 @@ def fts_query(text: str) -> str:
     BM25 rank partial matches instead of demanding every word; stopwords are left out
     unless the query is nothing but stopwords.
     """
-    seen: list[str] = []
-    for token in _TOKEN.findall(text.lower()):
-        if token not in seen:
-            seen.append(token)
-        if len(seen) == MAX_QUERY_TERMS:
-            break
-    content = [t for t in seen if t not in STOPWORDS]
-    return " OR ".join(f'"{t}"' for t in (content or seen))
+    return " OR ".join(f'"{t}"' for t in query_terms(text))
 
 
 def _marks(values: Sequence[Any]) -> str:
@@ -66,9 +83,60 @@ class LookupMixin:
         """Top ``k`` (seq, cosine) in one KB, best first."""
         return self.vectors.search(self, kb_id, dimensions, query, k)
 
+    def _document_frequencies(self, terms: Sequence[str], budget: int) -> dict[str, int] | None:
+        """Rows matching each term, counted up to ``SCORED_TERM_BUDGETS x budget + 1``; None when the index is too
+        small for the query to need bounding. Cached until the number of chunks moves by a tenth."""
+        conn = self.connection()
+        total = conn.execute("SELECT coalesce(sum(chunk_count), 0) FROM knowledge_bases").fetchone()[0]
+        if len(terms) <= 1 or total * len(terms) <= budget:
+            return None
+        cache: dict[tuple[str, int], tuple[int, int]] = self.__dict__.setdefault("_df_cache", {})
+        if len(cache) > _DF_CACHE_MAX:
+            cache.clear()
+        df: dict[str, int] = {}
+        for term in terms:
+            hit = cache.get((term, budget))
+            if hit is None or abs(hit[1] - total) > total // 10:
+                count = conn.execute("SELECT count(*) FROM (SELECT 1 FROM kb_chunks_fts WHERE kb_chunks_fts MATCH ? "
+                                     "LIMIT ?)", (f'"{term}"', budget * SCORED_TERM_BUDGETS + 1)).fetchone()[0]
+                hit = cache[(term, budget)] = (int(count), int(total))
+            df[term] = hit[0]
+        return df
+
+    def bounded_terms(self, terms: Sequence[str], budget: int | None = None) -> tuple[list[str], list[str]]:
+        """(gate, scored): the rarest terms whose rows add up to at most ``budget`` (the
+        rarest always), and the terms that count in the score (all but those matching more
+        rows than ``budget`` alone). Both are ``terms`` when the query needs no bounding."""
+        terms = list(terms)
+        budget = KEYWORD_POSTINGS_BUDGET if budget is None else budget
+        df = self._document_frequencies(terms, budget)
+        if df is None or sum(df.values()) <= budget:
+            return terms, terms
+        gate: set[str] = set()
+        spent = 0
+        for term in sorted(terms, key=lambda t: (df[t], terms.index(t))):
+            if gate and spent + df[term] > budget:
+                break
+            gate.add(term)
+            spent += df[term]
+        return [t for t in terms if t in gate], [t for t in terms if t in gate or df[t] <= budget * SCORED_TERM_BUDGETS]
+
+    def bounded_fts_query(self, text: str, budget: int | None = None) -> str:
+        """:func:`fts_query`, bounded when the index is large and the words common.
+
+        Rows must match a gate term; the scored terms add their BM25 weight on top (the
+        gate terms count twice then: once in each half of the AND).
+        """
+        gate, scored = self.bounded_terms(query_terms(text), budget)
+        either = " OR ".join(f'"{t}"' for t in gate)
+        if scored == gate:
+            return either
+        weighted = " OR ".join(f'"{t}"' for t in scored)
+        return f"({either}) AND ({weighted})"
+
     def keyword_candidates(self, kb_ids: Sequence[str], text: str, k: int) -> list[tuple[int, float]]:
         """Top ``k`` (seq, BM25 score — higher is better) across ``kb_ids``."""
-        expr = fts_query(text)
+        expr = self.bounded_fts_query(text) if kb_ids else ""
         if not expr or not kb_ids:
             return []
         conn = self.connection()

@@ -331,6 +331,28 @@ def _m005_chat(conn: Any) -> None:
     """)
 
 
+def _m006_vector_bits(conn: Any) -> None:
+    # Sign bits of each chunk's vector (one bit per dimension, packed, padded to 64-bit
+    # words) for the binary-quantised search of large KBs (store/quantized.py). Derived
+    # from kb_chunks.embedding: rows go with their chunk or when its embedding changes,
+    # whatever caused it; the store writes the rows of its own inserts, and anything
+    # missing is recomputed at the next load. Clustered by KB for a fast whole-KB read.
+    conn.executescript("""
+    CREATE TABLE kb_vector_bits (
+        kb_id TEXT NOT NULL,
+        seq   INTEGER NOT NULL,
+        bits  BLOB NOT NULL,
+        PRIMARY KEY (kb_id, seq)
+    ) WITHOUT ROWID;
+    CREATE TRIGGER kb_vector_bits_ad AFTER DELETE ON kb_chunks WHEN old.embedding IS NOT NULL BEGIN
+        DELETE FROM kb_vector_bits WHERE kb_id = old.kb_id AND seq = old.seq;
+    END;
+    CREATE TRIGGER kb_vector_bits_au AFTER UPDATE OF embedding ON kb_chunks BEGIN
+        DELETE FROM kb_vector_bits WHERE kb_id = old.kb_id AND seq = old.seq;
+    END;
+    """)
+
+
 Migration = tuple[str, Callable[[Any], None]]
 
 MIGRATIONS: list[Migration] = [
@@ -339,6 +361,7 @@ MIGRATIONS: list[Migration] = [
     ("vector_state", _m003_vector_state),
     ("ingestion", _m004_ingestion),
     ("chat_and_notes", _m005_chat),
+    ("vector_bits", _m006_vector_bits),
 ]
 
 

@@ -10,6 +10,13 @@ written under one backend is always correct under the other.
   of the two in sqlite-vec (docs/BENCHMARKS.md).
 - :class:`NumpyIndex` scans an in-memory float32 matrix per KB, loaded on first use and
   reloaded when the KB's vectors change. Exact cosine.
+
+Both are the *exact* path. A KB holding more than ``quantize_above`` chunks (config
+``vector.quantize_above``) is searched by the binary-quantised path instead
+(:mod:`kbdesk.store.quantized`: sign bits scanned by Hamming distance, the nearest
+ranked again by the full query against their bits, max(``k x oversample``, 500) of them
+rescored with exact cosine), whichever backend is in use; ``quantize_above = 0`` keeps
+every KB exact.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from kbdesk.errors import InvalidInputError
+from kbdesk.store.quantized import DEFAULT_OVERSAMPLE, DEFAULT_QUANTIZE_ABOVE, QuantizedIndex
 
 
 def normalise(vector: Any, dimensions: int | None = None, *, what: str = "vector") -> np.ndarray:
@@ -84,6 +92,45 @@ class VectorIndex(Protocol):
         """Forget ``kb_id``'s index (inside the transaction deleting the KB)."""
 
 
+class _Tiered:
+    """Exact search for small KBs, the quantised path for large ones (both backends)."""
+
+    quantize_above: int = DEFAULT_QUANTIZE_ABOVE
+    oversample: int = DEFAULT_OVERSAMPLE
+
+    def _init_tiers(self) -> None:
+        self.quantized = QuantizedIndex()
+
+    def configure(self, *, quantize_above: int | None = None, oversample: int | None = None) -> None:
+        """Apply ``vector.quantize_above`` / ``vector.oversample`` (None keeps the current value)."""
+        if quantize_above is not None:
+            self.quantize_above = int(quantize_above)
+        if oversample is not None:
+            self.oversample = max(1, int(oversample))
+
+    def uses_quantized(self, store: Any, kb_id: str) -> bool:
+        """Whether ``kb_id`` is large enough for the quantised path."""
+        if self.quantize_above <= 0:
+            return False
+        row = store.connection().execute("SELECT chunk_count FROM knowledge_bases WHERE id = ?", (kb_id,)).fetchone()
+        return bool(row) and int(row[0]) > self.quantize_above
+
+    def search(self, store: Any, kb_id: str, dimensions: int, query: np.ndarray,
+               k: int) -> list[tuple[int, float]]:
+        if self.uses_quantized(store, kb_id):
+            self._forget_exact(kb_id)
+            return self.quantized.search(store, kb_id, dimensions, query, k, self.oversample)
+        self.quantized.forget(kb_id)
+        return self.exact_search(store, kb_id, dimensions, query, k)
+
+    def exact_search(self, store: Any, kb_id: str, dimensions: int, query: np.ndarray,
+                     k: int) -> list[tuple[int, float]]:
+        raise NotImplementedError
+
+    def _forget_exact(self, kb_id: str) -> None:
+        """Free what the exact path keeps in memory for ``kb_id``."""
+
+
 def _is_fresh(conn: Any, kb_id: str) -> bool:
     row = conn.execute(
         "SELECT version = indexed_version FROM kb_vector_state WHERE kb_id = ?", (kb_id,)
@@ -91,11 +138,12 @@ def _is_fresh(conn: Any, kb_id: str) -> bool:
     return bool(row and row[0])
 
 
-class SqliteVecIndex:
+class SqliteVecIndex(_Tiered):
     name = "sqlite-vec"
 
     def __init__(self, vec_loaded: bool = True) -> None:
         self.vec_loaded = vec_loaded
+        self._init_tiers()
 
     @staticmethod
     def is_fresh(conn: Any, kb_id: str) -> bool:
@@ -103,6 +151,7 @@ class SqliteVecIndex:
 
     def after_write(self, conn: Any, kb_id: str, added: list[tuple[int, bytes]],
                     removed: list[int], was_fresh: bool) -> None:
+        self.quantized.after_write(conn, kb_id, added)
         if not was_fresh:
             return  # rebuilt whole at the next search
         table = vec_table(kb_id)
@@ -121,8 +170,8 @@ class SqliteVecIndex:
                      "WHERE kb_id = ? AND embedding IS NOT NULL ORDER BY seq", (kb_id,))
         conn.execute("UPDATE kb_vector_state SET indexed_version = version WHERE kb_id = ?", (kb_id,))
 
-    def search(self, store: Any, kb_id: str, dimensions: int, query: np.ndarray,
-               k: int) -> list[tuple[int, float]]:
+    def exact_search(self, store: Any, kb_id: str, dimensions: int, query: np.ndarray,
+                     k: int) -> list[tuple[int, float]]:
         conn = store.connection()
         if not _is_fresh(conn, kb_id):
             with store.write() as wconn:
@@ -137,6 +186,7 @@ class SqliteVecIndex:
 
     def drop(self, conn: Any, kb_id: str) -> None:
         conn.execute(f"DROP TABLE IF EXISTS {vec_table(kb_id)}")
+        self.quantized.drop(conn, kb_id)
 
     @staticmethod
     def drop_orphans(conn: Any) -> int:
@@ -154,7 +204,7 @@ class SqliteVecIndex:
         return dropped
 
 
-class NumpyIndex:
+class NumpyIndex(_Tiered):
     name = "numpy"
 
     def __init__(self, vec_loaded: bool = False) -> None:
@@ -162,10 +212,15 @@ class NumpyIndex:
         self.vec_loaded = vec_loaded
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[int, np.ndarray, np.ndarray]] = {}
+        self._init_tiers()
 
     def after_write(self, conn: Any, kb_id: str, added: list[tuple[int, bytes]],
                     removed: list[int], was_fresh: bool) -> None:
-        return  # the matrix reloads when kb_vector_state.version moves
+        self.quantized.after_write(conn, kb_id, added)  # the matrix reloads when the version moves
+
+    def _forget_exact(self, kb_id: str) -> None:
+        with self._lock:
+            self._cache.pop(kb_id, None)
 
     def _matrix(self, store: Any, kb_id: str, dimensions: int) -> tuple[np.ndarray, np.ndarray]:
         with store.read() as conn:  # one snapshot for the version and the rows
@@ -188,8 +243,8 @@ class NumpyIndex:
             self._cache[kb_id] = (version, seqs, matrix)
         return seqs, matrix
 
-    def search(self, store: Any, kb_id: str, dimensions: int, query: np.ndarray,
-               k: int) -> list[tuple[int, float]]:
+    def exact_search(self, store: Any, kb_id: str, dimensions: int, query: np.ndarray,
+                     k: int) -> list[tuple[int, float]]:
         seqs, matrix = self._matrix(store, kb_id, dimensions)
         if not len(seqs):
             return []
@@ -202,5 +257,6 @@ class NumpyIndex:
     def drop(self, conn: Any, kb_id: str) -> None:
         with self._lock:
             self._cache.pop(kb_id, None)
+        self.quantized.drop(conn, kb_id)
         if self.vec_loaded:
             conn.execute(f"DROP TABLE IF EXISTS {vec_table(kb_id)}")
