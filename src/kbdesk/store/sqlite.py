@@ -95,6 +95,9 @@ class SqliteStore(RecordsMixin, DocumentsMixin, LookupMixin, ChatMixin, NotesMix
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = NORMAL")
+            # a big write (an index rebuild, a large import) must not leave a WAL file of
+            # its own size behind: trimmed back to 64 MB at the next checkpoint
+            conn.execute("PRAGMA journal_size_limit = 67108864")
         except module.DatabaseError as exc:
             raise StoreError(f"cannot open {self.path}: {exc} (is it a kbdesk database?)") from None
         try:
