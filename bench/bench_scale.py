@@ -887,8 +887,9 @@ def write_doc(report: dict[str, Any]) -> None:
             f"{_ms(v['what-if: quantised, rescored in memory'])} |")
     lines += [
         "",
-        "\"index\" = `store.vector_candidates(kb, dims, q, 50)`, what a limit-10 search asks; \"desk.search\" = the "
-        "whole `desk.search(mode=\"vector\", limit=10)` (query checks, result rows). Exact = the numpy backend's "
+        "\"index\" = `store.vector_candidates(kb, dims, q, 50)`, what hybrid asks at limit 10; \"desk.search\" = the "
+        "whole `desk.search(mode=\"vector\", limit=10)` (asks the index for k = 10; query checks, result rows). "
+        "Both rescore 500 candidates on the quantised path. Exact = the numpy backend's "
         "in-memory matrix; plain numpy = `M @ q` + `argpartition` on that same matrix. Recall@10 = overlap of the "
         "quantised top-10 with plain numpy's exact top-10. \"rescored in memory\" = the same candidates rescored "
         "from an in-memory float32 matrix instead of fetched from SQLite (what the fetch costs; kbdesk does not "
