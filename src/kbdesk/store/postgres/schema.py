@@ -14,7 +14,8 @@ with its row in ``kbdesk_migrations`` under an advisory lock, and written with
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from kbdesk.errors import SchemaTooNewError, StoreError
@@ -38,6 +39,8 @@ def _ensure_pgvector(conn: Any) -> None:
         with conn.transaction():
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     except Exception as exc:  # psycopg.errors.InsufficientPrivilege, mostly
+        if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
+            return  # created meanwhile by someone who does not take kbdesk's lock
         raise StoreError("pgvector is installed on the server but not enabled in this database, and this user "
                          f"may not enable it ({_first_line(exc)}): ask an administrator to run "
                          "CREATE EXTENSION vector; in this database") from None
@@ -179,21 +182,20 @@ def migrate(conn: Any, migrations: list[Migration] | None = None, *, label: str 
     """Bring the database up to date; return the number of migrations applied.
 
     ``conn`` is an autocommit connection. Each step runs in its own transaction with
-    its record; an advisory lock keeps two kbdesk processes from migrating at once.
+    its record. Enabling pgvector and every step happen under an advisory lock, so
+    several kbdesk processes opening a new, empty database at once all succeed: the
+    first creates the extension and the schema, the others wait and find it done.
     """
     migrations = MIGRATIONS if migrations is None else migrations
     known = len(migrations)
-    found = current_version(conn)
-    if found > known:
-        raise SchemaTooNewError(f"the database {label} has kbdesk schema version {found}, but this kbdesk knows "
-                                f"only up to {known}: it was written by a newer kbdesk; upgrade kbdesk to use it")
+    found = _checked_version(conn, known, label)
     if found == known:
         _check_seed_tables(conn, label)
         return 0
-    _ensure_pgvector(conn)
     applied = 0
-    conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
-    try:
+    with _migration_lock(conn):
+        _checked_version(conn, known, label)  # a newer kbdesk may have migrated while we waited
+        _ensure_pgvector(conn)
         conn.execute("""CREATE TABLE IF NOT EXISTS kbdesk_migrations (
             version    INT PRIMARY KEY,
             name       TEXT NOT NULL,
@@ -211,10 +213,31 @@ def migrate(conn: Any, migrations: list[Migration] | None = None, *, label: str 
                     raise StoreError(f"schema migration '{name}' failed on {label}: {_first_line(exc)}") from exc
                 conn.execute("INSERT INTO kbdesk_migrations(version, name) VALUES (%s, %s)", (version, name))
             applied += 1
-    finally:
-        conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
     _check_seed_tables(conn, label)
     return applied
+
+
+def _checked_version(conn: Any, known: int, label: str) -> int:
+    found = current_version(conn)
+    if found > known:
+        raise SchemaTooNewError(f"the database {label} has kbdesk schema version {found}, but this kbdesk knows "
+                                f"only up to {known}: it was written by a newer kbdesk; upgrade kbdesk to use it")
+    return found
+
+
+@contextmanager
+def _migration_lock(conn: Any) -> Iterator[None]:
+    """kbdesk's session-level advisory lock (per database) around schema changes."""
+    conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+    try:
+        yield
+    finally:
+        try:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+        except Exception:
+            if not (conn.closed or conn.broken):
+                raise
+            # a lost connection: the server released the lock with the session
 
 
 def _check_seed_tables(conn: Any, label: str) -> None:
