@@ -1,20 +1,65 @@
-"""``kbdesk doctor``: where things are and what this machine can do."""
+"""``kbdesk doctor``: where things are, what this machine can do, and whether the
+database file is sound (``PRAGMA quick_check``, bounded in time)."""
 
 from __future__ import annotations
 
 import platform
+import shlex
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
-from rich.text import Text
-
 from kbdesk import __version__
-from kbdesk.cli.output import print_json, stdout, table
+from kbdesk.cli.output import plain, print_json, stdout, table
 from kbdesk.errors import KbdeskError
+from kbdesk.textsafe import inert_line
 
 
-def gather(state: Any) -> dict[str, Any]:
+def damaged_advice(path: Path, problems: list[str]) -> str:
+    """One line: what is wrong with the file at ``path`` and what to do about it."""
+    first = problems[0] if problems else "damaged"
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    db = shlex.quote(str(path))
+    rescued = shlex.quote(str(path) + ".recovered")
+    return (f"{path} is damaged: {first}{more}. Stop writing to it and restore it from a backup; or copy what "
+            f"SQLite can still read into a new file: sqlite3 {db} .recover | sqlite3 {rescued} "
+            f"(then kbdesk --db {rescued} doctor), or kbdesk --db {db} export KB --to FILE for each KB "
+            "that still reads")
+
+
+def _integrity(state: Any, paths: Any, config: Any, report: dict[str, Any], seconds: float) -> bool:
+    """Check the SQLite file's pages before anything opens it; False when it is damaged."""
+    from kbdesk.config import vector_backend_override
+    from kbdesk.paths import resolve_db
+    from kbdesk.store import choose_driver
+    from kbdesk.store.sqlite import quick_check
+
+    chosen = state.db if state.db is not None else (config.storage.db if config is not None else None)
+    if isinstance(chosen, str) and chosen.startswith(("postgresql://", "postgres://")):
+        return True  # the server looks after its own pages
+    path = resolve_db(paths, chosen)
+    report["paths"]["db"] = str(path)
+    if not path.is_file():
+        return True  # created on first use
+    backend = vector_backend_override() or (config.vector.backend if config is not None else "auto")
+    try:
+        check = quick_check(path, choose_driver(backend), seconds=seconds)
+    except KbdeskError as exc:
+        report["integrity"] = {"status": "error", "problems": [str(exc)]}
+        report["problems"].append(str(exc))
+        report["ok"] = False
+        return True
+    report["integrity"] = check.to_dict()
+    if check.status == "damaged":
+        report["ok"] = False
+        report["problems"].append(damaged_advice(path, check.problems))
+        report["database"] = {"path": str(path), "error": "damaged"}
+        return False
+    return True
+
+
+def gather(state: Any, check_seconds: float = 5.0) -> dict[str, Any]:
     from kbdesk.config import load_config, vector_backend_override
     from kbdesk.paths import get_paths, resolve_db
 
@@ -23,12 +68,15 @@ def gather(state: Any) -> dict[str, Any]:
     paths = get_paths(state.home)
     report["paths"] = {"config_file": str(paths.config_file), "data_dir": str(paths.data_dir),
                        "cache_dir": str(paths.cache_dir)}
+    config = None
     try:
-        load_config(paths.config_file)
+        config = load_config(paths.config_file)
         report["config"] = "ok" if paths.config_file.exists() else "defaults (no config file)"
     except KbdeskError as exc:
         report["config"] = "invalid"
         report["problems"].append(str(exc))
+    if not _integrity(state, paths, config, report, check_seconds):
+        return report  # a damaged file is not opened: opening may write to it
     try:
         desk = state.desk()
     except KbdeskError as exc:
@@ -47,7 +95,8 @@ def gather(state: Any) -> dict[str, Any]:
     report["paths"]["db"] = str(desk.db_path)
     report["paths"]["files"] = str(desk.files_dir)
     report["database"] = {"path": str(desk.db_path), "schema_version": store.schema_version(),
-                          "knowledge_bases": len(desk.list_kbs())}
+                          "knowledge_bases": len(desk.list_kbs()),
+                          "read_only": getattr(store, "read_only_reason", None)}
     report.update(_driver(store.driver))
     report["fts5"] = store.fts5_available()
     if not report["fts5"]:
@@ -65,31 +114,41 @@ def _driver(driver: Any) -> dict[str, Any]:
 
 
 @click.command("doctor")
+@click.option("--check-seconds", type=click.FloatRange(0), default=5.0, show_default=True,
+              help="Time the database check may take before it stops and says so.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
-def doctor_command(state, as_json) -> None:
-    """Report paths, SQLite, the vector backend in use and why, and FTS5."""
-    report = gather(state)
+def doctor_command(state, check_seconds, as_json) -> None:
+    """Report paths, SQLite, the vector backend in use and why, FTS5, and whether the
+    database file is sound (exit 1 when something is wrong)."""
+    report = gather(state, check_seconds)
     if as_json:
         print_json(report)
     else:
         t = table("check", "result")
         t.add_row("kbdesk", f"{report['kbdesk']} on Python {report['python']} ({sys.platform})")
         for key, value in report["paths"].items():
-            t.add_row(key.replace("_", " "), Text(value))
+            t.add_row(key.replace("_", " "), plain(value))
         t.add_row("config", report.get("config", "?"))
         if "database" in report:
             db = report["database"]
             if "schema_version" in db:
                 t.add_row("database", f"schema {db['schema_version']}, {db['knowledge_bases']} knowledge bases")
+            if db.get("read_only"):
+                t.add_row("access", plain(f"read-only: {db['read_only']}"))
+        if "integrity" in report:
+            check = report["integrity"]
+            verdict = {"ok": "pages ok (quick_check)", "damaged": "DAMAGED (see below)",
+                       "unfinished": f"not finished within {check_seconds:g} s (--check-seconds allows more)"}
+            t.add_row("integrity", verdict.get(check["status"], check["status"]))
         if "sqlite" in report:
             t.add_row("sqlite", f"{report['sqlite']['version']} via {report['sqlite']['driver']}")
             vb = report["vector_backend"]
-            t.add_row("vector backend", Text(f"{vb['active']}: {vb['reason']}"))
+            t.add_row("vector backend", plain(f"{vb['active']}: {vb['reason']}"))
         if "fts5" in report:
             t.add_row("keyword search", "FTS5 available" if report["fts5"] else "FTS5 missing")
         stdout().print(t)
         for problem in report["problems"]:
-            click.echo(f"problem: {problem}", err=True)
+            click.echo(f"problem: {inert_line(problem)}", err=True)
     if not report["ok"]:
         raise SystemExit(1)

@@ -3,34 +3,47 @@
 Every write runs in ``with store.write() as conn:`` — a ``BEGIN IMMEDIATE``
 transaction taken under a process-wide lock, committed whole or rolled back whole.
 Reads use the calling thread's own connection.
+
+A database whose file, folder or ``-wal``/``-shm`` files this user cannot write is
+opened read-only (SQLite's ``mode=ro``; ``immutable=1`` when its folder is read-only
+and no ``-wal`` file holds changes, since SQLite cannot create its ``-shm`` there):
+it can be searched and listed, and every write fails with one line saying why.
+:func:`quick_check` checks a database file's pages within a bounded time.
 """
 
 from __future__ import annotations
 
 import getpass
 import json
+import os
 import random
 import threading
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from kbdesk.errors import StoreError
+from kbdesk.errors import SchemaTooNewError, StoreError
 from kbdesk.store.chat import ChatMixin
 from kbdesk.store.documents import DocumentsMixin
 from kbdesk.store.driver import Driver, load_extensions
 from kbdesk.store.lookup import LookupMixin
-from kbdesk.store.migrations import migrate
+from kbdesk.store.migrations import MIGRATIONS, current_version, migrate
 from kbdesk.store.notes import NotesMixin
 from kbdesk.store.records import RecordsMixin
 from kbdesk.store.vectors import NumpyIndex, SqliteVecIndex
 
 BUSY_TIMEOUT_MS = 10_000
 BUSY_GIVE_UP_S = 120.0
+FORCED_READ_ONLY = "it was opened read-only"
+
+
+class ReadOnlyDatabaseError(StoreError):
+    """A write to a database that is open read-only."""
 
 
 def utcnow() -> str:
@@ -52,7 +65,12 @@ class SqliteStore(RecordsMixin, DocumentsMixin, LookupMixin, ChatMixin, NotesMix
 
     kind = "sqlite"
 
-    def __init__(self, path: Path, driver: Driver) -> None:
+    def __init__(self, path: Path, driver: Driver, *, read_only: bool | None = None) -> None:
+        """Open (creating or upgrading) the database at ``path``.
+
+        ``read_only``: None decides from the file system (see :func:`read_only_reason`),
+        True opens read-only whatever the permissions, False never does.
+        """
         self.path = Path(path)
         self.driver = driver
         self._local = threading.local()
@@ -60,10 +78,20 @@ class SqliteStore(RecordsMixin, DocumentsMixin, LookupMixin, ChatMixin, NotesMix
         self._conns_lock = threading.Lock()
         self._write_lock = threading.RLock()
         self._closed = False
-        if driver.backend == "sqlite-vec":
+        if read_only is None:
+            self.read_only_reason = read_only_reason(self.path)
+        else:
+            self.read_only_reason = FORCED_READ_ONLY if read_only else None
+        self._target = str(self.path)  # a read-only open replaces it with a file: URI
+        if driver.backend == "sqlite-vec" and not self.read_only:
             self.vectors: SqliteVecIndex | NumpyIndex = SqliteVecIndex(vec_loaded=True)
         else:
+            # read-only: sqlite-vec's index may need rebuilding before it answers, which
+            # is a write; numpy reads the stored vectors and ranks exactly the same
             self.vectors = NumpyIndex(vec_loaded=driver.vec_loaded)
+        if self.read_only:
+            self._open_read_only()
+            return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -80,6 +108,43 @@ class SqliteStore(RecordsMixin, DocumentsMixin, LookupMixin, ChatMixin, NotesMix
             with self.write() as wconn:
                 SqliteVecIndex.drop_orphans(wconn)
 
+    @property
+    def read_only(self) -> bool:
+        return self.read_only_reason is not None
+
+    def _open_read_only(self) -> None:
+        """Open without writing anything: no WAL switch, no migration, no user row."""
+        if not self.path.is_file():
+            raise StoreError(f"there is no database at {self.path}, and it cannot be created there "
+                             f"({self.read_only_reason})")
+        self._target = read_only_uri(self.path)
+        try:
+            self._check_file(self.connection())
+        except StoreError as exc:
+            if _wal_has_changes(self.path):
+                raise StoreError(f"{exc}; its -wal file holds changes SQLite cannot read without its -shm file, "
+                                 "which cannot be made here: open it once where its folder is writable") from None
+            # SQLite could not create the -shm file (a read-only folder) and no -wal holds
+            # changes: the file alone is the whole database
+            self._forget_connection()
+            self._target = read_only_uri(self.path, immutable=True)
+            self._check_file(self.connection())
+        conn = self.connection()
+        try:
+            found = current_version(conn)
+        except self.driver.module.DatabaseError as exc:
+            raise StoreError(f"cannot open {self.path}: {exc}") from None
+        if found < len(MIGRATIONS):
+            raise ReadOnlyDatabaseError(
+                f"{self.path} has schema version {found} and this kbdesk needs {len(MIGRATIONS)}, but it is "
+                f"read-only ({self.read_only_reason}): open it once where it can be written, to upgrade it")
+        if found > len(MIGRATIONS):
+            raise SchemaTooNewError(f"database {self.path} has schema version {found}, but this kbdesk knows only "
+                                    f"up to {len(MIGRATIONS)}: it was written by a newer kbdesk; upgrade kbdesk to "
+                                    "open it")
+        row = conn.execute("SELECT value FROM settings WHERE key = 'local_user_id'").fetchone()
+        self.local_user_id = row[0] if row else ""
+
     # ── connections ────────────────────────────────────────────────────────────
     def connection(self) -> Any:
         """This thread's connection (made on first use)."""
@@ -90,8 +155,8 @@ class SqliteStore(RecordsMixin, DocumentsMixin, LookupMixin, ChatMixin, NotesMix
             raise StoreError("the store is closed")
         module = self.driver.module
         try:
-            conn = module.connect(str(self.path), isolation_level=None, check_same_thread=False,
-                                  timeout=BUSY_TIMEOUT_MS / 1000)
+            conn = module.connect(self._target, isolation_level=None, check_same_thread=False,
+                                  timeout=BUSY_TIMEOUT_MS / 1000, uri=self._target.startswith("file:"))
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = NORMAL")
@@ -123,9 +188,21 @@ class SqliteStore(RecordsMixin, DocumentsMixin, LookupMixin, ChatMixin, NotesMix
                     pass
         self._conns = alive
 
+    def _forget_connection(self) -> None:
+        """Close this thread's connection; the next :meth:`connection` makes a new one."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            return
+        self._local.conn = None
+        with self._conns_lock:
+            self._conns = [(t, c) for t, c in self._conns if c is not conn]
+        conn.close()
+
     def _check_file(self, conn: Any) -> None:
         try:
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except self.driver.module.OperationalError as exc:
+            raise StoreError(f"cannot read {self.path}: {exc}") from None
         except self.driver.module.DatabaseError as exc:
             raise StoreError(f"{self.path} is not a kbdesk database ({exc})") from None
 
@@ -147,6 +224,9 @@ class SqliteStore(RecordsMixin, DocumentsMixin, LookupMixin, ChatMixin, NotesMix
 
         Re-entrant in one thread: an inner ``write()`` joins the outer transaction.
         """
+        if self.read_only_reason is not None:
+            raise ReadOnlyDatabaseError(f"{self.path} is read-only ({self.read_only_reason}): it can be searched "
+                                        "and listed, not changed")
         conn = self.connection()
         with self._write_lock:
             if conn.in_transaction:
@@ -227,3 +307,111 @@ class SqliteStore(RecordsMixin, DocumentsMixin, LookupMixin, ChatMixin, NotesMix
             return bool(row[0])
         except Exception:
             return False
+
+
+# ── read-only databases ──────────────────────────────────────────────────────────
+def read_only_reason(path: Path) -> str | None:
+    """Why the existing database at ``path`` can only be read by this user, or None.
+
+    SQLite writes the file itself and keeps ``-wal`` and ``-shm`` files beside it, so
+    the folder must be writable too. (``os.access`` answers for the real user: root
+    may write anything except on a read-only file system, and so it is told.)
+    """
+    if not path.is_file():
+        return None
+    if not os.access(path, os.W_OK):
+        return "the file is not writable by this user"
+    folder = path.parent
+    if not os.access(folder, os.W_OK):
+        return f"its folder {folder} is not writable by this user, and SQLite keeps its -wal and -shm files there"
+    for suffix in ("-wal", "-shm"):
+        side = path.with_name(path.name + suffix)
+        if side.exists() and not os.access(side, os.W_OK):
+            return f"{side.name} is not writable by this user"
+    return None
+
+
+def read_only_uri(path: Path, *, immutable: bool = False) -> str:
+    """A ``file:`` URI that opens ``path`` read-only (``immutable``: without -shm or locks)."""
+    return path.absolute().as_uri() + "?mode=ro" + ("&immutable=1" if immutable else "")
+
+
+def _wal_has_changes(path: Path) -> bool:
+    wal = path.with_name(path.name + "-wal")
+    try:
+        return wal.stat().st_size > 0
+    except OSError:
+        return False
+
+
+# ── integrity ────────────────────────────────────────────────────────────────────
+QUICK_CHECK_SECONDS = 5.0
+_PROGRESS_EVERY = 1000  # SQLite VM steps between two looks at the clock
+
+
+@dataclass(frozen=True)
+class IntegrityCheck:
+    """The result of :func:`quick_check`: ``status`` is ok, damaged or unfinished."""
+
+    status: str
+    problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "problems": list(self.problems), "seconds": round(self.seconds, 3)}
+
+
+def quick_check(path: Path, driver: Driver, *, seconds: float = QUICK_CHECK_SECONDS,
+                max_problems: int = 20) -> IntegrityCheck:
+    """``PRAGMA quick_check`` on the database file at ``path``, given at most ``seconds``.
+
+    The file is opened read-only on a connection of its own (nothing is written, not
+    even to a damaged file). A check that runs out of time is interrupted and reported
+    as ``unfinished``; SQLite refusing to read the file at all counts as damage.
+    """
+    module = driver.module
+    started = time.monotonic()
+    deadline = started + seconds
+
+    def elapsed() -> float:
+        return time.monotonic() - started
+
+    def past_deadline() -> int:
+        return 1 if time.monotonic() >= deadline else 0
+
+    conn = None
+    try:
+        for immutable in (False, True):
+            try:
+                conn = module.connect(read_only_uri(Path(path), immutable=immutable), uri=True,
+                                      isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                break
+            except module.OperationalError:
+                if conn is not None:
+                    conn.close()
+                    conn = None
+                if immutable or _wal_has_changes(Path(path)):
+                    raise
+        assert conn is not None
+        try:
+            load_extensions(conn, driver)  # the schema names vec0 tables
+        except Exception:  # pragma: no cover - the driver said it loads; the check reads pages anyway
+            pass
+        conn.set_progress_handler(past_deadline, _PROGRESS_EVERY)
+        rows = conn.execute(f"PRAGMA quick_check({int(max_problems)})").fetchall()
+    except module.OperationalError as exc:
+        if "interrupted" in str(exc).lower():
+            return IntegrityCheck("unfinished", [f"not finished within {seconds:g} s"], elapsed())
+        if "malformed" in str(exc).lower() or "not a database" in str(exc).lower():
+            return IntegrityCheck("damaged", [str(exc)], elapsed())
+        raise StoreError(f"cannot check {path}: {exc}") from None
+    except module.DatabaseError as exc:  # malformed image, not a database, corrupt index
+        return IntegrityCheck("damaged", [str(exc)], elapsed())
+    finally:
+        if conn is not None:
+            conn.close()
+    problems = [str(r[0]) for r in rows]
+    if problems == ["ok"]:
+        return IntegrityCheck("ok", [], elapsed())
+    return IntegrityCheck("damaged", problems, elapsed())
