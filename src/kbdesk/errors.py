@@ -27,3 +27,7 @@ class ConflictError(KbdeskError):
 
 class InvalidInputError(KbdeskError):
     """An argument is out of range or malformed."""
+
+
+class SupersededError(ConflictError):
+    """Another runner has claimed the document for newer work: this result is dropped."""

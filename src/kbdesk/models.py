@@ -90,6 +90,20 @@ class Document:
     created_at: str
     updated_at: str
     source_mtime: float | None = None
+    # bumped whenever a runner claims the row for new work (see kbdesk.store.claims)
+    version: int = 0
+    # when the stored chunks were written, and from which version of the file (hash)
+    indexed_at: str | None = None
+    indexed_hash: str | None = None
+    # why the newest version failed: "file" (remembered until the file changes),
+    # "provider", "store" or "internal" (retried by the next add)
+    error_kind: str | None = None
+    claimed_by: str | None = None
+
+    @property
+    def stale(self) -> bool:
+        """The stored chunks come from an older version of the file than the newest seen."""
+        return self.indexed_hash is not None and self.indexed_hash != self.content_hash
 
     def to_dict(self) -> dict[str, Any]:
         return {

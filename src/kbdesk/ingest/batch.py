@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbdesk.errors import KbdeskError
+from kbdesk.errors import KbdeskError, SupersededError
 from kbdesk.ingest.chunker import split_text
 from kbdesk.ingest.events import EventSink, IngestEvent
 from kbdesk.ingest.extract import ExtractionError, extract_bytes
 from kbdesk.models import ChunkInput, Document, KnowledgeBase
-from kbdesk.store.documents import StatusUpdate
+from kbdesk.ingest.names import path_of
+from kbdesk.store.doc_types import StatusUpdate
 
 log = logging.getLogger("kbdesk.ingest")
 EMBED_GROUP = 100  # chunks per provider call (the provider splits further when it must)
@@ -40,6 +41,18 @@ class Outcome:
     job: Job
     error: str | None = None
     cancelled: bool = False
+    superseded: bool = False  # another runner claimed the document for newer work
+
+
+class _Failures(dict):
+    """doc id -> (reason, kind); kind "file", "provider", "store" or "internal"."""
+
+    def add(self, doc_id: str, reason: str, kind: str) -> None:
+        self.setdefault(doc_id, (reason, kind))
+
+    def reason(self, doc_id: str) -> str | None:
+        found = self.get(doc_id)
+        return found[0] if found else None
 
 
 @dataclass
@@ -90,7 +103,8 @@ class BatchRunner:
 
     def run(self, kb: KnowledgeBase, jobs: list[Job], embedder: Any) -> BatchResult:
         result = BatchResult()
-        failed: dict[str, str] = {}
+        failed = _Failures()
+        superseded: set[str] = set()
         if self.cancelled():  # left as they are: the next add or resume picks them up
             result.outcomes = [Outcome(job, cancelled=True) for job in jobs]
             return result
@@ -99,20 +113,21 @@ class BatchRunner:
             chunked = self._chunk_all(kb, live, failed)
             vectors = self._embed_all(embedder, chunked, failed, result) if embedder is not None else {}
             if self.cancelled():
-                result.outcomes = [Outcome(job, failed.get(job.doc.id), cancelled=job.doc.id not in failed)
+                result.outcomes = [Outcome(job, failed.reason(job.doc.id), cancelled=job.doc.id not in failed)
                                    for job in jobs]
                 self._record_failures(jobs, failed)
                 return result
-            self._finish_all(chunked, vectors, failed, embedder)
+            self._finish_all(chunked, vectors, failed, superseded, embedder)
         except KbdeskError as exc:  # the store itself failed: every unfinished document fails with it
             for job in jobs:
-                failed.setdefault(job.doc.id, str(exc))
+                failed.add(job.doc.id, str(exc), "store")
         except Exception as exc:  # a bug: fail these documents, keep the others going
             log.exception("an ingestion batch failed")
             for job in jobs:
-                failed.setdefault(job.doc.id, f"internal error: {type(exc).__name__}: {exc}")
+                failed.add(job.doc.id, f"internal error: {type(exc).__name__}: {exc}", "internal")
         self._record_failures(jobs, failed)
-        result.outcomes = [Outcome(job, failed.get(job.doc.id)) for job in jobs]
+        result.outcomes = [Outcome(job, failed.reason(job.doc.id), superseded=job.doc.id in superseded)
+                           for job in jobs]
         return result
 
     # ── steps ──────────────────────────────────────────────────────────────────
@@ -123,26 +138,30 @@ class BatchRunner:
         for u in updates:
             self.on_event(IngestEvent("status", names[u.doc_id], u.doc_id, u.status))
 
-    def _extract_all(self, jobs: list[Job], failed: dict[str, str]) -> list[tuple[Job, list[Any]]]:
+    def _extract_all(self, jobs: list[Job], failed: _Failures) -> list[tuple[Job, list[Any]]]:
         names = {j.doc.id: j.doc.filename for j in jobs}
         fresh = [j for j in jobs if j.kind != "rebuild"]
-        self._statuses([StatusUpdate(j.doc.id, "extracting") for j in fresh], names)
+        self._statuses([StatusUpdate(j.doc.id, "extracting", version=j.doc.version) for j in fresh], names)
         live: list[tuple[Job, list[Any]]] = []
         updates: list[StatusUpdate] = []
         for job in jobs:
+            if self.cancelled():
+                break  # the rest stay as they are for the next add or resume
             try:
                 if job.kind == "rebuild":
                     sections = [_Section(t, m) for t, m in self.store.document_sections(job.doc.id) or []]
-                    updates.append(StatusUpdate(job.doc.id, "chunking"))
+                    updates.append(StatusUpdate(job.doc.id, "chunking", version=job.doc.version))
                 else:
                     sections, update = self._extract(job.doc)
                     updates.append(update)
                 live.append((job, sections))
+            except _Changed as exc:
+                failed.add(job.doc.id, str(exc), "store")
             except KbdeskError as exc:
-                failed[job.doc.id] = str(exc)
+                failed.add(job.doc.id, str(exc), "file")
             except Exception as exc:  # an unforeseen input: this document alone
                 log.exception("extracting %s failed", job.doc.filename)
-                failed[job.doc.id] = f"internal error: {type(exc).__name__}: {exc}"
+                failed.add(job.doc.id, f"internal error: {type(exc).__name__}: {exc}", "internal")
         self._statuses(updates, names)
         return live
 
@@ -152,6 +171,9 @@ class BatchRunner:
             data = path.read_bytes()
         except FileNotFoundError:
             data = self._recover_bytes(doc, path)
+        else:
+            if doc.content_hash and sha256(data) != doc.content_hash:
+                data = self._recover_bytes(doc, path)  # a kill came between the claim and the copy
         extracted = extract_bytes(data, doc.filename, max_bytes=self.max_bytes,
                                   pdf_timeout=self.config.ingest.pdf_timeout,
                                   pdf_memory_mb=self.config.ingest.pdf_memory_mb)
@@ -159,35 +181,39 @@ class BatchRunner:
         for section in extracted.sections:
             spans.append((base, base + len(section.text), section.metadata))
             base += len(section.text) + 2  # extract joins sections with a blank line
-        return extracted.sections, StatusUpdate(doc.id, "chunking", extracted_text=extracted.text, sections=spans)
+        return extracted.sections, StatusUpdate(doc.id, "chunking", extracted_text=extracted.text, sections=spans,
+                                                version=doc.version)
 
     def _recover_bytes(self, doc: Document, path: Path) -> bytes:
-        """The stored copy is missing (a crash before it was written): re-read the source."""
+        """The stored copy is missing or older than the row (a kill before it was
+        written): re-read the source, which must still hold the bytes the row names."""
         if doc.source_path:
             try:
-                data = Path(doc.source_path).read_bytes()
+                data = path_of(doc.source_path).read_bytes()
             except OSError:
-                data = b""
-            if data and (not doc.content_hash or sha256(data) == doc.content_hash):
+                data = None
+            if data is not None and (not doc.content_hash or sha256(data) == doc.content_hash):
                 write_file(path, data)
                 return data
-        raise ExtractionError("the stored copy of this file is missing and its source changed or is gone")
+            if data is not None:
+                raise _Changed("the file changed while it was being indexed; the next add takes the new version")
+        raise ExtractionError("the stored copy of this file is missing and its source is gone")
 
     def _chunk_all(self, kb: KnowledgeBase, live: list[tuple[Job, list[Any]]],
-                   failed: dict[str, str]) -> list[tuple[Job, list[ChunkInput]]]:
+                   failed: _Failures) -> list[tuple[Job, list[ChunkInput]]]:
         out = []
         for job, sections in live:
             chunks = chunk_sections(kb, sections)
             if chunks:
                 out.append((job, chunks))
             else:
-                failed[job.doc.id] = "no text to index"
+                failed.add(job.doc.id, "no text to index", "file")
         return out
 
-    def _embed_all(self, embedder: Any, chunked: list[tuple[Job, list[ChunkInput]]], failed: dict[str, str],
+    def _embed_all(self, embedder: Any, chunked: list[tuple[Job, list[ChunkInput]]], failed: _Failures,
                    result: BatchResult) -> dict[str, list[Any]]:
         names = {j.doc.id: j.doc.filename for j, _ in chunked}
-        self._statuses([StatusUpdate(j.doc.id, "embedding") for j, _ in chunked], names)
+        self._statuses([StatusUpdate(j.doc.id, "embedding", version=j.doc.version) for j, _ in chunked], names)
         texts: dict[str, str] = {}
         for _, chunks in chunked:
             for c in chunks:
@@ -199,6 +225,8 @@ class BatchRunner:
         total = sum(len(c) for _, c in chunked)
         done = total - len(missing)
         for start in range(0, len(missing), EMBED_GROUP):
+            if self.cancelled():
+                break  # what is embedded so far is lost only from this run: the cache has nothing half-done
             group = missing[start:start + EMBED_GROUP]
             response = embedder.embed([texts[h] for h in group], collect=True)
             result.calls += response.calls
@@ -217,31 +245,38 @@ class BatchRunner:
             hashes = [c.content_hash for c in chunks]
             broken = next((i for i, h in enumerate(hashes) if h in bad), None)
             if broken is not None:
-                failed[job.doc.id] = (f"chunk {broken + 1} of {len(chunks)} could not be embedded: "
-                                      f"{bad[hashes[broken]]}")
+                failed.add(job.doc.id, f"chunk {broken + 1} of {len(chunks)} could not be embedded: "
+                                       f"{bad[hashes[broken]]}", "provider")
                 continue
+            if any(h not in vectors for h in hashes):
+                continue  # cancelled before all were embedded: left for the next run
             out[job.doc.id] = [vectors[h] for h in hashes]
         return out
 
     def _finish_all(self, chunked: list[tuple[Job, list[ChunkInput]]], vectors: dict[str, list[Any]],
-                    failed: dict[str, str], embedder: Any) -> None:
-        items = [(job.doc.id, chunks, vectors.get(job.doc.id) if embedder is not None else None)
+                    failed: _Failures, superseded: set[str], embedder: Any) -> None:
+        items = [(job.doc.id, chunks, vectors.get(job.doc.id) if embedder is not None else None, job.doc.version)
                  for job, chunks in chunked if job.doc.id not in failed]
         if not items:
             return
         results = self.store.finish_documents(items)
         by_id = {job.doc.id: (job, chunks) for job, chunks in chunked}
-        for (doc_id, chunks, _), res in zip(items, results):
+        for (doc_id, chunks, _, _), res in zip(items, results):
             job = by_id[doc_id][0]
-            if isinstance(res, Exception):
-                failed[doc_id] = str(res) if isinstance(res, KbdeskError) else \
-                    f"internal error: {type(res).__name__}: {res}"
+            if isinstance(res, SupersededError):
+                superseded.add(doc_id)
+            elif isinstance(res, Exception):
+                if isinstance(res, KbdeskError):
+                    failed.add(doc_id, str(res), "store")
+                else:
+                    failed.add(doc_id, f"internal error: {type(res).__name__}: {res}", "internal")
             else:
                 self.on_event(IngestEvent("ready", job.doc.filename, doc_id, "ready",
                                           done=len(chunks), total=len(chunks)))
 
-    def _record_failures(self, jobs: list[Job], failed: dict[str, str]) -> None:
-        updates = [StatusUpdate(j.doc.id, "error", error=failed[j.doc.id]) for j in jobs if j.doc.id in failed]
+    def _record_failures(self, jobs: list[Job], failed: _Failures) -> None:
+        updates = [StatusUpdate(j.doc.id, "error", error=failed[j.doc.id][0], version=j.doc.version,
+                                error_kind=failed[j.doc.id][1]) for j in jobs if j.doc.id in failed]
         if not updates:
             return
         try:
@@ -250,7 +285,7 @@ class BatchRunner:
             log.exception("could not record failures")
         for j in jobs:
             if j.doc.id in failed:
-                self.on_event(IngestEvent("error", j.doc.filename, j.doc.id, "error", failed[j.doc.id]))
+                self.on_event(IngestEvent("error", j.doc.filename, j.doc.id, "error", failed[j.doc.id][0]))
 
 
 def chunk_sections(kb: KnowledgeBase, sections: list[Any]) -> list[ChunkInput]:
@@ -267,12 +302,27 @@ def chunk_sections(kb: KnowledgeBase, sections: list[Any]) -> list[ChunkInput]:
     return out
 
 
+class _Changed(ExtractionError):
+    """The file moved on while its older version was being indexed (retried by the next add)."""
+
+
 def write_file(path: Path, data: bytes) -> None:
-    """Write stored bytes. A kill mid-write leaves a file no row points to (swept later)."""
+    """Write a stored copy whole or not at all: a temporary file renamed over the old
+    copy, so a kill mid-write leaves the older copy (or none) and a temporary file no
+    row points to (swept later)."""
+    import os
+    import uuid
+
+    tmp = path.with_name(f".tmp-{uuid.uuid4().hex[:8]}-{path.name[:40]}")
     try:
-        with open(path, "wb") as handle:
-            handle.write(data)
+        handle = open(tmp, "wb")
     except FileNotFoundError:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "wb") as handle:
+        handle = open(tmp, "wb")
+    try:
+        with handle:
             handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

@@ -13,7 +13,10 @@ class IngestEvent:
     kind: ``queued`` (a document will be processed), ``status`` (it moved to
     ``status``), ``embedded`` (``done`` of ``total`` chunks have vectors), ``ready``,
     ``error`` (``detail`` says why), ``unchanged`` (already stored as is), ``skipped``
-    (not a document: ``detail`` says why), ``removed`` (its file is gone, --sync).
+    (not a document: ``detail`` says why), ``removed`` (its file is gone, --sync),
+    ``known-failure`` (it failed before for a reason of its own and has not changed:
+    not tried again), ``waiting`` (``total`` documents are being indexed by another
+    kbdesk run, named in ``detail``; this run waits for them).
     """
 
     kind: str

@@ -18,14 +18,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbdesk.ingest.extract import content_type_for
+from kbdesk.ingest.names import as_text, display_name, source_key
 
 
 @dataclass(frozen=True)
 class FoundFile:
-    path: Path  # where it was found (absolute, not symlink-resolved): the document's source path
-    name: str  # the document's filename: path relative to the root given, or the basename
+    path: Path  # where it was found (absolute, not symlink-resolved)
+    name: str  # the document's filename: path relative to the root given, or the basename (as a safe line)
     size: int
     mtime: float
+    source: str = ""  # the document's source path: ``path`` as storable text (see kbdesk.ingest.names)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", display_name(self.name))
+        if not self.source:
+            object.__setattr__(self, "source", source_key(self.path))
 
 
 @dataclass(frozen=True)
@@ -33,12 +40,16 @@ class Skipped:
     path: str
     reason: str
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", as_text(self.path))
+
 
 @dataclass
 class Scan:
     files: list[FoundFile] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     roots: list[Path] = field(default_factory=list)  # folders walked (for --sync)
+    missing: list[str] = field(default_factory=list)  # paths given that do not exist
 
 
 def _matches(rel: str, patterns: Sequence[str]) -> bool:
@@ -64,6 +75,7 @@ def scan(paths: Sequence[str | os.PathLike[str]], *, include: Sequence[str] = ()
         try:
             st = path.stat()
         except FileNotFoundError:
+            out.missing.append(str(given))
             out.skipped.append(Skipped(str(given), "no such file or folder"))
             continue
         except OSError as exc:

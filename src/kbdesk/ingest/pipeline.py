@@ -19,9 +19,14 @@ from typing import Any
 
 from kbdesk.ingest.batch import EMBED_GROUP, BatchRunner, Job, batches
 from kbdesk.ingest.events import EventSink, IngestEvent, ignore
-from kbdesk.ingest.folders import scan
+from kbdesk.ingest.folders import FoundFile, scan
+from kbdesk.ingest.names import path_of
 from kbdesk.ingest.prepare import Preparer
 from kbdesk.models import Document, KnowledgeBase
+from kbdesk.store.claims import claim_alive, describe, end_claim, new_claim
+from kbdesk.store.doc_types import IN_FLIGHT
+
+WAIT_POLL = 0.25  # seconds between looks at documents another run is indexing
 
 
 @dataclass
@@ -36,6 +41,10 @@ class IngestReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     cancelled: list[str] = field(default_factory=list)  # left for the next add or resume
+    # failed before for a reason of the file's own and unchanged since: not tried again
+    known_failures: list[tuple[str, str]] = field(default_factory=list)
+    by_other: list[str] = field(default_factory=list)  # indexed meanwhile by another kbdesk run
+    missing: list[str] = field(default_factory=list)  # paths given that do not exist
     embedded_chunks: int = 0
     cached_chunks: int = 0
     embedding_calls: int = 0
@@ -45,7 +54,9 @@ class IngestReport:
             "added": self.added, "updated": self.updated, "unchanged": self.unchanged, "resumed": self.resumed,
             "failed": [{"file": f, "error": e} for f, e in self.failed],
             "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
-            "removed": self.removed, "cancelled": self.cancelled, "embedded_chunks": self.embedded_chunks,
+            "removed": self.removed, "cancelled": self.cancelled,
+            "known_failures": [{"file": f, "error": e} for f, e in self.known_failures],
+            "by_other": self.by_other, "missing": self.missing, "embedded_chunks": self.embedded_chunks,
             "cached_chunks": self.cached_chunks, "embedding_calls": self.embedding_calls,
         }
 
@@ -70,21 +81,33 @@ class Ingestor:
 
     # ── public entry points ────────────────────────────────────────────────────
     def add(self, kb_ref: str, paths: Sequence[str | os.PathLike[str]], *, include: Sequence[str] = (),
-            exclude: Sequence[str] = (), hidden: bool = False, sync: bool = False) -> IngestReport:
-        """Ingest files and folders into a KB; unchanged files cost nothing."""
+            exclude: Sequence[str] = (), hidden: bool = False, sync: bool = False,
+            retry_failed: bool = False) -> IngestReport:
+        """Ingest files and folders into a KB; unchanged files cost nothing, files that
+        failed for a reason of their own are not tried again until they change (or
+        ``retry_failed``). Files another live kbdesk run is indexing are waited for."""
         kb = self.desk.kb(kb_ref)
         report = IngestReport()
         self.sweep(kb)
-        jobs = [Job(doc, "resumed") for doc in self._claim_unfinished(kb)]
         found = scan(paths, include=include, exclude=exclude, hidden=hidden, protect=self._protected())
+        report.missing = list(found.missing)
         for item in found.skipped:
             report.skipped.append((item.path, item.reason))
             self.on_event(IngestEvent("skipped", item.path, detail=item.reason))
-        preparer = Preparer(self.store, self.files_dir, self.max_bytes, self.on_event, report)
-        jobs += preparer.prepare(kb, found.files, self.store.documents_by_source(kb.id))
-        self._run(kb, jobs, report)
-        if sync:
-            self._sync(kb, found.roots, {str(f.path) for f in found.files}, report)
+        claim = new_claim()
+        try:
+            held = {doc.id: doc for doc in self.store.claim_documents(self.store.unfinished_documents(kb.id), claim)}
+            preparer = Preparer(self.store, self.files_dir, self.max_bytes, self.on_event, report, claim,
+                                retry_failed=retry_failed)
+            prepared = preparer.prepare(kb, found.files, held)
+            self._run(kb, prepared.jobs, report)
+            if prepared.elsewhere:
+                self._wait_for_others(kb, prepared.elsewhere, claim, report)
+            if sync and not self._cancel.is_set():
+                self._sync(kb, found.roots, {f.source for f in found.files}, report)
+        finally:
+            self.store.release_claims(claim)
+            end_claim(claim)
         return report
 
     def resume(self, kb_ref: str | None = None) -> IngestReport:
@@ -93,9 +116,18 @@ class Ingestor:
         kbs = [self.desk.kb(kb_ref)] if kb_ref else self.desk.list_kbs()
         for kb in kbs:
             self.sweep(kb)
-            jobs = [Job(doc, "resumed") for doc in self._claim_unfinished(kb)]
-            if jobs:
-                self._run(kb, jobs, report)
+            claim = new_claim()
+            try:
+                held = self.store.claim_documents(self.store.unfinished_documents(kb.id), claim)
+                if held:
+                    # a file that moved on since is taken at its newest version
+                    files = [f for f in (_found(doc) for doc in held) if f is not None]
+                    preparer = Preparer(self.store, self.files_dir, self.max_bytes, self.on_event, report, claim)
+                    prepared = preparer.prepare(kb, files, {doc.id: doc for doc in held})
+                    self._run(kb, prepared.jobs, report)
+            finally:
+                self.store.release_claims(claim)
+                end_claim(claim)
         return report
 
     def sweep(self, kb: KnowledgeBase, min_age: float = 600.0) -> int:
@@ -123,21 +155,24 @@ class Ingestor:
         return removed
 
     def rebuild(self, kb_ref: str) -> tuple[dict[str, int], IngestReport]:
-        """Re-chunk and re-embed every document with stored text (seed 002 "Rebuild")."""
+        """Re-chunk and re-embed every document with stored text (seed 002 "Rebuild").
+        A document another live run is working on is left to it (counted as skipped)."""
         kb = self.desk.kb(kb_ref)
         docs = self.store.list_documents(kb.id)
-        jobs, skipped = [], 0
-        for doc in docs:
-            if self.store.document_text(doc.id) is None:
-                skipped += 1
-                continue
-            self.store.claim_document(doc.id)
-            jobs.append(Job(doc, "rebuild"))
         report = IngestReport()
-        with self.store.write() as conn:
-            self.store.audit(conn, "kb.rebuild", kb.id, kb.name,
-                             {"total_docs": len(docs), "rebuilding": len(jobs), "skipped": skipped})
-        self._run(kb, jobs, report)
+        claim = new_claim()
+        try:
+            free = [d for d in docs if d.status in ("ready", "error") and not claim_alive(d.claimed_by)
+                    and self.store.document_text(d.id) is not None]
+            jobs = [Job(doc, "rebuild") for doc in self.store.claim_documents(free, claim)]
+            skipped = len(docs) - len(jobs)
+            with self.store.write() as conn:
+                self.store.audit(conn, "kb.rebuild", kb.id, kb.name,
+                                 {"total_docs": len(docs), "rebuilding": len(jobs), "skipped": skipped})
+            self._run(kb, jobs, report)
+        finally:
+            self.store.release_claims(claim)
+            end_claim(claim)
         return {"total_docs": len(docs), "rebuilding": len(jobs), "skipped": skipped}, report
 
     def reembed(self, kb_ref: str, provider: str, model_id: str) -> tuple[KnowledgeBase, IngestReport]:
@@ -172,12 +207,6 @@ class Ingestor:
         return [db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm"),
                 self.files_dir / "kb", self.desk.paths.data_dir]
 
-    def _claim_unfinished(self, kb: KnowledgeBase) -> list[Document]:
-        docs = self.store.unfinished_documents(kb.id)
-        for doc in docs:
-            self.store.claim_document(doc.id)
-        return docs
-
     def _run(self, kb: KnowledgeBase, jobs: list[Job], report: IngestReport) -> None:
         if not jobs:
             return
@@ -195,22 +224,70 @@ class Ingestor:
             for outcome in result.outcomes:
                 if outcome.cancelled:
                     report.cancelled.append(outcome.job.doc.filename)
+                elif outcome.superseded:
+                    report.by_other.append(outcome.job.doc.filename)
                 elif outcome.error is None:
                     kind = "updated" if outcome.job.kind == "rebuild" else outcome.job.kind
                     getattr(report, kind).append(outcome.job.doc.filename)
                 else:
                     report.failed.append((outcome.job.doc.filename, outcome.error))
 
+    # ── sharing a KB with other runs ───────────────────────────────────────────
+    def _wait_for_others(self, kb: KnowledgeBase, docs: list[Document], claim: str, report: IngestReport) -> None:
+        """Wait until documents other live runs hold are done (what they made of them
+        goes into the report); one whose runner dies meanwhile is taken over."""
+        waiting = {doc.id: doc for doc in docs}
+        holders = sorted({describe(doc.claimed_by) for doc in docs})
+        self.on_event(IngestEvent("waiting", kb.name, detail=f"{len(waiting)} documents are being indexed by "
+                                  f"{', '.join(holders)}; waiting for them", total=len(waiting)))
+        while waiting and not self._cancel.is_set():
+            current = self.store.get_documents(list(waiting))
+            orphaned = []
+            for doc_id, doc in list(waiting.items()):
+                now = current.get(doc_id)
+                if now is None:  # removed meanwhile
+                    del waiting[doc_id]
+                elif now.status == "ready":
+                    report.by_other.append(now.filename)
+                    del waiting[doc_id]
+                elif now.status == "error":
+                    report.failed.append((now.filename, now.error or "failed"))
+                    del waiting[doc_id]
+                elif not claim_alive(now.claimed_by):
+                    orphaned.append(now)
+            if orphaned:
+                taken = self.store.claim_documents(orphaned, claim)
+                for doc in taken:
+                    waiting.pop(doc.id, None)
+                self._run(kb, [Job(doc, "resumed") for doc in taken], report)
+            if waiting:
+                self._cancel.wait(WAIT_POLL)
+        for doc in waiting.values():
+            report.cancelled.append(doc.filename)
+
     # ── --sync ─────────────────────────────────────────────────────────────────
     def _sync(self, kb: KnowledgeBase, roots: list[Path], present: set[str], report: IngestReport) -> None:
         """Remove documents whose file under a scanned folder no longer exists."""
         for source, doc in self.store.documents_by_source(kb.id).items():
-            path = Path(source)
+            path = path_of(source)
             if source in present or not any(root == path or root in path.parents for root in roots):
                 continue
             if path.is_file():
                 continue  # still there, merely filtered out by this run's globs
-            for stale in [d for d in self.store.list_documents(kb.id) if d.source_path == source]:
-                self.desk.delete_document(stale.id)
+            if doc.status in IN_FLIGHT and claim_alive(doc.claimed_by):
+                continue  # another run is indexing it right now
+            self.desk.delete_document(doc.id)
             report.removed.append(doc.filename)
             self.on_event(IngestEvent("removed", doc.filename, doc.id))
+
+
+def _found(doc: Document) -> FoundFile | None:
+    """The file behind a document, as a scan would find it (None when it is gone)."""
+    if not doc.source_path:
+        return None
+    path = path_of(doc.source_path)
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return FoundFile(path, doc.filename, st.st_size, st.st_mtime, source=doc.source_path)

@@ -1,15 +1,25 @@
-"""Deciding what each found file needs, and recording new documents in bulk.
+"""Deciding what each found file needs, and claiming the work in bulk.
 
-A file whose size and mtime match its ready document is unchanged without being read;
-otherwise its SHA-256 decides: the same bytes already ready (under any name) are not
-added again, bytes that failed before are retried, anything else becomes a new
-document (replacing the older version of the same path when it is ready). Bytes are
-stored before their row is written, and rows are written many per transaction.
+A file is known by its source path: one document row per path (see
+:mod:`kbdesk.store.doc_types`). Against that row a file is
+
+* **unchanged** — size and mtime match a ready row, or its bytes hash to the row's
+  (the new mtime is recorded, so the next run decides by ``stat`` alone);
+* a **known failure** — it failed for a reason of its own (broken, binary, empty,
+  too big) and has not changed since: not tried again unless ``retry_failed``;
+  failures of a provider or of kbdesk itself are always tried again;
+* **in progress elsewhere** — another live runner holds its row: this run waits for
+  it (:mod:`.pipeline`) instead of doing the same work twice;
+* **new work** — a new path, or a new version of a known one: claimed in a write that
+  bumps the row's version, then its bytes are stored (atomically).
+
+Content hashes feed change detection and the embedding cache, never identity: a copy
+of another file is its own document, and its vectors come from the cache.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,116 +28,176 @@ from kbdesk.ingest.events import EventSink, IngestEvent
 from kbdesk.ingest.extract import content_type_for
 from kbdesk.ingest.folders import FoundFile
 from kbdesk.models import Document, KnowledgeBase
-from kbdesk.store.documents import IN_FLIGHT, NewDocument, storage_key
+from kbdesk.store.claims import claim_alive
+from kbdesk.store.doc_types import IN_FLIGHT, NewDocument
 
 ROWS_PER_TRANSACTION = 256
+REMEMBERED = ("file", "internal")  # failures not tried again until the file changes
+
+
+@dataclass
+class Prepared:
+    jobs: list[Job] = field(default_factory=list)
+    elsewhere: list[Document] = field(default_factory=list)  # held by another live runner
 
 
 @dataclass
 class _Pending:
+    file: FoundFile
     spec: NewDocument
-    kind: str  # "added" or "updated"
+    data: bytes | None  # None for a failure recorded without bytes
+    kind: str  # "added", "updated" or "failed"
+
+
+def failure_remembered(doc: Document) -> bool:
+    return doc.status == "error" and (doc.error_kind in REMEMBERED or doc.error_kind is None)
 
 
 class Preparer:
-    def __init__(self, store: Any, files_dir: Path, max_bytes: int, on_event: EventSink, report: Any) -> None:
+    def __init__(self, store: Any, files_dir: Path, max_bytes: int, on_event: EventSink, report: Any,
+                 claim: str, *, retry_failed: bool = False) -> None:
         self.store = store
         self.files_dir = files_dir
         self.max_bytes = max_bytes
         self.on_event = on_event
         self.report = report
-        self._made_dirs: set[Path] = set()
+        self.claim = claim
+        self.retry_failed = retry_failed
 
-    def prepare(self, kb: KnowledgeBase, files: list[FoundFile], by_source: dict[str, Document]) -> list[Job]:
-        from kbdesk.store.sqlite import new_id
+    def prepare(self, kb: KnowledgeBase, files: list[FoundFile], held: dict[str, Document]) -> Prepared:
+        """Jobs for ``files``; ``held`` are rows this run has claimed to resume (by id):
+        a held row whose file changed since is turned to the new version instead."""
+        out = Prepared()
+        resumed = {doc.id: doc for doc in held.values()}
+        todo = list(files)
+        for _attempt in range(4):  # a row another runner took meanwhile is read again
+            by_source = self.store.documents_by_source(kb.id)
+            lost = self._prepare_round(kb, todo, by_source, resumed, out)
+            if not lost:
+                break
+            todo = lost
+        else:
+            for file in todo:
+                self._fail(file, "another kbdesk process kept changing this document; try again")
+        out.jobs[:0] = [Job(doc, "resumed") for doc in resumed.values()]
+        return out
 
-        jobs: list[Job] = []
+    def _prepare_round(self, kb: KnowledgeBase, files: list[FoundFile], by_source: dict[str, Document],
+                       resumed: dict[str, Document], out: Prepared) -> list[FoundFile]:
         pending: list[_Pending] = []
-        seen: dict[str, str] = {}  # content hash -> filename, within this run
+        touches: list[tuple[str, int, float]] = []
+        lost: list[FoundFile] = []
         for file in files:
-            previous = by_source.get(str(file.path))
-            if previous and previous.status == "ready" and previous.size_bytes == file.size \
-                    and previous.source_mtime == file.mtime:
-                self._unchanged(file, previous)
+            prev = by_source.get(file.source)
+            held = prev is not None and prev.id in resumed
+            if held:
+                prev = resumed[prev.id]  # ours, at the version we claimed it
+                if _same_stat(prev, file):
+                    continue  # resumed as it is
+            elif prev is not None and prev.status in IN_FLIGHT:
+                if prev.claimed_by != self.claim and claim_alive(prev.claimed_by):
+                    out.elsewhere.append(prev)
+                    continue
+                # left by a runner that is gone: taken over as a new version below
+            elif prev is not None and _same_stat(prev, file) and self._settled(file, prev):
                 continue
             if file.size > self.max_bytes:
-                self._too_big(kb, file, previous, pending)
+                reason = f"file is {file.size / 1048576:.1f} MB, over the {self.max_bytes / 1048576:g} MB limit"
+                self._queue_failure(kb, file, prev, reason, pending, resumed)
                 continue
             try:
                 with open(file.path, "rb") as handle:
                     data = handle.read(self.max_bytes + 1)
             except OSError as exc:
-                reason = f"cannot read file ({exc.strerror})"
-                self.report.failed.append((file.name, reason))
-                self.on_event(IngestEvent("error", file.name, detail=reason))
+                self._queue_failure(kb, file, prev, f"cannot read file ({exc.strerror or exc})", pending, resumed)
                 continue
             digest = sha256(data)
-            if digest in seen:
-                self._unchanged(file, None)  # the same bytes under another name in this run
-                continue
-            seen[digest] = file.name
-            same = self.store.document_with_hash(kb.id, digest)
-            if same and same.status == "ready":
-                self._unchanged(file, same)
-                continue
-            if same and same.status in IN_FLIGHT:
-                continue  # being processed (resumed by this run, or by a live worker)
-            if same and same.status == "error":  # the same bytes failed before: try again
-                path = self.files_dir / same.storage_key
-                if not path.exists():
-                    write_file(path, data)
-                self.store.set_document_status(same.id, "pending")
-                self.store.claim_document(same.id)
-                jobs.append(Job(same, "added"))
-                continue
-            doc_id = new_id()
-            self._store(kb, doc_id, file.name, data)
-            spec = NewDocument(kb.id, file.name, content_type=content_type_for(file.name) or "application/octet-stream",
-                               size_bytes=file.size, content_hash=digest, source_path=str(file.path),
-                               source_mtime=file.mtime, replaces_id=previous.id if previous else None,
-                               doc_id=doc_id)
-            pending.append(_Pending(spec, "updated" if previous else "added"))
+            if prev is not None and digest == prev.content_hash:
+                if held or prev.status == "ready" or (failure_remembered(prev) and not self.retry_failed):
+                    touches.append((prev.id, prev.version, file.mtime))  # the same bytes, a new mtime
+                    if not held:
+                        self._settled(file, prev)
+                    continue
+            if prev is not None:
+                resumed.pop(prev.id, None)
+            kind = "updated" if prev is not None and prev.indexed_hash is not None else "added"
+            pending.append(_Pending(file, self._spec(kb, file, prev, digest), data, kind))
             if len(pending) >= ROWS_PER_TRANSACTION:
-                jobs.extend(self._flush(pending))
-        jobs.extend(self._flush(pending))
-        return jobs
+                lost += self._flush(pending, out)
+        lost += self._flush(pending, out)
+        if touches:
+            self.store.touch_documents(touches)
+        return lost
 
-    def _unchanged(self, file: FoundFile, doc: Document | None) -> None:
-        self.report.unchanged.append(file.name)
-        self.on_event(IngestEvent("unchanged", file.name, doc.id if doc else None, "ready"))
+    # ── what a file is, against its row ───────────────────────────────────────
+    def _settled(self, file: FoundFile, prev: Document) -> bool:
+        """Report a file that needs no work (unchanged, or a remembered failure)."""
+        if prev.status == "ready":
+            self.report.unchanged.append(file.name)
+            self.on_event(IngestEvent("unchanged", file.name, prev.id, "ready"))
+            return True
+        if failure_remembered(prev) and not self.retry_failed:
+            self.report.known_failures.append((file.name, prev.error or "failed"))
+            self.on_event(IngestEvent("known-failure", file.name, prev.id, "error", prev.error))
+            return True
+        return False
 
-    def _too_big(self, kb: KnowledgeBase, file: FoundFile, previous: Document | None,
-                 pending: list[_Pending]) -> None:
-        reason = f"file is {file.size / 1048576:.1f} MB, over the {self.max_bytes / 1048576:g} MB limit"
+    def _spec(self, kb: KnowledgeBase, file: FoundFile, prev: Document | None, digest: str | None,
+              status: str = "pending", error: str | None = None) -> NewDocument:
+        return NewDocument(kb.id, file.name, content_type=content_type_for(file.name) or "application/octet-stream",
+                           size_bytes=file.size, content_hash=digest, source_path=file.source,
+                           source_mtime=file.mtime, status=status, error=error,
+                           error_kind="file" if status == "error" else None,
+                           expected_version=prev.version if prev is not None else None)
+
+    def _queue_failure(self, kb: KnowledgeBase, file: FoundFile, prev: Document | None, reason: str,
+                       pending: list[_Pending], resumed: dict[str, Document]) -> None:
+        if prev is not None:
+            resumed.pop(prev.id, None)
+            if prev.status == "error" and prev.error == reason and _same_stat(prev, file) and not self.retry_failed:
+                self._settled(file, prev)
+                return
+        pending.append(_Pending(file, self._spec(kb, file, prev, None, "error", reason), None, "failed"))
+
+    def _fail(self, file: FoundFile, reason: str) -> None:
         self.report.failed.append((file.name, reason))
-        if previous and previous.status == "error" and previous.error == reason:
-            return  # already recorded as failed for this reason
-        spec = NewDocument(kb.id, file.name, content_type=content_type_for(file.name) or "application/octet-stream",
-                           size_bytes=file.size, content_hash=None, source_path=str(file.path),
-                           source_mtime=file.mtime, status="error", error=reason,
-                           replaces_id=previous.id if previous and previous.status == "error" else None)
-        pending.append(_Pending(spec, "failed"))
+        self.on_event(IngestEvent("error", file.name, detail=reason))
 
-    def _store(self, kb: KnowledgeBase, doc_id: str, filename: str, data: bytes) -> None:
-        path = self.files_dir / storage_key(kb.id, doc_id, filename)
-        if path.parent not in self._made_dirs:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._made_dirs.add(path.parent)
-        write_file(path, data)
-
-    def _flush(self, pending: list[_Pending]) -> list[Job]:
+    # ── claiming and storing ───────────────────────────────────────────────────
+    def _flush(self, pending: list[_Pending], out: Prepared) -> list[FoundFile]:
         if not pending:
             return []
-        docs = self.store.create_documents([p.spec for p in pending])
-        jobs = []
+        docs = self.store.take_versions([p.spec for p in pending], self.claim)
+        lost: list[FoundFile] = []
         for item, doc in zip(pending, docs):
+            if doc is None:
+                lost.append(item.file)
+                continue
             if item.kind == "failed":
-                if item.spec.replaces_id:
-                    self.store.delete_document(item.spec.replaces_id)
+                self.report.failed.append((doc.filename, doc.error or "failed"))
                 self.on_event(IngestEvent("queued", doc.filename, doc.id, "error", size=doc.size_bytes))
                 self.on_event(IngestEvent("error", doc.filename, doc.id, "error", doc.error))
                 continue
+            try:
+                write_file(self.files_dir / doc.storage_key, item.data or b"")
+            except OSError as exc:  # the disk is full or read-only: this document fails alone
+                reason = f"cannot store a copy of the file ({exc.strerror or exc})"
+                self.store.set_statuses([_error(doc, reason, "store")])
+                self.report.failed.append((doc.filename, reason))
+                self.on_event(IngestEvent("error", doc.filename, doc.id, "error", reason))
+                continue
             self.on_event(IngestEvent("queued", doc.filename, doc.id, "pending", size=doc.size_bytes))
-            jobs.append(Job(doc, item.kind))
+            out.jobs.append(Job(doc, item.kind))
         pending.clear()
-        return jobs
+        return lost
+
+
+def _same_stat(doc: Document, file: FoundFile) -> bool:
+    return doc.size_bytes == file.size and doc.source_mtime == file.mtime
+
+
+def _error(doc: Document, reason: str, kind: str) -> Any:
+    from kbdesk.store.doc_types import StatusUpdate
+
+    return StatusUpdate(doc.id, "error", error=reason, version=doc.version, error_kind=kind)
+

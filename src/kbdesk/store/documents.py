@@ -1,95 +1,42 @@
 """Documents and their chunks in the SQLite store: the whole ingestion lifecycle.
 
-A document row is created ``pending``, moves through ``extracting``, ``chunking`` and
+One row per source path (see :mod:`kbdesk.store.doc_types` for the rules of identity).
+A runner claims a row for a new version (:meth:`DocumentsMixin.take_versions`) in a
+write that bumps its ``version``; the row moves through ``extracting``, ``chunking`` and
 ``embedding`` in small status transactions, and becomes ``ready`` in ONE transaction
-that also writes its chunks, keyword rows, vectors, the embedding cache, removes the
-older version it replaces and recounts the KB's stats. A crash before that commit
-leaves a document without chunks in an in-between status, which a restart resumes.
+that swaps the older chunks for the new ones with their keyword rows and vectors and
+moves the KB's stats. Every write of that work names the version it belongs to, so a
+runner that lost its claim can never overwrite newer work. A crash before the last
+commit leaves a row in an in-between status (still serving its older chunks, marked
+stale), which the next ``add`` or ``resume`` finishes.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import re
-import socket
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
-from kbdesk.errors import InvalidInputError, NotFoundError
+from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError, SupersededError
 from kbdesk.models import DOC_STATUSES, ChunkInput, Document, KnowledgeBase
-from kbdesk.store.records import check_name
-from kbdesk.store.vectors import normalise, normalise_rows
+from kbdesk.store.claims import claim_alive
+from kbdesk.store.doc_cache import CacheMixin
+from kbdesk.store.doc_types import IN_FLIGHT, NewDocument, StatusUpdate, check_filename, storage_key, text_hash
+from kbdesk.store.vectors import normalise_rows
+
+__all__ = ["DOC_COLUMNS", "IN_FLIGHT", "DocumentsMixin", "NewDocument", "StatusUpdate", "storage_key",
+           "text_hash"]
 
 DOC_COLUMNS = ("id, kb_id, filename, content_type, size_bytes, storage_key, chunk_count, status, error, "
-               "uploaded_by, content_hash, source_path, created_at, updated_at, source_mtime")
-IN_FLIGHT = ("pending", "extracting", "chunking", "embedding")
-
-
-@dataclass
-class NewDocument:
-    """A document row to create (see :meth:`DocumentsMixin.create_documents`)."""
-
-    kb_id: str
-    filename: str
-    content_type: str = "text/plain"
-    size_bytes: int = 0
-    content_hash: str | None = None
-    source_path: str | None = None
-    source_mtime: float | None = None
-    replaces_id: str | None = None
-    status: str = "pending"
-    error: str | None = None
-    doc_id: str | None = None
-
-
-@dataclass
-class StatusUpdate:
-    doc_id: str
-    status: str
-    error: str | None = None
-    extracted_text: str | None = None
-    sections: list[tuple[int, int, dict[str, Any]]] | None = None
+               "uploaded_by, content_hash, source_path, created_at, updated_at, source_mtime, version, indexed_at, "
+               "indexed_hash, error_kind, claimed_by")
 
 
 def _doc(row: Sequence[Any]) -> Document:
     return Document(*row)
 
 
-def storage_key(kb_id: str, doc_id: str, filename: str) -> str:
-    """The seed's object key: ``kb/{kb_id}/{doc_id}_{filename}``."""
-    safe = re.sub(r"[\\/\x00]", "_", filename) or "document"
-    return f"kb/{kb_id}/{doc_id}_{safe}"
-
-
-def text_hash(text: str) -> str:
-    """The embedding cache's key for a text (the same as ``ChunkInput.content_hash``)."""
-    return ChunkInput(text).content_hash
-
-
-def this_worker() -> str:
-    """Who claims a document: ``host:pid``."""
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def worker_alive(claim: str | None) -> bool:
-    """Whether the process named by a claim still runs (on this host)."""
-    if not claim:
-        return False
-    host, _, pid = claim.rpartition(":")
-    if host != socket.gethostname():
-        return True  # another machine's worker: not ours to judge
-    try:
-        os.kill(int(pid), 0)
-    except (ValueError, ProcessLookupError):
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-class DocumentsMixin:
+class DocumentsMixin(CacheMixin):
     """Needs ``write()``, ``connection()``, ``audit()``, ``vectors``, ``_get_kb``,
     ``_bump`` and ``local_user_id`` from the store."""
 
@@ -102,6 +49,17 @@ class DocumentsMixin:
 
     def get_document(self, doc_id: str) -> Document:
         return self._get_document(self.connection(), doc_id)
+
+    def get_documents(self, doc_ids: Sequence[str]) -> dict[str, Document]:
+        """The documents among ``doc_ids`` that exist, by id."""
+        out: dict[str, Document] = {}
+        ids = list(doc_ids)
+        for start in range(0, len(ids), 500):
+            part = ids[start:start + 500]
+            rows = self.connection().execute(f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE id IN "
+                                             f"({','.join('?' * len(part))})", part).fetchall()
+            out.update({r[0]: _doc(r) for r in rows})
+        return out
 
     def find_document(self, kb_id: str, ref: str) -> Document:
         """A document of a KB by id, unique id prefix, or filename."""
@@ -149,69 +107,128 @@ class DocumentsMixin:
         return row[0]
 
     def documents_by_source(self, kb_id: str) -> dict[str, Document]:
-        """The newest document for each source path in a KB (what a folder scan compares to)."""
+        """The document of each source path in a KB (what a folder scan compares to)."""
         rows = self.connection().execute(
-            f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE kb_id = ? AND source_path IS NOT NULL "
-            "ORDER BY created_at", (kb_id,)).fetchall()
+            f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE kb_id = ? AND source_path IS NOT NULL", (kb_id,)).fetchall()
         return {r[11]: _doc(r) for r in rows}
 
-    def document_with_hash(self, kb_id: str, content_hash: str) -> Document | None:
-        row = self.connection().execute(
-            f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE kb_id = ? AND content_hash = ? "
-            "ORDER BY status = 'ready' DESC, created_at DESC LIMIT 1", (kb_id, content_hash)).fetchone()
-        return _doc(row) if row else None
-
     def unfinished_documents(self, kb_id: str | None = None) -> list[Document]:
-        """Documents left in an in-between status whose worker process is gone."""
-        sql = (f"SELECT {DOC_COLUMNS}, claimed_by FROM kb_documents WHERE status IN "
-               f"({','.join('?' * len(IN_FLIGHT))})")
+        """Documents left in an in-between status whose runner is gone."""
+        sql = f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE status IN ({','.join('?' * len(IN_FLIGHT))})"
         args: list[Any] = list(IN_FLIGHT)
         if kb_id:
             sql += " AND kb_id = ?"
             args.append(kb_id)
         rows = self.connection().execute(sql + " ORDER BY created_at", args).fetchall()
-        return [_doc(r[:-1]) for r in rows if not worker_alive(r[-1]) or r[-1] == this_worker()]
+        return [d for d in map(_doc, rows) if not claim_alive(d.claimed_by)]
 
-    # ── the ingestion lifecycle ────────────────────────────────────────────────
-    def create_documents(self, specs: Sequence[NewDocument]) -> list[Document]:
-        """New document rows, claimed by this process, in one transaction (the caller
-        has stored their bytes first)."""
+    # ── claiming work ──────────────────────────────────────────────────────────
+    def take_versions(self, specs: Sequence[NewDocument], claim: str) -> list[Document | None]:
+        """Record new versions in one transaction, each claimed by ``claim``.
+
+        A spec without ``expected_version`` inserts a row for a new path; one with it
+        turns the path's row to the new version only while the row is still at that
+        version. Either way ``None`` comes back when another runner got there first
+        (the caller reads the row again and decides anew). A spec with status
+        ``error`` records a failure without a claim.
+        """
         from kbdesk.store.sqlite import new_id, utcnow
 
-        if not specs:
-            return []
         now = utcnow()
-        worker = this_worker()
-        ids: list[str] = []
+        out: list[Document | None] = []
         with self.write() as conn:
             for kb_id in {spec.kb_id for spec in specs}:
                 self._get_kb(conn, kb_id)
             for spec in specs:
-                filename = check_name(spec.filename, "filename")
-                doc_id = spec.doc_id or new_id()
-                conn.execute(
-                    "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, status, "
-                    "error, uploaded_by, content_hash, source_path, source_mtime, replaces_id, claimed_by, "
-                    "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (doc_id, spec.kb_id, filename, spec.content_type, int(spec.size_bytes),
-                     storage_key(spec.kb_id, doc_id, filename), spec.status, spec.error, self.local_user_id,
-                     spec.content_hash, spec.source_path, spec.source_mtime, spec.replaces_id,
-                     None if spec.status == "error" else worker, now, now))
-                self._bump(conn, spec.kb_id, docs=1, size=int(spec.size_bytes))
-                self.audit(conn, "document.upload", spec.kb_id, filename,
-                           {"document_id": doc_id, "source_path": spec.source_path, "status": spec.status})
-                ids.append(doc_id)
-            return [self._get_document(conn, doc_id) for doc_id in ids]
+                filename = check_filename(spec.filename)
+                owner = None if spec.status == "error" else claim
+                if spec.expected_version is None:
+                    doc_id = spec.doc_id or new_id()
+                    cur = conn.execute(
+                        "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, status, "
+                        "error, error_kind, uploaded_by, content_hash, source_path, source_mtime, claimed_by, version, "
+                        "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?) "
+                        "ON CONFLICT (kb_id, source_path) WHERE source_path IS NOT NULL DO NOTHING",
+                        (doc_id, spec.kb_id, filename, spec.content_type, int(spec.size_bytes),
+                         storage_key(spec.kb_id, doc_id, filename), spec.status, spec.error, spec.error_kind,
+                         self.local_user_id, spec.content_hash, spec.source_path, spec.source_mtime, owner, now, now))
+                    if cur.rowcount != 1:
+                        out.append(None)
+                        continue
+                    self._bump(conn, spec.kb_id, docs=1, size=int(spec.size_bytes))
+                    self.audit(conn, "document.upload", spec.kb_id, filename,
+                               {"document_id": doc_id, "source_path": spec.source_path, "status": spec.status})
+                else:
+                    row = conn.execute("SELECT id, size_bytes FROM kb_documents WHERE kb_id = ? AND source_path = ? "
+                                       "AND version = ?", (spec.kb_id, spec.source_path,
+                                                           spec.expected_version)).fetchone()
+                    if row is None:
+                        out.append(None)
+                        continue
+                    doc_id = row[0]
+                    conn.execute(
+                        "UPDATE kb_documents SET filename = ?, content_type = ?, size_bytes = ?, content_hash = ?, "
+                        "source_mtime = ?, status = ?, error = ?, error_kind = ?, claimed_by = ?, "
+                        "version = version + 1, extracted_text = NULL, extracted_sections = NULL, updated_at = ? "
+                        "WHERE id = ?",
+                        (filename, spec.content_type, int(spec.size_bytes), spec.content_hash, spec.source_mtime,
+                         spec.status, spec.error, spec.error_kind, owner, now, doc_id))
+                    self._bump(conn, spec.kb_id, size=int(spec.size_bytes) - int(row[1]))
+                    self.audit(conn, "document.update", spec.kb_id, filename,
+                               {"document_id": doc_id, "source_path": spec.source_path, "status": spec.status})
+                out.append(self._get_document(conn, doc_id))
+        return out
+
+    def create_documents(self, specs: Sequence[NewDocument]) -> list[Document]:
+        """New document rows, claimed by this process (library use and tests; the
+        ingestion uses :meth:`take_versions`). A path that has a row already is refused."""
+        from kbdesk.store.claims import new_claim
+
+        docs = self.take_versions(specs, new_claim())
+        for spec, doc in zip(specs, docs):
+            if doc is None:
+                raise ConflictError(f"{spec.source_path} already has a document in this knowledge base")
+        return docs  # type: ignore[return-value]
 
     def create_document(self, kb_id: str, filename: str, **fields: Any) -> Document:
         return self.create_documents([NewDocument(kb_id, filename, **fields)])[0]
 
-    def claim_document(self, doc_id: str) -> None:
+    def touch_documents(self, items: Sequence[tuple[str, int, float | None]]) -> None:
+        """Record a new mtime for files whose bytes did not change (doc id, version, mtime)."""
         with self.write() as conn:
-            conn.execute("UPDATE kb_documents SET claimed_by = ? WHERE id = ?", (this_worker(), doc_id))
+            conn.executemany("UPDATE kb_documents SET source_mtime = ? WHERE id = ? AND version = ?",
+                             [(mtime, doc_id, version) for doc_id, version, mtime in items])
+
+    def claim_documents(self, docs: Sequence[Document], claim: str) -> list[Document]:
+        """Take over rows whose runner is gone (or that nobody holds), each only while
+        it is still at the version read; returns those taken, at their new version."""
+        taken: list[Document] = []
+        with self.write() as conn:
+            for doc in docs:
+                row = conn.execute("SELECT claimed_by FROM kb_documents WHERE id = ? AND version = ?",
+                                   (doc.id, doc.version)).fetchone()
+                if row is None or (row[0] not in (None, claim) and claim_alive(row[0])):
+                    continue
+                conn.execute("UPDATE kb_documents SET claimed_by = ?, version = version + 1 WHERE id = ?",
+                             (claim, doc.id))
+                taken.append(self._get_document(conn, doc.id))
+        return taken
+
+    def claim_document(self, doc_id: str) -> None:
+        """Hold one document for this process (tests and library use)."""
+        from kbdesk.store.claims import new_claim
+
+        self.claim_documents([self.get_document(doc_id)], new_claim())
+
+    def release_claims(self, claim: str) -> int:
+        """Let go of every row ``claim`` still holds (a run that ended or was cancelled):
+        they stay in their status for the next ``add`` or ``resume`` to take."""
+        with self.write() as conn:
+            return conn.execute("UPDATE kb_documents SET claimed_by = NULL WHERE claimed_by = ?", (claim,)).rowcount
 
     def set_statuses(self, updates: Sequence[StatusUpdate]) -> None:
-        """Move documents to new statuses in one transaction (a vanished document is skipped)."""
+        """Move documents to new statuses in one transaction. An update naming a
+        version applies only while the row is at it; a vanished document is skipped."""
         from kbdesk.store.sqlite import utcnow
 
         now = utcnow()
@@ -219,31 +236,33 @@ class DocumentsMixin:
             for u in updates:
                 if u.status not in DOC_STATUSES:
                     raise InvalidInputError(f"unknown document status {u.status!r}")
+                where, args = ("id = ? AND version = ?", (u.doc_id, u.version)) if u.version is not None \
+                    else ("id = ?", (u.doc_id,))
+                sets = "status = ?, error = ?, error_kind = ?, updated_at = ?"
+                values: tuple[Any, ...] = (u.status, u.error, u.error_kind if u.status == "error" else None, now)
                 if u.extracted_text is not None:
-                    conn.execute("UPDATE kb_documents SET status = ?, error = ?, extracted_text = ?, "
-                                 "extracted_sections = ?, updated_at = ? WHERE id = ?",
-                                 (u.status, u.error, u.extracted_text,
-                                  json.dumps(u.sections) if u.sections is not None else None, now, u.doc_id))
-                else:
-                    conn.execute("UPDATE kb_documents SET status = ?, error = ?, updated_at = ? WHERE id = ?",
-                                 (u.status, u.error, now, u.doc_id))
+                    sets += ", extracted_text = ?, extracted_sections = ?"
+                    values += (u.extracted_text, json.dumps(u.sections) if u.sections is not None else None)
                 if u.status == "error":
-                    conn.execute("UPDATE kb_documents SET claimed_by = NULL WHERE id = ?", (u.doc_id,))
+                    sets += ", claimed_by = NULL"
+                conn.execute(f"UPDATE kb_documents SET {sets} WHERE {where}", values + args)
 
     def set_document_status(self, doc_id: str, status: str, *, error: str | None = None,
                             extracted_text: str | None = None,
                             sections: list[tuple[int, int, dict[str, Any]]] | None = None) -> None:
         self.set_statuses([StatusUpdate(doc_id, status, error, extracted_text, sections)])
 
-    def finish_documents(self, items: Sequence[tuple[str, Sequence[ChunkInput], Sequence[Any] | None]]
-                         ) -> list[Document | Exception]:
+    # ── making documents ready ─────────────────────────────────────────────────
+    def finish_documents(self, items: Sequence[tuple[Any, ...]]) -> list[Document | Exception]:
         """Make documents ready in one transaction, each completely or not at all.
 
-        Every document gets its chunks, keyword rows and vectors (which are the embedding
-        cache too: see :meth:`cached_vectors`), drops
-        the older version it replaces, and moves the KB's stats; one that fails (say, it
-        was deleted meanwhile) is rolled back to its savepoint and returned as an error
-        while the others commit.
+        An item is ``(doc_id, chunks, vectors)`` or ``(doc_id, chunks, vectors,
+        version)``. Each document's older chunks are swapped for the new ones with
+        their keyword rows and vectors (which are the embedding cache too: see
+        :meth:`cached_vectors`), and the KB's stats move. One that fails — it was
+        deleted meanwhile, or another runner has claimed it for a newer version
+        (:class:`SupersededError`) — is rolled back to its savepoint and returned as
+        its error while the others commit.
         """
         from kbdesk.store.sqlite import utcnow
 
@@ -253,10 +272,13 @@ class DocumentsMixin:
             fresh: dict[str, bool] = {}
             added: dict[str, list[tuple[int, bytes]]] = {}
             removed: dict[str, list[int]] = {}
-            for doc_id, chunks, vectors in items:
+            for item in items:
+                doc_id, chunks, vectors = item[:3]
+                version = item[3] if len(item) > 3 else None
                 conn.execute("SAVEPOINT finish_doc")
                 try:
-                            out.append(self._finish_one(conn, doc_id, list(chunks), vectors, now, fresh, added, removed))
+                    out.append(self._finish_one(conn, doc_id, list(chunks), vectors, version, now, fresh, added,
+                                                removed))
                 except Exception as exc:  # noqa: BLE001 - this document alone fails
                     conn.execute("ROLLBACK TO finish_doc")
                     out.append(exc)
@@ -266,30 +288,23 @@ class DocumentsMixin:
         return out
 
     def _finish_one(self, conn: Any, doc_id: str, chunks: list[ChunkInput], vectors: Sequence[Any] | None,
-                    now: str, fresh: dict[str, bool],
+                    version: int | None, now: str, fresh: dict[str, bool],
                     added: dict[str, list[tuple[int, bytes]]], removed: dict[str, list[int]]) -> Document:
         if not chunks:
             raise InvalidInputError("a ready document needs at least one chunk")
         doc = self._get_document(conn, doc_id)
+        if version is not None and doc.version != version:
+            raise SupersededError(f"{doc.filename} was claimed for a newer version meanwhile")
         kb = self._get_kb(conn, doc.kb_id)
         blobs = self._vector_blobs(kb, vectors, len(chunks))
         if kb.id not in fresh:
             fresh[kb.id] = self.vectors_fresh(conn, kb.id)
         gone_vecs, gone = self._delete_chunks(conn, doc_id)
-        replaced = conn.execute("SELECT replaces_id FROM kb_documents WHERE id = ?", (doc_id,)).fetchone()[0]
-        docs_delta, size_delta = 0, 0
-        if replaced and replaced != doc_id:
-            old = conn.execute("SELECT size_bytes FROM kb_documents WHERE id = ?", (replaced,)).fetchone()
-            if old is not None:
-                more_vecs, more = self._delete_chunks(conn, replaced)
-                gone_vecs += more_vecs
-                gone += more
-                conn.execute("DELETE FROM kb_documents WHERE id = ?", (replaced,))
-                docs_delta, size_delta = -1, -old[0]
         new_rows = self._insert_chunks(conn, kb.id, doc_id, chunks, blobs, now)
-        conn.execute("UPDATE kb_documents SET status = 'ready', error = NULL, chunk_count = ?, claimed_by = NULL, "
-                     "replaces_id = NULL, updated_at = ? WHERE id = ?", (len(chunks), now, doc_id))
-        self._bump(conn, kb.id, docs=docs_delta, chunks=len(chunks) - gone, size=size_delta)
+        conn.execute("UPDATE kb_documents SET status = 'ready', error = NULL, error_kind = NULL, chunk_count = ?, "
+                     "claimed_by = NULL, indexed_at = ?, indexed_hash = content_hash, updated_at = ? WHERE id = ?",
+                     (len(chunks), now, now, doc_id))
+        self._bump(conn, kb.id, chunks=len(chunks) - gone)
         added.setdefault(kb.id, []).extend(new_rows)
         removed.setdefault(kb.id, []).extend(gone_vecs)
         return self._get_document(conn, doc_id)
@@ -301,94 +316,6 @@ class DocumentsMixin:
         if isinstance(result, Exception):
             raise result
         return result
-
-    def cached_vectors(self, model_id: str, hashes: Iterable[str]) -> dict[str, bytes]:
-        """Known vectors of ``model_id`` for these text hashes: from any KB's chunks
-        embedded with that model, then from the staging cache."""
-        hashes = list(dict.fromkeys(hashes))
-        out: dict[str, bytes] = {}
-        conn = self.connection()
-        for start in range(0, len(hashes), 500):
-            part = hashes[start:start + 500]
-            marks = ",".join("?" * len(part))
-            rows = conn.execute(
-                f"SELECT c.content_hash, c.embedding FROM kb_chunks c JOIN knowledge_bases k ON k.id = c.kb_id "
-                f"WHERE c.content_hash IN ({marks}) AND c.embedding IS NOT NULL "
-                f"AND json_extract(k.embedding_config, '$.model_id') = ?", (*part, model_id)).fetchall()
-            out.update({h: b for h, b in rows})
-            rest = [h for h in part if h not in out]
-            if rest:
-                rows = conn.execute(f"SELECT text_hash, embedding FROM embedding_cache WHERE model = ? AND text_hash IN "
-                                    f"({','.join('?' * len(rest))})", (model_id, *rest)).fetchall()
-                out.update({h: b for h, b in rows})
-        return out
-
-    def put_cached_vectors(self, model_key: str, items: Sequence[tuple[str, Any]]) -> None:
-        """Store (text_hash, vector) pairs in the embedding cache, unit-normalised."""
-        rows = []
-        for h, vector in items:
-            blob = vector if isinstance(vector, bytes) else normalise(vector, what="vector").tobytes()
-            rows.append((model_key, h, len(blob) // 4, blob))
-        with self.write() as conn:
-            conn.executemany("INSERT OR REPLACE INTO embedding_cache(model, text_hash, dimensions, embedding) "
-                             "VALUES (?, ?, ?, ?)", rows)
-
-    def chunk_texts(self, kb_id: str) -> list[tuple[str, str]]:
-        """Distinct (text_hash, content) of a KB's chunks."""
-        rows = self.connection().execute(
-            "SELECT content_hash, min(content) FROM kb_chunks WHERE kb_id = ? GROUP BY content_hash",
-            (kb_id,)).fetchall()
-        return [(h, c) for h, c in rows]
-
-    def swap_embedding_model(self, kb_id: str, provider: str, model_id: str, model_key: str) -> KnowledgeBase:
-        """Give every chunk of a KB its vector from ``model_key``'s cache, in one transaction.
-
-        The KB never mixes models: either all its chunks move to the new model (and
-        its embedding_config says so) or nothing changes.
-        """
-        from kbdesk.store.sqlite import utcnow
-
-        with self.write() as conn:
-            kb = self._get_kb(conn, kb_id)
-            missing = conn.execute(
-                "SELECT count(*) FROM kb_chunks c WHERE c.kb_id = ? AND NOT EXISTS (SELECT 1 FROM embedding_cache e "
-                "WHERE e.model = ? AND e.text_hash = c.content_hash)", (kb_id, model_key)).fetchone()[0]
-            if missing:
-                raise InvalidInputError(f"{missing} chunks of '{kb.name}' have no vector from {model_id} yet")
-            dims = conn.execute("SELECT min(e.dimensions), max(e.dimensions) FROM kb_chunks c JOIN embedding_cache e "
-                                "ON e.model = ? AND e.text_hash = c.content_hash WHERE c.kb_id = ?",
-                                (model_key, kb_id)).fetchone()
-            if dims[0] != dims[1]:
-                raise InvalidInputError(f"{model_id} returned vectors of different sizes ({dims[0]} and {dims[1]})")
-            self.vectors.drop(conn, kb_id)
-            conn.execute("UPDATE kb_chunks SET embedding = (SELECT e.embedding FROM embedding_cache e WHERE "
-                         "e.model = ? AND e.text_hash = kb_chunks.content_hash) WHERE kb_id = ?", (model_key, kb_id))
-            new_dims = dims[0]
-            if new_dims is not None:
-                conn.execute("INSERT INTO kb_vector_state(kb_id, dimensions) VALUES (?, ?) ON CONFLICT(kb_id) DO "
-                             "UPDATE SET dimensions = excluded.dimensions, version = version + 1, "
-                             "indexed_version = -1", (kb_id, new_dims))
-            config = dict(kb.embedding_config, provider=provider, model_id=model_id)
-            if new_dims is not None:
-                config["dimensions"] = new_dims
-            conn.execute("UPDATE knowledge_bases SET embedding_config = ?, updated_at = ? WHERE id = ?",
-                         (json.dumps(config), utcnow(), kb_id))
-            conn.execute("DELETE FROM embedding_cache WHERE model = ?", (model_key,))  # now in kb_chunks
-            self.audit(conn, "kb.reembed", kb_id, kb.name,
-                       {"from": {"provider": kb.embedding_config.get("provider"), "model_id": kb.model_id},
-                        "to": {"provider": provider, "model_id": model_id, "dimensions": new_dims}})
-            return self._get_kb(conn, kb_id)
-
-    def log_usage(self, role: str, *, provider: str = "", model: str = "", kb_id: str | None = None,
-                  inputs: int = 0, prompt_tokens: int | None = None, completion_tokens: int | None = None,
-                  total_tokens: int | None = None) -> None:
-        from kbdesk.store.sqlite import utcnow
-
-        with self.write() as conn:
-            conn.execute("INSERT INTO usage_log(created_at, user_id, role, provider, model, kb_id, prompt_tokens, "
-                         "completion_tokens, total_tokens, inputs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                         (utcnow(), self.local_user_id, role, provider, model, kb_id, prompt_tokens,
-                          completion_tokens, total_tokens, inputs))
 
     # ── whole documents in one call (library use, tests, imports) ──────────────
     def add_document(self, kb_id: str, filename: str, chunks: Sequence[ChunkInput | str], *,
@@ -402,7 +329,7 @@ class DocumentsMixin:
         """
         from kbdesk.store.sqlite import new_id, utcnow
 
-        filename = check_name(filename, "filename")
+        filename = check_filename(filename)
         items = [c if isinstance(c, ChunkInput) else ChunkInput(str(c)) for c in chunks]
         if not items:
             raise InvalidInputError(f"{filename}: a document needs at least one chunk")
@@ -414,12 +341,15 @@ class DocumentsMixin:
             kb = self._get_kb(conn, kb_id)
             blobs = self._vector_blobs(kb, vectors, len(items))
             was_fresh = self.vectors_fresh(conn, kb_id)
+            if source_path is not None and conn.execute(
+                    "SELECT 1 FROM kb_documents WHERE kb_id = ? AND source_path = ?", (kb_id, source_path)).fetchone():
+                raise ConflictError(f"{source_path} already has a document in '{kb.name}'")
             conn.execute(
                 "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, extracted_text, "
-                "chunk_count, status, uploaded_by, content_hash, source_path, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'ready', ?, ?, ?, ?, ?)",
+                "chunk_count, status, uploaded_by, content_hash, source_path, created_at, updated_at, version, "
+                "indexed_at, indexed_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'ready', ?, ?, ?, ?, ?, 1, ?, ?)",
                 (doc_id, kb_id, filename, content_type, size, storage_key(kb_id, doc_id, filename), text,
-                 len(items), self.local_user_id, content_hash, source_path, now, now),
+                 len(items), self.local_user_id, content_hash, source_path, now, now, now, content_hash),
             )
             added = self._insert_chunks(conn, kb_id, doc_id, items, blobs, now)
             self.vectors.after_write(conn, kb_id, added, [], was_fresh)

@@ -197,13 +197,24 @@ class LookupMixin:
         if not seqs:
             return {}
         rows = self.connection().execute(
-            f"SELECT c.seq, c.content, d.filename, kb.name, c.metadata, c.kb_id, c.document_id, c.chunk_index "
+            f"SELECT c.seq, c.content, d.filename, kb.name, c.metadata, c.kb_id, c.document_id, c.chunk_index, "
+            f"d.indexed_hash IS NOT d.content_hash, d.indexed_at "
             f"FROM kb_chunks c JOIN kb_documents d ON d.id = c.document_id "
             f"JOIN knowledge_bases kb ON kb.id = c.kb_id WHERE c.seq IN ({_marks(seqs)})",
             list(seqs),
         ).fetchall()
         return {
-            int(r[0]): {"content": r[1], "source": r[2], "kb": r[3], "metadata": json.loads(r[4]),
+            int(r[0]): {"content": r[1], "source": r[2], "kb": r[3], "metadata": mark_stale(json.loads(r[4]), r[8], r[9]),
                         "kb_id": r[5], "document_id": r[6], "chunk_index": r[7]}
             for r in rows
         }
+
+
+def mark_stale(metadata: dict[str, Any], stale: Any, indexed_at: Any) -> dict[str, Any]:
+    """A chunk from an older version of its file than the newest seen (the newer one
+    failed, or is being indexed) says so in its metadata, with when it was indexed."""
+    if stale:
+        metadata["stale"] = True
+        metadata["indexed_at"] = indexed_at if isinstance(indexed_at, str) or indexed_at is None \
+            else indexed_at.isoformat()
+    return metadata

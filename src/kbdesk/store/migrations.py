@@ -353,6 +353,38 @@ def _m006_vector_bits(conn: Any) -> None:
     """)
 
 
+def _m007_one_document_per_path(conn: Any) -> None:
+    # A source path has exactly one document row in its KB (a partial unique index).
+    # The row describes the newest version seen (hash, size, mtime, status, error);
+    # ``version`` moves each time a runner claims the row for new work, so a result
+    # computed for an older version can never be written; ``indexed_at`` and
+    # ``indexed_hash`` say which version the stored chunks come from (a row whose new
+    # version failed keeps serving the older text, marked stale). ``error_kind``:
+    # 'file' (the file itself cannot be indexed: remembered until it changes),
+    # 'provider', 'store' or 'internal' (retried by the next add).
+    # Files from older versions of kbdesk may hold several rows for one path: the
+    # newest ready one (else the newest) stays, the others go with their chunks.
+    conn.executescript("""
+    ALTER TABLE kb_documents ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE kb_documents ADD COLUMN indexed_at TEXT;
+    ALTER TABLE kb_documents ADD COLUMN indexed_hash TEXT;
+    ALTER TABLE kb_documents ADD COLUMN error_kind TEXT;
+    DELETE FROM kb_documents WHERE source_path IS NOT NULL AND id NOT IN (
+        SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY kb_id, source_path
+                        ORDER BY status = 'ready' DESC, created_at DESC, id DESC) AS n
+                        FROM kb_documents WHERE source_path IS NOT NULL) WHERE n = 1);
+    UPDATE kb_documents SET indexed_at = updated_at, indexed_hash = content_hash
+        WHERE EXISTS (SELECT 1 FROM kb_chunks c WHERE c.document_id = kb_documents.id);
+    UPDATE kb_documents SET chunk_count = (SELECT count(*) FROM kb_chunks c WHERE c.document_id = kb_documents.id);
+    UPDATE knowledge_bases SET
+        document_count = (SELECT count(*) FROM kb_documents d WHERE d.kb_id = knowledge_bases.id),
+        chunk_count = (SELECT count(*) FROM kb_chunks c WHERE c.kb_id = knowledge_bases.id),
+        total_bytes = (SELECT coalesce(sum(size_bytes), 0) FROM kb_documents d WHERE d.kb_id = knowledge_bases.id);
+    DROP INDEX IF EXISTS idx_kbdoc_source;
+    CREATE UNIQUE INDEX idx_kbdoc_source ON kb_documents(kb_id, source_path) WHERE source_path IS NOT NULL;
+    """)
+
+
 Migration = tuple[str, Callable[[Any], None]]
 
 MIGRATIONS: list[Migration] = [
@@ -362,6 +394,7 @@ MIGRATIONS: list[Migration] = [
     ("ingestion", _m004_ingestion),
     ("chat_and_notes", _m005_chat),
     ("vector_bits", _m006_vector_bits),
+    ("one_document_per_path", _m007_one_document_per_path),
 ]
 
 

@@ -1,0 +1,53 @@
+"""File names as kbdesk stores and shows them.
+
+A path on disk can hold anything but ``/`` and NUL: control characters, bytes that are
+not UTF-8 (a latin-1 ``café.md`` from an old archive), thousands of characters. The
+database needs text it can store and compare, and a person needs a name that cannot
+drive the terminal. So every found file has
+
+* a **source** — its absolute path as text, the key of its document (one row per
+  source in a KB); bytes that are not UTF-8 are written ``\\xNN``;
+* a **display name** — its path relative to the folder added, with those bytes and
+  every control character shown as escapes (``\\t``, ``\\x1b``), so the name is one
+  safe line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from kbdesk.textsafe import inert_line
+
+_ESCAPED_BYTE = re.compile(r"\\x([0-9a-fA-F]{2})")
+
+
+def as_text(value: str) -> str:
+    """``value`` with undecodable bytes (lone surrogates from the file system) as ``\\xNN``."""
+    try:
+        value.encode("utf-8")
+        return value
+    except UnicodeEncodeError:
+        return os.fsencode(value).decode("utf-8", "backslashreplace")
+
+
+def source_key(path: Path) -> str:
+    """The text a document of ``path`` is known by (its source path)."""
+    return as_text(str(path))
+
+
+def display_name(name: str) -> str:
+    """A file name as one safe line of text."""
+    return inert_line(as_text(name)) or "(no name)"
+
+
+def path_of(source: str) -> Path:
+    """The file a source path names (undoing :func:`source_key`'s ``\\xNN`` where the
+    plain reading does not exist)."""
+    path = Path(source)
+    if "\\x" not in source or os.path.lexists(path):
+        return path
+    raw = _ESCAPED_BYTE.sub(lambda m: chr(0xDC00 + int(m.group(1), 16)) if int(m.group(1), 16) >= 0x80
+                            else m.group(0), source)
+    return Path(raw)

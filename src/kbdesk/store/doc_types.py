@@ -1,0 +1,88 @@
+"""What both store engines agree on about documents: statuses, the rows to write,
+the object key of a stored original, and the rules of document identity.
+
+Identity: within a KB a source path has exactly one document row (a partial unique
+index on both engines). The row describes the newest version of the file seen
+(content hash, size, mtime, status, error); its chunks are the last version that
+became ready (``indexed_hash``, ``indexed_at``). A runner works on a row only after
+claiming it in the write that bumps its ``version``; every later write of that work
+names the version and is dropped when the row has moved on.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from kbdesk.models import ChunkInput
+
+IN_FLIGHT = ("pending", "extracting", "chunking", "embedding")
+# the longest file-name part of a stored copy's key (bytes), well under NAME_MAX (255)
+_KEY_NAME_BYTES = 160
+_KEY_UNSAFE = re.compile(r"[\\/\x00-\x1f\x7f-\x9f]")
+
+
+@dataclass
+class NewDocument:
+    """A document version to record: a new row for a new path, or the newest version
+    of a path that has one (``expected_version`` is then the version read)."""
+
+    kb_id: str
+    filename: str
+    content_type: str = "text/plain"
+    size_bytes: int = 0
+    content_hash: str | None = None
+    source_path: str | None = None
+    source_mtime: float | None = None
+    status: str = "pending"
+    error: str | None = None
+    error_kind: str | None = None
+    doc_id: str | None = None
+    expected_version: int | None = None  # None: a new row
+
+
+@dataclass
+class StatusUpdate:
+    doc_id: str
+    status: str
+    error: str | None = None
+    extracted_text: str | None = None
+    sections: list[tuple[int, int, dict[str, Any]]] | None = None
+    version: int | None = None  # only while the row is still at this version
+    error_kind: str | None = None
+
+
+def storage_key(kb_id: str, doc_id: str, filename: str) -> str:
+    """The seed's object key ``kb/{kb_id}/{doc_id}_{filename}``; the name part is made
+    safe for any file system (no separators or control characters, at most 160 bytes,
+    the extension kept)."""
+    safe = _KEY_UNSAFE.sub("_", filename) or "document"
+    raw = safe.encode("utf-8", "surrogatepass")
+    if len(raw) > _KEY_NAME_BYTES:
+        stem, dot, ext = safe.rpartition(".")
+        ext = dot + ext if dot and len(ext.encode("utf-8", "surrogatepass")) <= 16 else ""
+        room = _KEY_NAME_BYTES - len(ext.encode("utf-8", "surrogatepass"))
+        safe = raw[:room].decode("utf-8", "ignore") + ext
+    return f"kb/{kb_id}/{doc_id}_{safe}"
+
+
+def text_hash(text: str) -> str:
+    """The embedding cache's key for a text (the same as ``ChunkInput.content_hash``)."""
+    return ChunkInput(text).content_hash
+
+
+def check_filename(name: str) -> str:
+    """A document's file name as stored and shown: one line, no control characters
+    (the ingestion escapes them first), at most 1,024 characters."""
+    from kbdesk.errors import InvalidInputError
+    from kbdesk.textsafe import is_clean_line
+
+    clean = (name or "").strip()
+    if not clean:
+        raise InvalidInputError("filename must not be empty")
+    if len(clean) > 1024:
+        raise InvalidInputError("filename is longer than 1,024 characters")
+    if not is_clean_line(clean):
+        raise InvalidInputError("filename must not contain control characters")
+    return clean
