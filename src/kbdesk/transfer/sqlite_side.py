@@ -107,6 +107,15 @@ class SqliteSide:
         with store.write() as conn:
             present = {r[0] for r in conn.execute(f"SELECT id FROM kb_documents WHERE id IN ({_marks(docs)})",
                                                   [d["id"] for d in docs])}
+            # one document per source path: a copy coming in replaces another row of its path
+            sources = [d["source_path"] for d in docs if d.get("source_path")]
+            ids = {d["id"] for d in docs}
+            if sources:
+                rows = conn.execute(f"SELECT id FROM kb_documents WHERE kb_id = ? AND source_path IN "
+                                    f"({','.join('?' * len(sources))})", [kb.id, *sources]).fetchall()
+                for (other,) in rows:
+                    if other not in ids:
+                        store.delete_document(other)
             for doc in docs:
                 if doc["id"] in present:
                     store.delete_document(doc["id"])  # joins this transaction

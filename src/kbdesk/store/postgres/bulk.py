@@ -103,12 +103,17 @@ class BulkMixin:
             if elsewhere:
                 raise ConflictError(f"document {elsewhere[0]} already belongs to another knowledge base")
             conn.execute("DELETE FROM kb_documents WHERE id = ANY(%s::uuid[])", (ids,))
+            # one document per source path: a copy coming in replaces another row of its path
+            sources = [clean_text(d["source_path"]) for d in docs if d.get("source_path")]
+            if sources:
+                conn.execute("DELETE FROM kb_documents WHERE kb_id = %s AND source_path = ANY(%s)", (kb_id, sources))
             with conn.cursor() as cur:
                 cur.executemany(
                     "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, "
                     "extracted_text, extracted_sections, chunk_count, status, error, uploaded_by, content_hash, "
-                    "source_path, source_mtime, created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, "
-                    "%s, %s, %s, %s, %s, %s, coalesce(%s, now()), coalesce(%s, now()))",
+                    "source_path, source_mtime, created_at, updated_at, version, indexed_at, indexed_hash) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, coalesce(%s, now()), "
+                    "coalesce(%s, now()), 1, CASE WHEN %s THEN coalesce(%s, now()) END, %s)",
                     [self._doc_row(kb_id, d) for d in docs])
                 blobs = [(d["id"], d["blob"]) for d in docs if d.get("blob") is not None]
                 if blobs:
@@ -124,7 +129,8 @@ class BulkMixin:
                 int(d.get("size_bytes") or 0), storage_key(kb_id, d["id"], filename), text, _jsonb(sections),
                 len(d["chunks"]), d.get("status") or "ready", clean_text(d.get("error")), self.local_user_id,
                 d.get("content_hash"), clean_text(d.get("source_path")), d.get("source_mtime"),
-                parse_iso(d.get("created_at")), parse_iso(d.get("updated_at")))
+                parse_iso(d.get("created_at")), parse_iso(d.get("updated_at")), bool(d["chunks"]),
+                parse_iso(d.get("updated_at")), d.get("content_hash") if d["chunks"] else None)
 
     def _stage_chunks(self, conn: Any, kb_id: str, dims: int | None, docs: Sequence[dict[str, Any]]) -> None:
         """Chunks in by binary COPY: straight into ``kb_chunks`` when none of their ids

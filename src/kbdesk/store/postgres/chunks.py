@@ -1,8 +1,8 @@
 """Chunks and vectors in the Postgres store: the transaction that makes documents ready.
 
 As on SQLite, a document becomes ``ready`` in ONE transaction with all its chunks,
-keyword rows (the generated ``content_tsv`` column) and vectors, the removal of the
-older version it replaces and the move of the KB's stats. Vectors are validated by
+keyword rows (the generated ``content_tsv`` column) and vectors swapped in for the
+older version's, and the move of the KB's stats. Vectors are validated by
 the same code as SQLite (dimension, NaN, all-zero), stored unit-normalised and
 zero-padded to 3072 (:mod:`.values`); chunks go in by binary COPY.
 """
@@ -14,13 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from kbdesk.errors import InvalidInputError
+from kbdesk.errors import ConflictError, InvalidInputError, SupersededError
 from kbdesk.models import ChunkInput, Document, KnowledgeBase
 from kbdesk.store.documents import DocumentsMixin as _SqliteDocuments
-from kbdesk.store.documents import storage_key
+from kbdesk.store.doc_types import check_filename, storage_key
 from kbdesk.store.postgres.access import check_manage
 from kbdesk.store.postgres.values import as_unit_bytes, clean_json, clean_text, pad
-from kbdesk.store.records import check_name
 
 CHUNK_COPY = ("COPY kb_chunks (id, kb_id, document_id, chunk_index, content, token_count, embedding, metadata, "
               "content_hash) FROM STDIN WITH (FORMAT BINARY)")
@@ -40,17 +39,21 @@ class ChunksMixin:
     ``_get_document`` and ``_bump`` from the store."""
 
     # ── making documents ready ─────────────────────────────────────────────────
-    def finish_documents(self, items: Sequence[tuple[str, Sequence[ChunkInput], Sequence[Any] | None]]
-                         ) -> list[Document | Exception]:
+    def finish_documents(self, items: Sequence[tuple[Any, ...]]) -> list[Document | Exception]:
         """Make documents ready in one transaction, each completely or not at all (a
-        failing one rolls back to its savepoint and is returned as its error)."""
+        failing one rolls back to its savepoint and is returned as its error). An item
+        is ``(doc_id, chunks, vectors)`` or ``(doc_id, chunks, vectors, version)``; a
+        document claimed for a newer version meanwhile fails with
+        :class:`SupersededError`."""
         out: list[Document | Exception] = []
         touched: dict[str, KnowledgeBase] = {}
         with self.write() as conn:
-            for doc_id, chunks, vectors in items:
+            for item in items:
+                doc_id, chunks, vectors = item[:3]
+                version = item[3] if len(item) > 3 else None
                 try:
                     with conn.transaction():
-                        doc, kb = self._finish_one(conn, doc_id, list(chunks), vectors)
+                        doc, kb = self._finish_one(conn, doc_id, list(chunks), vectors, version)
                     out.append(doc)
                     touched[kb.id] = kb
                 except Exception as exc:  # noqa: BLE001 - this document alone fails
@@ -58,26 +61,23 @@ class ChunksMixin:
         self._after_vectors(touched)
         return out
 
-    def _finish_one(self, conn: Any, doc_id: str, chunks: list[ChunkInput],
-                    vectors: Sequence[Any] | None) -> tuple[Document, KnowledgeBase]:
+    def _finish_one(self, conn: Any, doc_id: str, chunks: list[ChunkInput], vectors: Sequence[Any] | None,
+                    version: int | None) -> tuple[Document, KnowledgeBase]:
         if not chunks:
             raise InvalidInputError("a ready document needs at least one chunk")
         doc = self._get_document(conn, doc_id)
+        if version is not None:
+            row = conn.execute("SELECT version FROM kb_documents WHERE id = %s FOR UPDATE", (doc_id,)).fetchone()
+            if row is None or row[0] != version:
+                raise SupersededError(f"{doc.filename} was claimed for a newer version meanwhile")
         kb = self._get_kb(conn, doc.kb_id)
         units = self._units(conn, kb, vectors, len(chunks))
         gone = self._delete_chunks(conn, doc_id)
-        replaced = conn.execute("SELECT replaces_id FROM kb_documents WHERE id = %s", (doc_id,)).fetchone()[0]
-        docs_delta, size_delta = 0, 0
-        if replaced and replaced != doc_id:
-            old = conn.execute("SELECT size_bytes FROM kb_documents WHERE id = %s", (replaced,)).fetchone()
-            if old is not None:
-                gone += self._delete_chunks(conn, replaced)
-                conn.execute("DELETE FROM kb_documents WHERE id = %s", (replaced,))
-                docs_delta, size_delta = -1, -old[0]
         self._insert_chunks(conn, kb.id, doc_id, chunks, units)
-        conn.execute("UPDATE kb_documents SET status = 'ready', error = NULL, chunk_count = %s, claimed_by = NULL, "
-                     "replaces_id = NULL, updated_at = now() WHERE id = %s", (len(chunks), doc_id))
-        self._bump(conn, kb.id, docs=docs_delta, chunks=len(chunks) - gone, size=size_delta)
+        conn.execute("UPDATE kb_documents SET status = 'ready', error = NULL, error_kind = NULL, chunk_count = %s, "
+                     "claimed_by = NULL, indexed_at = now(), indexed_hash = content_hash, updated_at = now() "
+                     "WHERE id = %s", (len(chunks), doc_id))
+        self._bump(conn, kb.id, chunks=len(chunks) - gone)
         return self._get_document(conn, doc_id), kb
 
     def finish_document(self, doc_id: str, chunks: Sequence[ChunkInput], vectors: Sequence[Any] | None
@@ -95,7 +95,7 @@ class ChunksMixin:
         """Store a whole document — row, chunks, keyword rows, vectors, stats — in one transaction."""
         from kbdesk.store.sqlite import new_id
 
-        filename = clean_text(check_name(filename, "filename"))
+        filename = clean_text(check_filename(filename))
         items = [c if isinstance(c, ChunkInput) else ChunkInput(str(c)) for c in chunks]
         if not items:
             raise InvalidInputError(f"{filename}: a document needs at least one chunk")
@@ -106,12 +106,17 @@ class ChunksMixin:
             kb = self._get_kb(conn, kb_id)
             check_manage(self.identity, kb)
             units = self._units(conn, kb, vectors, len(items))
+            if source_path is not None and conn.execute(
+                    "SELECT 1 FROM kb_documents WHERE kb_id = %s AND source_path = %s",
+                    (kb_id, clean_text(source_path))).fetchone():
+                raise ConflictError(f"{source_path} already has a document in '{kb.name}'")
             conn.execute(
                 "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, extracted_text, "
-                "chunk_count, status, uploaded_by, content_hash, source_path) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, 'ready', %s, %s, %s)",
+                "chunk_count, status, uploaded_by, content_hash, source_path, version, indexed_at, indexed_hash) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, 'ready', %s, %s, %s, 1, now(), %s)",
                 (doc_id, kb_id, filename, clean_text(content_type), size, storage_key(kb_id, doc_id, filename),
-                 clean_text(text), len(items), self.local_user_id, content_hash, clean_text(source_path)))
+                 clean_text(text), len(items), self.local_user_id, content_hash, clean_text(source_path),
+                 content_hash))
             self._insert_chunks(conn, kb_id, doc_id, items, units)
             self._bump(conn, kb_id, docs=1, chunks=len(items), size=size)
             self.audit(conn, "document.upload", kb_id, filename, {"document_id": doc_id, "chunks": len(items)})

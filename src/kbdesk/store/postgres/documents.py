@@ -1,9 +1,11 @@
 """Documents in the Postgres store: reading them and their small lifecycle steps.
 
-The same semantics as :mod:`kbdesk.store.documents` (SQLite): rows are created
-``pending`` and claimed by ``host:pid``; statuses move in small transactions; the
-transaction that makes a document ``ready`` is in :mod:`.chunks`. Text Postgres
-refuses (NUL bytes, lone surrogates) is cleaned on the way in.
+The same semantics as :mod:`kbdesk.store.documents` (SQLite), by the rules of
+:mod:`kbdesk.store.doc_types`: one row per source path, claimed for new work in the
+write that bumps its ``version``; statuses move in small transactions, each only
+while the row is at the version it names; the transaction that makes a document
+``ready`` is in :mod:`.chunks`. Text Postgres refuses (NUL bytes, lone surrogates) is
+cleaned on the way in.
 """
 
 from __future__ import annotations
@@ -11,20 +13,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kbdesk.errors import InvalidInputError, NotFoundError
+from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError
 from kbdesk.models import DOC_STATUSES, Document
-from kbdesk.store.documents import IN_FLIGHT, NewDocument, StatusUpdate, storage_key, this_worker, worker_alive
+from kbdesk.store.claims import claim_alive, new_claim
+from kbdesk.store.doc_types import IN_FLIGHT, NewDocument, StatusUpdate, check_filename, storage_key
 from kbdesk.store.postgres.access import check_manage, is_uuid
 from kbdesk.store.postgres.values import clean_text, clean_text_and_sections, iso
-from kbdesk.store.records import check_name
 
 DOC_COLUMNS = ("id, kb_id, filename, content_type, size_bytes, storage_key, chunk_count, status, error, "
-               "uploaded_by, content_hash, source_path, created_at, updated_at, source_mtime")
+               "uploaded_by, content_hash, source_path, created_at, updated_at, source_mtime, version, indexed_at, "
+               "indexed_hash, error_kind, claimed_by")
 
 
 def _doc(row: Sequence[Any]) -> Document:
     values = list(row)
-    values[12], values[13] = iso(values[12]), iso(values[13])
+    values[12], values[13], values[16] = iso(values[12]), iso(values[13]), iso(values[16])
     return Document(*values)
 
 
@@ -48,6 +51,13 @@ class DocumentsMixin:
 
     def get_document(self, doc_id: str) -> Document:
         return self._get_document(self.connection(), doc_id)
+
+    def get_documents(self, doc_ids: Sequence[str]) -> dict[str, Document]:
+        """The documents among ``doc_ids`` that exist, by id."""
+        ids = [d for d in doc_ids if is_uuid(d)]
+        rows = self.connection().execute(f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE id = ANY(%s::uuid[])",
+                                         (ids,)).fetchall() if ids else []
+        return {r[0]: _doc(r) for r in rows}
 
     def find_document(self, kb_id: str, ref: str) -> Document:
         """A document of a KB by id, unique id prefix, or filename."""
@@ -95,85 +105,139 @@ class DocumentsMixin:
         return row[0]
 
     def documents_by_source(self, kb_id: str) -> dict[str, Document]:
-        """The newest document for each source path in a KB (what a folder scan compares to)."""
+        """The document of each source path in a KB (what a folder scan compares to)."""
         rows = self.connection().execute(
-            f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE kb_id = %s AND source_path IS NOT NULL "
-            "ORDER BY created_at, id", (kb_id,)).fetchall()
+            f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE kb_id = %s AND source_path IS NOT NULL",
+            (kb_id,)).fetchall()
         return {r[11]: _doc(r) for r in rows}
 
-    def document_with_hash(self, kb_id: str, content_hash: str) -> Document | None:
-        row = self.connection().execute(
-            f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE kb_id = %s AND content_hash = %s "
-            "ORDER BY status = 'ready' DESC, created_at DESC LIMIT 1", (kb_id, content_hash)).fetchone()
-        return _doc(row) if row else None
-
     def unfinished_documents(self, kb_id: str | None = None) -> list[Document]:
-        """Documents left in an in-between status whose worker process is gone."""
-        sql = f"SELECT {DOC_COLUMNS}, claimed_by FROM kb_documents WHERE status = ANY(%s)"
+        """Documents left in an in-between status whose runner is gone."""
+        sql = f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE status = ANY(%s)"
         args: list[Any] = [list(IN_FLIGHT)]
         if kb_id:
             sql += " AND kb_id = %s"
             args.append(kb_id)
         rows = self.connection().execute(sql + " ORDER BY created_at, id", args).fetchall()
-        return [_doc(r[:-1]) for r in rows if not worker_alive(r[-1]) or r[-1] == this_worker()]
+        return [d for d in map(_doc, rows) if not claim_alive(d.claimed_by)]
 
-    # ── the lifecycle's small steps ────────────────────────────────────────────
-    def create_documents(self, specs: Sequence[NewDocument]) -> list[Document]:
-        """New document rows, claimed by this process, in one transaction (the caller
-        has stored their bytes first)."""
+    # ── claiming work ──────────────────────────────────────────────────────────
+    def take_versions(self, specs: Sequence[NewDocument], claim: str) -> list[Document | None]:
+        """Record new versions in one transaction, each claimed by ``claim`` (see the
+        SQLite store: a new path inserts a row, a known one moves to the new version
+        only while it is at ``expected_version``; ``None`` when another runner won)."""
         from kbdesk.store.sqlite import new_id
 
-        if not specs:
-            return []
-        worker = this_worker()
-        ids: list[str] = []
+        out: list[Document | None] = []
         with self.write() as conn:
             for kb_id in sorted({spec.kb_id for spec in specs}):
                 check_manage(self.identity, self._get_kb(conn, kb_id))
             for spec in specs:
-                filename = clean_text(check_name(spec.filename, "filename"))
-                doc_id = spec.doc_id or new_id()
-                conn.execute(
-                    "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, status, "
-                    "error, uploaded_by, content_hash, source_path, source_mtime, replaces_id, claimed_by) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    (doc_id, spec.kb_id, filename, clean_text(spec.content_type), int(spec.size_bytes),
-                     storage_key(spec.kb_id, doc_id, filename), spec.status, clean_text(spec.error),
-                     self.local_user_id, spec.content_hash, clean_text(spec.source_path), spec.source_mtime,
-                     spec.replaces_id, None if spec.status == "error" else worker))
-                self._bump(conn, spec.kb_id, docs=1, size=int(spec.size_bytes))
-                self.audit(conn, "document.upload", spec.kb_id, filename,
-                           {"document_id": doc_id, "source_path": spec.source_path, "status": spec.status})
-                ids.append(doc_id)
-            rows = conn.execute(f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE id = ANY(%s::uuid[])",
-                                (ids,)).fetchall()
-        by_id = {r[0]: _doc(r) for r in rows}
-        return [by_id[doc_id] for doc_id in ids]
+                filename = clean_text(check_filename(spec.filename))
+                owner = None if spec.status == "error" else claim
+                source = clean_text(spec.source_path)
+                if spec.expected_version is None:
+                    doc_id = spec.doc_id or new_id()
+                    cur = conn.execute(
+                        "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, status, "
+                        "error, error_kind, uploaded_by, content_hash, source_path, source_mtime, claimed_by, version) "
+                        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 1) "
+                        "ON CONFLICT (kb_id, source_path) WHERE source_path IS NOT NULL DO NOTHING",
+                        (doc_id, spec.kb_id, filename, clean_text(spec.content_type), int(spec.size_bytes),
+                         storage_key(spec.kb_id, doc_id, filename), spec.status, clean_text(spec.error),
+                         spec.error_kind, self.local_user_id, spec.content_hash, source, spec.source_mtime, owner))
+                    if cur.rowcount != 1:
+                        out.append(None)
+                        continue
+                    self._bump(conn, spec.kb_id, docs=1, size=int(spec.size_bytes))
+                    self.audit(conn, "document.upload", spec.kb_id, filename,
+                               {"document_id": doc_id, "source_path": source, "status": spec.status})
+                else:
+                    row = conn.execute(
+                        "UPDATE kb_documents d SET filename = %s, content_type = %s, size_bytes = %s, "
+                        "content_hash = %s, source_mtime = %s, status = %s, error = %s, error_kind = %s, "
+                        "claimed_by = %s, version = d.version + 1, extracted_text = NULL, extracted_sections = NULL, "
+                        "updated_at = now() FROM (SELECT id, size_bytes FROM kb_documents WHERE kb_id = %s AND "
+                        "source_path = %s AND version = %s FOR UPDATE) old WHERE d.id = old.id "
+                        "RETURNING d.id, old.size_bytes",
+                        (filename, clean_text(spec.content_type), int(spec.size_bytes), spec.content_hash,
+                         spec.source_mtime, spec.status, clean_text(spec.error), spec.error_kind, owner,
+                         spec.kb_id, source, spec.expected_version)).fetchone()
+                    if row is None:
+                        out.append(None)
+                        continue
+                    doc_id = str(row[0])
+                    self._bump(conn, spec.kb_id, size=int(spec.size_bytes) - int(row[1]))
+                    self.audit(conn, "document.update", spec.kb_id, filename,
+                               {"document_id": doc_id, "source_path": source, "status": spec.status})
+                out.append(self._get_document(conn, doc_id))
+        return out
+
+    def create_documents(self, specs: Sequence[NewDocument]) -> list[Document]:
+        """New document rows, claimed by this process (library use and tests; the
+        ingestion uses :meth:`take_versions`). A path that has a row already is refused."""
+        docs = self.take_versions(specs, new_claim())
+        for spec, doc in zip(specs, docs):
+            if doc is None:
+                raise ConflictError(f"{spec.source_path} already has a document in this knowledge base")
+        return docs  # type: ignore[return-value]
 
     def create_document(self, kb_id: str, filename: str, **fields: Any) -> Document:
         return self.create_documents([NewDocument(kb_id, filename, **fields)])[0]
 
-    def claim_document(self, doc_id: str) -> None:
+    def touch_documents(self, items: Sequence[tuple[str, int, float | None]]) -> None:
+        """Record a new mtime for files whose bytes did not change (doc id, version, mtime)."""
+        with self.write() as conn, conn.cursor() as cur:
+            cur.executemany("UPDATE kb_documents SET source_mtime = %s WHERE id = %s AND version = %s",
+                            [(mtime, doc_id, version) for doc_id, version, mtime in items])
+
+    def claim_documents(self, docs: Sequence[Document], claim: str) -> list[Document]:
+        """Take over rows whose runner is gone (or that nobody holds), each only while
+        it is still at the version read; returns those taken, at their new version."""
+        taken: list[Document] = []
         with self.write() as conn:
-            conn.execute("UPDATE kb_documents SET claimed_by = %s WHERE id = %s", (this_worker(), doc_id))
+            for doc in docs:
+                row = conn.execute("SELECT claimed_by FROM kb_documents WHERE id = %s AND version = %s FOR UPDATE",
+                                   (doc.id, doc.version)).fetchone()
+                if row is None or (row[0] not in (None, claim) and claim_alive(row[0])):
+                    continue
+                conn.execute("UPDATE kb_documents SET claimed_by = %s, version = version + 1 WHERE id = %s",
+                             (claim, doc.id))
+                taken.append(self._get_document(conn, doc.id))
+        return taken
+
+    def claim_document(self, doc_id: str) -> None:
+        """Hold one document for this process (tests and library use)."""
+        self.claim_documents([self.get_document(doc_id)], new_claim())
+
+    def release_claims(self, claim: str) -> int:
+        """Let go of every row ``claim`` still holds (they stay in their status for the
+        next ``add`` or ``resume``)."""
+        with self.write() as conn:
+            return conn.execute("UPDATE kb_documents SET claimed_by = NULL WHERE claimed_by = %s", (claim,)).rowcount
 
     def set_statuses(self, updates: Sequence[StatusUpdate]) -> None:
-        """Move documents to new statuses in one transaction (a vanished document is skipped)."""
+        """Move documents to new statuses in one transaction. An update naming a
+        version applies only while the row is at it; a vanished document is skipped."""
         with self.write() as conn:
             for u in updates:
                 if u.status not in DOC_STATUSES:
                     raise InvalidInputError(f"unknown document status {u.status!r}")
+                if not is_uuid(u.doc_id):
+                    continue
+                sets = "status = %s, error = %s, error_kind = %s, updated_at = now()"
+                values: tuple[Any, ...] = (u.status, clean_text(u.error),
+                                           u.error_kind if u.status == "error" else None)
                 if u.extracted_text is not None:
                     text, sections = clean_text_and_sections(u.extracted_text,
                                                              [list(s) for s in u.sections] if u.sections else u.sections)
-                    conn.execute("UPDATE kb_documents SET status = %s, error = %s, extracted_text = %s, "
-                                 "extracted_sections = %s, updated_at = now() WHERE id = %s",
-                                 (u.status, clean_text(u.error), text, _jsonb(sections), u.doc_id))
-                else:
-                    conn.execute("UPDATE kb_documents SET status = %s, error = %s, updated_at = now() WHERE id = %s",
-                                 (u.status, clean_text(u.error), u.doc_id))
+                    sets += ", extracted_text = %s, extracted_sections = %s"
+                    values += (text, _jsonb(sections))
                 if u.status == "error":
-                    conn.execute("UPDATE kb_documents SET claimed_by = NULL WHERE id = %s", (u.doc_id,))
+                    sets += ", claimed_by = NULL"
+                where, args = ("id = %s AND version = %s", (u.doc_id, u.version)) if u.version is not None \
+                    else ("id = %s", (u.doc_id,))
+                conn.execute(f"UPDATE kb_documents SET {sets} WHERE {where}", values + args)
 
     def set_document_status(self, doc_id: str, status: str, *, error: str | None = None,
                             extracted_text: str | None = None,

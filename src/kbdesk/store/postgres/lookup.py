@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from kbdesk.store.lookup import MAX_QUERY_TERMS, STOPWORDS
+from kbdesk.store.lookup import MAX_QUERY_TERMS, STOPWORDS, mark_stale
 from kbdesk.store.postgres.values import infer_dimensions
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -152,9 +152,11 @@ class LookupMixin:
         if not seqs:
             return {}
         rows = self.connection().execute(
-            "SELECT c.seq, c.content, d.filename, kb.name, c.metadata, c.kb_id, c.document_id, c.chunk_index "
+            "SELECT c.seq, c.content, d.filename, kb.name, c.metadata, c.kb_id, c.document_id, c.chunk_index, "
+            "d.indexed_hash IS NOT NULL AND d.indexed_hash IS DISTINCT FROM d.content_hash, d.indexed_at "
             "FROM kb_chunks c JOIN kb_documents d ON d.id = c.document_id "
             "JOIN knowledge_bases kb ON kb.id = c.kb_id WHERE c.seq = ANY(%s)", ([int(s) for s in seqs],)).fetchall()
-        return {int(r[0]): {"content": r[1], "source": r[2], "kb": r[3], "metadata": dict(r[4] or {}),
+        return {int(r[0]): {"content": r[1], "source": r[2], "kb": r[3],
+                            "metadata": mark_stale(dict(r[4] or {}), r[8], r[9]),
                             "kb_id": r[5], "document_id": r[6], "chunk_index": r[7]}
                 for r in rows}

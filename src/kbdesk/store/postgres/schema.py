@@ -148,10 +148,40 @@ def _m003_kbdesk_tables(conn: Any) -> None:
 
 Migration = tuple[str, Callable[[Any], None]]
 
+def _m004_one_document_per_path(conn: Any) -> None:
+    # As on SQLite (store/migrations.py, step 7): a source path has one row per KB
+    # (partial unique index); ``version`` moves with every claim of new work;
+    # ``indexed_at``/``indexed_hash`` say which version the chunks come from;
+    # ``error_kind`` whether a failure is the file's own (remembered) or retried.
+    # Rows an older kbdesk left twice for one path: the newest ready one stays.
+    for statement in [
+        "ALTER TABLE kb_documents ADD COLUMN IF NOT EXISTS version INT NOT NULL DEFAULT 0",
+        "ALTER TABLE kb_documents ADD COLUMN IF NOT EXISTS indexed_at TIMESTAMPTZ",
+        "ALTER TABLE kb_documents ADD COLUMN IF NOT EXISTS indexed_hash TEXT",
+        "ALTER TABLE kb_documents ADD COLUMN IF NOT EXISTS error_kind TEXT",
+        """DELETE FROM kb_documents d USING (
+               SELECT id, row_number() OVER (PARTITION BY kb_id, source_path
+                                             ORDER BY status = 'ready' DESC, created_at DESC, id DESC) AS n
+               FROM kb_documents WHERE source_path IS NOT NULL) ranked
+           WHERE d.id = ranked.id AND ranked.n > 1""",
+        """UPDATE kb_documents d SET indexed_at = d.updated_at, indexed_hash = d.content_hash
+           WHERE d.indexed_at IS NULL AND EXISTS (SELECT 1 FROM kb_chunks c WHERE c.document_id = d.id)""",
+        """UPDATE knowledge_bases k SET
+               document_count = (SELECT count(*) FROM kb_documents d WHERE d.kb_id = k.id),
+               chunk_count = (SELECT count(*) FROM kb_chunks c WHERE c.kb_id = k.id),
+               total_bytes = (SELECT coalesce(sum(size_bytes), 0) FROM kb_documents d WHERE d.kb_id = k.id)""",
+        "DROP INDEX IF EXISTS idx_kbdoc_source",
+        "CREATE UNIQUE INDEX IF NOT EXISTS idx_kbdoc_source_path ON kb_documents(kb_id, source_path) "
+        "WHERE source_path IS NOT NULL",
+    ]:
+        conn.execute(statement)
+
+
 MIGRATIONS: list[Migration] = [
     ("seed_008_knowledge_bases", _m001_seed_008),
     ("kbdesk_columns", _m002_kbdesk_columns),
     ("kbdesk_tables", _m003_kbdesk_tables),
+    ("one_document_per_path", _m004_one_document_per_path),
 ]
 
 REQUIRED_COLUMNS = {
