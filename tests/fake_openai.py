@@ -18,11 +18,18 @@ gets the same vector, see :meth:`FakeOpenAI.vector_for`) and ``GET /v1/models``.
 * ``"400"``: a plain bad request (option ``message``)
 * ``"context"``: 400 "maximum context length" error
 * ``"wrong_dimension"``: every vector one number short
-* ``"wrong_count"``: one vector fewer than inputs
-* ``"nan"``, ``"zero"``: the vector at ``index`` (default 0) has a NaN / is all zeros
+* ``"wrong_count"``: one vector fewer than inputs; ``"extra_vector"``: one more
+* ``"nan"``, ``"inf"``, ``"zero"``: the vector at ``index`` (default 0) has a NaN / an
+  infinity / is all zeros
+* ``"non_numeric"``: the vector at ``index`` has a null among its numbers
+* ``"short_vector"``: the vector at ``index`` is one number short (the others are not)
 * ``"nested"``: one vector per token (llama.cpp without pooling)
 * ``"base64"``: vectors as base64 text
 * ``"malformed_json"``: 200 with a body that is not JSON
+* ``"html"``: 200 with a web page (``text/html``)
+* ``"echo_headers"``: an error (option ``status``, default 400) whose message repeats
+  every request header, ``Authorization`` first (servers and proxies that do this exist);
+  option ``text=True`` sends it as plain text instead of a JSON error
 * ``"not_object"``: 200 with a JSON array
 * ``"error_200"``: 200 with an ``{"error": ...}`` object (option ``message``)
 * ``"stall"``: wait ``seconds`` (default 2) before answering normally
@@ -32,7 +39,10 @@ gets the same vector, see :meth:`FakeOpenAI.vector_for`) and ``GET /v1/models``.
 Standing limits: ``max_batch_inputs`` / ``max_batch_chars`` answer 413 when a batch is
 bigger; ``max_input_chars`` answers 400 (context length) when any input is longer;
 ``api_key`` makes every request without that bearer key a 401; ``known_models`` makes
-any other model a 404; ``reverse_data`` returns the ``data`` list in reverse order.
+any other model a 404; ``reverse_data`` returns the ``data`` list in reverse order;
+``poison`` maps a marker to a failure kind (or a ``(kind, options)`` pair): every
+embeddings request with an input that contains the marker gets that failure (at that
+input's index), however it is batched.
 Built on the standard library and numpy (pytest only for the fixture); nothing from kbdesk.
 """
 
@@ -64,6 +74,7 @@ DEFAULT_MODELS: list[dict[str, Any]] = [
 FAILURE_KINDS = frozenset({
     "429", "500", "502", "503", "401", "403", "404", "413", "400", "context", "wrong_dimension", "wrong_count",
     "nan", "zero", "nested", "base64", "malformed_json", "not_object", "error_200", "stall", "drop", "ok",
+    "extra_vector", "inf", "non_numeric", "short_vector", "html", "echo_headers",
 })
 
 
@@ -99,6 +110,7 @@ class FakeOpenAI:
         self.max_batch_chars: int | None = None
         self.max_input_chars: int | None = None
         self.reverse_data = False
+        self.poison: dict[str, str | tuple[str, dict[str, Any]]] = {}
         self.requests: list[RecordedRequest] = []
         self._script: deque[_Failure] = deque()
         self._lock = threading.Lock()
@@ -166,11 +178,19 @@ class FakeOpenAI:
         sent_key = (handler.headers.get("Authorization") or "").removeprefix("Bearer ")
         kind = failure.kind if failure else ""
         options = failure.options if failure else {}
+        if not kind and self.poison and path == "/v1/embeddings" and isinstance(body, dict):
+            kind, options = self._poisoned(RecordedRequest(method, path, {}, body).inputs)
         if kind == "drop":
             handler.close_connection = True
             return
         if kind == "stall":
             time.sleep(options.get("seconds", 2.0))
+        if kind == "echo_headers":
+            pairs = sorted(handler.headers.items(), key=lambda item: item[0].lower() != "authorization")
+            said = "bad request, headers were " + "; ".join(f"{name}: {value}" for name, value in pairs)
+            if options.get("text"):
+                return handler.answer(options.get("status", 400), said.encode(), {"Content-Type": "text/plain"})
+            return handler.answer(options.get("status", 400), _error(said, "bad"))
         answer = _canned(kind, options, sent_key)
         if answer is not None:
             return handler.answer(*answer)
@@ -181,6 +201,14 @@ class FakeOpenAI:
         if method == "POST" and path == "/v1/embeddings":
             return handler.answer(*self._embeddings(body, kind, options))
         return handler.answer(404, _error(f"no route {method} {path}", "not_found"))
+
+    def _poisoned(self, inputs: list[str]) -> tuple[str, dict[str, Any]]:
+        for index, text in enumerate(inputs):
+            for marker, rule in self.poison.items():
+                if marker in text:
+                    kind, options = (rule, {}) if isinstance(rule, str) else rule
+                    return kind, {**options, "index": index}
+        return "", {}
 
     def _embeddings(self, body: Any, kind: str, options: dict[str, Any]) -> tuple[int, Any]:
         if not isinstance(body, dict) or "input" not in body or "model" not in body:
@@ -202,6 +230,12 @@ class FakeOpenAI:
             vectors = [v[:-1] for v in vectors]
         elif kind == "nan":
             vectors[index][0] = float("nan")
+        elif kind == "inf":
+            vectors[index][1] = float("inf")
+        elif kind == "non_numeric":
+            vectors[index][2] = None
+        elif kind == "short_vector":
+            vectors[index] = vectors[index][:-1]
         elif kind == "zero":
             vectors[index] = [0.0] * dims
         elif kind == "nested":
@@ -213,6 +247,8 @@ class FakeOpenAI:
                 item["embedding"] = base64.b64encode(np.asarray(item["embedding"], "<f4").tobytes()).decode()
         if kind == "wrong_count":
             data = data[:-1]
+        elif kind == "extra_vector":
+            data.append({"object": "embedding", "index": len(data), "embedding": vectors[0]})
         if self.reverse_data:
             data.reverse()
         tokens = sum(max(1, len(t) // 4) for t in inputs)
@@ -251,6 +287,8 @@ def _canned(kind: str, options: dict[str, Any], sent_key: str) -> tuple[int, Any
         return 200, b'{"data": [ {"embedding": [0.1, ', {}
     if kind == "not_object":
         return 200, [[0.1, 0.2]], {}
+    if kind == "html":
+        return 200, b"<!doctype html><html><body><h1>Welcome</h1></body></html>", {"Content-Type": "text/html"}
     if kind == "error_200":
         return 200, {"error": {"message": options.get("message", "something went wrong")}}, {}
     return None
@@ -278,11 +316,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def answer(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
         payload = body if isinstance(body, bytes) else json.dumps(body).encode()
+        headers = dict(headers or {})
         try:
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", headers.pop("Content-Type", "application/json"))
             self.send_header("Content-Length", str(len(payload)))
-            for name, value in (headers or {}).items():
+            for name, value in headers.items():
                 self.send_header(name, value)
             self.end_headers()
             self.wfile.write(payload)

@@ -289,20 +289,25 @@ def test_other_4xx_is_a_request_error_not_retried(server, make):
 # ── malformed responses ─────────────────────────────────────────────────────────
 
 @pytest.mark.parametrize(("kind", "expected"), [
-    ("wrong_dimension", "7 dimensions, expected 8"),
-    ("wrong_count", "returned 2 vectors for 3 inputs"),
     ("nested", "one vector per token .* --pooling mean"),
-    ("malformed_json", "not JSON"),
-    ("not_object", "expected a JSON object with a 'data' list, got a JSON array"),
     ("base64", "base64"),
     ("error_200", "answered with an error: something went wrong"),
+    ("html", "a web page, not JSON; is http://127.0.0.1:\\d+/v1 the API root"),
 ])
-def test_malformed_responses_are_clear_errors(server, make, kind, expected):
+def test_answers_every_input_would_get_are_clear_errors_at_once(server, make, kind, expected):
     server.fail_next(kind)
     with pytest.raises(ProviderResponseError, match=expected) as caught:
         make().embed(texts(3), MODEL, dimensions=8)
     assert "'fake'" in str(caught.value) and MODEL in str(caught.value)
-    assert len(server.requests) == 1  # not retried
+    assert len(server.requests) == 1  # not retried, not split: every input would get the same
+
+
+def test_vectors_of_the_wrong_dimension_fail_their_inputs_without_another_call(server, make):
+    server.fail_next("wrong_dimension")
+    with pytest.raises(InvalidVectorError, match="'fake', model '.*': the vector for input 0 has 7 dimensions, "
+                                                 "expected 8") as caught:
+        make().embed(texts(3), MODEL, dimensions=8)
+    assert caught.value.index == 0 and len(server.requests) == 1
 
 
 @pytest.mark.parametrize(("kind", "reason"), [("nan", "NaN or infinity"), ("zero", "all zeros")])

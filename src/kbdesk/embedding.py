@@ -3,6 +3,8 @@
 A KB's ``embedding_config`` names a provider (a ``[providers.NAME]`` table of
 config.toml) and a model. :class:`Embedders` turns that into a :class:`KbEmbedder`
 whose calls go through the provider client and write one ``usage_log`` row each.
+Whatever the provider, every vector is checked against the KB's recorded dimension
+before it can reach the store (:func:`~kbdesk.providers.faults.check_result`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from typing import Any
 from kbdesk.config import Config
 from kbdesk.models import KnowledgeBase
 from kbdesk.providers import EmbedResult, OpenAICompatProvider, ProviderConfigError
+from kbdesk.providers.faults import check_result
+from kbdesk.providers.local import LocalProvider
 
 
 @dataclass
@@ -36,7 +40,22 @@ class KbEmbedder:
         return self.model
 
     def embed(self, texts: Sequence[str], *, collect: bool = False) -> EmbedResult:
-        return self.provider.embed(list(texts), self.model, on_input_error="collect" if collect else "raise")
+        """One vector per text. With ``collect``, an input that fails alone (too long,
+        empty, an unusable vector, a malformed answer even when sent alone) is a
+        failure in the result and the others are kept; without it, it raises.
+
+        A vector whose length is not the KB's recorded ``dimensions`` is such a failure,
+        its message naming provider, model, expected and got dimensions.
+        """
+        items = list(texts)
+        mode = "collect" if collect else "raise"
+        expected = self.kb.dimensions
+        if isinstance(self.provider, (OpenAICompatProvider, LocalProvider)):
+            result = self.provider.embed(items, self.model, expect_dimensions=expected, on_input_error=mode)
+        else:  # a registered provider: embed(texts, model, on_input_error=...) is all it promises
+            result = self.provider.embed(items, self.model, on_input_error=mode)
+        return check_result(result, len(items), provider=self.provider_name, model=self.model,
+                            dimensions=expected, on_input_error=mode)
 
 
 class Embedders:
@@ -67,8 +86,6 @@ class Embedders:
                         f"no provider named '{name}' in config.toml; add it with "
                         f"'kbdesk provider add {name} --kind …'", provider=name)
                 if settings.kind == "local":
-                    from kbdesk.providers.local import LocalProvider
-
                     self._providers[name] = LocalProvider(name, settings, on_usage=self._log)
                 else:
                     self._providers[name] = OpenAICompatProvider(name, settings, on_usage=self._log)

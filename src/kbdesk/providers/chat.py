@@ -33,9 +33,10 @@ import httpx
 
 from kbdesk.errors import KbdeskError
 from kbdesk.providers.errors import (
-    ProviderError, ProviderRequestError, ProviderResponseError, ProviderUnavailableError, redact,
+    ProviderError, ProviderRequestError, ProviderResponseError, ProviderUnavailableError,
 )
-from kbdesk.providers.settings import ProviderSettings, base_url_for, resolve_api_key
+from kbdesk.providers.secrets import Redactor
+from kbdesk.providers.settings import ProviderSettings, base_url_for
 from kbdesk.providers.sse import Completion, ToolCallAssembler, read_usage, sse_data, whole_completion
 from kbdesk.providers.transport import Transport, who
 from kbdesk.providers.validate import error_message_from
@@ -179,7 +180,7 @@ class ChatClient:
 
     # ── reading the answer ─────────────────────────────────────────────────────
     def _read(self, response: httpx.Response, model: str, cancel: CancelToken) -> Iterator[str | Completion]:
-        key = resolve_api_key(self.settings)
+        key = Redactor.for_settings(self.settings)
         if "json" in response.headers.get("content-type", "") and "event-stream" not in \
                 response.headers.get("content-type", ""):
             yield self._whole(response, model, key, cancel)
@@ -230,23 +231,23 @@ class ChatClient:
                                         model=model)
         yield Completion("".join(parts), assembler.calls(), finish, usage)
 
-    def _chunk(self, data: str, model: str, key: str | None) -> dict[str, Any]:
+    def _chunk(self, data: str, model: str, key: Redactor) -> dict[str, Any]:
         try:
             chunk = json.loads(data)
         except ValueError:
-            sample = redact(" ".join(data[:80].split()), key)
+            sample = " ".join(key(data).split())[:80]
             raise ProviderResponseError(f"{who(self.name, model)}: malformed answer stream: a data line is not "
                                         f"JSON: {sample!r}", provider=self.name, model=model) from None
         if not isinstance(chunk, dict):
             raise ProviderResponseError(f"{who(self.name, model)}: malformed answer stream: a data line is not "
                                         "a JSON object", provider=self.name, model=model)
         if "error" in chunk and not chunk.get("choices"):
-            message = redact(error_message_from(chunk), key)
+            message = error_message_from(chunk, clean=key)
             raise ProviderRequestError(f"{who(self.name, model)}: the server reported an error mid-answer: "
                                        f"{message}", provider=self.name, model=model, status=200)
         return chunk
 
-    def _whole(self, response: httpx.Response, model: str, key: str | None, cancel: CancelToken) -> Completion:
+    def _whole(self, response: httpx.Response, model: str, key: Redactor, cancel: CancelToken) -> Completion:
         try:
             body = json.loads(response.read())
             cancel.check()
@@ -254,7 +255,7 @@ class ChatClient:
                 self._chunk(json.dumps(body), model, key)
             return whole_completion(body)
         except (ValueError, UnicodeDecodeError) as exc:
-            raise ProviderResponseError(f"{who(self.name, model)}: unreadable answer: {redact(str(exc), key)}",
+            raise ProviderResponseError(f"{who(self.name, model)}: unreadable answer: {key(str(exc))}",
                                         provider=self.name, model=model) from None
         except httpx.HTTPError as exc:
             cancel.check()

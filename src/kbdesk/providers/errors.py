@@ -1,13 +1,32 @@
 """Errors raised by the provider layer.
 
 Every message is one readable line that names the provider (and the model when there
-is one). No message ever contains an API key: text that came from a server is passed
-through :func:`redact` first.
+is one). No message ever contains a credential: text that came from a server is passed
+through a :class:`~kbdesk.providers.secrets.Redactor` where the message is built, and
+every message is passed through :func:`mask_patterns` here as a last guard.
 """
 
 from __future__ import annotations
 
+import re
+
 from kbdesk.errors import KbdeskError
+
+MASK = "***"
+
+# scheme://user:pass@host -> scheme://***@host (only right after a scheme: never an e-mail address)
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@?#'\"<>]+@")
+# "Basic dXNlcjpwYXNz", "Bearer sk-…": a credential is not a plain lower-case word
+# ("Basic authentication" stays readable)
+_AUTH_VALUE = re.compile(r"(?i)\b(basic|bearer)(\s+)(?-i:(?![a-z]+(?![\w.~+/=-])))(?=[\w.~+/-]{8}|[\w.~+/-]*[\d_.~+/=-])"
+                         r"[\w.~+/-]+=*")
+
+
+def mask_patterns(text: str) -> str:
+    """``text`` with URL user info and Basic/Bearer credentials masked (no secret known)."""
+    if "@" in text:
+        text = _URL_USERINFO.sub(lambda m: m.group(1) + MASK + "@", text)
+    return _AUTH_VALUE.sub(lambda m: m.group(1) + m.group(2) + MASK, text)
 
 
 class ProviderError(KbdeskError):
@@ -15,7 +34,7 @@ class ProviderError(KbdeskError):
 
     def __init__(self, message: str, *, provider: str | None = None, model: str | None = None,
                  status: int | None = None) -> None:
-        super().__init__(message)
+        super().__init__(mask_patterns(message))
         self.provider = provider
         self.model = model
         self.status = status
@@ -45,8 +64,20 @@ class ProviderResponseError(ProviderError):
     """The server answered, but not with what the OpenAI embeddings API promises."""
 
 
+class MalformedResponseError(ProviderResponseError):
+    """An answer that cannot be matched to its inputs: not JSON, too few or too many
+    vectors, vectors that disagree in length. ``embed`` splits the batch and retries the
+    halves, so that only an input whose answer is malformed when sent alone fails.
+    ``detail`` is the fault without the provider's name."""
+
+    def __init__(self, message: str, *, detail: str, **kwargs) -> None:
+        super().__init__(message, **kwargs)
+        self.detail = detail
+
+
 class InvalidVectorError(ProviderResponseError):
-    """One input's vector is unusable (NaN, infinity or all zeros); ``index`` says which."""
+    """One input's vector is unusable (NaN or infinity, all zeros, not numbers, the wrong
+    dimension, or a malformed answer when sent alone); ``index`` says which."""
 
     def __init__(self, message: str, *, index: int, **kwargs) -> None:
         super().__init__(message, **kwargs)
@@ -69,9 +100,3 @@ class EmptyInputError(ProviderError):
         super().__init__(message, **kwargs)
         self.index = index
 
-
-def redact(text: str, secret: str | None) -> str:
-    """``text`` with every occurrence of ``secret`` replaced by ``***``."""
-    if secret:
-        text = text.replace(secret, "***")
-    return text

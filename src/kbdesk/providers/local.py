@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kbdesk.providers.errors import ProviderConfigError, ProviderNotFoundError
+from kbdesk.providers.faults import check_result
 from kbdesk.providers.results import EmbedResult, ModelInfo
 from kbdesk.providers.settings import ProviderSettings
 
@@ -70,7 +71,9 @@ class LocalProvider:
         if self.on_usage:
             self.on_usage({"role": "embedding", "provider": self.name, "model": model, "inputs": len(texts),
                            "prompt_tokens": None, "total_tokens": None})
-        return EmbedResult(vectors=vectors, calls=1)
+        mode = "collect" if on_input_error == "collect" else "raise"
+        return check_result(EmbedResult(vectors=vectors, calls=1), len(vectors), provider=self.name, model=model,
+                            dimensions=expect_dimensions, on_input_error=mode)
 
     def list_models(self) -> list[ModelInfo]:
         """Models already loaded in this process (a local provider has no catalogue)."""

@@ -3,9 +3,19 @@
 OpenAI, Ollama, LM Studio, llama.cpp's server, vLLM and OpenRouter all speak the same
 ``/v1/embeddings`` and ``/v1/models`` dialect, with small differences smoothed over
 here. ``transport.py`` sends requests and decides what to retry; ``validate.py`` checks
-the shapes that come back. On top of those, this module batches inputs, splits a batch
-the server finds too large (413, or a 400/500 saying so) in halves, and lets an input
-that is too long on its own (or empty, or given a NaN/zero vector) fail alone.
+the shapes that come back. On top of those, this module batches inputs and keeps a
+fault local to the inputs it belongs to:
+
+* a batch the server finds too large (413, or a 400/500 saying so) is split in halves;
+  an input too long on its own fails alone;
+* a malformed answer (not JSON, too few or too many vectors, bad indices, vectors of
+  different lengths) is split in halves the same way, down to single inputs at most
+  log2(n) levels deep; an input whose answer is malformed when sent alone fails alone;
+* a vector that is unusable by itself (NaN or infinity, all zeros, not numbers, a
+  dimension other than the expected one) fails its input at once, without another call;
+* an empty input fails alone and is never sent.
+
+Every split is a real request and is counted in ``EmbedResult.calls``.
 """
 
 from __future__ import annotations
@@ -21,10 +31,12 @@ from typing import Any, Literal
 import httpx
 
 from kbdesk.providers.errors import (
-    EmptyInputError, InputTooLargeError, InvalidVectorError, ProviderNotFoundError, ProviderResponseError, redact,
+    EmptyInputError, InputTooLargeError, InvalidVectorError, MalformedResponseError, ProviderNotFoundError,
+    ProviderResponseError,
 )
 from kbdesk.providers.results import EmbedResult, InputFailure, ModelInfo
-from kbdesk.providers.settings import ProviderSettings, base_url_for, display_url, resolve_api_key
+from kbdesk.providers.secrets import Redactor
+from kbdesk.providers.settings import ProviderSettings, base_url_for, display_url
 from kbdesk.providers.transport import TooLarge, Transport, who
 from kbdesk.providers.validate import (
     ParsedEmbeddings, ShapeError, error_message_from, parse_embeddings, parse_models, says_model_missing,
@@ -115,12 +127,12 @@ class OpenAICompatProvider:
         the length (a KB's fixed dimension) without sending anything. Either way, and
         across batches, every vector must have the same length.
 
-        An input that cannot be embedded on its own (too long for the model, empty, or
-        given a NaN/zero vector) raises its error with ``on_input_error="raise"``
-        (the default). With ``"collect"`` every other input is still embedded, the
-        failed ones get ``None`` in ``vectors`` and an :class:`InputFailure` in
-        ``failures``. Errors that concern the whole call (auth, model, server down,
-        malformed response) always raise.
+        An input that cannot be embedded on its own (too long for the model, empty,
+        given an unusable vector, or a malformed answer even when sent alone) raises its
+        error with ``on_input_error="raise"`` (the default). With ``"collect"`` every
+        other input is still embedded, the failed ones get ``None`` in ``vectors`` and an
+        :class:`InputFailure` in ``failures``. Errors that concern the whole call (auth,
+        model, server down, base64 or per-token vectors) always raise.
         """
         if on_input_error not in ("raise", "collect"):
             raise ValueError(f"on_input_error must be 'raise' or 'collect', got {on_input_error!r}")
@@ -156,13 +168,20 @@ class OpenAICompatProvider:
     def _embed_batch(self, indices: list[int], run: _Run) -> None:
         try:
             parsed = self._post_embeddings([run.texts[i] for i in indices], run)
+        except MalformedResponseError as exc:
+            if len(indices) > 1:
+                log.warning("%s; sending its %d inputs again in two halves", exc, len(indices))
+                self._split(indices, run)
+                return
+            index = indices[0]
+            self._fail(run, InvalidVectorError(f"{self._who(run.model)}: input {index} failed alone: {exc.detail}",
+                                               index=index, provider=self.name, model=run.model, status=exc.status))
+            return
         except TooLarge as exc:
             if len(indices) > 1:
-                half = len(indices) // 2
                 log.info("provider %s: the server rejected %d inputs as too large; splitting the batch",
                          self.name, len(indices))
-                self._embed_batch(indices[:half], run)
-                self._embed_batch(indices[half:], run)
+                self._split(indices, run)
                 return
             index, chars = indices[0], len(run.texts[indices[0]])
             self._fail(run, InputTooLargeError(
@@ -178,6 +197,13 @@ class OpenAICompatProvider:
             else:
                 run.vectors[index] = parsed.vectors[position]
 
+    def _split(self, indices: list[int], run: _Run) -> None:
+        """The two halves of a batch, one after the other (each halving is one level: a
+        batch of n inputs reaches single inputs after at most log2(n) levels)."""
+        half = len(indices) // 2
+        self._embed_batch(indices[:half], run)
+        self._embed_batch(indices[half:], run)
+
     def _post_embeddings(self, batch: list[str], run: _Run) -> ParsedEmbeddings:
         payload: dict[str, Any] = {"model": run.model, "input": batch, "encoding_format": "float"}
         if run.dimensions is not None:
@@ -189,6 +215,9 @@ class OpenAICompatProvider:
         try:
             parsed = parse_embeddings(body, len(batch), run.expect)
         except ShapeError as exc:
+            if exc.splittable:
+                raise MalformedResponseError(f"{self._who(run.model)}: {exc}", detail=str(exc), provider=self.name,
+                                             model=run.model) from None
             raise ProviderResponseError(f"{self._who(run.model)}: {exc}", provider=self.name,
                                         model=run.model) from None
         run.expect = run.expect or parsed.dimensions
@@ -206,7 +235,7 @@ class OpenAICompatProvider:
         """Some servers answer 200 with an ``{"error": ...}`` object: judge it as a 400."""
         if not (isinstance(body, dict) and "error" in body and "data" not in body):
             return
-        message = redact(error_message_from(body), resolve_api_key(self.settings))
+        message = error_message_from(body, clean=Redactor.for_settings(self.settings))
         if model is not None and says_too_large(400, message):
             raise TooLarge(200, message)
         if model is not None and says_model_missing(message):

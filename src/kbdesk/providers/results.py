@@ -15,7 +15,8 @@ class InputFailure:
     index: int
     """Position of the input in the list given to ``embed``."""
     error: ProviderError
-    """InputTooLargeError, EmptyInputError or InvalidVectorError."""
+    """InputTooLargeError, EmptyInputError or InvalidVectorError (an unusable vector, or a
+    malformed answer even when the input was sent alone); its message names provider and model."""
 
 
 @dataclass

@@ -11,9 +11,9 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
-from kbdesk.errors import ConfigError
+from kbdesk.errors import ConfigError, InvalidInputError
 from kbdesk.providers.errors import ProviderConfigError
 
 ProviderKind = Literal["openai", "ollama", "lmstudio", "llamacpp", "vllm", "openrouter", "custom", "local"]
@@ -78,6 +78,49 @@ class ProviderSettings:
             raise bad(f"batch_size must be between 1 and {MAX_BATCH_SIZE}, got {self.batch_size}")
         if self.max_batch_chars < 1:
             raise bad(f"max_batch_chars must be at least 1, got {self.max_batch_chars}")
+
+    def __repr__(self) -> str:  # the URL without any user info it may hold; never the key
+        url = None if self.base_url is None else display_url(self.base_url)
+        return (f"ProviderSettings(kind={self.kind!r}, base_url={url!r}, api_key_env={self.api_key_env!r}, "
+                f"timeout={self.timeout!r}, max_retries={self.max_retries!r}, retry_budget={self.retry_budget!r}, "
+                f"batch_size={self.batch_size!r}, max_batch_chars={self.max_batch_chars!r})")
+
+
+KEY_ENV_HINT = "put the API key in an environment variable and name that variable with --api-key-env VAR"
+
+
+def check_base_url(url: str, *, key_hint: str = KEY_ENV_HINT) -> str:
+    """``url`` as typed by a person (stripped), or one line saying why it cannot be saved.
+
+    The one rule the CLI's ``provider add`` and the TUI's provider form share. A URL with
+    user info (``http://user:pass@host/v1``) is refused: httpx would send it as Basic auth
+    and the password would sit in config.toml next to everything else; ``key_hint`` says
+    where the key belongs instead.
+    """
+    url = url.strip()
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidInputError(f"base_url must be an http:// or https:// URL, got {display_url(url)!r}")
+    if "@" in parts.netloc:
+        raise InvalidInputError(f"a base URL must not hold a user name or password: use {display_url(url)} and "
+                                f"{key_hint}")
+    return url
+
+
+def url_credentials(url: str) -> tuple[str, str] | None:
+    """The (user, password) a URL's user info holds, percent-decoded, or None."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return None
+    return unquote(parts.username or ""), unquote(parts.password or "")
+
+
+def without_credentials(url: str) -> str:
+    """``url`` with its user info removed (query and path kept: it is what gets requested)."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
 
 
 def base_url_for(settings: ProviderSettings, name: str = "") -> str:

@@ -8,8 +8,11 @@
 * "Too large" on ``/embeddings`` (413, or a 400/500 saying so) raises :class:`TooLarge`
   for the caller to split the batch.
 
-The API key is looked up for each request and kept nowhere; any server text that
-reaches a message or a log line has the key masked first.
+The API key is looked up for each request and kept nowhere. Credentials a hand-edited
+base URL holds (``http://user:pass@host/v1``) are taken out of the URL and sent as Basic
+auth, so the URL httpx logs has none; any server text that reaches a message or a log
+line goes through a :class:`~kbdesk.providers.secrets.Redactor` first (the key, the
+URL's password, ``user:pass`` and its base64, ``Basic``/``Bearer`` values).
 """
 
 from __future__ import annotations
@@ -23,11 +26,14 @@ from typing import Any, Protocol
 import httpx
 
 from kbdesk.providers.errors import (
-    ProviderAuthError, ProviderNotFoundError, ProviderRequestError, ProviderResponseError,
-    ProviderUnavailableError, redact,
+    MalformedResponseError, ProviderAuthError, ProviderNotFoundError, ProviderRequestError, ProviderResponseError,
+    ProviderUnavailableError,
 )
 from kbdesk.providers.retry import backoff_delay, is_retryable_status, parse_retry_after
-from kbdesk.providers.settings import ProviderSettings, display_url, key_env_for, resolve_api_key
+from kbdesk.providers.secrets import Redactor
+from kbdesk.providers.settings import (
+    ProviderSettings, display_url, key_env_for, resolve_api_key, url_credentials, without_credentials,
+)
 from kbdesk.providers.validate import error_message, says_model_missing, says_too_large
 
 log = logging.getLogger("kbdesk.providers")
@@ -57,6 +63,10 @@ class Transport:
         self.name = name
         self.settings = settings
         self.base_url = base_url
+        self._url = without_credentials(base_url)
+        credentials = url_credentials(base_url)
+        self._auth: Any = httpx.BasicAuth(*credentials) if credentials else httpx.USE_CLIENT_DEFAULT
+        self._sends_credentials = credentials is not None
         self.client = client
         self._sleep = sleep
         self._clock = clock
@@ -70,7 +80,7 @@ class Transport:
         """
         key = resolve_api_key(self.settings)
         response = self._attempts(method, path, model, payload, counter, key, stream=False)
-        return self._json(response, model, key)
+        return self._json(response, model, Redactor.for_settings(self.settings))
 
     @contextmanager
     def stream(self, method: str, path: str, model: str | None, payload: dict[str, Any] | None,
@@ -88,6 +98,7 @@ class Transport:
     def _attempts(self, method: str, path: str, model: str | None, payload: dict[str, Any] | None,
                   counter: CallCounter, key: str | None, *, stream: bool) -> httpx.Response:
         headers = {"Accept": "text/event-stream" if stream else "application/json"}
+        clean = Redactor.for_settings(self.settings)
         if key:
             headers["Authorization"] = f"Bearer {key}"
         started = self._clock()
@@ -98,9 +109,9 @@ class Transport:
             status, retry_after = None, None
             counter.calls += 1
             try:
-                request = self.client.build_request(method, self.base_url + path, json=payload, headers=headers,
+                request = self.client.build_request(method, self._url + path, json=payload, headers=headers,
                                                     timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)))
-                response = self.client.send(request, stream=stream)
+                response = self.client.send(request, stream=stream, auth=self._auth)
                 if stream and response.status_code >= 300:
                     try:
                         response.read()
@@ -119,8 +130,9 @@ class Transport:
                 status = response.status_code
                 if status < 300:
                     return response
-                message = redact(error_message(response.content), key)
-                self._raise_for_status(status, message, model, path, sent_key=bool(key))
+                message = error_message(response.content, clean=clean)
+                self._raise_for_status(status, message, model, path,
+                                      sent_key=bool(key) or self._sends_credentials)
                 problem = f"HTTP {status}" + (f": {message}" if message else "")
                 retry_after = parse_retry_after(response.headers.get("Retry-After"))
             retries += 1
@@ -136,13 +148,21 @@ class Transport:
                         problem, retries, self.settings.max_retries, delay)
             self._sleep(delay)
 
-    def _json(self, response: httpx.Response, model: str | None, key: str | None) -> object:
+    def _json(self, response: httpx.Response, model: str | None, clean: Redactor) -> object:
+        """The parsed body; a body that is not JSON is malformed (the caller may split and
+        retry), except an HTML page: that is a base URL pointing at a web page, not an API."""
         try:
             return response.json()
         except ValueError:
-            sample = redact(" ".join(response.text[:120].split()), key)
-            raise ProviderResponseError(f"{who(self.name, model)}: the server's answer is not JSON: {sample!r}",
-                                        provider=self.name, model=model, status=response.status_code) from None
+            named, status = who(self.name, model), response.status_code
+            if "html" in response.headers.get("content-type", "").lower():
+                raise ProviderResponseError(f"{named}: the server answered with a web page, not JSON; is "
+                                            f"{display_url(self.base_url)} the API root (it usually ends in /v1)?",
+                                            provider=self.name, model=model, status=status) from None
+            sample = " ".join(clean(response.text).split())
+            detail = f"the server's answer is not JSON: {sample[:120]!r}"
+            raise MalformedResponseError(f"{named}: {detail}", detail=detail, provider=self.name, model=model,
+                                         status=status) from None
 
     def _raise_for_status(self, status: int, message: str, model: str | None, path: str, *,
                           sent_key: bool) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +20,16 @@ NESTED_VECTORS = ("server returned one vector per token (nested lists) instead o
 
 
 class ShapeError(ValueError):
-    """The response is not shaped like the OpenAI API's."""
+    """The response is not shaped like the OpenAI API's.
+
+    ``splittable``: the answer cannot be matched to its inputs, but the same inputs in
+    smaller batches may well be (a glitch, one input that trips the server). Not
+    splittable: a setting every input would hit (base64 vectors, one vector per token).
+    """
+
+    def __init__(self, message: str, *, splittable: bool = True) -> None:
+        super().__init__(message)
+        self.splittable = splittable
 
 
 @dataclass
@@ -27,11 +37,12 @@ class ParsedEmbeddings:
     vectors: list[list[float] | None]
     """In input order; None where ``bad`` has a reason."""
     bad: dict[int, str]
-    """Input index -> what is wrong with its vector (NaN/infinity, all zeros)."""
+    """Input index -> what is wrong with its vector (NaN/infinity, all zeros, not numbers,
+    the wrong dimension): faults that belong to one input, found without another call."""
     prompt_tokens: int | None
     total_tokens: int | None
     dimensions: int | None
-    """The common length of the vectors (None for no inputs)."""
+    """The common length of the good vectors (None when there are none)."""
 
 
 def json_kind(value: object) -> str:
@@ -47,14 +58,20 @@ def json_kind(value: object) -> str:
 
 
 def parse_embeddings(body: object, n_inputs: int, dimensions: int | None) -> ParsedEmbeddings:
-    """Check an ``/embeddings`` response for ``n_inputs`` inputs and return its vectors."""
+    """Check an ``/embeddings`` response for ``n_inputs`` inputs and return its vectors.
+
+    A fault that belongs to one vector (see :func:`vector_problem`, and a length other
+    than ``dimensions``) goes in ``bad``; a response that cannot be matched to its inputs
+    (wrong number of vectors, bad indices, vectors of different lengths when no length
+    is expected yet) raises a splittable :class:`ShapeError`.
+    """
     if not isinstance(body, dict):
         raise ShapeError(f"expected a JSON object with a 'data' list, got {json_kind(body)}")
     data = body.get("data")
     if not isinstance(data, list):
         raise ShapeError(f"expected a 'data' list in the JSON object, got {json_kind(data)}")
     if len(data) != n_inputs:
-        raise ShapeError(f"server returned {len(data)} vectors for {n_inputs} inputs")
+        raise ShapeError(f"response had {len(data)} vectors for {n_inputs} inputs")
     slots: list[object] = [None] * n_inputs
     for position, item in enumerate(data):
         if not isinstance(item, dict) or "embedding" not in item:
@@ -63,43 +80,57 @@ def parse_embeddings(body: object, n_inputs: int, dimensions: int | None) -> Par
         if type(index) is not int or not 0 <= index < n_inputs or slots[index] is not None:
             raise ShapeError(f"item {position} of 'data' has a missing, out-of-range or repeated index {index!r}")
         slots[index] = item["embedding"]
-    arrays = [_as_vector(raw, i) for i, raw in enumerate(slots)]
-    lengths = sorted({len(a) for a in arrays})
-    if len(lengths) > 1:
-        raise ShapeError(f"vectors have different lengths ({', '.join(map(str, lengths))})")
-    if n_inputs and dimensions is not None and lengths[0] != dimensions:
-        raise ShapeError(f"vectors have {lengths[0]} dimensions, expected {dimensions}")
-    vectors: list[list[float] | None] = []
+    if any(isinstance(raw, str) for raw in slots):
+        raise ShapeError("server returned base64 text although floats were requested (encoding_format=float)",
+                         splittable=False)
+    if any(isinstance(raw, list) and raw and isinstance(raw[0], list) for raw in slots):
+        raise ShapeError(NESTED_VECTORS, splittable=False)
+    arrays: dict[int, np.ndarray] = {}
     bad: dict[int, str] = {}
-    for i, array in enumerate(arrays):
-        if not np.isfinite(array).all():
-            bad[i] = "contains NaN or infinity"
-        elif not array.any():
-            bad[i] = "is all zeros"
-        vectors.append(None if i in bad else array.tolist())
+    for i, raw in enumerate(slots):
+        array, problem = vector_problem(raw)
+        if problem is None:
+            arrays[i] = array
+        else:
+            bad[i] = problem
+    lengths = sorted({a.size for a in arrays.values()})
+    if dimensions is None and len(lengths) > 1:
+        raise ShapeError(f"vectors have different lengths ({', '.join(map(str, lengths))})")
+    for i, array in arrays.items():
+        if dimensions is not None and array.size != dimensions:
+            bad[i] = f"has {array.size} dimensions, expected {dimensions}"
+    vectors = [None if i in bad else arrays[i].tolist() for i in range(n_inputs)]
     usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
     return ParsedEmbeddings(vectors, bad, _count(usage.get("prompt_tokens")), _count(usage.get("total_tokens")),
-                            lengths[0] if lengths else None)
+                            next((len(v) for v in vectors if v is not None), None))
 
 
-def _as_vector(raw: object, index: int) -> np.ndarray:
-    if isinstance(raw, str):
-        raise ShapeError("server returned base64 text although floats were requested (encoding_format=float)")
-    if not isinstance(raw, list) or not raw:
-        raise ShapeError(f"vector {index} is {json_kind(raw) if not isinstance(raw, list) else 'empty'}, "
-                         "expected a list of numbers")
-    if isinstance(raw[0], list):
-        raise ShapeError(NESTED_VECTORS)
-    try:
-        array = np.asarray(raw)
-    except (ValueError, TypeError):
-        array = None
-    if array is None or array.ndim != 1:
-        raise ShapeError(NESTED_VECTORS if any(isinstance(x, list) for x in raw)
-                         else f"vector {index} is not a flat list of numbers")
+def vector_problem(raw: object, dimensions: int | None = None) -> tuple[np.ndarray | None, str | None]:
+    """``(array, None)`` for a usable vector, else ``(None, what is wrong with it)``: not a
+    flat list of numbers, empty, NaN or infinity, all zeros, or not ``dimensions`` long."""
+    if isinstance(raw, np.ndarray):
+        array = raw
+    elif not isinstance(raw, (list, tuple)):
+        return None, f"is {json_kind(raw)}, expected a list of numbers"
+    else:
+        try:
+            array = np.asarray(raw)
+        except (ValueError, TypeError):
+            return None, "is not a flat list of numbers"
+    if array.ndim != 1:
+        return None, "is not a flat list of numbers"
+    if array.size == 0:
+        return None, "is empty"
     if array.dtype.kind not in "fiu":
-        raise ShapeError(f"vector {index} contains something that is not a number")
-    return array.astype(np.float64, copy=False)
+        return None, "contains something that is not a number"
+    array = array.astype(np.float64, copy=False)
+    if dimensions is not None and array.size != dimensions:
+        return None, f"has {array.size} dimensions, expected {dimensions}"
+    if not np.isfinite(array).all():
+        return None, "contains NaN or infinity"
+    if not array.any():
+        return None, "is all zeros"
+    return array, None
 
 
 def _count(value: object) -> int | None:
@@ -144,18 +175,19 @@ _MODEL_MISSING = re.compile(
     r"not loaded|not a valid model)|(unknown|invalid|no such|unsupported) model", re.I | re.S)
 
 
-def error_message(body: bytes, limit: int = 300) -> str:
-    """The human part of an error response (``error.message`` and the like), shortened."""
+def error_message(body: bytes, limit: int = 300, *, clean: Callable[[str], str] = str) -> str:
+    """The human part of an error response (``error.message`` and the like), passed
+    through ``clean`` (credentials masked) and then shortened."""
     text = body.decode("utf-8", "replace")
     try:
         parsed = json.loads(text)
     except ValueError:
-        return _shorten(text, limit)
-    return error_message_from(parsed, limit) or _shorten(text, limit)
+        return _shorten(clean(text), limit)
+    return error_message_from(parsed, limit, clean=clean) or _shorten(clean(text), limit)
 
 
-def error_message_from(parsed: object, limit: int = 300) -> str:
-    """The human part of a parsed JSON error body, or "" when there is none."""
+def error_message_from(parsed: object, limit: int = 300, *, clean: Callable[[str], str] = str) -> str:
+    """The human part of a parsed JSON error body, cleaned then shortened, or "" when there is none."""
     message: object = None
     if isinstance(parsed, dict):
         error = parsed.get("error")
@@ -166,7 +198,7 @@ def error_message_from(parsed: object, limit: int = 300) -> str:
         message = message or parsed.get("message") or parsed.get("detail")
     if message is None:
         return ""
-    return _shorten(message if isinstance(message, str) else json.dumps(message), limit)
+    return _shorten(clean(message if isinstance(message, str) else json.dumps(message)), limit)
 
 
 def _shorten(text: str, limit: int) -> str:
