@@ -11,7 +11,7 @@ from rich.text import Text
 from kbdesk.cli.output import plain, print_json, stdout, table
 from kbdesk.errors import InvalidInputError
 from kbdesk.providers import DEFAULT_BASE_URLS, OpenAICompatProvider, embedding_candidates
-from kbdesk.providers.settings import display_url, key_env_for, resolve_api_key
+from kbdesk.providers.settings import check_base_url, display_url, key_env_for, resolve_api_key
 
 KINDS = ["openai", "ollama", "lmstudio", "llamacpp", "vllm", "openrouter", "custom", "local"]
 
@@ -52,7 +52,7 @@ def provider_group() -> None:
 @click.argument("name")
 @click.option("--kind", type=click.Choice(KINDS), default="custom", show_default=True,
               help="Preset that picks the default base URL.")
-@click.option("--base-url", help="API root ending in /v1 (default: the kind's).")
+@click.option("--base-url", help="API root ending in /v1 (default: the kind's); no user:password in it.")
 @click.option("--api-key-env", metavar="VAR", help="Environment variable holding the API key (preferred).")
 @click.option("--store-key", is_flag=True,
               help="Ask for the API key (or read it from stdin) and keep it in config.toml (mode 0600).")
@@ -65,6 +65,8 @@ def add(state, name, kind, base_url, api_key_env, store_key, timeout, batch_size
 
     if kind == "custom" and not base_url:
         raise InvalidInputError("a custom provider needs --base-url")
+    if base_url is not None:
+        base_url = check_base_url(base_url)
     entry: dict[str, Any] = {"kind": kind}
     for key, value in (("base_url", base_url), ("api_key_env", api_key_env), ("timeout", timeout),
                        ("batch_size", batch_size)):

@@ -22,11 +22,12 @@ from kbdesk.providers import (
     base_url_for,
     embedding_candidates,
 )
-from kbdesk.providers.settings import display_url, key_env_for
+from kbdesk.providers.settings import check_base_url, display_url, key_env_for
 
 KINDS = list(typing.get_args(ProviderKind))
 ROLES = ("embedding", "chat")
 MASK = "••••••••"
+KEY_ENV_HINT = "put the API key in an environment variable and name that variable under 'Key env var'"
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,7 @@ def save_provider(config_path: Any, form: ProviderForm) -> Config:
         raise InvalidInputError("a provider needs a name")
     if form.kind == "custom" and not form.base_url.strip():
         raise InvalidInputError("a custom provider needs a base URL")
+    base_url = check_base_url(form.base_url, key_hint=KEY_ENV_HINT) if form.base_url.strip() else ""
 
     def change(raw: dict[str, Any]) -> None:
         providers = raw.setdefault("providers", {})
@@ -118,8 +120,8 @@ def save_provider(config_path: Any, form: ProviderForm) -> Config:
         entry: dict[str, Any] = {k: v for k, v in old.items()
                                  if k not in ("kind", "base_url", "api_key_env", "api_key")}
         entry["kind"] = form.kind
-        if form.base_url.strip() and form.base_url.strip().rstrip("/") != DEFAULT_BASE_URLS.get(form.kind):
-            entry["base_url"] = form.base_url.strip()
+        if base_url and base_url.rstrip("/") != DEFAULT_BASE_URLS.get(form.kind):
+            entry["base_url"] = base_url
         if form.api_key_env.strip():
             entry["api_key_env"] = form.api_key_env.strip()
         if form.api_key:
