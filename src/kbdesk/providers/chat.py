@@ -2,7 +2,7 @@
 
 ``POST {base_url}/chat/completions`` with ``stream: true``; the request goes through the
 same :class:`~kbdesk.providers.transport.Transport` as embeddings (retries with backoff
-on 429/5xx until the answer starts, clear errors for 401/404/other 4xx, the API key
+on 429/5xx until the answer starts, clear errors for 401/404/other 4xx, credentials
 masked in every message). The answer is read as server-sent events
 (:mod:`kbdesk.providers.sse`)::
 
@@ -180,10 +180,10 @@ class ChatClient:
 
     # ── reading the answer ─────────────────────────────────────────────────────
     def _read(self, response: httpx.Response, model: str, cancel: CancelToken) -> Iterator[str | Completion]:
-        key = Redactor.for_settings(self.settings)
+        clean = Redactor.for_settings(self.settings)
         if "json" in response.headers.get("content-type", "") and "event-stream" not in \
                 response.headers.get("content-type", ""):
-            yield self._whole(response, model, key, cancel)
+            yield self._whole(response, model, clean, cancel)
             return
         assembler = ToolCallAssembler()
         done = False
@@ -199,7 +199,7 @@ class ChatClient:
                 if data == "[DONE]":
                     done = True
                     break
-                chunk = self._chunk(data, model, key)
+                chunk = self._chunk(data, model, clean)
                 usage = read_usage(chunk) or usage
                 choices = chunk.get("choices")
                 if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
@@ -231,31 +231,31 @@ class ChatClient:
                                         model=model)
         yield Completion("".join(parts), assembler.calls(), finish, usage)
 
-    def _chunk(self, data: str, model: str, key: Redactor) -> dict[str, Any]:
+    def _chunk(self, data: str, model: str, clean: Redactor) -> dict[str, Any]:
         try:
             chunk = json.loads(data)
         except ValueError:
-            sample = " ".join(key(data).split())[:80]
+            sample = " ".join(clean(data).split())[:80]
             raise ProviderResponseError(f"{who(self.name, model)}: malformed answer stream: a data line is not "
                                         f"JSON: {sample!r}", provider=self.name, model=model) from None
         if not isinstance(chunk, dict):
             raise ProviderResponseError(f"{who(self.name, model)}: malformed answer stream: a data line is not "
                                         "a JSON object", provider=self.name, model=model)
         if "error" in chunk and not chunk.get("choices"):
-            message = error_message_from(chunk, clean=key)
+            message = error_message_from(chunk, clean=clean)
             raise ProviderRequestError(f"{who(self.name, model)}: the server reported an error mid-answer: "
                                        f"{message}", provider=self.name, model=model, status=200)
         return chunk
 
-    def _whole(self, response: httpx.Response, model: str, key: Redactor, cancel: CancelToken) -> Completion:
+    def _whole(self, response: httpx.Response, model: str, clean: Redactor, cancel: CancelToken) -> Completion:
         try:
             body = json.loads(response.read())
             cancel.check()
             if isinstance(body, dict) and "error" in body and "choices" not in body:
-                self._chunk(json.dumps(body), model, key)
+                self._chunk(json.dumps(body), model, clean)
             return whole_completion(body)
         except (ValueError, UnicodeDecodeError) as exc:
-            raise ProviderResponseError(f"{who(self.name, model)}: unreadable answer: {key(str(exc))}",
+            raise ProviderResponseError(f"{who(self.name, model)}: unreadable answer: {clean(str(exc))}",
                                         provider=self.name, model=model) from None
         except httpx.HTTPError as exc:
             cancel.check()

@@ -170,7 +170,7 @@ class OpenAICompatProvider:
             parsed = self._post_embeddings([run.texts[i] for i in indices], run)
         except MalformedResponseError as exc:
             if len(indices) > 1:
-                log.warning("%s; sending its %d inputs again in two halves", exc, len(indices))
+                log.info("%s; sending its %d inputs again in two halves", exc, len(indices))
                 self._split(indices, run)
                 return
             index = indices[0]
