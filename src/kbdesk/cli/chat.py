@@ -17,8 +17,9 @@ from rich.text import Text
 
 from kbdesk.chat.events import Answer, Notice, TextDelta, ToolCallFinished, ToolCallStarted, TurnFinished
 from kbdesk.chat.safety import clean, one_line
-from kbdesk.cli.output import plain, print_json, stdout, table
+from kbdesk.cli.output import passage, plain, print_json, stdout, table
 from kbdesk.providers.chat import CancelToken
+from kbdesk.textsafe import inert
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 
@@ -70,7 +71,10 @@ class _Printer:
         if self.quiet:
             return
         if isinstance(event, TextDelta):
-            sys.stdout.write(event.text)
+            # a model may repeat a document's escape sequences: shown, never obeyed
+            # (each control character is escaped alone, so a sequence split across
+            # deltas is as inert as a whole one)
+            sys.stdout.write(inert(event.text))
             sys.stdout.flush()
             self.started = self.started or bool(event.text.strip())
         elif isinstance(event, ToolCallStarted):
@@ -104,7 +108,7 @@ def print_sources(answer: Answer) -> None:
     console = stdout()
     console.print(Text("\nSources:", style="bold"))
     for source in answer.sources:
-        console.print(Text(f"  [{source.n}] {source.label}"))
+        console.print(plain(f"  [{source.n}] {source.label}"))
 
 
 @click.command("ask")
@@ -223,7 +227,7 @@ def chat_kbs(state, conversation, on, off, as_json) -> None:
     for t in toggles:
         mark = "☑" if t.enabled else "☐"
         why = f"  ({t.origin}{', auto-search' if t.auto_search else ''})" if t.enabled else ""
-        stdout().print(Text(f"{mark} {t.name} ({t.document_count} docs){why}"))
+        stdout().print(plain(f"{mark} {t.name} ({t.document_count} docs){why}"))
 
 
 @chat_group.command("source")
@@ -241,4 +245,4 @@ def chat_source(state, conversation, number) -> None:
     console = stdout()
     console.print(Text(f"[{number}] {clean(source.get('label', ''))}", style="bold"))
     for part in chat.open_source(source):
-        console.print(Text(part["content"], style="" if part.get("current") else "dim"))
+        console.print(passage(part["content"], style="" if part.get("current") else "dim"))

@@ -9,6 +9,7 @@ import click
 from kbdesk.cli.output import human_bytes, plain, print_json, stdout, table
 from kbdesk.errors import InvalidInputError
 from kbdesk.models import KnowledgeBase
+from kbdesk.textsafe import inert_line
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 
@@ -67,8 +68,8 @@ def list_(state, as_json) -> None:
         return
     t = table("name", "id", "scope", "docs", "chunks", "size", "status", "embedding")
     for kb in kbs:
-        t.add_row(plain(kb.name), kb.id[:8], kb.scope, str(kb.document_count), str(kb.chunk_count),
-                  human_bytes(kb.total_bytes), kb.status, plain(_model(kb)))
+        t.add_row(plain(kb.name), plain(kb.id[:8]), plain(kb.scope), str(kb.document_count), str(kb.chunk_count),
+                  human_bytes(kb.total_bytes), plain(kb.status), plain(_model(kb)))
     stdout().print(t)
 
 
@@ -91,7 +92,7 @@ def show(state, kb, as_json) -> None:
         ("size", human_bytes(found.total_bytes)), ("created", found.created_at), ("updated", found.updated_at),
     ]
     for key, value in rows:
-        t.add_row(key, plain(value))
+        t.add_row(key, plain(value))  # a description may hold line breaks: shown as \n
     stdout().print(t)
 
 
@@ -149,7 +150,7 @@ def remove(state, kb, yes, as_json) -> None:
     if not yes:
         if not sys.stdin.isatty():
             raise InvalidInputError(f"deleting '{found.name}' needs confirmation: add --yes")
-        click.confirm(f"Delete '{found.name}' with {found.document_count} documents and "
+        click.confirm(f"Delete '{inert_line(found.name)}' with {found.document_count} documents and "
                       f"{found.chunk_count} chunks?", abort=True)
     deleted = desk.delete_kb(found.id)
     if as_json:
@@ -174,7 +175,8 @@ def set_model(state, kb, model_id, provider, yes, as_json) -> None:
     if not yes:
         if not sys.stdin.isatty():
             raise InvalidInputError(f"re-embedding '{found.name}' needs confirmation: add --yes")
-        click.confirm(f"Re-embed {found.chunk_count} chunks of '{found.name}' with {model_id}?", abort=True)
+        click.confirm(f"Re-embed {found.chunk_count} chunks of '{inert_line(found.name)}' with {model_id}?",
+                      abort=True)
     with IngestProgress(enabled=not as_json and sys.stderr.isatty()) as progress:
         updated, report = desk.ingestor(on_event=progress).reembed(found.id, provider, model_id)
     if as_json:

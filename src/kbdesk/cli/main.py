@@ -10,6 +10,7 @@ import click
 
 from kbdesk import __version__
 from kbdesk.errors import KbdeskError
+from kbdesk.textsafe import inert, inert_line
 
 
 class CliState:
@@ -34,22 +35,29 @@ class CliState:
 
 
 class KbdeskGroup(click.Group):
-    """Turns every kbdesk error into one line on stderr and a non-zero exit."""
+    """Turns every kbdesk error into one line on stderr and a non-zero exit.
+
+    Messages often quote file names and document text: control characters in them are
+    shown as escapes (:func:`kbdesk.textsafe.inert_line`), never sent to the terminal.
+    """
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except KbdeskError as exc:
-            raise click.ClickException(str(exc)) from None
-        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise click.ClickException(inert_line(str(exc))) from None
+        except click.ClickException as exc:
+            exc.message = inert(exc.message)  # usage errors may span lines: those stay
+            raise
+        except (click.exceptions.Exit, click.Abort):
             raise
         except KeyboardInterrupt:
             raise click.ClickException("interrupted") from None
         except Exception as exc:
             if os.environ.get("KBDESK_DEBUG"):
                 raise
-            raise click.ClickException(
-                f"internal error: {type(exc).__name__}: {exc} (set KBDESK_DEBUG=1 for the traceback)") from None
+            raise click.ClickException(inert_line(
+                f"internal error: {type(exc).__name__}: {exc} (set KBDESK_DEBUG=1 for the traceback)")) from None
 
 
 @click.group(cls=KbdeskGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})

@@ -5,8 +5,9 @@ from __future__ import annotations
 import click
 from rich.text import Text
 
-from kbdesk.cli.output import print_json, stdout, table
+from kbdesk.cli.output import passage, plain, print_json, stdout, table
 from kbdesk.search import MAX_LIMIT, MODES
+from kbdesk.textsafe import inert_line
 
 SNIPPET = 400
 
@@ -26,7 +27,7 @@ def search_command(state, kbs, query, limit, threshold, mode, full, explain, as_
     """Search one or more knowledge bases (KB... names or ids) for QUERY."""
     response = state.desk().search(list(kbs), query, limit=limit, threshold=threshold, mode=mode, explain=explain)
     for note in response.notes:
-        click.echo(f"note: {note}", err=True)
+        click.echo(f"note: {inert_line(note)}", err=True)
     if as_json:
         body = response.to_dict()
         if explain:
@@ -38,18 +39,18 @@ def search_command(state, kbs, query, limit, threshold, mode, full, explain, as_
         _print_explain(console, response)
         return
     if not response.results:
-        console.print(Text(f"No results in {', '.join(response.searched_kbs)} ({response.mode} search)."))
+        console.print(plain(f"No results in {', '.join(response.searched_kbs)} ({response.mode} search)."))
         return
     for rank, result in enumerate(response.results, start=1):
         where = ", ".join(f"{k} {v}" for k, v in result.metadata.items() if k in ("page", "headings", "section"))
         head = Text(f"{rank}. ", style="bold")
         head.append(f"{result.similarity:.3f}", style="cyan")
-        head.append(f"  {result.kb} / {result.source}")
+        head.append(plain(f"  {result.kb} / {result.source}"))
         if where:
-            head.append(f"  ({where})", style="dim")
+            head.append(plain(f"  ({where})", style="dim"))
         console.print(head)
         body = result.content if full or len(result.content) <= SNIPPET else result.content[:SNIPPET].rstrip() + "…"
-        console.print(Text(body), style="")
+        console.print(passage(body), style="")
         console.print()
     console.print(Text(f"{len(response.results)} results, {response.mode} search", style="dim"))
 
@@ -66,5 +67,5 @@ def _print_explain(console, response) -> None:
         snippet = c["content"][:40].replace("\n", " ")
         t.add_row(str(i), f"{c['similarity']:.3f}", _rank(c["vector_rank"]), _rank(c["keyword_rank"]),
                   "—" if c["fused"] is None else f"{c['fused']:.4f}", verdict,
-                  Text(f"{c['kb']} / {c['source']} #{c['chunk_index']}: {snippet}"))
+                  plain(f"{c['kb']} / {c['source']} #{c['chunk_index']}: {snippet}"))
     console.print(t)

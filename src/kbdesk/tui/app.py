@@ -22,6 +22,7 @@ from textual.worker import Worker, WorkerState
 from kbdesk.errors import KbdeskError
 from kbdesk.ingest.events import EventSink
 from kbdesk.models import KnowledgeBase
+from kbdesk.textsafe import inert_line
 from kbdesk.tui.messages import IngestProgress
 from kbdesk.tui.progress import IngestTracker
 
@@ -64,13 +65,15 @@ class KbdeskApp(App[None]):
         """A notification for a failure: its one-line message, never a traceback."""
         if error is None:
             return
+        doing = inert_line(doing)
         title = doing[:1].upper() + doing[1:] if doing else "Error"
         if isinstance(error, KbdeskError):
             message = str(error) or type(error).__name__
         else:
             self.log.error("".join(traceback.format_exception(error)))
             message = f"internal error: {type(error).__name__}: {error}"
-        self.notify(message, title=f"{title} failed" if doing else title, severity="error", timeout=10,
+        # messages quote file names and document text: shown, never obeyed by the terminal
+        self.notify(inert_line(message), title=f"{title} failed" if doing else title, severity="error", timeout=10,
                     markup=False)
 
     # ── ingestion runs ─────────────────────────────────────────────────────────
@@ -84,7 +87,7 @@ class KbdeskApp(App[None]):
                      expected: int = 0) -> IngestTracker | None:
         """Run ``job(on_event)`` in a thread for ``kb``; progress reaches screens as ticks."""
         if self.ingesting(kb.id):
-            self.notify(f"'{kb.name}' is already being indexed; wait for it to finish", severity="warning",
+            self.notify(f"'{inert_line(kb.name)}' is already being indexed; wait for it to finish", severity="warning",
                         markup=False)
             return None
         kb_id = kb.id
@@ -135,7 +138,7 @@ class KbdeskApp(App[None]):
         elif tracker is not None:
             summary = tracker.summary()
             severity = "warning" if " failed" in summary else "information"
-            self.notify(summary, title="Indexing finished", severity=severity, markup=False)
+            self.notify(inert_line(summary), title="Indexing finished", severity=severity, markup=False)
         if kb_id:
             self._dispatch_progress(kb_id)
             for screen in self.screen_stack:

@@ -1,4 +1,11 @@
-"""Small formatting helpers: sizes, statuses and theme-aware styles. Data is never markup."""
+"""Small formatting helpers: sizes, statuses and theme-aware styles. Data is never markup.
+
+Text from documents, file names and the database reaches a widget through :func:`line`
+or :func:`passage` (or the plain strings of :func:`kbdesk.textsafe.inert_line`): its
+control characters are shown as escapes (``\x1b``). Textual, like rich, removes only
+BEL, BS, VT, FF and CR from text and would send ESC, CSI and OSC sequences on to the
+terminal.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,7 @@ from typing import Any
 from rich.text import Text
 
 from kbdesk.models import KnowledgeBase
+from kbdesk.textsafe import inert, inert_line
 
 _FALLBACK = {"text-success": "green", "text-error": "red", "text-warning": "yellow", "accent": "cyan"}
 
@@ -33,6 +41,16 @@ def palette(app: Any) -> dict[str, str]:
     if theme:
         _PALETTES[theme] = colours
     return colours
+
+
+def line(value: Any, style: str = "", justify: Any = None) -> Text:
+    """One line of data (a name, an id, an error) as plain text, control characters escaped."""
+    return Text(inert_line(value), style=style, justify=justify)
+
+
+def passage(value: Any, style: str = "") -> Text:
+    """Document text with its line breaks and tabs; every other control character escaped."""
+    return Text(inert(value), style=style)
 
 
 def human_size(size: int | None) -> str:
@@ -66,7 +84,7 @@ def model_label(kb: KnowledgeBase) -> str:
     if not kb.model_id:
         return "keyword only"
     provider = kb.embedding_config.get("provider")
-    return f"{provider}/{kb.model_id}" if provider else kb.model_id
+    return inert_line(f"{provider}/{kb.model_id}" if provider else kb.model_id)
 
 
 def where_label(metadata: dict[str, Any]) -> str:
@@ -74,11 +92,11 @@ def where_label(metadata: dict[str, Any]) -> str:
     if not metadata:
         return ""
     if metadata.get("page") is not None:
-        return f"p. {metadata['page']}"
+        return inert_line(f"p. {metadata['page']}")
     for key in ("heading_path", "headings", "section", "heading"):
         value = metadata.get(key)
-        if value:
-            return " › ".join(str(v) for v in value) if isinstance(value, (list, tuple)) else str(value)
+        if value:  # headings are document text
+            return inert_line(" › ".join(str(v) for v in value) if isinstance(value, (list, tuple)) else value)
     return ""
 
 

@@ -14,6 +14,8 @@ from textual.binding import Binding
 from textual.containers import Container, Horizontal, Vertical
 from textual.widgets import Button, Checkbox, DirectoryTree, Input, Label, Static
 
+from kbdesk.textsafe import inert_line
+from kbdesk.tui.format import line
 from kbdesk.tui.screens.base import DeskModal
 from kbdesk.tui.widgets.path_input import PathInput
 
@@ -49,7 +51,7 @@ class AddFilesScreen(DeskModal):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="add-dialog"):
-            yield Static(Text(f"Add files or a folder to '{self.kb_name}'"), classes="dialog-title")
+            yield Static(line(f"Add files or a folder to '{self.kb_name}'"), classes="dialog-title")
             with Container(classes="form"):
                 yield Label("Path")
                 with Horizontal(id="path-row"):
@@ -105,7 +107,7 @@ class AddFilesScreen(DeskModal):
             return
         path = Path(os.path.expanduser(raw))
         if not path.exists():
-            self.notify(f"{raw} does not exist", severity="warning", markup=False)
+            self.notify(f"{inert_line(raw)} does not exist", severity="warning", markup=False)
             return
         self.dismiss(AddRequest([str(path)], split_globs(self.query_one("#include", Input).value),
                                 split_globs(self.query_one("#exclude", Input).value),

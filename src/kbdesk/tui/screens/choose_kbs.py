@@ -10,6 +10,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, SelectionList, Static
 
 from kbdesk.models import KnowledgeBase
+from kbdesk.tui.format import line
 from kbdesk.tui.screens.base import DeskModal
 
 
@@ -40,7 +41,7 @@ class ChooseKbsScreen(DeskModal):
     def _fill(self, kbs: list[KnowledgeBase]) -> None:
         choices = self.query_one(SelectionList)
         for kb in kbs:
-            label = Text(kb.name) + Text(f"  {kb.document_count} docs", style="dim")
+            label = line(kb.name) + Text(f"  {kb.document_count} docs", style="dim")
             choices.add_option((label, kb.name, kb.name in self.chosen))
         if kbs:
             choices.highlighted = 0

@@ -10,7 +10,8 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
-from kbdesk.tui.format import score, where_label
+from kbdesk.textsafe import inert_line
+from kbdesk.tui.format import passage, score, where_label
 from kbdesk.tui.screens.base import DeskModal
 
 
@@ -30,7 +31,7 @@ class ChunkScreen(DeskModal):
         hit = self.hit
         where = where_label(hit.get("metadata") or {})
         with Vertical(classes="dialog", id="chunk-dialog"):
-            title = Text(f"{hit['source']}" + (f" · {where}" if where else "") + f" · {hit['kb']}")
+            title = Text(inert_line(hit["source"]) + (f" · {where}" if where else "") + f" · {inert_line(hit['kb'])}")
             yield Static(title, classes="dialog-title")
             yield Static(Text(f"chunk {hit['chunk_index']} · similarity {score(hit['similarity'])} · "
                               f"vector rank {hit['vector_rank'] or '–'} · keyword rank {hit['keyword_rank'] or '–'}"
@@ -53,7 +54,7 @@ class ChunkScreen(DeskModal):
         for chunk in chunks:
             label = "this hit" if chunk["current"] else ("before" if chunk["chunk_index"] < self.hit["chunk_index"]
                                                           else "after")
-            widget = Static(Text(chunk["content"]), classes="chunk current" if chunk["current"] else "chunk")
+            widget = Static(passage(chunk["content"]), classes="chunk current" if chunk["current"] else "chunk")
             widget.border_title = f"chunk {chunk['chunk_index']} · {label}"
             box.mount(widget)
             if chunk["current"]:

@@ -10,6 +10,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from kbdesk.textsafe import inert, inert_line
+
 
 class ConfirmScreen(ModalScreen[bool]):
     BINDINGS = [
@@ -25,9 +27,10 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Static(Text(self.question, style="bold"), classes="dialog-title")
+            # questions quote KB and file names: shown, never obeyed by the terminal
+            yield Static(Text(inert_line(self.question), style="bold"), classes="dialog-title")
             if self.detail:
-                yield Static(Text(self.detail), classes="dialog-body")
+                yield Static(Text(inert(self.detail)), classes="dialog-body")
             with Horizontal(classes="buttons"):
                 yield Button(f"{self.confirm} (y)", variant="error", id="yes", compact=True)
                 yield Button("Cancel (n)", id="no", compact=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from rich.markup import escape
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult, SystemCommand
@@ -13,6 +14,7 @@ from textual.containers import Horizontal
 from textual.widgets import DataTable, Footer, Header, ProgressBar, Static
 
 from kbdesk.models import Document, KnowledgeBase
+from kbdesk.textsafe import inert_line
 from kbdesk.tui.format import human_size, model_label, palette
 from kbdesk.tui.progress import DocProgress, IngestTracker
 from kbdesk.tui.screens.base import DeskScreen
@@ -57,7 +59,7 @@ class KbDetailScreen(DeskScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.sub_title = self.kb.name
+        self.sub_title = inert_line(self.kb.name)
         self._show_head()
         self.reload()
         tracker = self.app_.trackers.get(self.kb.id)
@@ -70,7 +72,7 @@ class KbDetailScreen(DeskScreen):
     # ── loading ────────────────────────────────────────────────────────────────
     def reload(self) -> None:
         self._reload_due = False
-        self.in_thread(self._read, doing=f"loading '{self.kb.name}'", group="load", exclusive=True,
+        self.in_thread(self._read, doing=f"loading '{inert_line(self.kb.name)}'", group="load", exclusive=True,
                        done=self._loaded)
 
     def _read(self) -> tuple[KnowledgeBase, list[Document]]:
@@ -87,9 +89,9 @@ class KbDetailScreen(DeskScreen):
     def _show_head(self) -> None:
         kb = self.kb
         head = Text()
-        head.append(kb.name, style="bold")
+        head.append(inert_line(kb.name), style="bold")
         if kb.description:
-            head.append(f"  {kb.description}")
+            head.append("  " + inert_line(kb.description))
         head.append(f"\n{model_label(kb)} · chunks of {kb.chunk_size}, overlap {kb.chunk_overlap} · "
                     f"{kb.document_count} documents, {kb.chunk_count} chunks, {human_size(kb.total_bytes)}",
                     style="dim")
@@ -108,7 +110,8 @@ class KbDetailScreen(DeskScreen):
         row = self.table.selected
         error = self.query_one("#doc-error", Static)
         if row is not None and row.status == "error":
-            error.update(Text(f"✗ {row.filename}: {row.error or 'failed'}", style=palette(self.app)["bad"]))
+            error.update(Text(f"✗ {inert_line(row.filename)}: {inert_line(row.error or 'failed')}",
+                              style=palette(self.app)["bad"]))
         else:
             failed = self.table.counts().get("error", 0)
             error.update(Text(f"{failed} document(s) failed: highlight one to see why", style="dim")
@@ -141,7 +144,7 @@ class KbDetailScreen(DeskScreen):
 
     # ── actions ────────────────────────────────────────────────────────────────
     def palette_commands(self) -> Iterable[SystemCommand]:
-        name = self.kb.name
+        name = escape(inert_line(self.kb.name))  # the palette reads titles as markup; a KB name is data
         yield SystemCommand(f"Add files or a folder to '{name}'", "Index documents (TXT, MD, CSV, HTML, PDF)",
                             self.action_add_files)
         yield SystemCommand(f"Rebuild '{name}'", "Re-chunk and re-embed every document", self.action_rebuild)
@@ -212,4 +215,5 @@ class KbDetailScreen(DeskScreen):
     def _remove(self, doc_id: str, yes: bool | None) -> None:
         if yes:
             self.in_thread(self.desk.delete_document, doc_id, doing="removing a document",
-                           done=lambda doc: (self.notify(f"Removed '{doc.filename}'", markup=False), self.reload()))
+                           done=lambda doc: (self.notify(f"Removed '{inert_line(doc.filename)}'", markup=False),
+                                             self.reload()))

@@ -13,6 +13,7 @@ from textual.containers import Container, Horizontal, VerticalScroll
 from textual.widgets import Button, Input, Label, Select, Static
 
 from kbdesk.models import KnowledgeBase
+from kbdesk.textsafe import inert_line
 from kbdesk.tui.screens.base import DeskModal
 from kbdesk.tui.widgets.model_picker import ModelPicker
 
@@ -47,7 +48,7 @@ class KbFormScreen(DeskModal):
         kb = self.kb
         with VerticalScroll(classes="dialog", id="kb-form"):
             title = f"Edit '{kb.name}'" if kb else "New knowledge base"
-            yield Static(Text(title), classes="dialog-title")
+            yield Static(Text(inert_line(title)), classes="dialog-title")
             with Container(classes="form"):
                 yield Label("Name")
                 yield Input(kb.name if kb else "", placeholder="e.g. notes", id="name", compact=True)
@@ -63,7 +64,7 @@ class KbFormScreen(DeskModal):
                 if kb is None:
                     yield from self._embedding_fields()
             if kb is not None:
-                yield Static(Text(f"Embedding model: {kb.model_id or 'none (keyword search)'}. "
+                yield Static(Text(f"Embedding model: {inert_line(kb.model_id or 'none (keyword search)')}. "
                                   "New chunking applies to documents added or rebuilt from now on."),
                              classes="note")
             with Horizontal(classes="buttons"):

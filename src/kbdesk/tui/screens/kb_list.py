@@ -13,6 +13,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Header, Static
 
 from kbdesk.models import KnowledgeBase
+from kbdesk.textsafe import inert_line
 from kbdesk.tui.format import human_size, model_label
 from kbdesk.tui.progress import DocProgress, IngestTracker
 from kbdesk.tui.screens.base import DeskScreen
@@ -73,8 +74,8 @@ class KbListScreen(DeskScreen):
             info.update("")
             return
         text = Text()
-        text.append(kb.name, style="bold")
-        text.append(f"  {kb.description}" if kb.description else "  (no description)")
+        text.append(inert_line(kb.name), style="bold")
+        text.append("  " + inert_line(kb.description) if kb.description else "  (no description)")
         text.append(f"\n{kb.document_count} documents, {kb.chunk_count} chunks, {human_size(kb.total_bytes)}"
                     f" · {model_label(kb)} · chunks of {kb.chunk_size}, overlap {kb.chunk_overlap}",
                     style="dim")
@@ -100,7 +101,7 @@ class KbListScreen(DeskScreen):
                             self.action_new_kb)
         kb = self.table.selected
         if kb is not None:
-            name = escape(kb.name)  # the palette reads titles as markup; a KB name is data
+            name = escape(inert_line(kb.name))  # the palette reads titles as markup; a KB name is data
             yield SystemCommand(f"Open '{name}'", "Documents, live status, add files", self.action_open_kb)
             yield SystemCommand(f"Delete '{name}'", "Delete the KB and everything in it", self.action_delete_kb)
 
@@ -136,7 +137,7 @@ class KbListScreen(DeskScreen):
                        keyword_only=form.keyword_only, doing=f"creating '{form.name}'", done=self._created)
 
     def _created(self, kb: KnowledgeBase) -> None:
-        self.notify(f"Created '{kb.name}'. Press a to add files or a folder.", markup=False)
+        self.notify(f"Created '{inert_line(kb.name)}'. Press a to add files or a folder.", markup=False)
         self.action_open_kb(kb, hint=True)
 
     def action_edit_kb(self) -> None:
@@ -149,14 +150,14 @@ class KbListScreen(DeskScreen):
             return
         self.in_thread(self.desk.edit_kb, kb.id, name=form.name, description=form.description,
                        chunk_size=form.chunk_size, chunk_overlap=form.chunk_overlap,
-                       doing=f"saving '{kb.name}'", done=lambda new: self.refresh_kbs(new.id))
+                       doing=f"saving '{inert_line(kb.name)}'", done=lambda new: self.refresh_kbs(new.id))
 
     def action_delete_kb(self) -> None:
         kb = self.table.selected
         if kb is None:
             return
         if getattr(self.app, "ingesting")(kb.id):
-            self.notify(f"'{kb.name}' is being indexed; delete it when that is done", severity="warning",
+            self.notify(f"'{inert_line(kb.name)}' is being indexed; delete it when that is done", severity="warning",
                         markup=False)
             return
         detail = (f"This removes its {kb.document_count} documents, {kb.chunk_count} chunks with their "
@@ -167,5 +168,6 @@ class KbListScreen(DeskScreen):
 
     def _delete(self, kb: KnowledgeBase, yes: bool | None) -> None:
         if yes:
-            self.in_thread(self.desk.delete_kb, kb.id, doing=f"deleting '{kb.name}'",
-                           done=lambda _: (self.notify(f"Deleted '{kb.name}'", markup=False), self.refresh_kbs()))
+            self.in_thread(self.desk.delete_kb, kb.id, doing=f"deleting '{inert_line(kb.name)}'",
+                           done=lambda _: (self.notify(f"Deleted '{inert_line(kb.name)}'", markup=False),
+                                           self.refresh_kbs()))

@@ -10,7 +10,7 @@ from textual.containers import Container, Horizontal, Vertical
 from textual.widgets import Button, Label, Select, Static
 
 from kbdesk.models import KnowledgeBase
-from kbdesk.tui.format import model_label
+from kbdesk.tui.format import line, model_label
 from kbdesk.tui.screens.base import DeskModal
 from kbdesk.tui.widgets.model_picker import ModelPicker
 
@@ -31,7 +31,7 @@ class ReembedScreen(DeskModal):
         default = current if current in providers else role.provider if role.provider in providers else (
             providers[0] if providers else None)
         with Vertical(classes="dialog"):
-            yield Static(Text(f"Re-embed '{self.kb.name}'"), classes="dialog-title")
+            yield Static(line(f"Re-embed '{self.kb.name}'"), classes="dialog-title")
             yield Static(Text(f"Now: {model_label(self.kb)}. Every chunk is embedded with the new model (cached "
                               "vectors are reused); the KB switches only when all are done, so search keeps "
                               "working meanwhile."), classes="dialog-body")

@@ -12,7 +12,8 @@ from textual.containers import Horizontal
 from textual.widgets import Button, DataTable, Footer, Header, Input, Label, Select, Static
 
 from kbdesk.search import MODES, SearchResponse
-from kbdesk.tui.format import score, where_label
+from kbdesk.textsafe import inert, inert_line
+from kbdesk.tui.format import line, score, where_label
 from kbdesk.tui.screens.base import DeskScreen
 from kbdesk.tui.widgets.results_table import ResultsTable
 
@@ -65,7 +66,7 @@ class SearchScreen(DeskScreen):
     def _set_kbs(self, names: list[str]) -> None:
         self.kb_names = names
         label = ", ".join(names) if names else "none"
-        self.query_one("#kbs", Button).label = Text(f"KBs: {label}"[:40])
+        self.query_one("#kbs", Button).label = line(f"KBs: {label}"[:40])
 
     # ── searching ──────────────────────────────────────────────────────────────
     @on(Input.Submitted)
@@ -84,7 +85,7 @@ class SearchScreen(DeskScreen):
             self.notify("limit is a whole number and threshold a number", severity="warning")
             return
         mode: Any = self.query_one("#mode", Select).value
-        self._status(Text(f"searching {', '.join(self.kb_names)}…", style="dim"))
+        self._status(line(f"searching {', '.join(self.kb_names)}…", style="dim"))
         self.in_thread(self.desk.search, list(self.kb_names), query, limit=limit, threshold=threshold,
                        mode=str(mode), explain=True, doing="searching", group="search", exclusive=True,
                        done=self._show, failed=lambda _: self._status(Text("")))
@@ -103,7 +104,7 @@ class SearchScreen(DeskScreen):
             if hit["cut"]:
                 cut[hit["cut"]] = cut.get(hit["cut"], 0) + 1
         threshold = self.query_one("#threshold", Input).value
-        text = Text(f"{response.mode} · {len(response.results)} result(s) from {', '.join(response.searched_kbs)}")
+        text = line(f"{response.mode} · {len(response.results)} result(s) from {', '.join(response.searched_kbs)}")
         if cut:
             text.append(" · cut: " + ", ".join(f"{n} by {why}" for why, n in sorted(cut.items())))
         if not response.results:
@@ -116,7 +117,7 @@ class SearchScreen(DeskScreen):
                             + (" and no vectors were searched." if response.mode == "keyword" else "."),
                             style="bold")
         for note in response.notes:
-            text.append(f"\n{note}", style="italic")
+            text.append("\n" + inert_line(note), style="italic")
         return text
 
     def _status(self, text: Text) -> None:
@@ -131,12 +132,13 @@ class SearchScreen(DeskScreen):
             return
         where = where_label(hit.get("metadata") or {})
         head = Text()
-        head.append(f"{hit['source']}" + (f" · {where}" if where else ""), style="bold")
-        head.append(f"\n{hit['kb']} · similarity {score(hit['similarity'])} · cosine {score(hit['cosine'])} · "
+        head.append(inert_line(hit["source"]) + (f" · {where}" if where else ""), style="bold")
+        kb = inert_line(hit["kb"])
+        head.append(f"\n{kb} · similarity {score(hit['similarity'])} · cosine {score(hit['cosine'])} · "
                     f"vector rank {hit['vector_rank'] or '–'} · keyword rank {hit['keyword_rank'] or '–'} (BM25 "
                     f"{score(hit['keyword_score'], 2)}) · fused {score(hit['fused'], 4)}"
                     + (f" · cut by {hit['cut']}" if hit["cut"] else ""), style="dim")
-        head.append("\n" + " ".join(hit["content"].split())[:400])
+        head.append("\n" + inert(" ".join(hit["content"].split())[:400]))
         preview.update(head)
 
     @on(DataTable.RowSelected, "#results")

@@ -17,7 +17,8 @@ from textual.css.query import NoMatches
 from textual.widgets import Button, DataTable, Footer, Header, Label, Select, Static, TabbedContent, TabPane
 
 from kbdesk.providers import ModelInfo
-from kbdesk.tui.format import palette
+from kbdesk.textsafe import inert_line
+from kbdesk.tui.format import line, palette
 from kbdesk.tui.screens.base import DeskScreen
 from kbdesk.tui.screens.confirm import ConfirmScreen
 from kbdesk.tui.services import (
@@ -80,7 +81,7 @@ class SettingsScreen(DeskScreen):
         table = self.query_one("#provider-table", DataTable)
         table.clear()
         for row in provider_rows(self.desk.config):
-            table.add_row(Text(row.name), Text(row.kind), Text(row.base_url), Text(row.key), key=row.name)
+            table.add_row(line(row.name), line(row.kind), line(row.base_url), line(row.key), key=row.name)
         if not table.row_count:
             self._output(Text("No providers yet. Press a to add one: Ollama, LM Studio, llama.cpp, vLLM, OpenAI, "
                               "OpenRouter or any OpenAI-compatible server.", style="dim"))
@@ -168,16 +169,18 @@ class SettingsScreen(DeskScreen):
         name = self._selected_provider()
         if not name:
             return
-        self._output(Text(f"asking '{name}' for its models…", style="dim"))
+        self._output(line(f"asking '{name}' for its models…", style="dim"))
         self.in_thread(list_models, self.desk.config, name, doing=f"testing '{name}'", group="test", exclusive=True,
                        done=lambda models: self._tested(name, models),
-                       failed=lambda error: self._output(Text(f"✗ {error}", style=palette(self.app)["bad"])))
+                       failed=lambda error: self._output(line(f"✗ {error}", style=palette(self.app)["bad"])))
 
     def _tested(self, name: str, models: list[ModelInfo]) -> None:
         embedding = role_candidates(models, "embedding")
-        text = Text(f"✓ '{name}' answered: {len(models)} models, {len(embedding)} embedding candidates\n",
-                    style=palette(self.app)["ok"])
-        text.append(", ".join(m.id + (f" ({m.model_type})" if m.model_type else "") for m in models), style="")
+        # model ids come from the server: data, shown inertly
+        text = Text(inert_line(f"✓ '{name}' answered: {len(models)} models, {len(embedding)} embedding candidates")
+                    + "\n", style=palette(self.app)["ok"])
+        text.append(inert_line(", ".join(m.id + (f" ({m.model_type})" if m.model_type else "") for m in models)),
+                    style="")
         self._output(text)
 
     # ── model roles ────────────────────────────────────────────────────────────

@@ -8,7 +8,7 @@ from rich.text import Text
 from textual.widgets import DataTable
 
 from kbdesk.models import Document
-from kbdesk.tui.format import human_size, palette, status_text
+from kbdesk.tui.format import human_size, line, palette, status_text
 from kbdesk.tui.progress import DocProgress
 
 COLUMNS = (("Filename", "filename", 38), ("Size", "size", 9), ("Chunks", "chunks", 6), ("Status", "status", 16))
@@ -101,7 +101,7 @@ class DocumentsTable(DataTable[Text]):
         self.rows_by_id[row.doc_id] = row
 
     def _cells(self, row: DocRow) -> list[Text]:
-        return [Text(row.filename), Text(human_size(row.size), justify="right"),
+        return [line(row.filename), Text(human_size(row.size), justify="right"),
                 Text("" if row.chunks is None else str(row.chunks), justify="right"),
                 status_text(row.status, palette(self.app), row.done, row.total)]
 

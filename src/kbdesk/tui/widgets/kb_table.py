@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.widgets import DataTable
 
 from kbdesk.models import KnowledgeBase
-from kbdesk.tui.format import human_size, model_label, palette, status_text
+from kbdesk.tui.format import human_size, line, model_label, palette, status_text
 from kbdesk.tui.progress import IngestTracker
 
 # 78 cells with padding: fits 80 columns beside the scrollbar
@@ -47,7 +47,7 @@ class KbTable(DataTable[Text]):
             status = status_text(kb.status, colours)
             if kb.id in running and kb.id in trackers:
                 status = self._progress(trackers[kb.id], colours)
-            self.add_row(Text(kb.name), Text(kb.scope), Text(str(kb.document_count), justify="right"),
+            self.add_row(line(kb.name), line(kb.scope), Text(str(kb.document_count), justify="right"),
                          Text(str(kb.chunk_count), justify="right"), Text(human_size(kb.total_bytes),
                                                                           justify="right"),
                          status, Text(model_label(kb)), key=kb.id)

@@ -21,6 +21,7 @@ from textual.widget import Widget
 from textual.widgets import Button, Input, Select, Static
 
 from kbdesk.providers import ModelInfo
+from kbdesk.textsafe import inert_line
 from kbdesk.tui.services import list_models, role_candidates
 from kbdesk.tui.workers import Blocking
 
@@ -136,7 +137,8 @@ class ModelPicker(Blocking, Widget):
 
     @staticmethod
     def _label(model: ModelInfo) -> Text:
-        return Text(model.id) + Text(f"  {model.model_type}" if model.model_type else "  (no type)", style="dim")
+        return Text(inert_line(model.id)) + Text(inert_line(f"  {model.model_type}") if model.model_type
+                                                 else "  (no type)", style="dim")
 
     def _manual(self, note: str) -> None:
         manual = self.query_one("#manual", Input)

@@ -7,7 +7,8 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import DataTable
 
-from kbdesk.tui.format import palette, score, where_label
+from kbdesk.textsafe import inert_line
+from kbdesk.tui.format import line, palette, score, where_label
 
 COLUMNS = (("#", "rank", 2), ("Sim", "sim", 5), ("Vec", "vec", 3), ("Kw", "kw", 3), ("Fused", "fused", 6),
            ("Kept?", "cut", 9), ("Source", "source", 24), ("KB", "kb", 10))
@@ -54,7 +55,7 @@ class ResultsTable(DataTable[Text]):
             self.hits.append(hit)
             dim = "" if kept else "dim"
             fate = Text("✓ result", style=colours["ok"]) if kept else Text(
-                CUT_LABELS.get(hit["cut"], str(hit["cut"])), style=colours["bad"] if hit["cut"] == "threshold"
+                CUT_LABELS.get(hit["cut"], inert_line(hit["cut"])), style=colours["bad"] if hit["cut"] == "threshold"
                 else "dim")
             source = hit.get("source", "")
             where = where_label(hit.get("metadata") or {})
@@ -65,6 +66,6 @@ class ResultsTable(DataTable[Text]):
                 Text(str(hit["keyword_rank"] or "–"), style=dim, justify="right"),
                 Text(score(hit.get("fused"), 4), style=dim, justify="right"),
                 fate,
-                Text(f"{source} · {where}" if where else source, style=dim),
-                Text(str(hit.get("kb", "")), style=dim),
+                line(f"{source} · {where}" if where else source, style=dim),
+                line(hit.get("kb", ""), style=dim),
             )
