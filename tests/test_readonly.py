@@ -195,6 +195,12 @@ def test_a_database_in_a_read_only_folder(made_db, locked):
     _reads_work(made_db)
     _writes_fail(made_db, f"its folder {made_db.parent} is not writable by this user, and SQLite keeps its "
                           "-wal and -shm files there")
+    r = kbdesk_as_user(made_db, "doctor", "--json")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["integrity"]["status"] == "ok"
+    assert report["database"]["read_only"].startswith(f"its folder {made_db.parent} is not writable")
+    assert report["vector_backend"]["active"] == "numpy"
     assert sorted(p.name for p in made_db.parent.iterdir()) == ["kb.db", "kb.db.files"]
     assert _digest(made_db) == before
 

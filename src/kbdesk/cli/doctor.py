@@ -98,6 +98,10 @@ def gather(state: Any, check_seconds: float = 5.0) -> dict[str, Any]:
                           "knowledge_bases": len(desk.list_kbs()),
                           "read_only": getattr(store, "read_only_reason", None)}
     report.update(_driver(store.driver))
+    if getattr(store, "read_only", False) and report["vector_backend"]["active"] != "numpy":
+        report["vector_backend"]["active"] = "numpy"
+        report["vector_backend"]["reason"] = ("the database is read-only: numpy reads the stored vectors "
+                                              "(sqlite-vec's index may need rebuilding first, which is a write)")
     report["fts5"] = store.fts5_available()
     if not report["fts5"]:
         report["ok"] = False
