@@ -198,7 +198,7 @@ class LookupMixin:
             return {}
         rows = self.connection().execute(
             f"SELECT c.seq, c.content, d.filename, kb.name, c.metadata, c.kb_id, c.document_id, c.chunk_index, "
-            f"d.indexed_hash IS NOT d.content_hash, d.indexed_at "
+            f"d.indexed_hash IS NOT NULL AND d.indexed_hash IS NOT d.content_hash, d.indexed_at "
             f"FROM kb_chunks c JOIN kb_documents d ON d.id = c.document_id "
             f"JOIN knowledge_bases kb ON kb.id = c.kb_id WHERE c.seq IN ({_marks(seqs)})",
             list(seqs),
