@@ -14,7 +14,10 @@ Section text per format (one module each):
   first line;
 - CSV (:mod:`.csv_text`): one line per row, ``header: value; header: value``, one section;
 - PDF (:mod:`.pdf_text`): one section per page with text, metadata ``{"page": n}``
-  (1-based); parsed in a child process (:mod:`.pdf_worker`).
+  (1-based); parsed in a child process (:mod:`.pdf_worker`). Cancelling: pass
+  ``cancelled`` (a callable, polled while a PDF is parsed) or call
+  :func:`.pdf_worker.kill_pdf_workers`; either makes the extraction raise
+  :class:`.pdf_text.ExtractionCancelled` (not a failure of the document).
 A heading immediately followed by another heading is merged into the next section,
 so no section is a bare heading. Decoding (BOM, UTF-8, cp1252; line endings to "\\n")
 is :mod:`.text_decode`.
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 
 from kbdesk.ingest.csv_text import extract_csv
 from kbdesk.ingest.html_text import extract_html
@@ -85,7 +89,7 @@ def _type_or_raise(filename: str) -> str:
 
 
 def extract_file(path, *, max_bytes: int = 10 * _MB, pdf_timeout: float = 30.0,
-                 pdf_memory_mb: int = 512) -> Extracted:
+                 pdf_memory_mb: int = 512, cancelled: Callable[[], bool] | None = None) -> Extracted:
     """Extract a file on disk; the size is checked before anything is read."""
     name = os.path.basename(os.fspath(path))
     _type_or_raise(name)
@@ -101,19 +105,21 @@ def extract_file(path, *, max_bytes: int = 10 * _MB, pdf_timeout: float = 30.0,
     except OSError as exc:
         raise ExtractionError(f"cannot read file ({exc.strerror or exc})") from None
     return extract_bytes(data, name, max_bytes=max_bytes, pdf_timeout=pdf_timeout,
-                         pdf_memory_mb=pdf_memory_mb)
+                         pdf_memory_mb=pdf_memory_mb, cancelled=cancelled)
 
 
 def extract_bytes(data: bytes, filename: str, *, max_bytes: int = 10 * _MB,
-                  pdf_timeout: float = 30.0, pdf_memory_mb: int = 512) -> Extracted:
-    """Extract ``data`` according to the suffix of ``filename``; raises ExtractionError."""
+                  pdf_timeout: float = 30.0, pdf_memory_mb: int = 512,
+                  cancelled: Callable[[], bool] | None = None) -> Extracted:
+    """Extract ``data`` according to the suffix of ``filename``; raises ExtractionError
+    (or ExtractionCancelled when ``cancelled()`` turned true during a PDF)."""
     ctype = _type_or_raise(filename)
     _check_size(len(data), max_bytes)
     if not data:
         raise ExtractionError("empty file")
     warnings: list[str] = []
     if ctype == "application/pdf":
-        sections, warnings = extract_pdf(data, pdf_timeout, pdf_memory_mb)
+        sections, warnings = extract_pdf(data, pdf_timeout, pdf_memory_mb, cancelled)
     else:
         if is_binary(data):
             raise ExtractionError("binary file (not text)")

@@ -2,20 +2,29 @@
 
 The parsing itself happens in a child process (:mod:`kbdesk.ingest.pdf_worker`). Pages
 that raised there are reported as warnings when other pages could be read; when no
-page has text the document fails.
+page has text the document fails. A cancelled extraction (the ingestion was cancelled,
+or :func:`kbdesk.ingest.pdf_worker.kill_pdf_workers` ran) raises
+:class:`ExtractionCancelled`: the document did not fail, it waits for the next run.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
-from kbdesk.ingest.pdf_worker import PdfWorkerError, run_pdf_worker
+from kbdesk.errors import KbdeskError
+from kbdesk.ingest.pdf_worker import PdfWorkerCancelled, PdfWorkerError, run_pdf_worker
 from kbdesk.ingest.sections import ExtractionError, Section
 from kbdesk.ingest.text_decode import normalise_newlines
 
 MAX_PAGE_WARNINGS = 10  # a 900-page PDF with 800 broken pages gets a summary, not 800 lines
 
 _PAGE_ERROR = re.compile(r"page (\d+): (.*)", re.DOTALL)  # pdf_worker's "page 3: reason"
+
+
+class ExtractionCancelled(KbdeskError):
+    """Extraction stopped because the ingestion was cancelled; not a failure of the
+    document (leave it pending for the next ``add`` or ``resume``)."""
 
 
 def page_warnings(errors: list[str]) -> list[str]:
@@ -30,12 +39,16 @@ def page_warnings(errors: list[str]) -> list[str]:
     return warnings
 
 
-def extract_pdf(data: bytes, timeout: float, memory_mb: int) -> tuple[list[Section], list[str]]:
-    """(sections, warnings); raises ExtractionError when no page has text."""
+def extract_pdf(data: bytes, timeout: float, memory_mb: int,
+                cancelled: Callable[[], bool] | None = None) -> tuple[list[Section], list[str]]:
+    """(sections, warnings); raises ExtractionError when no page has text, and
+    ExtractionCancelled when ``cancelled()`` turned true (or the child was killed)."""
     if b"%PDF-" not in data[:1024]:
         raise ExtractionError("not a PDF file (no %PDF header)")
     try:
-        result = run_pdf_worker(data, timeout=timeout, memory_mb=memory_mb)
+        result = run_pdf_worker(data, timeout=timeout, memory_mb=memory_mb, cancelled=cancelled)
+    except PdfWorkerCancelled as exc:
+        raise ExtractionCancelled(str(exc)) from None
     except PdfWorkerError as exc:
         raise ExtractionError(str(exc)) from None
     sections = [Section(normalise_newlines(text).strip(), {"page": number})

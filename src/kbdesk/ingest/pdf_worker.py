@@ -9,7 +9,14 @@ stdout. The parent enforces a wall-clock limit and kills the child when it is re
 The child caps its own address space (``RLIMIT_AS``) and CPU time before it imports
 pypdf, and uses pypdf's own decompression / parsing limits.
 
-Protocol: stdin = PDF bytes; argv = memory cap in MB, CPU seconds; stdout =
+A child never outlives kbdesk: :func:`kill_pdf_workers` kills every running child
+(their callers raise :class:`PdfWorkerCancelled`, not a failure of the document), a
+``cancelled`` callable given to :func:`run_pdf_worker` is polled every
+``CANCEL_POLL_SECONDS``, and the child itself dies with its parent (Linux:
+``PR_SET_PDEATHSIG``; elsewhere it polls its parent's pid). It runs in a process group
+of its own and ignores SIGINT: a Ctrl-C in the terminal is kbdesk's to handle.
+
+Protocol: stdin = PDF bytes; argv = memory cap in MB, CPU seconds, parent pid; stdout =
 ``{"pages": [str, ...], "errors": [str, ...]}`` or ``{"error": str}``; exit code 0 when
 JSON was written, ``EXIT_MEMORY`` when the memory cap was hit.
 
@@ -24,16 +31,27 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 EXIT_MEMORY = 3
 # A 10 MB PDF with more text than this is hostile or broken; it also bounds the JSON
 # the parent has to read back.
 MAX_TEXT_CHARS = 20_000_000
+CANCEL_POLL_SECONDS = 0.1  # how often run_pdf_worker asks its ``cancelled`` callable
+PARENT_POLL_SECONDS = 0.5  # how often a child without PR_SET_PDEATHSIG checks its parent
+PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 
 class PdfWorkerError(Exception):
     """The PDF could not be extracted; the message is one readable line."""
+
+
+class PdfWorkerCancelled(Exception):
+    """The extraction was stopped on purpose (cancel or Ctrl-C): the document did not
+    fail, it is left for the next run."""
 
 
 @dataclass
@@ -44,30 +62,71 @@ class PdfPages:
 
 # ── parent side ─────────────────────────────────────────────────────────────────────
 
+# Children running now: pid -> Popen. Mutated under _running_lock; kill_pdf_workers
+# reads a copy without the lock, so it is safe from a signal handler.
+_running: dict[int, subprocess.Popen] = {}
+_running_lock = threading.Lock()
+_killed: set[int] = set()  # pids kill_pdf_workers killed (their callers raise PdfWorkerCancelled)
 
-def run_pdf_worker(data: bytes, *, timeout: float, memory_mb: int) -> PdfPages:
-    """Extract the text of each page of ``data`` in a child process."""
+
+def kill_pdf_workers() -> int:
+    """Kill every PDF child process running now (thread-safe, signal-handler safe).
+
+    Each extraction that was running raises :class:`PdfWorkerCancelled` in its own
+    thread; extractions started afterwards run normally. Returns how many were killed.
+    """
+    killed = 0
+    for pid, proc in _running.copy().items():
+        if proc.returncode is not None:
+            continue
+        _killed.add(pid)
+        try:
+            os.kill(pid, getattr(signal, "SIGKILL", signal.SIGTERM))
+            killed += 1
+        except OSError:  # already gone
+            pass
+    return killed
+
+
+def running_pdf_workers() -> list[int]:
+    """Pids of the PDF child processes running now (for tests and diagnostics)."""
+    return [pid for pid, proc in _running.copy().items() if proc.returncode is None]
+
+
+def run_pdf_worker(data: bytes, *, timeout: float, memory_mb: int,
+                   cancelled: Callable[[], bool] | None = None) -> PdfPages:
+    """Extract the text of each page of ``data`` in a child process.
+
+    Raises :class:`PdfWorkerError` (one line) when the PDF cannot be read, and
+    :class:`PdfWorkerCancelled` when ``cancelled()`` became true or
+    :func:`kill_pdf_workers` was called while it ran.
+    """
+    if cancelled is not None and cancelled():
+        raise PdfWorkerCancelled("PDF extraction was cancelled")
     cpu_seconds = math.ceil(timeout) + 2  # backstop if kbdesk itself dies mid-extraction
     # This very file runs as a script (it imports nothing from kbdesk), so the child
     # needs no sys.path changes; -P keeps the script's and the current directory (which
     # may hold the user's files) off sys.path.
-    cmd = [sys.executable, "-P", os.path.abspath(__file__), str(memory_mb), str(cpu_seconds)]
+    cmd = [sys.executable, "-P", os.path.abspath(__file__), str(memory_mb), str(cpu_seconds), str(os.getpid())]
     try:
-        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE)
+        # its own process group: a Ctrl-C in the terminal goes to kbdesk's group, and
+        # kbdesk decides what stops (a child killed by it would look like a broken PDF)
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                process_group=0 if os.name == "posix" else None)
     except OSError as exc:  # e.g. a frozen app whose sys.executable is not a Python
         raise PdfWorkerError(f"cannot start the PDF reader process ({exc.strerror or exc})") from None
+    with _running_lock:
+        _running[proc.pid] = proc
     try:
-        out, err = proc.communicate(data, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        raise PdfWorkerError(f"PDF extraction took longer than {timeout:g} s") from None
-    except BaseException:
-        proc.kill()
-        proc.wait()
-        raise
+        out, err = _communicate(proc, data, timeout, cancelled)
+    finally:
+        with _running_lock:
+            _running.pop(proc.pid, None)
+            was_killed = proc.pid in _killed
+            _killed.discard(proc.pid)
     rc = proc.returncode
+    if was_killed or rc == -signal.SIGINT:  # SIGINT: a Ctrl-C reached it before it could ignore it
+        raise PdfWorkerCancelled("PDF extraction was cancelled")
     if rc == EXIT_MEMORY or (rc != 0 and b"MemoryError" in err):
         raise PdfWorkerError(f"PDF extraction used more than {memory_mb} MB of memory")
     if rc == -getattr(signal, "SIGXCPU", -1000):
@@ -84,11 +143,65 @@ def run_pdf_worker(data: bytes, *, timeout: float, memory_mb: int) -> PdfPages:
     return PdfPages(pages=list(result["pages"]), errors=list(result["errors"]))
 
 
+def _communicate(proc: subprocess.Popen, data: bytes, timeout: float,
+                 cancelled: Callable[[], bool] | None) -> tuple[bytes, bytes]:
+    """Feed ``data``, read the answer; kill the child on timeout, cancel or an exception."""
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            step = left if cancelled is None else min(left, CANCEL_POLL_SECONDS)
+            try:
+                # after a TimeoutExpired, communicate() carries on where it stopped
+                return proc.communicate(data, timeout=max(step, 0))
+            except subprocess.TimeoutExpired:
+                if time.monotonic() >= deadline:
+                    proc.kill()
+                    proc.communicate()
+                    raise PdfWorkerError(f"PDF extraction took longer than {timeout:g} s") from None
+                if cancelled is not None and cancelled():
+                    _killed.add(proc.pid)
+                    proc.kill()
+                    return proc.communicate()
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+
+
 # ── child side ──────────────────────────────────────────────────────────────────────
 
 
 class _Failure(Exception):
     pass
+
+
+def _die_with_parent(parent: int | None) -> None:
+    """Make sure this child ends when kbdesk does, however kbdesk ends."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what a Ctrl-C stops (belt and braces)
+    if parent is None:
+        return
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0:
+                if os.getppid() != parent:  # the parent died before prctl took effect
+                    os._exit(1)
+                return
+        except (OSError, AttributeError):
+            pass  # no usable libc: poll like the other systems
+
+    def watch() -> None:
+        while True:
+            if os.getppid() != parent:
+                os._exit(1)
+            time.sleep(PARENT_POLL_SECONDS)
+
+    if os.getppid() != parent:
+        os._exit(1)
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def _limit_resources(memory_mb: int, cpu_seconds: int) -> None:
@@ -202,6 +315,7 @@ def extract_pages(data: bytes) -> tuple[list[str], list[str]]:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     memory_mb, cpu_seconds = int(args[0]), int(args[1])
+    _die_with_parent(int(args[2]) if len(args) > 2 else None)
     try:
         _limit_resources(memory_mb, cpu_seconds)
         data = sys.stdin.buffer.read()
