@@ -57,8 +57,22 @@ def test_add_docs_status_rm(run, tmp_path):
 def test_add_reports_missing_paths(run, tmp_path):
     run("kb", "create", "Team")
     r = run("add", "Team", tmp_path / "nope", "--json")
+    assert r.exit_code == 3
     body = json.loads(r.stdout)
     assert body["skipped"] == [{"path": str(tmp_path / "nope"), "reason": "no such file or folder"}]
+    assert body["missing"] == [str(tmp_path / "nope")]
+
+
+def test_a_missing_path_is_an_error_and_the_others_are_still_added(run, tmp_path):
+    folder = write_files(tmp_path / "corpus", GOOD_FILES)
+    run("kb", "create", "Team")
+    missing = tmp_path / "no\x1b]0;owned\x07such"  # a name that would retitle the terminal
+    r = run("add", "Team", missing, folder)
+    assert r.exit_code == 3
+    assert r.stderr.splitlines() == [f"Error: no such file or folder: {tmp_path}/no\\x1b]0;owned\\x07such"]
+    assert "\x1b" not in r.output
+    assert f"{len(GOOD_FILES)} added" in r.stdout
+    assert json.loads(run("docs", "Team", "--json").stdout)["total"] == len(GOOD_FILES)
 
 
 def test_rebuild_and_resume_commands(run, tmp_path):
@@ -75,10 +89,10 @@ def test_watch_picks_up_new_and_deleted_files(run, tmp_path):
     folder = write_files(tmp_path / "corpus", {"a.txt": "first file"})
     run("kb", "create", "Live")
     r = run("watch", "Live", folder, "--passes", "1")
-    assert "added a.txt" in r.stdout
+    assert r.exit_code == 0 and "added a.txt" in r.stdout
     (folder / "a.txt").unlink()
     write_files(folder, {"b.txt": "second file"})
-    r = run("watch", "Live", folder, "--passes", "1")
+    r = run("watch", "Live", folder, "--passes", "1", "--poll", "--interval", "0.2")
     assert "added b.txt" in r.stdout and "removed a.txt" in r.stdout
 
 

@@ -1,45 +1,189 @@
-"""``kbdesk add``, ``resume``, ``rebuild``, ``watch``, ``docs`` and ``doc …``."""
+"""``kbdesk add``, ``resume``, ``rebuild``, ``watch``, ``docs`` and ``doc …``.
+
+Ctrl-C: the ingestion runs in a worker thread while the main thread waits. The first
+Ctrl-C cancels it (batches in hand stop at their next step), waits up to
+``GRACE_SECONDS`` for it to return, prints what finished and what the next run picks
+up, and exits 130 — at once, through ``os._exit``, if a worker is still stuck (an HTTP
+call, a PDF): ingestion is crash-safe by design (a document becomes ready in one
+transaction; anything else is resumable), so leaving mid-call loses nothing. A second
+Ctrl-C exits at once. PDF child processes are killed on the way out (and die with
+kbdesk anyway, see :mod:`kbdesk.ingest.pdf_worker`).
+"""
 
 from __future__ import annotations
 
+import logging
+import os
+import shlex
+import signal
 import sys
-import time
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import click
 from rich.text import Text
 
 from kbdesk.cli.output import human_bytes, plain, print_json, stdout, table
-from kbdesk.cli.progress import IngestProgress
+from kbdesk.cli.progress import IngestProgress, Ledger
+from kbdesk.ingest.pdf_worker import kill_pdf_workers
 from kbdesk.ingest.pipeline import IngestReport
+from kbdesk.textsafe import inert_line
 
 EXIT_SOME_FAILED = 3
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for a Ctrl-C
+GRACE_SECONDS = 1.5  # after Ctrl-C, how long the run may take to stop before we leave anyway
+NAMES_SHOWN = 5  # per list in the interrupted summary
+
+T = TypeVar("T")
 
 
 def _show_progress(as_json: bool, quiet: bool) -> bool:
     return not as_json and not quiet and sys.stderr.isatty()
 
 
-def _summary(report: IngestReport, as_json: bool, extra: dict | None = None, headline: bool = True) -> None:
+def _summary(report: IngestReport, as_json: bool, extra: dict | None = None, headline: bool = True,
+             missing: Sequence[str] = ()) -> None:
+    known = list(getattr(report, "known_failures", []))
+    by_other = list(getattr(report, "by_other", []))
     if as_json:
-        print_json({**report.to_dict(), **(extra or {})})
+        print_json({**report.to_dict(), "missing": list(missing), **(extra or {})})
     else:
         out = stdout()
         parts = [f"{len(report.added)} added", f"{len(report.updated)} updated",
                  f"{len(report.unchanged)} unchanged"]
         if report.resumed:
             parts.append(f"{len(report.resumed)} resumed")
+        if by_other:
+            parts.append(f"{len(by_other)} indexed by another run")
         if report.removed:
             parts.append(f"{len(report.removed)} removed")
         parts.append(f"{len(report.failed)} failed")
+        if known:
+            parts.append(f"{len(known)} failed before and unchanged")
         if headline:
             out.print(Text(", ".join(parts) + f"; {report.embedded_chunks} chunks embedded "
                            f"({report.cached_chunks} from cache, {report.embedding_calls} provider calls)"))
         for name, reason in report.failed:
-            out.print(Text(f"  failed  {name}: {reason}", style="red"))
+            out.print(Text(f"  failed  {inert_line(name)}: {inert_line(reason)}", style="red"))
+        for name, reason in known:
+            out.print(Text(f"  failed before  {inert_line(name)}: {inert_line(reason)}", style="red"))
         for path, reason in report.skipped:
-            out.print(Text(f"  skipped {path}: {reason}", style="dim"))
-    if report.failed:
+            if path not in missing:
+                out.print(Text(f"  skipped {inert_line(path)}: {inert_line(reason)}", style="dim"))
+    if report.failed or known or missing:
         raise SystemExit(EXIT_SOME_FAILED)
+
+
+# ── Ctrl-C ──────────────────────────────────────────────────────────────────────────
+
+
+def _quit_now(_signum: int, _frame: Any) -> None:
+    """The second Ctrl-C: leave at once (no cleanup, no traceback)."""
+    try:
+        os.write(2, b"\nStopped at once. Nothing is half-written: `kbdesk resume` finishes what was left.\n")
+    except OSError:
+        pass
+    kill_pdf_workers()
+    os._exit(EXIT_INTERRUPTED)
+
+
+def _leave(code: int, at_once: bool) -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    if at_once:  # a worker is stuck (HTTP, PDF): don't wait for it, don't let exit join it
+        kill_pdf_workers()
+        os._exit(code)
+    raise SystemExit(code)
+
+
+def _run_interruptibly(work: Callable[[], T], *, cancel: Callable[[], None],
+                       stopped: Callable[[T | None], None], exit_code: int = EXIT_INTERRUPTED) -> T:
+    """``work()`` in a worker thread; returns its result or re-raises its error.
+
+    On Ctrl-C: ``cancel()``, wait up to GRACE_SECONDS for ``work`` to return, call
+    ``stopped(result or None)`` to say what happened, and exit with ``exit_code``. A
+    second Ctrl-C exits at once.
+    """
+    box: dict[str, Any] = {}
+    # An Event, not Thread.join: a join interrupted by Ctrl-C can mark the thread as
+    # ended while it still runs (seen on CPython 3.11).
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            box["value"] = work()
+        except BaseException as exc:  # handed to the main thread below
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=target, name="kbdesk-run", daemon=True).start()
+    try:
+        while not done.wait(0.25):
+            pass
+    except KeyboardInterrupt:
+        signal.signal(signal.SIGINT, _quit_now)
+        logging.disable(logging.WARNING)  # retry chatter from calls being abandoned
+        cancel()
+        finished = done.wait(GRACE_SECONDS)
+        stopped(box.get("value") if finished else None)
+        _leave(exit_code, at_once=not finished)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def _names(names: Sequence[str]) -> str:
+    shown = ", ".join(inert_line(n) for n in names[:NAMES_SHOWN])
+    return shown + (f" and {len(names) - NAMES_SHOWN} more" if len(names) > NAMES_SHOWN else "")
+
+
+def _interrupted(ledger: Ledger, report: IngestReport | None, next_step: str, as_json: bool) -> None:
+    """What a cut-short run finished and what the next run picks up."""
+    finished = list(ledger.finished.values())
+    failed = list(ledger.failed.values())
+    left = ledger.left
+    if report is not None:  # the run returned: it also knows documents it never started
+        left += [name for name in report.cancelled if name not in left]
+    if as_json:
+        print_json({"interrupted": True, "finished": finished,
+                    "failed": [{"file": f, "error": e} for f, e in failed], "left": left,
+                    "unchanged": ledger.unchanged, "next": next_step})
+        return
+    out = stdout()
+    out.print(Text(f"Interrupted: {len(finished)} finished, {len(failed)} failed, "
+                   f"{len(left)} left for the next run."))
+    if finished:
+        out.print(Text(f"  finished  {_names(finished)}"))
+    for name, reason in failed[:NAMES_SHOWN]:
+        out.print(Text(f"  failed    {inert_line(name)}: {inert_line(reason)}", style="red"))
+    if left:
+        out.print(Text(f"  left      {_names(left)}"))
+    out.print(Text(next_step))
+
+
+def _ingest(ingestor: Any, progress: IngestProgress, work: Callable[[], T], next_step: str, as_json: bool) -> T:
+    def cancel() -> None:
+        progress.stop()
+        click.echo("Stopping… (Ctrl-C again quits at once)", err=True)
+        ingestor.cancel()
+
+    def stopped(report: Any) -> None:
+        report = report[1] if isinstance(report, tuple) else report  # rebuild returns (counts, report)
+        _interrupted(progress.ledger, report, next_step, as_json)
+
+    return _run_interruptibly(work, cancel=cancel, stopped=stopped)
+
+
+def _q(text: str) -> str:
+    return inert_line(shlex.quote(text))
+
+
+# ── commands ────────────────────────────────────────────────────────────────────────
 
 
 @click.command("add")
@@ -56,13 +200,23 @@ def _summary(report: IngestReport, as_json: bool, extra: dict | None = None, hea
 def add_command(state, kb, paths, include, exclude, hidden, sync, workers, quiet, as_json) -> None:
     """Add files and folders (recursively) to KB; unchanged files are skipped.
 
-    Exits 3 when some documents failed (each is listed with its reason).
+    Exits 3 when some documents failed (each is listed with its reason) or a path
+    does not exist (the others are still added). Ctrl-C stops within a moment, says
+    what finished, and exits 130; the next add (or resume) finishes the rest.
     """
     desk = state.desk()
+    missing = [p for p in paths if not os.path.exists(os.path.expanduser(p))]
+    for path in missing:
+        click.echo(f"Error: no such file or folder: {inert_line(path)}", err=True)
+    next_step = (f"Next: `kbdesk resume {_q(kb)}` finishes the documents left; the same `kbdesk add` "
+                 f"again does too, and also takes files not reached yet.")
     with IngestProgress(_show_progress(as_json, quiet)) as progress:
-        report = desk.add(kb, list(paths), include=include, exclude=exclude, hidden=hidden, sync=sync,
-                          workers=workers, on_event=progress)
-    _summary(report, as_json)
+        ingestor = desk.ingestor(on_event=progress, workers=workers)
+        report = _ingest(ingestor, progress,
+                         lambda: ingestor.add(kb, list(paths), include=include, exclude=exclude, hidden=hidden,
+                                              sync=sync),
+                         next_step, as_json)
+    _summary(report, as_json, missing=missing)
 
 
 @click.command("resume")
@@ -71,8 +225,10 @@ def add_command(state, kb, paths, include, exclude, hidden, sync, workers, quiet
 @click.pass_obj
 def resume_command(state, kb, as_json) -> None:
     """Finish documents that a crash or kill left half-way (all KBs, or KB)."""
+    next_step = f"Next: `kbdesk resume{' ' + _q(kb) if kb else ''}` again finishes the documents left."
     with IngestProgress(_show_progress(as_json, False)) as progress:
-        report = state.desk().ingestor(on_event=progress).resume(kb)
+        ingestor = state.desk().ingestor(on_event=progress)
+        report = _ingest(ingestor, progress, lambda: ingestor.resume(kb), next_step, as_json)
     _summary(report, as_json)
 
 
@@ -82,8 +238,11 @@ def resume_command(state, kb, as_json) -> None:
 @click.pass_obj
 def rebuild_command(state, kb, as_json) -> None:
     """Re-chunk and re-embed every document of KB that has stored text."""
+    next_step = (f"Next: `kbdesk resume {_q(kb)}` finishes the documents left half-way; "
+                 f"`kbdesk rebuild {_q(kb)}` again rebuilds every document.")
     with IngestProgress(_show_progress(as_json, False)) as progress:
-        counts, report = state.desk().ingestor(on_event=progress).rebuild(kb)
+        ingestor = state.desk().ingestor(on_event=progress)
+        counts, report = _ingest(ingestor, progress, lambda: ingestor.rebuild(kb), next_step, as_json)
     if not as_json:
         stdout().print(Text(f"{counts['total_docs']} documents: {counts['rebuilding']} rebuilt, "
                             f"{counts['skipped']} skipped (no stored text); {report.embedded_chunks} chunks "
@@ -96,32 +255,49 @@ def rebuild_command(state, kb, as_json) -> None:
 @click.argument("folder", type=click.Path(exists=True, file_okay=False))
 @click.option("-i", "--include", multiple=True, metavar="GLOB", help="Only files matching GLOB (repeatable).")
 @click.option("-x", "--exclude", multiple=True, metavar="GLOB", help="Skip files matching GLOB (repeatable).")
+@click.option("--hidden", is_flag=True, help="Also take hidden files and folders.")
+@click.option("--poll", is_flag=True,
+              help="Look for changes every --interval seconds instead of using OS file events "
+                   "(network drives; used anyway when file events are unavailable).")
 @click.option("--interval", type=click.FloatRange(0.2), default=2.0, show_default=True,
-              help="Seconds between scans.")
-@click.option("--passes", type=click.IntRange(1), hidden=True, help="Stop after this many scans (tests).")
+              help="Seconds between looks when polling.")
+@click.option("--passes", type=click.IntRange(1), hidden=True, help="Stop after this many passes (tests).")
 @click.pass_obj
-def watch_command(state, kb, folder, include, exclude, interval, passes) -> None:
-    """Keep KB in step with FOLDER until interrupted (new, changed and deleted files)."""
+def watch_command(state, kb, folder, include, exclude, hidden, poll, interval, passes) -> None:
+    """Keep KB in step with FOLDER until Ctrl-C: new, changed and deleted files.
+
+    Reacts to OS file events (one pass per burst of changes, after a first pass at
+    start); a file that failed is reported once and tried again when it changes.
+    """
+    from kbdesk.ingest.watch import WatchEvent, watch_folder
+
     desk = state.desk()
+    name = desk.kb(kb).name
     ingestor = desk.ingestor()
     out = stdout()
-    out.print(Text(f"Watching {folder} for '{desk.kb(kb).name}' every {interval:g} s; Ctrl-C stops."))
-    count = 0
-    try:
-        while True:
-            report = ingestor.add(kb, [folder], include=include, exclude=exclude, sync=True)
-            for label, names in (("added", report.added), ("updated", report.updated),
-                                 ("removed", report.removed)):
-                for name in names:
-                    out.print(Text(f"{time.strftime('%H:%M:%S')} {label} {name}"))
-            for name, reason in report.failed:
-                out.print(Text(f"{time.strftime('%H:%M:%S')} failed {name}: {reason}", style="red"))
-            count += 1
-            if passes and count >= passes:
-                return
-            time.sleep(interval)
-    except KeyboardInterrupt:
+    stop = threading.Event()
+    out.print(Text(f"Watching {inert_line(folder)} for '{inert_line(name)}'; Ctrl-C stops."))
+
+    def show(event: WatchEvent) -> None:
+        when = event.at.strftime("%H:%M:%S")
+        if event.kind in ("added", "updated", "resumed", "removed"):
+            out.print(Text(f"{when} {event.kind} {inert_line(event.name)}"))
+        elif event.kind == "failed":
+            out.print(Text(f"{when} failed {inert_line(event.name)}: {inert_line(event.detail)}", style="red"))
+        elif event.kind == "fallback":
+            click.echo(f"{when} {inert_line(event.detail)}", err=True)
+
+    def cancel() -> None:
+        stop.set()
+        ingestor.cancel()
+
+    def stopped(_passes: Any) -> None:
         out.print(Text("Stopped."))
+
+    _run_interruptibly(lambda: watch_folder(ingestor, kb, folder, stop=stop, on_event=show, include=include,
+                                            exclude=exclude, hidden=hidden, poll=poll, poll_interval=interval,
+                                            max_passes=passes),
+                       cancel=cancel, stopped=stopped, exit_code=0)
 
 
 @click.command("docs")
