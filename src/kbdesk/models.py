@@ -120,6 +120,10 @@ class Document:
             "source_path": self.source_path,
             "created_at": self.created_at,
             "updated_at": self.updated_at,
+            # outside the seed's shape: which version the chunks come from
+            "indexed_at": self.indexed_at,
+            "stale": self.stale,
+            "error_kind": self.error_kind,
         }
 
 
