@@ -9,6 +9,7 @@ Signals go to the whole process group, as a terminal sends them.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -242,12 +243,14 @@ def test_ctrl_c_stops_resume_and_a_later_resume_finishes(tmp_path, fake_openai, 
     assert run.wait() == 130
 
     asked = len(fake_openai.embedding_requests)
-    run = started(tmp_path, "resume", "docs", name="resume")
+    run = started(tmp_path, "resume", "docs", "--json", name="resume")
     run.until(lambda: len(fake_openai.embedding_requests) > asked, "the resumed embedding request in flight")
     run.ctrl_c()
     assert run.wait() == 130
-    assert "Interrupted: 0 finished, 0 failed, 3 left for the next run." in run.stdout
-    assert "g0.txt" in run.stdout and "kbdesk resume docs" in run.stdout
+    said = json.loads(run.stdout)  # --json: the summary is JSON too
+    assert said["interrupted"] is True and said["finished"] == [] and said["failed"] == []
+    assert sorted(said["left"]) == ["g0.txt", "g1.txt", "g2.txt"]
+    assert "kbdesk resume docs" in said["next"]
     assert "Traceback" not in run.stderr
     assert_nothing_left(run)
 
@@ -255,6 +258,39 @@ def test_ctrl_c_stops_resume_and_a_later_resume_finishes(tmp_path, fake_openai, 
     done = kbdesk("resume", "docs")
     assert done.returncode == 0, done.stderr
     assert statuses() == {f"g{i}.txt": "ready" for i in range(3)}
+
+
+# ── kbdesk rebuild ──────────────────────────────────────────────────────────────────
+
+
+def test_ctrl_c_stops_rebuild_and_resume_finishes_it(tmp_path, fake_openai, started):
+    with vector_desk(fake_openai) as desk:
+        desk.edit_kb("docs", chunk_size=400, chunk_overlap=0)
+    texts = {f"g{i}.txt": " ".join(f"Sentence {j} of note {i} about a {SLOW}." for j in range(20)) for i in range(3)}
+    folder = write_files(tmp_path / "corpus", texts)
+    assert kbdesk("add", "docs", folder).returncode == 0
+    with open_desk() as desk:  # new chunking: the rebuild must embed chunks it has never seen
+        desk.edit_kb("docs", chunk_size=200, chunk_overlap=0)
+    fake_openai.poison[SLOW] = STALL
+
+    asked = len(fake_openai.embedding_requests)
+    run = started(tmp_path, "rebuild", "docs")
+    run.until(lambda: len(fake_openai.embedding_requests) > asked, "the rebuild's embedding request in flight")
+    run.ctrl_c()
+    assert run.wait() == 130
+    assert "Interrupted: 0 finished, 0 failed, 3 left for the next run." in run.stdout
+    assert "kbdesk resume docs" in run.stdout and "kbdesk rebuild docs" in run.stdout
+    assert "Traceback" not in run.stderr
+    assert_nothing_left(run)
+
+    fake_openai.poison.clear()
+    done = kbdesk("resume", "docs")
+    assert done.returncode == 0, done.stderr
+    assert statuses() == {name: "ready" for name in texts}
+    with open_desk() as desk:
+        kb = desk.kb("docs")
+        sizes = [len(text) for _, text in desk.store.chunk_texts(kb.id)]
+    assert sizes and max(sizes) <= 200  # finished with the new chunking
 
 
 # ── the PDF child process ───────────────────────────────────────────────────────────
