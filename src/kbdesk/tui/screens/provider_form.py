@@ -16,6 +16,7 @@ from textual.containers import Container, Horizontal, Vertical
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
 from kbdesk.providers import DEFAULT_BASE_URLS
+from kbdesk.providers.settings import display_url
 from kbdesk.tui.screens.base import DeskModal
 from kbdesk.tui.services import KINDS, ProviderForm
 
@@ -45,7 +46,9 @@ class ProviderFormScreen(DeskModal):
                 yield Label("Kind")
                 yield Select([(k, k) for k in KINDS], value=kind, allow_blank=False, id="kind", compact=True)
                 yield Label("Base URL")
-                yield Input(settings.base_url or "" if settings else "", placeholder=self._url_hint(kind),
+                # a hand-edited URL's user:password is never shown (saving drops it: keys go in env vars)
+                yield Input(display_url(settings.base_url) or "" if settings and settings.base_url else "",
+                            placeholder=self._url_hint(kind),
                             id="base_url", compact=True)
                 yield Label("Key env var")
                 yield Input(settings.api_key_env or "" if settings else "",
