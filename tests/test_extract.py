@@ -455,3 +455,13 @@ def test_markdown_heading_titles_without_and_with_inline_syntax():
     assert _heading_title("Use `pip` & *care*") == "Use pip & care"
     assert _heading_title("A [link](http://x) and ![alt](i.png) \\# and &amp;") == "A link and alt # and &"
     assert _heading_title("<b>html</b> stays out") == "html stays out"
+
+
+def test_a_pdf_read_while_polling_for_cancel_is_read_whole():
+    """The ingestion always passes a cancel check: polling it must not break the reading
+    of a PDF that takes longer than one poll (the child alone takes that long to start)."""
+    from kbdesk.ingest.extract import extract_bytes
+
+    data = make_pdf([text_page(f"page {i} about herons") for i in range(40)])
+    out = extract_bytes(data, "long.pdf", cancelled=lambda: False)
+    assert [s.metadata["page"] for s in out.sections] == list(range(1, 41))

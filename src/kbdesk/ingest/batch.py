@@ -22,6 +22,7 @@ from kbdesk.ingest.events import EventSink, IngestEvent
 from kbdesk.ingest.extract import ExtractionError, extract_bytes
 from kbdesk.models import ChunkInput, Document, KnowledgeBase
 from kbdesk.ingest.names import path_of
+from kbdesk.ingest.pdf_text import ExtractionCancelled
 from kbdesk.store.doc_types import StatusUpdate
 
 log = logging.getLogger("kbdesk.ingest")
@@ -105,11 +106,12 @@ class BatchRunner:
         result = BatchResult()
         failed = _Failures()
         superseded: set[str] = set()
+        interrupted: set[str] = set()  # a PDF whose extraction was stopped: not failed
         if self.cancelled():  # left as they are: the next add or resume picks them up
             result.outcomes = [Outcome(job, cancelled=True) for job in jobs]
             return result
         try:
-            live = self._extract_all(jobs, failed)
+            live = self._extract_all(jobs, failed, interrupted)
             chunked = self._chunk_all(kb, live, failed)
             vectors = self._embed_all(embedder, chunked, failed, result) if embedder is not None else {}
             if self.cancelled():
@@ -126,8 +128,8 @@ class BatchRunner:
             for job in jobs:
                 failed.add(job.doc.id, f"internal error: {type(exc).__name__}: {exc}", "internal")
         self._record_failures(jobs, failed)
-        result.outcomes = [Outcome(job, failed.reason(job.doc.id), superseded=job.doc.id in superseded)
-                           for job in jobs]
+        result.outcomes = [Outcome(job, failed.reason(job.doc.id), superseded=job.doc.id in superseded,
+                                   cancelled=job.doc.id in interrupted) for job in jobs]
         return result
 
     # ── steps ──────────────────────────────────────────────────────────────────
@@ -138,7 +140,7 @@ class BatchRunner:
         for u in updates:
             self.on_event(IngestEvent("status", names[u.doc_id], u.doc_id, u.status))
 
-    def _extract_all(self, jobs: list[Job], failed: _Failures) -> list[tuple[Job, list[Any]]]:
+    def _extract_all(self, jobs: list[Job], failed: _Failures, interrupted: set[str]) -> list[tuple[Job, list[Any]]]:
         names = {j.doc.id: j.doc.filename for j in jobs}
         fresh = [j for j in jobs if j.kind != "rebuild"]
         self._statuses([StatusUpdate(j.doc.id, "extracting", version=j.doc.version) for j in fresh], names)
@@ -155,6 +157,8 @@ class BatchRunner:
                     sections, update = self._extract(job.doc)
                     updates.append(update)
                 live.append((job, sections))
+            except ExtractionCancelled:  # stopped, not failed: left for the next add or resume
+                interrupted.add(job.doc.id)
             except _Changed as exc:
                 failed.add(job.doc.id, str(exc), "store")
             except KbdeskError as exc:
@@ -176,7 +180,7 @@ class BatchRunner:
                 data = self._recover_bytes(doc, path)  # a kill came between the claim and the copy
         extracted = extract_bytes(data, doc.filename, max_bytes=self.max_bytes,
                                   pdf_timeout=self.config.ingest.pdf_timeout,
-                                  pdf_memory_mb=self.config.ingest.pdf_memory_mb)
+                                  pdf_memory_mb=self.config.ingest.pdf_memory_mb, cancelled=self.cancelled)
         spans, base = [], 0
         for section in extracted.sections:
             spans.append((base, base + len(section.text), section.metadata))

@@ -147,14 +147,17 @@ def _communicate(proc: subprocess.Popen, data: bytes, timeout: float,
                  cancelled: Callable[[], bool] | None) -> tuple[bytes, bytes]:
     """Feed ``data``, read the answer; kill the child on timeout, cancel or an exception."""
     deadline = time.monotonic() + timeout
+    feed: bytes | None = data
     try:
         while True:
             left = deadline - time.monotonic()
             step = left if cancelled is None else min(left, CANCEL_POLL_SECONDS)
             try:
-                # after a TimeoutExpired, communicate() carries on where it stopped
-                return proc.communicate(data, timeout=max(step, 0))
+                # after a TimeoutExpired, communicate() carries on where it stopped, input
+                # included (it refuses to be given the input a second time)
+                return proc.communicate(feed, timeout=max(step, 0))
             except subprocess.TimeoutExpired:
+                feed = None
                 if time.monotonic() >= deadline:
                     proc.kill()
                     proc.communicate()
