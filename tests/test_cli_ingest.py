@@ -32,7 +32,7 @@ def test_add_docs_status_rm(run, tmp_path):
     r = run("add", "Team", folder)
     assert r.exit_code == 3  # some documents failed: each is listed with its reason
     assert "4 added" in r.stdout and "1 failed" in r.stdout
-    assert "failed  broken.txt: binary file" in r.stdout
+    assert "failed  broken.txt: binary file" in r.stderr  # errors go to stderr
 
     docs = json.loads(run("docs", "Team", "--json").stdout)
     assert docs["total"] == 5

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import click
 from rich.text import Text
 
-from kbdesk.cli.output import human_bytes, plain, print_json, stdout, table
+from kbdesk.cli.output import human_bytes, plain, print_json, stderr, stdout, table
 from kbdesk.cli.progress import IngestProgress, Ledger
 from kbdesk.ingest.pdf_worker import kill_pdf_workers
 from kbdesk.ingest.pipeline import IngestReport
@@ -64,10 +64,14 @@ def _summary(report: IngestReport, as_json: bool, extra: dict | None = None, hea
         if headline:
             out.print(Text(", ".join(parts) + f"; {report.embedded_chunks} chunks embedded "
                            f"({report.cached_chunks} from cache, {report.embedding_calls} provider calls)"))
+        err = stderr()  # failures are errors: on stderr, one line each
         for name, reason in report.failed:
-            out.print(Text(f"  failed  {inert_line(name)}: {inert_line(reason)}", style="red"))
+            err.print(Text(f"  failed  {inert_line(name)}: {inert_line(reason)}", style="red"))
         for name, reason in known:
-            out.print(Text(f"  failed before  {inert_line(name)}: {inert_line(reason)}", style="red"))
+            err.print(Text(f"  failed before  {inert_line(name)}: {inert_line(reason)}", style="red"))
+        if known:
+            err.print(Text("  (unchanged since they failed, so not tried again: --retry-failed tries them)",
+                           style="dim"))
         for path, reason in report.skipped:
             if path not in missing:
                 out.print(Text(f"  skipped {inert_line(path)}: {inert_line(reason)}", style="dim"))
@@ -193,16 +197,23 @@ def _q(text: str) -> str:
 @click.option("-x", "--exclude", multiple=True, metavar="GLOB", help="Skip files matching GLOB (repeatable).")
 @click.option("--hidden", is_flag=True, help="Also take hidden files and folders.")
 @click.option("--sync", is_flag=True, help="Remove documents whose files are gone from the folders given.")
+@click.option("--retry-failed", is_flag=True,
+              help="Also try files that failed before and have not changed since.")
 @click.option("-w", "--workers", type=click.IntRange(1, 32), help="Documents processed at once (default 3).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_obj
-def add_command(state, kb, paths, include, exclude, hidden, sync, workers, quiet, as_json) -> None:
+def add_command(state, kb, paths, include, exclude, hidden, sync, retry_failed, workers, quiet, as_json) -> None:
     """Add files and folders (recursively) to KB; unchanged files are skipped.
 
-    Exits 3 when some documents failed (each is listed with its reason) or a path
-    does not exist (the others are still added). Ctrl-C stops within a moment, says
-    what finished, and exits 130; the next add (or resume) finishes the rest.
+    A file that failed for a reason of its own (broken, binary, empty, too big) is
+    not tried again until it changes, unless --retry-failed. Files another kbdesk run
+    is indexing are left to it, and this run waits for them.
+
+    Exits 3 when some documents failed (each is listed with its reason, on stderr)
+    or a path does not exist (the others are still added). Ctrl-C stops within a
+    moment, says what finished, and exits 130; the next add (or resume) finishes the
+    rest.
     """
     desk = state.desk()
     missing = [p for p in paths if not os.path.exists(os.path.expanduser(p))]
@@ -214,7 +225,7 @@ def add_command(state, kb, paths, include, exclude, hidden, sync, workers, quiet
         ingestor = desk.ingestor(on_event=progress, workers=workers)
         report = _ingest(ingestor, progress,
                          lambda: ingestor.add(kb, list(paths), include=include, exclude=exclude, hidden=hidden,
-                                              sync=sync),
+                                              sync=sync, retry_failed=retry_failed),
                          next_step, as_json)
     _summary(report, as_json, missing=missing)
 
@@ -319,7 +330,7 @@ def docs_command(state, kb, status, as_json) -> None:
         return
     t = table("filename", "id", "status", "chunks", "size", "error")
     for d in docs:
-        t.add_row(plain(d.filename), d.id[:8], d.status, str(d.chunk_count), human_bytes(d.size_bytes),
+        t.add_row(plain(d.filename), d.id[:8], _status(d), str(d.chunk_count), human_bytes(d.size_bytes),
                   plain(d.error or ""))
     stdout().print(t)
 
@@ -343,8 +354,15 @@ def doc_status(state, kb, doc, as_json) -> None:
     if as_json:
         print_json(view)
     else:
-        line = f"{found.filename}: {found.status}, {found.chunk_count} chunks"
+        line = f"{found.filename}: {_status(found)}, {found.chunk_count} chunks"
         stdout().print(plain(line + (f" — {found.error}" if found.error else "")))
+
+
+def _status(doc: Any) -> str:
+    """A document's status, saying when search still serves an older version."""
+    if doc.stale:
+        return f"{doc.status} (search has the version of {(doc.indexed_at or '')[:16].replace('T', ' ')})"
+    return doc.status
 
 
 @doc_group.command("rm")

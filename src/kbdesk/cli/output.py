@@ -46,6 +46,11 @@ def stdout() -> Console:
     return InertConsole(file=sys.stdout, highlight=False, soft_wrap=True)
 
 
+def stderr() -> Console:
+    """The same console for errors and notes (stderr)."""
+    return InertConsole(file=sys.stderr, highlight=False, soft_wrap=True)
+
+
 # what json.dumps(ensure_ascii=False) leaves raw but a terminal may obey or choke on;
 # these characters can only stand inside JSON strings, where \uXXXX means the same
 _JSON_UNSAFE = re.compile(r"[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")

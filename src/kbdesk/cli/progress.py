@@ -69,6 +69,8 @@ class IngestProgress:
             self._record(event)
             if not self._stopped:
                 self._show(event)
+            if event.kind == "waiting" and not self.enabled:  # said even without bars: which run does the work
+                print(inert_line(event.detail), file=sys.stderr, flush=True)
 
     def _record(self, event: IngestEvent) -> None:
         ledger = self.ledger
@@ -94,6 +96,8 @@ class IngestProgress:
             self.progress.update(self.docs, note=f"{event.status} {_safe(event.filename)}")
         elif event.kind == "waiting":
             self.progress.update(self.docs, note=_safe(event.detail))
+            if self.enabled:
+                self.progress.console.print(_safe(event.detail))
         elif event.kind == "embedded" and event.doc_id:
             self._chunks[event.doc_id] = (event.done, event.total)
             done = sum(d for d, _ in self._chunks.values())
