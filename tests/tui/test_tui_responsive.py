@@ -123,3 +123,25 @@ def test_kbdesk_without_arguments_opens_the_app(monkeypatch, kbdesk_home):
     assert calls == [(None, str(kbdesk_home))]
     assert CliRunner().invoke(cli, ["kb", "list"]).exit_code == 0
     assert len(calls) == 1  # a command never opens the app
+
+
+def test_the_summary_tells_remembered_failures_and_another_run(tmp_path):
+    """A TUI add over a folder with known failures, while another kbdesk run holds some
+    files, says both in its closing notification."""
+    from kbdesk import open_desk
+
+    folder = tmp_path / "c"
+    folder.mkdir()
+    (folder / "good.txt").write_text("good words")
+    (folder / "bad.txt").write_bytes(b"\x00\x01\x02" * 40)
+    desk = open_desk(tmp_path / "kb.db")
+    desk.create_kb("docs", keyword_only=True)
+    desk.add("docs", [folder])
+    tracker = IngestTracker("kb", "docs", "Adding to", lambda: None)
+    desk.add("docs", [folder], on_event=tracker.on_event)
+    tracker.on_event(IngestEvent("waiting", "docs", detail="2 documents are being indexed by kbdesk process 1"))
+    tracker.finish()
+    summary = tracker.summary()
+    assert "1 unchanged" in summary and "1 failed before and unchanged (not tried again)" in summary
+    assert "indexed by another kbdesk run" in summary
+    desk.close()

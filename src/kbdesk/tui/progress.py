@@ -51,6 +51,8 @@ class IngestTracker:
         self.unchanged = 0
         self.skipped: list[tuple[str, str]] = []
         self.failed_unstored: list[tuple[str, str]] = []
+        self.known_failures = 0  # failed before, unchanged since: not tried again
+        self.waiting: str | None = None  # another kbdesk run holds some of the files
         """Files that failed before they had a document row (unreadable ones)."""
         self.removed: list[str] = []
         self.finished = False
@@ -73,6 +75,12 @@ class IngestTracker:
             return
         if kind == "unchanged":
             self.unchanged += 1
+            return
+        if kind == "known-failure":
+            self.known_failures += 1
+            return
+        if kind == "waiting":
+            self.waiting = event.detail
             return
         if kind == "skipped":
             self.skipped.append((event.filename, event.detail or ""))
@@ -144,6 +152,10 @@ class IngestTracker:
                 parts.append(f"{failed} failed")
             if self.unchanged:
                 parts.append(f"{self.unchanged} unchanged")
+            if self.known_failures:
+                parts.append(f"{self.known_failures} failed before and unchanged (not tried again)")
+            if self.waiting:
+                parts.append("some were indexed by another kbdesk run")
             if self.skipped:
                 parts.append(f"{len(self.skipped)} skipped")
             if self.removed:
