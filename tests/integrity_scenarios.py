@@ -239,11 +239,17 @@ def odd_file_names_fail_or_pass_alone(open_db, tmp_path: Path) -> None:
     for raw, data in names.items():
         with open(os.path.join(os.fsencode(folder), raw), "wb") as handle:
             handle.write(data)
+    deep = folder.joinpath(*["d" * 200] * 6)  # a relative name of 1,200+ characters
+    deep.mkdir(parents=True)
+    (deep / "deep.txt").write_text("deep text")
     desk = keyword_kb(open_db)
     report = desk.add("docs", [folder])
     assert report.failed == []
     docs = desk.store.list_documents(desk.kb("docs").id)
-    assert len(docs) == len(names) and len({d.source_path for d in docs}) == len(names)
+    assert len(docs) == len(names) + 1 and len({d.source_path for d in docs}) == len(names) + 1
+    long_one = next(d for d in docs if d.filename.endswith("deep.txt"))
+    assert "…" in long_one.filename and len(long_one.filename) <= 1000
+    assert long_one.source_path == str(deep / "deep.txt")
     shown = {d.filename for d in docs}
     assert "tab\\there.txt" in shown and "new\\nline.txt" in shown and "esc\\x1b]0;PWNED\\x07.txt" in shown
     assert "caf\\xe9.md" in shown

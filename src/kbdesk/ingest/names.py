@@ -37,9 +37,17 @@ def source_key(path: Path) -> str:
     return as_text(str(path))
 
 
+MAX_NAME = 1000  # characters of a display name; longer ones keep their start and end
+
+
 def display_name(name: str) -> str:
-    """A file name as one safe line of text."""
-    return inert_line(as_text(name)) or "(no name)"
+    """A file name as one safe line of text (a very long one shortened in the middle:
+    the document is still known by its full path)."""
+    shown = inert_line(as_text(name)) or "(no name)"
+    if len(shown) > MAX_NAME:
+        half = (MAX_NAME - 1) // 2
+        shown = shown[:half] + "…" + shown[-half:]
+    return shown
 
 
 def path_of(source: str) -> Path:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kbdesk.errors import KbdeskError, StoreError
 from kbdesk.ingest.batch import Job, sha256, write_file
 from kbdesk.ingest.events import EventSink, IngestEvent
 from kbdesk.ingest.extract import content_type_for
@@ -164,12 +165,35 @@ class Preparer:
         self.on_event(IngestEvent("error", file.name, detail=reason))
 
     # ── claiming and storing ───────────────────────────────────────────────────
+    def _take(self, pending: list[_Pending]) -> list[Document | None | Exception]:
+        """Claim the rows in one transaction; if that fails, one by one, so a row the
+        database refuses fails alone."""
+        try:
+            return list(self.store.take_versions([p.spec for p in pending], self.claim))
+        except StoreError:
+            raise  # the database itself (locked, read-only, gone): nothing can be added
+        except Exception:  # noqa: BLE001 - retried row by row below, each failure kept
+            pass
+        out: list[Document | None | Exception] = []
+        for item in pending:
+            try:
+                out.extend(self.store.take_versions([item.spec], self.claim))
+            except StoreError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - this file alone fails
+                out.append(exc)
+        return out
+
     def _flush(self, pending: list[_Pending], out: Prepared) -> list[FoundFile]:
         if not pending:
             return []
-        docs = self.store.take_versions([p.spec for p in pending], self.claim)
+        docs = self._take(pending)
         lost: list[FoundFile] = []
         for item, doc in zip(pending, docs):
+            if isinstance(doc, Exception):  # this row alone could not be written
+                self._fail(item.file, str(doc) if isinstance(doc, KbdeskError) else
+                           f"internal error: {type(doc).__name__}: {doc}")
+                continue
             if doc is None:
                 lost.append(item.file)
                 continue
