@@ -27,6 +27,9 @@ from kbdesk.store.doc_types import StatusUpdate
 
 log = logging.getLogger("kbdesk.ingest")
 EMBED_GROUP = 100  # chunks per provider call (the provider splits further when it must)
+# the embedding cache's key prefix for vectors embedded by a run whose chunks are not
+# stored yet: a run stopped or killed mid-batch does not pay for them twice
+STAGED = "staged:"
 BATCH_DOCS = 64
 BATCH_BYTES = 4 * 1024 * 1024
 
@@ -223,6 +226,9 @@ class BatchRunner:
             for c in chunks:
                 texts.setdefault(c.content_hash, c.content)
         vectors: dict[str, Any] = dict(self.store.cached_vectors(embedder.model_key, texts))
+        staged = [h for h in texts if h not in vectors]
+        if staged:  # vectors a stopped or killed run paid for, kept until their chunks are stored
+            vectors.update(self.store.cached_vectors(STAGED + embedder.model_key, staged))
         result.cached += sum(1 for _, chunks in chunked for c in chunks if c.content_hash in vectors)
         missing = [h for h in texts if h not in vectors]
         bad: dict[str, str] = {}
@@ -230,15 +236,16 @@ class BatchRunner:
         done = total - len(missing)
         for start in range(0, len(missing), EMBED_GROUP):
             if self.cancelled():
-                break  # what is embedded so far is lost only from this run: the cache has nothing half-done
+                break  # what is embedded so far stays staged for the next run
             group = missing[start:start + EMBED_GROUP]
             response = embedder.embed([texts[h] for h in group], collect=True)
             result.calls += response.calls
             for failure in response.failures:
                 bad[group[failure.index]] = str(failure.error)
-            for h, vector in zip(group, response.vectors):
-                if vector is not None:
-                    vectors[h] = vector
+            fresh = [(h, vector) for h, vector in zip(group, response.vectors) if vector is not None]
+            vectors.update(fresh)
+            if fresh:
+                self.store.put_cached_vectors(STAGED + embedder.model_key, fresh)
             result.embedded += len(group) - len(response.failures)
             done += len(group)
             for job, _ in chunked:
@@ -264,6 +271,10 @@ class BatchRunner:
         if not items:
             return
         results = self.store.finish_documents(items)
+        if embedder is not None:  # their vectors now live with their chunks
+            done = {c.content_hash for (_, chunks, _, _), res in zip(items, results)
+                    if not isinstance(res, Exception) for c in chunks}
+            self.store.drop_cached_vectors(STAGED + embedder.model_key, done)
         by_id = {job.doc.id: (job, chunks) for job, chunks in chunked}
         for (doc_id, chunks, _, _), res in zip(items, results):
             job = by_id[doc_id][0]

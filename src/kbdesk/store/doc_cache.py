@@ -52,6 +52,17 @@ class CacheMixin:
             conn.executemany("INSERT OR REPLACE INTO embedding_cache(model, text_hash, dimensions, embedding) "
                              "VALUES (?, ?, ?, ?)", rows)
 
+    def drop_cached_vectors(self, model_key: str, hashes: Iterable[str]) -> None:
+        """Forget cached vectors of ``model_key`` for these text hashes."""
+        todo = list(hashes)
+        if not todo:
+            return
+        with self.write() as conn:
+            for start in range(0, len(todo), 500):
+                part = todo[start:start + 500]
+                conn.execute(f"DELETE FROM embedding_cache WHERE model = ? AND text_hash IN "
+                             f"({','.join('?' * len(part))})", (model_key, *part))
+
     def chunk_texts(self, kb_id: str) -> list[tuple[str, str]]:
         """Distinct (text_hash, content) of a KB's chunks."""
         rows = self.connection().execute(

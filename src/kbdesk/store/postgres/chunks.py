@@ -200,6 +200,14 @@ class ChunksMixin:
                             "VALUES (%s, %s, %s, %s) ON CONFLICT (model, text_hash) DO UPDATE "
                             "SET dimensions = excluded.dimensions, embedding = excluded.embedding", rows)
 
+    def drop_cached_vectors(self, model_key: str, hashes: Iterable[str]) -> None:
+        """Forget cached vectors of ``model_key`` for these text hashes."""
+        todo = list(hashes)
+        if todo:
+            with self.write() as conn:
+                conn.execute("DELETE FROM kbdesk_embedding_cache WHERE model = %s AND text_hash = ANY(%s)",
+                             (model_key, todo))
+
     def chunk_texts(self, kb_id: str) -> list[tuple[str, str]]:
         """Distinct (text_hash, content) of a KB's chunks."""
         rows = self.connection().execute(
