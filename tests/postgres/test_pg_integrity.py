@@ -56,3 +56,14 @@ def test_the_database_refuses_a_second_row_for_a_path(open_db, pg_uri, tmp_path)
                     "uploaded_by, source_path) SELECT gen_random_uuid(), kb_id, filename, content_type, size_bytes, "
                     "storage_key, uploaded_by, source_path FROM kb_documents")
     desk.close()
+
+
+def test_staged_vectors_are_forgotten_after_a_week(open_db, pg_uri, tmp_path):
+    folder = s.write_files(tmp_path / "c", {"a.txt": "alpha"})
+    desk = s.keyword_kb(open_db)
+    desk.store.put_cached_vectors("staged:m", [("old", [1.0, 0.0]), ("new", [0.0, 1.0])])
+    desk.store.put_cached_vectors("m", [("kept", [1.0, 1.0])])
+    sql(pg_uri, "UPDATE kbdesk_embedding_cache SET created_at = '2020-01-01' WHERE text_hash IN ('old', 'kept')")
+    desk.add("docs", [folder])
+    assert sorted(r[0] for r in sql(pg_uri, "SELECT text_hash FROM kbdesk_embedding_cache")) == ["kept", "new"]
+    desk.close()

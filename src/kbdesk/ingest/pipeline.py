@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbdesk.ingest.batch import EMBED_GROUP, BatchRunner, Job, batches
+from kbdesk.ingest.batch import EMBED_GROUP, STAGED, BatchRunner, Job, batches
 from kbdesk.ingest.events import EventSink, IngestEvent, ignore
 from kbdesk.ingest.folders import FoundFile, scan
 from kbdesk.ingest.names import path_of
@@ -27,6 +27,7 @@ from kbdesk.store.claims import claim_alive, describe, end_claim, new_claim
 from kbdesk.store.doc_types import IN_FLIGHT
 
 WAIT_POLL = 0.25  # seconds between looks at documents another run is indexing
+STAGED_DAYS = 7  # staged vectors (see batch.STAGED) older than this are forgotten
 
 
 @dataclass
@@ -105,6 +106,8 @@ class Ingestor:
                 self._wait_for_others(kb, prepared.elsewhere, claim, report)
             if sync and not self._cancel.is_set():
                 self._sync(kb, found.roots, {f.source for f in found.files}, report)
+            if not self._cancel.is_set():  # staged vectors whose documents moved on long ago
+                self.store.prune_cached_vectors(STAGED, STAGED_DAYS)
         finally:
             self.store.release_claims(claim)
             end_claim(claim)

@@ -63,6 +63,13 @@ class CacheMixin:
                 conn.execute(f"DELETE FROM embedding_cache WHERE model = ? AND text_hash IN "
                              f"({','.join('?' * len(part))})", (model_key, *part))
 
+    def prune_cached_vectors(self, prefix: str, days: int) -> int:
+        """Forget cached vectors under keys starting with ``prefix`` older than ``days``."""
+        with self.write() as conn:
+            return conn.execute("DELETE FROM embedding_cache WHERE substr(model, 1, ?) = ? AND created_at < "
+                                "strftime('%Y-%m-%dT%H:%M:%fZ', 'now', ?)",
+                                (len(prefix), prefix, f"-{int(days)} days")).rowcount
+
     def chunk_texts(self, kb_id: str) -> list[tuple[str, str]]:
         """Distinct (text_hash, content) of a KB's chunks."""
         rows = self.connection().execute(

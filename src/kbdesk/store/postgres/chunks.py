@@ -208,6 +208,13 @@ class ChunksMixin:
                 conn.execute("DELETE FROM kbdesk_embedding_cache WHERE model = %s AND text_hash = ANY(%s)",
                              (model_key, todo))
 
+    def prune_cached_vectors(self, prefix: str, days: int) -> int:
+        """Forget cached vectors under keys starting with ``prefix`` older than ``days``."""
+        with self.write() as conn:
+            return conn.execute("DELETE FROM kbdesk_embedding_cache WHERE left(model, %s) = %s AND "
+                                "created_at < now() - make_interval(days => %s)",
+                                (len(prefix), prefix, int(days))).rowcount
+
     def chunk_texts(self, kb_id: str) -> list[tuple[str, str]]:
         """Distinct (text_hash, content) of a KB's chunks."""
         rows = self.connection().execute(
