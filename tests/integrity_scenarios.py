@@ -1,9 +1,10 @@
 """Ingestion integrity scenarios, written once and run on both engines.
 
 Each function takes ``open_db`` (a callable returning a fresh desk on the engine under
-test: SQLite file or Postgres database), a temporary folder and, where vectors are
-involved, the loopback fake provider. tests/test_integrity.py runs them on SQLite,
-tests/postgres/test_pg_integrity.py on PostgreSQL + pgvector.
+test: SQLite file or Postgres database), a temporary folder and the loopback fake
+provider (used where vectors are involved). ``SCENARIOS`` lists them all:
+tests/test_integrity.py runs every one on SQLite, tests/postgres/test_pg_integrity.py
+on PostgreSQL + pgvector.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def vector_kb(open_db, server, name: str = "docs"):
 
 
 # ── concurrency ────────────────────────────────────────────────────────────────
-def two_threads_add_the_same_folder(open_db, tmp_path: Path) -> None:
+def two_threads_add_the_same_folder(open_db, tmp_path: Path, server) -> None:
     folder = write_files(tmp_path / "corpus", CORPUS)
     desk = keyword_kb(open_db)
     reports, errors = [], []
@@ -85,7 +86,7 @@ def two_threads_add_the_same_folder(open_db, tmp_path: Path) -> None:
 
 
 # ── versions ───────────────────────────────────────────────────────────────────
-def a_failing_new_version_keeps_the_old_text_marked_stale(open_db, tmp_path: Path) -> None:
+def a_failing_new_version_keeps_the_old_text_marked_stale(open_db, tmp_path: Path, server) -> None:
     folder = write_files(tmp_path / "c", {"plan.md": "# Plan\n\nThe zeppelin leaves at dawn."})
     desk = keyword_kb(open_db)
     assert desk.add("docs", [folder]).added == ["plan.md"]
@@ -112,7 +113,7 @@ def a_failing_new_version_keeps_the_old_text_marked_stale(open_db, tmp_path: Pat
     desk.close()
 
 
-def a_killed_update_chain_ends_with_the_newest_version(open_db, tmp_path: Path) -> None:
+def a_killed_update_chain_ends_with_the_newest_version(open_db, tmp_path: Path, server) -> None:
     """v1 ready; v2 claimed by a runner that died before storing its copy; v3 written."""
     folder = write_files(tmp_path / "c", {"log.txt": "version one mentions quartz."})
     desk = keyword_kb(open_db)
@@ -140,7 +141,7 @@ def a_killed_update_chain_ends_with_the_newest_version(open_db, tmp_path: Path) 
     desk.close()
 
 
-def a_superseded_runner_cannot_write(open_db, tmp_path: Path) -> None:
+def a_superseded_runner_cannot_write(open_db, tmp_path: Path, server) -> None:
     folder = write_files(tmp_path / "c", {"a.txt": "alpha"})
     desk = keyword_kb(open_db)
     desk.add("docs", [folder])
@@ -186,7 +187,7 @@ def copies_are_their_own_documents(open_db, tmp_path: Path, server) -> None:
 
 
 # ── failures are remembered ────────────────────────────────────────────────────
-def failures_are_remembered_until_the_file_changes(open_db, tmp_path: Path) -> None:
+def failures_are_remembered_until_the_file_changes(open_db, tmp_path: Path, server) -> None:
     folder = write_files(tmp_path / "c", {"good.txt": "fine text", "bad.pdf": b"%PDF-1.4 not really a pdf"})
     desk = keyword_kb(open_db)
     first = desk.add("docs", [folder])
@@ -223,7 +224,7 @@ def provider_failures_are_retried(open_db, tmp_path: Path, server) -> None:
 
 
 # ── file names ─────────────────────────────────────────────────────────────────
-def odd_file_names_fail_or_pass_alone(open_db, tmp_path: Path) -> None:
+def odd_file_names_fail_or_pass_alone(open_db, tmp_path: Path, server) -> None:
     folder = tmp_path / "names"
     folder.mkdir()
     names = {
@@ -266,3 +267,58 @@ def odd_file_names_fail_or_pass_alone(open_db, tmp_path: Path) -> None:
     owned = {Path(d.storage_key).name for d in desk.store.list_documents(desk.kb("docs").id)}
     assert {p.name for p in kb_dir.iterdir()} == owned  # no stored copy outlives its document
     desk.close()
+
+
+# ── a stopped run ──────────────────────────────────────────────────────────────
+class _CancelAfterFirstCall:
+    """An in-process embedder that stops the ingestion once its first call is answered."""
+
+    def __init__(self) -> None:
+        self.ingestor = None
+        self.inputs: list[str] = []
+
+    def embed(self, texts, model, on_input_error="raise"):
+        import numpy as np
+
+        from kbdesk.providers import EmbedResult
+
+        self.inputs += list(texts)
+        if self.ingestor is not None:
+            self.ingestor.cancel()
+        rng = np.random.default_rng(7)
+        return EmbedResult(vectors=[rng.standard_normal(8).tolist() for _ in texts], calls=1)
+
+
+def vectors_paid_for_by_a_stopped_run_are_not_embedded_again(open_db, tmp_path: Path, server) -> None:
+    """A run stopped (Ctrl-C) or killed after its provider answered keeps those vectors
+    staged; the next run uses them, and they leave the staging once their chunks are stored."""
+    from kbdesk.ingest.batch import EMBED_GROUP, STAGED
+
+    texts = {f"n{i:03d}.txt": f"note {i} about the estuary and its {i} herons" for i in range(EMBED_GROUP + 30)}
+    folder = write_files(tmp_path / "c", texts)
+    desk = open_db()
+    embedder = _CancelAfterFirstCall()
+    desk.embedders.register("stopper", embedder)
+    desk.create_kb("docs", model_id="m", provider="stopper")
+    ingestor = desk.ingestor(workers=1)
+    embedder.ingestor = ingestor
+    first = ingestor.add("docs", [folder])
+    assert first.cancelled and not first.added  # stopped once the provider answered its first call
+    paid = len(embedder.inputs)
+    assert 0 < paid < len(texts)
+    embedder.ingestor = None
+    second = desk.add("docs", [folder])
+    assert sorted(second.added + second.resumed) == sorted(texts)
+    assert len(embedder.inputs) == len(texts)  # the first call's chunks were not embedded again
+    assert second.cached_chunks == paid
+    from kbdesk.store.doc_types import text_hash
+
+    assert desk.store.cached_vectors(STAGED + "m", [text_hash(t) for t in texts.values()]) == {}
+    desk.close()
+
+
+SCENARIOS = [two_threads_add_the_same_folder, a_failing_new_version_keeps_the_old_text_marked_stale,
+             a_killed_update_chain_ends_with_the_newest_version, a_superseded_runner_cannot_write,
+             copies_are_their_own_documents, failures_are_remembered_until_the_file_changes,
+             provider_failures_are_retried, odd_file_names_fail_or_pass_alone,
+             vectors_paid_for_by_a_stopped_run_are_not_embedded_again]

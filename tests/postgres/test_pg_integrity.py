@@ -13,36 +13,9 @@ def open_db(pg_uri, kbdesk_home):
     return lambda: open_desk(pg_uri)
 
 
-def test_two_threads_add_the_same_folder(open_db, tmp_path):
-    s.two_threads_add_the_same_folder(open_db, tmp_path)
-
-
-def test_a_failing_new_version_keeps_the_old_text_marked_stale(open_db, tmp_path):
-    s.a_failing_new_version_keeps_the_old_text_marked_stale(open_db, tmp_path)
-
-
-def test_a_killed_update_chain_ends_with_the_newest_version(open_db, tmp_path):
-    s.a_killed_update_chain_ends_with_the_newest_version(open_db, tmp_path)
-
-
-def test_a_superseded_runner_cannot_write(open_db, tmp_path):
-    s.a_superseded_runner_cannot_write(open_db, tmp_path)
-
-
-def test_copies_are_their_own_documents(open_db, tmp_path, fake_openai):
-    s.copies_are_their_own_documents(open_db, tmp_path, fake_openai)
-
-
-def test_failures_are_remembered_until_the_file_changes(open_db, tmp_path):
-    s.failures_are_remembered_until_the_file_changes(open_db, tmp_path)
-
-
-def test_provider_failures_are_retried(open_db, tmp_path, fake_openai):
-    s.provider_failures_are_retried(open_db, tmp_path, fake_openai)
-
-
-def test_odd_file_names_fail_or_pass_alone(open_db, tmp_path):
-    s.odd_file_names_fail_or_pass_alone(open_db, tmp_path)
+@pytest.mark.parametrize("scenario", s.SCENARIOS, ids=lambda f: f.__name__)
+def test_integrity(scenario, open_db, tmp_path, fake_openai):
+    scenario(open_db, tmp_path, fake_openai)
 
 
 def test_the_database_refuses_a_second_row_for_a_path(open_db, pg_uri, tmp_path):
