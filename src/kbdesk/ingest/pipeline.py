@@ -165,7 +165,7 @@ class Ingestor:
         report = IngestReport()
         claim = new_claim()
         try:
-            free = [d for d in docs if d.status in ("ready", "error") and not claim_alive(d.claimed_by)
+            free = [d for d in docs if d.status in ("ready", "error") and not claim_alive(d.claimed_by, d.updated_at)
                     and self.store.document_text(d.id) is not None]
             jobs = [Job(doc, "rebuild") for doc in self.store.claim_documents(free, claim)]
             skipped = len(docs) - len(jobs)
@@ -256,7 +256,7 @@ class Ingestor:
                 elif now.status == "error":
                     report.failed.append((now.filename, now.error or "failed"))
                     del waiting[doc_id]
-                elif not claim_alive(now.claimed_by):
+                elif not claim_alive(now.claimed_by, now.updated_at):
                     orphaned.append(now)
             if orphaned:
                 taken = self.store.claim_documents(orphaned, claim)
@@ -277,7 +277,7 @@ class Ingestor:
                 continue
             if path.is_file():
                 continue  # still there, merely filtered out by this run's globs
-            if doc.status in IN_FLIGHT and claim_alive(doc.claimed_by):
+            if doc.status in IN_FLIGHT and claim_alive(doc.claimed_by, doc.updated_at):
                 continue  # another run is indexing it right now
             self.desk.delete_document(doc.id)
             report.removed.append(doc.filename)

@@ -96,7 +96,7 @@ class Preparer:
                 if _same_stat(prev, file):
                     continue  # resumed as it is
             elif prev is not None and prev.status in IN_FLIGHT:
-                if prev.claimed_by != self.claim and claim_alive(prev.claimed_by):
+                if prev.claimed_by != self.claim and claim_alive(prev.claimed_by, prev.updated_at):
                     out.elsewhere.append(prev)
                     continue
                 # left by a runner that is gone: taken over as a new version below

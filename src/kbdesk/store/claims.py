@@ -7,7 +7,9 @@ taken for the runner that died; ``token`` tells apart two runs inside one proces
 
 * its process is this one and its token is registered here (the run has not ended),
 * or its process is another one on this host that still runs with the same start,
-* or it comes from another host (not ours to judge: a team server's other clients).
+* or it comes from another host (a team server's other client) and its document moved
+  within the last ``FOREIGN_SILENCE`` seconds — a runner there cannot be asked, so one
+  that has been silent that long is taken for dead.
 
 Every claim is taken in the same write that bumps the document's ``version``, so a
 runner that lost its claim (taken over after it was thought dead) can never write
@@ -20,9 +22,12 @@ import os
 import socket
 import threading
 import uuid
+from datetime import datetime, timezone
+from typing import Any
 
 _LIVE: set[str] = set()
 _LOCK = threading.Lock()
+FOREIGN_SILENCE = 15 * 60.0  # seconds without a status move after which another host's runner is taken for dead
 
 
 def _start_of(pid: int) -> str:
@@ -60,8 +65,9 @@ def end_claim(claim: str) -> None:
         _LIVE.discard(claim)
 
 
-def claim_alive(claim: str | None) -> bool:
-    """Whether the runner named by ``claim`` may still be working."""
+def claim_alive(claim: str | None, last_moved: Any = None) -> bool:
+    """Whether the runner named by ``claim`` may still be working; ``last_moved`` is
+    when its document last changed (ISO-8601 text or a datetime)."""
     if not claim:
         return False
     parts = claim.split(":")
@@ -72,7 +78,7 @@ def claim_alive(claim: str | None) -> bool:
     else:
         return False
     if host != socket.gethostname():
-        return True
+        return last_moved is None or _age(last_moved) < FOREIGN_SILENCE
     try:
         pid = int(pid_text)
     except ValueError:
@@ -100,3 +106,14 @@ def describe(claim: str | None) -> str:
         same = parts[0] == socket.gethostname()
         return f"kbdesk process {parts[1]}" + ("" if same else f" on {parts[0]}")
     return "another kbdesk process"
+
+
+def _age(moment: Any) -> float:
+    """Seconds since ``moment`` (0 when it cannot be read: then it counts as recent)."""
+    try:
+        when = moment if isinstance(moment, datetime) else datetime.fromisoformat(str(moment).replace("Z", "+00:00"))
+    except ValueError:
+        return 0.0
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return (datetime.now(timezone.utc) - when).total_seconds()

@@ -120,7 +120,7 @@ class DocumentsMixin(CacheMixin):
             sql += " AND kb_id = ?"
             args.append(kb_id)
         rows = self.connection().execute(sql + " ORDER BY created_at", args).fetchall()
-        return [d for d in map(_doc, rows) if not claim_alive(d.claimed_by)]
+        return [d for d in map(_doc, rows) if not claim_alive(d.claimed_by, d.updated_at)]
 
     # ── claiming work ──────────────────────────────────────────────────────────
     def take_versions(self, specs: Sequence[NewDocument], claim: str) -> list[Document | None]:
@@ -202,15 +202,17 @@ class DocumentsMixin(CacheMixin):
     def claim_documents(self, docs: Sequence[Document], claim: str) -> list[Document]:
         """Take over rows whose runner is gone (or that nobody holds), each only while
         it is still at the version read; returns those taken, at their new version."""
+        from kbdesk.store.sqlite import utcnow
+
         taken: list[Document] = []
         with self.write() as conn:
             for doc in docs:
-                row = conn.execute("SELECT claimed_by FROM kb_documents WHERE id = ? AND version = ?",
+                row = conn.execute("SELECT claimed_by, updated_at FROM kb_documents WHERE id = ? AND version = ?",
                                    (doc.id, doc.version)).fetchone()
-                if row is None or (row[0] not in (None, claim) and claim_alive(row[0])):
+                if row is None or (row[0] not in (None, claim) and claim_alive(row[0], row[1])):
                     continue
-                conn.execute("UPDATE kb_documents SET claimed_by = ?, version = version + 1 WHERE id = ?",
-                             (claim, doc.id))
+                conn.execute("UPDATE kb_documents SET claimed_by = ?, version = version + 1, updated_at = ? "
+                             "WHERE id = ?", (claim, utcnow(), doc.id))
                 taken.append(self._get_document(conn, doc.id))
         return taken
 

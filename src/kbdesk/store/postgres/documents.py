@@ -119,7 +119,7 @@ class DocumentsMixin:
             sql += " AND kb_id = %s"
             args.append(kb_id)
         rows = self.connection().execute(sql + " ORDER BY created_at, id", args).fetchall()
-        return [d for d in map(_doc, rows) if not claim_alive(d.claimed_by)]
+        return [d for d in map(_doc, rows) if not claim_alive(d.claimed_by, d.updated_at)]
 
     # ── claiming work ──────────────────────────────────────────────────────────
     def take_versions(self, specs: Sequence[NewDocument], claim: str) -> list[Document | None]:
@@ -197,12 +197,12 @@ class DocumentsMixin:
         taken: list[Document] = []
         with self.write() as conn:
             for doc in docs:
-                row = conn.execute("SELECT claimed_by FROM kb_documents WHERE id = %s AND version = %s FOR UPDATE",
-                                   (doc.id, doc.version)).fetchone()
-                if row is None or (row[0] not in (None, claim) and claim_alive(row[0])):
+                row = conn.execute("SELECT claimed_by, updated_at FROM kb_documents WHERE id = %s AND version = %s "
+                                   "FOR UPDATE", (doc.id, doc.version)).fetchone()
+                if row is None or (row[0] not in (None, claim) and claim_alive(row[0], row[1])):
                     continue
-                conn.execute("UPDATE kb_documents SET claimed_by = %s, version = version + 1 WHERE id = %s",
-                             (claim, doc.id))
+                conn.execute("UPDATE kb_documents SET claimed_by = %s, version = version + 1, updated_at = now() "
+                             "WHERE id = %s", (claim, doc.id))
                 taken.append(self._get_document(conn, doc.id))
         return taken
 
