@@ -2,10 +2,11 @@
 
 Not part of the test run. A folder of text files is indexed into a KB with an
 embedding provider (the project's OpenAI-compatible fake on loopback, each call
-delayed a little so kills land mid-work). Then, ``--rounds`` times: some files are
-edited (a new version), broken (binary bytes), deleted or created; one ``kbdesk add
---sync`` starts (and sometimes a second one at once), and after a random moment every
-runner is killed with SIGKILL. After each kill, what must hold at ANY moment is
+delayed a little so kills land mid-work). Then, round after round until ``--kills``
+runners have been SIGKILLed while still working: some files are edited (a new
+version), broken (binary bytes), deleted or created; one ``kbdesk add --sync`` starts
+(and sometimes a second one at once), and after a random moment every runner is
+killed with SIGKILL. After each kill, what must hold at ANY moment is
 checked; at the end every file gets a last good version, one ``kbdesk add --sync``
 runs to completion, and the final state is checked strictly:
 
@@ -16,8 +17,8 @@ runs to completion, and the final state is checked strictly:
 * every vector is the provider's vector for that chunk's text;
 * no orphan chunks, no orphan stored copies, KB stats equal to the rows.
 
-    .venv/bin/python bench/stress_integrity.py                 # 40 rounds
-    .venv/bin/python bench/stress_integrity.py --rounds 10     # quicker
+    .venv/bin/python bench/stress_integrity.py                 # until 40 kills land mid-work
+    .venv/bin/python bench/stress_integrity.py --kills 10      # quicker
 """
 
 from __future__ import annotations
@@ -115,7 +116,8 @@ def check(db: Path, files_dir: Path, folder: Path, dims: int, *, final: bool) ->
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--kills", type=int, default=40, help="SIGKILLs that must land mid-work")
+    parser.add_argument("--max-rounds", type=int, default=200)
     parser.add_argument("--files", type=int, default=120)
     parser.add_argument("--seed", type=int, default=20261201)
     args = parser.parse_args()
@@ -145,9 +147,13 @@ def main() -> None:
     subprocess.run([sys.executable, "-c", CLI, "add", "docs", str(folder), "-q"], env=env, check=True,
                    stdout=subprocess.DEVNULL)
     server.fail_next("stall", times=1_000_000, seconds=0.4)  # every call takes a moment: kills land mid-work
-    figures = {"rounds": args.rounds, "kills": 0, "two_runners": 0, "edits": 0, "broken": 0, "deleted": 0,
+    figures = {"rounds": 0, "kills": 0, "finished_before_kill": 0, "two_runners": 0, "edits": 0, "broken": 0, "deleted": 0,
                "created": 0, "checks": 0, "max_stale_rows": 0}
-    for round_ in range(1, args.rounds + 1):
+    round_ = 0
+    while figures["kills"] < args.kills and round_ < args.max_rounds:
+        round_ += 1
+        figures["rounds"] = round_
+        gone = 0
         for name in rng.sample(sorted(versions), k=max(1, len(versions) // 5)):
             path = folder / name
             roll = rng.random()
@@ -155,6 +161,7 @@ def main() -> None:
                 path.unlink()
                 del versions[name]
                 figures["deleted"] += 1
+                gone += 1
             elif roll < 0.2:
                 path.write_bytes(b"\x00\xff\x00binary" * rng.randint(5, 50))
                 versions[name] += 1
@@ -163,8 +170,8 @@ def main() -> None:
                 versions[name] += 1
                 path.write_text(text_for(name, versions[name], rng))
                 figures["edits"] += 1
-        if rng.random() < 0.3:
-            name = f"dir{round_ % 6}/new{round_:03d}.txt"
+        for extra in range(gone + (rng.random() < 0.3)):  # the folder keeps its size, more or less
+            name = f"dir{round_ % 6}/new{round_:03d}-{extra}.txt"
             (folder / name).write_text(text_for(name, 0, rng))
             versions[name] = 0
             figures["created"] += 1
@@ -172,10 +179,12 @@ def main() -> None:
         if rng.random() < 0.3:
             runners.append(start_add(env, folder))
             figures["two_runners"] += 1
-        time.sleep(rng.uniform(0.3, 2.0))
+        time.sleep(rng.uniform(0.3, 1.6))
         for runner in runners:
             if runner.poll() is None:
                 figures["kills"] += 1
+            else:
+                figures["finished_before_kill"] += 1
             runner.send_signal(signal.SIGKILL)
             runner.wait(timeout=30)
         seen = check(db, files_dir, folder, server.dimensions, final=False)
