@@ -368,3 +368,17 @@ def test_a_pdf_child_ignores_ctrl_c_and_dies_with_its_parent(tmp_path):
             os.killpg(parent.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def test_ctrl_c_during_another_command_exits_130_without_a_traceback(tmp_path, fake_openai, started):
+    """A search whose query embedding hangs (a silent provider) ends at one Ctrl-C."""
+    desk = vector_desk(fake_openai)
+    desk.add("docs", [write_files(tmp_path / "c", {"a.txt": "tides and harbours"})])
+    desk.close()
+    fake_openai.poison = {SLOW: STALL}
+    run = started(tmp_path, "search", "docs", f"{SLOW} question")
+    run.until(lambda: any(SLOW in " ".join(r.inputs) for r in fake_openai.embedding_requests),
+              "the query embedding request")
+    run.ctrl_c()
+    assert run.wait() == 130
+    assert "Interrupted." in run.stderr and "Traceback" not in run.stderr

@@ -51,8 +51,9 @@ class KbdeskGroup(click.Group):
             raise
         except (click.exceptions.Exit, click.Abort):
             raise
-        except KeyboardInterrupt:
-            raise click.ClickException("interrupted") from None
+        except KeyboardInterrupt:  # Ctrl-C outside an ingestion (those say more): 130, like a shell
+            click.echo("Interrupted.", err=True)
+            raise SystemExit(130) from None
         except Exception as exc:
             if os.environ.get("KBDESK_DEBUG"):
                 raise
