@@ -78,6 +78,27 @@ class IngestSettings:
     """Memory one PDF extraction may use before it fails."""
 
 
+RetrievalPolicy = Literal["auto", "tool", "always", "off"]
+
+
+@dataclass
+class ChatSettings:
+    retrieval: RetrievalPolicy = "auto"
+    """How a chat consults the active KBs: auto (the model may call kb_search; when it
+    answers without, kbdesk searches itself and answers from the passages), tool (only
+    when the model calls kb_search, said when it did not), always (kbdesk searches before
+    every answer) or off. Personas and conversations may choose their own."""
+    max_tokens: int = 1024
+    """Longest answer asked of the model, in tokens (personas may choose their own)."""
+    context_window: int | None = None
+    """The chat model's context window in tokens when its server does not say (llama.cpp,
+    Ollama, LM Studio and vLLM do); unset: 4096."""
+    timeout: float = 600.0
+    """Seconds to wait for a model that has not started or stopped answering (a local
+    model reading a long prompt can take minutes) before giving up; 'waiting for the
+    model' is shown meanwhile."""
+
+
 @dataclass
 class RoleSettings:
     provider: str | None = None
@@ -114,6 +135,8 @@ class Config:
     chunking: ChunkingSettings = field(default_factory=ChunkingSettings)
     ingest: IngestSettings = field(default_factory=IngestSettings)
     roles: RolesSettings = field(default_factory=RolesSettings)
+    chat: ChatSettings = field(default_factory=ChatSettings)
+    """How chats retrieve, how long answers may be, the model's context ([chat])."""
     identity: IdentitySettings = field(default_factory=IdentitySettings)
     """Who you are in Postgres mode: [identity] (scopes and permissions of seed 002)."""
     providers: dict[str, ProviderSettings] = field(default_factory=dict)

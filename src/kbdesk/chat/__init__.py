@@ -10,6 +10,7 @@ from kbdesk.chat.events import (
     Answer,
     ChatEvent,
     Notice,
+    Retrieval,
     Source,
     TextDelta,
     ToolCallFinished,
@@ -17,6 +18,7 @@ from kbdesk.chat.events import (
     ToolCallStarted,
     TurnFinished,
     TurnStarted,
+    Waiting,
 )
 from kbdesk.chat.notes import NoteHit, NoteSearch, NoteService
 from kbdesk.chat.resolve import ActiveKB, KbToggle, kb_hint, resolve_kbs
@@ -29,7 +31,8 @@ from kbdesk.store.notes import Note
 __all__ = [
     "KB_SEARCH_TOOL", "MAX_ROUNDS", "NOTE_SEARCH_TOOL", "ActiveKB", "Answer", "CancelToken", "ChatCancelled",
     "ChatEvent", "ChatMessage", "ChatService", "ChatTarget", "Conversation", "KbToggle", "Note", "NoteHit",
-    "NoteSearch", "NoteService", "Notice", "Persona", "Project", "Source", "TextDelta", "ToolCallFinished",
-    "ToolCallInfo", "ToolCallRecord", "ToolCallStarted", "TurnFinished", "TurnStarted", "chat_target", "kb_hint",
+    "NoteSearch", "NoteService", "Notice", "Persona", "Project", "Retrieval", "Source", "TextDelta", "ToolCallFinished",
+    "ToolCallInfo", "ToolCallRecord", "ToolCallStarted", "TurnFinished", "TurnStarted", "Waiting", "chat_target",
+    "kb_hint",
     "resolve_kbs",
 ]

@@ -2,7 +2,11 @@
 
 A turn is a sequence of events ending in exactly one :class:`TurnFinished`::
 
-    TurnStarted → (TextDelta | ToolCallStarted | ToolCallFinished | Notice)* → TurnFinished
+    TurnStarted → (TextDelta | ToolCallStarted | ToolCallFinished | Notice | Waiting | Retrieval)*
+                → TurnFinished
+
+Exactly one :class:`Retrieval` comes before :class:`TurnFinished` when KBs were active:
+it says whether they were searched this turn (the user always sees it).
 
 Every string in an event is already safe to show: control characters and terminal
 escapes are stripped (it is still plain text, never markup). Events are plain frozen
@@ -15,6 +19,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 AnswerStatus = Literal["complete", "error", "cancelled"]
+# how the active KBs were consulted in a turn: "tool" (the model called kb_search),
+# "auto" (kbdesk searched them itself: the model did not, or policy "always"),
+# "skipped" (policy "tool" and the model did not search), "off" (policy off),
+# "none" (no KB was active)
+RetrievalHow = Literal["tool", "auto", "skipped", "off", "none"]
 
 
 @dataclass(frozen=True)
@@ -81,6 +90,17 @@ class Answer:
     notices: tuple[str, ...] = ()
     error: str | None = None
     rounds: int = 0
+    finish_reason: str | None = None
+    """The server's finish_reason of the last round: "stop", "length" (cut at the
+    length limit: see :attr:`cut`), "tool_calls", or None when it did not say."""
+    retrieval: RetrievalHow = "none"
+    trimmed: int = 0
+    """Earlier questions left out of the prompt to fit the model's context window."""
+
+    @property
+    def cut(self) -> bool:
+        """The answer was cut at the length limit (max_tokens)."""
+        return self.finish_reason == "length"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -90,6 +110,10 @@ class Answer:
             "status": self.status,
             "model": self.model,
             "error": self.error,
+            "finish_reason": self.finish_reason,
+            "cut": self.cut,
+            "retrieval": self.retrieval,
+            "trimmed": self.trimmed,
             "rounds": self.rounds,
             "notices": list(self.notices),
             "tool_calls": [c.to_dict() for c in self.tool_calls],
@@ -133,8 +157,27 @@ class Notice:
 
 
 @dataclass(frozen=True)
+class Waiting:
+    """The model has not said anything for ``seconds`` (reading a long prompt, loading):
+    the turn is still alive and can be stopped. Sent about once a second while waiting."""
+
+    seconds: float
+    round: int = 1
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """Whether the active KBs were searched this turn, and how (see :data:`RetrievalHow`)."""
+
+    how: RetrievalHow
+    knowledge_bases: tuple[str, ...] = ()
+    text: str = ""
+    """One line for the user: "searched Docs (kb_search)", "the model did not search Docs"."""
+
+
+@dataclass(frozen=True)
 class TurnFinished:
     answer: Answer
 
 
-ChatEvent = TurnStarted | TextDelta | ToolCallStarted | ToolCallFinished | Notice | TurnFinished
+ChatEvent = TurnStarted | TextDelta | ToolCallStarted | ToolCallFinished | Notice | Waiting | Retrieval | TurnFinished
