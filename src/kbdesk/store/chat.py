@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbdesk.errors import InvalidInputError, NotFoundError
-from kbdesk.store.personas import UNSET, Persona, PersonasMixin, Project, _marks, _new_id, _now
+from kbdesk.store.personas import UNSET, Persona, PersonasMixin, Project, _marks, _new_id, _now, check_retrieval
 
 __all__ = ["UNSET", "ChatMessage", "ChatMixin", "Conversation", "Persona", "Project", "ToolCallRecord"]
 
@@ -31,6 +31,8 @@ class Conversation:
     created_at: str
     updated_at: str
     message_count: int = 0
+    retrieval: str | None = None
+    """auto, tool, always or off; None: the persona's or config's policy applies."""
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -67,7 +69,7 @@ class ChatMessage:
         return out
 
 
-_CONV = "id, title, persona_id, project_id, created_at, updated_at"
+_CONV = "id, title, persona_id, project_id, created_at, updated_at, retrieval"
 _MSG = "id, channel_id, role, content, tool_call_id, status, model, sources, created_at"
 
 
@@ -91,19 +93,21 @@ class ChatMixin(PersonasMixin):
         row = self._find_row("channels", _CONV, ref, "conversation", "title")
         count = self.connection().execute("SELECT count(*) FROM chat_messages WHERE channel_id = ?",
                                           (row[0],)).fetchone()[0]
-        return Conversation(*row, message_count=count)
+        return Conversation(*row[:6], message_count=count, retrieval=row[6])
 
     def list_conversations(self, project_id: str | None = None) -> list[Conversation]:
         where, args = ("WHERE c.project_id = ?", (project_id,)) if project_id else ("", ())
         rows = self.connection().execute(
             f"SELECT c.id, c.title, c.persona_id, c.project_id, c.created_at, c.updated_at, "
-            f"(SELECT count(*) FROM chat_messages m WHERE m.channel_id = c.id) FROM channels c {where} "
+            f"(SELECT count(*) FROM chat_messages m WHERE m.channel_id = c.id), c.retrieval FROM channels c {where} "
             f"ORDER BY c.updated_at DESC, c.created_at DESC", args).fetchall()
         return [Conversation(*r) for r in rows]
 
     def update_conversation(self, conv_id: str, *, title: Any = UNSET, persona_id: Any = UNSET,
-                            project_id: Any = UNSET) -> Conversation:
+                            project_id: Any = UNSET, retrieval: Any = UNSET) -> Conversation:
         changes: dict[str, Any] = {}
+        if retrieval is not UNSET:
+            changes["retrieval"] = check_retrieval(retrieval)
         if title is not UNSET:
             changes["title"] = _title(title)
         if persona_id is not UNSET:

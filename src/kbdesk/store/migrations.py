@@ -385,6 +385,16 @@ def _m007_one_document_per_path(conn: Any) -> None:
     """)
 
 
+def _m008_chat_retrieval(conn: Any) -> None:
+    # The retrieval policy (auto, tool, always, off; NULL: the next level decides) of a
+    # conversation and of a persona, and a persona's answer length (max_tokens).
+    conn.executescript("""
+    ALTER TABLE channels ADD COLUMN retrieval TEXT CHECK (retrieval IN ('auto', 'tool', 'always', 'off'));
+    ALTER TABLE personas ADD COLUMN retrieval TEXT CHECK (retrieval IN ('auto', 'tool', 'always', 'off'));
+    ALTER TABLE personas ADD COLUMN max_tokens INTEGER CHECK (max_tokens > 0);
+    """)
+
+
 Migration = tuple[str, Callable[[Any], None]]
 
 MIGRATIONS: list[Migration] = [
@@ -395,6 +405,7 @@ MIGRATIONS: list[Migration] = [
     ("chat_and_notes", _m005_chat),
     ("vector_bits", _m006_vector_bits),
     ("one_document_per_path", _m007_one_document_per_path),
+    ("chat_retrieval", _m008_chat_retrieval),
 ]
 
 

@@ -17,7 +17,8 @@ from kbdesk.store.records import check_name
 _UUID_PREFIX = re.compile(r"^[0-9a-fA-F-]{4,36}$")
 UNSET: Any = object()
 """Leave a field as it is (None means "clear it")."""
-_PERSONA = "id, name, system_prompt, provider, model, created_at, updated_at"
+_PERSONA = "id, name, system_prompt, provider, model, created_at, updated_at, retrieval, max_tokens"
+RETRIEVAL_POLICIES = ("auto", "tool", "always", "off")
 _PROJECT = "id, name, description, created_at, updated_at"
 
 
@@ -30,6 +31,10 @@ class Persona:
     model: str | None
     created_at: str
     updated_at: str
+    retrieval: str | None = None
+    """auto, tool, always or off; None: the conversation's or config's policy applies."""
+    max_tokens: int | None = None
+    """Longest answer in tokens; None: the config's ``[chat] max_tokens``."""
     kbs: list[tuple[str, bool]] = field(default_factory=list)
     """(kb_id, auto_search) of each bound KB."""
 
@@ -96,14 +101,16 @@ class PersonasMixin:
 
     # ── personas ───────────────────────────────────────────────────────────────
     def create_persona(self, name: str, system_prompt: str = "", *, provider: str | None = None,
-                       model: str | None = None) -> Persona:
+                       model: str | None = None, retrieval: str | None = None,
+                       max_tokens: int | None = None) -> Persona:
         name, persona_id, now = check_name(name, "persona name"), _new_id(), _now()
+        retrieval, max_tokens = check_retrieval(retrieval), check_max_tokens(max_tokens)
         with self.write() as conn:
             if conn.execute("SELECT 1 FROM personas WHERE name = ? COLLATE NOCASE", (name,)).fetchone():
                 raise ConflictError(f"a persona named '{name}' already exists")
-            conn.execute(f"INSERT INTO personas({_PERSONA}, owner_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            conn.execute(f"INSERT INTO personas({_PERSONA}, owner_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                          (persona_id, name, system_prompt or "", provider or None, model or None, now, now,
-                          self.local_user_id))
+                          retrieval, max_tokens, self.local_user_id))
         return self.find_persona(persona_id)
 
     def find_persona(self, ref: str) -> Persona:
@@ -118,9 +125,13 @@ class PersonasMixin:
         return [self.find_persona(i) for i in ids]
 
     def update_persona(self, persona_id: str, *, name: str | None = None, system_prompt: str | None = None,
-                       provider: Any = UNSET, model: Any = UNSET,
+                       provider: Any = UNSET, model: Any = UNSET, retrieval: Any = UNSET, max_tokens: Any = UNSET,
                        kbs: Sequence[tuple[str, bool]] | None = None) -> Persona:
         changes: dict[str, Any] = {}
+        if retrieval is not UNSET:
+            changes["retrieval"] = check_retrieval(retrieval)
+        if max_tokens is not UNSET:
+            changes["max_tokens"] = check_max_tokens(max_tokens)
         if name is not None:
             changes["name"] = check_name(name, "persona name")
         if system_prompt is not None:
@@ -198,3 +209,20 @@ class PersonasMixin:
         with self.write() as conn:
             conn.execute("DELETE FROM projects WHERE id = ?", (project.id,))
         return project
+
+
+def check_retrieval(policy: str | None) -> str | None:
+    """A retrieval policy (or None: decided by the next level)."""
+    if policy in (None, ""):
+        return None
+    if policy not in RETRIEVAL_POLICIES:
+        raise InvalidInputError(f"retrieval must be one of {', '.join(RETRIEVAL_POLICIES)}, not {policy!r}")
+    return policy
+
+
+def check_max_tokens(value: int | None) -> int | None:
+    if value in (None, 0):
+        return None
+    if not isinstance(value, int) or not 1 <= value <= 1_000_000:
+        raise InvalidInputError("max_tokens must be a whole number from 1 to 1,000,000")
+    return value
