@@ -1,5 +1,8 @@
 """Blocking calls the TUI makes on the core: provider listing and config changes.
 
+Model listing and the model roles live in :mod:`kbdesk.providers.models` (shared with
+``kbdesk model``); they are imported here for the screens.
+
 Plain functions, no Textual: screens run them in thread workers. Keys never leave
 this module in clear: :func:`provider_rows` shows only where a key comes from.
 """
@@ -8,24 +11,17 @@ from __future__ import annotations
 
 import os
 import typing
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from kbdesk.config import Config
 from kbdesk.config_write import update_config
 from kbdesk.errors import InvalidInputError
-from kbdesk.providers import (
-    DEFAULT_BASE_URLS,
-    ModelInfo,
-    OpenAICompatProvider,
-    ProviderKind,
-    base_url_for,
-    embedding_candidates,
-)
+from kbdesk.providers import DEFAULT_BASE_URLS, ProviderKind, base_url_for
+from kbdesk.providers.models import ROLES, list_models, quick_settings, role_candidates, save_roles
 from kbdesk.providers.settings import check_base_url, display_url, key_env_for
 
 KINDS = list(typing.get_args(ProviderKind))
-ROLES = ("embedding", "chat")
 MASK = "••••••••"
 KEY_ENV_HINT = "put the API key in an environment variable and name that variable under 'Key env var'"
 
@@ -60,34 +56,6 @@ def provider_rows(config: Config) -> list[ProviderRow]:
                 url = "(no base URL)"
         rows.append(ProviderRow(name, settings.kind, url, key_source(settings)))
     return rows
-
-
-def quick_settings(settings: Any) -> Any:
-    """Settings for an interactive call: one retry at most, a short timeout."""
-    return replace(settings, max_retries=min(settings.max_retries, 1),
-                   retry_budget=min(settings.retry_budget, 15.0), timeout=min(settings.timeout, 10.0))
-
-
-def list_models(config: Config, provider: str) -> list[ModelInfo]:
-    """The provider's models (``GET /models``); raises a ProviderError with one line."""
-    settings = config.providers.get(provider)
-    if settings is None:
-        raise InvalidInputError(f"no provider named '{provider}'")
-    if settings.kind == "local":  # in-process: lists only what it has loaded (often nothing)
-        from kbdesk.providers.local import LocalProvider
-
-        with LocalProvider(provider, settings) as local:
-            return local.list_models()
-    with OpenAICompatProvider(provider, quick_settings(settings)) as client:
-        return client.list_models()
-
-
-def role_candidates(models: list[ModelInfo], role: str) -> list[ModelInfo]:
-    """Seed 000 §0: the embedding role takes typed embedding models and untyped ones;
-    other roles take their own type, and untyped models count as chat models."""
-    if role == "embedding":
-        return embedding_candidates(models)
-    return [m for m in models if (m.model_type or "chat") == role]
 
 
 @dataclass
@@ -145,20 +113,5 @@ def remove_provider(config_path: Any, name: str) -> Config:
         for role_name, role in raw.get("roles", {}).items():
             if isinstance(role, dict) and role.get("provider") == name:
                 raise InvalidInputError(f"the {role_name} role uses '{name}': choose another provider first")
-
-    return update_config(config_path, change)
-
-
-def save_roles(config_path: Any, roles: dict[str, tuple[str | None, str | None]]) -> Config:
-    """Set ``roles.NAME.provider`` / ``.model`` (None clears a value)."""
-    def change(raw: dict[str, Any]) -> None:
-        table = raw.setdefault("roles", {})
-        for role, (provider, model) in roles.items():
-            entry = {k: v for k, v in table.get(role, {}).items() if k not in ("provider", "model")}
-            if provider:
-                entry["provider"] = provider
-            if model:
-                entry["model"] = model
-            table[role] = entry
 
     return update_config(config_path, change)
