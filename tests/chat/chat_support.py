@@ -8,9 +8,15 @@ from kbdesk.paths import get_paths
 
 
 def write_config(server: FakeChat, *, model: str = "tiny", embedding_model: str | None = None,
-                 api_key_env: str | None = None, max_retries: int = 0, timeout: float = 5.0) -> None:
-    """config.toml: one provider at ``server`` serving the chat role (and the embedding role)."""
+                 api_key_env: str | None = None, max_retries: int = 0, timeout: float = 5.0,
+                 retrieval: str | None = "tool", extra: str = "") -> None:
+    """config.toml: one provider at ``server`` serving the chat role (and the embedding role).
+
+    ``retrieval`` defaults to "tool" (the model alone decides whether to search), so a
+    test scripts exactly the rounds the model plays; None leaves kbdesk's default (auto)."""
     text = f'[roles.chat]\nprovider = "local"\nmodel = "{model}"\n\n'
+    if retrieval or extra:
+        text += "[chat]\n" + (f'retrieval = "{retrieval}"\n' if retrieval else "") + extra + "\n"
     if embedding_model:
         text += f'[roles.embedding]\nprovider = "local"\nmodel = "{embedding_model}"\n\n'
     text += (f'[providers.local]\nkind = "custom"\nbase_url = "{server.base_url}"\n'
