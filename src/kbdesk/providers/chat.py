@@ -1,53 +1,75 @@
 """Chat completions from an OpenAI-compatible server, streamed, with tool calls.
 
-``POST {base_url}/chat/completions`` with ``stream: true``; the request goes through the
-same :class:`~kbdesk.providers.transport.Transport` as embeddings (retries with backoff
-on 429/5xx until the answer starts, clear errors for 401/404/other 4xx, credentials
-masked in every message). The answer is read as server-sent events
-(:mod:`kbdesk.providers.sse`)::
+``POST {base_url}/chat/completions`` with ``stream: true``, the body shaped by
+:mod:`kbdesk.providers.chat_wire` so that the strictest servers accept it, the answer
+read as server-sent events (:mod:`kbdesk.providers.sse`)::
 
     with ChatClient("local", settings) as client:
-        for item in client.stream(messages, "llama3.2", tools=[...], cancel=token):
+        for item in client.stream(messages, "llama3.2", tools=[...], cancel=token,
+                                  on_wait=show_waiting, wait_limit=600):
             if isinstance(item, str):
                 print(item, end="")        # a piece of the answer, as it arrives
             else:
-                completion = item          # the last item: text + tool calls
+                completion = item          # the last item: text, tool calls, finish_reason
 
-Cancelling ``token`` (from any thread) closes the open response and makes the stream
-raise :class:`ChatCancelled`.
+What is retried, and what is not (a generation is never sent twice):
+
+* a connection that could not be made (refused, or no connection in time), and HTTP
+  429/502/503/504 (after ``Retry-After`` when the server gives one), within the
+  provider's ``max_retries`` and ``retry_budget``;
+* never a timeout once the request is sent: while nothing arrives (the model reading a
+  long prompt, or a stall mid-answer) ``on_wait(seconds)`` is called about once a second
+  and the stream keeps waiting, up to ``wait_limit`` seconds; then one line says so;
+* never 400/401/403/404/413/422, any other 5xx, a request the server finds invalid, or
+  a prompt over the model's context (:class:`ContextOverflowError`).
+
+``cancel.cancel()`` from any thread makes the stream raise :class:`ChatCancelled` within
+a fraction of a second, whatever it is waiting for (connection, headers, next piece): the
+request runs in a worker thread (:mod:`kbdesk.providers.chat_io`) and its socket is
+shut down.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import random
 import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from types import SimpleNamespace
 from typing import Any
 
 import httpx
 
 from kbdesk.errors import KbdeskError
+from kbdesk.providers.chat_io import Event, Exchange
+from kbdesk.providers.chat_wire import chat_payload
 from kbdesk.providers.errors import (
-    ProviderError, ProviderRequestError, ProviderResponseError, ProviderUnavailableError,
+    ContextOverflowError, ProviderError, ProviderRequestError, ProviderResponseError, ProviderUnavailableError,
 )
+from kbdesk.providers.retry import backoff_delay, parse_retry_after
 from kbdesk.providers.secrets import Redactor
-from kbdesk.providers.settings import ProviderSettings, base_url_for
+from kbdesk.providers.settings import ProviderSettings, base_url_for, display_url
 from kbdesk.providers.sse import Completion, ToolCallAssembler, read_usage, sse_data, whole_completion
 from kbdesk.providers.transport import Transport, who
-from kbdesk.providers.validate import error_message_from
+from kbdesk.providers.validate import (
+    error_message, error_message_from, html_page_hint, says_context_overflow, says_invalid_request,
+)
 
 log = logging.getLogger("kbdesk.providers")
+
+DEFAULT_WAIT_LIMIT = 600.0
+"""Seconds to wait for a silent model when the caller sets no ``wait_limit`` ([chat] timeout)."""
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+"""The only statuses worth sending a chat request again for: the server did not start on it."""
+OVERFLOW = "the conversation is too long for the model's context"
 
 _TOOL_WORDS = re.compile(r"\btools?\b|tool[_ ]?(choice|call|use)|function[_ ]?call", re.I)
 _REFUSAL_WORDS = re.compile(r"support|requires?|enable|jinja|not allowed|unknown|unrecognized|invalid|"
                             r"extra (fields|inputs)|not permitted", re.I)
-# servers known to accept stream_options (usage in the last chunk); others may refuse unknown fields
-_USAGE_KINDS = ("openai", "openrouter")
+_CHOICE_WORDS = re.compile(r"tool[_ ]choice", re.I)
 
 
 class ChatCancelled(KbdeskError):
@@ -55,7 +77,12 @@ class ChatCancelled(KbdeskError):
 
 
 class ToolsRejectedError(ProviderRequestError):
-    """The server (or model) does not accept tools; the caller may retry without them."""
+    """The server (or model) does not accept tools; the caller may retry without them.
+    ``choice``: the refusal names ``tool_choice`` (retry with tools but without forcing)."""
+
+    def __init__(self, message: str, *, choice: bool = False, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.choice = choice
 
 
 class CancelToken:
@@ -108,23 +135,58 @@ def says_tools_rejected(message: str) -> bool:
     return bool(_TOOL_WORDS.search(message) and _REFUSAL_WORDS.search(message))
 
 
+class _Silence(Exception):
+    """Nothing arrived for ``wait_limit`` seconds."""
+
+    def __init__(self, waited: float) -> None:
+        super().__init__(waited)
+        self.waited = waited
+
+
+class _Waiter:
+    """Takes events off an exchange without ever blocking on the network: wakes at once
+    on cancel, calls ``on_wait`` about once a second of silence, gives up after ``limit``."""
+
+    def __init__(self, cancel: CancelToken, on_wait: Callable[[float], None] | None, limit: float) -> None:
+        self.cancel, self.on_wait, self.limit = cancel, on_wait, limit
+        self.since, self.tick = time.monotonic(), 1.0
+
+    def next(self, exchange: Exchange) -> Event:
+        while True:
+            waited = time.monotonic() - self.since
+            item = exchange.get(min(self.tick, self.limit) - waited)
+            self.cancel.check()
+            now = time.monotonic()
+            if item is not None:
+                self.since, self.tick = now, 1.0
+                return item
+            waited = now - self.since
+            if waited >= self.limit:
+                raise _Silence(waited)
+            if waited >= self.tick:
+                self.tick = math.floor(waited) + 1.0
+                if self.on_wait is not None:
+                    self.on_wait(waited)
+
+
 class ChatClient:
-    """Streaming chat completions from one configured provider."""
+    """Streaming chat completions from one configured provider.
+
+    ``client`` may be shared (it is then not closed by :meth:`close`). The client made
+    here keeps no idle connections, so that every request has a socket of its own that a
+    cancel can shut down even before the server answers.
+    """
 
     def __init__(self, name: str, settings: ProviderSettings, *, client: httpx.Client | None = None) -> None:
         self.name = name
         self.settings = settings
         self.base_url = base_url_for(settings, name)
         self._owns_client = client is None
-        self._client = client if client is not None else httpx.Client(headers={"User-Agent": "kbdesk"})
-        self._cancel = CancelToken()
-        # waits between retries end early on cancel
-        self._transport = Transport(name, settings, self.base_url, self._client, sleep=self._wait,
+        self._client = client if client is not None else httpx.Client(
+            headers={"User-Agent": "kbdesk"}, limits=httpx.Limits(max_keepalive_connections=0))
+        self._transport = Transport(name, settings, self.base_url, self._client, sleep=time.sleep,
                                     clock=time.monotonic, rng=random.Random())
-
-    def _wait(self, seconds: float) -> None:
-        self._cancel.wait(seconds)
-        self._cancel.check()
+        self._rng = random.Random()
 
     def close(self) -> None:
         if self._owns_client:
@@ -137,130 +199,227 @@ class ChatClient:
         self.close()
 
     def stream(self, messages: Sequence[dict[str, Any]], model: str, *,
-               tools: Sequence[dict[str, Any]] | None = None,
-               cancel: CancelToken | None = None) -> Iterator[str | Completion]:
+               tools: Sequence[dict[str, Any]] | None = None, cancel: CancelToken | None = None,
+               tool_choice: str | None = None, max_tokens: int | None = None,
+               on_wait: Callable[[float], None] | None = None,
+               wait_limit: float | None = None) -> Iterator[str | Completion]:
         """Pieces of the answer (``str``) as they arrive, then the whole :class:`Completion`.
 
-        Raises :class:`ToolsRejectedError` when tools were offered and the server refused
-        them, :class:`ChatCancelled` when ``cancel`` fires, and another
-        :class:`ProviderError` (one readable line, no key in it) for anything else.
+        ``tool_choice``: "auto" (the default), "required", "none" or the name of the one
+        function the model must call. ``max_tokens``: the longest answer asked for (its
+        end shows as ``finish_reason == "length"``). ``on_wait(seconds)`` is called from
+        this thread about once a second while nothing arrives; after ``wait_limit``
+        seconds of that (default :data:`DEFAULT_WAIT_LIMIT`) the stream fails.
+
+        Raises :class:`ChatCancelled` when ``cancel`` fires, :class:`ContextOverflowError`
+        when the prompt is over the model's context, :class:`ToolsRejectedError` when
+        tools were offered and refused, and another :class:`ProviderError` (one line
+        naming provider and model, no key in it) for anything else.
         """
         cancel = cancel or CancelToken()
-        payload: dict[str, Any] = {"model": model, "messages": list(messages), "stream": True}
-        if tools:
-            payload["tools"] = list(tools)
-        if self.settings.kind in _USAGE_KINDS:
-            payload["stream_options"] = {"include_usage": True}
+        payload = chat_payload(messages, model, kind=self.settings.kind, base_url=self.base_url, tools=tools,
+                               tool_choice=tool_choice, max_tokens=max_tokens)
         cancel.check()
         log.debug("provider %s: chat with %s, %d messages, %d tools", self.name, model, len(messages),
                   len(tools or ()))
-        self._cancel = cancel
-        # a cancel while waiting for the server to start answering closes this client's
-        # connections (only when the client is ours: a shared one is not ours to close)
-        forget_client = cancel.on_cancel(self._client.close) if self._owns_client else (lambda: None)
+        waiter = _Waiter(cancel, on_wait, float(wait_limit) if wait_limit else DEFAULT_WAIT_LIMIT)
+        current: list[Exchange] = []
+        forget = cancel.on_cancel(lambda: current and current[-1].abort())
         try:
-            with self._transport.stream("POST", "/chat/completions", model, payload,
-                                        SimpleNamespace(calls=0)) as response:
-                forget = cancel.on_cancel(response.close)
-                try:
-                    yield from self._read(response, model, cancel)
-                finally:
-                    forget()
-        except ChatCancelled:
-            raise
-        except Exception as exc:
-            if cancel.cancelled:
-                raise ChatCancelled("stopped") from None
-            if isinstance(exc, ProviderError) and tools and \
-                    (isinstance(exc, ProviderRequestError) or exc.status == 500) and says_tools_rejected(str(exc)):
-                raise ToolsRejectedError(str(exc), provider=self.name, model=model, status=exc.status) from None
-            raise
+            response = self._open(payload, model, waiter, current)
+            yield from self._read(current[-1], response, model, waiter)
         finally:
-            forget_client()
+            forget()
+            if current:
+                current[-1].abort()  # ends a worker still reading (a no-op once it has finished)
+
+    # ── sending, and what a status means ───────────────────────────────────────
+    def _open(self, payload: dict[str, Any], model: str, waiter: _Waiter,
+              current: list[Exchange]) -> httpx.Response:
+        """Send until a 2xx starts; returns its response (the exchange is ``current[-1]``)."""
+        named, started, retries = who(self.name, model), time.monotonic(), 0
+        timeout = httpx.Timeout(waiter.limit + 30.0, connect=min(self.settings.timeout, 10.0))
+        while True:
+            waiter.cancel.check()
+            request = self._transport.build("POST", "/chat/completions", payload, accept="text/event-stream",
+                                            timeout=timeout)
+            current.append(Exchange(self._client, request))
+            current[-1].start()
+            retry_after = None
+            try:
+                kind, value = waiter.next(current[-1])
+            except _Silence as silence:
+                raise ProviderUnavailableError(f"{named}: no answer within {silence.waited:.0f} s (the model did "
+                                               "not start answering; [chat] timeout sets how long to wait)",
+                                               provider=self.name, model=model) from None
+            if kind == "head":
+                response: httpx.Response = value
+                if response.status_code < 300:
+                    return response
+                message = self._said(response)
+                error = self._refusal(response.status_code, message, model, payload)
+                if error is not None:
+                    raise error
+                problem = f"HTTP {response.status_code}" + (f": {message}" if message else "")
+                retry_after = parse_retry_after(response.headers.get("Retry-After"))
+            elif isinstance(value, httpx.ConnectTimeout):
+                problem = f"no connection to {display_url(self.base_url)} within {timeout.connect:g} s"
+            elif isinstance(value, httpx.ConnectError):
+                problem = f"could not connect to {display_url(self.base_url)} (is the server running?)"
+            elif isinstance(value, httpx.TimeoutException):
+                raise ProviderUnavailableError(f"{named}: no answer within {timeout.read:g} s",
+                                               provider=self.name, model=model) from None
+            elif isinstance(value, httpx.TransportError):
+                raise ProviderUnavailableError(f"{named}: the connection dropped before the answer started "
+                                               f"({type(value).__name__}); not sent again",
+                                               provider=self.name, model=model) from None
+            elif isinstance(value, httpx.HTTPError):
+                raise ProviderResponseError(f"{named}: unreadable answer ({type(value).__name__})",
+                                            provider=self.name, model=model) from None
+            else:
+                raise value
+            retries += 1
+            elapsed = time.monotonic() - started
+            delay = backoff_delay(retries, retry_after, self._rng)
+            if retries > self.settings.max_retries or elapsed + delay > self.settings.retry_budget:
+                why = f"gave up after {retries} attempt{'s' if retries > 1 else ''} in {elapsed:.1f} s"
+                if retries <= self.settings.max_retries:
+                    why += f" (waiting {delay:g} s more would pass the {self.settings.retry_budget:g} s retry budget)"
+                raise ProviderUnavailableError(f"{named}: {why}; last problem: {problem}", provider=self.name,
+                                               model=model)
+            log.warning("provider %s: chat request failed (%s); retry %d of %d in %.1f s", self.name, problem,
+                        retries, self.settings.max_retries, delay)
+            if waiter.cancel.wait(delay):
+                waiter.cancel.check()
+
+    def _said(self, response: httpx.Response) -> str:
+        if "html" in response.headers.get("content-type", "").lower():
+            return "an HTML page"
+        return error_message(response.content, clean=Redactor.for_settings(self.settings))
+
+    def _refusal(self, status: int, message: str, model: str, payload: dict[str, Any]) -> ProviderError | None:
+        """The error a final status means, or None for a status worth retrying."""
+        named, said = who(self.name, model), f": {message}" if message else ""
+        if status in RETRY_STATUSES:
+            return None
+        if status not in (401, 403, 404) and says_context_overflow(message):
+            return ContextOverflowError(f"{named}: {OVERFLOW} (HTTP {status}{said})", provider=self.name,
+                                        model=model, status=status)
+        if payload.get("tools") and 400 <= status <= 500 and says_tools_rejected(message) and \
+                not (says_invalid_request(message) and "messages" in message):
+            choice = "tool_choice" in payload and bool(_CHOICE_WORDS.search(message))
+            return ToolsRejectedError(f"{named}: the server refused the tools (HTTP {status}){said}", choice=choice,
+                                      provider=self.name, model=model, status=status)
+        if status >= 500:
+            kind = ProviderRequestError if says_invalid_request(message) else ProviderUnavailableError
+            return kind(f"{named}: the server failed, HTTP {status}{said} (not sent again)", provider=self.name,
+                        model=model, status=status)
+        try:
+            self._transport.raise_for_status(status, message, model, "/chat/completions")
+        except ProviderError as exc:
+            return exc
+        return ProviderRequestError(f"{named}: the server rejected the request (HTTP {status}){said}",
+                                    provider=self.name, model=model, status=status)
 
     # ── reading the answer ─────────────────────────────────────────────────────
-    def _read(self, response: httpx.Response, model: str, cancel: CancelToken) -> Iterator[str | Completion]:
-        clean = Redactor.for_settings(self.settings)
-        if "json" in response.headers.get("content-type", "") and "event-stream" not in \
-                response.headers.get("content-type", ""):
-            yield self._whole(response, model, clean, cancel)
+    def _read(self, exchange: Exchange, response: httpx.Response, model: str,
+              waiter: _Waiter) -> Iterator[str | Completion]:
+        named, clean = who(self.name, model), Redactor.for_settings(self.settings)
+        kind = response.headers.get("content-type", "").lower()
+        if "html" in kind:
+            raise ProviderResponseError(f"{named}: {html_page_hint(display_url(self.base_url))}",
+                                        provider=self.name, model=model, status=response.status_code)
+        if "json" in kind and "event-stream" not in kind:
+            yield self._whole(response, model, clean)
             return
-        assembler = ToolCallAssembler()
-        done = False
-        parts: list[str] = []
+        assembler, parts, usage = ToolCallAssembler(), [], {}
         finish: str | None = None
-        usage: dict[str, int] = {}
-        try:
-            for line in response.iter_lines():
-                cancel.check()
-                data = sse_data(line)
-                if data is None or not data:
-                    continue
-                if data == "[DONE]":
-                    done = True
-                    break
-                chunk = self._chunk(data, model, clean)
-                usage = read_usage(chunk) or usage
-                choices = chunk.get("choices")
-                if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-                    continue
-                choice = choices[0]
-                delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else \
-                    choice.get("message") if isinstance(choice.get("message"), dict) else {}
-                text = delta.get("content")
-                if isinstance(text, str) and text:
-                    parts.append(text)
-                    yield text
-                for fragment in delta.get("tool_calls") or []:
-                    assembler.add(fragment)
-                finish = choice.get("finish_reason") or finish
-        except httpx.TimeoutException:
-            cancel.check()
-            raise ProviderUnavailableError(f"{who(self.name, model)}: the answer stopped arriving "
-                                           f"(nothing for {self.settings.timeout:g} s)",
-                                           provider=self.name, model=model) from None
-        except (httpx.TransportError, httpx.StreamError) as exc:
-            cancel.check()
-            raise ProviderUnavailableError(f"{who(self.name, model)}: the connection dropped in the middle of "
-                                           f"the answer ({type(exc).__name__})", provider=self.name,
-                                           model=model) from None
-        cancel.check()
+        done = seen = False
+        while not done:
+            try:
+                event, value = waiter.next(exchange)
+            except _Silence as silence:
+                what = "the answer stopped arriving (nothing" if seen else "the model did not start answering (nothing"
+                raise ProviderUnavailableError(f"{named}: {what} for {silence.waited:.0f} s; [chat] timeout sets how "
+                                               "long to wait)", provider=self.name, model=model) from None
+            if event == "end":
+                break
+            if event == "error":
+                self._broken(value, model, waiter.limit)
+            if value.startswith("error:"):  # llama.cpp's server-sent "error" event
+                self._chunk('{"error": ' + value[6:].strip() + "}", model, clean)
+            data = sse_data(value)
+            if not data:
+                continue
+            if data == "[DONE]":
+                done = True
+                break
+            chunk = self._chunk(data, model, clean)
+            seen = True
+            usage = read_usage(chunk) or usage
+            choices = chunk.get("choices")
+            if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+                continue
+            choice = choices[0]
+            delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else \
+                choice.get("message") if isinstance(choice.get("message"), dict) else {}
+            text = delta.get("content")
+            if isinstance(text, str) and text:
+                parts.append(text)
+                yield text
+            for fragment in delta.get("tool_calls") or []:
+                assembler.add(fragment)
+            finish = choice.get("finish_reason") or finish
+        calls = assembler.calls()
         if not done and finish is None:
-            raise ProviderResponseError(f"{who(self.name, model)}: the answer stream ended before the answer "
-                                        "was complete (no finish_reason and no [DONE])", provider=self.name,
-                                        model=model)
-        yield Completion("".join(parts), assembler.calls(), finish, usage)
+            if not parts and not calls:  # llama-cpp-python's answer to a prompt over its context
+                raise ContextOverflowError(f"{named}: {OVERFLOW} (the server ended the answer without a word, "
+                                           "as llama-cpp-python does when the prompt does not fit)",
+                                           provider=self.name, model=model, status=response.status_code)
+            raise ProviderResponseError(f"{named}: the answer stream ended before the answer was complete "
+                                        "(no finish_reason and no [DONE])", provider=self.name, model=model)
+        yield Completion("".join(parts), calls, finish, usage)
+
+    def _broken(self, exc: BaseException, model: str, limit: float) -> None:
+        named = who(self.name, model)
+        if isinstance(exc, httpx.TimeoutException):
+            raise ProviderUnavailableError(f"{named}: the answer stopped arriving (nothing for {limit:g} s)",
+                                           provider=self.name, model=model) from None
+        if isinstance(exc, (httpx.TransportError, httpx.StreamError)):
+            raise ProviderUnavailableError(f"{named}: the connection dropped in the middle of the answer "
+                                           f"({type(exc).__name__})", provider=self.name, model=model) from None
+        raise exc
 
     def _chunk(self, data: str, model: str, clean: Redactor) -> dict[str, Any]:
+        named = who(self.name, model)
         try:
             chunk = json.loads(data)
         except ValueError:
             sample = " ".join(clean(data).split())[:80]
-            raise ProviderResponseError(f"{who(self.name, model)}: malformed answer stream: a data line is not "
-                                        f"JSON: {sample!r}", provider=self.name, model=model) from None
+            raise ProviderResponseError(f"{named}: malformed answer stream: a data line is not JSON: {sample!r}",
+                                        provider=self.name, model=model) from None
         if not isinstance(chunk, dict):
-            raise ProviderResponseError(f"{who(self.name, model)}: malformed answer stream: a data line is not "
-                                        "a JSON object", provider=self.name, model=model)
+            raise ProviderResponseError(f"{named}: malformed answer stream: a data line is not a JSON object",
+                                        provider=self.name, model=model)
         if "error" in chunk and not chunk.get("choices"):
-            message = error_message_from(chunk, clean=clean)
-            raise ProviderRequestError(f"{who(self.name, model)}: the server reported an error mid-answer: "
-                                       f"{message}", provider=self.name, model=model, status=200)
+            message = error_message_from(chunk, clean=clean) or error_message_from(chunk.get("error"), clean=clean)
+            if says_context_overflow(message):
+                raise ContextOverflowError(f"{named}: {OVERFLOW} ({message})", provider=self.name, model=model,
+                                           status=200)
+            raise ProviderRequestError(f"{named}: the server reported an error mid-answer: {message}",
+                                       provider=self.name, model=model, status=200)
         return chunk
 
-    def _whole(self, response: httpx.Response, model: str, clean: Redactor, cancel: CancelToken) -> Completion:
+    def _whole(self, response: httpx.Response, model: str, clean: Redactor) -> Completion:
         try:
-            body = json.loads(response.read())
-            cancel.check()
+            body = json.loads(response.content)
             if isinstance(body, dict) and "error" in body and "choices" not in body:
                 self._chunk(json.dumps(body), model, clean)
             return whole_completion(body)
         except (ValueError, UnicodeDecodeError) as exc:
             raise ProviderResponseError(f"{who(self.name, model)}: unreadable answer: {clean(str(exc))}",
                                         provider=self.name, model=model) from None
-        except httpx.HTTPError as exc:
-            cancel.check()
-            raise ProviderUnavailableError(f"{who(self.name, model)}: the connection dropped ({type(exc).__name__})",
-                                           provider=self.name, model=model) from None
 
 
-__all__ = ["CancelToken", "ChatCancelled", "ChatClient", "Completion", "ToolsRejectedError", "says_tools_rejected"]
+__all__ = ["DEFAULT_WAIT_LIMIT", "OVERFLOW", "RETRY_STATUSES", "CancelToken", "ChatCancelled", "ChatClient",
+           "Completion", "ContextOverflowError", "ToolsRejectedError", "says_tools_rejected"]

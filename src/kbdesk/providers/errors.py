@@ -60,6 +60,13 @@ class ProviderRequestError(ProviderError):
     """The server rejected the request for a reason retrying cannot fix (other 4xx)."""
 
 
+class ContextOverflowError(ProviderRequestError):
+    """The prompt (system prompt, history, tool results and the room asked for the answer)
+    is over the model's context window: the server said so (400/500 "context length",
+    "exceeds the available context size", ...), or ended the answer without a word
+    (llama-cpp-python does that). Not retried: the caller shortens the prompt."""
+
+
 class ProviderResponseError(ProviderError):
     """The server answered, but not with what the OpenAI embeddings API promises."""
 

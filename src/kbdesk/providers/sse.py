@@ -37,7 +37,14 @@ class Completion:
     content: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
     finish_reason: str | None = None
+    """The server's finish_reason: "stop", "length" (cut at ``max_tokens`` or the
+    context), "tool_calls"; None when the stream ended with [DONE] but did not say."""
     usage: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def finish(self) -> str | None:
+        """Same as :attr:`finish_reason`."""
+        return self.finish_reason
 
 
 @dataclass

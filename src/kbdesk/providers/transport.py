@@ -34,7 +34,7 @@ from kbdesk.providers.secrets import Redactor
 from kbdesk.providers.settings import (
     ProviderSettings, display_url, key_env_for, resolve_api_key, url_credentials, without_credentials,
 )
-from kbdesk.providers.validate import error_message, says_model_missing, says_too_large
+from kbdesk.providers.validate import error_message, html_page_hint, says_model_missing, says_too_large, v1_hint
 
 log = logging.getLogger("kbdesk.providers")
 
@@ -94,6 +94,29 @@ class Transport:
             yield response
         finally:
             response.close()
+
+    def build(self, method: str, path: str, payload: dict[str, Any] | None, *, accept: str,
+              timeout: httpx.Timeout, extensions: dict[str, Any] | None = None) -> httpx.Request:
+        """One request to ``path`` with the key (looked up now) and any URL credentials as
+        Basic auth; for callers that send it themselves (the chat client)."""
+        headers = {"Accept": accept}
+        key = resolve_api_key(self.settings)
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        request = self.client.build_request(method, self._url + path, json=payload, headers=headers,
+                                            timeout=timeout, extensions=extensions)
+        if self._sends_credentials:
+            request = next(self._auth.sync_auth_flow(request))
+        return request
+
+    @property
+    def sends_key(self) -> bool:
+        return bool(resolve_api_key(self.settings)) or self._sends_credentials
+
+    def raise_for_status(self, status: int, message: str, model: str | None, path: str) -> None:
+        """Raise the error a final status means (401/403, 404 or "model not found", other
+        4xx); return for a status the embeddings policy would retry."""
+        self._raise_for_status(status, message, model, path, sent_key=self.sends_key)
 
     def _attempts(self, method: str, path: str, model: str | None, payload: dict[str, Any] | None,
                   counter: CallCounter, key: str | None, *, stream: bool) -> httpx.Response:
@@ -156,8 +179,7 @@ class Transport:
         except ValueError:
             named, status = who(self.name, model), response.status_code
             if "html" in response.headers.get("content-type", "").lower():
-                raise ProviderResponseError(f"{named}: the server answered with a web page, not JSON; is "
-                                            f"{display_url(self.base_url)} the API root (it usually ends in /v1)?",
+                raise ProviderResponseError(f"{named}: {html_page_hint(display_url(self.base_url))}",
                                             provider=self.name, model=model, status=status) from None
             sample = " ".join(clean(response.text).split())
             detail = f"the server's answer is not JSON: {sample[:120]!r}"
@@ -178,7 +200,8 @@ class Transport:
         if status == 404 or (400 <= status <= 500 and status != 429 and says_model_missing(message)):
             where = f"{display_url(self.base_url)}{path}"
             what = f"model '{model}' (or {where})" if model else where
-            raise ProviderNotFoundError(f"{named}: {what} was not found (HTTP {status}){said}",
+            hint = v1_hint(self.settings.kind, self._url) if status == 404 else ""
+            raise ProviderNotFoundError(f"{named}: {what} was not found (HTTP {status}){said}{hint}",
                                         provider=self.name, model=model, status=status)
         if path == "/embeddings" and says_too_large(status, message):
             raise TooLarge(status, message)

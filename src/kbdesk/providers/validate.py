@@ -15,8 +15,10 @@ import numpy as np
 
 from kbdesk.providers.results import ModelInfo, normalise_model_type
 
-NESTED_VECTORS = ("server returned one vector per token (nested lists) instead of one per input; "
-                  "start llama.cpp's server with --pooling mean (or cls/last) so it pools them")
+NESTED_VECTORS = ("server returned one vector per token (nested lists) instead of one per input: the model is not "
+                  "pooled; start llama.cpp's llama-server with --embeddings --pooling mean (or cls, last); "
+                  "llama-cpp-python's server has no pooling option: serve an embedding model there "
+                  "(one whose GGUF sets its pooling, e.g. nomic-embed-text or bge)")
 
 
 class ShapeError(ValueError):
@@ -218,3 +220,45 @@ def says_too_large(status: int, message: str) -> bool:
 def says_model_missing(message: str) -> bool:
     """Whether an error message says the model does not exist."""
     return bool(_MODEL_MISSING.search(message))
+
+
+# What servers say when the prompt does not fit: OpenAI, vLLM and llama-cpp-python ("This
+# model's maximum context length is N tokens"), llama.cpp ("the request exceeds the
+# available context size", type exceed_context_size_error), LM Studio ("context length of
+# only N tokens"), others ("too many tokens", "prompt is too long").
+_OVERFLOW = re.compile(
+    r"context[_ ](length|window|size)|exceeds? the (available )?context|exceed_context|maximum context|"
+    r"too many tokens|(prompt|input|conversation) is too long|reduce the length of the messages|"
+    r"maximum model length|longer than the (model'?s? )?(maximum )?context|context overflow", re.I)
+# Request validation: pydantic (llama-cpp-python, vLLM, LiteLLM), nlohmann::json type
+# errors and message parsing (llama.cpp), OpenAI's schema checks.
+_VALIDATION = re.compile(
+    r"validation errors?\b|Input should be|Field required|Extra inputs are not permitted|\btype_error\b|"
+    r"type must be \w+, but is|Failed to parse|Expected '\w+'|is too short - '|is not of type '|"
+    r"Unsupported parameter|Invalid (type|value) for|invalid_request_error.*param", re.I)
+
+
+def says_context_overflow(message: str) -> bool:
+    """Whether an error message says the prompt is over the model's context window."""
+    return bool(_OVERFLOW.search(message))
+
+
+def says_invalid_request(message: str) -> bool:
+    """Whether an error message is the server's request validation (never fixed by a retry)."""
+    return bool(_VALIDATION.search(message))
+
+
+def html_page_hint(url: str) -> str:
+    """What a 200 with an HTML page means: the base URL points at a web page, not the API."""
+    return f"got an HTML page — is the base URL right (it usually ends in /v1)? (a web page, not JSON; " \
+           f"is {url} the API root?)"
+
+
+V1_KINDS = frozenset({"openai", "ollama", "lmstudio", "vllm", "llamacpp", "custom"})
+
+
+def v1_hint(kind: str, base_url: str) -> str:
+    """" (does the base URL need /v1?)" for a 404 from a base URL without /v1, else ""."""
+    if kind in V1_KINDS and not base_url.rstrip("/").endswith("/v1"):
+        return " (does the base URL need /v1?)"
+    return ""
