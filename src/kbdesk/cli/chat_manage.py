@@ -8,6 +8,7 @@ import click
 from rich.text import Text
 
 from kbdesk.chat.safety import one_line
+from kbdesk.cli.chat_turn import RETRIEVAL_POLICIES
 from kbdesk.cli.output import plain, print_json, stdout, table
 from kbdesk.store.chat import UNSET
 
@@ -132,11 +133,17 @@ def _print_persona(state, persona, as_json) -> None:
     console.print(Text(persona.name, style="bold"))
     console.print(plain(f"model: {persona.model or '(roles.chat)'}"
                         f"{' via ' + persona.provider if persona.provider else ''}"))
+    if persona.retrieval or persona.max_tokens:
+        console.print(plain(f"retrieval: {persona.retrieval or '(default)'}, "
+                            f"max_tokens: {persona.max_tokens or '(default)'}"))
     for kb_id, auto in persona.kbs:
         console.print(plain(f"KB: {names.get(kb_id, kb_id)}{'  (auto-search)' if auto else ''}"))
     if persona.system_prompt:
         console.print(Text(persona.system_prompt, style="dim"))
 
+
+RETRIEVAL_HELP = ("How its chats consult the KBs: auto (the model may search; if it does not, kbdesk does), "
+                  "tool (only when the model searches), always (kbdesk searches first) or off")
 
 persona_kb_options = [
     click.option("--kb", "kbs", multiple=True, metavar="KB", help="Bind this KB (repeatable)."),
@@ -158,13 +165,18 @@ def _with(options):
 @click.option("-p", "--prompt", default="", help="System prompt (- reads stdin).")
 @click.option("--model", help="Chat model (default: roles.chat.model).")
 @click.option("--provider", help="Provider of the model (default: roles.chat.provider).")
+@click.option("--retrieval", type=click.Choice(RETRIEVAL_POLICIES),
+              help=RETRIEVAL_HELP + " (default: [chat] retrieval).")
+@click.option("--max-tokens", type=click.IntRange(1, 1_000_000), metavar="N",
+              help="Longest answer in tokens (default: [chat] max_tokens).")
 @_with(persona_kb_options)
 @json_option
 @click.pass_obj
-def persona_create(state, name, prompt, model, provider, kbs, auto, as_json) -> None:
+def persona_create(state, name, prompt, model, provider, retrieval, max_tokens, kbs, auto, as_json) -> None:
     """Create a persona."""
+    limits = {k: v for k, v in (("retrieval", retrieval), ("max_tokens", max_tokens)) if v is not None}
     persona = state.desk().chat().create_persona(name, _text(prompt), model=model, provider=provider, kbs=kbs,
-                                                 auto_search=auto)
+                                                 auto_search=auto, **limits)
     _print_persona(state, persona, as_json)
 
 
@@ -174,16 +186,26 @@ def persona_create(state, name, prompt, model, provider, kbs, auto, as_json) -> 
 @click.option("-p", "--prompt", default=None, help="New system prompt (- reads stdin).")
 @click.option("--model", default=None, help="New chat model ('' for roles.chat).")
 @click.option("--provider", default=None, help="New provider ('' for roles.chat).")
+@click.option("--retrieval", type=click.Choice([*RETRIEVAL_POLICIES, "default"]),
+              help=RETRIEVAL_HELP + "; default: [chat] retrieval.")
+@click.option("--max-tokens", type=click.IntRange(0, 1_000_000), metavar="N",
+              help="Longest answer in tokens (0: [chat] max_tokens).")
 @_with(persona_kb_options)
 @click.option("--no-kbs", is_flag=True, help="Remove every KB binding.")
 @json_option
 @click.pass_obj
-def persona_edit(state, persona, name, prompt, model, provider, kbs, auto, no_kbs, as_json) -> None:
+def persona_edit(state, persona, name, prompt, model, provider, retrieval, max_tokens, kbs, auto, no_kbs,
+                 as_json) -> None:
     """Change a persona; --kb/--auto-search replace its KB bindings."""
+    limits: dict = {}
+    if retrieval is not None:
+        limits["retrieval"] = None if retrieval == "default" else retrieval
+    if max_tokens is not None:
+        limits["max_tokens"] = max_tokens or None
     updated = state.desk().chat().edit_persona(
         persona, name=name, system_prompt=None if prompt is None else _text(prompt),
         model=UNSET if model is None else model, provider=UNSET if provider is None else provider,
-        kbs=[] if no_kbs else (list(kbs) if kbs or auto else None), auto_search=auto)
+        kbs=[] if no_kbs else (list(kbs) if kbs or auto else None), auto_search=auto, **limits)
     _print_persona(state, updated, as_json)
 
 

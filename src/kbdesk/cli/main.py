@@ -91,10 +91,11 @@ def _register() -> None:
     for command in (ingest.add_command, ingest.resume_command, ingest.rebuild_command, ingest.watch_command,
                     ingest.docs_command, ingest.doc_group, providers.provider_group):
         cli.add_command(command)
-    from kbdesk.cli import chat, chat_manage
+    from kbdesk.cli import chat, chat_manage, conversations, model
 
-    for command in (chat.ask_command, chat.chat_group, chat_manage.note_group, chat_manage.persona_group,
-                    chat_manage.project_group):
+    for command in (chat.ask_command, chat.chat_command, conversations.conversations_group,
+                    conversations.conv_alias, chat_manage.note_group, chat_manage.persona_group,
+                    chat_manage.project_group, model.model_group):
         cli.add_command(command)
 
     from kbdesk.cli import transfer
