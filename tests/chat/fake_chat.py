@@ -12,7 +12,8 @@
 
 * ``reply(text=..., tool_calls=[(name, args)], pieces=3, delay=0, finish=None, usage=None)``
   — ``args`` is a dict (sent as JSON) or a raw string (to send malformed arguments);
-  ``parallel_index_zero=True`` gives every call index 0 (as some servers do).
+  ``parallel_index_zero=True`` gives every call index 0 (as some servers do);
+  ``hold=seconds`` stalls that long after the text, before finishing (stop it mid-answer).
 * ``error(status, message, retry_after=None)`` — an error answer, not streamed.
 * ``raw(lines)`` — exactly these lines as the event stream (malformed streams).
 * ``drop(text)`` — stream ``text`` and hang up without finishing.
@@ -150,7 +151,7 @@ class FakeChat:
 
     def _reply(self, handler: _Handler, body: Any, text: str, tool_calls: list[tuple[str, Any]],
                pieces: int = 3, delay: float = 0.0, finish: str | None = None, usage: dict[str, int] | None = None,
-               parallel_index_zero: bool = False) -> None:
+               parallel_index_zero: bool = False, hold: float = 0.0) -> None:
         handler.start_stream()
         try:
             handler.send_chunk(_event({"delta": {"role": "assistant", "content": ""}}))
@@ -158,6 +159,8 @@ class FakeChat:
                 if delay:
                     time.sleep(delay)
                 handler.send_chunk(_event({"delta": {"content": piece}}))
+            if hold:  # a model that stalls mid-answer: silence, then the rest (if the client is still there)
+                time.sleep(hold)
             for n, (name, args) in enumerate(tool_calls):
                 index = 0 if parallel_index_zero else n
                 arguments = args if isinstance(args, str) else json.dumps(args)
