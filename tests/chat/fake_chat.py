@@ -20,15 +20,27 @@
 * ``whole(text)`` — a non-streamed JSON completion (a server that ignores ``stream``).
 * ``slow(text, delay)`` — stream ``text`` word by word, ``delay`` seconds apart.
 
+* ``hang(seconds)`` — read the request and answer nothing (a model reading a long
+  prompt); ``headers_then_hang(seconds)`` — send 200 and the stream's headers, then
+  nothing. Either ends when the client hangs up (``left`` is then set) or at close.
+* ``html()`` — 200 with a web page (a base URL that is not the API).
+
 ``rejects_tools = True`` answers every request that offers tools with the 400 Ollama
-gives for a model without tool support. ``POST /v1/embeddings`` serves the same
-deterministic vectors as ``fake_openai.FakeOpenAI``. Requests are recorded in
-``requests`` (path, headers, parsed body).
+gives for a model without tool support. ``strict = "llama-cpp-python"`` (or
+``"llama.cpp"``, ``"openai"``, ``"vllm"``) judges every chat request the way that server
+does and answers its refusal (strict_servers.py); with ``n_ctx`` set, a prompt over it
+gets that server's overflow answer (llama-cpp-python: 200 and an empty stream). Other
+paths answer from ``routes[(method, path)] = (status, body)`` (the context-window
+endpoints of each server). ``POST /v1/embeddings`` serves the same deterministic vectors
+as ``fake_openai.FakeOpenAI``. Requests are recorded in ``requests`` (path, headers,
+parsed body).
 """
 
 from __future__ import annotations
 
 import json
+import select
+import socket
 import threading
 import time
 from collections import deque
@@ -36,6 +48,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import strict_servers
 from fake_openai import FakeOpenAI
 
 TOOLS_REJECTED = "registry.ollama.ai/library/tiny:latest does not support tools"
@@ -59,6 +72,11 @@ class FakeChat:
         self.dimensions = dimensions
         self.requests: list[Recorded] = []
         self.rejects_tools = False
+        self.strict: str | None = None
+        self.n_ctx: int | None = None
+        self.routes: dict[tuple[str, str], tuple[int, Any]] = {}
+        self.left = threading.Event()
+        self._closing = threading.Event()
         self._script: deque[_Entry] = deque()
         self._lock = threading.Lock()
         self._httpd: _Server | None = None
@@ -74,6 +92,7 @@ class FakeChat:
 
     def __exit__(self, *exc: object) -> None:
         assert self._httpd is not None
+        self._closing.set()
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=5)
@@ -102,6 +121,15 @@ class FakeChat:
     def slow(self, text: str, delay: float) -> None:
         self._add("reply", text=text, tool_calls=[], pieces=len(text.split()), delay=delay)
 
+    def hang(self, seconds: float = 30.0) -> None:
+        self._add("hang", seconds=seconds, headers=False)
+
+    def headers_then_hang(self, seconds: float = 30.0) -> None:
+        self._add("hang", seconds=seconds, headers=True)
+
+    def html(self) -> None:
+        self._add("html")
+
     def _add(self, kind: str, **options: Any) -> None:
         with self._lock:
             self._script.append(_Entry(kind, options))
@@ -123,12 +151,53 @@ class FakeChat:
             return handler.json(200, {"object": "list", "data": data, "model": body["model"],
                                       "usage": {"prompt_tokens": 1, "total_tokens": 1}})
         if not handler.path.endswith("/chat/completions"):
-            return handler.json(404, {"error": {"message": f"no route {handler.path}"}})
+            return self.route(handler, "POST")
         if self.rejects_tools and body.get("tools"):
             return handler.json(400, {"error": {"message": TOOLS_REJECTED, "type": "api_error"}})
+        if self.strict:
+            refusal = strict_servers.judge(self.strict, body)
+            if refusal is not None:
+                return handler.json(*refusal)
+            if self.n_ctx is not None and strict_servers.prompt_tokens(body) > self.n_ctx:
+                if self.strict == "llama-cpp-python":
+                    return self._raw(handler, body, [])
+                return handler.json(*strict_servers.llama_cpp_overflow())
         with self._lock:
             entry = self._script.popleft() if self._script else _Entry("reply", {"text": "ok", "tool_calls": []})
         getattr(self, f"_{entry.kind}")(handler, body, **entry.options)
+
+    def route(self, handler: _Handler, method: str) -> None:
+        path = handler.path.split("?")[0]
+        if method == "GET":
+            with self._lock:
+                self.requests.append(Recorded(handler.path, {k.lower(): v for k, v in handler.headers.items()}, None))
+        status, body = self.routes.get((method, path), (404, {"error": {"message": f"no route {path}"}}))
+        handler.json(status, body)
+
+    def _hang(self, handler: _Handler, body: Any, seconds: float, headers: bool) -> None:
+        if headers:
+            handler.start_stream()
+        deadline = time.monotonic() + seconds
+        sock = handler.connection
+        while time.monotonic() < deadline and not self._closing.is_set():
+            readable, _, _ = select.select([sock], [], [], 0.05)
+            if readable:
+                try:
+                    gone = sock.recv(1, socket.MSG_PEEK) == b""
+                except OSError:
+                    gone = True
+                if gone:
+                    self.left.set()
+                    break
+        handler.close_connection = True
+
+    def _html(self, handler: _Handler, body: Any) -> None:
+        page = b"<!DOCTYPE html><html><head><title>Welcome</title></head><body>It works!</body></html>"
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/html; charset=utf-8")
+        handler.send_header("Content-Length", str(len(page)))
+        handler.end_headers()
+        handler.wfile.write(page)
 
     def _error(self, handler: _Handler, body: Any, status: int, message: str, retry_after: str | None) -> None:
         headers = {"Retry-After": retry_after} if retry_after else {}
@@ -212,6 +281,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802
         self.server.fake.handle(self)
+
+    def do_GET(self) -> None:  # noqa: N802
+        self.server.fake.route(self, "GET")
 
     def json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
         payload = json.dumps(body).encode()
