@@ -248,8 +248,8 @@ class ChatClient:
             retry_after = None
             try:
                 kind, value = waiter.next(current[-1])
-            except _Silence as silence:
-                raise ProviderUnavailableError(f"{named}: no answer within {silence.waited:.0f} s (the model did "
+            except _Silence:
+                raise ProviderUnavailableError(f"{named}: no answer within {waiter.limit:g} s (the model did "
                                                "not start answering; [chat] timeout sets how long to wait)",
                                                provider=self.name, model=model) from None
             if kind == "head":
@@ -338,9 +338,9 @@ class ChatClient:
         while not done:
             try:
                 event, value = waiter.next(exchange)
-            except _Silence as silence:
+            except _Silence:
                 what = "the answer stopped arriving (nothing" if seen else "the model did not start answering (nothing"
-                raise ProviderUnavailableError(f"{named}: {what} for {silence.waited:.0f} s; [chat] timeout sets how "
+                raise ProviderUnavailableError(f"{named}: {what} for {waiter.limit:g} s; [chat] timeout sets how "
                                                "long to wait)", provider=self.name, model=model) from None
             if event == "end":
                 break
