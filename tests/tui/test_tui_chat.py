@@ -7,7 +7,7 @@ import time
 
 from textual.widgets import Input, OptionList, Select, SelectionList, Static, TextArea
 
-from tui_chat_support import chat_desk, chat_server, docs  # noqa: F401 - fixtures
+from tui_chat_support import chat_desk, chat_server, docs, shown  # noqa: F401 - fixtures
 from tui_support import notifications, settle, type_text, wait_until
 from kbdesk.chat import TextDelta
 from kbdesk.errors import InvalidInputError
@@ -65,7 +65,7 @@ async def test_an_answer_streams_with_its_sources_and_a_key_opens_one(chat_desk,
         assert isinstance(user, UserBlock) and user.text == "When do backups run?"
         assert isinstance(answer, AnswerState) and answer.status == "complete" and answer.model == "tiny"
         assert [s["label"] for s in answer.sources] == ["guide.md § Guide › Backups — Docs"]
-        text = rendered(screen.query_one(AnswerView))
+        text = shown(screen.query_one(AnswerView))
         # model text is data: brackets stay as they are, no escape sequence reaches the screen
         assert "Backups run nightly [1]. [bold]not bold[/bold] [link=https://example.com]x[/link]" in text
         assert "\x1b" not in text
@@ -97,7 +97,7 @@ async def test_an_answer_streams_with_its_sources_and_a_key_opens_one(chat_desk,
         await settle(pilot)
         again = screen.transcript.blocks[1]
         assert again.text == answer.text and again.sources == answer.sources
-        assert "✓ kb_search “backups”" in rendered(screen.query_one(AnswerView))
+        assert "✓ kb_search “backups”" in shown(screen.query_one(AnswerView))
 
 
 async def test_keys_keep_working_while_an_answer_streams_and_esc_stops_it(chat_desk, chat_server):
@@ -131,7 +131,7 @@ async def test_keys_keep_working_while_an_answer_streams_and_esc_stops_it(chat_d
         assert await wait_until(pilot, lambda: screen.turn is None)
         await settle(pilot)
         assert turn.state.status == "cancelled"
-        assert "stopped by the user" in rendered(turn.view)
+        assert "stopped by the user" in shown(turn.view)
         assert app.screen is screen  # Esc stopped the answer; it did not leave
         saved = chat_desk.chat().messages(screen.conv.id)
         assert [(m.role, m.status) for m in saved][-1] == ("notice", "cancelled")
@@ -192,11 +192,11 @@ async def test_conversations_switch_rename_and_delete(chat_desk, chat_server):
         screen = await open_chat(pilot)
         listing = screen.query_one(ConversationList)
         assert [c.id for c in listing.conversations] == [second, first]  # the latest first, and open
-        assert screen.conv.id == second and "Second answer." in rendered(screen.query_one(AnswerView))
+        assert screen.conv.id == second and "Second answer." in shown(screen.query_one(AnswerView))
         listing.focus()
         await pilot.press("down", "enter")
         await settle(pilot)
-        assert screen.conv.id == first and "First answer." in rendered(screen.query_one(AnswerView))
+        assert screen.conv.id == first and "First answer." in shown(screen.query_one(AnswerView))
         assert screen.query_one("#question", Input).has_focus
         # rename
         await pilot.press("ctrl+r")
@@ -306,7 +306,7 @@ async def test_failures_reach_the_user(chat_desk, chat_server):
         await ask(pilot, "Hello?")
         answer = screen.transcript.blocks[-1]
         assert answer.status == "error" and screen.turn is None
-        assert "✗" in rendered(screen.query_one(AnswerView)) and "500" in rendered(screen.query_one(AnswerView))
+        assert "✗" in shown(screen.query_one(AnswerView)) and "500" in shown(screen.query_one(AnswerView))
         # something raised before the turn began: one notification, and the screen is usable again
 
         def broken(*args, **kwargs):

@@ -15,7 +15,7 @@ if _CHAT_TESTS not in sys.path:
 from chat_support import add_doc, write_config  # noqa: E402
 from fake_chat import FakeChat  # noqa: E402
 
-__all__ = ["FakeChat", "add_doc", "chat_desk", "chat_server", "docs", "write_config"]
+__all__ = ["FakeChat", "add_doc", "chat_desk", "chat_server", "docs", "screen_text", "shown", "write_config"]
 
 
 @pytest.fixture
@@ -44,3 +44,24 @@ def docs(desk):
     desk.store.create_kb("Wiki", scope="global")
     add_doc(desk, "Wiki", "manual.pdf", "Backups are kept for thirty days.", metadata={"page": 4})
     return desk
+
+
+def shown(widget) -> str:
+    """The text ``widget`` shows: its own and that of every displayed Static in it (Markdown
+    blocks are Statics), in order, one per line."""
+    from textual.widgets import Static
+
+    parts = []
+    for node in [widget, *widget.query("*")]:
+        if isinstance(node, Static) and node.display and all(a.display for a in node.ancestors_with_self
+                                                             if hasattr(a, "display")):
+            text = str(node.render())
+            if text.strip():
+                parts.append(text)
+    return "\n".join(parts)
+
+
+def screen_text(app) -> str:
+    """The screen as the user sees it, one line per row (no styles)."""
+    strips = app.screen._compositor.render_strips()
+    return "\n".join("".join(segment.text for segment in strip).rstrip() for strip in strips)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbdesk.chat.events import (
-    ChatEvent, Notice, TextDelta, ToolCallFinished, ToolCallStarted, TurnFinished, TurnStarted,
+    ChatEvent, Notice, Retrieval, TextDelta, ToolCallFinished, ToolCallStarted, TurnFinished, TurnStarted, Waiting,
 )
 from kbdesk.chat.safety import clean, one_line
 
@@ -108,7 +108,8 @@ Part = TextPart | CallLine | NoticePart
 
 @dataclass
 class AnswerState:
-    """One assistant answer: its text by round, tool calls and notices in order, sources."""
+    """One assistant answer: its text by round, tool calls and notices in order, sources,
+    and how the turn went (waiting, stopped, KBs searched or not, cut, history trimmed)."""
 
     status: str = "streaming"
     """streaming, complete, error or cancelled."""
@@ -116,6 +117,15 @@ class AnswerState:
     parts: list[Part] = field(default_factory=list)
     sources: list[dict[str, Any]] = field(default_factory=list)
     knowledge_bases: tuple[str, ...] = ()
+    waiting: float | None = None
+    """Seconds the model has been silent, while it is (a :class:`Waiting` event)."""
+    stopping: bool = False
+    """The user stopped the answer; the turn has not ended yet."""
+    retrieval: str = ""
+    """Whether the KBs were searched this turn, as the user reads it."""
+    finish_reason: str | None = None
+    trimmed: int = 0
+    """Earlier questions left out of the prompt to fit the model's context."""
 
     @property
     def streaming(self) -> bool:
@@ -126,6 +136,11 @@ class AnswerState:
         return "\n\n".join(p.text for p in self.parts if isinstance(p, TextPart) and p.text.strip())
 
     def apply(self, event: ChatEvent) -> None:
+        if isinstance(event, Waiting):
+            self.waiting = event.seconds
+            return
+        if not isinstance(event, Retrieval):
+            self.waiting = None  # the model said something (or the turn moved on)
         if isinstance(event, TextDelta):
             self.add_text(event.text, event.round)
         elif isinstance(event, ToolCallStarted):
@@ -135,6 +150,8 @@ class AnswerState:
             self._finish_call(event)
         elif isinstance(event, Notice):
             self.parts.append(NoticePart(clean(event.text), event.level))
+        elif isinstance(event, Retrieval):
+            self.retrieval = one_line(event.text, 300)
         elif isinstance(event, TurnStarted):
             self.model = event.model
             self.knowledge_bases = tuple(event.knowledge_bases)
@@ -143,6 +160,30 @@ class AnswerState:
             self.status = answer.status
             self.model = answer.model or self.model
             self.sources = [s.to_dict() for s in answer.sources]
+            self.finish_reason = answer.finish_reason
+            self.trimmed = answer.trimmed
+
+    @property
+    def live(self) -> str:
+        """What the turn is doing, while nothing else shows it: "" once text flows."""
+        if not self.streaming:
+            return ""
+        if self.stopping:
+            return "stopped"
+        if self.waiting is not None:
+            return f"waiting for the model ({self.waiting:.0f} s)…"
+        return "" if self.parts else "thinking…"
+
+    @property
+    def notes(self) -> list[str]:
+        """The lines under the answer: KBs searched or not, cut at the limit, history trimmed."""
+        lines = [self.retrieval] if self.retrieval else []
+        if self.finish_reason == "length":
+            lines.append("cut at the length limit")
+        if self.trimmed > 0:
+            n = self.trimmed
+            lines.append(f"{n} earlier question{'' if n == 1 else 's'} left out to fit the model's context")
+        return lines
 
     def add_text(self, text: str, round: int) -> None:  # noqa: A002 - the event's own name
         last = self.parts[-1] if self.parts else None
@@ -223,30 +264,36 @@ def source_groups(blocks: Iterable[Block]) -> list[tuple[str, list[dict[str, Any
 # ── what a conversation runs with ──────────────────────────────────────────────
 @dataclass(frozen=True)
 class ChatContext:
-    """The model and the active KBs of a conversation (or of a new one), for the status line."""
+    """The model, the active KBs and the retrieval policy of a conversation (or of a new
+    one), for the status line."""
 
     model: str | None
     problem: str | None
     """Why no model would answer (nothing configured...), else None."""
     knowledge_bases: tuple[str, ...] = ()
+    retrieval: str = "auto"
+    """The policy a turn would use: auto, tool, always or off."""
 
 
 def chat_context(chat: Any, *, conversation_id: str | None = None, persona_id: str | None = None,
                  project_id: str | None = None) -> ChatContext:
-    """Blocking: the model a turn would use and the KBs it would search."""
+    """Blocking: the model a turn would use, the KBs it would search and how."""
     from kbdesk.chat.engine import chat_target
     from kbdesk.chat.resolve import resolve_kbs
+    from kbdesk.chat.retrieval import policy_for
     from kbdesk.errors import KbdeskError
 
     store = chat.desk.store
+    conv = None
     if conversation_id is not None:
         conv = chat.conversation(conversation_id)
         persona_id, project_id = conv.persona_id, conv.project_id
     active = resolve_kbs(store, conversation_id=conversation_id, persona_id=persona_id, project_id=project_id)
+    persona = store.find_persona(persona_id) if persona_id else None
+    policy = policy_for(None, conv, persona, chat.desk.config.chat.retrieval)
     try:
-        persona = store.find_persona(persona_id) if persona_id else None
         target = chat_target(chat.desk.config, persona)
         model, problem = target.model, None
     except KbdeskError as exc:
         model, problem = None, one_line(exc, 200)
-    return ChatContext(model, problem, tuple(a.kb.name for a in active))
+    return ChatContext(model, problem, tuple(a.kb.name for a in active), policy)

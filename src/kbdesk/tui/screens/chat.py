@@ -1,18 +1,14 @@
-"""Chat with the knowledge bases: conversations, a streamed answer with its sources,
-persona and project, the conversation's KBs (ctrl+o) and stopping an answer (Esc).
+"""Chat with the knowledge bases: conversations, answers streamed as Markdown with their
+sources, persona and project, the conversation's KBs (ctrl+o) and how they are searched
+(ctrl+t), stopping an answer (Esc), and the way to Settings when no model is set (ctrl+g).
 
-A turn runs ``ChatService.ask`` in a thread worker. Its events go through a
-:class:`~kbdesk.tui.chat_state.TurnRelay`, which merges text deltas; the worker only
-posts a :class:`ChatScreen.Tick` (never touches a widget), and the screen drains the
-relay on each tick and on a short timer. Keys keep working meanwhile: typing the next
-question, scrolling, opening sources, the KB popup, help.
+Asking, stopping and leaving while an answer runs live in :mod:`.chat_turns`. Keys keep
+working meanwhile: typing the next question, scrolling, opening sources, the KB popup, help.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from rich.text import Text
@@ -21,40 +17,26 @@ from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.markup import escape
-from textual.message import Message
-from textual.timer import Timer
 from textual.widgets import Footer, Header, Input, OptionList, Static
 
-from kbdesk.chat.events import TurnStarted
 from kbdesk.chat.safety import one_line
-from kbdesk.providers.chat import CancelToken
 from kbdesk.store.chat import Conversation, Persona, Project
-from kbdesk.tui.chat_state import (
-    AnswerState, ChatContext, TurnRelay, UserBlock, blocks_from_messages, chat_context, source_groups,
-)
+from kbdesk.tui.chat_state import ChatContext, blocks_from_messages, chat_context, source_groups
 from kbdesk.tui.screens.base import DeskScreen
+from kbdesk.tui.screens.chat_turns import ChatTurns, Turn, TurnTick
 from kbdesk.tui.widgets.choice_bar import ChoiceBar
 from kbdesk.tui.widgets.conversation_list import ConversationList, conversation_title
-from kbdesk.tui.widgets.transcript import AnswerView, Transcript
+from kbdesk.tui.widgets.transcript import Transcript
 
-BUSY = "An answer is still coming: wait for it, or press Esc to stop it"
-STOP_WAIT = 3.0
-"""Seconds a closing chat screen waits for a stopped answer to be saved."""
-
-
-@dataclass
-class _Turn:
-    conversation_id: str
-    state: AnswerState
-    view: AnswerView
-    relay: TurnRelay
-    token: CancelToken
-    timer: Timer | None = None
-    ended: threading.Event = field(default_factory=threading.Event)
-    """Set by the worker thread when ``ask`` has returned (or raised)."""
+POLICIES = {  # how a conversation's KBs are searched (kbdesk.chat.retrieval), in the order ctrl+t steps
+    "auto": "the model is asked to search them; kbdesk searches when it does not",
+    "always": "kbdesk searches them before every answer",
+    "tool": "only when the model calls kb_search (you are told when it did not)",
+    "off": "they are not searched",
+}
 
 
-class ChatScreen(DeskScreen):
+class ChatScreen(ChatTurns, DeskScreen):
     CSS_PATH = "chat.tcss"
     BINDINGS = [
         Binding("escape", "stop", "Stop", id="chat.stop"),
@@ -63,20 +45,18 @@ class ChatScreen(DeskScreen):
         Binding("ctrl+r,f2", "rename", "Rename", id="chat.rename"),
         Binding("ctrl+o", "kbs", "KBs", id="chat.kbs"),
         Binding("ctrl+s", "sources", "Sources", id="chat.sources"),
+        Binding("ctrl+t", "retrieval", "KB search", id="chat.retrieval", show=False),
+        Binding("ctrl+g", "model_settings", "Model settings", id="chat.model", show=False),
         Binding("ctrl+l", "focus_question", "Question", id="chat.question", show=False),
     ]
 
-    class Tick(Message, bubble=False):
-        """The turn's relay has events (posted from the worker thread)."""
-
-        def can_replace(self, message: Message) -> bool:
-            return isinstance(message, ChatScreen.Tick)
+    Tick = TurnTick
 
     def __init__(self, chat: Any, conversation: str | None = None) -> None:
         super().__init__()
         self.chat = chat
         self.conv: Conversation | None = None
-        self.turn: _Turn | None = None
+        self.turn: Turn | None = None
         self.personas: list[Persona] = []
         self.projects: list[Project] = []
         self._wanted = conversation
@@ -90,6 +70,7 @@ class ChatScreen(DeskScreen):
                 yield ConversationList(id="conversations")
             with Vertical(id="chat-main"):
                 yield ChoiceBar(id="context-bar")
+                yield Static("", id="no-model")
                 yield Transcript(id="transcript")
                 yield Static("", id="chat-status")
                 yield Input(placeholder="Ask the knowledge bases… (Enter)", id="question", max_length=32_000)
@@ -116,11 +97,6 @@ class ChatScreen(DeskScreen):
     def on_screen_resume(self) -> None:
         if self._chat_context is not None:  # back from notes or a dialog: KBs may have changed
             self._load_context()
-
-    def on_unmount(self) -> None:
-        if self.turn is not None:  # leaving (or quitting) stops the answer; what came is saved
-            self.turn.token.cancel()
-            self.turn.ended.wait(STOP_WAIT)  # before the app closes the desk under it
 
     def _loaded(self, result: tuple[list[Conversation], list[Persona], list[Project]]) -> None:
         conversations, self.personas, self.projects = result
@@ -191,7 +167,7 @@ class ChatScreen(DeskScreen):
             self.query_one("#question", Input).focus()
             return
         if self.turn is not None:
-            self.notify(BUSY, severity="warning")
+            self.notify(self.busy_message(), severity="warning")
             self.conversations.mark(self.conv.id if self.conv else None)
             return
         if event.option_id:
@@ -206,7 +182,7 @@ class ChatScreen(DeskScreen):
 
     def action_new_conversation(self) -> None:
         if self.turn is not None:
-            self.notify(BUSY, severity="warning")
+            self.notify(self.busy_message(), severity="warning")
             return
         self._show_draft()
         self.query_one("#question", Input).focus()
@@ -239,7 +215,7 @@ class ChatScreen(DeskScreen):
         if conv is None:
             return
         if self.turn is not None and self.turn.conversation_id == conv.id:
-            self.notify(BUSY, severity="warning")
+            self.notify(self.busy_message(), severity="warning")
             return
         count = conv.message_count
         detail = (f"Its {count} message{'' if count == 1 else 's'} and KB choices are removed. Knowledge bases "
@@ -289,21 +265,70 @@ class ChatScreen(DeskScreen):
 
     def _show_context(self, context: ChatContext) -> None:
         self._chat_context = context
+        banner = self.query_one("#no-model", Static)
+        banner.display = context.model is None
+        if context.model is None:
+            banner.update(self._no_model_text(context))
         self._status()
+
+    def _no_model_text(self, context: ChatContext) -> Text:
+        key = self._key_for("model_settings")
+        text = Text()
+        text.append("No chat model to answer with. ", style="bold")
+        text.append("Choose a provider and a model for the chat role in Settings → Model roles")
+        text.append(f" (press {key} to go there)." if key else ".")
+        if context.problem:
+            text.append(f"\n{context.problem}", style="dim")
+        return text
+
+    def _key_for(self, action: str) -> str | None:
+        """The key bound to ``action`` now (a keymap may have moved it)."""
+        return next((key for key, active in self.active_bindings.items() if active.binding.action == action), None)
 
     def _status(self) -> None:
         context = self._chat_context
         text = Text()
         if self.turn is not None:
-            text.append("answering… (Esc stops)  ", style="bold")
+            text.append("stopped — saving what came…  " if self.turn.stopped else "answering… (Esc stops)  ",
+                        style="bold")
         if context is not None:
             if context.model:
                 text.append(one_line(context.model, 40))
             else:
-                text.append(context.problem or "no chat model", style="bold")
+                text.append("no chat model", style="bold")
             kbs = ", ".join(context.knowledge_bases)
-            text.append(" · " + (f"KBs: {kbs}" if kbs else "no knowledge base (ctrl+o)"), style="dim")
+            text.append(" · " + (f"KBs: {kbs} · search: {context.retrieval}" if kbs else "no knowledge base (ctrl+o)"),
+                        style="dim")
         self.query_one("#chat-status", Static).update(text)
+
+    async def action_model_settings(self) -> None:
+        from textual.widgets import TabbedContent
+
+        from kbdesk.tui.screens.settings import SettingsScreen
+
+        settings = SettingsScreen()
+        await self.app.push_screen(settings)
+        settings.query_one(TabbedContent).active = "roles"
+
+    # ── how the KBs are searched ───────────────────────────────────────────────
+    def action_retrieval(self) -> None:
+        """The next policy for this conversation (auto → always → tool → off → auto)."""
+        order = list(POLICIES)
+        current = self._chat_context.retrieval if self._chat_context else "auto"
+        following = order[(order.index(current) + 1) % len(order)] if current in order else "auto"
+        self.set_retrieval(following)
+
+    def set_retrieval(self, policy: str | None) -> None:
+        """Set this conversation's policy (None: as its persona or the settings say)."""
+        def changed(conv: Conversation) -> None:
+            self.conv = conv
+            self._load_context()
+            explained = POLICIES[policy] if policy else "as the persona or the settings say"
+            self.notify(explained, title=f"KB search: {policy or 'default'}", markup=False)
+
+        self._with_conversation(lambda conv: self.in_thread(
+            self.chat.set_retrieval, conv.id, policy, doing="setting how the KBs are searched", group="retrieval",
+            exclusive=True, done=changed))
 
     def action_kbs(self) -> None:
         self._with_conversation(self._open_kbs)
@@ -351,79 +376,13 @@ class ChatScreen(DeskScreen):
         if not text:
             return
         if self.turn is not None:
-            self.notify(BUSY, severity="warning")
+            self.notify(self.busy_message(), severity="warning")
             return
         event.input.value = ""
         self._with_conversation(lambda conv: self._ask(conv, text))
 
-    def _ask(self, conv: Conversation, text: str) -> None:
-        if self.turn is not None:  # a second question while the conversation was being saved
-            self.notify(BUSY, severity="warning")
-            return
-        self.transcript.add(UserBlock(text))
-        state = AnswerState()
-        view = self.transcript.add(state)
-        assert isinstance(view, AnswerView)
-        relay = TurnRelay(lambda: self.post_message(self.Tick()))
-        turn = _Turn(conv.id, state, view, relay, CancelToken())
-        self.turn = turn
-        turn.timer = self.set_interval(0.1, self._drain)
-
-        def run() -> Any:
-            try:
-                return self.chat.ask(conv.id, text, on_event=relay.on_event, cancel=turn.token)
-            finally:
-                turn.ended.set()
-
-        self.in_thread(run, doing="answering", group="turn", done=lambda _: self._drain(),
-                       failed=lambda _: self._turn_failed(turn))
-        self._status()
-        self.refresh_bindings()
-
-    @on(Tick)
-    def _drain(self) -> None:
-        turn = self.turn
-        if turn is None:
-            return
-        events = turn.relay.drain()
-        if not events:
-            return
-        for event in events:
-            turn.state.apply(event)
-            if isinstance(event, TurnStarted):
-                self._chat_context = ChatContext(event.model, None, tuple(event.knowledge_bases))
-        turn.view.show_state()
-        if not turn.state.streaming:
-            self._turn_over(turn)
-
-    def _turn_over(self, turn: _Turn) -> None:
-        if turn.timer is not None:
-            turn.timer.stop()
-        if self.turn is turn:
-            self.turn = None
-        self.refresh_list()  # the first question titles the conversation; the order changes
-        self._status()
-        self.refresh_bindings()
-
-    def _turn_failed(self, turn: _Turn) -> None:
-        """The turn raised before it could finish (reported already): show what was saved."""
-        self._turn_over(turn)
-        self.open_conversation(turn.conversation_id)
-
-    def action_stop(self) -> None:
-        if self.turn is not None:
-            self.turn.token.cancel()
-            self.query_one("#chat-status", Static).update(Text("stopping…", style="bold"))
-
-    def action_back(self) -> None:
-        self.app.pop_screen()
-
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "stop":
-            return self.turn is not None
-        if action == "back":
-            return self.turn is None
-        return True
+        return self.turn_check(action)
 
     # ── the command palette ────────────────────────────────────────────────────
     def palette_commands(self) -> Iterable[SystemCommand]:
@@ -437,6 +396,13 @@ class ChatScreen(DeskScreen):
         yield SystemCommand("Sources", "Open a passage an answer used (ctrl+s)", self.action_sources)
         if self.turn is not None:
             yield SystemCommand("Stop the answer", "Stop the answer that is coming (Esc)", self.action_stop)
+        for policy, explained in POLICIES.items():
+            yield SystemCommand(f"KB search: {policy}", f"Search this conversation's KBs: {explained} (ctrl+t)",
+                                lambda p=policy: self.set_retrieval(p))
+        yield SystemCommand("KB search: as the persona or settings say", "Clear this conversation's own choice",
+                            lambda: self.set_retrieval(None))
+        yield SystemCommand("Model settings", "Choose the chat model: Settings → Model roles (ctrl+g)",
+                            self.action_model_settings)
         for persona in self.personas:  # names are data: escaped, the palette reads markup
             yield SystemCommand(f"Persona: {escape(one_line(persona.name, 40))}",
                                 "Use this persona in the conversation",
