@@ -33,18 +33,15 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import random
 import re
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import httpx
 
-from kbdesk.errors import KbdeskError
-from kbdesk.providers.chat_io import Event, Exchange
+from kbdesk.providers.chat_io import CancelToken, ChatCancelled, Exchange, Silence, Waiter
 from kbdesk.providers.chat_wire import chat_payload
 from kbdesk.providers.errors import (
     ContextOverflowError, ProviderError, ProviderRequestError, ProviderResponseError, ProviderUnavailableError,
@@ -72,10 +69,6 @@ _REFUSAL_WORDS = re.compile(r"support|requires?|enable|jinja|not allowed|unknown
 _CHOICE_WORDS = re.compile(r"tool[_ ]choice", re.I)
 
 
-class ChatCancelled(KbdeskError):
-    """The user stopped the answer."""
-
-
 class ToolsRejectedError(ProviderRequestError):
     """The server (or model) does not accept tools; the caller may retry without them.
     ``choice``: the refusal names ``tool_choice`` (retry with tools but without forcing)."""
@@ -85,88 +78,8 @@ class ToolsRejectedError(ProviderRequestError):
         self.choice = choice
 
 
-class CancelToken:
-    """Stops a chat turn from another thread: ``cancel()`` sets the flag and closes
-    whatever connection the turn is waiting on."""
-
-    def __init__(self) -> None:
-        self._event = threading.Event()
-        self._lock = threading.Lock()
-        self._closers: list[Callable[[], None]] = []
-
-    @property
-    def cancelled(self) -> bool:
-        return self._event.is_set()
-
-    def cancel(self) -> None:
-        self._event.set()
-        with self._lock:
-            closers, self._closers = self._closers, []
-        for close in closers:
-            try:
-                close()
-            except Exception:  # closing a response that already ended
-                pass
-
-    def wait(self, seconds: float) -> bool:
-        """Sleep up to ``seconds``, waking at once on cancel; True when cancelled."""
-        return self._event.wait(seconds)
-
-    def check(self) -> None:
-        if self._event.is_set():
-            raise ChatCancelled("stopped")
-
-    def on_cancel(self, close: Callable[[], None]) -> Callable[[], None]:
-        """Run ``close`` on cancel (at once if already cancelled); returns an unregister function."""
-        with self._lock:
-            if not self._event.is_set():
-                self._closers.append(close)
-                return lambda: self._forget(close)
-        close()
-        return lambda: None
-
-    def _forget(self, close: Callable[[], None]) -> None:
-        with self._lock:
-            if close in self._closers:
-                self._closers.remove(close)
-
-
 def says_tools_rejected(message: str) -> bool:
     return bool(_TOOL_WORDS.search(message) and _REFUSAL_WORDS.search(message))
-
-
-class _Silence(Exception):
-    """Nothing arrived for ``wait_limit`` seconds."""
-
-    def __init__(self, waited: float) -> None:
-        super().__init__(waited)
-        self.waited = waited
-
-
-class _Waiter:
-    """Takes events off an exchange without ever blocking on the network: wakes at once
-    on cancel, calls ``on_wait`` about once a second of silence, gives up after ``limit``."""
-
-    def __init__(self, cancel: CancelToken, on_wait: Callable[[float], None] | None, limit: float) -> None:
-        self.cancel, self.on_wait, self.limit = cancel, on_wait, limit
-        self.since, self.tick = time.monotonic(), 1.0
-
-    def next(self, exchange: Exchange) -> Event:
-        while True:
-            waited = time.monotonic() - self.since
-            item = exchange.get(min(self.tick, self.limit) - waited)
-            self.cancel.check()
-            now = time.monotonic()
-            if item is not None:
-                self.since, self.tick = now, 1.0
-                return item
-            waited = now - self.since
-            if waited >= self.limit:
-                raise _Silence(waited)
-            if waited >= self.tick:
-                self.tick = math.floor(waited) + 1.0
-                if self.on_wait is not None:
-                    self.on_wait(waited)
 
 
 class ChatClient:
@@ -222,7 +135,7 @@ class ChatClient:
         cancel.check()
         log.debug("provider %s: chat with %s, %d messages, %d tools", self.name, model, len(messages),
                   len(tools or ()))
-        waiter = _Waiter(cancel, on_wait, float(wait_limit) if wait_limit else DEFAULT_WAIT_LIMIT)
+        waiter = Waiter(cancel, on_wait, float(wait_limit) if wait_limit else DEFAULT_WAIT_LIMIT)
         current: list[Exchange] = []
         forget = cancel.on_cancel(lambda: current and current[-1].abort())
         try:
@@ -234,7 +147,7 @@ class ChatClient:
                 current[-1].abort()  # ends a worker still reading (a no-op once it has finished)
 
     # ── sending, and what a status means ───────────────────────────────────────
-    def _open(self, payload: dict[str, Any], model: str, waiter: _Waiter,
+    def _open(self, payload: dict[str, Any], model: str, waiter: Waiter,
               current: list[Exchange]) -> httpx.Response:
         """Send until a 2xx starts; returns its response (the exchange is ``current[-1]``)."""
         named, started, retries = who(self.name, model), time.monotonic(), 0
@@ -248,7 +161,7 @@ class ChatClient:
             retry_after = None
             try:
                 kind, value = waiter.next(current[-1])
-            except _Silence:
+            except Silence:
                 raise ProviderUnavailableError(f"{named}: no answer within {waiter.limit:g} s (the model did "
                                                "not start answering; [chat] timeout sets how long to wait)",
                                                provider=self.name, model=model) from None
@@ -305,7 +218,7 @@ class ChatClient:
         if status not in (401, 403, 404) and says_context_overflow(message):
             return ContextOverflowError(f"{named}: {OVERFLOW} (HTTP {status}{said})", provider=self.name,
                                         model=model, status=status)
-        if payload.get("tools") and 400 <= status <= 500 and says_tools_rejected(message) and \
+        if payload.get("tools") and status >= 400 and says_tools_rejected(message) and \
                 not (says_invalid_request(message) and "messages" in message):
             choice = "tool_choice" in payload and bool(_CHOICE_WORDS.search(message))
             return ToolsRejectedError(f"{named}: the server refused the tools (HTTP {status}){said}", choice=choice,
@@ -323,7 +236,7 @@ class ChatClient:
 
     # ── reading the answer ─────────────────────────────────────────────────────
     def _read(self, exchange: Exchange, response: httpx.Response, model: str,
-              waiter: _Waiter) -> Iterator[str | Completion]:
+              waiter: Waiter) -> Iterator[str | Completion]:
         named, clean = who(self.name, model), Redactor.for_settings(self.settings)
         kind = response.headers.get("content-type", "").lower()
         if "html" in kind:
@@ -338,7 +251,7 @@ class ChatClient:
         while not done:
             try:
                 event, value = waiter.next(exchange)
-            except _Silence:
+            except Silence:
                 what = "the answer stopped arriving (nothing" if seen else "the model did not start answering (nothing"
                 raise ProviderUnavailableError(f"{named}: {what} for {waiter.limit:g} s; [chat] timeout sets how "
                                                "long to wait)", provider=self.name, model=model) from None

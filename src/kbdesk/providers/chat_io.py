@@ -1,4 +1,8 @@
-"""One streamed HTTP exchange that never holds the caller on the network.
+"""Waiting on a chat server without ever being stuck on the network.
+
+:class:`CancelToken` stops a turn from another thread; :class:`Exchange` runs one
+streamed HTTP request in a worker thread; :class:`Waiter` takes its events off for the
+caller, calling ``on_wait`` while nothing arrives and giving up after a limit.
 
 A blocking read cannot be interrupted by closing its socket from another thread (on
 Linux a ``recv`` waiting on a closed descriptor keeps waiting), and httpx cannot resume
@@ -16,16 +20,71 @@ line of an event stream, then ``("end", None)``; or ``("error", exception)`` at 
 from __future__ import annotations
 
 import logging
+import math
 import queue
 import socket
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 
+from kbdesk.errors import KbdeskError
+
 log = logging.getLogger("kbdesk.providers")
 
 Event = tuple[str, Any]
+
+
+class ChatCancelled(KbdeskError):
+    """The user stopped the answer."""
+
+
+class CancelToken:
+    """Stops a chat turn from another thread: ``cancel()`` sets the flag and closes
+    whatever connection the turn is waiting on."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._closers: list[Callable[[], None]] = []
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def cancel(self) -> None:
+        self._event.set()
+        with self._lock:
+            closers, self._closers = self._closers, []
+        for close in closers:
+            try:
+                close()
+            except Exception:  # closing a response that already ended
+                pass
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to ``seconds``, waking at once on cancel; True when cancelled."""
+        return self._event.wait(seconds)
+
+    def check(self) -> None:
+        if self._event.is_set():
+            raise ChatCancelled("stopped")
+
+    def on_cancel(self, close: Callable[[], None]) -> Callable[[], None]:
+        """Run ``close`` on cancel (at once if already cancelled); returns an unregister function."""
+        with self._lock:
+            if not self._event.is_set():
+                self._closers.append(close)
+                return lambda: self._forget(close)
+        close()
+        return lambda: None
+
+    def _forget(self, close: Callable[[], None]) -> None:
+        with self._lock:
+            if close in self._closers:
+                self._closers.remove(close)
 
 
 def is_event_stream(response: httpx.Response) -> bool:
@@ -131,6 +190,40 @@ class Exchange:
             _shutdown(sock)
 
 
+class Silence(Exception):
+    """Nothing arrived for ``wait_limit`` seconds."""
+
+    def __init__(self, waited: float) -> None:
+        super().__init__(waited)
+        self.waited = waited
+
+
+class Waiter:
+    """Takes events off an exchange without ever blocking on the network: wakes at once
+    on cancel, calls ``on_wait`` about once a second of silence, gives up after ``limit``."""
+
+    def __init__(self, cancel: CancelToken, on_wait: Callable[[float], None] | None, limit: float) -> None:
+        self.cancel, self.on_wait, self.limit = cancel, on_wait, limit
+        self.since, self.tick = time.monotonic(), 1.0
+
+    def next(self, exchange: Exchange) -> Event:
+        while True:
+            waited = time.monotonic() - self.since
+            item = exchange.get(min(self.tick, self.limit) - waited)
+            self.cancel.check()
+            now = time.monotonic()
+            if item is not None:
+                self.since, self.tick = now, 1.0
+                return item
+            waited = now - self.since
+            if waited >= self.limit:
+                raise Silence(waited)
+            if waited >= self.tick:
+                self.tick = math.floor(waited) + 1.0
+                if self.on_wait is not None:
+                    self.on_wait(waited)
+
+
 def _shutdown(sock: socket.socket) -> None:
     try:
         sock.shutdown(socket.SHUT_RDWR)
@@ -138,4 +231,4 @@ def _shutdown(sock: socket.socket) -> None:
         pass
 
 
-__all__ = ["Event", "Exchange", "is_event_stream"]
+__all__ = ["CancelToken", "ChatCancelled", "Event", "Exchange", "Silence", "Waiter", "is_event_stream"]
