@@ -17,9 +17,9 @@ def test_failed_turns_notices_and_broken_tool_exchanges_are_left_out():
         msg("user", "third"), msg("assistant", "", calls=["b", "c"]), msg("tool", "r", call_id="b"),
         msg("assistant", "partial", status="cancelled"),                            # c never ran
     ]
-    sent = history(saved)
+    sent = history(saved)  # content is a string, never null: strict servers (llama-cpp-python) refuse null
     assert [(m["role"], m.get("content")) for m in sent] == [
-        ("user", "first"), ("assistant", None), ("tool", "result"), ("assistant", "answer one"),
+        ("user", "first"), ("assistant", ""), ("tool", "result"), ("assistant", "answer one"),
         ("user", "third"), ("assistant", "partial")]
     assert sent[1]["tool_calls"][0]["id"] == "a" and sent[2]["tool_call_id"] == "a"
     # a model without tools gets the text only

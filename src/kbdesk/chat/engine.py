@@ -5,11 +5,16 @@ anything that can go wrong with the model, the server or a tool — each failure
 the turn with a :class:`Notice`, a ``notice`` row in the conversation and a
 :class:`TurnFinished` whose answer has ``status="error"`` (or ``"cancelled"``).
 
-The loop: send the conversation with the tools; stream the text; when the model asks
-for tools, save its request, run each tool, save and send each result as a
-``role: "tool"`` message with the call's ``tool_call_id``, and ask again — at most
-``max_rounds`` times. A model that rejects tools gets the question again without them,
-with the top passages of the active KBs retrieved by kbdesk itself (``auto_search``).
+The loop: plan the turn (retrieval policy, :mod:`.retrieval`; the model's context
+window and answer length, :mod:`.budget`); fit the conversation into the window; send
+it with the tools; stream the text (:mod:`.rounds`: "waiting for the model" while it
+is silent, stopped at once on cancel); when the model asks for tools, save its
+request, run each tool, save and send each result as a ``role: "tool"`` message with
+the call's ``tool_call_id``, and ask again — at most ``max_rounds`` times. Under the
+``auto`` policy round 1 tells the model to call ``kb_search``; a model that answers
+instead gets the KBs searched by kbdesk and is asked again with the passages. A model
+that rejects tools gets the question again without them, with the passages. Before the
+end, one :class:`Retrieval` says whether the KBs were searched.
 """
 
 from __future__ import annotations
@@ -20,19 +25,23 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from kbdesk.chat.budget import CHARS_PER_TOKEN, fit, window_for
 from kbdesk.chat.events import (
     Answer, ChatEvent, Notice, Source, TextDelta, ToolCallFinished, ToolCallInfo, ToolCallStarted, TurnFinished,
-    TurnStarted,
+    TurnStarted, Waiting,
 )
 from kbdesk.chat.notes import NoteService
-from kbdesk.chat.prompt import history, system_prompt
+from kbdesk.chat.prompt import system_prompt
 from kbdesk.chat.resolve import ActiveKB, kb_hint, resolve_kbs
+from kbdesk.chat.retrieval import describe, ignores_forcing, policy_for, remember_ignores_forcing
+from kbdesk.chat.rounds import stream_round
 from kbdesk.chat.safety import clean, one_line
 from kbdesk.chat.tools import Outcome, Toolbox
 from kbdesk.config import Config
 from kbdesk.errors import KbdeskError
 from kbdesk.providers.chat import CancelToken, ChatCancelled, ChatClient, ToolsRejectedError
-from kbdesk.providers.errors import ProviderConfigError
+from kbdesk.providers.context import context_window
+from kbdesk.providers.errors import ContextOverflowError, ProviderConfigError
 from kbdesk.providers.settings import ProviderSettings
 
 log = logging.getLogger("kbdesk.chat")
@@ -76,6 +85,8 @@ class TurnOptions:
     model: str | None = None
     provider: str | None = None
     max_rounds: int = MAX_ROUNDS
+    retrieval: str | None = None  # auto, tool, always, off; None: conversation > persona > config
+    max_tokens: int | None = None  # None: persona > config
 
 
 @dataclass
@@ -90,6 +101,10 @@ class _State:
     notices: list[str] = field(default_factory=list)
     exchange: list[dict[str, Any]] = field(default_factory=list)  # this turn's tool messages, on the wire
     rounds: int = 0
+    finish: str | None = None
+    searched: str | None = None  # "tool" once kb_search ran, "auto" once kbdesk searched itself
+    trimmed: int = 0
+    attached: tuple[str, ...] = ()  # names of the KBs active for the turn
 
     def add_sources(self, found: list[dict[str, Any]]) -> tuple[Source, ...]:
         out = []
@@ -101,10 +116,28 @@ class _State:
             out.append(self.sources[key])
         return tuple(out)
 
-    def answer(self, message_id: str | None, status: str, error: str | None = None) -> Answer:
+    def answer(self, message_id: str | None, status: str, error: str | None = None,
+               retrieval: str = "none") -> Answer:
         return Answer(self.conversation_id, message_id, "\n\n".join(t for t in self.shown if t.strip()), status,
                       self.model, tuple(self.sources.values()), tuple(self.calls), tuple(self.notices), error,
-                      self.rounds)
+                      self.rounds, self.finish, retrieval, self.trimmed)  # type: ignore[arg-type]
+
+
+@dataclass
+class _Plan:
+    """How this turn consults its KBs and talks to its model."""
+
+    policy: str
+    searchable: list[ActiveKB]
+    kb_tools: bool  # kb_search is offered
+    force: bool  # round 1 is told to call kb_search
+    window: int
+    max_tokens: int
+
+    @property
+    def result_chars(self) -> int:
+        """What one tool result may take: a third of the window (whole results dropped beyond)."""
+        return int(self.window * CHARS_PER_TOKEN / 3)
 
 
 def run_turn(desk: Any, conversation: Any, text: str, options: TurnOptions | None = None,
@@ -119,6 +152,7 @@ def run_turn(desk: Any, conversation: Any, text: str, options: TurnOptions | Non
     if not conversation.title:
         store.update_conversation(conversation.id, title=one_line(text, 60))
     round_text: list[str] = []
+    plan: _Plan | None = None
     try:
         persona = store.find_persona(options.persona_id) if options.persona_id else None
         target = chat_target(desk.config, persona, model=options.model, provider=options.provider)
@@ -126,54 +160,96 @@ def run_turn(desk: Any, conversation: Any, text: str, options: TurnOptions | Non
         active = resolve_kbs(store, conversation_id=conversation.id, persona_id=options.persona_id,
                              project_id=options.project_id)
         notes = NoteService(desk) if store.note_count() else None
-        toolbox = Toolbox(desk, [a.kb for a in active], notes=notes)
-        yield TurnStarted(conversation.id, user.id, target.model, target.provider,
-                          tuple(a.kb.name for a in active))
-        reference = ""
-        auto = [a for a in active if a.auto_search]
-        if auto:
-            reference = yield from _auto_search(desk, auto, text, state)
-        tools_ok = True
+        state.attached = tuple(a.kb.name for a in active)
+        yield TurnStarted(conversation.id, user.id, target.model, target.provider, state.attached)
         with ChatClient(target.provider, target.settings) as client:
+            plan = _plan(desk, target, conversation, persona, options, active)
+            toolbox = Toolbox(desk, [a.kb for a in plan.searchable] if plan.kb_tools else [], notes=notes,
+                              max_chars=plan.result_chars)
+            reference = ""
+            first = [a for a in plan.searchable if a.auto_search] if plan.policy != "off" else []
+            if plan.policy == "always" or (plan.policy == "auto" and plan.kb_tools and not plan.force):
+                first = plan.searchable
+            if first:
+                reference = yield from _auto_search(desk, first, text, state, plan.result_chars)
+            tools_ok = True
+            retried_overflow = False
             while True:
                 state.rounds += 1
                 cancel.check()
-                system = system_prompt(persona.system_prompt if persona else "", kb_hint(active, tools=tools_ok),
+                hint = kb_hint(plan.searchable if plan.kb_tools else [], tools=tools_ok)
+                system = system_prompt(persona.system_prompt if persona else "", hint,
                                        notes=notes is not None and tools_ok, reference=reference)
-                wire = ([{"role": "system", "content": system}] if system else []) + \
-                    history(previous, tools=tools_ok) + [{"role": "user", "content": text}] + state.exchange
                 tools = toolbox.definitions() if tools_ok else None
+                fitted = fit(system, previous, text, state.exchange, tools, window=plan.window,
+                             max_tokens=plan.max_tokens, use_tools=tools_ok, history_share=0.0 if retried_overflow
+                             else 1.0)
+                state.trimmed = max(state.trimmed, fitted.trimmed)
+                forcing = plan.force and state.rounds == 1 and bool(tools)
                 round_text = []
                 completion = None
+                options_wire: dict[str, Any] = {"max_tokens": fitted.max_tokens,
+                                                "wait_limit": desk.config.chat.timeout}
+                if forcing:
+                    options_wire["tool_choice"] = "kb_search"
                 try:
-                    for item in client.stream(wire, target.model, tools=tools, cancel=cancel):
-                        if isinstance(item, str):
+                    for item in stream_round(client, fitted.messages, target.model, tools=tools, cancel=cancel,
+                                             round_no=state.rounds, **options_wire):
+                        if isinstance(item, Waiting):
+                            yield item
+                        elif isinstance(item, str):
                             piece = clean(item)
                             round_text.append(piece)
-                            yield TextDelta(piece, state.rounds)
+                            if not forcing:
+                                yield TextDelta(piece, state.rounds)
                         else:
                             completion = item
                             if completion.content and not round_text:  # a server that did not stream
                                 round_text.append(clean(completion.content))
-                                yield TextDelta(round_text[0], state.rounds)
+                                if not forcing:
+                                    yield TextDelta(round_text[0], state.rounds)
+                except ContextOverflowError:
+                    if retried_overflow or not previous and not state.exchange:
+                        raise
+                    retried_overflow, state.rounds = True, state.rounds - 1
+                    yield _notice(state, "the conversation did not fit the model's context: asking again with "
+                                  "the earlier questions left out", "warning")
+                    continue
                 except ToolsRejectedError as exc:
                     if state.exchange or not tools:
                         raise
-                    tools_ok, state.rounds = False, state.rounds - 1
-                    searched = {a.kb.id for a in auto}
-                    rest = [a for a in active if a.kb.id not in searched]
+                    state.rounds -= 1
+                    if forcing:  # the server refuses a forced tool choice: search first from now on
+                        remember_ignores_forcing(store, target.provider, target.model)
+                        plan.force = False
+                        reference = yield from _search_instead(desk, plan, text, state, reference)
+                        continue
+                    tools_ok = False
+                    searched = {a.kb.id for a in first}
+                    rest = [a for a in plan.searchable if a.kb.id not in searched] if plan.kb_tools else []
                     what = "kbdesk searched the knowledge bases itself" if rest else "answering without tools"
                     yield _notice(state, f"{target.model} does not accept tools ({one_line(exc, 200)}); {what}",
                                   "warning")
                     if rest:
-                        found = yield from _auto_search(desk, rest, text, state)
+                        found = yield from _auto_search(desk, rest, text, state, plan.result_chars)
                         reference = "\n\n".join(r for r in (reference, found) if r)
                     continue
                 _log_usage(store, target, completion)
+                state.finish = completion.finish if completion is not None else None
                 final = "".join(round_text)
+                calls = completion.tool_calls if completion is not None else []
+                if forcing and not calls:
+                    # told to call kb_search, it answered instead: search for it and ask again
+                    remember_ignores_forcing(store, target.provider, target.model)
+                    plan.force = False
+                    state.rounds -= 1
+                    reference = yield from _search_instead(desk, plan, text, state, reference)
+                    continue
+                if forcing and final:
+                    yield TextDelta(final, state.rounds)  # what it said beside its tool call
                 state.shown.append(final)
                 round_text = []  # saved below or with the tool calls, not again by _finish
-                if completion is not None and completion.tool_calls and tools:
+                if calls and tools:
                     if state.rounds >= options.max_rounds:
                         yield _notice(state, f"the model still asked for tools after {options.max_rounds} rounds; "
                                       "stopped here", "warning")
@@ -185,17 +261,58 @@ def run_turn(desk: Any, conversation: Any, text: str, options: TurnOptions | Non
                 break
         if not "".join(state.shown).strip():
             yield _notice(state, "the model returned an empty answer", "warning")
+        if state.finish == "length":
+            yield _notice(state, f"the answer was cut at the length limit ({plan.max_tokens} tokens; "
+                          "[chat] max_tokens or the persona's)", "warning")
+        if state.trimmed:
+            yield _notice(state, f"{state.trimmed} earlier question{'' if state.trimmed == 1 else 's'} left out "
+                          "to fit the model's context", "info")
+        how = _how(plan, state)
+        if state.attached:
+            yield describe(how, [a.kb.name for a in plan.searchable] or list(state.attached))
         message = store.add_message(conversation.id, "assistant", final, model=target.model,
                                     sources=[s.to_dict() for s in state.sources.values()])
-        yield TurnFinished(state.answer(message.id, "complete"))
+        yield TurnFinished(state.answer(message.id, "complete", retrieval=how))
     except ChatCancelled:
-        yield from _finish(store, state, round_text, "cancelled", "stopped by the user")
+        yield from _finish(store, state, round_text, "cancelled", "stopped by the user", plan)
+    except ContextOverflowError as exc:
+        yield from _finish(store, state, round_text, "error", f"{one_line(exc, 400)} (the question and its "
+                           "passages alone are too long for this model: ask a shorter question, or raise "
+                           "[chat] context_window if the server allows more)", plan)
     except (KbdeskError, _Stop) as exc:
-        yield from _finish(store, state, round_text, "error", one_line(exc, 600))
+        yield from _finish(store, state, round_text, "error", one_line(exc, 600), plan)
     except Exception as exc:  # a bug: still a message, never a traceback in the conversation
         log.debug("chat turn failed", exc_info=True)
         yield from _finish(store, state, round_text, "error", f"internal error: {type(exc).__name__}: "
-                                                               f"{one_line(exc, 300)}")
+                                                               f"{one_line(exc, 300)}", plan)
+
+
+def _plan(desk: Any, target: ChatTarget, conversation: Any, persona: Any, options: TurnOptions,
+          active: list[ActiveKB]) -> _Plan:
+    chat = desk.config.chat
+    policy = policy_for(options.retrieval, conversation, persona, chat.retrieval)
+    searchable = [a for a in active if a.searchable > 0]
+    kb_tools = policy != "off" and bool(searchable)
+    force = policy == "auto" and kb_tools and not ignores_forcing(desk.store, target.provider, target.model)
+    max_tokens = options.max_tokens or (persona.max_tokens if persona is not None else None) or chat.max_tokens
+    window = window_for(context_window(target.provider, target.settings, target.model), chat.context_window)
+    return _Plan(policy, searchable, kb_tools, force, window, int(max_tokens))
+
+
+def _how(plan: _Plan | None, state: _State) -> str:
+    if plan is None or not plan.searchable:
+        return "none"
+    if state.searched:
+        return state.searched
+    if plan.policy == "off":
+        return "off"
+    return "skipped"
+
+
+def _search_instead(desk: Any, plan: _Plan, text: str, state: _State, reference: str) -> Iterator[ChatEvent]:
+    """The model did not search (or cannot be told to): kbdesk searches with the question."""
+    found = yield from _auto_search(desk, plan.searchable, text, state, plan.result_chars)
+    return "\n\n".join(r for r in (reference, found) if r)
 
 
 class _Stop(Exception):
@@ -207,17 +324,20 @@ def _notice(state: _State, text: str, level: str = "info") -> Notice:
     return Notice(text, level)  # type: ignore[arg-type]
 
 
-def _auto_search(desk: Any, active: list[ActiveKB], text: str, state: _State) -> Iterator[ChatEvent]:
+def _auto_search(desk: Any, active: list[ActiveKB], text: str, state: _State,
+                 max_chars: int) -> Iterator[ChatEvent]:
     """Search ``active`` for the question; yields the events, returns the reference block."""
     names = [a.kb.name for a in active]
     info = ToolCallInfo(f"auto-{len(state.calls) + 1}", "auto_search",
                         json.dumps({"query": one_line(text, 1000), "kbs": names}, ensure_ascii=False),
                         round=state.rounds)
     yield ToolCallStarted(info)
-    outcome: Outcome = Toolbox(desk, [a.kb for a in active]).run_auto(one_line(text, 1000))
+    outcome: Outcome = Toolbox(desk, [a.kb for a in active], max_chars=max_chars).run_auto(one_line(text, 1000))
     done = ToolCallInfo(info.call_id, info.name, info.arguments, outcome.ok, outcome.summary, outcome.error,
                         info.round)
     state.calls.append(done)
+    if outcome.ok and not state.searched:
+        state.searched = "auto"
     yield ToolCallFinished(done, state.add_sources(outcome.sources))
     return outcome.content if outcome.ok else ""
 
@@ -227,12 +347,14 @@ def _run_tools(store: Any, toolbox: Toolbox, completion: Any, text: str, state: 
     calls = completion.tool_calls
     asked = store.add_message(state.conversation_id, "assistant", text, model=state.model,
                               tool_calls=[(c.id, c.name, c.arguments) for c in calls])
-    state.exchange.append({"role": "assistant", "content": text or None, "tool_calls": [c.to_wire() for c in calls]})
+    state.exchange.append({"role": "assistant", "content": text or "", "tool_calls": [c.to_wire() for c in calls]})
     for call in calls:
         cancel.check()
         info = ToolCallInfo(call.id, one_line(call.name, 80), call.arguments, round=state.rounds)
         yield ToolCallStarted(info)
         outcome = toolbox.run(call.name, call.arguments)
+        if call.name == "kb_search" and outcome.ok:
+            state.searched = "tool"
         store.add_message(state.conversation_id, "tool", outcome.content, tool_call_id=call.id)
         store.set_tool_call_status(asked.id, call.id, "ok" if outcome.ok else "error", outcome.error)
         state.exchange.append({"role": "tool", "tool_call_id": call.id, "content": outcome.content})
@@ -242,7 +364,8 @@ def _run_tools(store: Any, toolbox: Toolbox, completion: Any, text: str, state: 
         yield ToolCallFinished(done, state.add_sources(outcome.sources))
 
 
-def _finish(store: Any, state: _State, round_text: list[str], status: str, error: str) -> Iterator[ChatEvent]:
+def _finish(store: Any, state: _State, round_text: list[str], status: str, error: str,
+            plan: _Plan | None) -> Iterator[ChatEvent]:
     partial = "".join(round_text)
     message_id = None
     if partial.strip():
@@ -252,7 +375,11 @@ def _finish(store: Any, state: _State, round_text: list[str], status: str, error
                                        sources=[s.to_dict() for s in state.sources.values()]).id
     store.add_message(state.conversation_id, "notice", error, status=status)
     yield _notice(state, error, "warning" if status == "cancelled" else "error")
-    yield TurnFinished(state.answer(message_id, status, error))
+    how = _how(plan, state)
+    if state.attached:
+        yield describe(how, [a.kb.name for a in plan.searchable] if plan and plan.searchable else
+                       list(state.attached))
+    yield TurnFinished(state.answer(message_id, status, error, retrieval=how))
 
 
 def _log_usage(store: Any, target: ChatTarget, completion: Any) -> None:

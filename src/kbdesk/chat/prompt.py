@@ -6,8 +6,10 @@ on notes, then any passages kbdesk retrieved itself (``auto_search``), fenced as
 The history is rebuilt from the saved messages: ``notice`` rows are never sent; a
 question that got no answer (a failed turn) is left out, so user and assistant
 alternate as strict chat templates need; a tool exchange is sent only whole (the
-assistant's calls and a result for each); and only the newest messages that fit
-:data:`HISTORY_CHARS` are kept, starting at a question.
+assistant's calls and a result for each); and only the newest messages that fit the
+budget (:mod:`kbdesk.chat.budget` derives it from the model's context window) are
+kept, starting at a question. ``content`` is always a string, never null (strict
+servers such as llama-cpp-python refuse a null on an assistant tool-call message).
 """
 
 from __future__ import annotations
@@ -36,6 +38,13 @@ def system_prompt(persona_prompt: str, hint: str, *, notes: bool, reference: str
 def history(messages: Sequence[Any], *, tools: bool = True, budget: int = HISTORY_CHARS) -> list[dict[str, Any]]:
     """Wire messages for the saved ``messages`` (oldest first). With ``tools=False``
     (a model that refuses tools) tool exchanges are reduced to the assistant's text."""
+    return fit_history(messages, tools=tools, budget=budget)[0]
+
+
+def fit_history(messages: Sequence[Any], *, tools: bool = True,
+                budget: int = HISTORY_CHARS) -> tuple[list[dict[str, Any]], int]:
+    """:func:`history` and how many earlier answered questions did not fit ``budget``
+    (characters)."""
     groups: list[list[dict[str, Any]]] = []  # one group per answered question
     current: list[dict[str, Any]] = []
     answered = False
@@ -62,7 +71,7 @@ def history(messages: Sequence[Any], *, tools: bool = True, budget: int = HISTOR
                 results.append({"role": "tool", "tool_call_id": msg.tool_call_id, "content": msg.content})
                 wanted = [c.call_id for c in pending.tool_calls]
                 if tools and [r["tool_call_id"] for r in results] == wanted:
-                    current.append({"role": "assistant", "content": pending.content or None,
+                    current.append({"role": "assistant", "content": pending.content or "",
                                     "tool_calls": [_wire_call(c) for c in pending.tool_calls]})
                     current.extend(results)
                     pending, results = None, []
@@ -76,14 +85,14 @@ def history(messages: Sequence[Any], *, tools: bool = True, budget: int = HISTOR
     used = 0
     for group in reversed(groups):
         size = sum(len(str(m.get("content") or "")) + len(str(m.get("tool_calls") or "")) for m in group)
-        if kept and used + size > budget:
+        if budget <= 0 or (kept and used + size > budget):
             break
         if not kept and size > budget:  # the last exchange alone is too big: its question and answer
             texts = [m for m in group[1:] if m["role"] == "assistant" and not m.get("tool_calls")]
             group = [group[0], *texts[-1:]]
         kept.append(group)
         used += size
-    return [m for group in reversed(kept) for m in _ends_with_answer(group)]
+    return [m for group in reversed(kept) for m in _ends_with_answer(group)], len(groups) - len(kept)
 
 
 def _ends_with_answer(group: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -37,6 +37,8 @@ class ActiveKB:
     origin: str
     """persona, project, conversation or personal: where the KB came from."""
     auto_search: bool = False
+    searchable: int = 0
+    """Its documents that can be found (they hold chunks): the hint's count."""
 
 
 @dataclass(frozen=True)
@@ -61,11 +63,12 @@ def resolve_kbs(store: Any, *, conversation_id: str | None = None, persona_id: s
                 project_id: str | None = None) -> list[ActiveKB]:
     """The KBs active for a turn, in priority order."""
     kbs = {kb.id: kb for kb in store.list_kbs()}
+    counts = store.searchable_counts() if hasattr(store, "searchable_counts") else {}
     active: dict[str, ActiveKB] = {}
 
     def add(kb_id: str, origin: str, auto: bool = False) -> None:
         if kb_id in kbs and kb_id not in active:
-            active[kb_id] = ActiveKB(kbs[kb_id], origin, auto)
+            active[kb_id] = ActiveKB(kbs[kb_id], origin, auto, counts.get(kb_id, 0))
 
     if persona_id:
         for kb_id, auto in store.find_persona(persona_id).kbs:
@@ -113,11 +116,12 @@ def check_switchable(toggles: Sequence[KbToggle], kb: KnowledgeBase) -> None:
 
 def kb_hint(active: Sequence[ActiveKB], *, tools: bool = True) -> str:
     """Seed 000 §6: the system-prompt hint listing the active KBs ("" when there are none)."""
+    active = [a for a in active if a.searchable > 0]  # a KB with nothing to find is not offered
     if not active:
         return ""
     lines = ["You have access to the following knowledge bases:"]
     for item in active:
-        count = item.kb.document_count
+        count = item.searchable
         lines.append(f"- {json.dumps(item.kb.name, ensure_ascii=False)} ({count} document{'' if count == 1 else 's'})")
     lines.append("Use the kb_search tool to find relevant information from these sources." if tools else
                  "Passages kbdesk retrieved from these sources for the latest question are included below.")

@@ -6,8 +6,8 @@
 * :func:`bounded` cuts text to a length, marking the cut.
 * :func:`reference_block` wraps retrieved material for the model: one JSON line inside
   a fence, preceded by a line saying it is reference material and not instructions.
-  JSON escapes every newline, and backticks are escaped too, so nothing inside can end
-  the fence early.
+  JSON escapes every newline, and the fence is longer than any backtick run inside, so
+  nothing inside can end the fence early (non-ASCII text and backticks stay readable).
 """
 
 from __future__ import annotations
@@ -41,10 +41,18 @@ def one_line(text: Any, limit: int = 200) -> str:
 
 
 def data_json(value: Any) -> str:
-    """One line of JSON with backticks escaped (safe inside a fence)."""
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": ")).replace("`", "\\u0060")
+    """One line of JSON, non-ASCII and backticks kept as they are (readable for the model)."""
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
 def reference_block(value: Any, what: str = "knowledge bases", label: str = "kb_search results") -> str:
-    """Retrieved material as delimited data for the model."""
-    return f"{REFERENCE_NOTE.format(what=what)}\n```json {label}\n{data_json(value)}\n```"
+    """Retrieved material as delimited data for the model. The JSON is one line (it
+    escapes every newline) and the fence is longer than any run of backticks in it, so
+    nothing inside can end the block early."""
+    data = data_json(value)
+    fence = "`" * max(3, _longest_backticks(data) + 1)
+    return f"{REFERENCE_NOTE.format(what=what)}\n{fence}json {label}\n{data}\n{fence}"
+
+
+def _longest_backticks(text: str) -> int:
+    return max((len(run) for run in re.findall(r"`+", text)), default=0)

@@ -61,6 +61,19 @@ class ChatService:
     def set_project(self, ref: str, project: str | None) -> Conversation:
         return self.store.update_conversation(self.conversation(ref).id, project_id=self._project_id(project))
 
+    def set_retrieval(self, ref: str, policy: str | None) -> Conversation:
+        """The conversation's retrieval policy (auto, tool, always, off), or None to
+        follow its persona's or ``[chat] retrieval``."""
+        return self.store.update_conversation(self.conversation(ref).id, retrieval=policy)
+
+    def retrieval_policy(self, ref: str) -> str:
+        """The policy a turn of this conversation uses now."""
+        from kbdesk.chat.retrieval import policy_for
+
+        conv = self.conversation(ref)
+        persona = self.store.find_persona(conv.persona_id) if conv.persona_id else None
+        return policy_for(None, conv, persona, self.desk.config.chat.retrieval)
+
     def messages(self, ref: str) -> list[ChatMessage]:
         return self.store.messages(self.conversation(ref).id)
 
@@ -98,8 +111,10 @@ class ChatService:
     # ── personas and projects ──────────────────────────────────────────────────
     def create_persona(self, name: str, system_prompt: str = "", *, model: str | None = None,
                        provider: str | None = None, kbs: Sequence[str] = (),
-                       auto_search: Sequence[str] = ()) -> Persona:
-        persona = self.store.create_persona(name, system_prompt, provider=provider, model=model)
+                       auto_search: Sequence[str] = (), retrieval: str | None = None,
+                       max_tokens: int | None = None) -> Persona:
+        persona = self.store.create_persona(name, system_prompt, provider=provider, model=model,
+                                            retrieval=retrieval, max_tokens=max_tokens)
         if kbs or auto_search:
             persona = self.store.update_persona(persona.id, kbs=self._bindings(kbs, auto_search))
         return persona
@@ -112,12 +127,13 @@ class ChatService:
 
     def edit_persona(self, ref: str, *, name: str | None = None, system_prompt: str | None = None,
                      model: Any = UNSET, provider: Any = UNSET, kbs: Sequence[str] | None = None,
-                     auto_search: Sequence[str] = ()) -> Persona:
+                     auto_search: Sequence[str] = (), retrieval: Any = UNSET, max_tokens: Any = UNSET) -> Persona:
         """Change a persona; ``kbs`` (with ``auto_search`` a subset, or extra) replaces its bindings."""
         persona = self.persona(ref)
         bindings = self._bindings(kbs or (), auto_search) if kbs is not None or auto_search else None
         return self.store.update_persona(persona.id, name=name, system_prompt=system_prompt, model=model,
-                                         provider=provider, kbs=bindings)
+                                         provider=provider, kbs=bindings, retrieval=retrieval,
+                                         max_tokens=max_tokens)
 
     def delete_persona(self, ref: str) -> Persona:
         return self.store.delete_persona(self.persona(ref).id)
@@ -146,10 +162,16 @@ class ChatService:
     def stream(self, conversation: str | None, question: str, *, persona: str | None = None,
                project: str | None = None, kbs: Sequence[str] | None = None, model: str | None = None,
                provider: str | None = None, max_rounds: int = MAX_ROUNDS,
-               cancel: CancelToken | None = None) -> Iterator[ChatEvent]:
+               cancel: CancelToken | None = None, retrieval: str | None = None,
+               max_tokens: int | None = None) -> Iterator[ChatEvent]:
         """Ask ``question`` in ``conversation`` (a new one when None) and yield the turn's
         events. ``persona`` / ``project`` set them on the conversation; ``kbs`` sets its
-        KB toggles to exactly those KBs first."""
+        KB toggles to exactly those KBs first; ``retrieval`` and ``max_tokens`` apply to
+        this turn only."""
+        from kbdesk.store.personas import check_max_tokens, check_retrieval
+
+        check_retrieval(retrieval)
+        check_max_tokens(max_tokens)
         question = clean(question).strip()
         if not question:
             raise InvalidInputError("the question is empty")
@@ -167,7 +189,7 @@ class ChatService:
                 conv = self.set_project(conv.id, project)
         if kbs is not None:
             self.set_kbs(conv.id, kbs)
-        options = TurnOptions(conv.persona_id, conv.project_id, model, provider, max_rounds)
+        options = TurnOptions(conv.persona_id, conv.project_id, model, provider, max_rounds, retrieval, max_tokens)
         yield from run_turn(self.desk, conv, question, options, cancel)
 
     def ask(self, conversation: str | None, question: str, *, on_event: Callable[[ChatEvent], None] | None = None,

@@ -24,7 +24,7 @@ log = logging.getLogger("kbdesk.chat")
 
 MAX_PASSAGE_CHARS = 2_000
 MAX_RESULT_CHARS = 12_000
-_META_KEYS = ("page", "headings", "title", "section", "heading")
+_META_KEYS = ("page", "headings", "title", "section", "heading", "stale", "indexed_at")
 
 KB_SEARCH_TOOL: dict[str, Any] = {
     "type": "function",
@@ -85,10 +85,12 @@ class _KeywordOnly(Exception):
 class Toolbox:
     """The tools of one turn, bound to its active KBs."""
 
-    def __init__(self, desk: Any, kbs: Sequence[KnowledgeBase], *, notes: Any = None) -> None:
+    def __init__(self, desk: Any, kbs: Sequence[KnowledgeBase], *, notes: Any = None,
+                 max_chars: int = MAX_RESULT_CHARS) -> None:
         self.desk = desk
         self.kbs = list(kbs)
         self.notes = notes  # a NoteService, or None when the user has no notes
+        self.max_chars = min(MAX_RESULT_CHARS, max_chars)  # whole results dropped beyond (a small context)
 
     def definitions(self) -> list[dict[str, Any]]:
         tools = [KB_SEARCH_TOOL] if self.kbs else []
@@ -139,7 +141,7 @@ class Toolbox:
                             "kb": result.kb, "similarity": result.similarity, "metadata": metadata})
             sources.append(_chunk_source(result, metadata, via, self.kbs))
         payload: dict[str, Any] = {"results": results, "query": query, "searched_kbs": response.searched_kbs}
-        _fit(payload)
+        _fit(payload, self.max_chars)
         sources = sources[: len(payload["results"])]
         kbs = ", ".join(response.searched_kbs)
         summary = f"{len(payload['results'])} result{'' if len(payload['results']) == 1 else 's'} from {kbs}"
@@ -177,7 +179,7 @@ class Toolbox:
                                                                                       MAX_PASSAGE_CHARS),
                     "score": round(h.score, 6), "matched": list(h.matched)} for h in found.hits]
         payload: dict[str, Any] = {"results": results, "query": query, "semantic": semantic}
-        _fit(payload)
+        _fit(payload, self.max_chars)
         sources = [{"kind": "note", "source": one_line(h.note.title or h.note.content, 60), "note_id": h.note.id,
                     "similarity": round(h.score, 6), "via": "note_search"} for h in found.hits[: len(results)]]
         summary = f"{len(payload['results'])} note{'' if len(payload['results']) == 1 else 's'}" + \
@@ -235,10 +237,10 @@ def _clean_meta(value: Any) -> Any:
     return value if isinstance(value, (int, float, bool)) or value is None else one_line(value, 200)
 
 
-def _fit(payload: dict[str, Any]) -> None:
-    """Drop trailing results until the payload fits :data:`MAX_RESULT_CHARS`."""
+def _fit(payload: dict[str, Any], limit: int = MAX_RESULT_CHARS) -> None:
+    """Drop trailing results until the payload fits ``limit`` characters."""
     omitted = 0
-    while payload["results"] and len(data_json(payload)) > MAX_RESULT_CHARS:
+    while payload["results"] and len(data_json(payload)) > limit:
         payload["results"].pop()
         omitted += 1
     if omitted:

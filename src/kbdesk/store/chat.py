@@ -122,6 +122,16 @@ class ChatMixin(PersonasMixin):
                              (*changes.values(), _now(), conv_id))
         return self.get_conversation(conv_id)
 
+    # ── small settings of the chat (what kbdesk learned about models) ──────────
+    def get_setting(self, key: str) -> str | None:
+        row = self.connection().execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_setting(self, key: str, value: str) -> None:
+        with self.write() as conn:
+            conn.execute("INSERT INTO settings(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
+                         "value = excluded.value", (key, value))
+
     def delete_conversation(self, conv_id: str) -> Conversation:
         conv = self.get_conversation(conv_id)
         with self.write() as conn:

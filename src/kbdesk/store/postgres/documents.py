@@ -104,6 +104,12 @@ class DocumentsMixin:
             raise NotFoundError(f"no document with id '{doc_id}'")
         return row[0]
 
+    def searchable_counts(self) -> dict[str, int]:
+        """Documents that can be found (they hold chunks), per KB."""
+        rows = self.connection().execute("SELECT kb_id, count(*) FROM kb_documents WHERE chunk_count > 0 "
+                                         "GROUP BY kb_id").fetchall()
+        return {str(kb_id): int(n) for kb_id, n in rows}
+
     def documents_by_source(self, kb_id: str) -> dict[str, Document]:
         """The document of each source path in a KB (what a folder scan compares to)."""
         rows = self.connection().execute(

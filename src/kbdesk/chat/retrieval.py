@@ -1,0 +1,67 @@
+"""The retrieval policy of a turn: whether and how the active KBs are consulted.
+
+* ``auto`` (the default): the model is asked to call ``kb_search`` first (a forced tool
+  choice) and then answers from what it found. A model or server that does not follow
+  a forced tool choice answers without searching: kbdesk then searches the KBs itself
+  with the question and asks again with the passages — and remembers that this model
+  does not follow forced tool choices, so later turns search first and spare it the
+  wasted answer. Either way a question asked with KBs attached is answered from them.
+* ``tool``: the model may call ``kb_search`` when it sees fit; when it does not, the
+  turn says so ("the model did not search …").
+* ``always``: kbdesk searches the KBs with the question before every answer (the
+  passages go into the prompt); ``kb_search`` is still offered for more.
+* ``off``: the KBs are not offered and not searched.
+
+The policy comes from the turn's own option, else the conversation, else the persona,
+else ``[chat] retrieval`` in config.toml.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from kbdesk.chat.events import Retrieval, RetrievalHow
+
+POLICIES = ("auto", "tool", "always", "off")
+_IGNORES_KEY = "chat.ignores_forced_tool_choice"
+
+
+def policy_for(option: str | None, conversation: Any, persona: Any, configured: str) -> str:
+    for value in (option, getattr(conversation, "retrieval", None), getattr(persona, "retrieval", None),
+                  configured):
+        if value:
+            return str(value)
+    return "auto"
+
+
+def ignores_forcing(store: Any, provider: str, model: str) -> bool:
+    """Whether this model was seen answering without the tool call it was told to make."""
+    return f"{provider}/{model}" in _ignoring(store)
+
+
+def remember_ignores_forcing(store: Any, provider: str, model: str) -> None:
+    known = _ignoring(store)
+    if f"{provider}/{model}" not in known:
+        store.set_setting(_IGNORES_KEY, json.dumps(sorted(known | {f"{provider}/{model}"})))
+
+
+def _ignoring(store: Any) -> set[str]:
+    try:
+        return set(json.loads(store.get_setting(_IGNORES_KEY) or "[]"))
+    except ValueError:
+        return set()
+
+
+def describe(how: RetrievalHow, names: Sequence[str]) -> Retrieval:
+    """The line the user sees about this turn's retrieval."""
+    kbs = ", ".join(names)
+    text = {
+        "tool": f"searched {kbs} (kb_search)",
+        "auto": f"searched {kbs} (kbdesk searched with the question)",
+        "skipped": f"the model did not search {kbs}",
+        "off": f"did not search {kbs} (retrieval is off)",
+        "none": "no knowledge base with searchable documents is active",
+    }[how]
+    return Retrieval(how, tuple(names), text)
