@@ -114,7 +114,7 @@ class _Asker:
         return _tokens((settings or {}).get("n_ctx")) or _tokens(body.get("n_ctx") if isinstance(body, dict) else None)
 
     def ollama(self, model: str) -> int | None:
-        body = self._send("POST", f"{self.root}/api/show", {"model": model})
+        body = self._send("POST", f"{self.root}/api/show", {"model": model, "name": model})  # name: older Ollama
         if not isinstance(body, dict) or not isinstance(body.get("model_info"), dict):
             return None
         info = body["model_info"]
