@@ -130,3 +130,22 @@ def test_the_turn_says_it_is_waiting_for_a_silent_model(chat_server):
     first_text = next(i for i, e in enumerate(events) if isinstance(e, TextDelta))
     assert max(i for i, e in enumerate(events) if isinstance(e, Waiting)) < first_text
     desk.close()
+
+
+def test_a_server_that_fails_on_a_forced_tool_choice_gets_the_passages_instead(chat_server):
+    """llama-cpp-python answers tool_choice "required" with a bare HTTP 500: the turn does
+    not fail; kbdesk searches, asks again without forcing, and does so from then on."""
+    write_config(chat_server, retrieval=None)
+    desk = open_desk(backend="numpy")
+    desk.create_kb("Docs", keyword_only=True)
+    add_doc(desk, "Docs", "backups.md", BACKUPS)
+    chat_server.error(500, "")
+    chat_server.reply(text="Nightly at two.")
+    _, answer, said = turn(desk, "When do backups run?")
+    assert answer.status == "complete" and answer.text == "Nightly at two." and answer.retrieval == "auto"
+    assert "tool_choice" in chat_server.chat_requests[0] and "tool_choice" not in chat_server.chat_requests[1]
+    assert BACKUPS in chat_server.chat_requests[1]["messages"][0]["content"]
+    chat_server.reply(text="Thirty days.")
+    turn(desk, "How long are they kept?")
+    assert "tool_choice" not in chat_server.chat_requests[2]  # remembered
+    desk.close()

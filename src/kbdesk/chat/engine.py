@@ -41,7 +41,7 @@ from kbdesk.config import Config
 from kbdesk.errors import KbdeskError
 from kbdesk.providers.chat import CancelToken, ChatCancelled, ChatClient, ToolsRejectedError
 from kbdesk.providers.context import context_window
-from kbdesk.providers.errors import ContextOverflowError, ProviderConfigError
+from kbdesk.providers.errors import ContextOverflowError, ProviderConfigError, ProviderError
 from kbdesk.providers.settings import ProviderSettings
 
 log = logging.getLogger("kbdesk.chat")
@@ -191,7 +191,13 @@ def run_turn(desk: Any, conversation: Any, text: str, options: TurnOptions | Non
                 options_wire: dict[str, Any] = {"max_tokens": fitted.max_tokens,
                                                 "wait_limit": desk.config.chat.timeout}
                 if forcing:
-                    options_wire["tool_choice"] = "kb_search"
+                    # a named function is the widest way to force a call; llama.cpp's llama-server
+                    # reads a named choice as "auto", but honours "required" (with only kb_search offered)
+                    if target.settings.kind == "llamacpp":
+                        options_wire["tool_choice"] = "required"
+                        tools = [t for t in tools if t["function"]["name"] == "kb_search"]
+                    else:
+                        options_wire["tool_choice"] = "kb_search"
                 try:
                     for item in stream_round(client, fitted.messages, target.model, tools=tools, cancel=cancel,
                                              round_no=state.rounds, **options_wire):
@@ -215,11 +221,22 @@ def run_turn(desk: Any, conversation: Any, text: str, options: TurnOptions | Non
                     yield _notice(state, "the conversation did not fit the model's context: asking again with "
                                   "the earlier questions left out", "warning")
                     continue
-                except ToolsRejectedError as exc:
+                except ProviderError as exc:
+                    if not isinstance(exc, ToolsRejectedError):
+                        if not (forcing and exc.status in (400, 422, 500)):
+                            raise
+                        # the server fails on a forced tool choice (llama-cpp-python answers "required"
+                        # with a bare 500): kbdesk searches for this model from now on
+                        state.rounds -= 1
+                        log.info("forcing kb_search failed on %s: %s", target.model, exc)
+                        remember_ignores_forcing(store, target.provider, target.model)
+                        plan.force = False
+                        reference = yield from _search_instead(desk, plan, text, state, reference)
+                        continue
                     if state.exchange or not tools:
                         raise
                     state.rounds -= 1
-                    if forcing:  # the server refuses a forced tool choice: search first from now on
+                    if forcing and getattr(exc, "choice", True):  # it refuses a forced choice: search first
                         remember_ignores_forcing(store, target.provider, target.model)
                         plan.force = False
                         reference = yield from _search_instead(desk, plan, text, state, reference)

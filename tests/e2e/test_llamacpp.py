@@ -1,0 +1,89 @@
+"""kbdesk's chat against a real llama-cpp-python server (see conftest.py)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+
+from conftest import kbdesk
+
+pytestmark = pytest.mark.e2e
+
+
+def test_a_question_about_the_sample_kb_and_its_follow_up(e2e_home, recorder):
+    recorder.label = "ask"
+    first = json.loads(kbdesk("ask", "How do I restore a backup?", "--json").stdout)
+    assert first["status"] == "complete" and first["answer"].strip()
+    assert first["sources"] and first["retrieval"] in ("tool", "auto")
+    assert {s["kb"] for s in first["sources"]} == {"demo"}
+    # the forced kb_search round trip: the call came back as a real tool call and its result went back
+    chat = recorder.chat()
+    assert chat[0]["request"]["tool_choice"] == {"type": "function", "function": {"name": "kb_search"}}
+    if first["retrieval"] == "tool":
+        sent_back = chat[1]["request"]["messages"]
+        call = next(m for m in sent_back if m["role"] == "assistant" and m.get("tool_calls"))
+        assert isinstance(call["content"], str)  # never null: this server refuses null
+        result = next(m for m in sent_back if m["role"] == "tool")
+        assert result["tool_call_id"] == call["tool_calls"][0]["id"]
+    recorder.label = "follow-up"
+    second = json.loads(kbdesk("ask", "-c", first["conversation_id"], "And how often do backups run?",
+                               "--json").stdout)
+    assert second["status"] == "complete" and second["answer"].strip()
+    assert second["conversation_id"] == first["conversation_id"]
+    recorder.label = None
+
+
+def test_stop_before_the_first_byte(e2e_home, recorder):
+    """The server reads a long prompt one token at a time (--n_batch 1): stopped meanwhile,
+    the turn ends at once and the server sees the client leave."""
+    from kbdesk import open_desk
+    from kbdesk.chat import CancelToken, TextDelta, TurnFinished
+
+    long_question = "Please summarise: " + "the harbour keeps its lighthouse lit every night. " * 60
+    with open_desk() as desk:
+        token = CancelToken()
+        events: list = []
+        stopped_at: list[float] = []
+
+        def ask() -> None:
+            for event in desk.chat().stream(None, long_question, retrieval="off", cancel=token):
+                events.append(event)
+            stopped_at.append(time.monotonic())
+
+        worker = threading.Thread(target=ask)
+        worker.start()
+        time.sleep(1.5)
+        assert not any(isinstance(e, TextDelta) for e in events), "the answer started before the stop"
+        asked = time.monotonic()
+        token.cancel()
+        worker.join(30)
+        assert not worker.is_alive()
+        took = stopped_at[0] - asked
+        answer = next(e.answer for e in events if isinstance(e, TurnFinished))
+        assert answer.status == "cancelled"
+        print(f"stop before the first byte took {took:.3f} s")
+        assert took < 0.5
+
+
+def test_an_overflowing_conversation_is_trimmed_not_broken(e2e_home, recorder):
+    """A conversation far longer than the server's 2,048-token context: the server does
+    not say its context (llama-cpp-python has no /props), so kbdesk plans with 4,096;
+    the server's overflow comes back as an overflow, and the turn asks again without the
+    history instead of failing."""
+    from kbdesk import open_desk
+
+    with open_desk() as desk:
+        chat = desk.chat()
+        conv = chat.new_conversation("long")
+        for i in range(12):  # an old conversation, saved: ~1,500 characters per exchange
+            desk.store.add_message(conv.id, "user", f"Question {i} about tides? " + "tide " * 120)
+            desk.store.add_message(conv.id, "assistant", f"Answer {i}: " + "water " * 150)
+        recorder.label = "overflow"
+        answer = chat.ask(conv.id, "What is the capital of France?", retrieval="off", max_tokens=48)
+        recorder.label = None
+    assert answer.status == "complete", answer.error
+    assert answer.text.strip()
+    assert answer.trimmed or any("context" in n for n in answer.notices)
