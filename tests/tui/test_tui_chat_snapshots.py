@@ -1,4 +1,5 @@
-"""Snapshots of the chat screen, the KB popup, the sources and the notes at 80×24.
+"""Snapshots of the chat screen (a Markdown answer, waiting for the model, no chat model),
+the KB popup, the sources and the notes at 80×24.
 
 Deterministic: the answer comes from the scripted server (no base URL or port is shown),
 conversations are listed by title only (no times, no ids), no notification, no blinking
@@ -12,8 +13,9 @@ from typing import Any
 import pytest
 from textual.widgets import Input
 
-from tui_chat_support import chat_desk, chat_server, docs  # noqa: F401 - fixtures
-from tui_support import settle, type_text
+from tui_chat_support import ScriptedAsk, chat_desk, chat_server, docs, shown  # noqa: F401 - fixtures
+from tui_support import settle, type_text, wait_until
+from kbdesk.chat import TurnStarted, Waiting
 from kbdesk.tui.app import make_app
 
 SIZE = (80, 24)
@@ -80,6 +82,39 @@ def test_sources(snap_compare, answered):
 def test_source_passage(snap_compare, answered):
     assert snap_compare(make_app(answered), terminal_size=SIZE,
                         run_before=before(_open_chat, lambda p: p.press("ctrl+s"), lambda p: p.press("enter")))
+
+
+def test_chat_markdown_answer(snap_compare, chat_desk, chat_server):
+    docs(chat_desk)
+    chat_server.reply("**Backups** run nightly at two [1].\n\n- kept for *30 days*\n- restore with "
+                      "`kbdesk restore`\n\nSee [the guide](https://example.com/guide); <b>html</b> stays text.")
+    chat_desk.chat().ask(None, "When do backups run?")
+    assert snap_compare(make_app(chat_desk), terminal_size=SIZE, run_before=before(_open_chat))
+
+
+def test_chat_waiting_for_the_model(snap_compare, chat_desk):
+    scripted = ScriptedAsk()  # the turn stays open (its worker running) until the app closes
+
+    async def waiting(pilot) -> None:
+        await settle(pilot)
+        await pilot.press("c")
+        await settle(pilot)
+        screen = pilot.app.screen
+        screen.chat.ask = scripted
+        await type_text(pilot, "Summarise the handbook")
+        await pilot.press("enter")
+        assert await wait_until(pilot, lambda: screen.turn is not None and scripted.calls)
+        scripted.send(TurnStarted(screen.turn.conversation_id, "u1", "tiny", "local"), Waiting(12.0))
+        assert await wait_until(pilot, lambda: "waiting for the model" in shown(screen.turn.view))
+        for field in screen.query(Input):
+            field.cursor_blink = False
+        await pilot.pause(0.1)
+
+    assert snap_compare(make_app(chat_desk), terminal_size=SIZE, run_before=waiting)
+
+
+def test_chat_without_a_model(snap_compare, tui_desk):
+    assert snap_compare(make_app(tui_desk), terminal_size=SIZE, run_before=before(_open_chat))
 
 
 @pytest.fixture

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import threading
 
-from kbdesk.chat import Answer, Notice, Source, TextDelta, ToolCallFinished, ToolCallInfo, ToolCallStarted, TurnFinished
+from kbdesk.chat import (
+    Answer, Notice, Retrieval, Source, TextDelta, ToolCallFinished, ToolCallInfo, ToolCallStarted, TurnFinished,
+    TurnStarted, Waiting,
+)
 from kbdesk.store.chat import ChatMessage, ToolCallRecord
 from kbdesk.tui.chat_state import (
     AnswerState, CallLine, NoticePart, TextPart, TurnRelay, UserBlock, blocks_from_messages, source_groups,
@@ -70,6 +73,31 @@ def test_answer_state_follows_the_events():
     assert [s["label"] for s in state.sources] == ["guide.md § Backups — Docs"]
     state.apply(TurnFinished(Answer("conv", "m", state.text, "complete", "tiny", (source,))))
     assert state.status == "complete" and state.model == "tiny" and len(state.sources) == 1
+
+
+def test_answer_state_says_what_the_turn_is_doing_and_how_it_went():
+    state = AnswerState()
+    state.apply(TurnStarted("conv", "u", "tiny", "local", ("Docs",)))
+    assert state.live == "thinking…" and state.notes == []
+    state.apply(Waiting(11.6))
+    assert state.live == "waiting for the model (12 s)…"
+    state.apply(TextDelta("Some", 1))
+    assert state.live == "" and state.waiting is None  # text flows: nothing to say
+    call = ToolCallInfo("c1", "kb_search", "{}")
+    state.apply(ToolCallStarted(call))
+    state.apply(Waiting(1.0, round=2))  # silent again in round 2
+    assert state.live == "waiting for the model (1 s)…"
+    state.apply(Retrieval("tool", ("Docs",), "searched Docs (kb_search)\x1b[2J"))
+    assert state.live == "waiting for the model (1 s)…"  # the retrieval line does not end the wait
+    state.stopping = True
+    assert state.live == "stopped"
+    state.apply(TurnFinished(Answer("conv", "m", "Some", "cancelled", finish_reason="length", trimmed=1)))
+    assert state.live == ""  # over: the notes and notices say the rest
+    assert state.notes == ["searched Docs (kb_search)", "cut at the length limit",
+                           "1 earlier question left out to fit the model's context"]
+    finished = AnswerState()
+    finished.apply(TurnFinished(Answer("conv", "m", "x", "complete", finish_reason="stop", trimmed=3)))
+    assert finished.notes == ["3 earlier questions left out to fit the model's context"]
 
 
 def _message(role, content="", *, status="complete", sources=(), calls=(), model=None):

@@ -3,7 +3,9 @@ desk whose chat role points at it. (tests/chat is not on sys.path when tests/tui
 
 from __future__ import annotations
 
+import queue
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,8 @@ if _CHAT_TESTS not in sys.path:
 from chat_support import add_doc, write_config  # noqa: E402
 from fake_chat import FakeChat  # noqa: E402
 
-__all__ = ["FakeChat", "add_doc", "chat_desk", "chat_server", "docs", "screen_text", "shown", "write_config"]
+__all__ = ["FakeChat", "ScriptedAsk", "add_doc", "chat_desk", "chat_server", "docs", "screen_text", "shown",
+           "write_config"]
 
 
 @pytest.fixture
@@ -65,3 +68,40 @@ def screen_text(app) -> str:
     """The screen as the user sees it, one line per row (no styles)."""
     strips = app.screen._compositor.render_strips()
     return "\n".join("".join(segment.text for segment in strip).rstrip() for strip in strips)
+
+
+class ScriptedAsk:
+    """Stands in for ``ChatService.ask`` in the turn's worker thread: it hands the turn's
+    events over as the test sends them (:meth:`send`), so the test decides what the screen
+    has seen. With ``ignore_cancel`` it goes on until the test sends a ``TurnFinished`` —
+    a worker provably still running after Stop or Back; without, a cancel ends the turn
+    as the engine would (status "cancelled")."""
+
+    def __init__(self, *, ignore_cancel: bool = False) -> None:
+        self.ignore_cancel = ignore_cancel
+        self.batches: queue.Queue = queue.Queue()
+        self.calls: list[tuple[str | None, str]] = []
+
+    def send(self, *events) -> None:
+        self.batches.put(events)
+
+    def __call__(self, conversation, question, *, on_event, cancel=None, **kwargs):
+        from kbdesk.chat import Answer, Notice, TurnFinished
+
+        self.calls.append((conversation, question))
+        deadline = time.monotonic() + 60  # a test that forgot to finish the turn does not hang the run
+        while time.monotonic() < deadline:
+            try:
+                events = self.batches.get(timeout=0.05)
+            except queue.Empty:
+                if cancel is not None and cancel.cancelled and not self.ignore_cancel:
+                    answer = Answer(conversation, None, "", "cancelled")
+                    on_event(Notice("stopped by the user", "warning"))
+                    on_event(TurnFinished(answer))
+                    return answer
+                continue
+            for event in events:
+                on_event(event)
+                if isinstance(event, TurnFinished):
+                    return event.answer
+        raise AssertionError("the test never finished the scripted turn")
