@@ -79,23 +79,22 @@ class ChatSession:
         if self.interactive:
             self._open_history()
             self._banner()
+        interrupted = False
         try:
             while True:
                 try:
-                    text = self.read()
-                except KeyboardInterrupt:  # Ctrl-C at the prompt: the line is dropped
-                    self._newline()
-                    continue
+                    if interrupted:  # here, not in the except clause: another Ctrl-C there would escape
+                        interrupted = False
+                        self._newline()
+                    if not self.handle(self.read()):
+                        break
+                except KeyboardInterrupt:  # at the prompt: the line is dropped; elsewhere: back to it
+                    interrupted = True
                 except EOFError:  # Ctrl-D, or the end of piped input
                     self._newline()
                     break
-                try:
-                    if not self.handle(text):
-                        break
                 except KbdeskError as exc:
                     self.error(str(exc))
-                except KeyboardInterrupt:
-                    self._newline()
         finally:
             self._close()
         return 1 if self.failed and not self.interactive else 0

@@ -71,8 +71,12 @@ def run_turn(chat: Any, conversation: str | None, question: str, on_event: Calla
             events.put(_END)
 
     threading.Thread(target=work, name="kbdesk-chat-turn", daemon=True).start()
+    tell = False
     while True:
         try:
+            if tell:  # here, not in the except clause: another Ctrl-C there would escape
+                tell = False
+                on_interrupt()  # type: ignore[misc]
             event = events.get(timeout=0.25)
             if event is _END:
                 break
@@ -82,8 +86,7 @@ def run_turn(chat: Any, conversation: str | None, question: str, on_event: Calla
         except KeyboardInterrupt:
             if not token.cancelled:
                 token.cancel()
-                if on_interrupt is not None:
-                    on_interrupt()
+                tell = on_interrupt is not None
     assert done.is_set()
     if "error" in box:
         raise box["error"]
@@ -106,7 +109,8 @@ class TurnView:
     """Draws a turn's events: answer text on ``out`` as it streams, the rest on ``err``.
 
     ``live``: rewrite the "waiting for the model" line in place (a terminal); otherwise
-    it is printed once and then every :data:`SPARSE_WAITING` seconds.
+    it is printed once and then every :data:`SPARSE_WAITING` seconds. In the middle of
+    an answer's line it waits :data:`SPARSE_WAITING` seconds before breaking that line.
     """
 
     def __init__(self, *, quiet: bool = False, out: TextIO | None = None, err: TextIO | None = None,
@@ -164,6 +168,8 @@ class TurnView:
             self.waiting_shown = False
 
     def _waiting(self, seconds: float) -> None:
+        if self.mid_line and seconds < SPARSE_WAITING:
+            return  # a pause in the middle of an answer (a slow model): the text itself shows progress
         text = f"waiting for the model ({seconds:.0f} s)… Ctrl-C stops"
         if self.live:
             self.end_line()
