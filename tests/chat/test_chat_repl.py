@@ -214,3 +214,16 @@ def test_a_short_pause_in_the_middle_of_an_answer_does_not_break_its_line():
     assert out.getvalue() == "A slow answer." and err.getvalue() == ""
     view(Waiting(12.0))  # a long stall is said, on a line of its own
     assert out.getvalue() == "A slow answer.\n" and "waiting for the model (12 s)" in err.getvalue()
+
+
+def test_ctrl_c_stops_ask_mid_answer_with_status_130_and_keeps_the_part(docs, chat_server):
+    chat_server.reply("Once upon a time", pieces=1, hold=WAIT)
+    with Terminal("ask", "Tell me a long story") as term:
+        term.expect("Once upon a time")
+        term.send("\x03")
+        term.expect("stopped")
+        assert term.wait() == 130
+    conv = cli_json("conversations", "list")["data"][0]
+    messages = cli_json("conversations", "show", conv["id"])["messages"]
+    assert [(m["status"], m["content"]) for m in messages if m["role"] == "assistant"] == [
+        ("cancelled", "Once upon a time")]
