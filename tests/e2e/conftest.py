@@ -27,6 +27,8 @@ from typing import Any
 import httpx
 import pytest
 
+from e2e_support import kbdesk
+
 RECORDED = Path(__file__).resolve().parent.parent / "chat" / "recorded" / "llamacpp.json"
 N_CTX = 2048
 MODEL = "smollm2"
@@ -166,11 +168,3 @@ def e2e_home(tmp_path, recorder, monkeypatch):
     kbdesk("kb", "create", "demo")
     kbdesk("add", "demo", str(root / "assets" / "sample"), "-q")
     return home
-
-
-def kbdesk(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    run = subprocess.run([sys.executable, "-c", "from kbdesk.cli.main import main; main()", *args],
-                         capture_output=True, text=True, timeout=600)
-    if check:
-        assert run.returncode == 0, run.stderr
-    return run

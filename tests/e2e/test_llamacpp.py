@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import kbdesk
+from e2e_support import kbdesk
 
 pytestmark = pytest.mark.e2e
 
