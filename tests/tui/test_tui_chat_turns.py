@@ -147,6 +147,9 @@ async def test_a_long_answer_is_appended_not_rerendered(chat_desk, chat_server, 
         assert "".join(appends) == words
         assert len(appends) < len(words.split()) / 4, len(appends)
         assert updates == [""]  # the new answer's empty document, once, when it was mounted
+        await ui(pilot)
+        transcript = screen.transcript
+        assert transcript.max_scroll_y > 0 and transcript.is_vertical_scroll_end  # it followed the text
 
 
 async def test_esc_stops_an_answer_before_its_first_byte_then_back_leaves(chat_desk, chat_server):
@@ -258,7 +261,7 @@ async def test_the_turn_state_shows_under_the_answer(chat_desk):
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])
-async def test_no_model_message_fits_the_screen_and_its_key_opens_model_roles(tui_desk, size):
+async def test_no_model_message_fits_the_screen_and_its_key_opens_model_roles(tui_desk, chat_server, size):
     app = make_app(tui_desk)  # no chat model configured
     async with app.run_test(size=size) as pilot:
         screen = await open_chat(pilot)
@@ -277,6 +280,11 @@ async def test_no_model_message_fits_the_screen_and_its_key_opens_model_roles(tu
         await settle(pilot)
         assert isinstance(app.screen, SettingsScreen)
         assert app.screen.query_one(TabbedContent).active == "roles"
+        write_config(chat_server)  # as if the roles were saved there
+        app.config_changed()
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.screen is screen and not banner.display and "tiny" in status(screen)
 
 
 async def test_ctrl_t_steps_through_how_the_kbs_are_searched(chat_desk):

@@ -95,7 +95,10 @@ class AnswerMarkdown(Markdown):
         self._start()
 
     def on_mount(self) -> None:
-        self._ready = True  # Markdown's own mount has laid out the empty document
+        self.call_later(self._begin)  # after Markdown's own mount has laid out the empty document
+
+    def _begin(self) -> None:
+        self._ready = True
         self._start()
 
     def _start(self) -> None:
