@@ -103,7 +103,7 @@ class ChatCommand(click.Command):
         if legacy is None:
             return super().invoke(ctx)
         click.echo(f"note: 'kbdesk chat {legacy[0]}' is now 'kbdesk conversations {legacy[0]}'", err=True)
-        sub = conversations_group.make_context("conversations", legacy, parent=ctx)
+        sub = conversations_group.make_context("conversations", legacy, parent=ctx.parent or ctx)
         with sub:
             return conversations_group.invoke(sub)
 
@@ -128,7 +128,8 @@ def chat_command(state, conversation, latest, kbs, persona, project, model, prov
     Ctrl-C stops an answer (what came is kept) or clears the line.
 
     With stdin not a terminal, reads one question (or /command) per line, answers each
-    and exits (status 1 when an answer failed). Saved conversations: 'kbdesk conversations'.
+    and exits (status 1 when an answer or a command failed). Saved conversations:
+    'kbdesk conversations'.
     """
     import sys
 

@@ -338,6 +338,7 @@ class ChatSession:
         self.err.print(plain(text, style="dim"))
 
     def error(self, text: str) -> None:
+        self.failed = True
         self.err.print(plain(f"error: {text}", style="red"))
 
     def _newline(self) -> None:
