@@ -45,7 +45,7 @@ def _env_set(name: str) -> bool:
 
 @click.group("provider")
 def provider_group() -> None:
-    """Embedding providers (any OpenAI-compatible server)."""
+    """Embedding and chat providers (any OpenAI-compatible server, or in-process embeddings)."""
 
 
 @provider_group.command("add")
