@@ -92,9 +92,12 @@ def test_an_older_file_with_two_rows_for_a_path_is_mended(tmp_path):
     conn.execute("INSERT INTO kb_chunks(id, kb_id, document_id, chunk_index, content, token_count, created_at) "
                  "VALUES ('c2', ?, 'second', 0, 'newer words', 2, '2099-01-01')", (kb.id,))
     conn.execute("INSERT INTO kb_chunks_fts(rowid, content) SELECT seq, content FROM kb_chunks WHERE id = 'c2'")
-    conn.execute("DELETE FROM schema_migrations WHERE version = ?", (len(MIGRATIONS),))
+    step = next(i for i, (name, _) in enumerate(MIGRATIONS, start=1) if name == "one_document_per_path")
+    conn.execute("DELETE FROM schema_migrations WHERE version >= ?", (step,))  # back to before step 7
     for column in ("version", "indexed_at", "indexed_hash", "error_kind"):
         conn.execute(f"ALTER TABLE kb_documents DROP COLUMN {column}")
+    for table, column in (("channels", "retrieval"), ("personas", "retrieval"), ("personas", "max_tokens")):
+        conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")  # later steps, run again on the way up
     conn.commit()
     conn.close()
     with open_desk(db) as desk:

@@ -64,8 +64,8 @@ def chat_target(config: Config, persona: Any = None, *, model: str | None = None
     model = model or (persona.model if persona else None) or role.model
     name = provider or (persona.provider if persona else None) or role.provider
     if not model:
-        raise ProviderConfigError("no chat model is set: set roles.chat.model in config.toml, give the persona "
-                                  "a model, or pass --model")
+        raise ProviderConfigError("no chat model is set: choose one in Settings → Model roles, with "
+                                  "'kbdesk model set chat PROVIDER MODEL', or give the persona a model")
     if not name:
         if len(config.providers) != 1:
             raise ProviderConfigError("no chat provider is set: set roles.chat.provider in config.toml "

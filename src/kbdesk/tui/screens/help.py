@@ -22,7 +22,7 @@ GUIDE = (
     "them and each answer lists its sources. Notes (j) are short texts the chat can search too. "
     "ctrl+p opens the command palette."
 )
-ALWAYS_LISTED = {"app.chat", "app.notes"}
+ALWAYS_LISTED = {"app.chat", "app.notes", "chat.retrieval", "chat.model"}
 """Bindings kept out of the footers (no room) but listed here."""
 
 
