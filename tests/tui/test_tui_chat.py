@@ -7,7 +7,7 @@ import time
 
 from textual.widgets import Input, OptionList, Select, SelectionList, Static, TextArea
 
-from tui_chat_support import chat_desk, chat_server, docs, shown  # noqa: F401 - fixtures
+from tui_chat_support import chat_desk, chat_server, docs, open_chat, shown  # noqa: F401 - fixtures
 from tui_support import notifications, settle, type_text, wait_until
 from kbdesk.chat import TextDelta
 from kbdesk.errors import InvalidInputError
@@ -35,15 +35,6 @@ def rendered(widget) -> str:
 
 def option_texts(options: OptionList) -> list[str]:
     return [options.get_option_at_index(i).prompt.plain for i in range(options.option_count)]
-
-
-async def open_chat(pilot) -> ChatScreen:
-    await settle(pilot)
-    await pilot.press("c")
-    await settle(pilot)
-    screen = pilot.app.screen
-    assert isinstance(screen, ChatScreen)
-    return screen
 
 
 async def ask(pilot, text: str) -> None:

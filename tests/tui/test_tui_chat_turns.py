@@ -15,7 +15,7 @@ from textual.widgets import Input, Static, TabbedContent
 from textual.widgets._markdown import MarkdownBlock, MarkdownParagraph
 
 from tui_chat_support import (  # noqa: F401 - fixtures
-    ScriptedAsk, chat_desk, chat_server, docs, screen_text, shown, write_config,
+    ScriptedAsk, chat_desk, chat_server, docs, open_chat, screen_text, shown, write_config,
 )
 from tui_support import notifications, settle, type_text, wait_until
 from kbdesk.chat import Answer, Retrieval, TextDelta, TurnFinished, TurnStarted, Waiting
@@ -26,15 +26,6 @@ from kbdesk.tui.screens.settings import SettingsScreen
 from kbdesk.tui.widgets.answer_view import AnswerMarkdown, AnswerView
 
 SIZE = (80, 24)
-
-
-async def open_chat(pilot) -> ChatScreen:
-    await settle(pilot)
-    await pilot.press("c")
-    await settle(pilot)
-    screen = pilot.app.screen
-    assert isinstance(screen, ChatScreen)
-    return screen
 
 
 async def send_question(pilot, text: str) -> None:

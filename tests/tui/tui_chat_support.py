@@ -105,3 +105,17 @@ class ScriptedAsk:
                 if isinstance(event, TurnFinished):
                     return event.answer
         raise AssertionError("the test never finished the scripted turn")
+
+
+async def open_chat(pilot):
+    """Open the chat screen from the KB list (the ``c`` key) and return it."""
+    from tui_support import settle
+
+    from kbdesk.tui.screens.chat import ChatScreen
+
+    await settle(pilot)
+    await pilot.press("c")
+    await settle(pilot)
+    screen = pilot.app.screen
+    assert isinstance(screen, ChatScreen)
+    return screen
