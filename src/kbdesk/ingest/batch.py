@@ -9,7 +9,6 @@ document is complete or absent. A failure belongs to its document alone.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import logging
 from dataclasses import dataclass, field
@@ -17,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from kbdesk.errors import KbdeskError, SupersededError
-from kbdesk.ingest.chunker import split_text
+from kbdesk.ingest import chunker
+from kbdesk.ingest.sections import Section
 from kbdesk.ingest.events import EventSink, IngestEvent
 from kbdesk.ingest.extract import ExtractionError, extract_bytes
 from kbdesk.models import ChunkInput, Document, KnowledgeBase
@@ -65,12 +65,6 @@ class BatchResult:
     embedded: int = 0
     cached: int = 0
     calls: int = 0
-
-
-@dataclass
-class _Section:
-    text: str
-    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 def batches(jobs: list[Job]) -> list[list[Job]]:
@@ -154,7 +148,7 @@ class BatchRunner:
                 break  # the rest stay as they are for the next add or resume
             try:
                 if job.kind == "rebuild":
-                    sections = [_Section(t, m) for t, m in self.store.document_sections(job.doc.id) or []]
+                    sections = [Section(t, m) for t, m in self.store.document_sections(job.doc.id) or []]
                     updates.append(StatusUpdate(job.doc.id, "chunking", version=job.doc.version))
                 else:
                     sections, update = self._extract(job.doc)
@@ -184,11 +178,8 @@ class BatchRunner:
         extracted = extract_bytes(data, doc.filename, max_bytes=self.max_bytes,
                                   pdf_timeout=self.config.ingest.pdf_timeout,
                                   pdf_memory_mb=self.config.ingest.pdf_memory_mb, cancelled=self.cancelled)
-        spans, base = [], 0
-        for section in extracted.sections:
-            spans.append((base, base + len(section.text), section.metadata))
-            base += len(section.text) + 2  # extract joins sections with a blank line
-        return extracted.sections, StatusUpdate(doc.id, "chunking", extracted_text=extracted.text, sections=spans,
+        return extracted.sections, StatusUpdate(doc.id, "chunking", extracted_text=extracted.text,
+                                                sections=extracted.spans,
                                                 version=doc.version)
 
     def _recover_bytes(self, doc: Document, path: Path) -> bytes:
@@ -304,17 +295,9 @@ class BatchRunner:
 
 
 def chunk_sections(kb: KnowledgeBase, sections: list[Any]) -> list[ChunkInput]:
-    """Chunks with metadata; start/end are offsets into the whole extracted text."""
-    out: list[ChunkInput] = []
-    base = 0
-    for section in sections:
-        for piece in split_text(section.text, kb.chunk_size, kb.chunk_overlap):
-            meta = copy.deepcopy(section.metadata or {})
-            meta["start"] = base + piece.metadata["start"]
-            meta["end"] = base + piece.metadata["end"]
-            out.append(ChunkInput(piece.content, piece.token_count, meta))
-        base += len(section.text) + 2  # sections are joined with a blank line
-    return out
+    """A document's chunks at the KB's chunk size, offsets into its whole text."""
+    return [ChunkInput(c.content, c.token_count, c.metadata)
+            for c in chunker.chunk_sections(sections, kb.chunk_size, kb.chunk_overlap)]
 
 
 class _Changed(ExtractionError):

@@ -33,6 +33,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kbdesk.ingest.sections import SECTION_GAP
+
 # Paragraph → line → sentence → word (seed 000 §2). The sentence level also knows
 # "? " and "! " (a run of questions is sentences too, not just words) and the CJK full
 # stop "。" (CJK text has no spaces: without it, CJK would only ever be cut hard).
@@ -107,20 +109,25 @@ def chunk_sections(
     chunk_overlap: int = 200,
     separators: Sequence[str] = DEFAULT_SEPARATORS,
 ) -> list[Chunk]:
-    """Chunk each section (an object with ``.text`` and ``.metadata``) on its own.
+    """Chunk a document given as sections (objects with ``.text`` and ``.metadata``):
+    kbdesk's one chunking entry point.
 
     Chunks never straddle two sections. Each chunk gets a deep copy of its section's
-    metadata plus ``start``/``end`` offsets into that section's text (these two keys
-    override any the section carried); indexes run across all sections.
+    metadata plus ``start``/``end`` offsets into the document's whole text — the
+    sections joined with ``"\n\n"`` (:data:`kbdesk.ingest.sections.SECTION_GAP`), as
+    extraction stores it — overriding any such keys the section carried; indexes run
+    across all sections.
     """
     seps = _check(chunk_size, chunk_overlap, separators)
     chunks: list[Chunk] = []
+    offset = 0
     for section in sections:
         base = getattr(section, "metadata", None) or {}
         for start, end, content in _chunk_spans(section.text, chunk_size, chunk_overlap, seps):
             metadata = copy.deepcopy(base)
-            metadata["start"], metadata["end"] = start, end
+            metadata["start"], metadata["end"] = offset + start, offset + end
             chunks.append(Chunk(content, len(chunks), estimate_tokens(content), metadata))
+        offset += len(section.text) + len(SECTION_GAP)
     return chunks
 
 

@@ -22,14 +22,32 @@ class Section:
     metadata: dict = field(default_factory=dict)  # {"page": 3} | {"headings": [...]} | {}
 
 
+SECTION_GAP = "\n\n"  # what joins the sections of a document into its whole text
+
+
+def section_spans(sections: list[Section]) -> list[tuple[int, int, dict]]:
+    """(start, end, metadata) of each section in the text the sections make when joined
+    with :data:`SECTION_GAP` — the offsets every chunk's ``start``/``end`` are given in."""
+    spans, base = [], 0
+    for section in sections:
+        spans.append((base, base + len(section.text), section.metadata or {}))
+        base += len(section.text) + len(SECTION_GAP)
+    return spans
+
+
 @dataclass
 class Extracted:
-    text: str  # all sections joined with "\n\n"; stored for re-chunking
+    text: str  # all sections joined with SECTION_GAP; stored for re-chunking
     content_type: str  # text/plain, text/markdown, text/csv, text/html, application/pdf
     sections: list[Section]
     # Problems that did not stop the document, one readable line each
     # (e.g. "page 3 could not be read: ..."); empty when all went well.
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def spans(self) -> list[tuple[int, int, dict]]:
+        """Where each section lies in :attr:`text` (see :func:`section_spans`)."""
+        return section_spans(self.sections)
 
 
 def sections_from_blocks(blocks: list[tuple[list[str], str, bool]], extra: dict) -> list[Section]:
