@@ -118,7 +118,7 @@ def test_provider_commands_and_set_model(run, tmp_path, fake_openai):
     assert r.exit_code == 0 and "sk-stored-SECRET" not in r.output
     assert "sk-stored-SECRET" in config.read_text()
     listing = run("provider", "list").stdout
-    assert "config file" in listing and "sk-stored" not in listing
+    assert "stored in config.toml" in listing and "sk-stored" not in listing
 
     folder = write_files(tmp_path / "corpus", GOOD_FILES)
     run("kb", "create", "Team")
@@ -147,3 +147,30 @@ def test_a_local_provider_can_be_added_and_listed(run):
     assert run("provider", "add", "here", "--kind", "local").exit_code == 0
     listed = json.loads(run("provider", "list", "--json").stdout)["data"]
     assert listed == [{"name": "here", "kind": "local", "base_url": "(in this process)", "key": "none"}]
+
+
+def test_both_faces_follow_one_set_of_provider_rules(run, tmp_path):
+    """The CLI and the TUI's Settings save and remove providers by the same rules
+    (kbdesk.provider_config): a role's provider cannot be removed, other settings stay."""
+    from kbdesk.config import load_config
+    from kbdesk.paths import get_paths
+    from kbdesk.tui.services import ProviderForm, remove_provider, save_provider
+
+    path = get_paths().config_file
+    assert run("provider", "add", "srv", "--kind", "ollama", "--timeout", "42").exit_code == 0
+    assert run("model", "set", "chat", "srv", "llama3.2").exit_code == 0
+    r = run("provider", "rm", "srv")
+    assert r.exit_code == 1 and "the chat role uses 'srv'" in r.output
+    try:
+        remove_provider(path, "srv")
+        raise AssertionError("the TUI removed a provider a role uses")
+    except Exception as exc:  # the same refusal, word for word
+        assert "the chat role uses 'srv'" in str(exc)
+    save_provider(path, ProviderForm(name="srv", kind="ollama", base_url="http://localhost:11434/v1",
+                                     api_key_env="", original="srv"))
+    import tomllib
+
+    assert load_config(path).providers["srv"].timeout == 42  # kept: not a field of the form
+    assert "base_url" not in tomllib.loads(path.read_text())["providers"]["srv"]  # the kind's default: not written
+    assert run("provider", "add", "srv", "--kind", "ollama").exit_code == 0
+    assert load_config(path).providers["srv"].timeout == 42  # the CLI keeps it too

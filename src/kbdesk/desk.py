@@ -20,6 +20,7 @@ from kbdesk.models import ChunkInput, Document, KnowledgeBase
 from kbdesk.paths import Paths, get_paths, resolve_db
 from kbdesk.search import SearchResponse, search
 from kbdesk.store import choose_driver
+from kbdesk.store.api import Store
 from kbdesk.store.sqlite import SqliteStore
 
 # (kb) -> query vector or None: filled in by the provider layer when one is configured
@@ -31,7 +32,7 @@ class Desk:
     paths: Paths
     config: Config
     db_path: Path
-    store: SqliteStore
+    store: Store
     query_embedder: QueryEmbedder | None = None
     embedders: Embedders = field(init=False)
     _retired: list[Embedders] = field(init=False, default_factory=list, repr=False)
@@ -133,6 +134,18 @@ class Desk:
             pass
         return doc
 
+    def documents(self, ref: str, status: str | None = None) -> list[Document]:
+        """The documents of a KB (by name, id or id prefix), optionally of one status."""
+        return self.store.list_documents(self.kb(ref).id, status)
+
+    def document(self, ref: str, doc_ref: str) -> Document:
+        """One document of a KB by id, id prefix or filename."""
+        return self.store.find_document(self.kb(ref).id, doc_ref)
+
+    def chunk_neighbours(self, document_id: str, chunk_index: int, radius: int = 1) -> list[dict[str, Any]]:
+        """A chunk with the ``radius`` chunks before and after it in its document."""
+        return self.store.chunk_neighbours(document_id, chunk_index, radius)
+
     def ingestor(self, **kwargs: Any) -> Any:
         """An :class:`kbdesk.ingest.pipeline.Ingestor` over this desk."""
         from kbdesk.ingest.pipeline import Ingestor
@@ -228,4 +241,4 @@ def _open_postgres(paths: Paths, config: Config, uri: str) -> Desk:
     store = PostgresStore(uri, identity_from_settings(config.identity))
     # not a file: files_dir() puts this server's document bytes beside it, in "<slug>.files"
     db_path = paths.data_dir / "postgres" / uri_slug(uri)
-    return Desk(paths=paths, config=config, db_path=db_path, store=store)  # type: ignore[arg-type]
+    return Desk(paths=paths, config=config, db_path=db_path, store=store)

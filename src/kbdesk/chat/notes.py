@@ -50,8 +50,19 @@ class NoteSearch:
                 "notes": list(self.notes)}
 
 
+def require_chat(store: Any) -> None:
+    """Conversations, personas, projects and notes need a store with the "chat" capability."""
+    from kbdesk.errors import StoreError
+    from kbdesk.store.api import CHAT
+
+    if CHAT not in store.capabilities:
+        raise StoreError("conversations, personas, projects and notes live in the SQLite file; this "
+                         f"{store.kind} store does not hold them yet")
+
+
 class NoteService:
     def __init__(self, desk: Any) -> None:
+        require_chat(desk.store)
         self.desk = desk
         self.store = desk.store
 

@@ -63,7 +63,7 @@ def resolve_kbs(store: Any, *, conversation_id: str | None = None, persona_id: s
                 project_id: str | None = None) -> list[ActiveKB]:
     """The KBs active for a turn, in priority order."""
     kbs = {kb.id: kb for kb in store.list_kbs()}
-    counts = store.searchable_counts() if hasattr(store, "searchable_counts") else {}
+    counts = store.searchable_counts()
     active: dict[str, ActiveKB] = {}
 
     def add(kb_id: str, origin: str, auto: bool = False) -> None:

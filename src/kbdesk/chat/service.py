@@ -14,25 +14,37 @@ or iterates :meth:`ChatService.stream` itself.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kbdesk.chat.engine import MAX_ROUNDS, TurnOptions, run_turn
 from kbdesk.chat.events import Answer, ChatEvent, Source, TurnFinished
-from kbdesk.chat.notes import NoteService
+from kbdesk.chat.notes import NoteService, require_chat
 from kbdesk.chat.resolve import ActiveKB, KbToggle, check_switchable, kb_hint, kb_toggles, resolve_kbs
 from kbdesk.chat.safety import clean
-from kbdesk.errors import InvalidInputError, StoreError
+from kbdesk.errors import InvalidInputError, KbdeskError
 from kbdesk.providers.chat import CancelToken
 from kbdesk.store.chat import UNSET, ChatMessage, Conversation, Persona, Project
 
 MAX_QUESTION_CHARS = 32_000
 
 
+@dataclass(frozen=True)
+class TurnContext:
+    """The model, the active KBs and the retrieval policy a turn of a conversation (or
+    of a new one) would use: what a face shows before anything is asked."""
+
+    model: str | None
+    problem: str | None
+    """Why no model would answer (nothing configured...), else None."""
+    knowledge_bases: tuple[str, ...] = ()
+    retrieval: str = "auto"
+    """The policy a turn would use: auto, tool, always or off."""
+
+
 class ChatService:
     def __init__(self, desk: Any) -> None:
-        if not hasattr(desk.store, "create_conversation"):
-            raise StoreError("conversations, personas, projects and notes live in the SQLite file; this "
-                             f"{getattr(desk.store, 'kind', 'database')} store does not hold them yet")
+        require_chat(desk.store)
         self.desk = desk
         self.store = desk.store
         self.notes = NoteService(desk)
@@ -65,6 +77,27 @@ class ChatService:
         """The conversation's retrieval policy (auto, tool, always, off), or None to
         follow its persona's or ``[chat] retrieval``."""
         return self.store.update_conversation(self.conversation(ref).id, retrieval=policy)
+
+    def context(self, conversation: str | None = None, *, persona: str | None = None,
+                project: str | None = None) -> TurnContext:
+        """What a turn would use now (see :class:`TurnContext`); without a conversation,
+        for a new one with ``persona`` and ``project``."""
+        from kbdesk.chat.engine import chat_target
+        from kbdesk.chat.retrieval import policy_for
+        from kbdesk.chat.safety import one_line
+
+        conv = self.conversation(conversation) if conversation is not None else None
+        persona_id = conv.persona_id if conv else self._persona_id(persona)
+        project_id = conv.project_id if conv else self._project_id(project)
+        active = resolve_kbs(self.store, conversation_id=conv.id if conv else None, persona_id=persona_id,
+                             project_id=project_id)
+        persona_row = self.store.find_persona(persona_id) if persona_id else None
+        policy = policy_for(None, conv, persona_row, self.desk.config.chat.retrieval)
+        try:
+            model, problem = chat_target(self.desk.config, persona_row).model, None
+        except KbdeskError as exc:
+            model, problem = None, one_line(exc, 200)
+        return TurnContext(model, problem, tuple(a.kb.name for a in active), policy)
 
     def retrieval_policy(self, ref: str) -> str:
         """The policy a turn of this conversation uses now."""

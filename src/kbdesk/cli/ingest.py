@@ -321,7 +321,7 @@ def docs_command(state, kb, status, as_json) -> None:
     """List the documents of KB with status, chunks, size and error."""
     desk = state.desk()
     found = desk.kb(kb)
-    docs = desk.store.list_documents(found.id, status)
+    docs = desk.documents(found.id, status)
     if as_json:
         print_json({"data": [d.to_dict() for d in docs], "total": len(docs)})
         return
@@ -348,7 +348,7 @@ def doc_group() -> None:
 def doc_status(state, kb, doc, as_json) -> None:
     """Status of DOC (id, id prefix or filename) in KB: the seed's polling view."""
     desk = state.desk()
-    found = desk.store.find_document(desk.kb(kb).id, doc)
+    found = desk.document(kb, doc)
     view = {"id": found.id, "status": found.status, "chunk_count": found.chunk_count,
             "error": found.error, "filename": found.filename}
     if as_json:
@@ -373,7 +373,7 @@ def _status(doc: Any) -> str:
 def doc_rm(state, kb, doc, as_json) -> None:
     """Delete DOC from KB with its chunks, vectors and stored file."""
     desk = state.desk()
-    found = desk.store.find_document(desk.kb(kb).id, doc)
+    found = desk.document(kb, doc)
     desk.delete_document(found.id)
     if as_json:
         print_json({"deleted": True, "id": found.id, "filename": found.filename})

@@ -11,7 +11,8 @@ from rich.text import Text
 from kbdesk.cli.output import plain, print_json, stdout, table
 from kbdesk.errors import InvalidInputError
 from kbdesk.providers import DEFAULT_BASE_URLS, OpenAICompatProvider, embedding_candidates
-from kbdesk.providers.settings import check_base_url, display_url, key_env_for, resolve_api_key
+from kbdesk.provider_config import key_source
+from kbdesk.providers.settings import display_url
 
 KINDS = ["openai", "ollama", "lmstudio", "llamacpp", "vllm", "openrouter", "custom", "local"]
 
@@ -26,21 +27,6 @@ def _load(state: Any):
     from kbdesk.config import load_config
 
     return load_config(_config_path(state))
-
-
-def _key_source(settings: Any) -> str:
-    env = key_env_for(settings)
-    if env and resolve_api_key(settings) and (settings.api_key is None or _env_set(env)):
-        return f"env {env}"
-    if settings.api_key:
-        return "config file"
-    return f"env {env} (not set)" if env else "none"
-
-
-def _env_set(name: str) -> bool:
-    import os
-
-    return bool(os.environ.get(name, "").strip())
 
 
 @click.group("provider")
@@ -60,18 +46,13 @@ def provider_group() -> None:
 @click.option("--batch-size", type=click.IntRange(1, 100), help="Inputs per embedding request.")
 @click.pass_obj
 def add(state, name, kind, base_url, api_key_env, store_key, timeout, batch_size) -> None:
-    """Add or replace provider NAME in config.toml."""
-    from kbdesk.config_write import update_config
+    """Add provider NAME to config.toml, or set its kind, base URL and key variable
+    anew (its other settings stay)."""
+    from kbdesk import provider_config
 
     if kind == "custom" and not base_url:
         raise InvalidInputError("a custom provider needs --base-url")
-    if base_url is not None:
-        base_url = check_base_url(base_url)
-    entry: dict[str, Any] = {"kind": kind}
-    for key, value in (("base_url", base_url), ("api_key_env", api_key_env), ("timeout", timeout),
-                       ("batch_size", batch_size)):
-        if value is not None:
-            entry[key] = value
+    key = None
     if store_key:
         if sys.stdin.isatty():
             key = click.prompt("API key", hide_input=True, prompt_suffix=": ")
@@ -79,12 +60,9 @@ def add(state, name, kind, base_url, api_key_env, store_key, timeout, batch_size
             key = sys.stdin.readline().strip()
         if not key:
             raise InvalidInputError("no API key given")
-        entry["api_key"] = key
-
-    def change(raw: dict[str, Any]) -> None:
-        raw.setdefault("providers", {})[name] = entry
-
-    update_config(_config_path(state), change)
+    provider_config.save_provider(_config_path(state), name, kind, base_url=base_url or "",
+                                  api_key_env=api_key_env or "", api_key=key or "",
+                                  settings={"timeout": timeout, "batch_size": batch_size})
     url = base_url or DEFAULT_BASE_URLS.get(kind, "")
     where = display_url(url) if url else "in this process"
     stdout().print(plain(f"Provider '{name}' ({kind}, {where}) saved to {_config_path(state)}"))
@@ -94,15 +72,10 @@ def add(state, name, kind, base_url, api_key_env, store_key, timeout, batch_size
 @click.argument("name")
 @click.pass_obj
 def remove(state, name) -> None:
-    """Remove provider NAME from config.toml."""
-    from kbdesk.config_write import update_config
+    """Remove provider NAME from config.toml (refused while a model role uses it)."""
+    from kbdesk import provider_config
 
-    def change(raw: dict[str, Any]) -> None:
-        if name not in raw.get("providers", {}):
-            raise InvalidInputError(f"no provider named '{name}'")
-        del raw["providers"][name]
-
-    update_config(_config_path(state), change)
+    provider_config.remove_provider(_config_path(state), name)
     stdout().print(plain(f"Provider '{name}' removed"))
 
 
@@ -116,7 +89,7 @@ def list_(state, as_json) -> None:
     providers = _load(state).providers
     rows = [{"name": name, "kind": s.kind,
              "base_url": "(in this process)" if s.kind == "local" else display_url(base_url_for(s, name)),
-             "key": _key_source(s)}
+             "key": key_source(s)}
             for name, s in sorted(providers.items())]
     if as_json:
         print_json({"data": rows, "total": len(rows)})

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from kbdesk.errors import SchemaTooNewError, StoreError
+from kbdesk.store.api import CHAT, VECTORS_LOCAL
 from kbdesk.store.chat import ChatMixin
 from kbdesk.store.documents import DocumentsMixin
 from kbdesk.store.driver import Driver, load_extensions
@@ -64,6 +65,7 @@ class SqliteStore(RecordsMixin, DocumentsMixin, LookupMixin, ChatMixin, NotesMix
     """Connections, transactions and schema for one SQLite database file."""
 
     kind = "sqlite"
+    capabilities = frozenset({CHAT, VECTORS_LOCAL})
 
     def __init__(self, path: Path, driver: Driver, *, read_only: bool | None = None) -> None:
         """Open (creating or upgrading) the database at ``path``.

@@ -20,6 +20,7 @@ from kbdesk.chat.events import (
     ChatEvent, Notice, Retrieval, TextDelta, ToolCallFinished, ToolCallStarted, TurnFinished, TurnStarted, Waiting,
 )
 from kbdesk.chat.safety import clean, one_line
+from kbdesk.chat.service import TurnContext
 
 
 # ── the relay ──────────────────────────────────────────────────────────────────
@@ -262,38 +263,12 @@ def source_groups(blocks: Iterable[Block]) -> list[tuple[str, list[dict[str, Any
 
 
 # ── what a conversation runs with ──────────────────────────────────────────────
-@dataclass(frozen=True)
-class ChatContext:
-    """The model, the active KBs and the retrieval policy of a conversation (or of a new
-    one), for the status line."""
-
-    model: str | None
-    problem: str | None
-    """Why no model would answer (nothing configured...), else None."""
-    knowledge_bases: tuple[str, ...] = ()
-    retrieval: str = "auto"
-    """The policy a turn would use: auto, tool, always or off."""
+ChatContext = TurnContext  # the status line's model, KBs and retrieval policy (kbdesk.chat.service)
 
 
 def chat_context(chat: Any, *, conversation_id: str | None = None, persona_id: str | None = None,
                  project_id: str | None = None) -> ChatContext:
     """Blocking: the model a turn would use, the KBs it would search and how."""
-    from kbdesk.chat.engine import chat_target
-    from kbdesk.chat.resolve import resolve_kbs
-    from kbdesk.chat.retrieval import policy_for
-    from kbdesk.errors import KbdeskError
-
-    store = chat.desk.store
-    conv = None
     if conversation_id is not None:
-        conv = chat.conversation(conversation_id)
-        persona_id, project_id = conv.persona_id, conv.project_id
-    active = resolve_kbs(store, conversation_id=conversation_id, persona_id=persona_id, project_id=project_id)
-    persona = store.find_persona(persona_id) if persona_id else None
-    policy = policy_for(None, conv, persona, chat.desk.config.chat.retrieval)
-    try:
-        target = chat_target(chat.desk.config, persona)
-        model, problem = target.model, None
-    except KbdeskError as exc:
-        model, problem = None, one_line(exc, 200)
-    return ChatContext(model, problem, tuple(a.kb.name for a in active), policy)
+        return chat.context(conversation_id)
+    return chat.context(persona=persona_id, project=project_id)

@@ -19,7 +19,8 @@ from kbdesk.config_write import update_config
 from kbdesk.errors import InvalidInputError
 from kbdesk.providers import DEFAULT_BASE_URLS, ProviderKind, base_url_for
 from kbdesk.providers.models import ROLES, list_models, quick_settings, role_candidates, save_roles
-from kbdesk.providers.settings import check_base_url, display_url, key_env_for
+from kbdesk import provider_config
+from kbdesk.providers.settings import display_url
 
 KINDS = list(typing.get_args(ProviderKind))
 MASK = "••••••••"
@@ -35,15 +36,6 @@ class ProviderRow:
     """Where the key comes from; never the key itself."""
 
 
-def key_source(settings: Any) -> str:
-    env = key_env_for(settings)
-    if env and os.environ.get(env, "").strip():
-        return f"env {env}"
-    if settings.api_key:
-        return f"stored {MASK}"
-    return f"env {env} (not set)" if env else "none"
-
-
 def provider_rows(config: Config) -> list[ProviderRow]:
     rows = []
     for name, settings in sorted(config.providers.items()):
@@ -54,7 +46,7 @@ def provider_rows(config: Config) -> list[ProviderRow]:
                 url = display_url(base_url_for(settings, name))
             except Exception:  # a custom provider without a base URL: say so, don't fail the list
                 url = "(no base URL)"
-        rows.append(ProviderRow(name, settings.kind, url, key_source(settings)))
+        rows.append(ProviderRow(name, settings.kind, url, provider_config.key_source(settings)))
     return rows
 
 
@@ -73,45 +65,12 @@ class ProviderForm:
 
 
 def save_provider(config_path: Any, form: ProviderForm) -> Config:
-    name = form.name.strip()
-    if not name:
-        raise InvalidInputError("a provider needs a name")
-    if form.kind == "custom" and not form.base_url.strip():
-        raise InvalidInputError("a custom provider needs a base URL")
-    base_url = check_base_url(form.base_url, key_hint=KEY_ENV_HINT) if form.base_url.strip() else ""
-
-    def change(raw: dict[str, Any]) -> None:
-        providers = raw.setdefault("providers", {})
-        if name != form.original and name in providers:
-            raise InvalidInputError(f"a provider named '{name}' already exists")
-        old = providers.pop(form.original, {}) if form.original else {}
-        entry: dict[str, Any] = {k: v for k, v in old.items()
-                                 if k not in ("kind", "base_url", "api_key_env", "api_key")}
-        entry["kind"] = form.kind
-        if base_url and base_url.rstrip("/") != DEFAULT_BASE_URLS.get(form.kind):
-            entry["base_url"] = base_url
-        if form.api_key_env.strip():
-            entry["api_key_env"] = form.api_key_env.strip()
-        if form.api_key:
-            entry["api_key"] = form.api_key.strip()
-        elif old.get("api_key") and not form.forget_key:
-            entry["api_key"] = old["api_key"]
-        providers[name] = entry
-        if form.original and form.original != name:  # a rename: roles follow the provider
-            for role in raw.get("roles", {}).values():
-                if isinstance(role, dict) and role.get("provider") == form.original:
-                    role["provider"] = name
-
-    return update_config(config_path, change)
+    """The form's provider, by the rules of :mod:`kbdesk.provider_config`."""
+    return provider_config.save_provider(config_path, form.name, form.kind, base_url=form.base_url,
+                                         api_key_env=form.api_key_env, api_key=form.api_key or "",
+                                         original=form.original or None, forget_key=form.forget_key,
+                                         key_hint=KEY_ENV_HINT)
 
 
 def remove_provider(config_path: Any, name: str) -> Config:
-    def change(raw: dict[str, Any]) -> None:
-        if name not in raw.get("providers", {}):
-            raise InvalidInputError(f"no provider named '{name}'")
-        del raw["providers"][name]
-        for role_name, role in raw.get("roles", {}).items():
-            if isinstance(role, dict) and role.get("provider") == name:
-                raise InvalidInputError(f"the {role_name} role uses '{name}': choose another provider first")
-
-    return update_config(config_path, change)
+    return provider_config.remove_provider(config_path, name)

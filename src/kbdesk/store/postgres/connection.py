@@ -38,6 +38,7 @@ class PostgresStore(RecordsMixin, DocumentsMixin, ChunksMixin, LookupMixin, Bulk
     """kbdesk's store on PostgreSQL + pgvector, in the seed's schema."""
 
     kind = "postgres"
+    capabilities: frozenset[str] = frozenset()  # chat, personas, projects and notes: SQLite only so far
 
     def __init__(self, uri: str, identity: Identity | None = None) -> None:
         if importlib.util.find_spec("psycopg") is None or importlib.util.find_spec("pgvector") is None:

@@ -44,7 +44,7 @@ class ChunkScreen(DeskModal):
         self.load()
 
     def load(self) -> None:
-        self.in_thread(self.desk.store.chunk_neighbours, self.hit["document_id"], self.hit["chunk_index"],
+        self.in_thread(self.desk.chunk_neighbours, self.hit["document_id"], self.hit["chunk_index"],
                        self.radius, doing="reading the chunk", done=self._show)
 
     def _show(self, chunks: list[dict[str, Any]]) -> None:

@@ -76,8 +76,8 @@ class KbDetailScreen(DeskScreen):
                        done=self._loaded)
 
     def _read(self) -> tuple[KnowledgeBase, list[Document]]:
-        kb = self.desk.store.get_kb(self.kb.id)
-        return kb, self.desk.store.list_documents(kb.id)
+        kb = self.desk.kb(self.kb.id)
+        return kb, self.desk.documents(kb.id)
 
     def _loaded(self, result: tuple[KnowledgeBase, list[Document]]) -> None:
         self.kb, docs = result
