@@ -27,31 +27,23 @@ and the timings measure the importer more than the chunker.
 
 from __future__ import annotations
 
-import argparse
 import gc
-import json
-import os
-import platform
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
+from harness import best_of, command_line, machine_info, machine_line, markdown_table, parser, scifact_dir
 from kbdesk.ingest.chunker import DEFAULT_SEPARATORS, _chunk_spans, split_text
+from scifact import read_jsonl
 
-CORPUS = Path("/work/shared/eval/scifact/corpus.jsonl")
 MB = 1_000_000
 
 
 def load_documents(path: Path, min_mb: float) -> list[str]:
     """SciFact abstracts (title, blank line, text), repeated until at least *min_mb* MB."""
-    abstracts = []
-    with path.open(encoding="utf-8") as f:
-        for line in f:
-            row = json.loads(line)
-            abstracts.append(f"{row['title']}\n\n{row['text']}".strip())
+    abstracts = [f"{row['title']}\n\n{row['text']}".strip() for row in read_jsonl(path)]
     size = sum(len(a.encode("utf-8")) for a in abstracts)
     repeats = -(-int(min_mb * MB) // size)  # ceiling division
     return abstracts * repeats
@@ -61,14 +53,9 @@ def mbytes(docs: list[str]) -> float:
     return sum(len(d.encode("utf-8")) for d in docs) / MB
 
 
-def best_time(fn: Callable[[], object], repeats: int) -> tuple[float, object]:
-    best, result = float("inf"), None
-    for _ in range(repeats):
-        result = None
-        t0 = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, result
+def best_time(fn: Callable[[], list[str]], repeats: int) -> tuple[float, list[str]]:
+    (seconds,), (result,) = best_of([fn], repeats)
+    return seconds, result
 
 
 def run_kbdesk(docs: list[str], size: int, overlap: int) -> list[str]:
@@ -95,13 +82,15 @@ def run_langchain(splitter: RecursiveCharacterTextSplitter, docs: list[str]) -> 
 
 
 def linearity(label: str, fn: Callable[[list[str]], list[str]], small: list[str], large: list[str],
-              repeats: int) -> tuple[str, float, float, float, float, float]:
+              repeats: int) -> dict[str, str]:
     """Seconds per MB on a document and on one four times as long."""
     per_mb = []
     for data in (small, large):
         seconds, _ = best_time(lambda: fn(data), repeats)
         per_mb.append(seconds / mbytes(data))
-    return label, mbytes(small), per_mb[0], mbytes(large), per_mb[1], per_mb[1] / per_mb[0]
+    return {"chunker, text": label, "1× size (MB)": f"{mbytes(small):.1f}", "s/MB at 1×": f"{per_mb[0]:.4f}",
+            "4× size (MB)": f"{mbytes(large):.1f}", "s/MB at 4×": f"{per_mb[1]:.4f}",
+            "4× ÷ 1×": f"{per_mb[1] / per_mb[0]:.2f}"}
 
 
 def check_kbdesk(docs: list[str], size: int, overlap: int) -> None:
@@ -112,16 +101,16 @@ def check_kbdesk(docs: list[str], size: int, overlap: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mb", type=float, default=20.0, help="megabytes of text (default 20)")
-    parser.add_argument("--repeats", type=int, default=5, help="runs per timing; the best counts (default 5)")
-    parser.add_argument("--size", type=int, default=1000, help="chunk size (default 1000)")
-    parser.add_argument("--overlap", type=int, default=200, help="chunk overlap (default 200)")
-    parser.add_argument("--corpus", type=Path, default=CORPUS)
-    args = parser.parse_args()
+    ap = parser(__doc__)
+    ap.add_argument("--mb", type=float, default=20.0, help="megabytes of text (default 20)")
+    ap.add_argument("--repeats", type=int, default=5, help="runs per timing; the best counts (default 5)")
+    ap.add_argument("--size", type=int, default=1000, help="chunk size (default 1000)")
+    ap.add_argument("--overlap", type=int, default=200, help="chunk overlap (default 200)")
+    ap.add_argument("--corpus", type=Path, help="a BEIR corpus.jsonl (default: SciFact's, see harness.paths)")
+    args = ap.parse_args()
 
     size, overlap = args.size, args.overlap
-    docs = load_documents(args.corpus, args.mb)
+    docs = load_documents(args.corpus or scifact_dir() / "corpus.jsonl", args.mb)
     joined = ["\n\n".join(docs)]
     quarter = ["\n\n".join(docs[: len(docs) // 4])]
     total = mbytes(docs)
@@ -137,6 +126,7 @@ def main() -> None:
     ]
 
     check_kbdesk(docs, size, overlap)
+    machine = machine_info()
     gc.collect()
     gc.freeze()
 
@@ -148,49 +138,32 @@ def main() -> None:
             seconds, chunks = best_time(lambda: fn(data), args.repeats)
             lengths = [len(c) for c in chunks]
             speeds[(shape, name)] = mb / seconds
-            rows.append((shape, name, mb, seconds, mb / seconds, len(chunks), max(lengths),
-                         sum(n > size for n in lengths)))
+            rows.append({"text shape": shape, "chunker": name, "MB": f"{mb:.1f}", "best time (s)": f"{seconds:.2f}",
+                         "MB/s": f"{mb / seconds:.2f}", "chunks": len(chunks), "max chunk length": max(lengths),
+                         "chunks over limit": sum(n > size for n in lengths)})
             print(f"  {shape:13} {name:30} {seconds:7.2f} s", file=sys.stderr)
+    ratios = [{"text shape": shape, "kbdesk": ours, **{
+        f"÷ langchain ({kind} separators)": f"{speeds[(shape, ours)] / speeds[(shape, f'langchain, {kind} separators')]:.2f}×"
+        for kind in ("same", "default")}}
+        for shape in ("per abstract", "one document") for ours in ("kbdesk split_text", "kbdesk, splitting only")]
 
-    linear = []
-    for name, fn in (chunkers[0], chunkers[2]):
-        linear.append(linearity(f"{name}, SciFact", fn, quarter, joined, args.repeats))
+    linear = [linearity(f"{name}, SciFact", fn, quarter, joined, args.repeats) for name, fn in (chunkers[0], chunkers[2])]
     # inputs that would expose a quadratic path: no separator at all, CJK without
     # punctuation, words of 900 characters (each one just fits a chunk)
     quarter_chars = len(quarter[0])
     adversarial = (("no separators", "a"), ("CJK, no punctuation", "汉"), ("900-character words", "y" * 900 + " "))
     for label, unit in adversarial:
         small = [unit * (quarter_chars // len(unit))]
-        large = [small[0] * 4]
-        linear.append(linearity(f"kbdesk split_text, {label}", chunkers[0][1], small, large, args.repeats))
+        linear.append(linearity(f"kbdesk split_text, {label}", chunkers[0][1], small, [small[0] * 4], args.repeats))
 
-    print(f"\n### Chunker throughput ({total:.1f} MB of SciFact abstracts, "
-          f"chunk size {size}, overlap {overlap})\n")
-    print("| text shape | chunker | MB | best time (s) | MB/s | chunks | max chunk length | chunks over limit |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
-    for shape, name, mb, seconds, speed, count, longest, over in rows:
-        print(f"| {shape} | {name} | {mb:.1f} | {seconds:.2f} | {speed:.2f} | {count} | {longest} | {over} |")
-
-    print("\n| text shape | kbdesk | ÷ langchain (same separators) | ÷ langchain (default separators) |")
-    print("|---|---|---:|---:|")
-    for shape in ("per abstract", "one document"):
-        for ours in ("kbdesk split_text", "kbdesk, splitting only"):
-            speed = speeds[(shape, ours)]
-            print(f"| {shape} | {ours} | {speed / speeds[(shape, 'langchain, same separators')]:.2f}× "
-                  f"| {speed / speeds[(shape, 'langchain, default separators')]:.2f}× |")
-
+    print(f"\n### Chunker throughput ({total:.1f} MB of SciFact abstracts, chunk size {size}, overlap {overlap})\n")
+    print(markdown_table(rows, align="llrrrrrr"))
+    print()
+    print(markdown_table(ratios, align="llrr"))
     print("\n#### Linearity (one document of 1× and 4× the length)\n")
-    print("| chunker, text | 1× size (MB) | s/MB at 1× | 4× size (MB) | s/MB at 4× | 4× ÷ 1× |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for name, mb1, t1, mb4, t4, ratio in linear:
-        print(f"| {name} | {mb1:.1f} | {t1:.4f} | {mb4:.1f} | {t4:.4f} | {ratio:.2f} |")
-
-    cmd = " ".join(["/work/main/.venv/bin/python", "bench/bench_chunker.py", *sys.argv[1:]])
-    print(f"\nCommand (from the repository root): `{cmd}`\n")
-    print(f"Machine: {os.cpu_count()} CPUs (`nproc` = {len(os.sched_getaffinity(0))}), "
-          f"Python {platform.python_version()} ({platform.python_implementation()}), {platform.platform()}; "
-          "single-threaded; best of "
-          f"{args.repeats} runs per timing.")
+    print(markdown_table(linear))
+    print(f"\nCommand (from the repository root): `{command_line()}`\n")
+    print(f"Machine: {machine_line(machine)}; single-threaded; best of {args.repeats} runs per timing.")
 
 
 if __name__ == "__main__":

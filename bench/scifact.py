@@ -20,10 +20,14 @@ from harness.paths import scifact_dir
 PIECE_CHARS = 1000  # target characters per piece
 
 
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh]
+
+
 def abstracts(folder: Path | None = None) -> list[dict[str, Any]]:
     """The corpus rows (``_id``, ``title``, ``text``) in file order."""
-    with open((folder or scifact_dir()) / "corpus.jsonl", encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh]
+    return read_jsonl((folder or scifact_dir()) / "corpus.jsonl")
 
 
 def pieces(folder: Path | None = None, piece_chars: int = PIECE_CHARS) -> list[str]:
@@ -69,5 +73,4 @@ def chunk_texts(n: int, source: list[str]) -> tuple[list[str], np.ndarray]:
 
 def claims(folder: Path | None = None) -> list[str]:
     """The SciFact claims (``queries.jsonl``) in file order."""
-    with open((folder or scifact_dir()) / "queries.jsonl", encoding="utf-8") as fh:
-        return [json.loads(line)["text"] for line in fh]
+    return [row["text"] for row in read_jsonl((folder or scifact_dir()) / "queries.jsonl")]
