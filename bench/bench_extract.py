@@ -30,21 +30,15 @@ machine elapsed time mostly measures the neighbours; ``--clock wall`` is there t
 
 from __future__ import annotations
 
-import argparse
-import gc
-import os
-import platform
 import random
 import subprocess
 import sys
 import time
 import types
-from pathlib import Path
+from collections.abc import Callable
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "src"))
-
-from kbdesk.ingest import extract as current  # noqa: E402
+from harness import ROOT, best_of, command_line, machine_info, machine_line, markdown_table, parser
+from kbdesk.ingest import extract as current
 
 KB = 1000
 MB = 1_000_000
@@ -75,21 +69,34 @@ def wrap_word(rng: random.Random, s: str, before: str, after: str) -> str:
 # ── Markdown ────────────────────────────────────────────────────────────────────────
 
 
-def md_inline(rng: random.Random) -> str:
+Decoration = tuple[float, Callable[[random.Random, str], str]]
+
+
+def decorated(rng: random.Random, first: Callable[[random.Random], str], decorations: list[Decoration],
+              sep: str) -> str:
+    """2-5 sentences, each changed by the first decoration whose cut-off is above a random draw."""
     out = []
     for _ in range(rng.randint(2, 5)):
-        s = sentence(rng)
+        s = first(rng)
         k = rng.random()
-        if k < 0.15:
-            s = wrap_word(rng, s, "**", "**")
-        elif k < 0.3:
-            s += f" See [the {rng.choice(WORDS)} guide](https://example.com/{rng.choice(WORDS)})."
-        elif k < 0.4:
-            s += f" Run `kbdesk {rng.choice(WORDS)} --{rng.choice(WORDS)}`."
-        elif k < 0.45:
-            s += " *Note:* " + sentence(rng, 3, 6)
+        for cut, decorate in decorations:
+            if k < cut:
+                s = decorate(rng, s)
+                break
         out.append(s)
-    return " ".join(out)
+    return sep.join(out)
+
+
+MD_INLINE: list[Decoration] = [
+    (0.15, lambda rng, s: wrap_word(rng, s, "**", "**")),
+    (0.3, lambda rng, s: s + f" See [the {rng.choice(WORDS)} guide](https://example.com/{rng.choice(WORDS)})."),
+    (0.4, lambda rng, s: s + f" Run `kbdesk {rng.choice(WORDS)} --{rng.choice(WORDS)}`."),
+    (0.45, lambda rng, s: s + " *Note:* " + sentence(rng, 3, 6)),
+]
+
+
+def md_inline(rng: random.Random) -> str:
+    return decorated(rng, sentence, MD_INLINE, " ")
 
 
 def md_block(rng: random.Random) -> str:
@@ -168,23 +175,18 @@ def make_markdown(size: int, seed: int = 1) -> bytes:
 # ── HTML ────────────────────────────────────────────────────────────────────────────
 
 
+HTML_INLINE: list[Decoration] = [
+    (0.2, lambda rng, s: wrap_word(rng, s, "<b>", "</b>")),
+    (0.35, lambda rng, s: s + f' See <a href="/doc/{rng.choice(WORDS)}?a=1&amp;b=2" class="link">the guide</a>.'),
+    (0.45, lambda rng, s: s + f" Run <code>kbdesk {rng.choice(WORDS)}</code>&nbsp;now."),
+    (0.5, lambda rng, s: s + f' <span class="note" data-x="{rng.randint(0, 99)}"><em>Note</em> &ndash; '
+                             f'{sentence(rng, 3, 6)}</span>'),
+    (0.55, lambda rng, s: s + ' <span style="display:none">hidden-inline</span>'),
+]
+
+
 def html_inline(rng: random.Random) -> str:
-    out = []
-    for _ in range(rng.randint(2, 5)):
-        s = sentence(rng).replace("&", "&amp;")
-        k = rng.random()
-        if k < 0.2:
-            s = wrap_word(rng, s, "<b>", "</b>")
-        elif k < 0.35:
-            s += f' See <a href="/doc/{rng.choice(WORDS)}?a=1&amp;b=2" class="link">the guide</a>.'
-        elif k < 0.45:
-            s += f" Run <code>kbdesk {rng.choice(WORDS)}</code>&nbsp;now."
-        elif k < 0.5:
-            s += f' <span class="note" data-x="{rng.randint(0, 99)}"><em>Note</em> &ndash; {sentence(rng, 3, 6)}</span>'
-        elif k < 0.55:
-            s += ' <span style="display:none">hidden-inline</span>'
-        out.append(s)
-    return "\n  ".join(out)
+    return decorated(rng, lambda r: sentence(r).replace("&", "&amp;"), HTML_INLINE, "\n  ")
 
 
 def html_block(rng: random.Random, depth: int = 0) -> str:
@@ -306,25 +308,6 @@ def load_baseline(rev: str):
 CLOCKS = {"cpu": time.thread_time, "wall": time.perf_counter}
 
 
-def timings(fns: list, rounds: int, budget: float, clock) -> list[float]:
-    """Best time of each function; the functions take turns, so that both sides of a
-    comparison see the same machine load. At least ``rounds`` turns, more (up to 50)
-    until each function has run for ``budget`` seconds in all."""
-    best = [float("inf")] * len(fns)
-    spent = [0.0] * len(fns)
-    turn = 0
-    while turn < rounds or (min(spent) < budget and turn < 50):
-        for k, fn in enumerate(fns):
-            gc.collect()
-            started = clock()
-            fn()
-            took = clock() - started
-            best[k] = min(best[k], took)
-            spent[k] += took
-        turn += 1
-    return best
-
-
 def same_output(a, b) -> bool:
     return a.text == b.text and [(s.text, s.metadata) for s in a.sections] == \
         [(s.text, s.metadata) for s in b.sections]
@@ -335,8 +318,7 @@ def human(n: int) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="100 KB and 1 MB only")
+    ap = parser(__doc__, quick="100 KB and 1 MB only")
     ap.add_argument("--rounds", type=int, default=5, help="at least N timed runs each (default 5)")
     ap.add_argument("--budget", type=float, default=1.0,
                     help="more runs (up to 50) until each side has run this many seconds (default 1)")
@@ -350,36 +332,30 @@ def main() -> int:
     sizes = [100 * KB, 1 * MB] + ([] if args.quick else [5 * MB])
     old = None if args.baseline == "none" else load_baseline(args.baseline)
     max_bytes = 10 * 1024 * 1024
-    clock = CLOCKS[args.clock]
-
-    command = " ".join(["python bench/bench_extract.py", *sys.argv[1:]])
-    print(f"Command: `{command}` (from the repository root, with `.venv/bin/python`)\n")
-    print(f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.1f}; {args.clock} time, best of >= {args.rounds} "
-          f"alternating runs; 1 MB = 10^6 bytes; 'before' = extract.py at git {args.baseline}\n")
-    if old:
-        print("| format | size | before (s) | before MB/s | after (s) | after MB/s | speed-up | same output |")
-        print("|---|---|---:|---:|---:|---:|---:|---|")
-    else:
-        print("| format | size | after (s) | after MB/s |")
-        print("|---|---|---:|---:|")
+    print(f"Command: `{command_line()}` (from the repository root)\n")
+    print(f"Machine: {machine_line(machine_info())}; {args.clock} time, best of >= {args.rounds} alternating runs; "
+          f"1 MB = 10^6 bytes; 'before' = extract.py at git {args.baseline}\n")
+    rows = []
     for fmt in args.formats.split(","):
         filename, make = FORMATS[fmt]
         for size in sizes:
             data = make(size)
             mb = len(data) / MB
             sides = [current] + ([old] if old else [])
-            results = [side.extract_bytes(data, filename, max_bytes=max_bytes) for side in sides]
-            times = timings([lambda side=side: side.extract_bytes(data, filename, max_bytes=max_bytes)
-                             for side in sides], args.rounds, args.budget, clock)
-            t_new = times[0]
+            results = [side.extract_bytes(data, filename, max_bytes=max_bytes) for side in sides]  # also a warm-up
+            times, _ = best_of([lambda side=side: side.extract_bytes(data, filename, max_bytes=max_bytes)
+                                for side in sides], args.rounds, budget=args.budget, clock=CLOCKS[args.clock],
+                               collect=True)
+            row = {"format": fmt, "size": human(size)}
             if old:
-                t_old = times[1]
-                same = "yes" if same_output(results[1], results[0]) else "NO"
-                print(f"| {fmt} | {human(size)} | {t_old:.3f} | {mb / t_old:.1f} | {t_new:.3f} | "
-                      f"{mb / t_new:.1f} | {t_old / t_new:.1f}x | {same} |", flush=True)
-            else:
-                print(f"| {fmt} | {human(size)} | {t_new:.3f} | {mb / t_new:.1f} |", flush=True)
+                row.update({"before (s)": f"{times[1]:.3f}", "before MB/s": f"{mb / times[1]:.1f}"})
+            row.update({"after (s)": f"{times[0]:.3f}", "after MB/s": f"{mb / times[0]:.1f}"})
+            if old:
+                row.update({"speed-up": f"{times[1] / times[0]:.1f}x",
+                            "same output": "yes" if same_output(results[1], results[0]) else "NO"})
+            rows.append(row)
+            print(f"  {fmt} {human(size)}: {times[0]:.3f} s", file=sys.stderr, flush=True)
+    print(markdown_table(rows, align="llrrrrrl" if old else "llrr"))
     return 0
 
 
