@@ -1,6 +1,6 @@
 """Benchmark: ingestion throughput (MB of text per second) with an embedder that costs nothing.
 
-Not part of the test run. The corpus is the SciFact abstracts (../shared/eval), each
+Not part of the test run. The corpus is the SciFact abstracts (``--scifact DIR``), each
 written as one .txt file (title, blank line, text), repeated ``--copies`` times with a
 copy number so that every file is distinct. The embedder is registered in-process and
 hands out precomputed random unit vectors, so what is measured is kbdesk itself:
@@ -19,10 +19,6 @@ Then the same folder is added again: the number of embedding calls must be 0.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import platform
 import sys
 import tempfile
 import time
@@ -30,8 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-CORPUS = ROOT.parent / "shared" / "eval" / "scifact" / "corpus.jsonl"
+import scifact
+from harness import command_line, machine_info, machine_line, markdown_table, parser, timed
+from harness.paths import require_scifact
 
 
 class FreeEmbedder:
@@ -57,8 +54,7 @@ def write_corpus(folder: Path, copies: int, per_file: int = 1) -> tuple[int, int
     """The abstracts as .txt files: one abstract per file, or ``per_file`` joined."""
     files = 0
     size = 0
-    with CORPUS.open(encoding="utf-8") as handle:
-        docs = [json.loads(line) for line in handle]
+    docs = scifact.abstracts()
     for copy in range(copies):
         sub = folder / f"copy{copy}"
         sub.mkdir(parents=True, exist_ok=True)
@@ -80,14 +76,10 @@ def run_kbdesk(folder: Path, dims: int, workers: int) -> dict:
             embedder = FreeEmbedder(dims)
             desk.embedders.register("free", embedder)
             desk.create_kb("bench", model_id="free-model", provider="free")
-            start = time.perf_counter()
-            report = desk.add("bench", [folder], workers=workers)
-            seconds = time.perf_counter() - start
+            seconds, report = timed(lambda: desk.add("bench", [folder], workers=workers))
             assert not report.failed, report.failed[:3]
             calls_first = embedder.calls
-            start = time.perf_counter()
-            again = desk.add("bench", [folder], workers=workers)
-            readd_seconds = time.perf_counter() - start
+            readd_seconds, again = timed(lambda: desk.add("bench", [folder], workers=workers))
             return {"seconds": seconds, "chunks": desk.kb("bench").chunk_count, "docs": len(report.added),
                     "embed_calls": calls_first, "readd_calls": embedder.calls - calls_first,
                     "readd_unchanged": len(again.unchanged), "readd_seconds": readd_seconds}
@@ -120,18 +112,16 @@ def run_floor(folder: Path, dims: int) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--copies", type=int, default=2)
-    parser.add_argument("--workers", type=int, default=3)
-    args = parser.parse_args()
+    ap = parser(__doc__, quick="384 dimensions only, one copy", scifact=True)
+    ap.add_argument("--copies", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=3)
+    args = ap.parse_args()
+    require_scifact(args.scifact)
     copies = 1 if args.quick else args.copies
     dims_list = [384] if args.quick else [384, 1536]
 
-    print(f"python {platform.python_version()}, {os.cpu_count()} cores, {args.workers} workers\n")
-    print("| files | dims | kbdesk MB/s | hand-written floor MB/s | kbdesk / floor | chunks | embed calls | "
-          "re-add calls | re-add s |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(f"Machine: {machine_line(machine_info())}; {args.workers} workers\n")
+    rows = []
     for shape, per_file in (("large (~650 abstracts, ~1 MB each)", 650), ("small (one abstract, ~1.5 KB each)", 1)):
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp) / "corpus"
@@ -140,11 +130,15 @@ def main() -> None:
             for dims in dims_list:
                 ours = run_kbdesk(folder, dims, args.workers)
                 floor = run_floor(folder, dims)
-                print(f"| {files} {shape}, {mb:.1f} MB | {dims} | {mb / ours['seconds']:.1f} | "
-                      f"{mb / floor['seconds']:.1f} | {floor['seconds'] / ours['seconds']:.2f} | {ours['chunks']} | "
-                      f"{ours['embed_calls']} | {ours['readd_calls']} | {ours['readd_seconds']:.2f} |")
-                sys.stdout.flush()
-    print(f"\ncommand: .venv/bin/python bench/bench_ingest.py{' --quick' if args.quick else ''}")
+                rows.append({"files": f"{files} {shape}, {mb:.1f} MB", "dims": dims,
+                             "kbdesk MB/s": f"{mb / ours['seconds']:.1f}",
+                             "hand-written floor MB/s": f"{mb / floor['seconds']:.1f}",
+                             "kbdesk / floor": f"{floor['seconds'] / ours['seconds']:.2f}", "chunks": ours["chunks"],
+                             "embed calls": ours["embed_calls"], "re-add calls": ours["readd_calls"],
+                             "re-add s": f"{ours['readd_seconds']:.2f}"})
+                print(f"  {shape}, {dims} dims: {ours['seconds']:.1f} s", file=sys.stderr, flush=True)
+    print(markdown_table(rows))
+    print(f"\ncommand: {command_line()}")
 
 
 if __name__ == "__main__":
