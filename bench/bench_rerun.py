@@ -13,21 +13,18 @@ price again (what every re-run cost before failures were remembered).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from harness import ROOT, kbdesk_cli, parser, save_result, timed
+
 sys.path.insert(0, str(ROOT / "tests"))
 
 from pdf_builders import encrypt, make_pdf, text_page  # noqa: E402
-
-CLI = "from kbdesk.cli.main import main; main()"
 
 
 def build(folder: Path, good: int, broken: int) -> None:
@@ -47,29 +44,27 @@ def build(folder: Path, good: int, broken: int) -> None:
 
 
 def timed_add(env: dict[str, str], folder: Path, *extra: str) -> tuple[float, dict]:
-    start = time.perf_counter()
-    run = subprocess.run([sys.executable, "-c", CLI, "add", "bench", str(folder), "--json", "-q", *extra],
-                         env=env, capture_output=True, text=True)
-    elapsed = time.perf_counter() - start
+    """One ``kbdesk add`` in a fresh process: its wall time and its JSON report."""
+    elapsed, run = timed(lambda: subprocess.run(kbdesk_cli("add", "bench", folder, "--json", "-q", *extra),
+                                                env=env, capture_output=True, text=True))
     if run.returncode not in (0, 3):
         raise SystemExit(run.stderr)
     return elapsed, json.loads(run.stdout)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--good", type=int, default=300)
-    parser.add_argument("--broken", type=int, default=150)
-    args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="kbdesk-rerun-"))
-    folder = work / "corpus"
-    build(folder, args.good, args.broken)
-    env = {**os.environ, "KBDESK_HOME": str(work / "home")}
-    subprocess.run([sys.executable, "-c", CLI, "kb", "create", "bench"], env=env, check=True,
-                   stdout=subprocess.DEVNULL)
-    first, r1 = timed_add(env, folder)
-    again, r2 = timed_add(env, folder)
-    forced, r3 = timed_add(env, folder, "--retry-failed")
+    ap = parser(__doc__)
+    ap.add_argument("--good", type=int, default=300)
+    ap.add_argument("--broken", type=int, default=150)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="kbdesk-rerun-") as tmp:
+        folder = Path(tmp) / "corpus"
+        build(folder, args.good, args.broken)
+        env = {**os.environ, "KBDESK_HOME": str(Path(tmp) / "home")}
+        subprocess.run(kbdesk_cli("kb", "create", "bench"), env=env, check=True, stdout=subprocess.DEVNULL)
+        first, r1 = timed_add(env, folder)
+        again, r2 = timed_add(env, folder)
+        forced, r3 = timed_add(env, folder, "--retry-failed")
     result = {
         "files": {"good": args.good, "broken": args.broken},
         "first_add_s": round(first, 2), "first_failed": len(r1["failed"]),
@@ -78,6 +73,7 @@ def main() -> None:
         "retry_failed_s": round(forced, 2), "retry_failed_failed": len(r3["failed"]),
         "rerun_vs_retry": round(again / forced, 3),
     }
+    save_result("rerun", result)
     print(json.dumps(result, indent=2))
 
 
