@@ -23,11 +23,11 @@ runs to completion, and the final state is checked strictly:
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -37,12 +37,12 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+from harness import ROOT, kbdesk_cli, parser, save_result
+
 sys.path.insert(0, str(ROOT / "tests"))
 
 from fake_openai import FakeOpenAI  # noqa: E402
 
-CLI = "from kbdesk.cli.main import main; main()"
 WORDS = ("harbour lighthouse keeper tide anchor rope crane pier ferry gull beacon reef chart compass "
          "signal lantern storm sail hull deck mast keel buoy channel").split()
 
@@ -53,7 +53,7 @@ def text_for(name: str, version: int, rng: random.Random) -> str:
 
 
 def start_add(env: dict[str, str], folder: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", CLI, "add", "docs", str(folder), "--sync", "-q", "--json"],
+    return subprocess.Popen(kbdesk_cli("add", "docs", folder, "--sync", "-q", "--json"),
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
@@ -115,12 +115,12 @@ def check(db: Path, files_dir: Path, folder: Path, dims: int, *, final: bool) ->
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--kills", type=int, default=40, help="SIGKILLs that must land mid-work")
-    parser.add_argument("--max-rounds", type=int, default=200)
-    parser.add_argument("--files", type=int, default=120)
-    parser.add_argument("--seed", type=int, default=20261201)
-    args = parser.parse_args()
+    ap = parser(__doc__)
+    ap.add_argument("--kills", type=int, default=40, help="SIGKILLs that must land mid-work")
+    ap.add_argument("--max-rounds", type=int, default=200)
+    ap.add_argument("--files", type=int, default=120)
+    ap.add_argument("--seed", type=int, default=20261201)
+    args = ap.parse_args()
     rng = random.Random(args.seed)
     work = Path(tempfile.mkdtemp(prefix="kbdesk-stress-"))
     home, folder = work / "home", work / "corpus"
@@ -144,8 +144,7 @@ def main() -> None:
         desk.create_kb("docs", model_id="text-embedding-3-small", provider="fake")
         db, files_dir = desk.db_path, desk.files_dir
     started = time.monotonic()
-    subprocess.run([sys.executable, "-c", CLI, "add", "docs", str(folder), "-q"], env=env, check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(kbdesk_cli("add", "docs", folder, "-q"), env=env, check=True, stdout=subprocess.DEVNULL)
     server.fail_next("stall", times=1_000_000, seconds=0.4)  # every call takes a moment: kills land mid-work
     figures = {"rounds": 0, "kills": 0, "finished_before_kill": 0, "two_runners": 0, "edits": 0, "broken": 0, "deleted": 0,
                "created": 0, "checks": 0, "max_stale_rows": 0}
@@ -195,15 +194,17 @@ def main() -> None:
         versions[name] += 1
         (folder / name).write_text(text_for(name, versions[name], rng))
     server._script.clear()
-    final = subprocess.run([sys.executable, "-c", CLI, "add", "docs", str(folder), "--sync", "--json"], env=env,
+    final = subprocess.run(kbdesk_cli("add", "docs", folder, "--sync", "--json"), env=env,
                            capture_output=True, text=True, timeout=600)
     assert final.returncode == 0, final.stderr
     figures["final"] = check(db, files_dir, folder, server.dimensions, final=True)
     figures["files_at_end"] = len(versions)
     figures["seconds"] = round(time.monotonic() - started, 1)
     server.stop()
+    save_result("stress-integrity", figures)
     print(json.dumps(figures, indent=2))
     print("all invariants held")
+    shutil.rmtree(work, ignore_errors=True)  # kept when a check fails, to look into
 
 
 if __name__ == "__main__":
