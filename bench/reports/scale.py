@@ -134,8 +134,8 @@ def keyword_quality_table(kq: dict[str, Any] | None) -> list[str]:
     return [
         "", f"### Keyword quality at {set_name(kq['n'], kq['d'])}: bounded vs unbounded", "",
         f"`.venv/bin/python bench/{kq['command'].split('bench/', 1)[1]}` (run {kq['run']}): "
-        f"{next(iter(kq['variants'].values()))['queries']} judged SciFact train queries over the 1M KB; each "
-        "chunk is a copy of a SciFact chunk, so the top 3000 chunks fold into a document ranking (first 10 "
+        f"{next(iter(kq['variants'].values()))['queries']} judged SciFact train queries over the "
+        f"{set_name(kq['n'], kq['d'])} KB; each chunk is a copy of a SciFact chunk, so the top 3000 chunks fold into a document ranking (first 10 "
         "distinct documents) judged by the SciFact qrels. Absolute values sit below SciFact's own (BM25's "
         "statistics over ~120 perturbed copies per chunk); the comparison between rows is the point.", "",
         markdown_table(rows),
