@@ -143,11 +143,13 @@ def main() -> None:
                          "chunks over limit": sum(n > size for n in lengths)})
             print(f"  {shape:13} {name:30} {seconds:7.2f} s", file=sys.stderr)
     ratios = [{"text shape": shape, "kbdesk": ours, **{
-        f"÷ langchain ({kind} separators)": f"{speeds[(shape, ours)] / speeds[(shape, f'langchain, {kind} separators')]:.2f}×"
+        f"÷ langchain ({kind} separators)":
+            f"{speeds[(shape, ours)] / speeds[(shape, f'langchain, {kind} separators')]:.2f}×"
         for kind in ("same", "default")}}
         for shape in ("per abstract", "one document") for ours in ("kbdesk split_text", "kbdesk, splitting only")]
 
-    linear = [linearity(f"{name}, SciFact", fn, quarter, joined, args.repeats) for name, fn in (chunkers[0], chunkers[2])]
+    linear = [linearity(f"{name}, SciFact", fn, quarter, joined, args.repeats)
+              for name, fn in (chunkers[0], chunkers[2])]
     # inputs that would expose a quadratic path: no separator at all, CJK without
     # punctuation, words of 900 characters (each one just fits a chunk)
     quarter_chars = len(quarter[0])

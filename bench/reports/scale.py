@@ -66,9 +66,9 @@ def vector_tables(sets: list[dict[str, Any]], pool: int) -> list[str]:
                                                  if "floor" not in k}})
         rs = sorted({int(key.split()[1]) for key in r["recall_sweep"]})
         for kind in SWEEP_KINDS:
-            sweep.append({"chunks x dims": name, "step": kind, **{
-                f"R={x}": f"{r['recall_sweep'][f'{kind} {x}']['mean']:.3f} ({r['recall_sweep'][f'{kind} {x}']['p5']:.1f})"
-                for x in rs}})
+            cells = {x: r["recall_sweep"][f"{kind} {x}"] for x in rs}
+            sweep.append({"chunks x dims": name, "step": kind,
+                          **{f"R={x}": f"{c['mean']:.3f} ({c['p5']:.1f})" for x, c in cells.items()}})
     return [
         "### Vector search, p50 / p95 ms", "", markdown_table(latency), "",
         "\"index\" = `store.vector_candidates(kb, dims, q, 50)`, what hybrid asks at limit 10; \"desk.search\" = the "
@@ -116,7 +116,8 @@ def text_table(sets: list[dict[str, Any]]) -> list[str]:
         lt = t["latency"]
         rows.append({
             "chunks x dims": set_name(r["n"], r["d"]), "keyword desk.search": ms(lt["keyword: desk.search"]),
-            "hybrid desk.search (default path)": f"{ms(lt['hybrid: desk.search (default path)'])} ({t['default_path']})",
+            "hybrid desk.search (default path)":
+                f"{ms(lt['hybrid: desk.search (default path)'])} ({t['default_path']})",
             "hybrid, exact vectors": ms(lt["hybrid: desk.search, exact vectors"]),
             "hybrid, quantised vectors": ms(lt["hybrid: desk.search, quantised vectors"]),
             "part: FTS candidates (k=50)": ms(lt["part: FTS candidates (k=50)"]),
@@ -135,9 +136,10 @@ def keyword_quality_table(kq: dict[str, Any] | None) -> list[str]:
         "", f"### Keyword quality at {set_name(kq['n'], kq['d'])}: bounded vs unbounded", "",
         f"`.venv/bin/python bench/{kq['command'].split('bench/', 1)[1]}` (run {kq['run']}): "
         f"{next(iter(kq['variants'].values()))['queries']} judged SciFact train queries over the "
-        f"{set_name(kq['n'], kq['d'])} KB; each chunk is a copy of a SciFact chunk, so the top 3000 chunks fold into a document ranking (first 10 "
-        "distinct documents) judged by the SciFact qrels. Absolute values sit below SciFact's own (BM25's "
-        "statistics over ~120 perturbed copies per chunk); the comparison between rows is the point.", "",
+        f"{set_name(kq['n'], kq['d'])} KB; each chunk is a copy of a SciFact chunk, so the top 3000 chunks fold "
+        "into a document ranking (first 10 distinct documents) judged by the SciFact qrels. Absolute values sit "
+        "below SciFact's own (BM25's statistics over ~120 perturbed copies per chunk); the comparison between "
+        "rows is the point.", "",
         markdown_table(rows),
     ]
 

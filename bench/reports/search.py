@@ -66,7 +66,8 @@ def vector_tables(r: dict[str, Any]) -> list[str]:
                         "numpy backend p50 / p95 (min)": trio(v["numpy"]), "numpy × plain": f"{ratio['numpy']:.1f}×"})
         parts.append({"chunks × dims": label(s), "plain numpy": p50(v, "baseline"),
                       "plain numpy, 1 thread": p50(v, "baseline 1 thread"),
-                      "sqlite-vec index only": p50(v, "sqlite-vec index"), "sqlite-vec desk.search": p50(v, "sqlite-vec"),
+                      "sqlite-vec index only": p50(v, "sqlite-vec index"),
+                      "sqlite-vec desk.search": p50(v, "sqlite-vec"),
                       "what-if: vec0 + mmap": p50(v, "what-if: vec0 query with mmap"),
                       "numpy index only": p50(v, "numpy index"), "numpy desk.search": p50(v, "numpy"),
                       "numpy desk.search, 1 thread": p50(v, "numpy 1 thread"),
@@ -136,7 +137,8 @@ def text_tables(r: dict[str, Any], pool: int) -> list[str]:
         if "text" not in run:
             continue
         s, t = run["spec"], run["text"]
-        rows = [{"query": name, "p50": fmt_ms(st["p50"]), "p95": fmt_ms(st["p95"])} for name, st in t["latency"].items()]
+        rows = [{"query": name, "p50": fmt_ms(st["p50"]), "p95": fmt_ms(st["p95"])}
+                for name, st in t["latency"].items()]
         lines += [
             f"### Keyword and hybrid latency (ms) at {k(s['n'])} chunks × {s['d']} (SciFact text, random vectors)", "",
             markdown_table(rows), "",
@@ -197,7 +199,8 @@ def aims(r: dict[str, Any]) -> list[str]:
     else:
         v = target["vector"]
         rows = [{"aim": f"vector p50 ≤ {AIM_VECTOR_MS:.0f} ms at 100k × 384",
-                 "sqlite-vec": verdict(v["sqlite-vec"], AIM_VECTOR_MS), "numpy backend": verdict(v["numpy"], AIM_VECTOR_MS),
+                 "sqlite-vec": verdict(v["sqlite-vec"], AIM_VECTOR_MS),
+                 "numpy backend": verdict(v["numpy"], AIM_VECTOR_MS),
                  "plain numpy": verdict(v["baseline"], AIM_VECTOR_MS)}]
         if "text" in target:
             lat = target["text"]["latency"]
