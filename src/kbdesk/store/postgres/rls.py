@@ -1,0 +1,254 @@
+"""Row-level security on a team server: who a login is, and what it may read and change.
+
+The database, not the client, decides. A kbdesk user is a database login mapped to a
+user id in ``kbdesk_logins`` (``kbdesk pg grant``); admin is membership in the role
+``kbdesk_admin``; team membership and team admin come from ``team_members`` (kbdesk's
+own, or the server's) or, on a server whose teams table has no membership table,
+``kbdesk_team_members``. Nothing a client sends (its config, a ``SET``) changes them:
+the helper functions read ``session_user``, which stays the login even inside a
+SECURITY DEFINER function and cannot be changed by a non-superuser.
+
+Helper functions (SECURITY DEFINER, ``search_path`` pinned to kbdesk's schema, so
+they read the mapping tables users have no privilege on, and cannot be redirected):
+
+- ``kbdesk_uid()`` — the login's user id, or NULL for a login that is not a kbdesk user;
+- ``kbdesk_is_admin()`` — a kbdesk user who is a member of ``kbdesk_admin``;
+- ``kbdesk_team_ids(admin_only)`` — the user's teams (or those they administer);
+- ``kbdesk_my_channel(id)`` — the channel is the user's (where channels have owners);
+- ``kbdesk_whoami()`` — all of it at once, for the client to show and to word refusals;
+- ``kbdesk_picker()`` — (SECURITY INVOKER) the KBs a picker shows: seed 002's
+  "personal + team + discoverable global" (a system admin sees every global KB).
+
+Policies (all ``TO PUBLIC``; every expression calls the helpers through a sub-select,
+so each is evaluated once per statement, not once per row):
+
+- ``knowledge_bases``: read personal (owner), team (members; system admins), global
+  (every kbdesk user); create, change and delete personal (owner), team (its admins;
+  system admins), global (system admins). A trigger lets only the owner or a system
+  admin change ``discoverable``.
+- ``kb_documents``, ``kb_chunks`` and any other ``kbdesk_*`` table keyed by ``kb_id``:
+  readable when the KB is, writable when the KB may be changed.
+- ``kbdesk_document_blobs``: through their document, the same way.
+- ``channel_knowledge_bases``: the user's own channels, binding KBs they can read.
+- ``kbdesk_audit_log``: append-only, as yourself; read your own entries, those of KBs
+  you manage, and as a system admin those of every KB you can read (never another
+  user's personal KB: its name and file names are theirs). ``kbdesk_usage_log``:
+  append-only, as yourself; your own rows, or all as a system admin (costs).
+- ``kbdesk_embedding_cache``: one cache per user (``user_id``), never shared: a
+  cached vector is readable text in another form, and a shared one could be poisoned.
+
+Superusers, roles with BYPASSRLS and the tables' owner bypass all of this (owners
+unless FORCE ROW LEVEL SECURITY, which kbdesk does not set: its owner is the
+administrator's login, who could switch row security off anyway). That is why
+``kbdesk pg grant`` refuses such logins, and why the client honours its config's
+``[identity]`` only for them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+ROLE_USER = "kbdesk_user"
+ROLE_ADMIN = "kbdesk_admin"
+NO_USER = "00000000-0000-0000-0000-000000000000"  # the owner's rows in the embedding cache
+ADMIN_TEAM_ROLES = ("admin", "owner")
+
+UID = "(SELECT kbdesk_uid())"
+ADMIN = "(SELECT kbdesk_is_admin())"
+
+
+def visible(p: str = "") -> str:
+    """The KB row (columns prefixed ``p``) is readable by the current user."""
+    return (f"(({p}scope = 'global' AND {UID} IS NOT NULL) "
+            f"OR ({p}scope = 'personal' AND {p}owner_id = {UID}) "
+            f"OR ({p}scope = 'team' AND ({ADMIN} OR {p}team_id = ANY ((SELECT kbdesk_team_ids(false))::uuid[]))))")
+
+
+def managed(p: str = "") -> str:
+    """The KB row may be changed (and its documents) by the current user."""
+    return (f"(({p}scope = 'personal' AND {p}owner_id = {UID}) "
+            f"OR ({p}scope = 'team' AND ({ADMIN} OR {p}team_id = ANY ((SELECT kbdesk_team_ids(true))::uuid[]))) "
+            f"OR ({p}scope = 'global' AND {ADMIN}))")
+
+
+# the KBs the current user may read / change (the inner select sees knowledge_bases
+# through its own policies, so "readable" is written once)
+READABLE_KBS = "ARRAY(SELECT k.id FROM knowledge_bases k)"
+MANAGED_KBS = f"ARRAY(SELECT k.id FROM knowledge_bases k WHERE {managed('k.')})"
+
+KB_KEYED = ("kb_documents", "kb_chunks")  # plus any kbdesk_* table with a kb_id column
+SPECIAL = {"kbdesk_audit_log", "kbdesk_usage_log", "kbdesk_embedding_cache", "kbdesk_document_blobs",
+           "kbdesk_settings", "kbdesk_migrations", "kbdesk_logins", "kbdesk_team_members"}
+
+
+def install_row_security(conn: Any) -> None:
+    """Mapping tables, helper functions, policies; idempotent (the migration step
+    ``row_security`` runs it, ``kbdesk pg setup`` runs it again to repair)."""
+    schema = conn.execute("SELECT current_schema()").fetchone()[0]
+    path = f"{_ident(conn, schema)}, pg_temp"
+    conn.execute("""CREATE TABLE IF NOT EXISTS kbdesk_logins (
+        login      TEXT PRIMARY KEY,
+        user_id    UUID NOT NULL UNIQUE,
+        granted_at TIMESTAMPTZ NOT NULL DEFAULT now()
+    )""")
+    members, has_role = membership_table(conn, create=True)
+    _functions(conn, path, members, has_role)
+    _embedding_cache_per_user(conn)
+    for table, policies in _policies(conn).items():
+        conn.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
+        known = {r[0] for r in conn.execute("SELECT policyname FROM pg_policies WHERE schemaname = current_schema() "
+                                            "AND tablename = %s AND policyname LIKE 'kbdesk\\_%%'", (table,))}
+        for name in known - {p[0] for p in policies}:
+            conn.execute(f"DROP POLICY IF EXISTS {name} ON {table}")
+        for name, command, using, check in policies:
+            conn.execute(f"DROP POLICY IF EXISTS {name} ON {table}")
+            conn.execute(f"CREATE POLICY {name} ON {table} FOR {command}"
+                         + (f" USING ({using})" if using else "") + (f" WITH CHECK ({check})" if check else ""))
+    conn.execute("DROP TRIGGER IF EXISTS kbdesk_discoverable ON knowledge_bases")
+    conn.execute("CREATE TRIGGER kbdesk_discoverable BEFORE UPDATE OF discoverable ON knowledge_bases FOR EACH ROW "
+                 "WHEN (OLD.discoverable IS DISTINCT FROM NEW.discoverable) "
+                 "EXECUTE FUNCTION kbdesk_guard_discoverable()")
+
+
+def membership_table(conn: Any, *, create: bool = False) -> tuple[str, bool]:
+    """(table, has a role column) where team membership lives.
+
+    ``team_members`` when the database has one (kbdesk's own beside its own teams, or
+    the team server's); otherwise kbdesk keeps it in ``kbdesk_team_members``.
+    """
+    if _exists(conn, "team_members"):
+        cols = _columns(conn, "team_members")
+        missing = {"team_id", "user_id"} - cols
+        if missing:
+            from kbdesk.errors import StoreError
+
+            raise StoreError(f"the server's team_members table has no {', '.join(sorted(missing))} column: "
+                             "kbdesk cannot read team membership from it")
+        return "team_members", "role" in cols
+    if create:
+        conn.execute("""CREATE TABLE IF NOT EXISTS kbdesk_team_members (
+            team_id  UUID NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+            user_id  UUID NOT NULL,
+            role     TEXT NOT NULL DEFAULT 'member' CHECK (role IN ('member', 'admin')),
+            added_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+            PRIMARY KEY (team_id, user_id)
+        )""")
+    return "kbdesk_team_members", True
+
+
+def _functions(conn: Any, path: str, members: str, has_role: bool) -> None:
+    definer = f"LANGUAGE sql STABLE SECURITY DEFINER SET search_path = {path}"
+    admin_roles = ", ".join(f"'{r}'" for r in ADMIN_TEAM_ROLES)
+    role = f"CASE WHEN role IN ({admin_roles}) THEN 'admin' ELSE 'member' END" if has_role else "'member'"
+    admin_only = f"role IN ({admin_roles})" if has_role else "false"
+    owned_channels = "owner_id" in _columns(conn, "channels")
+    for ddl in [
+        f"""CREATE OR REPLACE FUNCTION kbdesk_uid() RETURNS uuid {definer} AS $$
+            SELECT user_id FROM kbdesk_logins WHERE login = session_user::text $$""",
+        f"""CREATE OR REPLACE FUNCTION kbdesk_is_admin() RETURNS boolean {definer} AS $$
+            SELECT kbdesk_uid() IS NOT NULL AND EXISTS (
+                SELECT 1 FROM pg_catalog.pg_roles r WHERE r.rolname = '{ROLE_ADMIN}'
+                AND pg_catalog.pg_has_role(session_user, r.oid, 'MEMBER')) $$""",
+        f"""CREATE OR REPLACE FUNCTION kbdesk_team_ids(admin_only boolean) RETURNS uuid[] {definer} AS $$
+            SELECT coalesce(array_agg(team_id), '{{}}') FROM {members}
+            WHERE user_id = kbdesk_uid() AND (NOT admin_only OR {admin_only}) $$""",
+        f"""CREATE OR REPLACE FUNCTION kbdesk_my_channel(channel uuid) RETURNS boolean {definer} AS $$
+            SELECT kbdesk_uid() IS NOT NULL AND """
+        + ("EXISTS (SELECT 1 FROM channels WHERE id = channel AND owner_id = kbdesk_uid())" if owned_channels
+           else "channel IS NOT NULL") + " $$",
+        f"""CREATE OR REPLACE FUNCTION kbdesk_whoami(OUT user_id uuid, OUT login text, OUT admin boolean,
+                                                     OUT teams jsonb) {definer} AS $$
+            SELECT kbdesk_uid(), session_user::text, kbdesk_is_admin(),
+                   (SELECT coalesce(jsonb_object_agg(team_id::text, {role}), '{{}}') FROM {members}
+                    WHERE user_id = kbdesk_uid()) $$""",
+        f"""CREATE OR REPLACE FUNCTION kbdesk_picker() RETURNS SETOF knowledge_bases
+            LANGUAGE sql STABLE SET search_path = {path} AS $$
+            SELECT * FROM knowledge_bases WHERE scope <> 'global' OR discoverable OR kbdesk_is_admin() $$""",
+        f"""CREATE OR REPLACE FUNCTION kbdesk_guard_discoverable() RETURNS trigger
+            LANGUAGE plpgsql SET search_path = {path} AS $$
+            BEGIN
+                IF kbdesk_uid() IS NOT NULL AND NOT kbdesk_is_admin()
+                   AND OLD.owner_id IS DISTINCT FROM kbdesk_uid() THEN
+                    RAISE EXCEPTION 'only the owner of ''%'' or a system admin may change whether it is discoverable',
+                        OLD.name USING ERRCODE = 'insufficient_privilege';
+                END IF;
+                RETURN NEW;
+            END $$""",
+    ]:
+        conn.execute(ddl)
+
+
+def _embedding_cache_per_user(conn: Any) -> None:
+    """Give the cache a user column (existing rows: the owner's) and key rows by it."""
+    conn.execute(f"ALTER TABLE kbdesk_embedding_cache ADD COLUMN IF NOT EXISTS user_id UUID NOT NULL "
+                 f"DEFAULT coalesce(kbdesk_uid(), '{NO_USER}'::uuid)")
+    key = conn.execute("SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = "
+                       "'kbdesk_embedding_cache'::regclass AND contype = 'p'").fetchone()
+    if key is None or "user_id" not in key[0]:
+        conn.execute("ALTER TABLE kbdesk_embedding_cache DROP CONSTRAINT IF EXISTS kbdesk_embedding_cache_pkey, "
+                     "ADD CONSTRAINT kbdesk_embedding_cache_pkey PRIMARY KEY (model, text_hash, user_id)")
+
+
+Policy = tuple[str, str, str | None, str | None]  # name, command, USING, WITH CHECK
+
+
+def _policies(conn: Any) -> dict[str, list[Policy]]:
+    def per_kb(read: str, write: str) -> list[Policy]:
+        return [("kbdesk_read", "SELECT", read, None), ("kbdesk_add", "INSERT", None, write),
+                ("kbdesk_change", "UPDATE", write, write), ("kbdesk_remove", "DELETE", write, None)]
+
+    kb_read, kb_write = f"kb_id = ANY ({READABLE_KBS})", f"kb_id = ANY ({MANAGED_KBS})"
+    out: dict[str, list[Policy]] = {"knowledge_bases": per_kb(visible(), managed())}
+    for table in KB_KEYED + tuple(kbdesk_kb_tables(conn)):
+        out[table] = per_kb(kb_read, kb_write)
+    out["kbdesk_document_blobs"] = per_kb(
+        "EXISTS (SELECT 1 FROM kb_documents d WHERE d.id = document_id)",
+        f"EXISTS (SELECT 1 FROM kb_documents d WHERE d.id = document_id AND d.kb_id = ANY ({MANAGED_KBS}))")
+    binding = f"kb_id = ANY ({READABLE_KBS}) AND kbdesk_my_channel(channel_id)"
+    out["channel_knowledge_bases"] = [("kbdesk_bindings", "ALL", binding, binding)]
+    mine = f"user_id = {UID}"
+    out["kbdesk_audit_log"] = [
+        ("kbdesk_read", "SELECT", f"{mine} OR kb_id = ANY ({MANAGED_KBS}) "
+                                  f"OR ({ADMIN} AND (kb_id IS NULL OR kb_id = ANY ({READABLE_KBS})))", None),
+        ("kbdesk_add", "INSERT", None, mine)]
+    out["kbdesk_usage_log"] = [("kbdesk_read", "SELECT", f"{mine} OR {ADMIN}", None),
+                               ("kbdesk_add", "INSERT", None, mine)]
+    out["kbdesk_embedding_cache"] = [("kbdesk_own", "ALL", mine, mine)]
+    if "channels" in own_tables(conn):
+        out["channels"] = [("kbdesk_own", "ALL", f"owner_id = {UID}", f"owner_id = {UID}")]
+    return out
+
+
+def kbdesk_kb_tables(conn: Any) -> list[str]:
+    """kbdesk's own tables keyed by KB that have no policies of their own here (say,
+    keyword statistics): they get the documents' rules."""
+    rows = conn.execute("SELECT c.relname FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid "
+                        "WHERE c.relnamespace = to_regnamespace(current_schema()) AND c.relkind IN ('r', 'p') "
+                        "AND c.relname LIKE 'kbdesk\\_%' AND a.attname = 'kb_id' AND NOT a.attisdropped "
+                        "ORDER BY c.relname").fetchall()
+    return [r[0] for r in rows if r[0] not in SPECIAL]
+
+
+def secured_tables(conn: Any) -> list[str]:
+    """Every table that carries kbdesk's policies."""
+    return list(_policies(conn))
+
+
+def own_tables(conn: Any) -> set[str]:
+    """The seed-side tables kbdesk made itself (users, teams, channels) in this database."""
+    row = conn.execute("SELECT value FROM kbdesk_settings WHERE key = 'own_tables'").fetchone()
+    return set(row[0].split(",")) if row and row[0] else set()
+
+
+def _exists(conn: Any, table: str) -> bool:
+    return conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()[0]
+
+
+def _columns(conn: Any, table: str) -> set[str]:
+    rows = conn.execute("SELECT attname FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attnum > 0 "
+                        "AND NOT attisdropped", (table,)).fetchall()
+    return {r[0] for r in rows}
+
+
+def _ident(conn: Any, name: str) -> str:
+    return conn.execute("SELECT quote_ident(%s)", (name,)).fetchone()[0]
