@@ -117,14 +117,19 @@ class RolesSettings:
 
 @dataclass
 class IdentitySettings:
+    """Who you are on a Postgres database that your login owns (or as a superuser): a
+    local single-user server, or the administrator. Ignored for a kbdesk user of a
+    team server (``kbdesk pg grant``): there the database login is the user, and the
+    database says whether they are an admin and which teams they are in."""
+
     user_id: str | None = None
-    """Your user id (a UUID) on a Postgres server; default: derived from username."""
+    """Your user id (a UUID) on a Postgres database you own; default: derived from username."""
     username: str | None = None
-    """Your user name on a Postgres server; default: your login name."""
+    """Your user name on a Postgres database you own; default: your login name."""
     admin: bool = False
-    """System admin on the Postgres server: creates global KBs, changes any KB's discoverable flag."""
+    """System admin on a Postgres database you own: creates global KBs, changes any KB's discoverable flag."""
     teams: dict[str, TeamRole] = field(default_factory=dict)
-    """Your teams on the Postgres server (by id or name): "member" or "admin" (admins create team KBs)."""
+    """Your teams on a Postgres database you own (by id or name): "member" or "admin" (admins create team KBs)."""
 
 
 @dataclass
@@ -138,7 +143,7 @@ class Config:
     chat: ChatSettings = field(default_factory=ChatSettings)
     """How chats retrieve, how long answers may be, the model's context ([chat])."""
     identity: IdentitySettings = field(default_factory=IdentitySettings)
-    """Who you are in Postgres mode: [identity] (scopes and permissions of seed 002)."""
+    """Who you are on a Postgres database your login owns: [identity] (ignored for a team server's users)."""
     providers: dict[str, ProviderSettings] = field(default_factory=dict)
     """Embedding (and chat) providers by name: [providers.NAME] tables."""
 

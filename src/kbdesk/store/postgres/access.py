@@ -1,7 +1,11 @@
 """Who may see and change which knowledge base in Postgres mode (seed 002).
 
 The user's identity (id, name, system-admin flag, teams and the role in each) comes
-from the config's ``[identity]`` table. The rules:
+from the database for a kbdesk user (their login, :mod:`.security`), and from the
+config's ``[identity]`` table only for a login row security does not apply to (a
+superuser or the tables' owner: a local single-user server, or the administrator).
+On a team server the database enforces the same rules itself (:mod:`.rls`); the
+checks here give the refusals their clear one-line messages. The rules:
 
 - **personal** KBs are seen and changed by their owner only; anyone may create one.
 - **team** KBs are seen by the team's members and changed by its admins; creating one
@@ -41,6 +45,7 @@ class Identity:
     username: str
     admin: bool = False
     teams: Mapping[str, str] = field(default_factory=dict)  # team id -> "member" | "admin"
+    source: str = "config"  # "database": a kbdesk user's login; "config": [identity] of the owner
 
     def member_of(self, team_id: str | None) -> bool:
         return bool(team_id) and str(team_id) in self.teams
@@ -116,8 +121,9 @@ def picker_sql(who: Identity, alias: str = "") -> tuple[str, list[Any]]:
 
 def check_create(who: Identity, scope: str, team_id: str | None) -> None:
     if scope == "global" and not who.admin:
-        raise AccessDeniedError("only a system admin may create a global knowledge base "
-                                "(set identity.admin in config.toml if you are one)")
+        how = ("an administrator grants it with kbdesk pg grant LOGIN --admin" if who.source == "database"
+               else "set identity.admin in config.toml if you are one")
+        raise AccessDeniedError(f"only a system admin may create a global knowledge base ({how})")
     if scope == "team" and not (who.admin or who.team_admin(team_id)):
         raise AccessDeniedError(f"only an admin of team {team_id} (or a system admin) may create a knowledge "
                                 "base for it")

@@ -21,17 +21,36 @@ from kbdesk.store.doc_types import check_filename, storage_key
 from kbdesk.store.postgres.access import check_manage
 from kbdesk.store.postgres.values import as_unit_bytes, clean_json, clean_text, pad
 
-CHUNK_COPY = ("COPY kb_chunks (id, kb_id, document_id, chunk_index, content, token_count, embedding, metadata, "
-              "content_hash) FROM STDIN WITH (FORMAT BINARY)")
+CHUNK_COLUMNS = "id, kb_id, document_id, chunk_index, content, token_count, embedding, metadata, content_hash"
+CHUNK_COPY = f"COPY kb_chunks ({CHUNK_COLUMNS}) FROM STDIN WITH (FORMAT BINARY)"
 CHUNK_TYPES = ["uuid", "uuid", "uuid", "int4", "text", "int4", "vector", "jsonb", "text"]
+CHUNK_STAGE = "kbdesk_chunk_stage"  # (the same temporary table as an import's, bulk.py)
 
 
 def copy_chunks(conn: Any, rows: Iterable[Sequence[Any]], table: str = "kb_chunks") -> None:
-    """Binary COPY of chunk rows shaped as :data:`CHUNK_TYPES` (ids as ``uuid.UUID``)."""
+    """Binary COPY of chunk rows shaped as :data:`CHUNK_TYPES` (ids as ``uuid.UUID``).
+
+    A kbdesk user on a team server is under row-level security, where Postgres refuses
+    COPY into the table: their rows go through a temporary table and ``INSERT …
+    SELECT``, which the policies check (store/postgres/rls.py).
+    """
+    if table == "kb_chunks" and conn.execute("SELECT row_security_active('kb_chunks')").fetchone()[0]:
+        stage_chunks(conn)
+        copy_chunks(conn, rows, CHUNK_STAGE)
+        conn.execute(f"INSERT INTO kb_chunks ({CHUNK_COLUMNS}) SELECT {CHUNK_COLUMNS} FROM {CHUNK_STAGE} ORDER BY ctid")
+        conn.execute(f"DELETE FROM {CHUNK_STAGE}")
+        return
     with conn.cursor() as cur, cur.copy(CHUNK_COPY.replace("kb_chunks", table, 1)) as copy:
         copy.set_types(CHUNK_TYPES)
         for row in rows:
             copy.write_row(row)
+
+
+def stage_chunks(conn: Any) -> None:
+    """The session's temporary table shaped as the COPY's rows (emptied at commit)."""
+    conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {CHUNK_STAGE} (id uuid, kb_id uuid, document_id uuid, "
+                 "chunk_index int, content text, token_count int, embedding vector, metadata jsonb, "
+                 "content_hash text) ON COMMIT DELETE ROWS")
 
 
 class ChunksMixin:
@@ -197,7 +216,7 @@ class ChunksMixin:
             rows.append((model_key, h, len(blob) // 4, blob))
         with self.write() as conn, conn.cursor() as cur:
             cur.executemany("INSERT INTO kbdesk_embedding_cache(model, text_hash, dimensions, embedding) "
-                            "VALUES (%s, %s, %s, %s) ON CONFLICT (model, text_hash) DO UPDATE "
+                            "VALUES (%s, %s, %s, %s) ON CONFLICT (model, text_hash, user_id) DO UPDATE "
                             "SET dimensions = excluded.dimensions, embedding = excluded.embedding", rows)
 
     def drop_cached_vectors(self, model_key: str, hashes: Iterable[str]) -> None:

@@ -1,5 +1,10 @@
 """The Postgres store: connections, transactions, identity; the same interface as SQLite.
 
+Who the store acts as: a kbdesk user's login is its identity, read from the database
+(``kbdesk pg grant``); only a login that row security does not apply to (a superuser
+or the tables' owner: a local single-user server, the administrator) acts as its
+config's ``[identity]`` (:mod:`.security`).
+
 Each thread uses its own connection (autocommit; transactions are explicit). When a
 thread ends, its connection goes back to a small idle pool for the next thread, so
 worker threads that come and go do not pile up server connections. A broken
@@ -31,6 +36,7 @@ from kbdesk.store.postgres.pool import (Holder, NotInPostgresModeError, PgDriver
                                         uuid_as_text_binary_loader)
 from kbdesk.store.postgres.records import RecordsMixin
 from kbdesk.store.postgres.schema import _first_line, current_version, migrate
+from kbdesk.store.postgres.security import Session, check_can_open, database_identity, secure, session
 from kbdesk.store.postgres.vectors import PgVectorIndex
 
 
@@ -52,7 +58,7 @@ class PostgresStore(RecordsMixin, DocumentsMixin, ChunksMixin, LookupMixin, Bulk
         self._vector_ready = False
         conn = self.connection()
         try:
-            migrate(conn, label=self.label)
+            self.session = self._prepare(conn)
         except KbdeskError:
             self.close()
             raise
@@ -62,10 +68,30 @@ class PostgresStore(RecordsMixin, DocumentsMixin, ChunksMixin, LookupMixin, Bulk
         self._register_vector(conn)
         self._vector_ready = True
         self.vectors = PgVectorIndex(self)
-        self.identity = self._resolve_identity(identity or identity_from_settings())
+        if self.session.user_id:  # a kbdesk user: the database says who (the config cannot)
+            self.identity = database_identity(conn)
+        else:  # the owner (row security does not apply to it): the config's [identity]
+            self.identity = self._resolve_identity(identity or identity_from_settings())
         self.local_user_id = self.identity.user_id
         self._record_user()
         self.driver = self._driver_info()
+
+    def _prepare(self, conn: Any) -> Session:
+        """Check who connects, bring the schema up to date, and say who connected.
+
+        A login that is neither a kbdesk user nor the owner is refused in one line; a
+        kbdesk user never migrates (only the owner may). After a migration the owner
+        puts policies and grants on whatever the new steps made.
+        """
+        before = session(conn)
+        check_can_open(conn, before, self.label)
+        if migrate(conn, label=self.label) and before.kind == "owner":
+            secure(conn)
+        after = session(conn) if not before.tables else before
+        if after.kind == "stranger":
+            raise StoreError(f"the login '{after.login}' is not a kbdesk user of {self.label}: an administrator makes "
+                             f"it one with kbdesk --db URI pg grant {after.login}")
+        return after
 
     def __getattr__(self, name: str) -> Any:
         # Features of the SQLite store not built for Postgres yet (conversations,
@@ -186,7 +212,10 @@ class PostgresStore(RecordsMixin, DocumentsMixin, ChunksMixin, LookupMixin, Bulk
         return Identity(who.user_id, who.username, who.admin, teams)
 
     def _record_user(self) -> None:
-        """Keep the user's row in kbdesk's own minimal users table (never a server's)."""
+        """Keep the owner's config identity in kbdesk's own minimal users table (never a
+        server's; a kbdesk user's row is made by ``pg grant``)."""
+        if self.identity.source == "database":
+            return
         conn = self.connection()
         row = conn.execute("SELECT value FROM kbdesk_settings WHERE key = 'own_tables'").fetchone()
         if not row or "users" not in row[0].split(","):
@@ -237,4 +266,5 @@ class PostgresStore(RecordsMixin, DocumentsMixin, ChunksMixin, LookupMixin, Bulk
     def describe(self) -> dict[str, Any]:
         return {"engine": "postgres", "uri": self.label, "user_id": self.identity.user_id,
                 "username": self.identity.username, "admin": self.identity.admin,
-                "teams": json.loads(json.dumps(dict(self.identity.teams)))}
+                "teams": json.loads(json.dumps(dict(self.identity.teams))),
+                "identity": self.identity.source, "login": self.session.login}

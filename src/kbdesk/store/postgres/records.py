@@ -2,7 +2,8 @@
 
 Mixed into :class:`PostgresStore`. Reads that a person makes (``find_kb``, ``list_kbs``)
 show only the KBs the identity may pick; ``get_kb`` (what bindings use) reaches every
-KB the identity may see; changes check :func:`check_manage`. Names are unique, ignoring
+KB the identity may see; changes check :func:`check_manage`. On a team server these
+checks only word the refusals: row-level security (:mod:`.rls`) is the authority. Names are unique, ignoring
 case, among the KBs one user can see (a team server may hold many "Notes").
 """
 
@@ -108,7 +109,8 @@ class RecordsMixin:
         return kb
 
     def kb_by_id(self, kb_id: str) -> KnowledgeBase | None:
-        """A KB by id whatever the rules say, or None (export/import checks the target)."""
+        """A KB by id whatever kbdesk's rules say, or None (export/import checks the target;
+        on a team server the database still shows a kbdesk user only what they may read)."""
         try:
             return self._get_kb(self.connection(), kb_id)
         except NotFoundError:
