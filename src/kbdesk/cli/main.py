@@ -98,10 +98,11 @@ def _register() -> None:
                     chat_manage.project_group, model.model_group):
         cli.add_command(command)
 
-    from kbdesk.cli import transfer
+    from kbdesk.cli import pg, transfer
 
     cli.add_command(transfer.export_command)
     cli.add_command(transfer.import_command)
+    cli.add_command(pg.pg_group)
 
 
 _register()
