@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from kbdesk.errors import SchemaTooNewError, StoreError
+from kbdesk.store.postgres.keyword import install as install_keyword_stats
 from kbdesk.store.postgres.seed import MINIMAL_TABLES, SEED_008
 
 MIGRATION_LOCK = 0x6B62_6465_736B  # "kbdesk": the advisory lock key of migrations
@@ -177,11 +178,19 @@ def _m004_one_document_per_path(conn: Any) -> None:
         conn.execute(statement)
 
 
+def _m005_keyword_stats(conn: Any) -> None:
+    # BM25 as SQLite's FTS5 scores it: per-KB term statistics kept exact by triggers on
+    # kb_chunks, each chunk's length, and content_tsv over text with ASCII punctuation
+    # made spaces (store/postgres/keyword.py; docs/BENCHMARKS-postgres.md).
+    install_keyword_stats(conn)
+
+
 MIGRATIONS: list[Migration] = [
     ("seed_008_knowledge_bases", _m001_seed_008),
     ("kbdesk_columns", _m002_kbdesk_columns),
     ("kbdesk_tables", _m003_kbdesk_tables),
     ("one_document_per_path", _m004_one_document_per_path),
+    ("keyword_stats", _m005_keyword_stats),
 ]
 
 REQUIRED_COLUMNS = {
