@@ -142,9 +142,8 @@ def grant(uri: str, login: str, *, admin: bool = False, teams: Sequence[TeamGran
                 raise InvalidInputError(f"user {uid} is already the login '{taken[0]}'")
             conn.execute("INSERT INTO kbdesk_logins(login, user_id) VALUES (%s, %s) ON CONFLICT (login) DO UPDATE "
                          "SET user_id = excluded.user_id", (login, uid))
-            roles = [ROLE_USER] + ([ROLE_ADMIN] if admin else [])
-            for role in roles:
-                conn.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(role), sql.Identifier(login)))
+            for role in [ROLE_USER] + ([ROLE_ADMIN] if admin else []):
+                _role_change(conn, who, sql.SQL("GRANT {} TO {}"), role, login)
             for team in teams:
                 _join(conn, uid, team)
             _mirror_admin(conn, login, uid)
@@ -178,12 +177,27 @@ def revoke(uri: str, login: str, *, admin_only: bool = False, teams: Sequence[st
                 roles = [ROLE_ADMIN] if admin_only else [ROLE_ADMIN, ROLE_USER]
                 if exists:
                     for role in roles:
-                        conn.execute(sql.SQL("REVOKE {} FROM {}").format(sql.Identifier(role), sql.Identifier(login)))
+                        _role_change(conn, who, sql.SQL("REVOKE {} FROM {}"), role, login)
                 if not admin_only:
                     conn.execute("DELETE FROM kbdesk_logins WHERE login = %s", (login,))
             _mirror_admin(conn, login, uid)
         out = _describe(conn, login)
         return out if out else {"login": login, "user_id": uid, "kbdesk_user": False}
+
+
+def _role_change(conn: Any, who: Session, statement: Any, role: str, login: str) -> None:
+    """GRANT or REVOKE ``role`` for ``login``; a table owner who is not a superuser needs
+    ADMIN OPTION on the roles (it has it when it created them)."""
+    import psycopg
+    from psycopg import sql
+
+    try:
+        with conn.transaction():
+            conn.execute(statement.format(sql.Identifier(role), sql.Identifier(login)))
+    except psycopg.errors.InsufficientPrivilege:
+        raise AccessDeniedError(f"'{who.login}' may not grant or revoke the role {role}: a superuser runs GRANT "
+                                f"{ROLE_USER}, {ROLE_ADMIN} TO \"{who.login}\" WITH ADMIN OPTION (once), or runs "
+                                "this command") from None
 
 
 def users(uri: str) -> list[dict[str, Any]]:
