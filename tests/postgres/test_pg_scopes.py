@@ -1,4 +1,8 @@
-"""Scopes, permissions and the discoverable flag in Postgres mode (seed 002), refusals included."""
+"""Scopes, permissions and the discoverable flag in Postgres mode (seed 002), refusals included,
+as kbdesk checks them for the database's owner: these desks connect as the superuser,
+whom row-level security does not bind, so kbdesk acts as each config's [identity] (a
+local single-user server). Logins of their own, with the database enforcing the same
+rules: test_pg_security.py."""
 
 import pytest
 
@@ -33,8 +37,9 @@ def names(desk):
     return [kb.name for kb in desk.list_kbs()]
 
 
-def test_identity_comes_from_the_config(server, pg_uri):
+def test_the_owners_identity_comes_from_the_config(server, pg_uri):
     alice, root = server["alice"], server["root"]
+    assert alice.store.describe()["identity"] == "config"
     assert alice.store.identity.username == "alice" and not alice.store.identity.admin
     assert root.store.identity.admin and root.store.local_user_id != alice.store.local_user_id
     assert alice.store.identity.teams == {server["team"]: "member"}  # the team named in config, resolved
