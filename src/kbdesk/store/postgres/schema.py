@@ -20,6 +20,7 @@ from typing import Any
 
 from kbdesk.errors import SchemaTooNewError, StoreError
 from kbdesk.store.postgres.keyword import install as install_keyword_stats
+from kbdesk.store.postgres.rls import install_row_security
 from kbdesk.store.postgres.seed import MINIMAL_TABLES, SEED_008
 
 MIGRATION_LOCK = 0x6B62_6465_736B  # "kbdesk": the advisory lock key of migrations
@@ -185,12 +186,21 @@ def _m005_keyword_stats(conn: Any) -> None:
     install_keyword_stats(conn)
 
 
+def _m006_row_security(conn: Any) -> None:
+    # Team servers: the login is the user, and the database enforces seed 002's scopes
+    # with row-level security — the login-to-user map, helper functions, policies on
+    # every KB table, a per-user embedding cache (store/postgres/rls.py). Needs only
+    # the tables' owner; the roles and grants come with ``kbdesk pg setup``.
+    install_row_security(conn)
+
+
 MIGRATIONS: list[Migration] = [
     ("seed_008_knowledge_bases", _m001_seed_008),
     ("kbdesk_columns", _m002_kbdesk_columns),
     ("kbdesk_tables", _m003_kbdesk_tables),
     ("one_document_per_path", _m004_one_document_per_path),
     ("keyword_stats", _m005_keyword_stats),
+    ("row_security", _m006_row_security),
 ]
 
 REQUIRED_COLUMNS = {
