@@ -229,22 +229,36 @@ def test_a_personal_kb_is_its_owners_alone_through_raw_sql(server, diary):
         ("my secret plans for the merger",)]
 
 
-def test_a_user_cannot_give_away_or_promote_their_own_kb(server):
+def test_a_user_cannot_give_away_promote_or_take_over_a_kb(server):
     bob = server.desk("bob")
     kb = bob.create_kb("Scratch")
     uri = server.uris["bob"]
     for statement in [
         f"UPDATE knowledge_bases SET owner_id = '{server.uid('alice')}' WHERE id = %s",  # plant it on alice
         "UPDATE knowledge_bases SET scope = 'global', owner_id = NULL WHERE id = %s",  # make it everyone's
+        "UPDATE knowledge_bases SET scope = 'team', owner_id = NULL, team_id = gen_random_uuid() WHERE id = %s",
     ]:
         with pytest.raises(Refused):
             raw(uri, statement, kb.id)
-    # a team KB may be made by a team admin, but not for a team one does not administer
-    other = str(sql(server.uri, "INSERT INTO teams(name) VALUES ('Sales') RETURNING id")[0][0])
+    # a team admin manages the team's KBs, but does not become their owner (whose is the
+    # discoverable flag): neither by creating one owned, nor by taking one over
+    team_kb = bob.create_kb("Runbooks", scope="team", team_id=server.team)
+    with pytest.raises(Refused, match="only a system admin may give a team knowledge base an owner"):
+        raw(uri, "INSERT INTO knowledge_bases(name, scope, team_id, owner_id) VALUES ('Mine', 'team', %s, %s)",
+            server.team, server.uid("bob"))
+    with pytest.raises(Refused, match="only a system admin may change who owns"):
+        raw(uri, "UPDATE knowledge_bases SET owner_id = %s WHERE id = %s", server.uid("bob"), team_kb.id)
+    # nor plant a chunk of his KB beside someone else's document (or another KB's)
+    doc = bob.add_document("Scratch", "mine.txt", ["mine"])
+    other = bob.add_document("Runbooks", "deploy.md", ["Deploys go out on Tuesdays."])
     with pytest.raises(Refused):
-        raw(uri, "UPDATE knowledge_bases SET scope = 'team', owner_id = NULL, team_id = %s WHERE id = %s", other, kb.id)
-    assert raw(uri, "UPDATE knowledge_bases SET scope = 'team', owner_id = NULL, team_id = %s WHERE id = %s",
-               server.team, kb.id)[1] == 1
+        raw(uri, "INSERT INTO kb_chunks(kb_id, document_id, chunk_index, content) VALUES (%s, %s, 7, 'x')",
+            kb.id, other.id)
+    raw(uri, "INSERT INTO kb_chunks(kb_id, document_id, chunk_index, content) VALUES (%s, %s, 7, 'more')",
+        kb.id, doc.id)  # beside his own document of that KB: fine
+    # a system admin may do both
+    assert raw(server.uris["root"], "UPDATE knowledge_bases SET owner_id = %s, discoverable = false WHERE id = %s",
+               server.uid("bob"), team_kb.id)[1] == 1
 
 
 # ── team ───────────────────────────────────────────────────────────────────────

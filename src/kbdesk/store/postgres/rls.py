@@ -24,10 +24,12 @@ so each is evaluated once per statement, not once per row):
 
 - ``knowledge_bases``: read personal (owner), team (members; system admins), global
   (every kbdesk user); create, change and delete personal (owner), team (its admins;
-  system admins), global (system admins). A trigger lets only the owner or a system
-  admin change ``discoverable``.
+  system admins), global (system admins). Triggers let only the owner or a system
+  admin change ``discoverable``, and only a system admin give a team KB an owner or
+  change a KB's owner.
 - ``kb_documents``, ``kb_chunks`` and any other ``kbdesk_*`` table keyed by ``kb_id``:
-  readable when the KB is, writable when the KB may be changed.
+  readable when the KB is, writable when the KB may be changed (a chunk only beside
+  a document of its own KB).
 - ``kbdesk_document_blobs``: through their document, the same way.
 - ``channel_knowledge_bases``: the user's own channels, binding KBs they can read.
 - ``kbdesk_audit_log``: append-only, as yourself; read your own entries, those of KBs
@@ -104,10 +106,16 @@ def install_row_security(conn: Any) -> None:
             conn.execute(f"DROP POLICY IF EXISTS {name} ON {table}")
             conn.execute(f"CREATE POLICY {name} ON {table} FOR {command}"
                          + (f" USING ({using})" if using else "") + (f" WITH CHECK ({check})" if check else ""))
-    conn.execute("DROP TRIGGER IF EXISTS kbdesk_discoverable ON knowledge_bases")
-    conn.execute("CREATE TRIGGER kbdesk_discoverable BEFORE UPDATE OF discoverable ON knowledge_bases FOR EACH ROW "
-                 "WHEN (OLD.discoverable IS DISTINCT FROM NEW.discoverable) "
-                 "EXECUTE FUNCTION kbdesk_guard_discoverable()")
+    for statement in [
+        "DROP TRIGGER IF EXISTS kbdesk_guard_insert ON knowledge_bases",
+        "DROP TRIGGER IF EXISTS kbdesk_guard_update ON knowledge_bases",
+        "CREATE TRIGGER kbdesk_guard_insert BEFORE INSERT ON knowledge_bases FOR EACH ROW "
+        "WHEN (NEW.scope <> 'personal' AND NEW.owner_id IS NOT NULL) EXECUTE FUNCTION kbdesk_guard_kb()",
+        "CREATE TRIGGER kbdesk_guard_update BEFORE UPDATE OF owner_id, discoverable ON knowledge_bases FOR EACH ROW "
+        "WHEN (OLD.owner_id IS DISTINCT FROM NEW.owner_id OR OLD.discoverable IS DISTINCT FROM NEW.discoverable) "
+        "EXECUTE FUNCTION kbdesk_guard_kb()",
+    ]:
+        conn.execute(statement)
 
 
 def membership_table(conn: Any, *, create: bool = False) -> tuple[str, bool]:
@@ -164,11 +172,23 @@ def _functions(conn: Any, path: str, members: str, has_role: bool) -> None:
         f"""CREATE OR REPLACE FUNCTION kbdesk_picker() RETURNS SETOF knowledge_bases
             LANGUAGE sql STABLE SET search_path = {path} AS $$
             SELECT * FROM knowledge_bases WHERE scope <> 'global' OR discoverable OR kbdesk_is_admin() $$""",
-        f"""CREATE OR REPLACE FUNCTION kbdesk_guard_discoverable() RETURNS trigger
+        # who owns a KB decides who may hide it: only a system admin gives a team or
+        # global KB an owner or changes one, only the owner or a system admin the flag
+        f"""CREATE OR REPLACE FUNCTION kbdesk_guard_kb() RETURNS trigger
             LANGUAGE plpgsql SET search_path = {path} AS $$
             BEGIN
-                IF kbdesk_uid() IS NOT NULL AND NOT kbdesk_is_admin()
-                   AND OLD.owner_id IS DISTINCT FROM kbdesk_uid() THEN
+                IF kbdesk_uid() IS NULL OR kbdesk_is_admin() THEN
+                    RETURN NEW;
+                END IF;
+                IF TG_OP = 'INSERT' THEN
+                    RAISE EXCEPTION 'only a system admin may give a % knowledge base an owner', NEW.scope
+                        USING ERRCODE = 'insufficient_privilege';
+                END IF;
+                IF NEW.owner_id IS DISTINCT FROM OLD.owner_id THEN
+                    RAISE EXCEPTION 'only a system admin may change who owns ''%''', OLD.name
+                        USING ERRCODE = 'insufficient_privilege';
+                END IF;
+                IF OLD.owner_id IS DISTINCT FROM kbdesk_uid() THEN
                     RAISE EXCEPTION 'only the owner of ''%'' or a system admin may change whether it is discoverable',
                         OLD.name USING ERRCODE = 'insufficient_privilege';
                 END IF;
@@ -201,6 +221,9 @@ def _policies(conn: Any) -> dict[str, list[Policy]]:
     out: dict[str, list[Policy]] = {"knowledge_bases": per_kb(visible(), managed())}
     for table in KB_KEYED + tuple(kbdesk_kb_tables(conn)):
         out[table] = per_kb(kb_read, kb_write)
+    # a chunk belongs to a document of its own KB (never planted beside another's document)
+    out["kb_chunks"] = per_kb(kb_read, f"{kb_write} AND EXISTS (SELECT 1 FROM kb_documents d "
+                                       "WHERE d.id = kb_chunks.document_id AND d.kb_id = kb_chunks.kb_id)")
     out["kbdesk_document_blobs"] = per_kb(
         "EXISTS (SELECT 1 FROM kb_documents d WHERE d.id = document_id)",
         f"EXISTS (SELECT 1 FROM kb_documents d WHERE d.id = document_id AND d.kb_id = ANY ({MANAGED_KBS}))")
