@@ -215,9 +215,9 @@ def open_desk(db: str | os.PathLike[str] | None = None, *, home: str | os.PathLi
 
     ``db`` (or ``KBDESK_DB``, or ``storage.db`` in the config) selects the database
     file; ``backend`` (or ``KBDESK_VECTOR_BACKEND``, or ``vector.backend``) the vector
-    backend. A ``postgresql://`` URI there opens the Postgres store instead (identity
-    from the config's ``[identity]``; original files kept locally under
-    ``data/postgres/<server-db>.files``).
+    backend. A ``postgresql://`` URI there opens the Postgres store instead (the
+    database login is the user — ``[identity]`` counts only for the database's owner;
+    original files kept locally under ``data/postgres/<server-db>.files``).
     """
     paths = get_paths(home)
     config = config if config is not None else load_config(paths.config_file)
