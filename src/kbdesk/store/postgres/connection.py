@@ -32,7 +32,7 @@ from kbdesk.store.postgres.bulk import BulkMixin
 from kbdesk.store.postgres.chunks import ChunksMixin
 from kbdesk.store.postgres.documents import DocumentsMixin
 from kbdesk.store.postgres.lookup import LookupMixin
-from kbdesk.store.postgres.pool import (Holder, NotInPostgresModeError, PgDriver, Pool, quiet_close, redact_uri,
+from kbdesk.store.postgres.pool import (Holder, PgDriver, Pool, quiet_close, redact_uri,
                                         uuid_as_text_binary_loader)
 from kbdesk.store.postgres.records import RecordsMixin
 from kbdesk.store.postgres.schema import _first_line, current_version, migrate
@@ -92,16 +92,6 @@ class PostgresStore(RecordsMixin, DocumentsMixin, ChunksMixin, LookupMixin, Bulk
             raise StoreError(f"the login '{after.login}' is not a kbdesk user of {self.label}: an administrator makes "
                              f"it one with kbdesk --db URI pg grant {after.login}")
         return after
-
-    def __getattr__(self, name: str) -> Any:
-        # Features of the SQLite store not built for Postgres yet (conversations,
-        # personas, notes) fail with one clear line instead of an internal error.
-        from kbdesk.store.sqlite import SqliteStore
-
-        if not name.startswith("__") and hasattr(SqliteStore, name):
-            raise NotInPostgresModeError(f"'{name}' is not available in Postgres mode yet (the chat, persona and "
-                                         "note tables live in the SQLite file only)")
-        raise AttributeError(name)
 
     # ── connections ────────────────────────────────────────────────────────────
     def connection(self) -> Any:

@@ -54,10 +54,6 @@ class PgDriver:
     reason: str
 
 
-class NotInPostgresModeError(StoreError, AttributeError):
-    """A SQLite-store feature the Postgres store does not have yet (chat, notes…)."""
-
-
 class Pool:
     """Connections of finished threads, kept for the next thread."""
 
