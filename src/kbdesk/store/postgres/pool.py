@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from kbdesk.errors import StoreError
-
 IDLE_CONNECTIONS = 4
 
 
