@@ -118,7 +118,7 @@ def test_provider_commands_and_set_model(run, tmp_path, fake_openai):
     assert r.exit_code == 0 and "sk-stored-SECRET" not in r.output
     assert "sk-stored-SECRET" in config.read_text()
     listing = run("provider", "list").stdout
-    assert "stored in config.toml" in listing and "sk-stored" not in listing
+    assert "stored ••••••••" in listing and "sk-stored" not in listing
 
     folder = write_files(tmp_path / "corpus", GOOD_FILES)
     run("kb", "create", "Team")

@@ -24,7 +24,7 @@ from kbdesk.errors import InvalidInputError
 from kbdesk.providers import DEFAULT_BASE_URLS
 from kbdesk.providers.settings import KEY_ENV_HINT, check_base_url, key_env_for
 
-KEY_NOT_SHOWN = "stored in config.toml"
+KEY_NOT_SHOWN = "stored ••••••••"  # kept in config.toml, never shown
 
 
 def save_provider(config_path: str | os.PathLike[str], name: str, kind: str, *, base_url: str = "",
@@ -81,7 +81,7 @@ def remove_provider(config_path: str | os.PathLike[str], name: str) -> Config:
 
 def key_source(settings: Any) -> str:
     """Where a provider's key comes from, never the key: "env VAR", "env VAR (not set)",
-    "stored in config.toml" or "none"."""
+    "stored ••••••••" (in config.toml) or "none"."""
     env = key_env_for(settings)
     if env and os.environ.get(env, "").strip():
         return f"env {env}"
