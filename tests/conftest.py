@@ -8,7 +8,7 @@ import pytest
 
 from kbdesk.store import choose_driver
 
-pytest_plugins = ["fake_openai"]
+pytest_plugins = ["fake_openai", "pg_fixtures"]
 
 VEC_AVAILABLE = choose_driver("auto").backend == "sqlite-vec"
 BACKENDS = ["sqlite-vec", "numpy"]
@@ -37,6 +37,26 @@ def desk(backend: str, kbdesk_home: Path):
     from kbdesk import open_desk
 
     d = open_desk(backend=backend)
+    yield d
+    d.close()
+
+
+ENGINES = ["sqlite-vec", "numpy", "postgres"]
+
+
+@pytest.fixture(params=ENGINES)
+def engine_desk(request: pytest.FixtureRequest, kbdesk_home: Path):
+    """A desk on each engine: SQLite with sqlite-vec, SQLite with numpy, PostgreSQL +
+    pgvector (a real embedded server, a fresh database per test). Store scenarios that
+    hold on every engine take this fixture."""
+    from kbdesk import open_desk
+
+    if request.param == "postgres":
+        d = open_desk(request.getfixturevalue("pg_uri"))
+    else:
+        if request.param == "sqlite-vec":
+            assert VEC_AVAILABLE, "sqlite-vec should load on this machine (see kbdesk doctor)"
+        d = open_desk(backend=request.param)
     yield d
     d.close()
 

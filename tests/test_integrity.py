@@ -1,5 +1,6 @@
-"""Ingestion integrity on SQLite: one current document per file, whatever runs at once,
-is killed or fails halfway (the scenarios are shared with Postgres)."""
+"""Ingestion integrity: one current document per file, whatever runs at once, is killed
+or fails halfway — every scenario of tests/integrity_scenarios.py on SQLite and on
+PostgreSQL (what only one engine has to get right is in its own tests)."""
 
 import pytest
 
@@ -12,9 +13,17 @@ def open_db(tmp_path):
     return lambda: open_desk(tmp_path / "kb.db")
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def engine_db(request, tmp_path, kbdesk_home):
+    if request.param == "postgres":
+        uri = request.getfixturevalue("pg_uri")
+        return lambda: open_desk(uri)
+    return lambda: open_desk(tmp_path / "kb.db")
+
+
 @pytest.mark.parametrize("scenario", s.SCENARIOS, ids=lambda f: f.__name__)
-def test_integrity(scenario, open_db, tmp_path, fake_openai):
-    scenario(open_db, tmp_path, fake_openai)
+def test_integrity(scenario, engine_db, tmp_path, fake_openai):
+    scenario(engine_db, tmp_path, fake_openai)
 
 
 def test_staged_vectors_are_forgotten_after_a_week(open_db, tmp_path):

@@ -1,4 +1,4 @@
-"""Search semantics on a small corpus whose right answers are known."""
+"""Search semantics on a small corpus whose right answers are known, on every engine."""
 
 import pytest
 
@@ -17,6 +17,12 @@ CORPUS = {
                {"headings": ["Admin", "SSO"]}),
     "q4.pdf": ("Q4 revenue grew 12 percent on strong subscription sales.", axis(MONEY), {"page": 12}),
 }
+
+
+@pytest.fixture
+def desk(engine_desk):
+    """Every search scenario here runs on SQLite (sqlite-vec, numpy) and on Postgres."""
+    return engine_desk
 
 
 @pytest.fixture

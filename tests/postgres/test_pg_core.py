@@ -1,9 +1,8 @@
-"""The core store scenarios of tests/ (KB records, cascades, search, concurrency), on Postgres.
+"""Store scenarios of tests/ whose checks reach into the engine (KB records, cascades,
+concurrency), in their Postgres form (SQL placeholders, UUID team ids, pg_indexes).
 
-Each test here mirrors one in tests/test_kb_records.py, test_cascade.py, test_search.py
-or test_concurrency.py, run against a Postgres-backed desk (``open_desk("postgresql://…")``)
-with the same assertions where the engines agree, and the Postgres form of the
-checks where they differ (SQL placeholders, UUID team ids). Keyword ranking: test_pg_keyword.py.
+Search semantics run on every engine from tests/test_search.py (the ``engine_desk``
+fixture) and are not copied here; keyword ranking parity: test_pg_keyword.py.
 """
 
 import threading
@@ -15,34 +14,7 @@ import pytest
 from helpers import axis
 from kbdesk import open_desk
 from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError
-from kbdesk.models import ChunkInput
 from pg_support import sql
-
-CAT, DOG, SSO, MONEY, YOUNG = 0, 1, 2, 3, 4
-CORPUS = {
-    "cats.txt": ("Cats purr when content and sleep most of the day.", axis(CAT), {}),
-    "kittens.md": ("Young felines need frequent small meals.", axis(CAT, extra={YOUNG: 0.6}),
-                   {"headings": ["Care", "Kittens"]}),
-    "dogs.txt": ("Dogs bark at strangers and love long walks.", axis(DOG), {}),
-    "sso.md": ("To configure SSO, open Settings, then Security, then Single sign-on.", axis(SSO),
-               {"headings": ["Admin", "SSO"]}),
-    "q4.pdf": ("Q4 revenue grew 12 percent on strong subscription sales.", axis(MONEY), {"page": 12}),
-}
-
-
-@pytest.fixture
-def pets(pg_desk):
-    pg_desk.create_kb("Pets", model_id="toy", dimensions=8)
-    pg_desk.create_kb("Work", model_id="toy", dimensions=8)
-    for name, (text, vector, meta) in CORPUS.items():
-        kb = "Work" if name in ("sso.md", "q4.pdf") else "Pets"
-        pg_desk.add_document(kb, name, [ChunkInput(text, metadata=meta)], vectors=[vector])
-    return pg_desk
-
-
-def sources(response):
-    return [r.source for r in response.results]
-
 
 # ── KB records (tests/test_kb_records.py) ─────────────────────────────────────
 def test_create_keeps_the_seed_fields_and_defaults(pg_desk):
@@ -187,85 +159,6 @@ def test_deleting_a_kb_or_a_document_leaves_no_orphan(pg_desk, pg_uri):
     assert not stored.exists()
     assert pg_desk.search(["keep"], "lighthouses", mode="keyword").results
     assert pg_desk.search(["keep"], "x", query_vector=axis(0), mode="vector").results
-
-
-# ── search semantics (tests/test_search.py) ──────────────────────────────────
-def test_result_shape_and_vector_ranking(pets):
-    body = pets.search(["Pets", "Work"], "revenue", query_vector=axis(MONEY)).to_dict()
-    assert set(body) == {"results", "query", "searched_kbs", "mode"} and body["searched_kbs"] == ["Pets", "Work"]
-    assert body["results"][0] == {"content": CORPUS["q4.pdf"][0], "source": "q4.pdf", "kb": "Work",
-                                  "similarity": pytest.approx(1.0, abs=1e-5), "metadata": {"page": 12}}
-    response = pets.search(["Pets", "Work"], "feline companions", query_vector=axis(CAT), mode="vector")
-    assert sources(response) == ["cats.txt", "kittens.md"]
-    assert response.results[1].similarity == pytest.approx(1 / (1 + 0.36) ** 0.5, abs=1e-4)
-
-
-def test_threshold_limit_and_bad_queries(pets):
-    q = axis(CAT)
-    assert sources(pets.search(["Pets"], "x", query_vector=q, mode="vector", threshold=0.9)) == ["cats.txt"]
-    assert len(pets.search(["Pets", "Work"], "x", query_vector=q, mode="vector", threshold=-1.0,
-                           limit=20).results) == 5
-    assert len(pets.search(["Pets", "Work"], "x", query_vector=q, mode="vector", threshold=-1.0,
-                           limit=2).results) == 2
-    for bad in (0, 21):
-        with pytest.raises(InvalidInputError, match="limit must be between 1 and 20"):
-            pets.search(["Pets"], "x", query_vector=q, limit=bad)
-    with pytest.raises(InvalidInputError, match="empty"):
-        pets.search(["Pets"], "   ")
-    with pytest.raises(InvalidInputError, match="all zeros"):
-        pets.search(["Pets"], "x", query_vector=[0.0] * 8)
-
-
-def test_keyword_search_finds_exact_terms_and_stems(pets):
-    assert sources(pets.search(["Pets", "Work"], "SSO settings", mode="keyword")) == ["sso.md"]
-    assert sources(pets.search(["Pets", "Work"], "feline", mode="keyword")) == ["kittens.md"]  # stemming
-    # never tsquery syntax; BM25 as on SQLite: of two one-word matches the shorter chunk first
-    assert sources(pets.search(["Pets"], 'cats" OR NEAR( -dogs & !', mode="keyword")) == ["dogs.txt", "cats.txt"]
-    assert pets.search(["Pets"], "zebra", mode="keyword").results == []
-
-
-def test_hybrid_fusion_threshold_and_auto_mode(pets):
-    response = pets.search(["Pets", "Work"], "young felines", query_vector=axis(CAT), mode="hybrid")
-    assert sources(response) == ["kittens.md", "cats.txt"]
-    assert response.results[1].similarity == pytest.approx(1.0, abs=1e-5)
-    assert "dogs.txt" not in sources(pets.search(["Pets"], "dogs bark", query_vector=axis(CAT), mode="hybrid"))
-    assert "dogs.txt" in sources(pets.search(["Pets"], "dogs bark", query_vector=axis(CAT), mode="hybrid",
-                                             threshold=-1.0))
-    assert pets.search(["Pets"], "cats", query_vector=axis(CAT)).mode == "hybrid"
-    assert pets.search(["Pets"], "cats").mode == "keyword"
-    explained = pets.search(["Pets"], "dogs bark felines", query_vector=axis(CAT), mode="hybrid", explain=True)
-    by_source = {e["source"]: e for e in explained.explain}
-    assert by_source["dogs.txt"]["cut"] == "threshold" and by_source["kittens.md"]["vector_rank"] == 2
-
-
-def test_keyword_only_kbs_and_mixed_models(pg_desk):
-    pg_desk.create_kb("Plain")
-    pg_desk.add_document("Plain", "guide.md", ["Backups run nightly at 02:00.", "Restores need admin rights."])
-    response = pg_desk.search(["Plain"], "when do backups run")
-    assert response.mode == "keyword" and sources(response) == ["guide.md"]
-    assert response.results[0].content.startswith("Backups") and response.results[0].similarity == 1.0
-    with pytest.raises(InvalidInputError, match="vector search needs vectors"):
-        pg_desk.search(["Plain"], "backups", mode="vector")
-    pg_desk.create_kb("A", model_id="small", dimensions=4)
-    pg_desk.create_kb("B", model_id="large", dimensions=8)
-    pg_desk.add_document("A", "a.txt", ["alpha"], vectors=[[1, 0, 0, 0]])
-    pg_desk.add_document("B", "b.txt", ["beta"], vectors=[axis(2)])
-    a, b = pg_desk.kb("A"), pg_desk.kb("B")
-    response = pg_desk.search(["A", "B"], "x", query_vector={a.id: [1, 0, 0, 0], b.id: axis(2)}, mode="vector")
-    assert sorted(sources(response)) == ["a.txt", "b.txt"]
-    with pytest.raises(InvalidInputError, match="8 dimensions, expected 4"):
-        pg_desk.search(["A", "B"], "x", query_vector=axis(2), mode="vector")
-
-
-def test_keyword_search_never_leaks_another_kbs_chunks(pg_desk):
-    pg_desk.create_kb("Loud")
-    pg_desk.create_kb("Quiet")
-    for i in range(30):
-        pg_desk.add_document("Loud", f"loud{i}.txt", [f"alpha alpha alpha beacon number {i}"])
-    pg_desk.add_document("Quiet", "quiet.txt", ["a single alpha among many other words in a long sentence"])
-    assert [h.source for h in pg_desk.search(["Quiet"], "alpha", mode="keyword").results] == ["quiet.txt"]
-    both = pg_desk.search(["Loud", "Quiet"], "alpha", mode="keyword", limit=20).results
-    assert len(both) == 20 and all(h.kb == "Loud" for h in both)
 
 
 # ── concurrency (tests/test_concurrency.py) ──────────────────────────────────

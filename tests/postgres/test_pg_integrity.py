@@ -1,5 +1,5 @@
-"""Ingestion integrity on PostgreSQL + pgvector: the same scenarios as on SQLite
-(tests/integrity_scenarios.py), plus what only a server has to get right."""
+"""Ingestion integrity on PostgreSQL + pgvector: what only this engine has to get right
+(the shared scenarios run on both engines from tests/test_integrity.py)."""
 
 import pytest
 
@@ -11,11 +11,6 @@ from pg_support import sql
 @pytest.fixture
 def open_db(pg_uri, kbdesk_home):
     return lambda: open_desk(pg_uri)
-
-
-@pytest.mark.parametrize("scenario", s.SCENARIOS, ids=lambda f: f.__name__)
-def test_integrity(scenario, open_db, tmp_path, fake_openai):
-    scenario(open_db, tmp_path, fake_openai)
 
 
 def test_the_database_refuses_a_second_row_for_a_path(open_db, pg_uri, tmp_path):

