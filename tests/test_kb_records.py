@@ -5,7 +5,19 @@ import pytest
 from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError
 
 
-def test_create_keeps_the_seed_fields_and_defaults(desk):
+@pytest.fixture
+def any_desk(engine_desk):
+    """These scenarios hold on every engine: SQLite (sqlite-vec, numpy) and Postgres."""
+    return engine_desk
+
+
+def mark(desk) -> str:
+    """The engine's SQL parameter mark."""
+    return "?" if desk.store.kind == "sqlite" else "%s"
+
+
+def test_create_keeps_the_seed_fields_and_defaults(any_desk):
+    desk = any_desk
     kb = desk.create_kb("Q4 Reports", "Quarterly financial reports", model_id="text-embedding-3-small",
                         provider="openai", dimensions=1536)
     assert kb.scope == "personal" and kb.owner_id and kb.team_id is None
@@ -19,14 +31,16 @@ def test_create_keeps_the_seed_fields_and_defaults(desk):
     assert shape["created_at"].endswith("Z") and "T" in shape["created_at"]
 
 
-def test_chunking_is_overridable_per_kb(desk):
+def test_chunking_is_overridable_per_kb(any_desk):
+    desk = any_desk
     kb = desk.create_kb("small", chunk_size=300, chunk_overlap=30)
     assert (kb.chunk_size, kb.chunk_overlap) == (300, 30)
     with pytest.raises(InvalidInputError, match="chunk_overlap"):
         desk.create_kb("bad", chunk_size=100, chunk_overlap=100)
 
 
-def test_names_are_unique_ignoring_case_and_validated(desk):
+def test_names_are_unique_ignoring_case_and_validated(any_desk):
+    desk = any_desk
     desk.create_kb("Notes")
     with pytest.raises(ConflictError, match="already exists"):
         desk.create_kb("notes")
@@ -35,7 +49,8 @@ def test_names_are_unique_ignoring_case_and_validated(desk):
             desk.create_kb(bad)
 
 
-def test_find_by_id_name_or_prefix(desk):
+def test_find_by_id_name_or_prefix(any_desk):
+    desk = any_desk
     kb = desk.create_kb("Engineering Wiki")
     assert desk.kb(kb.id).id == kb.id
     assert desk.kb("engineering wiki").id == kb.id
@@ -44,13 +59,15 @@ def test_find_by_id_name_or_prefix(desk):
         desk.kb("nope")
 
 
-def test_list_is_sorted_by_name(desk):
+def test_list_is_sorted_by_name(any_desk):
+    desk = any_desk
     for name in ("beta", "Alpha", "gamma"):
         desk.create_kb(name)
     assert [kb.name for kb in desk.list_kbs()] == ["Alpha", "beta", "gamma"]
 
 
-def test_rename_describe_and_audit_trail(desk):
+def test_rename_describe_and_audit_trail(any_desk):
+    desk = any_desk
     kb = desk.create_kb("draft")
     desk.rename_kb("draft", "final")
     desk.describe_kb("final", "the finished one")
@@ -66,7 +83,8 @@ def test_rename_describe_and_audit_trail(desk):
     assert rename["user_id"] == desk.store.local_user_id
 
 
-def test_stats_follow_documents_and_recount_repairs_them(desk):
+def test_stats_follow_documents_and_recount_repairs_them(any_desk):
+    desk = any_desk
     kb = desk.create_kb("stats")
     desk.add_document("stats", "a.txt", ["one", "two", "three"], size_bytes=100)
     doc = desk.add_document("stats", "b.txt", ["four"], size_bytes=50)
@@ -76,11 +94,12 @@ def test_stats_follow_documents_and_recount_repairs_them(desk):
     kb = desk.kb("stats")
     assert (kb.document_count, kb.chunk_count, kb.total_bytes) == (1, 3, 100)
     with desk.store.write() as conn:  # damage the denormalised stats
-        conn.execute("UPDATE knowledge_bases SET chunk_count = 99 WHERE id = ?", (kb.id,))
+        conn.execute(f"UPDATE knowledge_bases SET chunk_count = 99 WHERE id = {mark(desk)}", (kb.id,))
     assert desk.recount("stats").chunk_count == 3
 
 
-def test_vectors_must_match_the_kb_model(desk):
+def test_vectors_must_match_the_kb_model(any_desk):
+    desk = any_desk
     desk.create_kb("plain")
     with pytest.raises(InvalidInputError, match="no embedding model"):
         desk.add_document("plain", "a.txt", ["x"], vectors=[[1.0, 0.0]])
@@ -100,7 +119,8 @@ def test_vectors_must_match_the_kb_model(desk):
     assert desk.store.connection().execute("SELECT count(*) FROM kb_chunks").fetchone()[0] == 0
 
 
-def test_dimensions_are_learnt_from_the_first_vectors(desk):
+def test_dimensions_are_learnt_from_the_first_vectors(any_desk):
+    desk = any_desk
     desk.create_kb("learn", model_id="m")
     desk.add_document("learn", "a.txt", ["x"], vectors=[[3.0, 4.0]])
     assert desk.kb("learn").dimensions == 2
@@ -121,7 +141,8 @@ def test_team_scope_needs_a_team(desk):
     assert g.owner_id is None and g.team_id is None
 
 
-def test_chunk_settings_can_change_and_are_audited(desk):
+def test_chunk_settings_can_change_and_are_audited(any_desk):
+    desk = any_desk
     desk.create_kb("tunable")
     kb = desk.edit_kb("tunable", chunk_size=400, chunk_overlap=40)
     assert (kb.chunk_size, kb.chunk_overlap) == (400, 40)
@@ -151,7 +172,8 @@ def test_a_role_must_name_a_configured_provider():
         parse_config({"roles": {"chat": {"provider": "nope", "model": "m"}}})
 
 
-def test_chunk_neighbours(desk):
+def test_chunk_neighbours(any_desk):
+    desk = any_desk
     desk.create_kb("seq")
     doc = desk.add_document("seq", "a.txt", ["zero", "one", "two", "three"])
     around = desk.store.chunk_neighbours(doc.id, 2)

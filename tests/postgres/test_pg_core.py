@@ -1,8 +1,9 @@
 """Store scenarios of tests/ whose checks reach into the engine (KB records, cascades,
 concurrency), in their Postgres form (SQL placeholders, UUID team ids, pg_indexes).
 
-Search semantics run on every engine from tests/test_search.py (the ``engine_desk``
-fixture) and are not copied here; keyword ranking parity: test_pg_keyword.py.
+KB records, search semantics and the ingestion-integrity scenarios run on every engine
+from tests/ (the ``engine_desk`` fixture) and are not copied here; keyword ranking
+parity: test_pg_keyword.py.
 """
 
 import threading
@@ -13,98 +14,11 @@ import pytest
 
 from helpers import axis
 from kbdesk import open_desk
-from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError
+from kbdesk.errors import InvalidInputError, NotFoundError
 from pg_support import sql
 
-# ── KB records (tests/test_kb_records.py) ─────────────────────────────────────
-def test_create_keeps_the_seed_fields_and_defaults(pg_desk):
-    kb = pg_desk.create_kb("Q4 Reports", "Quarterly financial reports", model_id="text-embedding-3-small",
-                           provider="openai", dimensions=1536)
-    assert pg_desk.store.kind == "postgres"
-    assert kb.scope == "personal" and kb.owner_id == pg_desk.store.local_user_id and kb.team_id is None
-    assert kb.status == "active" and kb.discoverable is True
-    assert (kb.document_count, kb.chunk_count, kb.total_bytes) == (0, 0, 0)
-    assert kb.embedding_config == {"provider": "openai", "model_id": "text-embedding-3-small",
-                                   "dimensions": 1536, "chunk_size": 1000, "chunk_overlap": 200}
-    shape = kb.to_dict()
-    assert set(shape) == {"id", "name", "description", "scope", "owner_id", "team_id", "embedding_config",
-                          "document_count", "chunk_count", "total_bytes", "status", "created_at", "updated_at"}
-    assert shape["created_at"].endswith("Z") and "T" in shape["created_at"]
-    small = pg_desk.create_kb("small", chunk_size=300, chunk_overlap=30)
-    assert (small.chunk_size, small.chunk_overlap) == (300, 30)
-    with pytest.raises(InvalidInputError, match="chunk_overlap"):
-        pg_desk.create_kb("bad", chunk_size=100, chunk_overlap=100)
 
-
-def test_names_find_list_rename_and_audit(pg_desk):
-    kb = pg_desk.create_kb("Engineering Wiki")
-    with pytest.raises(ConflictError, match="already exists"):
-        pg_desk.create_kb("engineering wiki")
-    for bad in ("", "   ", "tab\there", "x" * 201):
-        with pytest.raises(InvalidInputError):
-            pg_desk.create_kb(bad)
-    assert pg_desk.kb(kb.id).id == kb.id and pg_desk.kb("ENGINEERING wiki").id == kb.id
-    assert pg_desk.kb(kb.id[:8]).id == kb.id
-    with pytest.raises(NotFoundError, match="no knowledge base named 'nope'"):
-        pg_desk.kb("nope")
-    for name in ("beta", "Alpha", "gamma"):
-        pg_desk.create_kb(name)
-    assert [k.name for k in pg_desk.list_kbs()] == ["Alpha", "beta", "Engineering Wiki", "gamma"]
-    pg_desk.rename_kb("Engineering Wiki", "Wiki")
-    pg_desk.describe_kb("wiki", "the finished one")
-    with pytest.raises(ConflictError):
-        pg_desk.rename_kb("beta", "WIKI")
-    got = pg_desk.kb(kb.id)
-    assert got.name == "Wiki" and got.description == "the finished one" and got.updated_at >= got.created_at
-    entries = pg_desk.store.audit_entries(kb.id)
-    assert [(e["action"], e["target"]) for e in entries] == [
-        ("kb.create", "Engineering Wiki"), ("kb.update", "Wiki"), ("kb.update", "Wiki")]
-    assert entries[1]["details"] == {"name": {"from": "Engineering Wiki", "to": "Wiki"}}
-    assert entries[1]["user_id"] == pg_desk.store.local_user_id
-    edited = pg_desk.edit_kb("Wiki", chunk_size=400, chunk_overlap=40)
-    assert (edited.chunk_size, edited.chunk_overlap) == (400, 40)
-    assert pg_desk.store.audit_entries(kb.id)[-1]["details"]["embedding_config"]["to"]["chunk_size"] == 400
-
-
-def test_stats_follow_documents_and_recount_repairs_them(pg_desk):
-    kb = pg_desk.create_kb("stats")
-    pg_desk.add_document("stats", "a.txt", ["one", "two", "three"], size_bytes=100)
-    doc = pg_desk.add_document("stats", "b.txt", ["four"], size_bytes=50)
-    assert (pg_desk.kb("stats").document_count, pg_desk.kb("stats").chunk_count,
-            pg_desk.kb("stats").total_bytes) == (2, 4, 150)
-    pg_desk.delete_document(doc.id)
-    kb = pg_desk.kb("stats")
-    assert (kb.document_count, kb.chunk_count, kb.total_bytes) == (1, 3, 100)
-    with pg_desk.store.write() as conn:  # damage the denormalised stats
-        conn.execute("UPDATE knowledge_bases SET chunk_count = 99 WHERE id = %s", (kb.id,))
-    assert pg_desk.recount("stats").chunk_count == 3
-    around = pg_desk.store.chunk_neighbours(pg_desk.store.list_documents(kb.id)[0].id, 1)
-    assert [(c["chunk_index"], c["content"], c["current"]) for c in around] == [
-        (0, "one", False), (1, "two", True), (2, "three", False)]
-
-
-def test_vectors_must_match_the_kb_model(pg_desk):
-    pg_desk.create_kb("plain")
-    with pytest.raises(InvalidInputError, match="no embedding model"):
-        pg_desk.add_document("plain", "a.txt", ["x"], vectors=[[1.0, 0.0]])
-    pg_desk.create_kb("embedded", model_id="m", dimensions=3)
-    with pytest.raises(InvalidInputError, match="one vector per chunk"):
-        pg_desk.add_document("embedded", "a.txt", ["x"])
-    with pytest.raises(InvalidInputError, match="2 dimensions, expected 3"):
-        pg_desk.add_document("embedded", "a.txt", ["x"], vectors=[[1.0, 0.0]])
-    with pytest.raises(InvalidInputError, match="NaN"):
-        pg_desk.add_document("embedded", "a.txt", ["x"], vectors=[[1.0, float("nan"), 0.0]])
-    with pytest.raises(InvalidInputError, match="all zeros"):
-        pg_desk.add_document("embedded", "a.txt", ["x"], vectors=[[0.0, 0.0, 0.0]])
-    assert pg_desk.kb("embedded").document_count == 0
-    assert pg_desk.store.connection().execute("SELECT count(*) FROM kb_chunks").fetchone()[0] == 0
-    pg_desk.create_kb("learn", model_id="m")
-    pg_desk.add_document("learn", "a.txt", ["x"], vectors=[[3.0, 4.0]])
-    assert pg_desk.kb("learn").dimensions == 2
-    with pytest.raises(InvalidInputError, match="3 dimensions, expected 2"):
-        pg_desk.add_document("learn", "b.txt", ["y"], vectors=[[1.0, 2.0, 3.0]])
-
-
+# ── KB records: team ids are UUIDs here (the rest runs on every engine in tests/test_kb_records.py)
 def test_team_scope_needs_a_team(pg_uri, kbdesk_home):
     from kbdesk.config import parse_config
 
