@@ -42,7 +42,7 @@ class LookupMixin:
 
     def keyword_candidates(self, kb_ids: Sequence[str], text: str, k: int) -> list[tuple[int, float]]:
         """Top ``k`` (seq, BM25 score — higher is better) across ``kb_ids``: FTS5's bm25()
-        over the KBs' statistics, bounded by the same postings budget (:mod:`.keyword`)."""
+        over the KBs' statistics, bounded by a postings budget as on SQLite (:mod:`.keyword`)."""
         if not kb_ids:
             return []
         return keyword.candidates(self.connection(), kb_ids, text, k)
