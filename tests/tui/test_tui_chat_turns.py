@@ -123,9 +123,13 @@ async def test_a_long_answer_is_appended_not_rerendered(chat_desk, chat_server, 
         updates.clear()
         appends.clear()
         await send_question(pilot, "Tell me a lot")
-        assert await wait_until(pilot, lambda: screen.turn is not None
-                                and "Paragraph 1 says" in shown(screen.turn.view))
-        view = screen.turn.view
+
+        def latest():  # the new answer's view, whether its turn is still running or done
+            views = list(screen.query(AnswerView))
+            return views[-1] if views and views[-1] is not earlier else None
+
+        assert await wait_until(pilot, lambda: latest() is not None and "Paragraph 1 says" in shown(latest()))
+        view = latest()
         first = view.query(MarkdownParagraph).first()
         await settle(pilot)
         assert view.state.status == "complete"
