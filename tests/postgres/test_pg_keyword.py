@@ -273,6 +273,25 @@ def test_bounding_picks_the_same_terms_as_the_sqlite_store():
             assert ([terms[i] for i in gate], [terms[i] for i in scored]) == (lite_gate, lite_scored)
 
 
+def test_a_small_kb_beside_a_large_one_reads_its_own_rows_with_the_same_answer(pg_desk, monkeypatch):
+    small = fill(pg_desk, "Small")
+    pg_desk.create_kb("Large", keyword_only=True)
+    for d in range(10):
+        pg_desk.add_document("Large", f"l{d}.txt", [f"river stone copper {i}" for i in range(300)])
+    sql(pg_desk.store.uri, "ANALYZE kb_chunks")  # the table's size, for the estimate
+    conn = pg_desk.store.connection()
+    assert keyword.plan(conn, [small], "river copper").by_kb  # 3,000 postings of others vs a few dozen rows
+    large = pg_desk.kb("Large").id
+    assert keyword.plan(conn, [large], "river copper").by_kb  # matches every row anyway: read them
+    pg_desk.add_document("Large", "rare.txt", ["a glacier"])
+    assert not keyword.plan(conn, [large], "glacier").by_kb  # one posting: the GIN index finds it
+    for query in QUERIES:
+        monkeypatch.setattr(keyword, "KB_ROWS_PER_POSTING", 0.0)  # through the GIN index
+        gin = ranked(pg_desk, [small], query)
+        monkeypatch.setattr(keyword, "KB_ROWS_PER_POSTING", 1e9)  # through the KB's rows
+        assert ranked(pg_desk, [small], query) == gin
+
+
 # ── the migration ─────────────────────────────────────────────────────────────
 def test_the_migration_indexes_chunks_already_stored_and_runs_again_unchanged(empty_pg_uri):
     with psycopg.connect(empty_pg_uri, autocommit=True) as conn:
