@@ -52,8 +52,8 @@ IDF_FLOOR = 1e-6  # FTS5's floor for a term in more than half the rows
 # SQLite's postings budget (store/lookup.py) with Postgres's own value: a row costs FTS5
 # ~1 µs to score and Postgres ~3-5 µs (the GIN match, then the row's tsvector cut to the
 # query's lexemes). On 100k chunks of SciFact prose a budget of 50,000 (SQLite's) gave
-# p50 138 ms and 0.956 top-10 overlap with SQLite, 20,000 77 ms and 0.918, 10,000 43 ms
-# and 0.871; on SciFact itself (11.7k chunks) 20,000 bounds 2 of 809 queries
+# p50 134 ms and 0.999 of SQLite's top-10 chunks, 20,000 75 ms and 0.936, 10,000 41 ms
+# and 0.885; on SciFact itself (11.7k chunks) 20,000 bounds 2 of 809 queries
 # (docs/BENCHMARKS-postgres.md).
 KEYWORD_POSTINGS_BUDGET = 20_000
 
