@@ -346,7 +346,7 @@ def doc_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
 def doc_status(state, kb, doc, as_json) -> None:
-    """Status of DOC (id, id prefix or filename) in KB: the seed's polling view."""
+    """Status of DOC (id, id prefix or filename) in KB: id, status, chunk count, error."""
     desk = state.desk()
     found = desk.document(kb, doc)
     view = {"id": found.id, "status": found.status, "chunk_count": found.chunk_count,

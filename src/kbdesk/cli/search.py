@@ -21,7 +21,7 @@ SNIPPET = 400
 @click.option("--full", is_flag=True, help="Print whole chunks, not snippets.")
 @click.option("--explain", is_flag=True,
               help="Show every candidate: vector and keyword rank, fused score, and what cut it.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (the seed's result shape).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: results as {content, source, kb, similarity, metadata}.")
 @click.pass_obj
 def search_command(state, kbs, query, limit, threshold, mode, full, explain, as_json) -> None:
     """Search one or more knowledge bases (KB... names or ids) for QUERY."""

@@ -134,13 +134,9 @@ def membership_table(conn: Any, *, create: bool = False) -> tuple[str, bool]:
                              "kbdesk cannot read team membership from it")
         return "team_members", "role" in cols
     if create:
-        conn.execute("""CREATE TABLE IF NOT EXISTS kbdesk_team_members (
-            team_id  UUID NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
-            user_id  UUID NOT NULL,
-            role     TEXT NOT NULL DEFAULT 'member' CHECK (role IN ('member', 'admin')),
-            added_at TIMESTAMPTZ NOT NULL DEFAULT now(),
-            PRIMARY KEY (team_id, user_id)
-        )""")
+        from kbdesk.store.postgres.schema import team_members_ddl
+
+        conn.execute(team_members_ddl("kbdesk_team_members"))
     return "kbdesk_team_members", True
 
 

@@ -48,6 +48,17 @@ def _ensure_pgvector(conn: Any) -> None:
                          "CREATE EXTENSION vector; in this database") from None
 
 
+def team_members_ddl(table: str) -> str:
+    """A team membership table (kbdesk's, where the server has none of its own)."""
+    return f"""CREATE TABLE IF NOT EXISTS {table} (
+            team_id  UUID NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+            user_id  UUID NOT NULL,
+            role     TEXT NOT NULL DEFAULT 'member' CHECK (role IN ('member', 'admin')),
+            added_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+            PRIMARY KEY (team_id, user_id)
+        )"""
+
+
 def _m001_seed_008(conn: Any) -> None:
     # Minimal users / teams (with members and admins) / channels, only when the server
     # has none: the seed's foreign keys point at teams and channels.
@@ -57,13 +68,7 @@ def _m001_seed_008(conn: Any) -> None:
             conn.execute(ddl)
             own.append(table)
     if "teams" in own:  # the team server's own teams table keeps its own membership model
-        conn.execute("""CREATE TABLE IF NOT EXISTS team_members (
-            team_id  UUID NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
-            user_id  UUID NOT NULL,
-            role     TEXT NOT NULL DEFAULT 'member' CHECK (role IN ('member', 'admin')),
-            added_at TIMESTAMPTZ NOT NULL DEFAULT now(),
-            PRIMARY KEY (team_id, user_id)
-        )""")
+        conn.execute(team_members_ddl("team_members"))
     for statement in SEED_008:
         conn.execute(statement)
     conn.execute("""CREATE TABLE IF NOT EXISTS kbdesk_settings (
