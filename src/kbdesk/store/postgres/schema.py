@@ -199,6 +199,29 @@ def _m006_row_security(conn: Any) -> None:
     install_row_security(conn)
 
 
+def _m007_api_tokens(conn: Any) -> None:
+    # Bearer tokens of kbdesk serve (store/tokens.py), hashed. Only the tables' owner,
+    # which the server connects as, reads them: no grant to kbdesk users, and row
+    # security on with no policy, so a grant made by hand still shows no row.
+    for statement in [
+        """CREATE TABLE IF NOT EXISTS kbdesk_api_tokens (
+            id           TEXT PRIMARY KEY,
+            token_hash   TEXT NOT NULL UNIQUE,
+            prefix       TEXT NOT NULL,
+            user_id      TEXT NOT NULL,
+            username     TEXT NOT NULL,
+            permissions  TEXT NOT NULL DEFAULT '',
+            label        TEXT NOT NULL DEFAULT '',
+            created_at   TEXT NOT NULL,
+            last_used_at TEXT,
+            revoked_at   TEXT
+        )""",
+        "REVOKE ALL ON kbdesk_api_tokens FROM PUBLIC",
+        "ALTER TABLE kbdesk_api_tokens ENABLE ROW LEVEL SECURITY",
+    ]:
+        conn.execute(statement)
+
+
 MIGRATIONS: list[Migration] = [
     ("seed_008_knowledge_bases", _m001_seed_008),
     ("kbdesk_columns", _m002_kbdesk_columns),
@@ -206,6 +229,7 @@ MIGRATIONS: list[Migration] = [
     ("one_document_per_path", _m004_one_document_per_path),
     ("keyword_stats", _m005_keyword_stats),
     ("row_security", _m006_row_security),
+    ("api_tokens", _m007_api_tokens),
 ]
 
 REQUIRED_COLUMNS = {
