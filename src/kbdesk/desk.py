@@ -138,6 +138,11 @@ class Desk:
         """The documents of a KB (by name, id or id prefix), optionally of one status."""
         return self.store.list_documents(self.kb(ref).id, status)
 
+    def unfinished_documents(self, ref: str | None = None) -> list[Document]:
+        """Documents an ingestion run left unfinished (its runner is gone), in one KB or all;
+        ``resume`` finishes them."""
+        return self.store.unfinished_documents(self.kb(ref).id if ref else None)
+
     def document(self, ref: str, doc_ref: str) -> Document:
         """One document of a KB by id, id prefix or filename."""
         return self.store.find_document(self.kb(ref).id, doc_ref)
