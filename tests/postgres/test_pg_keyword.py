@@ -315,3 +315,21 @@ def test_the_migration_indexes_chunks_already_stored_and_runs_again_unchanged(em
         triggers = conn.execute("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'kb_chunks'::regclass "
                                 "AND tgname LIKE 'kbdesk_keyword_%'").fetchone()[0]
         assert triggers == 4
+
+
+def test_diacritics_fold_and_an_index_built_before_the_folding_is_rebuilt(pg_desk, monkeypatch):
+    pg_desk.create_kb("Menu")
+    pg_desk.add_document("Menu", "fr.txt", ["Le garçon sert un café crème."])
+    found = lambda: [r.source for r in pg_desk.search(["Menu"], "garcon cafe", mode="keyword").results]  # noqa: E731
+    assert found() == ["fr.txt"]
+    conn = pg_desk.store.connection()
+    with monkeypatch.context() as m:  # the index as it was before diacritics were folded
+        m.setattr(keyword, "diacritic_pairs", lambda: ("", ""))
+        with conn.transaction():
+            keyword.install(conn)
+    assert found() == []
+    with conn.transaction():
+        dict(MIGRATIONS)["keyword_folding"](conn)
+    assert found() == ["fr.txt"]
+    kb_id = pg_desk.kb("Menu").id
+    assert exact(pg_desk, kb_id)["terms"]["cafe"] == 1

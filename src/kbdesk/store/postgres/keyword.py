@@ -25,10 +25,14 @@ indexed with ASCII punctuation turned into spaces (``kbdesk_keyword_text``), so 
 default parser sees runs of letters and digits as unicode61 does ("covid-19" is
 ``covid`` and ``19``, never the signed number ``-19``; "1.5" is ``1`` and ``5``), and
 the configuration ``kbdesk_porter`` stems every token with Postgres's Snowball copy of
-the original Porter stemmer, stopwords kept, as FTS5 does; dl counts those runs. What
+the original Porter stemmer, stopwords kept, as FTS5 does; dl counts those runs.
+Diacritics are folded as FTS5's ``remove_diacritics 2`` folds them: the same
+``translate`` maps every precomposed Latin, Greek and Cyrillic letter to its base letter
+(:func:`kbdesk.textnorm.diacritic_pairs`; in a UTF-8 database), and query words get
+:func:`kbdesk.textnorm.fold_diacritics`, so "cafe" finds "café" on both engines. What
 differs: FTS5 leaves tokens under three letters unstemmed ("ms" stays, Postgres makes
-it "m"), removes diacritics ("café" is "cafe" there), and a few characters split or
-join tokens differently (the default parser's rules for non-ASCII text).
+it "m"), and a few characters split or join tokens differently (the default parser's
+rules for non-ASCII text).
 
 A query is :func:`kbdesk.store.lookup.query_terms` (the SQLite store's own words, OR-ed,
 stopwords out), each word its lexeme, bounded as SQLite bounds it (:func:`bounded`; the
@@ -45,6 +49,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kbdesk.store.lookup import SCORED_TERM_BUDGETS, query_terms
+from kbdesk.textnorm import diacritic_pairs, fold_diacritics
 
 K1 = 1.2  # FTS5's bm25() constants (fts5_aux.c)
 B = 0.75
@@ -66,10 +71,12 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def keyword_text_sql() -> str:
-    """The body of ``kbdesk_keyword_text(content)`` (pg_catalog functions only)."""
-    return (f"SELECT pg_catalog.translate(pg_catalog.left(content, {_MAX_TEXT}), E{_literal(_escape(_PUNCTUATION))}, "
-            f"{_literal(' ' * len(_PUNCTUATION))})")
+def keyword_text_sql(utf8: bool = True) -> str:
+    """The body of ``kbdesk_keyword_text(content)`` (pg_catalog functions only): ASCII
+    punctuation to spaces and, in a UTF-8 database, accented letters to their base."""
+    accented, plain = diacritic_pairs() if utf8 else ("", "")
+    return (f"SELECT pg_catalog.translate(pg_catalog.left(content, {_MAX_TEXT}), "
+            f"E{_literal(_escape(_PUNCTUATION + accented))}, {_literal(' ' * len(_PUNCTUATION) + plain)})")
 
 
 def _escape(text: str) -> str:
@@ -111,10 +118,14 @@ def install(conn: Any) -> None:
     statistics of the chunks already stored. Idempotent; the table rewrite (a new
     ``content_tsv`` and ``keyword_length``) happens only when they are not there yet."""
     version = int(conn.execute("SHOW server_version_num").fetchone()[0])
+    utf8 = conn.execute("SHOW server_encoding").fetchone()[0].upper() in ("UTF8", "UTF-8")
     schema = conn.execute("SELECT current_schema()").fetchone()[0]
     path = f"pg_catalog, {_ident(schema)}, pg_temp"
+    body = keyword_text_sql(utf8)
+    old_body = conn.execute("SELECT prosrc FROM pg_proc WHERE proname = 'kbdesk_keyword_text' "
+                            "AND pronamespace = current_schema()::regnamespace").fetchone()
     conn.execute(f"CREATE OR REPLACE FUNCTION kbdesk_keyword_text(content text) RETURNS text "
-                 f"LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $f$ {keyword_text_sql()} $f$")
+                 f"LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $f$ {body} $f$")
     conn.execute(f"CREATE OR REPLACE FUNCTION kbdesk_keyword_length(content text) RETURNS int "
                  f"LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $f$ {keyword_length_sql(version)} $f$")
     _ensure_config(conn)
@@ -123,7 +134,10 @@ def install(conn: Any) -> None:
         "AND a.attnum = d.adnum WHERE d.adrelid = 'kb_chunks'::regclass AND a.attname = 'content_tsv'").fetchone()
     has_length = conn.execute("SELECT 1 FROM pg_attribute WHERE attrelid = 'kb_chunks'::regclass "
                               "AND attname = 'keyword_length' AND NOT attisdropped").fetchone()
-    if not current or "kbdesk_keyword_text" not in current[0] or CONFIG not in current[0] or not has_length:
+    # a stored generated column keeps what the old function computed: a new body means a rewrite
+    changed = old_body is not None and old_body[0].strip() != body.strip()
+    if changed or not current or "kbdesk_keyword_text" not in current[0] or CONFIG not in current[0] \
+            or not has_length:
         # one rewrite of kb_chunks for both columns (the GIN index goes with the old column)
         conn.execute(f"ALTER TABLE kb_chunks DROP COLUMN IF EXISTS content_tsv, DROP COLUMN IF EXISTS keyword_length, "
                      f"ADD COLUMN content_tsv tsvector GENERATED ALWAYS AS ({TSV_EXPRESSION}) STORED, "
@@ -306,8 +320,9 @@ def bounded(terms: Sequence[str], df: dict[str, int], rows: int,
 
 
 def query_words(text: str) -> list[str]:
-    """The SQLite store's query words (stopwords out unless nothing else), for Postgres's parser."""
-    return [w.replace("_", " ") for w in query_terms(text)]
+    """The SQLite store's query words (stopwords out unless nothing else), diacritics
+    folded as the indexed text's, for Postgres's parser."""
+    return [fold_diacritics(w.replace("_", " ")) for w in query_terms(text)]
 
 
 _LEXEMES = """

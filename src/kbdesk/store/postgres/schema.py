@@ -222,6 +222,13 @@ def _m007_api_tokens(conn: Any) -> None:
         conn.execute(statement)
 
 
+def _m008_keyword_folding(conn: Any) -> None:
+    # The keyword index folds diacritics as SQLite's FTS5 does ("cafe" finds "café"):
+    # kbdesk_keyword_text gets its new body, content_tsv is rewritten and the
+    # statistics recounted (store/postgres/keyword.py).
+    install_keyword_stats(conn)
+
+
 MIGRATIONS: list[Migration] = [
     ("seed_008_knowledge_bases", _m001_seed_008),
     ("kbdesk_columns", _m002_kbdesk_columns),
@@ -230,6 +237,7 @@ MIGRATIONS: list[Migration] = [
     ("keyword_stats", _m005_keyword_stats),
     ("row_security", _m006_row_security),
     ("api_tokens", _m007_api_tokens),
+    ("keyword_folding", _m008_keyword_folding),
 ]
 
 REQUIRED_COLUMNS = {
