@@ -104,6 +104,11 @@ def _register() -> None:
     cli.add_command(transfer.import_command)
     cli.add_command(pg.pg_group)
 
+    from kbdesk.cli import serve, tokens
+
+    for command in (serve.serve_command, serve.mcp_command, tokens.token_group):
+        cli.add_command(command)
+
 
 _register()
 

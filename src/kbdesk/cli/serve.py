@@ -1,0 +1,99 @@
+"""``kbdesk serve`` (the HTTP interface) and ``kbdesk mcp`` (an MCP server over stdio)."""
+
+from __future__ import annotations
+
+import ipaddress
+import sys
+
+import click
+
+from kbdesk.cli.output import plain, stderr
+from kbdesk.errors import InvalidInputError
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8700
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@click.command("serve")
+@click.option("--host", default=DEFAULT_HOST, show_default=True,
+              help="Address to listen on. Anything but this machine (loopback) needs --allow-remote.")
+@click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(1, 65535))
+@click.option("--allow-remote", is_flag=True,
+              help="Listen on an address other machines can reach (tokens protect it; use TLS).")
+@click.option("--cors-origin", "cors_origins", multiple=True, metavar="URL",
+              help="Let web pages from URL call the API from a browser (repeatable; default: none).")
+@click.option("--ssl-certfile", type=click.Path(exists=True, dir_okay=False), help="Serve HTTPS with this certificate.")
+@click.option("--ssl-keyfile", type=click.Path(exists=True, dir_okay=False), help="The certificate's private key.")
+@click.option("--log-level", default="info", show_default=True,
+              type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+@click.pass_obj
+def serve_command(state, host, port, allow_remote, cors_origins, ssl_certfile, ssl_keyfile, log_level) -> None:
+    """Serve the knowledge bases over HTTP under /api (OpenAPI at /api/docs).
+
+    Every request needs a token (kbdesk token create). Uploads are indexed by the same
+    pipeline as kbdesk add; documents a stop interrupted are finished at the next start.
+    """
+    import uvicorn
+
+    from kbdesk.serve import create_app
+    from kbdesk.serve.users import require_owner
+    from kbdesk.store.tokens import Tokens
+
+    if not is_loopback(host) and not allow_remote:
+        raise InvalidInputError(f"{host} can be reached from other machines: add --allow-remote to listen there on "
+                                f"purpose (the default, {DEFAULT_HOST}, is this machine only)")
+    if bool(ssl_certfile) != bool(ssl_keyfile):
+        raise InvalidInputError("--ssl-certfile and --ssl-keyfile go together")
+    desk = state.desk()
+    if desk.store.kind == "postgres":
+        require_owner(desk.store)
+    active = len(Tokens(desk.store).list())
+    app = create_app(desk, cors_origins=cors_origins)
+    scheme = "https" if ssl_certfile else "http"
+    shown = f"[{host}]" if ":" in host else host
+    err = stderr()
+    err.print(plain(f"kbdesk serving {_label(desk)} at {scheme}://{shown}:{port}/api (OpenAPI: /api/docs)"))
+    if active == 0:
+        err.print(plain("No tokens yet, so every request is refused: make one with kbdesk token create --user NAME"),
+                  style="yellow")
+    if not is_loopback(host):
+        err.print(plain(f"Reachable from other machines. Protected by: bearer tokens ({active} active; kbdesk "
+                        "token list), per-token permissions" + (", TLS" if ssl_certfile else "") + "."),
+                  style="yellow")
+        if not ssl_certfile:
+            err.print(plain("Traffic is not encrypted: tokens and documents cross the network in clear. Put a TLS "
+                            "proxy in front, or pass --ssl-certfile and --ssl-keyfile."), style="yellow")
+    if cors_origins:
+        err.print(plain(f"Browsers may call it from: {', '.join(cors_origins)}"))
+    uvicorn.run(app, host=host, port=port, log_level=log_level, server_header=False, proxy_headers=False,
+                ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile, timeout_graceful_shutdown=30)
+
+
+def _label(desk) -> str:
+    store = desk.store
+    return store.label if store.kind == "postgres" else str(desk.db_path)
+
+
+@click.command("mcp")
+@click.pass_obj
+def mcp_command(state) -> None:
+    """Run an MCP server over stdio (for editors, agents and desktop assistants).
+
+    Tools: kb_search, kb_list, note_search; each KB's documents are resources.
+    An MCP client starts it itself: see the README for the configuration snippet.
+    """
+    from kbdesk.mcp.server import run
+
+    if sys.stdin.isatty():
+        stderr().print(plain("kbdesk mcp speaks the Model Context Protocol on stdin/stdout: an MCP client starts "
+                             "it (see the README). Waiting for a client; Ctrl-D ends."), style="dim")
+    run(state.desk())

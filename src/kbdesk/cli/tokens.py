@@ -1,0 +1,86 @@
+"""``kbdesk token create|list|revoke``: the bearer tokens of ``kbdesk serve``."""
+
+from __future__ import annotations
+
+import click
+
+from kbdesk.cli.output import plain, print_json, stderr, stdout, table
+from kbdesk.store.tokens import PERMISSIONS, Tokens
+
+
+def _tokens(state) -> Tokens:
+    desk = state.desk()
+    if desk.store.kind == "postgres":
+        from kbdesk.serve.users import require_owner
+
+        require_owner(desk.store)
+    return Tokens(desk.store)
+
+
+@click.group("token")
+def token_group() -> None:
+    """Tokens for kbdesk serve: each acts as one user, with its permissions."""
+
+
+@token_group.command("create")
+@click.option("--user", "user", required=True, metavar="NAME",
+              help="Who the token is for (on Postgres: a kbdesk user's login, see kbdesk pg grant).")
+@click.option("--permission", "-p", "permissions", multiple=True, type=click.Choice(PERMISSIONS),
+              help="What it may do beyond reading and searching (repeatable; default: kb.create and kb.write).")
+@click.option("--read-only", is_flag=True, help="Only read and search: no permission at all.")
+@click.option("--label", default="", metavar="TEXT", help="A note to tell tokens apart (where it is used).")
+@click.option("--json", "as_json", is_flag=True, help='Print {"token": …} and the token\'s details as JSON.')
+@click.pass_obj
+def create(state, user, permissions, read_only, label, as_json) -> None:
+    """Make a token and print it once (only its hash is kept)."""
+    from kbdesk.serve.users import token_user
+
+    if read_only and permissions:
+        raise click.UsageError("--read-only and --permission exclude each other")
+    tokens = _tokens(state)
+    who = token_user(state.desk(), user)
+    chosen = () if read_only else (permissions or PERMISSIONS)
+    token, secret = tokens.create(who.user_id, who.username, chosen, label)
+    if as_json:
+        print_json({"token": secret, **token.to_dict()})
+        return
+    click.echo(secret)
+    perms = ", ".join(sorted(token.permissions)) or "read and search only"
+    stderr().print(plain(f"Token {token.prefix}… for {who.username} ({perms}). It is shown only now: keep it "
+                         "somewhere safe; kbdesk token revoke ends it."))
+
+
+@token_group.command("list")
+@click.option("--all", "include_revoked", is_flag=True, help="Include revoked tokens.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+@click.pass_obj
+def list_(state, include_revoked, as_json) -> None:
+    """The tokens (never the tokens themselves: their first characters)."""
+    tokens = _tokens(state).list(include_revoked=include_revoked)
+    if as_json:
+        print_json([t.to_dict() for t in tokens])
+        return
+    if not tokens:
+        stdout().print(plain("No tokens. Make one with: kbdesk token create --user NAME"))
+        return
+    out = table("token", "id", "user", "permissions", "created", "last used", "state", "label")
+    for t in tokens:
+        out.add_row(plain(t.prefix + "…"), t.id[:8], plain(t.username),
+                    ", ".join(sorted(t.permissions)) or "read-only", t.created_at[:16].replace("T", " "),
+                    (t.last_used_at or "never")[:16].replace("T", " "), "revoked" if t.revoked_at else "active",
+                    plain(t.label))
+    stdout().print(out)
+
+
+@token_group.command("revoke")
+@click.argument("token_ref", metavar="TOKEN")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+@click.pass_obj
+def revoke(state, token_ref, as_json) -> None:
+    """Revoke TOKEN (its id, or the first characters kbdesk token list shows): it stops
+    working at once."""
+    token = _tokens(state).revoke(token_ref)
+    if as_json:
+        print_json(token.to_dict())
+    else:
+        stdout().print(plain(f"Revoked token {token.prefix}… of {token.username}."))

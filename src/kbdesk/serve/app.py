@@ -1,0 +1,158 @@
+"""The HTTP interface: one ASGI app over a desk, every endpoint under ``/api``.
+
+:func:`create_app` builds it (``kbdesk serve`` runs it with uvicorn; tests run it on
+loopback or in process). The app owns the server's state — tokens, the desk of each
+user, uploads in flight — and closes it when the server stops: uploads still running
+get a grace period, and whatever they leave is resumed by the next start.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
+
+from kbdesk import __version__
+from kbdesk.errors import KbdeskError
+from kbdesk.serve.errors import ApiError, error_response, from_kbdesk
+from kbdesk.serve.limits import BodyLimit
+from kbdesk.serve.uploads import Uploads
+from kbdesk.serve.users import Desks
+from kbdesk.store.tokens import Tokens
+
+log = logging.getLogger("kbdesk.serve")
+PREFIX = "/api"
+
+
+@dataclass
+class ServerState:
+    tokens: Tokens
+    desks: Desks
+    uploads: Uploads
+    max_upload_bytes: int
+
+
+def create_app(desk: Any, *, cors_origins: Sequence[str] = (), resume: bool = True) -> Any:
+    """The ASGI app serving ``desk`` (its store, config and files)."""
+    from kbdesk.serve import routes_channels, routes_documents, routes_kbs, routes_search
+
+    max_upload = int(desk.config.storage.max_file_mb * 1024 * 1024)
+    uploads = Uploads(desk.paths.cache_dir / "uploads")
+    desks = Desks(desk, on_new=uploads.resume if resume else None)
+    state = ServerState(Tokens(desk.store), desks, uploads, max_upload)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        if resume:
+            uploads.resume(desk)
+        yield
+        uploads.stop()
+        desks.close()
+
+    app = FastAPI(title="kbdesk", version=__version__, lifespan=lifespan,
+                  description="Knowledge bases over HTTP: create them, upload documents, poll their indexing, "
+                              "search by meaning and keyword. Every endpoint but this document needs "
+                              "`Authorization: Bearer <token>` (`kbdesk token create`).",
+                  openapi_url=f"{PREFIX}/openapi.json", docs_url=f"{PREFIX}/docs", redoc_url=None)
+    app.state.kbdesk = state
+    for module in (routes_kbs, routes_documents, routes_search, routes_channels):
+        app.include_router(module.router, prefix=PREFIX)
+    app.add_api_route(PREFIX, index, methods=["GET"], include_in_schema=False)
+    _handlers(app)
+    if cors_origins:
+        from starlette.middleware.cors import CORSMiddleware
+
+        app.add_middleware(CORSMiddleware, allow_origins=list(cors_origins), allow_credentials=False,
+                           allow_methods=["GET", "POST", "PUT", "DELETE"],
+                           allow_headers=["Authorization", "Content-Type"])
+    return Headers(BodyLimit(app, upload_bytes=max_upload), app)
+
+
+def index(request: Request) -> dict[str, Any]:
+    """What is here: a client's first look (no token needed, nothing private)."""
+    spec = request.app.openapi()
+    paths = [f"{method.upper()} {path}" for path, methods in spec.get("paths", {}).items() for method in methods]
+    return {"name": "kbdesk", "version": __version__, "openapi": f"{PREFIX}/openapi.json", "docs": f"{PREFIX}/docs",
+            "auth": "Authorization: Bearer <token>", "endpoints": paths}
+
+
+def _handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def api_error(_request: Request, exc: ApiError) -> Any:
+        return error_response(exc.status, exc.message, exc.headers)
+
+    @app.exception_handler(KbdeskError)
+    async def kbdesk_error(_request: Request, exc: KbdeskError) -> Any:
+        err = from_kbdesk(exc)
+        return error_response(err.status, err.message, err.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_request: Request, exc: RequestValidationError) -> Any:
+        return error_response(400, describe_invalid(exc.errors()))
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_request: Request, exc: HTTPException) -> Any:
+        message = exc.detail if isinstance(exc.detail, str) and exc.status_code == 413 else {
+            404: "no such endpoint (GET /api lists them)", 405: "this endpoint does not take that method",
+        }.get(exc.status_code, str(exc.detail))
+        return error_response(exc.status_code, message, getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def internal(_request: Request, exc: Exception) -> Any:
+        log.error("internal error", exc_info=exc)
+        return error_response(500, "internal error (the server's log has the details)")
+
+
+def describe_invalid(errors: Sequence[Any]) -> str:
+    """The first validation problem as one line: where, and what is wrong."""
+    if not errors:
+        return "the request is not valid"
+    first = errors[0]
+    kind = first.get("type", "")
+    where = [str(part) for part in first.get("loc", ()) if part not in ("body",)]
+    if kind == "json_invalid":
+        return "the body is not valid JSON"
+    if kind == "extra_forbidden":
+        return f"unknown field '{'.'.join(where)}'"
+    if kind == "missing":
+        field = ".".join(where)
+        if first.get("loc", ("",))[0] == "body" and field == "file":
+            return "send the document as the multipart/form-data field 'file'"
+        return f"'{field}' is required" if field else "the request needs a JSON body"
+    if kind in ("model_attributes_type", "dict_type") and not where:
+        return "the body must be a JSON object"
+    message = str(first.get("msg", "is not valid"))
+    return f"{'.'.join(where) or 'the body'}: {message[0].lower() + message[1:] if message else 'is not valid'}"
+
+
+class Headers:
+    """Headers every answer carries: not cached, not sniffed as another content type,
+    and no server banner."""
+
+    EXTRA = [(b"cache-control", b"no-store"), (b"x-content-type-options", b"nosniff")]
+
+    def __init__(self, app: Any, fastapi: FastAPI) -> None:
+        self.app = app
+        self.fastapi = fastapi  # the FastAPI app behind, for tests and the CLI
+
+    @property
+    def state(self) -> Any:
+        return self.fastapi.state
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(event: dict[str, Any]) -> None:
+            if event["type"] == "http.response.start":
+                event = {**event, "headers": [*event.get("headers", []), *self.EXTRA]}
+            await send(event)
+
+        await self.app(scope, receive, with_headers)

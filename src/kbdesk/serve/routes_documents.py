@@ -1,0 +1,85 @@
+"""Documents of a knowledge base: upload (202, then poll the status), list, delete."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, File, Request, UploadFile
+
+from kbdesk.errors import NotFoundError
+from kbdesk.models import Document
+from kbdesk.serve.auth import Caller, caller, is_uuid
+from kbdesk.serve.errors import ApiError
+from kbdesk.serve.uploads import check_upload_name
+
+router = APIRouter(tags=["documents"])
+
+STATUS_FIELDS = ("id", "status", "chunk_count", "error", "filename")
+
+
+def document_object(doc: Document) -> dict[str, Any]:
+    """The document object: the seed's fields, and which version the chunks come from.
+    Where the file came from (a path on the server) is not shown."""
+    full = doc.to_dict()
+    shown = {k: full[k] for k in ("id", "kb_id", "filename", "content_type", "size_bytes", "chunk_count", "status",
+                                  "error", "uploaded_by", "created_at", "updated_at")}
+    shown.update(indexed_at=full["indexed_at"], stale=full["stale"])
+    return shown
+
+
+def _document(who: Caller, kb_id: str, doc_id: str) -> Document:
+    """The document of that exact id in that KB (404 for any other)."""
+    kb = who.kb(kb_id)
+    missing = ApiError(404, f"no document {doc_id!r} in this knowledge base")
+    if not is_uuid(doc_id):
+        raise missing
+    try:
+        doc = who.desk.document(kb.id, doc_id)
+    except NotFoundError:
+        raise missing from None
+    if doc.id.lower() != doc_id.lower() or doc.kb_id != kb.id:
+        raise missing
+    return doc
+
+
+@router.post("/knowledge-bases/{kb_id}/documents", status_code=202,
+             summary="Upload a document (multipart field 'file'; needs kb.write)")
+def upload(kb_id: str, request: Request, file: UploadFile = File(description="The document: TXT, MD, CSV, HTML, "
+                                                                                "PDF…"),
+           who: Caller = Depends(caller)) -> dict[str, Any]:
+    who.require("kb.write")
+    kb = who.kb(kb_id)
+    who.check_can_change(kb)
+    name = check_upload_name(file.filename)
+    state = request.app.state.kbdesk
+    data = file.file.read(state.max_upload_bytes + 1)
+    if len(data) > state.max_upload_bytes:
+        raise ApiError(413, f"the file is over the {state.max_upload_bytes / 1048576:g} MB limit")
+    if not data:
+        raise ApiError(400, f"'{name}' is empty: there is nothing to index")
+    if kb.model_id:
+        who.desk.embedders.for_kb(kb)  # no provider for the KB's model: 412, before anything is stored
+    doc = state.uploads.submit(who.desk, kb, name, data)
+    return document_object(doc)
+
+
+@router.get("/knowledge-bases/{kb_id}/documents", summary="The documents of a knowledge base")
+def list_documents(kb_id: str, who: Caller = Depends(caller)) -> dict[str, Any]:
+    docs = who.desk.documents(who.kb(kb_id).id)
+    return {"data": [document_object(d) for d in docs], "total": len(docs)}
+
+
+@router.get("/knowledge-bases/{kb_id}/documents/{doc_id}/status", summary="Where a document's indexing is")
+def document_status(kb_id: str, doc_id: str, who: Caller = Depends(caller)) -> dict[str, Any]:
+    doc = document_object(_document(who, kb_id, doc_id))
+    return {k: doc[k] for k in STATUS_FIELDS}
+
+
+@router.delete("/knowledge-bases/{kb_id}/documents/{doc_id}",
+               summary="Delete a document, its chunks and its stored file (needs kb.write)")
+def delete_document(kb_id: str, doc_id: str, who: Caller = Depends(caller)) -> dict[str, Any]:
+    who.require("kb.write")
+    doc = _document(who, kb_id, doc_id)
+    who.check_can_change(who.kb(kb_id))
+    who.desk.delete_document(doc.id)
+    return {"deleted": True}

@@ -1,0 +1,71 @@
+"""Searching a knowledge base, and rebuilding it."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
+
+from kbdesk.providers.errors import ProviderError
+from kbdesk.serve.auth import Caller, caller
+from kbdesk.serve.errors import ApiError
+from kbdesk.serve.schemas import SearchRequest
+from kbdesk.store.claims import claim_alive
+from kbdesk.textsafe import inert_line
+
+log = logging.getLogger("kbdesk.serve")
+router = APIRouter(tags=["search"])
+
+
+@router.post("/knowledge-bases/{kb_id}/search", summary="Search a knowledge base by meaning and keyword")
+def search(kb_id: str, body: SearchRequest, who: Caller = Depends(caller)) -> dict[str, Any]:
+    """Results are ``{content, source, kb, similarity, metadata}``, best first; ``limit``
+    5 by default (at most 20), ``threshold`` the minimum cosine similarity (0.3).
+    When the KB's embedding provider cannot embed the query, the answer comes from
+    keyword search alone and ``notes`` says so."""
+    kb = who.kb(kb_id)
+    notes: list[str] = []
+    try:
+        response = who.desk.search([kb.id], body.query, limit=body.limit, threshold=body.threshold, mode=body.mode)
+    except ProviderError as exc:
+        if body.mode == "vector":
+            raise
+        notes.append(f"the query could not be embedded ({inert_line(str(exc))}): keyword search only")
+        response = who.desk.search([kb.id], body.query, limit=body.limit, mode="keyword")
+    notes.extend(response.notes)
+    out: dict[str, Any] = {"data": [r.to_dict() for r in response.results], "query": body.query,
+                           "total": len(response.results), "mode": response.mode}
+    if notes:
+        out["notes"] = notes
+    return out
+
+
+@router.post("/knowledge-bases/{kb_id}/rebuild", status_code=202,
+             summary="Re-chunk and re-embed every document (needs kb.write)")
+def rebuild(kb_id: str, request: Request, who: Caller = Depends(caller)) -> JSONResponse:
+    """Documents whose extracted text is kept are rebuilt in the background; the rest
+    (and those another run is indexing right now) are skipped and counted."""
+    who.require("kb.write")
+    kb = who.kb(kb_id)
+    who.check_can_change(kb)
+    state = request.app.state.kbdesk
+    if state.uploads.stopping:
+        raise ApiError(503, "the server is shutting down", headers={"Retry-After": "5"})
+    docs = who.desk.documents(kb.id)
+    if not docs:
+        raise ApiError(400, f"'{kb.name}' has no documents to rebuild")
+    if kb.model_id:
+        who.desk.embedders.for_kb(kb)  # no provider for its model: 412
+    # what the run will take: settled documents with their text kept (as Ingestor.rebuild decides)
+    rebuilding = sum(1 for d in docs if d.status in ("ready", "error") and not claim_alive(d.claimed_by, d.updated_at)
+                     and who.desk.store.document_text(d.id) is not None)
+
+    def run() -> None:
+        counts, _report = who.desk.ingestor().rebuild(kb.id)
+        log.info("rebuilt %s: %s", kb.id, counts)
+
+    state.uploads.background("rebuild", run)
+    return JSONResponse({"message": "rebuild started", "total_docs": len(docs), "rebuilding": rebuilding,
+                         "skipped": len(docs) - rebuilding}, status_code=202)

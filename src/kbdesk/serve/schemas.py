@@ -1,0 +1,46 @@
+"""Request bodies, validated strictly: unknown fields, wrong types and out-of-range
+values are refused (400) before anything changes. They also give the OpenAPI document
+its schemas."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kbdesk.search import MAX_LIMIT
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class KbCreate(Body):
+    name: str = Field(min_length=1, max_length=200)
+    description: str = Field("", max_length=10_000)
+    scope: Literal["personal", "team", "global"] = "personal"
+    team_id: str | None = Field(None, max_length=64)
+    keyword_only: bool = Field(False, description="No embeddings: keyword search only (kbdesk's addition).")
+    chunk_size: int | None = Field(None, ge=1, le=1_000_000)
+    chunk_overlap: int | None = Field(None, ge=0, le=1_000_000)
+
+
+class KbUpdate(Body):
+    name: str | None = Field(None, min_length=1, max_length=200)
+    description: str | None = Field(None, max_length=10_000)
+
+
+class Discoverable(Body):
+    discoverable: bool
+
+
+class SearchRequest(Body):
+    query: str = Field(min_length=1, max_length=2_000)
+    limit: int = Field(5, ge=1, le=MAX_LIMIT)
+    threshold: float | None = Field(None, ge=-1.0, le=1.0,
+                                    description="Minimum cosine similarity (default 0.3).")
+    mode: Literal["auto", "vector", "keyword", "hybrid"] | None = Field(
+        None, description="kbdesk's addition: how to rank (default: the server's configured mode).")
+
+
+class ChannelKbs(Body):
+    kb_ids: list[str] = Field(max_length=500)

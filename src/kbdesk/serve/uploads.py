@@ -1,0 +1,209 @@
+"""Uploaded files, through the same ingestion pipeline as ``kbdesk add``.
+
+An upload is written to a staging folder (``<cache>/uploads/<kb id>/<name>``, outside
+the data directory, which ingestion never reads from) and added with
+:meth:`kbdesk.desk.Desk.add` in a thread of its own: the same claims, statuses,
+worker threads, embedding cache and crash safety as a file added from the CLI. The
+request returns (202) as soon as the pipeline has recorded the document (``pending``)
+and stored its copy under the desk's files directory; the client polls its status.
+
+A file is known by its name within a KB: uploading ``guide.md`` again makes a new
+version of the same document (unchanged bytes change nothing), as re-adding a file
+does. Uploads of one name to one KB run one after the other, so two versions never
+race. The staged copy is removed when its run ends: a document a crash interrupted is
+finished from its stored copy by the resume the server runs when it starts.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kbdesk.errors import KbdeskError
+from kbdesk.ingest.events import IngestEvent
+from kbdesk.ingest.extract import SUPPORTED_SUFFIXES, content_type_for
+from kbdesk.models import Document, KnowledgeBase
+from kbdesk.serve.errors import ApiError, from_kbdesk
+
+log = logging.getLogger("kbdesk.serve")
+
+MAX_NAME_BYTES = 255  # what file systems allow for one name
+QUEUED_WAIT = 60.0  # seconds a request waits for its document to be recorded
+MAX_RUNNING = 64  # uploads being ingested at once; beyond, 503 and Retry-After
+_FIRST = ("queued", "unchanged", "known-failure", "error")
+
+
+def check_upload_name(name: str | None) -> str:
+    """The file name as sent, if it is a plain file name kbdesk can read; else 400/415."""
+    if name is None or not name.strip():
+        raise ApiError(400, "the uploaded file has no name: send it as the multipart field 'file' with a filename")
+    if any(unicodedata.category(ch) in ("Cc", "Cf") and ch not in "\u200d" for ch in name) or "\x00" in name:
+        raise ApiError(400, "the file name holds control characters")
+    if "/" in name or "\\" in name or name in (".", ".."):
+        raise ApiError(400, "the file name must be a plain name, not a path (no '/', '\\' or '..')")
+    if name != name.strip():
+        raise ApiError(400, "the file name starts or ends with spaces")
+    if len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        raise ApiError(400, f"the file name is longer than {MAX_NAME_BYTES} bytes")
+    if content_type_for(name) is None:
+        kinds = ", ".join(sorted(s.lstrip(".") for s in SUPPORTED_SUFFIXES))
+        raise ApiError(415, f"kbdesk cannot read '{os.path.splitext(name)[1] or name}' files; it reads {kinds}")
+    return name
+
+
+@dataclass
+class _Wait:
+    name: str
+    done: threading.Event = field(default_factory=threading.Event)
+    doc_id: str | None = None
+    problem: str | None = None
+    error: BaseException | None = None
+
+    def on_event(self, event: IngestEvent) -> None:
+        if self.done.is_set() or event.filename != self.name:
+            return
+        if event.kind in _FIRST and event.doc_id:
+            self.doc_id = event.doc_id
+            self.done.set()
+        elif event.kind in ("skipped", "error"):
+            self.problem = event.detail or "the file was not added"
+            self.done.set()
+
+
+class Uploads:
+    """Runs uploads; one per server."""
+
+    def __init__(self, staging: Path) -> None:
+        self.staging = staging
+        self._lock = threading.Lock()
+        self._names: dict[tuple[str, str], list[Any]] = {}  # (kb, name) -> [lock, uploads holding it]
+        self._running = 0
+        self._threads: set[threading.Thread] = set()
+        self._stopping = threading.Event()
+
+    # ── one upload ─────────────────────────────────────────────────────────────
+    def submit(self, desk: Any, kb: KnowledgeBase, name: str, data: bytes) -> Document:
+        """Hand ``data`` to the pipeline as the file ``name`` of ``kb``; return its
+        document once recorded (blocking: call it from a worker thread)."""
+        if self._stopping.is_set():
+            raise ApiError(503, "the server is shutting down", headers={"Retry-After": "5"})
+        with self._lock:
+            if self._running >= MAX_RUNNING:
+                raise ApiError(503, f"{MAX_RUNNING} uploads are being indexed; try again shortly",
+                               headers={"Retry-After": "5"})
+            self._running += 1
+            entry = self._names.setdefault((kb.id, name), [threading.Lock(), 0])
+            entry[1] += 1
+            name_lock = entry[0]
+        wait = _Wait(name)
+        thread = threading.Thread(target=self._run, args=(desk, kb, name, data, name_lock, wait),
+                                  name="kbdesk-upload", daemon=True)
+        with self._lock:
+            self._threads.add(thread)
+        thread.start()
+        if not wait.done.wait(QUEUED_WAIT):
+            raise ApiError(503, f"an earlier upload of '{name}' is still being indexed; try again shortly",
+                           headers={"Retry-After": "10"})
+        if wait.error is not None:
+            if isinstance(wait.error, KbdeskError):
+                raise from_kbdesk(wait.error)
+            raise wait.error
+        if wait.doc_id is None:
+            raise ApiError(400, f"'{name}' was not added: {wait.problem}")
+        return desk.store.get_document(wait.doc_id)
+
+    def _run(self, desk: Any, kb: KnowledgeBase, name: str, data: bytes, name_lock: threading.Lock,
+             wait: _Wait) -> None:
+        path = self.staging / kb.id / name
+        try:
+            with name_lock:
+                if self._stopping.is_set():
+                    wait.error = ApiError(503, "the server is shutting down", headers={"Retry-After": "5"})
+                    return
+                _write(path, data)
+                try:
+                    report = desk.add(kb.id, [path], on_event=wait.on_event, workers=1)
+                finally:
+                    _remove(path)
+                if not wait.done.is_set():  # nothing said about this file: the report does
+                    reason = next((r for _, r in report.skipped), None) or next((e for _, e in report.failed), None)
+                    wait.problem = reason or "the file was not added"
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting request, logged if it is gone
+            wait.error = exc
+            if not isinstance(exc, (KbdeskError, ApiError)):
+                log.exception("upload of a file to %s failed", kb.id)
+        finally:
+            wait.done.set()
+            with self._lock:
+                self._running -= 1
+                self._threads.discard(threading.current_thread())
+                entry = self._names[(kb.id, name)]
+                entry[1] -= 1
+                if entry[1] == 0:
+                    del self._names[(kb.id, name)]
+
+    # ── the server's life ──────────────────────────────────────────────────────
+    def resume(self, desk: Any) -> None:
+        """Finish, in the background, documents a crash or kill left half-way."""
+        def run() -> None:
+            report = desk.ingestor().resume()
+            if report.resumed or report.failed:
+                log.info("resumed %d interrupted documents (%d failed)", len(report.resumed), len(report.failed))
+
+        self.background("resume", run)
+
+    def background(self, what: str, work: Any) -> None:
+        """Run ``work()`` in a thread the server waits for when it stops; its failure is
+        logged (the documents stay as they were, resumable)."""
+        def run() -> None:
+            try:
+                work()
+            except KbdeskError as exc:
+                log.error("%s failed: %s", what, exc)
+            except Exception:  # noqa: BLE001 - the server runs on
+                log.exception("%s failed", what)
+            finally:
+                with self._lock:
+                    self._threads.discard(threading.current_thread())
+
+        thread = threading.Thread(target=run, name=f"kbdesk-{what}", daemon=True)
+        with self._lock:
+            self._threads.add(thread)
+        thread.start()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    @property
+    def running(self) -> int:
+        return self._running
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Refuse new uploads and wait (up to ``timeout``) for those running; anything
+        left unfinished is resumable (the next start finishes it)."""
+        self._stopping.set()
+        with self._lock:
+            threads = list(self._threads)
+        for thread in threads:
+            thread.join(timeout)
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.part")
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+    os.replace(tmp, path)
+
+
+def _remove(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass

@@ -1,0 +1,146 @@
+"""Who a token acts as, and the desk each request of that user works through.
+
+**SQLite.** A SQLite file is one person's desk: every token acts as its one user (the
+file's local user). ``--user`` names whom the token was given to, so tokens can be
+told apart and revoked one by one; what a token may do is its permissions.
+
+**Postgres.** The server connects as the owner of kbdesk's tables (the
+administrator's login), because only the owner reads the token table and may act for
+others. A token names a kbdesk user of that database — a login made one with
+``kbdesk pg grant`` — or the owner's own ``[identity]``. Each request runs through a
+desk whose store acts as that user's :class:`~kbdesk.store.postgres.access.Identity`,
+read from the database at every request (user id, system admin, teams), so the store's
+scope rules (:mod:`kbdesk.store.postgres.access`, the same rules row-level security
+enforces for logins) decide what the request sees and changes. Changes to a user's
+teams or admin rights apply to their next request; revoking the login with ``pg
+revoke`` ends their tokens.
+
+Why not ``SET ROLE``: the database's identity helpers read ``session_user``, which
+``SET ROLE`` leaves as the server's own login, so row security would see the server,
+not the user; ``SET SESSION AUTHORIZATION`` would, but needs a superuser connection.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kbdesk.errors import InvalidInputError, StoreError
+from kbdesk.store.tokens import ApiToken
+
+
+@dataclass(frozen=True)
+class TokenUser:
+    user_id: str
+    username: str
+
+
+def token_user(desk: Any, name: str) -> TokenUser:
+    """The user a new token for ``name`` acts as (refused in one line if there is none)."""
+    name = (name or "").strip()
+    if not name or len(name) > 200 or any(ord(ch) < 32 or ord(ch) == 127 for ch in name):
+        raise InvalidInputError("--user needs a name of one line (at most 200 characters)")
+    store = desk.store
+    if store.kind != "postgres":
+        return TokenUser(store.local_user_id, name)
+    require_owner(store)
+    who = _login_identity(store, name)
+    if who is not None:
+        return TokenUser(who.user_id, who.username)
+    own = store.identity
+    if name == own.username:
+        return TokenUser(own.user_id, own.username)
+    raise InvalidInputError(f"'{name}' is not a kbdesk user of {store.label}: make the login one with "
+                            f"kbdesk --db URI pg grant {name} (or name the owner's own identity, '{own.username}')")
+
+
+def require_owner(store: Any) -> None:
+    """Tokens on Postgres need the tables' owner: only it reads them and acts for others."""
+    if store.session.kind != "owner":
+        raise StoreError(f"tokens and kbdesk serve need the owner of kbdesk's tables on {store.label} "
+                         f"(the login '{store.session.login}' is a kbdesk user): connect with the "
+                         "administrator's login")
+
+
+def _login_identity(store: Any, login: str) -> Any:
+    """The identity of a kbdesk user's login, as the database says (None: not one)."""
+    from kbdesk.store.postgres.access import Identity
+    from kbdesk.store.postgres.rls import ADMIN_TEAM_ROLES, ROLE_ADMIN, membership_table
+
+    with store.read() as conn:
+        row = conn.execute("SELECT l.user_id::text, l.login, EXISTS (SELECT 1 FROM pg_roles r JOIN pg_roles u "
+                           "ON u.rolname = l.login WHERE r.rolname = %s AND pg_has_role(u.oid, r.oid, 'MEMBER')) "
+                           "FROM kbdesk_logins l WHERE l.login = %s", (ROLE_ADMIN, login)).fetchone()
+        if row is None:
+            return None
+        table, has_role = membership_table(conn)
+        role = "role" if has_role else "'member'"
+        teams = conn.execute(f"SELECT team_id::text, {role} FROM {table} WHERE user_id = %s", (row[0],)).fetchall()
+    return Identity(row[0], row[1], bool(row[2]),
+                    {str(t).lower(): ("admin" if r in ADMIN_TEAM_ROLES else "member") for t, r in teams},
+                    source="database")
+
+
+class Desks:
+    """The desk for each request: the server's own on SQLite, one per user on Postgres."""
+
+    def __init__(self, base: Any, *, on_new: Callable[[Any], None] | None = None) -> None:
+        self.base = base
+        self.on_new = on_new or (lambda desk: None)
+        self._lock = threading.Lock()
+        self._desks: dict[tuple[Any, ...], Any] = {}
+
+    @property
+    def multi_user(self) -> bool:
+        return self.base.store.kind == "postgres"
+
+    def for_token(self, token: ApiToken) -> Any:
+        if not self.multi_user:
+            return self.base
+        who = self.identity(token)
+        key = (who.user_id, who.username, who.admin, tuple(sorted(who.teams.items())))
+        with self._lock:
+            desk = self._desks.get(key)
+            if desk is None:
+                desk = self._open(who)
+                self._desks[key] = desk
+                fresh = True
+            else:
+                fresh = False
+        if fresh:
+            self.on_new(desk)
+        return desk
+
+    def identity(self, token: ApiToken) -> Any:
+        """The token user's identity now (a revoked login is refused)."""
+        store = self.base.store
+        if token.user_id == store.identity.user_id and token.username == store.identity.username:
+            return store.identity
+        who = _login_identity(store, token.username)
+        if who is None or who.user_id != token.user_id:
+            raise TokenUserGone(f"the user '{token.username}' of this token is no longer a kbdesk user here")
+        return who
+
+    def _open(self, who: Any) -> Any:
+        from kbdesk.desk import Desk
+        from kbdesk.store.postgres import PostgresStore
+
+        base = self.base
+        store = PostgresStore(base.store.uri, who)
+        return Desk(paths=base.paths, config=base.config, db_path=base.db_path, store=store)
+
+    def all(self) -> list[Any]:
+        with self._lock:
+            return [self.base, *self._desks.values()]
+
+    def close(self) -> None:
+        with self._lock:
+            desks, self._desks = list(self._desks.values()), {}
+        for desk in desks:
+            desk.close()
+
+
+class TokenUserGone(Exception):
+    """The token's user was revoked from the database: the token no longer works."""
