@@ -133,6 +133,6 @@ class Embedders:
 
 
 def _hash(text: str) -> str:
-    from kbdesk.store.documents import text_hash
+    from kbdesk.store.doc_types import text_hash
 
     return text_hash(text)

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from kbdesk.errors import InvalidInputError, NotFoundError
+from kbdesk.store.ids import new_id, utcnow
 from kbdesk.store.lookup import fts_query
 
 MAX_NOTE_CHARS = 20_000
@@ -44,8 +45,6 @@ class NotesMixin:
     """Needs ``write()`` and ``connection()`` from the store."""
 
     def create_note(self, content: str, title: str = "") -> Note:
-        from kbdesk.store.sqlite import new_id, utcnow
-
         content, title = clean_note_text(content), clean_note_text(title, "note title").replace("\n", " ")
         if not content:
             raise InvalidInputError("a note must not be empty")
@@ -56,8 +55,6 @@ class NotesMixin:
         return self.find_note(note_id)
 
     def update_note(self, note_id: str, *, content: str | None = None, title: str | None = None) -> Note:
-        from kbdesk.store.sqlite import utcnow
-
         note = self.find_note(note_id)
         changes: dict[str, str] = {}
         if content is not None:

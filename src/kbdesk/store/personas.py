@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError
-from kbdesk.store.records import check_name
+from kbdesk.store.ids import check_name, new_id, utcnow
 
 _UUID_PREFIX = re.compile(r"^[0-9a-fA-F-]{4,36}$")
 UNSET: Any = object()
@@ -60,14 +60,10 @@ class Project:
 
 
 def _now() -> str:
-    from kbdesk.store.sqlite import utcnow
-
     return utcnow()
 
 
 def _new_id() -> str:
-    from kbdesk.store.sqlite import new_id
-
     return new_id()
 
 

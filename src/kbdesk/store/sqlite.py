@@ -14,28 +14,30 @@ it can be searched and listed, and every write fails with one line saying why.
 from __future__ import annotations
 
 import getpass
-import json
 import os
 import random
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from kbdesk.errors import SchemaTooNewError, StoreError
 from kbdesk.store.api import CHAT, VECTORS_LOCAL
 from kbdesk.store.chat import ChatMixin
-from kbdesk.store.documents import DocumentsMixin
+from kbdesk.store.core.cache import CacheCore
+from kbdesk.store.core.documents import DocumentsCore
+from kbdesk.store.core.records import RecordsCore
 from kbdesk.store.driver import Driver, load_extensions
+from kbdesk.store.engine import SqliteEngine
+from kbdesk.store.ids import new_id
 from kbdesk.store.lookup import LookupMixin
 from kbdesk.store.migrations import MIGRATIONS, current_version, migrate
 from kbdesk.store.notes import NotesMixin
-from kbdesk.store.records import RecordsMixin
+from kbdesk.store.policy import LocalPolicy
+from kbdesk.store.sqlite_chunks import SqliteChunks
 from kbdesk.store.vectors import NumpyIndex, SqliteVecIndex
 
 BUSY_TIMEOUT_MS = 10_000
@@ -47,25 +49,18 @@ class ReadOnlyDatabaseError(StoreError):
     """A write to a database that is open read-only."""
 
 
-def utcnow() -> str:
-    """ISO-8601 UTC with milliseconds, the format of every timestamp column."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-def new_id() -> str:
-    return str(uuid.uuid4())
-
-
 def _is_busy(exc: Exception) -> bool:
     text = str(exc).lower()
     return "database is locked" in text or "database is busy" in text
 
 
-class SqliteStore(RecordsMixin, DocumentsMixin, LookupMixin, ChatMixin, NotesMixin):
+class SqliteStore(SqliteChunks, RecordsCore, DocumentsCore, CacheCore, LookupMixin, ChatMixin, NotesMixin):
     """Connections, transactions and schema for one SQLite database file."""
 
     kind = "sqlite"
     capabilities = frozenset({CHAT, VECTORS_LOCAL})
+    db = SqliteEngine()
+    policy = LocalPolicy()
 
     def __init__(self, path: Path, driver: Driver, *, read_only: bool | None = None) -> None:
         """Open (creating or upgrading) the database at ``path``.
@@ -290,14 +285,6 @@ class SqliteStore(RecordsMixin, DocumentsMixin, LookupMixin, ChatMixin, NotesMix
             wconn.execute("INSERT INTO users(id, username) VALUES (?, ?)", (user_id, username))
             wconn.execute("INSERT INTO settings(key, value) VALUES ('local_user_id', ?)", (user_id,))
             return user_id
-
-    def audit(self, conn: Any, action: str, kb_id: str | None, target: str | None = None,
-              details: dict[str, Any] | None = None) -> None:
-        """Record a KB operation, inside the caller's write transaction."""
-        conn.execute(
-            "INSERT INTO audit_log(created_at, user_id, action, kb_id, target, details) VALUES (?, ?, ?, ?, ?, ?)",
-            (utcnow(), self.local_user_id, action, kb_id, target, json.dumps(details or {})),
-        )
 
     def schema_version(self) -> int:
         row = self.connection().execute("SELECT max(version) FROM schema_migrations").fetchone()

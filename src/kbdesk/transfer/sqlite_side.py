@@ -15,7 +15,7 @@ from typing import Any
 
 from kbdesk.errors import NotFoundError
 from kbdesk.models import ChunkInput, KnowledgeBase
-from kbdesk.store.documents import storage_key
+from kbdesk.store.doc_types import storage_key
 from kbdesk.transfer.sides import _known_config, read_file, write_file
 
 

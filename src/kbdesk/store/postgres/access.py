@@ -102,13 +102,13 @@ def in_picker(who: Identity, kb: KnowledgeBase) -> bool:
 
 
 def visible_sql(who: Identity, alias: str = "") -> tuple[str, list[Any]]:
-    """A WHERE fragment (and its parameters) selecting the KBs ``who`` can see."""
+    """A WHERE fragment (``?`` placeholders) and its parameters selecting the KBs ``who`` can see."""
     p = f"{alias}." if alias else ""
     if who.admin:
-        return (f"({p}scope = 'global' OR {p}scope = 'team' OR ({p}scope = 'personal' AND {p}owner_id = %s))",
+        return (f"({p}scope = 'global' OR {p}scope = 'team' OR ({p}scope = 'personal' AND {p}owner_id = ?))",
                 [who.user_id])
-    return (f"({p}scope = 'global' OR ({p}scope = 'team' AND {p}team_id = ANY(%s::uuid[])) "
-            f"OR ({p}scope = 'personal' AND {p}owner_id = %s))", [who.team_ids, who.user_id])
+    return (f"({p}scope = 'global' OR ({p}scope = 'team' AND {p}team_id = ANY(?::uuid[])) "
+            f"OR ({p}scope = 'personal' AND {p}owner_id = ?))", [who.team_ids, who.user_id])
 
 
 def picker_sql(who: Identity, alias: str = "") -> tuple[str, list[Any]]:
@@ -147,3 +147,29 @@ def check_discoverable(who: Identity, kb: KnowledgeBase) -> None:
     if who.admin or (kb.owner_id is not None and kb.owner_id == who.user_id):
         return
     raise AccessDeniedError(f"only the owner of '{kb.name}' or a system admin may change whether it is discoverable")
+
+
+class ScopePolicy:
+    """The store core's access policy on a team server: the rules above for one identity
+    (the local one is :class:`kbdesk.store.policy.LocalPolicy`)."""
+
+    def __init__(self, who: Identity) -> None:
+        self.who = who
+
+    def check_create(self, scope: str, team_id: str | None) -> None:
+        check_create(self.who, scope, team_id)
+
+    def check_manage(self, kb: KnowledgeBase) -> None:
+        check_manage(self.who, kb)
+
+    def check_discoverable(self, kb: KnowledgeBase) -> None:
+        check_discoverable(self.who, kb)
+
+    def can_see(self, kb: KnowledgeBase) -> bool:
+        return can_see(self.who, kb)
+
+    def visible(self, alias: str = "") -> tuple[str, list[Any]]:
+        return visible_sql(self.who, alias)
+
+    def picker(self, alias: str = "") -> tuple[str, list[Any]]:
+        return picker_sql(self.who, alias)

@@ -26,24 +26,27 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from kbdesk.errors import KbdeskError, StoreError
-from kbdesk.store.postgres.access import Identity, identity_from_settings, is_uuid
+from kbdesk.errors import KbdeskError, NotFoundError, StoreError
+from kbdesk.store.core.cache import CacheCore
+from kbdesk.store.core.documents import DocumentsCore
+from kbdesk.store.core.records import RecordsCore
+from kbdesk.store.postgres.access import Identity, ScopePolicy, identity_from_settings, is_uuid
 from kbdesk.store.postgres.bulk import BulkMixin
-from kbdesk.store.postgres.chunks import ChunksMixin
-from kbdesk.store.postgres.documents import DocumentsMixin
+from kbdesk.store.postgres.chunks import PgChunks
+from kbdesk.store.postgres.engine import PostgresEngine
 from kbdesk.store.postgres.lookup import LookupMixin
 from kbdesk.store.postgres.pool import (Holder, PgDriver, Pool, quiet_close, redact_uri,
                                         uuid_as_text_binary_loader)
-from kbdesk.store.postgres.records import RecordsMixin
 from kbdesk.store.postgres.schema import _first_line, current_version, migrate
 from kbdesk.store.postgres.security import Session, check_can_open, database_identity, secure, session
 from kbdesk.store.postgres.vectors import PgVectorIndex
 
 
-class PostgresStore(RecordsMixin, DocumentsMixin, ChunksMixin, LookupMixin, BulkMixin):
+class PostgresStore(PgChunks, RecordsCore, DocumentsCore, CacheCore, LookupMixin, BulkMixin):
     """kbdesk's store on PostgreSQL + pgvector, in the seed's schema."""
 
     kind = "postgres"
+    db = PostgresEngine()
     capabilities: frozenset[str] = frozenset()  # chat, personas, projects and notes: SQLite only so far
 
     def __init__(self, uri: str, identity: Identity | None = None) -> None:
@@ -73,6 +76,7 @@ class PostgresStore(RecordsMixin, DocumentsMixin, ChunksMixin, LookupMixin, Bulk
         else:  # the owner (row security does not apply to it): the config's [identity]
             self.identity = self._resolve_identity(identity or identity_from_settings())
         self.local_user_id = self.identity.user_id
+        self.policy = ScopePolicy(self.identity)
         self._record_user()
         self.driver = self._driver_info()
 
@@ -215,28 +219,18 @@ class PostgresStore(RecordsMixin, DocumentsMixin, ChunksMixin, LookupMixin, Bulk
                      "WHERE (users.username, users.is_admin) IS DISTINCT FROM (excluded.username, excluded.is_admin)",
                      (self.identity.user_id, self.identity.username, self.identity.admin))
 
-    def audit(self, conn: Any, action: str, kb_id: str | None, target: str | None = None,
-              details: dict[str, Any] | None = None) -> None:
-        """Record a KB operation, inside the caller's write transaction."""
-        from psycopg.types.json import Jsonb
-
-        from kbdesk.store.postgres.values import clean_json, clean_text
-
-        conn.execute("INSERT INTO kbdesk_audit_log(user_id, action, kb_id, target, details) "
-                     "VALUES (%s, %s, %s, %s, %s)",
-                     (self.local_user_id, action, kb_id, clean_text(target), Jsonb(clean_json(details or {}))))
-
-    def audit_entries(self, kb_id: str | None = None) -> list[dict[str, Any]]:
-        from kbdesk.store.postgres.values import iso
-
-        sql = "SELECT id, created_at, user_id, action, kb_id, target, details FROM kbdesk_audit_log"
-        args: tuple[Any, ...] = ()
-        if kb_id:
-            sql += " WHERE kb_id = %s"
-            args = (kb_id,)
-        rows = self.connection().execute(sql + " ORDER BY id", args).fetchall()
-        keys = ("id", "created_at", "user_id", "action", "kb_id", "target", "details")
-        return [dict(zip(keys, (r[0], iso(r[1]), *r[2:]))) for r in rows]
+    def resolve_team(self, ref: str) -> str:
+        """A team's id from its id or its name."""
+        conn = self.connection()
+        if is_uuid(ref) and conn.execute("SELECT 1 FROM teams WHERE id = %s", (ref,)).fetchone():
+            return str(ref).lower()
+        try:
+            rows = conn.execute("SELECT id FROM teams WHERE name::text = %s LIMIT 2", (ref,)).fetchall()
+        except Exception:  # a server's teams table without names
+            rows = []
+        if len(rows) != 1:
+            raise NotFoundError(f"no team '{ref}'" if not rows else f"more than one team is named '{ref}'; use its id")
+        return rows[0][0]
 
     def schema_version(self) -> int:
         return current_version(self.connection())

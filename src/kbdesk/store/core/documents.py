@@ -1,0 +1,449 @@
+"""Documents: reading them and their whole ingestion lifecycle, for both engines.
+
+One row per source path (the rules of identity: :mod:`kbdesk.store.doc_types`). A runner
+claims a row for a new version (:meth:`DocumentsCore.take_versions`) in the write that
+bumps its ``version``; the row moves through ``extracting``, ``chunking`` and
+``embedding`` in small status transactions, and becomes ``ready`` in ONE transaction
+that swaps the older chunks for the new ones with their keyword rows and vectors and
+moves the KB's stats. Every write of that work names the version it belongs to, so a
+runner that lost its claim can never overwrite newer work. A crash before the last
+commit leaves a row in an in-between status (still serving its older chunks, marked
+stale), which the next ``add`` or ``resume`` finishes.
+
+How chunks, keyword rows and vectors are stored is each engine's own (the hooks at the
+end of :class:`DocumentsCore`); the rules above are written here once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError, SupersededError
+from kbdesk.models import DOC_STATUSES, ChunkInput, Document, KnowledgeBase
+from kbdesk.store.claims import claim_alive, new_claim
+from kbdesk.store.doc_types import IN_FLIGHT, NewDocument, StatusUpdate, check_filename, storage_key
+from kbdesk.store.ids import ID_PREFIX, new_id
+from kbdesk.store.vectors import normalise_rows
+
+DOC_COLUMNS = ("id, kb_id, filename, content_type, size_bytes, storage_key, chunk_count, status, error, "
+               "uploaded_by, content_hash, source_path, created_at, updated_at, source_mtime, version, indexed_at, "
+               "indexed_hash, error_kind, claimed_by")
+SOURCE = 11  # the column of source_path in DOC_COLUMNS
+
+
+@dataclass
+class VectorChanges:
+    """What one write did to the KBs' vectors, for the engine to bring its index along."""
+
+    fresh: dict[str, bool] = field(default_factory=dict)
+    added: dict[str, list[tuple[int, bytes]]] = field(default_factory=dict)
+    removed: dict[str, list[int]] = field(default_factory=dict)
+    kbs: set[str] = field(default_factory=set)
+
+
+class DocumentsCore:
+    """Documents over ``self.db`` and ``self.policy``; needs ``_get_kb``, ``_bump`` and
+    ``audit`` (:class:`kbdesk.store.core.records.RecordsCore`)."""
+
+    db: Any
+    policy: Any
+    local_user_id: str
+
+    def _doc(self, row: Sequence[Any]) -> Document:
+        values = list(row)
+        for i in (12, 13, 16):
+            values[i] = self.db.time_out(values[i])
+        return Document(*values)
+
+    # ── reading ────────────────────────────────────────────────────────────────
+    def _get_document(self, conn: Any, doc_id: str, *, lock: bool = False) -> Document:
+        row = None
+        if self.db.valid_id(doc_id):
+            row = conn.execute(self.db.q(f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE id = ?"
+                                         + (self.db.for_update if lock else "")), (doc_id,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"no document with id '{doc_id}'")
+        return self._doc(row)
+
+    def get_document(self, doc_id: str) -> Document:
+        return self._get_document(self.connection(), doc_id)
+
+    def get_documents(self, doc_ids: Sequence[str]) -> dict[str, Document]:
+        """The documents among ``doc_ids`` that exist, by id."""
+        out: dict[str, Document] = {}
+        ids = list(doc_ids)
+        step = self.db.list_chunk
+        for start in range(0, len(ids), step):
+            where, args = self.db.in_list("id", ids[start:start + step], ids=True)
+            rows = self.connection().execute(self.db.q(f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE {where}"),
+                                             args).fetchall()
+            out.update({r[0]: self._doc(r) for r in rows})
+        return out
+
+    def find_document(self, kb_id: str, ref: str) -> Document:
+        """A document of a KB by id, unique id prefix, or filename."""
+        prefix = ref.lower() + "%" if ID_PREFIX.match(ref) else None
+        rows = self.connection().execute(self.db.q(
+            f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE kb_id = ? AND ({self.db.id_text('id')} = ? OR filename = ? "
+            f"OR (CAST(? AS TEXT) IS NOT NULL AND {self.db.id_text('id')} LIKE ?)) LIMIT 3"),
+            (kb_id, ref.lower(), ref, prefix, prefix)).fetchall()
+        exact = [r for r in rows if r[0] == ref.lower()]
+        if exact:
+            return self._doc(exact[0])
+        if len(rows) > 1:
+            raise InvalidInputError(f"'{ref}' matches more than one document; use its id")
+        if not rows:
+            raise NotFoundError(f"no document '{ref}' in this knowledge base")
+        return self._doc(rows[0])
+
+    def list_documents(self, kb_id: str, status: str | None = None) -> list[Document]:
+        if status is not None and status not in DOC_STATUSES:
+            raise InvalidInputError(f"status must be one of {', '.join(DOC_STATUSES)}")
+        sql = f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE kb_id = ?"
+        args: tuple[Any, ...] = (kb_id,)
+        if status:
+            sql += " AND status = ?"
+            args += (status,)
+        rows = self.connection().execute(self.db.q(sql + " ORDER BY filename, created_at, id"), args)
+        return [self._doc(r) for r in rows]
+
+    def document_sections(self, doc_id: str) -> list[tuple[str, dict[str, Any]]] | None:
+        """The stored text cut back into its sections (text, metadata), or None without text."""
+        row = self._text_row(doc_id, "extracted_text, extracted_sections")
+        text, sections = row
+        if text is None:
+            return None
+        if not sections:
+            return [(text, {})]
+        return [(text[start:end], meta) for start, end, meta in self.db.json_out(sections)]
+
+    def document_text(self, doc_id: str) -> str | None:
+        return self._text_row(doc_id, "extracted_text")[0]
+
+    def _text_row(self, doc_id: str, columns: str) -> Sequence[Any]:
+        row = None
+        if self.db.valid_id(doc_id):
+            row = self.connection().execute(self.db.q(f"SELECT {columns} FROM kb_documents WHERE id = ?"),
+                                            (doc_id,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"no document with id '{doc_id}'")
+        return row
+
+    def searchable_counts(self) -> dict[str, int]:
+        """Documents that can be found (they hold chunks), per KB."""
+        rows = self.connection().execute("SELECT kb_id, count(*) FROM kb_documents WHERE chunk_count > 0 "
+                                         "GROUP BY kb_id").fetchall()
+        return {str(kb_id): int(n) for kb_id, n in rows}
+
+    def documents_by_source(self, kb_id: str) -> dict[str, Document]:
+        """The document of each source path in a KB (what a folder scan compares to)."""
+        rows = self.connection().execute(self.db.q(
+            f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE kb_id = ? AND source_path IS NOT NULL"), (kb_id,)).fetchall()
+        return {r[SOURCE]: self._doc(r) for r in rows}
+
+    def unfinished_documents(self, kb_id: str | None = None) -> list[Document]:
+        """Documents left in an in-between status whose runner is gone."""
+        where, args = self.db.in_list("status", IN_FLIGHT)
+        sql = f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE {where}"
+        if kb_id:
+            sql += " AND kb_id = ?"
+            args.append(kb_id)
+        rows = self.connection().execute(self.db.q(sql + " ORDER BY created_at, id"), args).fetchall()
+        return [d for d in map(self._doc, rows) if not claim_alive(d.claimed_by, d.updated_at)]
+
+    # ── claiming work ──────────────────────────────────────────────────────────
+    def take_versions(self, specs: Sequence[NewDocument], claim: str) -> list[Document | None]:
+        """Record new versions in one transaction, each claimed by ``claim``.
+
+        A spec without ``expected_version`` inserts a row for a new path; one with it
+        turns the path's row to the new version only while the row is still at that
+        version. Either way ``None`` comes back when another runner got there first
+        (the caller reads the row again and decides anew). A spec with status
+        ``error`` records a failure without a claim.
+        """
+        out: list[Document | None] = []
+        with self.write() as conn:
+            for kb_id in sorted({spec.kb_id for spec in specs}):
+                self.policy.check_manage(self._get_kb(conn, kb_id))
+            for spec in specs:
+                doc_id = self._take_one(conn, spec, claim)
+                out.append(None if doc_id is None else self._get_document(conn, doc_id))
+        return out
+
+    def _take_one(self, conn: Any, spec: NewDocument, claim: str) -> str | None:
+        db, q = self.db, self.db.q
+        filename = db.text(check_filename(spec.filename))
+        source = db.text(spec.source_path)
+        owner = None if spec.status == "error" else claim
+        now = db.now()
+        fields = (filename, db.text(spec.content_type), int(spec.size_bytes), spec.content_hash, spec.source_mtime,
+                  spec.status, db.text(spec.error), spec.error_kind, owner)
+        if spec.expected_version is None:
+            doc_id = spec.doc_id or new_id()
+            cur = conn.execute(q(
+                "INSERT INTO kb_documents(filename, content_type, size_bytes, content_hash, source_mtime, status, "
+                "error, error_kind, claimed_by, id, kb_id, storage_key, uploaded_by, source_path, version, "
+                "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?) "
+                "ON CONFLICT (kb_id, source_path) WHERE source_path IS NOT NULL DO NOTHING"),
+                (*fields, doc_id, spec.kb_id, storage_key(spec.kb_id, doc_id, filename), self.local_user_id, source,
+                 now, now))
+            if cur.rowcount != 1:
+                return None
+            self._bump(conn, spec.kb_id, docs=1, size=int(spec.size_bytes))
+            action = "document.upload"
+        else:
+            row = conn.execute(q("SELECT id, size_bytes FROM kb_documents WHERE kb_id = ? AND source_path = ? "
+                                 "AND version = ?" + db.for_update),
+                               (spec.kb_id, source, spec.expected_version)).fetchone()
+            if row is None:
+                return None
+            doc_id = str(row[0])
+            conn.execute(q("UPDATE kb_documents SET filename = ?, content_type = ?, size_bytes = ?, content_hash = ?, "
+                           "source_mtime = ?, status = ?, error = ?, error_kind = ?, claimed_by = ?, "
+                           "version = version + 1, extracted_text = NULL, extracted_sections = NULL, updated_at = ? "
+                           "WHERE id = ?"), (*fields, now, doc_id))
+            self._bump(conn, spec.kb_id, size=int(spec.size_bytes) - int(row[1]))
+            action = "document.update"
+        self.audit(conn, action, spec.kb_id, filename,
+                   {"document_id": doc_id, "source_path": source, "status": spec.status})
+        return doc_id
+
+    def create_documents(self, specs: Sequence[NewDocument]) -> list[Document]:
+        """New document rows, claimed by this process (library use and tests; the
+        ingestion uses :meth:`take_versions`). A path that has a row already is refused."""
+        docs = self.take_versions(specs, new_claim())
+        for spec, doc in zip(specs, docs):
+            if doc is None:
+                raise ConflictError(f"{spec.source_path} already has a document in this knowledge base")
+        return [doc for doc in docs if doc is not None]
+
+    def create_document(self, kb_id: str, filename: str, **fields: Any) -> Document:
+        return self.create_documents([NewDocument(kb_id, filename, **fields)])[0]
+
+    def touch_documents(self, items: Sequence[tuple[str, int, float | None]]) -> None:
+        """Record a new mtime for files whose bytes did not change (doc id, version, mtime)."""
+        with self.write() as conn:
+            self.db.executemany(conn, "UPDATE kb_documents SET source_mtime = ? WHERE id = ? AND version = ?",
+                                [(mtime, doc_id, version) for doc_id, version, mtime in items])
+
+    def claim_documents(self, docs: Sequence[Document], claim: str) -> list[Document]:
+        """Take over rows whose runner is gone (or that nobody holds), each only while
+        it is still at the version read; returns those taken, at their new version."""
+        q = self.db.q
+        taken: list[Document] = []
+        with self.write() as conn:
+            for doc in docs:
+                row = conn.execute(q("SELECT claimed_by, updated_at FROM kb_documents WHERE id = ? AND version = ?"
+                                     + self.db.for_update), (doc.id, doc.version)).fetchone()
+                if row is None or (row[0] not in (None, claim) and claim_alive(row[0], self.db.time_out(row[1]))):
+                    continue
+                conn.execute(q("UPDATE kb_documents SET claimed_by = ?, version = version + 1, updated_at = ? "
+                               "WHERE id = ?"), (claim, self.db.now(), doc.id))
+                taken.append(self._get_document(conn, doc.id))
+        return taken
+
+    def claim_document(self, doc_id: str) -> None:
+        """Hold one document for this process (tests and library use)."""
+        self.claim_documents([self.get_document(doc_id)], new_claim())
+
+    def release_claims(self, claim: str) -> int:
+        """Let go of every row ``claim`` still holds (a run that ended or was cancelled):
+        they stay in their status for the next ``add`` or ``resume`` to take."""
+        with self.write() as conn:
+            return conn.execute(self.db.q("UPDATE kb_documents SET claimed_by = NULL WHERE claimed_by = ?"),
+                                (claim,)).rowcount
+
+    def set_statuses(self, updates: Sequence[StatusUpdate]) -> None:
+        """Move documents to new statuses in one transaction. An update naming a
+        version applies only while the row is at it; a vanished document is skipped."""
+        now = self.db.now()
+        with self.write() as conn:
+            for u in updates:
+                if u.status not in DOC_STATUSES:
+                    raise InvalidInputError(f"unknown document status {u.status!r}")
+                if not self.db.valid_id(u.doc_id):
+                    continue
+                sets = "status = ?, error = ?, error_kind = ?, updated_at = ?"
+                values: tuple[Any, ...] = (u.status, self.db.text(u.error),
+                                           u.error_kind if u.status == "error" else None, now)
+                if u.extracted_text is not None:
+                    sets += ", extracted_text = ?, extracted_sections = ?"
+                    values += self.db.text_and_sections(u.extracted_text, u.sections)
+                if u.status == "error":
+                    sets += ", claimed_by = NULL"
+                where, args = ("id = ? AND version = ?", (u.doc_id, u.version)) if u.version is not None \
+                    else ("id = ?", (u.doc_id,))
+                conn.execute(self.db.q(f"UPDATE kb_documents SET {sets} WHERE {where}"), values + args)
+
+    def set_document_status(self, doc_id: str, status: str, *, error: str | None = None,
+                            extracted_text: str | None = None,
+                            sections: list[tuple[int, int, dict[str, Any]]] | None = None) -> None:
+        self.set_statuses([StatusUpdate(doc_id, status, error, extracted_text, sections)])
+
+    # ── making documents ready ─────────────────────────────────────────────────
+    def finish_documents(self, items: Sequence[tuple[Any, ...]]) -> list[Document | Exception]:
+        """Make documents ready in one transaction, each completely or not at all.
+
+        An item is ``(doc_id, chunks, vectors)`` or ``(doc_id, chunks, vectors,
+        version)``. Each document's older chunks are swapped for the new ones with
+        their keyword rows and vectors (which are the embedding cache too: see
+        :meth:`cached_vectors`), and the KB's stats move. One that fails — it was
+        deleted meanwhile, or another runner has claimed it for a newer version
+        (:class:`SupersededError`) — is rolled back to its savepoint and returned as
+        its error while the others commit.
+        """
+        now = self.db.now()
+        out: list[Document | Exception] = []
+        changes = VectorChanges()
+        with self.write() as conn:
+            for item in items:
+                doc_id, chunks, vectors = item[:3]
+                version = item[3] if len(item) > 3 else None
+                try:
+                    with self.db.savepoint(conn):
+                        out.append(self._finish_one(conn, doc_id, list(chunks), vectors, version, now, changes))
+                except Exception as exc:  # noqa: BLE001 - this document alone fails
+                    out.append(exc)
+            self._vectors_written(conn, changes)
+        self._vectors_committed(changes)
+        return out
+
+    def _finish_one(self, conn: Any, doc_id: str, chunks: list[ChunkInput], vectors: Sequence[Any] | None,
+                    version: int | None, now: Any, changes: VectorChanges) -> Document:
+        if not chunks:
+            raise InvalidInputError("a ready document needs at least one chunk")
+        doc = self._get_document(conn, doc_id, lock=True)
+        if version is not None and doc.version != version:
+            raise SupersededError(f"{doc.filename} was claimed for a newer version meanwhile")
+        kb = self._get_kb(conn, doc.kb_id)
+        blobs = self._vector_blobs(conn, kb, vectors, len(chunks))
+        self._vectors_touch(conn, kb.id, changes)
+        gone = self._delete_chunks(conn, kb.id, doc_id, changes)
+        self._insert_chunks(conn, kb.id, doc_id, chunks, blobs, now, changes)
+        conn.execute(self.db.q("UPDATE kb_documents SET status = 'ready', error = NULL, error_kind = NULL, "
+                               "chunk_count = ?, claimed_by = NULL, indexed_at = ?, indexed_hash = content_hash, "
+                               "updated_at = ? WHERE id = ?"), (len(chunks), now, now, doc_id))
+        self._bump(conn, kb.id, chunks=len(chunks) - gone)
+        return self._get_document(conn, doc_id)
+
+    def finish_document(self, doc_id: str, chunks: Sequence[ChunkInput], vectors: Sequence[Any] | None
+                        ) -> Document:
+        """Make one document ready (see :meth:`finish_documents`); raises its error."""
+        result = self.finish_documents([(doc_id, chunks, vectors)])[0]
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    # ── whole documents in one call (library use, tests, imports) ──────────────
+    def add_document(self, kb_id: str, filename: str, chunks: Sequence[ChunkInput | str], *,
+                     vectors: Any = None, content_type: str = "text/plain", size_bytes: int | None = None,
+                     extracted_text: str | None = None, content_hash: str | None = None,
+                     source_path: str | None = None, doc_id: str | None = None) -> Document:
+        """Store a whole document — row, chunks, keyword rows, vectors, stats — in one transaction.
+
+        ``vectors`` (one per chunk) are required when the KB has an embedding model and
+        refused when it has none.
+        """
+        db = self.db
+        filename = db.text(check_filename(filename))
+        items = [c if isinstance(c, ChunkInput) else ChunkInput(str(c)) for c in chunks]
+        if not items:
+            raise InvalidInputError(f"{filename}: a document needs at least one chunk")
+        doc_id = doc_id or new_id()
+        text = extracted_text if extracted_text is not None else "\n\n".join(c.content for c in items)
+        size = size_bytes if size_bytes is not None else len(text.encode("utf-8", "surrogatepass"))
+        now = db.now()
+        changes = VectorChanges()
+        with self.write() as conn:
+            kb = self._get_kb(conn, kb_id)
+            self.policy.check_manage(kb)
+            blobs = self._vector_blobs(conn, kb, vectors, len(items))
+            self._vectors_touch(conn, kb_id, changes)
+            if source_path is not None and conn.execute(db.q(
+                    "SELECT 1 FROM kb_documents WHERE kb_id = ? AND source_path = ?"),
+                    (kb_id, db.text(source_path))).fetchone():
+                raise ConflictError(f"{source_path} already has a document in '{kb.name}'")
+            conn.execute(db.q(
+                "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, extracted_text, "
+                "chunk_count, status, uploaded_by, content_hash, source_path, created_at, updated_at, version, "
+                "indexed_at, indexed_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'ready', ?, ?, ?, ?, ?, 1, ?, ?)"),
+                (doc_id, kb_id, filename, db.text(content_type), size, storage_key(kb_id, doc_id, filename),
+                 db.text(text), len(items), self.local_user_id, content_hash, db.text(source_path), now, now, now,
+                 content_hash))
+            self._insert_chunks(conn, kb_id, doc_id, items, blobs, now, changes)
+            self._vectors_written(conn, changes)
+            self._bump(conn, kb_id, docs=1, chunks=len(items), size=size)
+            self.audit(conn, "document.upload", kb_id, filename, {"document_id": doc_id, "chunks": len(items)})
+            doc = self._get_document(conn, doc_id)
+        self._vectors_committed(changes)
+        return doc
+
+    def delete_document(self, doc_id: str) -> Document:
+        """Delete a document with its chunks, keyword rows and vectors."""
+        changes = VectorChanges()
+        with self.write() as conn:
+            doc = self._get_document(conn, doc_id)
+            self.policy.check_manage(self._get_kb(conn, doc.kb_id))
+            self._vectors_touch(conn, doc.kb_id, changes)
+            count = self._delete_chunks(conn, doc.kb_id, doc_id, changes)
+            conn.execute(self.db.q("DELETE FROM kb_documents WHERE id = ?"), (doc_id,))
+            self._vectors_written(conn, changes)
+            self._bump(conn, doc.kb_id, docs=-1, chunks=-count, size=-doc.size_bytes)
+            self.audit(conn, "document.delete", doc.kb_id, doc.filename, {"document_id": doc_id})
+        return doc
+
+    def _vector_blobs(self, conn: Any, kb: KnowledgeBase, vectors: Any, count: int) -> list[bytes] | None:
+        """Validated unit float32 vectors (bytes at the KB's dimension), or None; a KB that
+        has stored no vectors yet learns its dimension (:meth:`_learn_dimensions`)."""
+        if vectors is None:
+            if kb.model_id:
+                raise InvalidInputError(f"knowledge base '{kb.name}' embeds with {kb.model_id}: "
+                                        "its documents need one vector per chunk")
+            return None
+        if not kb.model_id:
+            raise InvalidInputError(f"knowledge base '{kb.name}' has no embedding model; it cannot store vectors")
+        if len(vectors) != count:
+            raise InvalidInputError(f"got {len(vectors)} vectors for {count} chunks")
+        dims = kb.dimensions
+        blobs: list[bytes | None] = [None] * count
+        todo: list[int] = []
+        for i, vector in enumerate(vectors):
+            if isinstance(vector, bytes):  # already unit float32 (from the cache)
+                if dims is not None and len(vector) != dims * 4:
+                    raise InvalidInputError(f"vector {i} has {len(vector) // 4} dimensions, expected {dims}")
+                dims = dims or len(vector) // 4
+                blobs[i] = vector
+            else:
+                todo.append(i)
+        if todo:
+            for i, unit in zip(todo, normalise_rows([vectors[i] for i in todo], dims, first=todo[0])):
+                blobs[i] = unit.tobytes()
+        out = [b for b in blobs if b is not None]
+        self._learn_dimensions(conn, kb, len(out[0]) // 4)
+        return out
+
+    # ── hooks: how this engine stores chunks and keeps its vector index ────────
+    def _learn_dimensions(self, conn: Any, kb: KnowledgeBase, dims: int) -> None:
+        """Record the KB's vector dimension on its first vectors; refuse another one."""
+        raise NotImplementedError
+
+    def _insert_chunks(self, conn: Any, kb_id: str, doc_id: str, items: list[ChunkInput],
+                       blobs: list[bytes] | None, now: Any, changes: VectorChanges) -> None:
+        """Store a document's chunks with their keyword rows and vectors."""
+        raise NotImplementedError
+
+    def _delete_chunks(self, conn: Any, kb_id: str, doc_id: str, changes: VectorChanges) -> int:
+        """Delete a document's chunks (keyword rows and vectors with them); how many went."""
+        raise NotImplementedError
+
+    def _vectors_touch(self, conn: Any, kb_id: str, changes: VectorChanges) -> None:
+        """A write is about to change ``kb_id``'s vectors."""
+        changes.kbs.add(kb_id)
+
+    def _vectors_written(self, conn: Any, changes: VectorChanges) -> None:
+        """Bring the vector index along, inside the transaction."""
+
+    def _vectors_committed(self, changes: VectorChanges) -> None:
+        """Bring the vector index along, after the commit."""

@@ -1,0 +1,109 @@
+"""The small engine object: what differs between SQLite and Postgres below one store core.
+
+The store core (:mod:`kbdesk.store.core`) writes its SQL once, with ``?`` placeholders,
+and asks its engine (``store.db``) for the few things the two databases do differently:
+the placeholder style, how a list becomes a parameter, JSON in and out, timestamps,
+which ids can exist, text the database refuses, row locks, savepoints, and the names
+of kbdesk's own side tables. Everything an engine stores differently (chunks and their
+keyword rows, vectors) stays in the engine's own modules behind the hooks the core
+calls (see :class:`kbdesk.store.core.documents.DocumentsCore`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from kbdesk.store.ids import iso, utcnow
+
+__all__ = ["Engine", "SqliteEngine"]
+
+
+class Engine:
+    """SQLite's answers; :class:`kbdesk.store.postgres.engine.PostgresEngine` overrides them."""
+
+    name = "sqlite"
+    for_update = ""
+    """Appended to a SELECT that reads a row it is about to change (SQLite's write lock
+    already serialises writers)."""
+    list_chunk = 500
+    """How many values one list parameter carries at most."""
+    tables: dict[str, str] = {}
+    """kbdesk's own tables under another name on this engine (audit_log, usage_log, …)."""
+
+    def q(self, sql: str) -> str:
+        """``sql`` (``?`` placeholders) in this engine's placeholder style."""
+        return sql
+
+    def table(self, name: str) -> str:
+        return self.tables.get(name, name)
+
+    def valid_id(self, value: Any) -> bool:
+        """Whether ``value`` can be an id at all (Postgres ids are UUIDs)."""
+        return value is not None
+
+    def norm_id(self, value: Any) -> Any:
+        """An id as this engine stores it."""
+        return value
+
+    def bool_in(self, value: Any) -> Any:
+        return int(bool(value))
+
+    def id_text(self, column: str) -> str:
+        """``column`` as text, for prefix matching."""
+        return column
+
+    def text(self, value: str | None) -> str | None:
+        """Text as this database accepts it."""
+        return value
+
+    def text_and_sections(self, text: str | None, sections: Sequence[Any] | None) -> tuple[str | None, Any]:
+        """Extracted text and its ``(start, end, metadata)`` sections, ready to store."""
+        return text, json.dumps([list(s) for s in sections]) if sections is not None else None
+
+    def json_in(self, value: Any) -> Any:
+        return json.dumps(value)
+
+    def json_out(self, value: Any) -> Any:
+        return json.loads(value) if isinstance(value, (str, bytes)) else value
+
+    def json_text(self, column: str, key: str) -> str:
+        """SQL for the text of ``key`` in the JSON ``column``."""
+        return f"json_extract({column}, '$.{key}')"
+
+    def time_out(self, value: Any) -> str | None:
+        return value
+
+    def at(self, moment: Any) -> Any:
+        """A timestamp (aware datetime) as a parameter value."""
+        return iso(moment)
+
+    def now(self) -> Any:
+        """The current time as a parameter value."""
+        return utcnow()
+
+    def in_list(self, expr: str, values: Sequence[Any], *, ids: bool = False) -> tuple[str, list[Any]]:
+        """``expr IN (…)`` for ``values`` (at most :attr:`list_chunk` of them); ``ids``:
+        they are ids (which Postgres keeps as UUIDs)."""
+        return f"{expr} IN ({','.join('?' * len(values))})", list(values)
+
+    def executemany(self, conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if rows:
+            conn.executemany(self.q(sql), rows)
+
+    @contextmanager
+    def savepoint(self, conn: Any) -> Iterator[None]:
+        """A nested transaction: what fails inside it is undone alone."""
+        conn.execute("SAVEPOINT kbdesk_step")
+        try:
+            yield
+        except BaseException:
+            conn.execute("ROLLBACK TO kbdesk_step")
+            conn.execute("RELEASE kbdesk_step")
+            raise
+        conn.execute("RELEASE kbdesk_step")
+
+
+SqliteEngine = Engine

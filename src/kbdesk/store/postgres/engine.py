@@ -1,0 +1,83 @@
+"""Postgres's answers to the store core's questions (see :mod:`kbdesk.store.engine`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from functools import lru_cache
+from typing import Any
+
+from kbdesk.store.engine import Engine
+from kbdesk.store.postgres.access import is_uuid
+from kbdesk.store.postgres.values import clean_json, clean_text, clean_text_and_sections, iso
+
+
+@lru_cache(maxsize=512)
+def _native(sql: str) -> str:
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+class PostgresEngine(Engine):
+    name = "postgres"
+    for_update = " FOR UPDATE"
+    list_chunk = 5000
+    tables = {"audit_log": "kbdesk_audit_log", "usage_log": "kbdesk_usage_log",
+              "embedding_cache": "kbdesk_embedding_cache"}
+
+    def q(self, sql: str) -> str:
+        return _native(sql)
+
+    def valid_id(self, value: Any) -> bool:
+        return is_uuid(value)
+
+    def norm_id(self, value: Any) -> Any:
+        return None if value is None else str(value).lower()
+
+    def bool_in(self, value: Any) -> Any:
+        return bool(value)
+
+    def id_text(self, column: str) -> str:
+        return f"{column}::text"
+
+    def text(self, value: str | None) -> str | None:
+        return clean_text(value)
+
+    def text_and_sections(self, text: str | None, sections: Sequence[Any] | None) -> tuple[str | None, Any]:
+        text, cleaned = clean_text_and_sections(text, [list(s) for s in sections] if sections is not None else None)
+        return text, self.json_in(cleaned) if cleaned is not None else None
+
+    def json_in(self, value: Any) -> Any:
+        from psycopg.types.json import Jsonb
+
+        return Jsonb(clean_json(value))
+
+    def json_out(self, value: Any) -> Any:
+        return value
+
+    def json_text(self, column: str, key: str) -> str:
+        return f"{column}->>'{key}'"
+
+    def time_out(self, value: Any) -> str | None:
+        return None if value is None else iso(value)
+
+    def at(self, moment: Any) -> Any:
+        return moment
+
+    def now(self) -> Any:
+        return datetime.now(timezone.utc)
+
+    def in_list(self, expr: str, values: Sequence[Any], *, ids: bool = False) -> tuple[str, list[Any]]:
+        if ids:
+            return f"{expr} = ANY(?::uuid[])", [[v for v in values if is_uuid(v)]]
+        return f"{expr} = ANY(?)", [list(values)]
+
+    def executemany(self, conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if rows:
+            with conn.cursor() as cur:
+                cur.executemany(self.q(sql), rows)
+
+    @contextmanager
+    def savepoint(self, conn: Any) -> Iterator[None]:
+        with conn.transaction():
+            yield

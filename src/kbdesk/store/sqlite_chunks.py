@@ -1,0 +1,93 @@
+"""How the SQLite engine stores chunks, keyword rows and vectors: the store core's hooks.
+
+Chunks carry an explicit ``seq`` (their rowid, given while the write lock is held) so
+a document's chunks, their FTS5 rows and their vectors go in with three bulk
+statements. Vectors live in ``kb_chunks.embedding`` as unit float32 blobs; the derived
+index (sqlite-vec or numpy, :mod:`kbdesk.store.vectors`) follows each write through
+``kb_vector_state``'s version.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kbdesk.errors import InvalidInputError
+from kbdesk.models import ChunkInput, KnowledgeBase
+from kbdesk.store.core.documents import VectorChanges
+from kbdesk.store.ids import new_id
+
+
+class SqliteChunks:
+    """The SQLite side of :class:`kbdesk.store.core.documents.DocumentsCore`,
+    :class:`~kbdesk.store.core.records.RecordsCore` and :class:`~kbdesk.store.core.cache.CacheCore`."""
+
+    vectors: Any
+
+    def _kb_created(self, conn: Any, kb_id: str, config: dict[str, Any]) -> None:
+        if config.get("dimensions"):
+            conn.execute("INSERT INTO kb_vector_state(kb_id, dimensions) VALUES (?, ?)",
+                         (kb_id, int(config["dimensions"])))
+
+    def _learn_dimensions(self, conn: Any, kb: KnowledgeBase, dims: int) -> None:
+        row = conn.execute("SELECT dimensions FROM kb_vector_state WHERE kb_id = ?", (kb.id,)).fetchone()
+        if row is None:
+            conn.execute("INSERT INTO kb_vector_state(kb_id, dimensions) VALUES (?, ?)", (kb.id, dims))
+            conn.execute("UPDATE knowledge_bases SET embedding_config = json_set(embedding_config, "
+                         "'$.dimensions', ?) WHERE id = ?", (dims, kb.id))
+        elif row[0] != dims:
+            raise InvalidInputError(f"this knowledge base stores {row[0]}-dimensional vectors, got {dims}")
+
+    def _insert_chunks(self, conn: Any, kb_id: str, doc_id: str, items: list[ChunkInput],
+                       blobs: list[bytes] | None, now: Any, changes: VectorChanges) -> None:
+        # seqs are given explicitly (we hold the write lock), so the chunks, their
+        # keyword rows and their vectors go in with three bulk statements
+        first = conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM kb_chunks").fetchone()[0]
+        rows = [(first + i, new_id(), kb_id, doc_id, i, item.content, int(item.token_count),
+                 blobs[i] if blobs else None, json.dumps(item.metadata or {}), item.content_hash, now)
+                for i, item in enumerate(items)]
+        conn.executemany("INSERT INTO kb_chunks(seq, id, kb_id, document_id, chunk_index, content, token_count, "
+                         "embedding, metadata, content_hash, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         rows)
+        conn.executemany("INSERT INTO kb_chunks_fts(rowid, content) VALUES (?, ?)", [(r[0], r[5]) for r in rows])
+        if blobs:
+            conn.execute("UPDATE kb_vector_state SET version = version + 1 WHERE kb_id = ?", (kb_id,))
+            changes.added.setdefault(kb_id, []).extend((r[0], r[7]) for r in rows)
+
+    def _delete_chunks(self, conn: Any, kb_id: str, doc_id: str, changes: VectorChanges) -> int:
+        rows = conn.execute("SELECT seq, embedding IS NOT NULL FROM kb_chunks WHERE document_id = ?",
+                            (doc_id,)).fetchall()
+        if rows:
+            conn.execute("DELETE FROM kb_chunks WHERE document_id = ?", (doc_id,))
+        changes.removed.setdefault(kb_id, []).extend(seq for seq, has in rows if has)
+        return len(rows)
+
+    def vectors_fresh(self, conn: Any, kb_id: str) -> bool:
+        row = conn.execute("SELECT version = indexed_version FROM kb_vector_state WHERE kb_id = ?",
+                           (kb_id,)).fetchone()
+        return bool(row and row[0])
+
+    def _vectors_touch(self, conn: Any, kb_id: str, changes: VectorChanges) -> None:
+        if kb_id not in changes.fresh:
+            changes.fresh[kb_id] = self.vectors_fresh(conn, kb_id)
+
+    def _vectors_written(self, conn: Any, changes: VectorChanges) -> None:
+        for kb_id, was_fresh in changes.fresh.items():
+            self.vectors.after_write(conn, kb_id, changes.added.get(kb_id, []), changes.removed.get(kb_id, []),
+                                     was_fresh)
+
+    # ── the embedding cache ────────────────────────────────────────────────────
+    def _chunk_vectors(self, conn: Any, model_id: str, hashes: list[str]) -> dict[str, bytes]:
+        rows = conn.execute(
+            f"SELECT c.content_hash, c.embedding FROM kb_chunks c JOIN knowledge_bases k ON k.id = c.kb_id "
+            f"WHERE c.content_hash IN ({','.join('?' * len(hashes))}) AND c.embedding IS NOT NULL "
+            f"AND json_extract(k.embedding_config, '$.model_id') = ?", (*hashes, model_id)).fetchall()
+        return {h: b for h, b in rows}
+
+    def _swap_vectors(self, conn: Any, kb_id: str, model_key: str, dims: int | None) -> None:
+        conn.execute("UPDATE kb_chunks SET embedding = (SELECT e.embedding FROM embedding_cache e WHERE "
+                     "e.model = ? AND e.text_hash = kb_chunks.content_hash) WHERE kb_id = ?", (model_key, kb_id))
+        if dims is not None:
+            conn.execute("INSERT INTO kb_vector_state(kb_id, dimensions) VALUES (?, ?) ON CONFLICT(kb_id) DO "
+                         "UPDATE SET dimensions = excluded.dimensions, version = version + 1, "
+                         "indexed_version = -1", (kb_id, dims))
