@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from kbdesk.errors import ConflictError, InvalidInputError
-from kbdesk.store.documents import storage_key
+from kbdesk.store.doc_types import storage_key
 from kbdesk.store.postgres.access import check_manage, is_uuid
 from kbdesk.store.postgres.chunks import copy_chunks
 from kbdesk.store.postgres.values import as_unit_bytes, clean_json, clean_text, clean_text_and_sections, iso, pad, \
