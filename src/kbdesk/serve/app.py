@@ -120,10 +120,10 @@ def describe_invalid(errors: Sequence[Any]) -> str:
         return "the body is not valid JSON"
     if kind == "extra_forbidden":
         return f"unknown field '{'.'.join(where)}'"
+    if where == ["file"] and tuple(first.get("loc", ()))[:1] == ("body",):
+        return "send the document as the multipart/form-data field 'file' (a file with its filename)"
     if kind == "missing":
         field = ".".join(where)
-        if first.get("loc", ("",))[0] == "body" and field == "file":
-            return "send the document as the multipart/form-data field 'file'"
         return f"'{field}' is required" if field else "the request needs a JSON body"
     if kind in ("model_attributes_type", "dict_type") and not where:
         return "the body must be a JSON object"
