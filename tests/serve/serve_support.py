@@ -93,8 +93,9 @@ def wait_ready(client: httpx.Client, kb_id: str, doc_id: str, timeout: float = 6
         time.sleep(0.05)
 
 
-def app_client(desk, *permissions: str, user: str = "me"):
-    """(TestClient over an app serving ``desk``, the token's headers)."""
+def app_client(desk, permissions: tuple[str, ...] | None = None, user: str = "me"):
+    """(TestClient over an app serving ``desk``, the headers of a new token for ``user``
+    with ``permissions``: every one by default)."""
     from starlette.testclient import TestClient
 
     from kbdesk.serve import create_app
@@ -102,6 +103,7 @@ def app_client(desk, *permissions: str, user: str = "me"):
     from kbdesk.store.tokens import PERMISSIONS, Tokens
 
     who = token_user(desk, user)
-    _token, secret = Tokens(desk.store).create(who.user_id, who.username, permissions or PERMISSIONS)
+    _token, secret = Tokens(desk.store).create(who.user_id, who.username,
+                                                  PERMISSIONS if permissions is None else permissions)
     client = TestClient(create_app(desk), base_url="http://127.0.0.1/api", raise_server_exceptions=False)
     return client, {"Authorization": f"Bearer {secret}"}
