@@ -40,6 +40,11 @@ class Engine:
     def table(self, name: str) -> str:
         return self.tables.get(name, name)
 
+    def qt(self, sql: str) -> str:
+        """:meth:`q` of ``sql`` whose ``{name}`` marks are kbdesk's tables (:meth:`table`):
+        ``"SELECT id FROM {notes}"`` reads ``notes`` on SQLite, ``kbdesk_notes`` on Postgres."""
+        return self.q(sql.format_map(_TableNames(self)))
+
     def valid_id(self, value: Any) -> bool:
         """Whether ``value`` can be an id at all (Postgres ids are UUIDs)."""
         return value is not None
@@ -107,3 +112,14 @@ class Engine:
 
 
 SqliteEngine = Engine
+
+
+class _TableNames(dict):  # type: ignore[type-arg]
+    """``{name}`` → the engine's name for that table."""
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__()
+        self.engine = engine
+
+    def __missing__(self, key: str) -> str:
+        return self.engine.table(key)

@@ -27,6 +27,7 @@ from typing import Any
 from kbdesk.errors import SchemaTooNewError, StoreError
 from kbdesk.store.api import CHAT, VECTORS_LOCAL
 from kbdesk.store.chat import ChatMixin
+from kbdesk.store.core.bulk import BulkCore
 from kbdesk.store.core.cache import CacheCore
 from kbdesk.store.core.documents import DocumentsCore
 from kbdesk.store.core.records import RecordsCore
@@ -54,7 +55,8 @@ def _is_busy(exc: Exception) -> bool:
     return "database is locked" in text or "database is busy" in text
 
 
-class SqliteStore(SqliteChunks, RecordsCore, DocumentsCore, CacheCore, LookupMixin, ChatMixin, NotesMixin):
+class SqliteStore(SqliteChunks, RecordsCore, DocumentsCore, CacheCore, BulkCore, LookupMixin, ChatMixin,
+                  NotesMixin):
     """Connections, transactions and schema for one SQLite database file."""
 
     kind = "sqlite"

@@ -10,6 +10,7 @@ index (sqlite-vec or numpy, :mod:`kbdesk.store.vectors`) follows each write thro
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from kbdesk.errors import InvalidInputError
@@ -91,3 +92,23 @@ class SqliteChunks:
             conn.execute("INSERT INTO kb_vector_state(kb_id, dimensions) VALUES (?, ?) ON CONFLICT(kb_id) DO "
                          "UPDATE SET dimensions = excluded.dimensions, version = version + 1, "
                          "indexed_version = -1", (kb_id, dims))
+
+    # ── whole documents in and out (export and import) ─────────────────────────
+    def _export_vectors(self, conn: Any, sql: str, args: list[Any], dims: int | None) -> list[Sequence[Any]]:
+        rows = conn.execute(sql.format(vector="embedding"), args).fetchall()
+        return [(*r[:7], None if r[7] is None else bytes(r[7])) for r in rows]
+
+    def _import_chunks(self, conn: Any, kb: KnowledgeBase, docs: Sequence[dict[str, Any]],
+                       changes: VectorChanges) -> None:
+        now = self.db.now()
+        for doc in docs:
+            chunks = doc["chunks"]
+            if not chunks:
+                continue
+            items = [ChunkInput(c["content"], int(c.get("token_count") or 0), c.get("metadata") or {})
+                     for c in chunks]
+            vectors = [c["vector"] for c in chunks] if kb.model_id else None
+            blobs = self._vector_blobs(conn, kb, vectors, len(items))
+            self._insert_chunks(conn, kb.id, doc["id"], items, blobs, now, changes)
+            conn.executemany("UPDATE kb_chunks SET id = ?, content_hash = ? WHERE document_id = ? AND chunk_index = ?",
+                             [(c["id"], c["content_hash"], doc["id"], i) for i, c in enumerate(chunks)])

@@ -1,72 +1,34 @@
-"""Both ends of a transfer behind one small interface, whatever the engine.
+"""Either end of a transfer: a desk's store, whatever its engine, and its files.
 
 A side reads documents as plain dicts (row fields, ``extracted_sections``, ``chunks``
 with ``vector`` as unit float32 bytes at the KB's dimension, ``blob`` with the original
 bytes when known) and writes a batch of them in one transaction, replacing documents
-already present under the same ids.
+already present under the same ids — all through the store's bulk methods
+(:class:`kbdesk.store.core.bulk.BulkCore`). Original bytes live in the desk's files
+directory, or in the database on an engine that keeps them there.
 """
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from kbdesk.models import KnowledgeBase
+from kbdesk.store.api import BLOBS
 
 log = logging.getLogger("kbdesk.transfer")
 
-
-class Side(Protocol):
-    kind: str
-    label: str
-    desk: Any
-
-    def find_kb(self, ref: str) -> KnowledgeBase: ...
-    def kb_by_id(self, kb_id: str) -> KnowledgeBase | None: ...
-    def kb_by_name(self, name: str) -> KnowledgeBase | None: ...
-    def create_kb(self, like: KnowledgeBase, scope: str, team_id: str | None) -> KnowledgeBase: ...
-    def set_status(self, kb_id: str, status: str) -> None: ...
-    def summaries(self, kb_id: str) -> dict[str, dict[str, Any]]: ...
-    def read(self, kb: KnowledgeBase, doc_ids: list[str]) -> list[dict[str, Any]]: ...
-    def write(self, kb: KnowledgeBase, docs: list[dict[str, Any]]) -> None: ...
-    def delete(self, kb: KnowledgeBase, doc_ids: list[str]) -> int: ...
-    def finish(self, kb: KnowledgeBase) -> KnowledgeBase: ...
+KNOWN_CONFIG = ("provider", "model_id", "dimensions", "chunk_size", "chunk_overlap")
 
 
-def side_for(desk: Any) -> Side:
-    if getattr(desk.store, "kind", "sqlite") == "postgres":
-        return PostgresSide(desk)
-    from kbdesk.transfer.sqlite_side import SqliteSide
-
-    return SqliteSide(desk)
-
-
-def read_file(files_dir: Path, key: str) -> bytes | None:
-    try:
-        return (files_dir / key).read_bytes()
-    except OSError:
-        return None
-
-
-def write_file(files_dir: Path, key: str, data: bytes) -> None:
-    path = files_dir / key
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".part")
-    tmp.write_bytes(data)
-    tmp.replace(path)
-
-
-class PostgresSide:
-    """A Postgres desk: bulk methods of the store; bytes in ``kbdesk_document_blobs``
-    (or, for documents ingested on this machine, its local files directory)."""
-
-    kind = "postgres"
-
+class Side:
     def __init__(self, desk: Any) -> None:
         self.desk = desk
         self.store = desk.store
-        self.label = desk.store.label
+        self.kind = self.store.kind
+        self.label = getattr(self.store, "label", None) or str(desk.db_path)
+        self._files_only = BLOBS not in self.store.capabilities
 
     def find_kb(self, ref: str) -> KnowledgeBase:
         return self.store.find_kb(ref)
@@ -97,22 +59,49 @@ class PostgresSide:
         return docs
 
     def write(self, kb: KnowledgeBase, docs: list[dict[str, Any]]) -> None:
+        if self._files_only:  # bytes first: a kill before the rows leaves a file a later sweep removes
+            from kbdesk.store.doc_types import storage_key
+
+            for doc in docs:
+                if doc.get("blob") is not None:
+                    write_file(self.desk.files_dir, storage_key(kb.id, doc["id"], doc["filename"]), doc["blob"])
         self.store.import_documents(kb.id, docs)
 
     def delete(self, kb: KnowledgeBase, doc_ids: list[str]) -> int:
-        return self.store.delete_documents(kb.id, doc_ids)
+        keys = [d.storage_key for d in self.store.get_documents(doc_ids).values()]
+        gone = self.store.delete_documents(kb.id, doc_ids)
+        for key in keys:
+            try:
+                (self.desk.files_dir / key).unlink()
+            except OSError:
+                pass
+        return gone
 
     def finish(self, kb: KnowledgeBase) -> KnowledgeBase:
         self.store.recount(kb.id)
         self.store.set_kb_status(kb.id, "active")
         done = self.store.get_kb(kb.id)
-        dims = self.store.kb_vector_dimensions(kb.id)
-        if dims and done.chunk_count >= self.store.vectors.min_rows:
-            self.store.vectors.ensure(kb.id, dims, done.chunk_count)
+        self.store.index_vectors(kb.id)
         return done
 
 
-KNOWN_CONFIG = ("provider", "model_id", "dimensions", "chunk_size", "chunk_overlap")
+def side_for(desk: Any) -> Side:
+    return Side(desk)
+
+
+def read_file(files_dir: Path, key: str) -> bytes | None:
+    try:
+        return (files_dir / key).read_bytes()
+    except OSError:
+        return None
+
+
+def write_file(files_dir: Path, key: str, data: bytes) -> None:
+    path = files_dir / key
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_bytes(data)
+    tmp.replace(path)
 
 
 def _known_config(kb: KnowledgeBase) -> dict[str, Any]:

@@ -114,6 +114,21 @@ class RecordsCore:
         except NotFoundError:
             return None
 
+    def resolve_team(self, ref: str) -> str:
+        """A team's id from its id or its name."""
+        conn = self.connection()
+        q = self.db.q
+        if self.db.valid_id(ref) and conn.execute(q("SELECT 1 FROM teams WHERE id = ?"), (ref,)).fetchone():
+            return self.db.norm_id(ref)
+        try:
+            with self.db.savepoint(conn):
+                rows = conn.execute(q("SELECT id FROM teams WHERE CAST(name AS TEXT) = ? LIMIT 2"), (ref,)).fetchall()
+        except Exception:  # a server's teams table without names
+            rows = []
+        if len(rows) != 1:
+            raise NotFoundError(f"no team '{ref}'" if not rows else f"more than one team is named '{ref}'; use its id")
+        return str(rows[0][0])
+
     def kb_named(self, name: str) -> KnowledgeBase | None:
         """The KB of that name (any case) among those the user may see, or None."""
         where, args = self.policy.visible()

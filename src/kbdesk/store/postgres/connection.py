@@ -26,12 +26,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from kbdesk.errors import KbdeskError, NotFoundError, StoreError
+from kbdesk.errors import KbdeskError, StoreError
+from kbdesk.store.api import BLOBS
+from kbdesk.store.core.bulk import BulkCore
 from kbdesk.store.core.cache import CacheCore
 from kbdesk.store.core.documents import DocumentsCore
 from kbdesk.store.core.records import RecordsCore
 from kbdesk.store.postgres.access import Identity, ScopePolicy, identity_from_settings, is_uuid
-from kbdesk.store.postgres.bulk import BulkMixin
+from kbdesk.store.postgres.bulk import PgBulk
 from kbdesk.store.postgres.chunks import PgChunks
 from kbdesk.store.postgres.engine import PostgresEngine
 from kbdesk.store.postgres.lookup import LookupMixin
@@ -42,12 +44,12 @@ from kbdesk.store.postgres.security import Session, check_can_open, database_ide
 from kbdesk.store.postgres.vectors import PgVectorIndex
 
 
-class PostgresStore(PgChunks, RecordsCore, DocumentsCore, CacheCore, LookupMixin, BulkMixin):
+class PostgresStore(PgChunks, PgBulk, RecordsCore, DocumentsCore, CacheCore, BulkCore, LookupMixin):
     """kbdesk's store on PostgreSQL + pgvector, in the seed's schema."""
 
     kind = "postgres"
     db = PostgresEngine()
-    capabilities: frozenset[str] = frozenset()  # chat, personas, projects and notes: SQLite only so far
+    capabilities: frozenset[str] = frozenset({BLOBS})
 
     def __init__(self, uri: str, identity: Identity | None = None) -> None:
         if importlib.util.find_spec("psycopg") is None or importlib.util.find_spec("pgvector") is None:
@@ -218,19 +220,6 @@ class PostgresStore(PgChunks, RecordsCore, DocumentsCore, CacheCore, LookupMixin
                      "SET username = excluded.username, is_admin = excluded.is_admin "
                      "WHERE (users.username, users.is_admin) IS DISTINCT FROM (excluded.username, excluded.is_admin)",
                      (self.identity.user_id, self.identity.username, self.identity.admin))
-
-    def resolve_team(self, ref: str) -> str:
-        """A team's id from its id or its name."""
-        conn = self.connection()
-        if is_uuid(ref) and conn.execute("SELECT 1 FROM teams WHERE id = %s", (ref,)).fetchone():
-            return str(ref).lower()
-        try:
-            rows = conn.execute("SELECT id FROM teams WHERE name::text = %s LIMIT 2", (ref,)).fetchall()
-        except Exception:  # a server's teams table without names
-            rows = []
-        if len(rows) != 1:
-            raise NotFoundError(f"no team '{ref}'" if not rows else f"more than one team is named '{ref}'; use its id")
-        return rows[0][0]
 
     def schema_version(self) -> int:
         return current_version(self.connection())

@@ -23,7 +23,11 @@ class PostgresEngine(Engine):
     for_update = " FOR UPDATE"
     list_chunk = 5000
     tables = {"audit_log": "kbdesk_audit_log", "usage_log": "kbdesk_usage_log",
-              "embedding_cache": "kbdesk_embedding_cache"}
+              "embedding_cache": "kbdesk_embedding_cache",
+              # chat (store/core/chat.py, personas.py, notes.py); channels keep their name
+              **{t: f"kbdesk_{t}" for t in ("personas", "persona_knowledge_bases", "projects",
+                                            "project_knowledge_bases", "chat_messages", "chat_tool_calls",
+                                            "notes", "note_vectors")}}
 
     def q(self, sql: str) -> str:
         return _native(sql)

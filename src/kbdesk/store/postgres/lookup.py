@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from kbdesk.store.lookup import mark_stale
-from kbdesk.store.postgres import keyword
+import kbdesk.store.postgres.keyword as keyword
 from kbdesk.store.postgres.values import infer_dimensions
 
 

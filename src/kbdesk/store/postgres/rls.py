@@ -134,7 +134,7 @@ def membership_table(conn: Any, *, create: bool = False) -> tuple[str, bool]:
                              "kbdesk cannot read team membership from it")
         return "team_members", "role" in cols
     if create:
-        from kbdesk.store.postgres.schema import team_members_ddl
+        from kbdesk.store.postgres.seed import team_members_ddl
 
         conn.execute(team_members_ddl("kbdesk_team_members"))
     return "kbdesk_team_members", True

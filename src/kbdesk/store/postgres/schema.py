@@ -21,7 +21,7 @@ from typing import Any
 from kbdesk.errors import SchemaTooNewError, StoreError
 from kbdesk.store.postgres.keyword import install as install_keyword_stats
 from kbdesk.store.postgres.rls import install_row_security
-from kbdesk.store.postgres.seed import MINIMAL_TABLES, SEED_008
+from kbdesk.store.postgres.seed import MINIMAL_TABLES, SEED_008, team_members_ddl
 
 MIGRATION_LOCK = 0x6B62_6465_736B  # "kbdesk": the advisory lock key of migrations
 MISSING_PGVECTOR = (
@@ -46,17 +46,6 @@ def _ensure_pgvector(conn: Any) -> None:
         raise StoreError("pgvector is installed on the server but not enabled in this database, and this user "
                          f"may not enable it ({_first_line(exc)}): ask an administrator to run "
                          "CREATE EXTENSION vector; in this database") from None
-
-
-def team_members_ddl(table: str) -> str:
-    """A team membership table (kbdesk's, where the server has none of its own)."""
-    return f"""CREATE TABLE IF NOT EXISTS {table} (
-            team_id  UUID NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
-            user_id  UUID NOT NULL,
-            role     TEXT NOT NULL DEFAULT 'member' CHECK (role IN ('member', 'admin')),
-            added_at TIMESTAMPTZ NOT NULL DEFAULT now(),
-            PRIMARY KEY (team_id, user_id)
-        )"""
 
 
 def _m001_seed_008(conn: Any) -> None:

@@ -91,3 +91,14 @@ SEED_008 = [
         PRIMARY KEY (channel_id, kb_id)
     )""",
 ]
+
+
+def team_members_ddl(table: str) -> str:
+    """A team membership table (kbdesk's, where the server has none of its own)."""
+    return f"""CREATE TABLE IF NOT EXISTS {table} (
+            team_id  UUID NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+            user_id  UUID NOT NULL,
+            role     TEXT NOT NULL DEFAULT 'member' CHECK (role IN ('member', 'admin')),
+            added_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+            PRIMARY KEY (team_id, user_id)
+        )"""
