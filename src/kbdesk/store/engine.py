@@ -114,7 +114,7 @@ class Engine:
 SqliteEngine = Engine
 
 
-class _TableNames(dict):  # type: ignore[type-arg]
+class _TableNames(dict[str, str]):
     """``{name}`` → the engine's name for that table."""
 
     def __init__(self, engine: Engine) -> None:
