@@ -42,6 +42,7 @@ def serve_command(state, host, port, allow_remote, cors_origins, ssl_certfile, s
     Every request needs a token (kbdesk token create). Uploads are indexed by the same
     pipeline as kbdesk add; documents a stop interrupted are finished at the next start.
     """
+    _need("uvicorn", "fastapi", "multipart")
     import uvicorn
 
     from kbdesk.serve import create_app
@@ -78,6 +79,15 @@ def serve_command(state, host, port, allow_remote, cors_origins, ssl_certfile, s
                 ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile, timeout_graceful_shutdown=30)
 
 
+def _need(*modules: str) -> None:
+    """The serve extra's packages, or one line saying how to install them."""
+    import importlib.util
+
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise click.ClickException(f"this command needs {', '.join(missing)}: pip install 'kbdesk[serve]'")
+
+
 def _label(desk) -> str:
     store = desk.store
     return store.label if store.kind == "postgres" else str(desk.db_path)
@@ -91,6 +101,7 @@ def mcp_command(state) -> None:
     Tools: kb_search, kb_list, note_search; each KB's documents are resources.
     An MCP client starts it itself: see the README for the configuration snippet.
     """
+    _need("mcp")
     from kbdesk.mcp.server import run
 
     if sys.stdin.isatty():
