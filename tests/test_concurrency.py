@@ -1,21 +1,23 @@
-"""Two writer threads and a reader at once: no 'database is locked', integrity intact."""
+"""Two writer threads and a reader at once: no 'database is locked' or deadlock, integrity intact (every
+engine); two stores on one SQLite file; connections of finished threads released."""
 
 import threading
 import time
 
 import numpy as np
 
+from engine_checks import assert_sound, count, reopen
+
 from kbdesk import open_desk
 
 
-def test_two_writers_and_a_reader(tmp_path):
-    db = tmp_path / "busy.db"
-    desk = open_desk(db)
+def test_two_writers_and_a_reader(engine_desk):
+    desk = engine_desk
     desk.create_kb("shared", model_id="m", dimensions=16)
     errors: list[BaseException] = []
     written = {"a": 0, "b": 0}
     reads = [0]
-    stop = time.monotonic() + 3.0
+    stop = time.monotonic() + 2.5
 
     def writer(tag: str) -> None:
         rng = np.random.default_rng(hash(tag) % 2**32)
@@ -50,19 +52,12 @@ def test_two_writers_and_a_reader(tmp_path):
     assert not errors, errors
     assert written["a"] > 5 and written["b"] > 5 and reads[0] > 5
 
-    # a second process-level connection (a second "process") sees a consistent file
-    other = open_desk(db)
-    conn = other.store.connection()
-    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    conn.execute("INSERT INTO kb_chunks_fts(kb_chunks_fts) VALUES ('integrity-check')")
-    kb = other.kb("shared")
-    docs = conn.execute("SELECT count(*) FROM kb_documents").fetchone()[0]
-    chunks = conn.execute("SELECT count(*) FROM kb_chunks").fetchone()[0]
-    assert (kb.document_count, kb.chunk_count) == (docs, chunks)
-    expected_docs = sum(w - w // 5 for w in written.values())
-    assert docs == expected_docs
-    other.close()
-    desk.close()
+    # a second process-level connection (a second "process") sees a consistent database
+    with reopen(desk) as other:
+        assert_sound(other)
+        kb = other.kb("shared")
+        assert (kb.document_count, kb.chunk_count) == (count(other, "kb_documents"), count(other, "kb_chunks"))
+        assert count(other, "kb_documents") == sum(w - w // 5 for w in written.values())
 
 
 def test_two_stores_on_one_file_write_without_locking_errors(tmp_path):
