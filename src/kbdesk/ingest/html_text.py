@@ -8,6 +8,22 @@ line of the first section. Hidden content is dropped: <script>, <style>, <templa
 start new lines, paragraphs and the like are separated by a blank line, table cells
 are joined with " | ", and <pre> keeps its whitespace.
 
+Main content only. Page furniture is not text of the page: <nav>; <header>, <footer>
+and <aside> outside the page's <main>/<article>; elements whose ``role`` is navigation,
+search, banner, contentinfo or complementary; and the classes documentation generators
+give their chrome (:data:`_CHROME_CLASSES`: DocBook's navheader/navfooter and
+mini-TOCs, Sphinx's sidebar, "related" bars, footer and heading anchors). When the page
+marks its main content (<main>, ``role="main"``), only that is read (and the title).
+A heading inside an admonition (DocBook's ``<div class="note"><h3>Note</h3>``, the
+classes of :data:`_ADMONITION_CLASSES`) is a line of the box, not a section: the
+section around it keeps its heading path.
+
+Navigation pages: a generated index (the markup of :data:`_INDEX_CLASSES` in its main
+content), a page whose main text is mostly link text (at least
+:data:`INDEX_LINK_SHARE` of its words, with at least :data:`INDEX_MIN_LINKS` links), or
+a search form with almost no text is indexed by its title alone, with ``"page_kind": "index"`` or ``"search"`` in
+its metadata: its links would otherwise match every query about the pages they name.
+
 Speed: the handlers run once per tag and per run of text, so they do little each time:
 one dict look-up tells what a tag is, text outside <pre> is kept raw and its whitespace
 collapsed once per line, and html.parser's line/column bookkeeping is switched off.
@@ -36,13 +52,31 @@ _IMPLIED = {"li": ({"li"}, {"ul", "ol"}), "dt": ({"dt", "dd"}, {"dl"}),
             "option": ({"option"}, {"select"}),
             **{h: (_HEADINGS, {"body"}) for h in _HEADINGS}}
 _HIDING_ATTRIBUTES = frozenset({"hidden", "aria-hidden", "style"})
+_CHROME_TAGS = frozenset({"nav"})
+_EDGE_TAGS = frozenset({"header", "footer", "aside"})  # chrome outside <main>/<article>
+_CHROME_ROLES = frozenset({"navigation", "search", "banner", "contentinfo", "complementary"})
+_CHROME_CLASSES = frozenset({
+    "navheader", "navfooter", "toc",  # DocBook: Prev/Up/Home/Next bars, a page's mini-TOC
+    "sphinxsidebar", "sphinxsidebarwrapper", "related", "footer", "headerlink",  # Sphinx
+    "toctree-wrapper",  # Sphinx: a page's table of contents
+    "mobile-nav", "breadcrumb", "breadcrumbs", "navbar", "skip-link", "edit-this-page",
+})
+_ADMONITION_CLASSES = frozenset({"note", "tip", "warning", "caution", "important", "admonition", "seealso",
+                                 "hint", "danger", "attention", "error"})
+_MAIN = re.compile(r"<main[\s>]|role\s*=\s*[\"']?main\b", re.IGNORECASE)
+# a generated index: DocBook's <div class="index">, Sphinx's index tables and letter bars
+_INDEX_CLASSES = frozenset({"index", "indextable", "genindextable", "modindextable", "genindex-jumpbox",
+                            "modindex-jumpbox"})
+INDEX_LINK_SHARE = 0.8
+INDEX_MIN_LINKS = 30
+SEARCH_PAGE_MAX_WORDS = 100
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden")
 _BLANK_LINES = re.compile(r"\n{3,}")
 
 # What a tag is, as bits, so that each tag costs one dict look-up; ordinary inline
 # elements (<a>, <b>, <span>, ...) are 0.
 (_K_BLOCK, _K_PARAGRAPH, _K_HEADING, _K_VOID, _K_SKIP, _K_IMPLIED, _K_CELL, _K_PRE, _K_TITLE,
- _K_BREAK) = (1 << n for n in range(10))
+ _K_BREAK, _K_MAIN, _K_ADMONITION) = (1 << n for n in range(12))  # the last two: set per element
 
 
 def _kinds() -> dict[str, int]:
@@ -59,25 +93,54 @@ def _kinds() -> dict[str, int]:
 _KIND = _kinds()
 
 
-def _hidden_by_attributes(attrs: list[tuple[str, str | None]]) -> bool:
+_HIDE, _ADMONITION, _MAIN_CONTENT, _INDEX = 1, 2, 4, 8  # what an element's attributes make it
+
+
+def _attribute_flags(attrs: list[tuple[str, str | None]]) -> int:
+    """Whether the attributes hide an element (hidden, aria-hidden, a hiding style, a
+    chrome role or class), make it an admonition box or the page's main content."""
+    flags = 0
     for name, value in attrs:
-        if name in _HIDING_ATTRIBUTES:
+        if not value:
             if name == "hidden":
-                return True
-            if value:
-                value = value.lower()
-                if (value.strip() == "true" if name == "aria-hidden"
-                        else _HIDDEN_STYLE.search(value) is not None):
-                    return True
-    return False
+                return _HIDE
+            continue
+        if name == "class":
+            classes = value.split()
+            if not _CHROME_CLASSES.isdisjoint(classes):
+                return _HIDE
+            if not _ADMONITION_CLASSES.isdisjoint(classes):
+                flags |= _ADMONITION
+            if not _INDEX_CLASSES.isdisjoint(classes):
+                flags |= _INDEX
+        elif name == "role":
+            value = value.strip().lower()
+            if value in _CHROME_ROLES:
+                return _HIDE
+            if value == "main":
+                flags |= _MAIN_CONTENT
+        elif name in _HIDING_ATTRIBUTES:
+            value = value.lower()
+            if name == "hidden" or (value.strip() == "true" if name == "aria-hidden"
+                                    else _HIDDEN_STYLE.search(value) is not None):
+                return _HIDE
+    return flags
 
 
 class _HtmlText(HTMLParser):
-    def __init__(self) -> None:
+    def __init__(self, has_main: bool = False) -> None:
         super().__init__(convert_charrefs=True)
-        self.stack: list[tuple[str, bool, int]] = []  # open elements: (tag, hidden, kind)
+        # open elements: (tag, hidden, kind); hidden is 1 for an element that hides its
+        # content, -1 for the main content that shows what is outside it hidden, else 0
+        self.stack: list[tuple[str, int, int]] = []
         self.open: dict[str, int] = {}  # tag → how many are on the stack (O(1) lookups)
-        self.hidden = self.pre = 0
+        # with a marked main content, everything starts hidden until it opens
+        self.outside = int(has_main)
+        self.hidden, self.pre = self.outside, 0
+        self.main = 0  # open <main>/<article>/role=main elements
+        self.admonition = 0  # open admonition boxes
+        self.text_words = self.link_words = self.links = 0
+        self.search_form = self.index_marker = False
         self.title: str | None = None
         self.title_parts: list[str] | None = None
         self.heading: list[str] | None = None
@@ -116,11 +179,14 @@ class _HtmlText(HTMLParser):
     def handle_starttag(self, tag, attrs):
         kind = _KIND.get(tag, 0)
         open_count = self.open
+        flags = _attribute_flags(attrs) if attrs else 0
         if not kind:  # an inline element: only whether it hides its content matters
-            hidden = bool(attrs) and _hidden_by_attributes(attrs)
+            hidden = flags & _HIDE
             self.stack.append((tag, hidden, 0))
             open_count[tag] = open_count.get(tag, 0) + 1
             self.hidden += hidden
+            if tag == "a" and not self.hidden:
+                self.links += 1
             return
         if kind & _K_IMPLIED:
             closes, stops = _IMPLIED[tag]
@@ -133,21 +199,32 @@ class _HtmlText(HTMLParser):
                         break
         if kind & _K_BLOCK and open_count.get("p"):
             self.handle_endtag("p")
-        if kind & _K_TITLE and self.title is None and not self.hidden:
+        if kind & _K_TITLE and self.title is None and self.hidden <= self.outside:
             self.title_parts = []
         if kind & _K_VOID:
+            if tag == "input" and not self.hidden and open_count.get("form"):
+                self.search_form = self.search_form or dict(attrs).get("type", "text") in ("text", "search")
             if kind & _K_BREAK and not self.hidden:
                 self._break(blank=tag == "hr")
             return
-        hidden = bool(kind & _K_SKIP) or (bool(attrs) and _hidden_by_attributes(attrs))
+        hidden = 1 if (kind & _K_SKIP or flags & _HIDE or tag in _CHROME_TAGS
+                       or (tag in _EDGE_TAGS and not self.main)) else 0
+        if not hidden and (tag == "main" or tag == "article" or flags & _MAIN_CONTENT):
+            kind |= _K_MAIN
+            if self.main == 0 and self.outside:
+                hidden = -1  # the main content: what is inside shows
+            self.main += 1
+        if flags & _INDEX and not self.hidden and kind & _K_BLOCK:
+            self.index_marker = True
+        if flags & _ADMONITION and not hidden:
+            kind |= _K_ADMONITION
+            self.admonition += 1
         self.stack.append((tag, hidden, kind))
         open_count[tag] = open_count.get(tag, 0) + 1
-        if hidden:
-            self.hidden += 1
-            return
+        self.hidden += hidden
         if self.hidden:
             return
-        if kind & _K_HEADING and self.heading is None:
+        if kind & _K_HEADING and self.heading is None and not self.admonition:
             self._flush_block()
             self.heading = []
         elif kind & _K_CELL and self.line_has_text:
@@ -168,6 +245,10 @@ class _HtmlText(HTMLParser):
         while stack:
             open_tag, hidden, kind = stack.pop()
             open_count[open_tag] -= 1
+            if kind & _K_MAIN:
+                self.main -= 1
+            if kind & _K_ADMONITION:
+                self.admonition -= 1
             if kind and not self.hidden:  # closing a visible element that is not inline
                 if kind & _K_BLOCK:
                     self._break(blank=bool(kind & _K_PARAGRAPH))
@@ -191,6 +272,10 @@ class _HtmlText(HTMLParser):
         if self.hidden:
             return
         if data and not data.isspace():
+            words = len(data.split())
+            self.text_words += words
+            if self.open.get("a"):
+                self.link_words += words
             self.line_has_text = True
             if self.heading is None:
                 self.has_body = True
@@ -207,7 +292,7 @@ class _HtmlText(HTMLParser):
 
 
 def extract_html(text: str) -> list[Section]:
-    parser = _HtmlText()
+    parser = _HtmlText(has_main=_MAIN.search(text) is not None)
     try:
         parser.feed(text)
         parser.close()
@@ -215,6 +300,12 @@ def extract_html(text: str) -> list[Section]:
         raise ExtractionError(f"HTML could not be parsed ({exc})") from None
     parser._flush_block()
     extra = {"title": parser.title} if parser.title else {}
+    kind = _page_kind(parser)
+    if kind:
+        title = parser.title or next((t for _, t, _ in parser.blocks if t), "").split("\n")[0]
+        if not title:
+            raise ExtractionError("HTML has no visible text")
+        return [Section(title, {"headings": [], **extra, "page_kind": kind})]
     sections = sections_from_blocks(parser.blocks, extra)
     if parser.title:
         if sections:
@@ -224,3 +315,14 @@ def extract_html(text: str) -> list[Section]:
     if not sections:
         raise ExtractionError("HTML has no visible text")
     return sections
+
+
+def _page_kind(parser: _HtmlText) -> str | None:
+    """"index" for a page of links (an index, a table of contents), "search" for a
+    search form with almost no text, else None (a page of content)."""
+    if parser.index_marker or (parser.links >= INDEX_MIN_LINKS
+                               and parser.link_words >= INDEX_LINK_SHARE * parser.text_words):
+        return "index"
+    if parser.search_form and sum(len(t.split()) for _, t, _ in parser.blocks) <= SEARCH_PAGE_MAX_WORDS:
+        return "search"
+    return None
