@@ -66,6 +66,28 @@ def _marks(values: Sequence[Any]) -> str:
     return ",".join("?" * len(values))
 
 
+def bounds(terms: Sequence[str], counts: Sequence[int], budget: int) -> tuple[list[int], list[int]]:
+    """(gate, scored) as positions in ``terms``, given the rows each term matches.
+
+    When the counts add up past ``budget``, rows must hold one of the rarest terms (the
+    rarest always; then the next rarest while the sum stays within the budget) and
+    terms matching more than ``SCORED_TERM_BUDGETS`` budgets leave the score. Both are
+    every position otherwise. The same rule bounds a query on both engines.
+    """
+    every = list(range(len(terms)))
+    if sum(counts) <= budget:
+        return every, every
+    first = {t: terms.index(t) for t in terms}
+    gate: set[int] = set()
+    spent = 0
+    for i in sorted(every, key=lambda i: (counts[i], first[terms[i]])):
+        if gate and spent + counts[i] > budget:
+            break
+        gate.add(i)
+        spent += counts[i]
+    return sorted(gate), [i for i in every if i in gate or counts[i] <= budget * SCORED_TERM_BUDGETS]
+
+
 class LookupMixin:
     """Needs ``connection()``, ``read()`` and ``vectors`` from the store."""
 
@@ -110,16 +132,10 @@ class LookupMixin:
         terms = list(terms)
         budget = KEYWORD_POSTINGS_BUDGET if budget is None else budget
         df = self._document_frequencies(terms, budget)
-        if df is None or sum(df.values()) <= budget:
+        if df is None:
             return terms, terms
-        gate: set[str] = set()
-        spent = 0
-        for term in sorted(terms, key=lambda t: (df[t], terms.index(t))):
-            if gate and spent + df[term] > budget:
-                break
-            gate.add(term)
-            spent += df[term]
-        return [t for t in terms if t in gate], [t for t in terms if t in gate or df[t] <= budget * SCORED_TERM_BUDGETS]
+        gate, scored = bounds(terms, [df[t] for t in terms], budget)
+        return [terms[i] for i in gate], [terms[i] for i in scored]
 
     def bounded_fts_query(self, text: str, budget: int | None = None) -> str:
         """:func:`fts_query`, bounded when the index is large and the words common.

@@ -48,7 +48,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kbdesk.store.lookup import SCORED_TERM_BUDGETS, query_terms
+from kbdesk.store.lookup import SCORED_TERM_BUDGETS, bounds, query_terms
 from kbdesk.textnorm import diacritic_pairs, fold_diacritics
 
 K1 = 1.2  # FTS5's bm25() constants (fts5_aux.c)
@@ -304,19 +304,7 @@ def bounded(terms: Sequence[str], df: dict[str, int], rows: int,
     if len(terms) <= 1 or rows * len(terms) <= budget:
         return every, every
     cap = budget * SCORED_TERM_BUDGETS + 1  # SQLite counts no further
-    counts = [min(df.get(t, 0), cap) for t in terms]
-    if sum(counts) <= budget:
-        return every, every
-    first = {t: terms.index(t) for t in terms}
-    gate: set[int] = set()
-    spent = 0
-    for i in sorted(every, key=lambda i: (counts[i], first[terms[i]])):
-        if gate and spent + counts[i] > budget:
-            break
-        gate.add(i)
-        spent += counts[i]
-    scored = [i for i in every if i in gate or counts[i] <= budget * SCORED_TERM_BUDGETS]
-    return sorted(gate), scored
+    return bounds(terms, [min(df.get(t, 0), cap) for t in terms], budget)
 
 
 def query_words(text: str) -> list[str]:
