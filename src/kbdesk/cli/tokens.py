@@ -63,10 +63,10 @@ def list_(state, include_revoked, as_json) -> None:
     if not tokens:
         stdout().print(plain("No tokens. Make one with: kbdesk token create --user NAME"))
         return
-    out = table("token", "id", "user", "permissions", "created", "last used", "state", "label")
+    out = table("token", "user", "permissions", "last used", "state", "label")
+    out.columns[0].no_wrap = True
     for t in tokens:
-        out.add_row(plain(t.prefix + "…"), t.id[:8], plain(t.username),
-                    ", ".join(sorted(t.permissions)) or "read-only", t.created_at[:16].replace("T", " "),
+        out.add_row(plain(t.prefix + "…"), plain(t.username), ", ".join(sorted(t.permissions)) or "read-only",
                     (t.last_used_at or "never")[:16].replace("T", " "), "revoked" if t.revoked_at else "active",
                     plain(t.label))
     stdout().print(out)

@@ -88,7 +88,7 @@ class Tokens:
                label: str = "") -> tuple[ApiToken, str]:
         """A new token for ``username``: (what is stored, the token to hand over once)."""
         chosen = check_permissions(permissions)
-        label = " ".join((label or "").split())[:MAX_LABEL]
+        label = " ".join("".join(ch if ch.isprintable() else " " for ch in label or "").split())[:MAX_LABEL]
         secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
         token = ApiToken(str(uuid.uuid4()), secret[:SHOWN_CHARS], str(user_id), username, chosen, label, _now(),
                          None, None)
