@@ -211,9 +211,34 @@ def test_truncated_and_garbage_pdfs_fail_cleanly():
 
 def test_encrypted_pdf():
     pdf = make_pdf([text_page("Classified")])
-    assert fails(encrypt(pdf, "hunter2"), "locked.pdf") == "PDF is encrypted"
+    assert fails(encrypt(pdf, "hunter2"), "locked.pdf") == "PDF is encrypted: it needs a password to open"
     # only an owner password (restricts printing etc.): readable with the empty password
     assert extract_bytes(encrypt(pdf, ""), "owner-only.pdf").text == "Classified"
+
+
+@pytest.mark.parametrize("algorithm", ["AES-128", "AES-256"])
+def test_aes_encrypted_pdf_with_an_empty_open_password_is_read(algorithm):
+    import io
+
+    import pypdf
+
+    writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(make_pdf([text_page("Quarterly plan")]))))
+    writer.encrypt(user_password="", owner_password="owner-secret", algorithm=algorithm)
+    out = io.BytesIO()
+    writer.write(out)
+    assert extract_bytes(out.getvalue(), "aes.pdf").text == "Quarterly plan"
+    writer.encrypt(user_password="hunter2", owner_password="owner-secret", algorithm=algorithm)
+    locked = io.BytesIO()
+    writer.write(locked)
+    assert fails(locked.getvalue(), "aes-locked.pdf") == "PDF is encrypted: it needs a password to open"
+
+
+def test_brotli_compressed_pdf_streams_are_read():
+    import brotli
+
+    data = brotli.compress(b"BT /F1 12 Tf 72 720 Td (Compressed with Brotli) Tj ET")
+    page = b"<< /Length %d /Filter /BrotliDecode >>\nstream\n%s\nendstream" % (len(data), data)
+    assert extract_bytes(make_pdf([page]), "brotli.pdf").text == "Compressed with Brotli"
 
 
 def test_image_only_pdf_is_an_error_not_an_empty_document():

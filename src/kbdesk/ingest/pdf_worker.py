@@ -249,6 +249,15 @@ def _clean(text: str) -> str:
     return text.encode("utf-8", "replace").decode("utf-8")
 
 
+NEEDS_PASSWORD = "PDF is encrypted: it needs a password to open"
+
+
+def _missing_dependency(exc: BaseException) -> str:
+    """pypdf needs a package kbdesk depends on (``pypdf[crypto,brotli]``) and it is missing."""
+    package = "brotli" if "brotli" in str(exc).lower() else "cryptography"
+    return f"PDF needs the '{package}' package, which is missing from this installation (pip install {package})"
+
+
 def extract_pages(data: bytes) -> tuple[list[str], list[str]]:
     """Child-side extraction; raises ``_Failure`` (readable) for whole-document errors."""
     import io
@@ -267,15 +276,16 @@ def extract_pages(data: bytes) -> tuple[list[str], list[str]]:
 
     try:
         reader = pypdf.PdfReader(io.BytesIO(data))
+        # an empty open password (permissions only) is read as if there were none
         if reader.is_encrypted and reader.decrypt("") == pypdf.PasswordType.NOT_DECRYPTED:
-            raise _Failure("PDF is encrypted")
+            raise _Failure(NEEDS_PASSWORD)
         count = len(reader.pages)
     except _Failure:
         raise
-    except DependencyError:
-        raise _Failure("PDF is encrypted with AES; reading it needs the 'cryptography' package") from None
+    except DependencyError as exc:
+        raise _Failure(_missing_dependency(exc)) from None
     except FileNotDecryptedError:
-        raise _Failure("PDF is encrypted") from None
+        raise _Failure(NEEDS_PASSWORD) from None
     except LimitReachedError as exc:
         raise _Failure(f"PDF {_limit_message(exc)}") from None
     except RecursionError:
@@ -293,10 +303,10 @@ def extract_pages(data: bytes) -> tuple[list[str], list[str]]:
     for number in range(1, count + 1):
         try:
             text = _clean(reader.pages[number - 1].extract_text() or "")
-        except DependencyError:
-            raise _Failure("PDF is encrypted with AES; reading it needs the 'cryptography' package") from None
+        except DependencyError as exc:
+            raise _Failure(_missing_dependency(exc)) from None
         except FileNotDecryptedError:
-            raise _Failure("PDF is encrypted") from None
+            raise _Failure(NEEDS_PASSWORD) from None
         except LimitReachedError as exc:
             errors.append(f"page {number}: {_limit_message(exc)}")
             text = ""
