@@ -115,8 +115,8 @@ async def test_status_colours_follow_the_theme(tui_desk, corpus):
         await pilot.press("enter")
         await settle(pilot)
         table = app.screen.query_one(DocumentsTable)
-        before = table.get_cell_at((0, 3)).style
+        before = table.get_row_at(0)[4].style  # the status cell
         app.theme = "textual-light"
         await settle(pilot)
-        after = table.get_cell_at((0, 3)).style
+        after = table.get_row_at(0)[4].style
         assert after == palette(app)["ok"] and after != before

@@ -70,7 +70,7 @@ async def test_add_a_folder_and_watch_every_document_finish(tui_desk, corpus):
         detail = app.screen
         assert isinstance(detail, KbDetailScreen)
         table = detail.query_one(DocumentsTable)
-        rows = {row.filename: row for row in table.rows_by_id.values()}
+        rows = {row.path: row for row in table.rows_by_id.values()}
         assert set(rows) == {"guide.md", "notes/meeting.txt", "people.csv", "page.html", "broken.pdf"}
         assert {name: row.status for name, row in rows.items() if name != "broken.pdf"} == dict.fromkeys(
             ["guide.md", "notes/meeting.txt", "people.csv", "page.html"], "ready")
@@ -101,7 +101,7 @@ async def test_remove_a_document_then_delete_the_kb(tui_desk, corpus):
         table = app.screen.query_one(DocumentsTable)
         assert table.row_count == 2
         target = table.selected.filename
-        await pilot.press("x")
+        await pilot.press("d")  # d removes, on every screen
         await settle(pilot)
         assert isinstance(app.screen, ConfirmScreen)
         assert target in str(app.screen.question)
@@ -185,7 +185,7 @@ async def test_create_with_a_model_then_rebuild_and_reembed(vector_desk, corpus)
         detail._add(type("Request", (), {"paths": [str(corpus)], "include": ["*.md", "*.txt"], "exclude": [],
                                          "sync": False})())
         await settle(pilot)
-        assert sorted(r.filename for r in detail.query_one(DocumentsTable).rows_by_id.values()) == [
+        assert sorted(r.path for r in detail.query_one(DocumentsTable).rows_by_id.values()) == [
             "guide.md", "notes/meeting.txt"]
         # rebuild, after a confirmation
         await pilot.press("b")

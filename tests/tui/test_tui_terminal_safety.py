@@ -76,7 +76,7 @@ async def test_documents_table_and_dialogs_show_names_escaped(tui_desk, tmp_path
         assert_screen_inert(app)
         # the removal dialog quotes the raw name; so does the notification after it
         table.move_cursor(row=table.get_row_index(raw_id))
-        await pilot.press("x")
+        await pilot.press("d")
         await settle(pilot)
         assert isinstance(app.screen, ConfirmScreen)
         assert SHOWN in str(app.screen.query_one(".dialog-title", Static).render())

@@ -25,11 +25,14 @@ from kbdesk.models import KnowledgeBase
 from kbdesk.textsafe import inert_line
 from kbdesk.tui.messages import IngestProgress
 from kbdesk.tui.progress import IngestTracker
+from kbdesk.tui.workers import Blocking
 
 INGEST_GROUP = "ingest"
+AUTO_RESUME_ENV = "KBDESK_AUTO_RESUME"
+"""Set to 1 to resume unfinished documents as soon as the app finds them (``make_app(auto_resume=...)``)."""
 
 
-class KbdeskApp(App[None]):
+class KbdeskApp(Blocking, App[None]):
     """Knowledge bases, live ingestion, search and settings over one desk."""
 
     CSS_PATH = "app.tcss"
@@ -38,23 +41,84 @@ class KbdeskApp(App[None]):
     BINDINGS = [
         Binding("f1,question_mark", "help", "Help", id="app.help"),
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
-        # not in the footers (full at 80 columns); listed by help and the command palette
+        # shown in the footer of the KB list (which binds them too); help and the palette list them
         Binding("c", "open_chat", "Chat", id="app.chat", show=False),
         Binding("j", "open_notes", "Notes", id="app.notes", show=False),
     ]
 
-    def __init__(self, desk: Any, *, owns_desk: bool = False, watch_css: bool = False) -> None:
+    def __init__(self, desk: Any, *, owns_desk: bool = False, watch_css: bool = False,
+                 auto_resume: bool = False) -> None:
         super().__init__(watch_css=watch_css)
         self.desk = desk
         self._owns_desk = owns_desk
+        self.auto_resume = auto_resume
+        """Resume unfinished documents as soon as they are found, without asking."""
         self.trackers: dict[str, IngestTracker] = {}
         self._ingest_workers: dict[str, Worker[Any]] = {}
+        self.unfinished: dict[str, int] = {}
+        """Unfinished documents by KB id, as last counted (no run of this app holds them)."""
 
     # ── lifecycle ──────────────────────────────────────────────────────────────
     def on_mount(self) -> None:
         from kbdesk.tui.screens.kb_list import KbListScreen
 
         self.push_screen(KbListScreen())
+        self.count_unfinished(announce=True)
+
+    # ── unfinished documents (a run that was stopped or killed) ────────────────
+    def count_unfinished(self, announce: bool = False) -> None:
+        """Count them in a worker; screens hear of it through ``unfinished_changed``."""
+        def count() -> dict[str, int]:
+            out: dict[str, int] = {}
+            for doc in self.desk.unfinished_documents():
+                out[doc.kb_id] = out.get(doc.kb_id, 0) + 1
+            return out
+
+        self.in_thread(count, doing="counting unfinished documents", group="unfinished", exclusive=True,
+                       done=lambda counts: self._counted(counts, announce))
+
+    def _counted(self, counts: dict[str, int], announce: bool) -> None:
+        self.unfinished = {kb_id: n for kb_id, n in counts.items() if not self.ingesting(kb_id)}
+        self._tell_unfinished()
+        total = sum(self.unfinished.values())
+        if not total:
+            return
+        if self.auto_resume:
+            self.action_resume_all()
+        elif announce:
+            self.notify(f"{total} document(s) were left unfinished when indexing last stopped. "
+                        "Press u to resume them.", title="Unfinished documents", severity="warning", timeout=10,
+                        markup=False)
+
+    def resume(self, kb: KnowledgeBase, *, expected: int = 0) -> IngestTracker | None:
+        """Finish what earlier runs left of ``kb`` (a worker, with progress like any add)."""
+        desk, kb_id = self.desk, kb.id
+        tracker = self.start_ingest(kb, "Resuming", lambda on_event: desk.ingestor(on_event=on_event).resume(kb_id),
+                                    expected=expected or self.unfinished.get(kb.id, 0))
+        if tracker is not None:
+            self.unfinished.pop(kb.id, None)
+        return tracker
+
+    def action_resume_all(self) -> None:
+        """Resume every KB with unfinished documents (one run each)."""
+        pending = dict(self.unfinished)
+        if not pending:
+            self.notify("Nothing to resume: no document was left unfinished", markup=False)
+            return
+
+        def start(kbs: list[KnowledgeBase]) -> None:
+            for kb in kbs:
+                if kb.id in pending:
+                    self.resume(kb, expected=pending[kb.id])
+            self._tell_unfinished()
+
+        self.in_thread(self.desk.list_kbs, doing="finding the KBs to resume", done=start)
+
+    def _tell_unfinished(self) -> None:
+        for screen in self.screen_stack:
+            changed = getattr(screen, "unfinished_changed", None)
+            if changed is not None and screen.is_mounted:
+                changed()
 
     def on_unmount(self) -> None:
         if self._owns_desk:
@@ -129,7 +193,10 @@ class KbdeskApp(App[None]):
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker = event.worker
-        if worker.group != INGEST_GROUP or event.state not in (WorkerState.SUCCESS, WorkerState.ERROR):
+        if worker.group != INGEST_GROUP:
+            super().on_worker_state_changed(event)  # the app's own in_thread calls
+            return
+        if event.state not in (WorkerState.SUCCESS, WorkerState.ERROR):
             return
         kb_id = next((k for k, w in self._ingest_workers.items() if w is worker), None)
         tracker = self.trackers.get(kb_id) if kb_id else None
@@ -145,6 +212,7 @@ class KbdeskApp(App[None]):
                 finished = getattr(screen, "ingest_finished", None)
                 if finished is not None and screen.is_mounted:
                     finished(kb_id)
+            self.count_unfinished()
 
     # ── config ─────────────────────────────────────────────────────────────────
     def config_changed(self) -> None:
@@ -229,14 +297,21 @@ class KbdeskApp(App[None]):
                             self.action_open_chat)
         yield SystemCommand("Notes", "Write, edit and search short notes (j)", self.action_open_notes)
         yield SystemCommand("Help", "Keys and how kbdesk works", self.action_help)
+        if self.unfinished:
+            yield SystemCommand(f"Resume {sum(self.unfinished.values())} unfinished document(s)",
+                                "Finish what an earlier indexing run left half-way, in every KB (u)",
+                                self.action_resume_all)
         commands = getattr(screen, "palette_commands", None)
         if commands is not None:
             yield from commands()
 
 
-def make_app(desk: Any, *, owns_desk: bool = False) -> KbdeskApp:
-    """The app over ``desk`` (from :func:`kbdesk.open_desk`): the one factory."""
-    return KbdeskApp(desk, owns_desk=owns_desk)
+def make_app(desk: Any, *, owns_desk: bool = False, auto_resume: bool | None = None) -> KbdeskApp:
+    """The app over ``desk`` (from :func:`kbdesk.open_desk`): the one factory. ``auto_resume``
+    (default: ``$KBDESK_AUTO_RESUME`` set to 1) resumes unfinished documents without asking."""
+    if auto_resume is None:
+        auto_resume = os.environ.get(AUTO_RESUME_ENV, "").strip().lower() in ("1", "true", "yes")
+    return KbdeskApp(desk, owns_desk=owns_desk, auto_resume=auto_resume)
 
 
 def build_app(db: str | os.PathLike[str] | None = None, home: str | os.PathLike[str] | None = None) -> KbdeskApp:

@@ -28,6 +28,8 @@ class DocProgress:
     done: int = 0
     """Chunks embedded so far (embedding), or the chunk count (ready)."""
     total: int = 0
+    size: int = 0
+    """Bytes of the file, as found when it was queued."""
 
 
 class IngestTracker:
@@ -45,6 +47,7 @@ class IngestTracker:
         self._clock = clock
         self._lock = threading.Lock()
         self._docs: dict[str, DocProgress] = {}
+        self._final = 0  # documents of _docs that are ready or failed (counts() is called on every tick)
         self._dirty: set[str] = set()
         self._last = float("-inf")
         self._chunks: tuple[int, int] | None = None  # re-embedding: chunks done / total
@@ -88,7 +91,8 @@ class IngestTracker:
         if kind == "removed":
             self.removed.append(event.filename)
             if doc_id:
-                self._docs.pop(doc_id, None)
+                gone = self._docs.pop(doc_id, None)
+                self._final -= gone is not None and gone.status in FINAL
                 self._dirty.add(doc_id)
             return
         if doc_id is None:
@@ -97,7 +101,7 @@ class IngestTracker:
             return
         old = self._docs.get(doc_id) or DocProgress(doc_id, event.filename, "pending")
         if kind == "queued":
-            new = DocProgress(doc_id, event.filename, event.status or "pending")
+            new = DocProgress(doc_id, event.filename, event.status or "pending", size=event.size)
         elif kind == "status":
             new = replace(old, status=event.status or old.status, error=None, done=0, total=0)
         elif kind == "embedded":
@@ -108,6 +112,7 @@ class IngestTracker:
             new = replace(old, status="error", error=event.detail or old.error)
         else:
             return
+        self._final += (new.status in FINAL) - (doc_id in self._docs and self._docs[doc_id].status in FINAL)
         self._docs[doc_id] = new
         self._dirty.add(doc_id)
 
@@ -139,8 +144,7 @@ class IngestTracker:
         with self._lock:
             if self._chunks is not None:
                 return self._chunks
-            done = sum(1 for d in self._docs.values() if d.status in FINAL)
-            return done, max(self._expected, len(self._docs))
+            return self._final, max(self._expected, len(self._docs))
 
     def summary(self) -> str:
         with self._lock:

@@ -11,14 +11,15 @@ from textual import on
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import DataTable, Footer, Header, ProgressBar, Static
+from textual.widgets import Footer, Header, ProgressBar, Static
 
-from kbdesk.models import Document, KnowledgeBase
+from kbdesk.models import KnowledgeBase
 from kbdesk.textsafe import inert_line
 from kbdesk.tui.format import human_size, model_label, palette
 from kbdesk.tui.progress import DocProgress, IngestTracker
 from kbdesk.tui.screens.base import DeskScreen
 from kbdesk.tui.screens.confirm import ConfirmScreen
+from kbdesk.tui.widgets.doc_rows import FILTER_ORDER, FILTERS, IN_FLIGHT, DocRow, build_rows
 from kbdesk.tui.widgets.documents_table import DocumentsTable
 
 EMPTY = "No documents yet. Press a to add files or a whole folder (with include/exclude patterns)."
@@ -29,11 +30,13 @@ class KbDetailScreen(DeskScreen):
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back", id="kb.back"),
         Binding("a", "add_files", "Add", id="kb.add"),
-        Binding("x,delete", "remove_document", "Remove", id="kb.remove"),
+        Binding("d,delete", "remove_document", "Remove", id="kb.remove"),
         Binding("slash", "search", "Search", id="kb.search"),
+        Binding("u", "resume", "Resume", id="kb.resume"),
+        Binding("f", "filter", "Filter", id="kb.filter"),
+        Binding("g", "next_error", "Next error", id="kb.next_error"),
         Binding("b", "rebuild", "Rebuild", id="kb.rebuild"),
         Binding("m", "reembed", "Re-embed", id="kb.reembed"),
-        Binding("u", "resume", "Resume", id="kb.resume", show=False),
         Binding("r", "refresh", "Refresh", id="kb.refresh", show=False),
     ]
 
@@ -41,7 +44,8 @@ class KbDetailScreen(DeskScreen):
         super().__init__()
         self.kb = kb
         self.hint = hint
-        self._reload_due = False
+        self.unfinished = 0
+        """Documents a run that is gone left unfinished (resume finishes them)."""
 
     @property
     def app_(self) -> Any:
@@ -50,6 +54,7 @@ class KbDetailScreen(DeskScreen):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static("", id="kb-head")
+        yield Static("", id="notice", classes="hidden")
         yield DocumentsTable(id="docs")
         yield Static(Text(EMPTY), id="empty", classes="hidden")
         yield Static("", id="doc-error")
@@ -61,6 +66,7 @@ class KbDetailScreen(DeskScreen):
     def on_mount(self) -> None:
         self.sub_title = inert_line(self.kb.name)
         self._show_head()
+        self.table.focus()
         self.reload()
         tracker = self.app_.trackers.get(self.kb.id)
         self._show_progress(tracker if tracker and self.app_.ingesting(self.kb.id) else None)
@@ -69,22 +75,34 @@ class KbDetailScreen(DeskScreen):
     def table(self) -> DocumentsTable:
         return self.query_one(DocumentsTable)
 
-    # ── loading ────────────────────────────────────────────────────────────────
+    # ── loading (in a worker: the documents, their rows and order, what is unfinished) ──
     def reload(self) -> None:
-        self._reload_due = False
         self.in_thread(self._read, doing=f"loading '{inert_line(self.kb.name)}'", group="load", exclusive=True,
                        done=self._loaded)
 
-    def _read(self) -> tuple[KnowledgeBase, list[Document]]:
+    def _read(self) -> tuple[KnowledgeBase, dict[str, DocRow], list[str]]:
         kb = self.desk.kb(self.kb.id)
-        return kb, self.desk.documents(kb.id)
+        rows, order = build_rows(self.desk.documents(kb.id))
+        return kb, rows, order
 
-    def _loaded(self, result: tuple[KnowledgeBase, list[Document]]) -> None:
-        self.kb, docs = result
+    def _loaded(self, result: tuple[KnowledgeBase, dict[str, DocRow], list[str]]) -> None:
+        self.kb, rows, order = result
+        running = self.app_.ingesting(self.kb.id)
         tracker = self.app_.trackers.get(self.kb.id)
-        self.table.load(docs, tracker.snapshot() if tracker and self.app_.ingesting(self.kb.id) else {})
+        self.table.load(rows, order, tracker.snapshot() if tracker and running else {})
         self._show_head()
         self._after_change()
+        if not running:  # after the table is on screen: what an earlier run left unfinished
+            kb_id = self.kb.id
+            self.in_thread(lambda: len(self.desk.unfinished_documents(kb_id)), doing="counting unfinished documents",
+                           group="unfinished", exclusive=True, done=self._unfinished)
+
+    def _unfinished(self, count: int) -> None:
+        self.unfinished = 0 if self.app_.ingesting(self.kb.id) else count
+        self._show_notice()
+        self.refresh_bindings()
+        if self.unfinished and self.app_.auto_resume:
+            self.action_resume()
 
     def _show_head(self) -> None:
         kb = self.kb
@@ -98,32 +116,59 @@ class KbDetailScreen(DeskScreen):
         self.query_one("#kb-head", Static).update(head)
 
     def _after_change(self) -> None:
-        empty = self.table.row_count == 0
+        table = self.table
+        empty = not table.rows_by_id
         self.query_one("#empty").set_class(not empty, "hidden")
-        self.table.set_class(empty, "hidden")
+        table.set_class(empty, "hidden")
         if not empty and self.focused is None:
-            self.table.focus()
+            table.focus()
+        self._show_notice()
         self._show_error()
 
-    @on(DataTable.RowHighlighted)
+    def _show_notice(self) -> None:
+        """One line above the table: unfinished documents to resume, and the filter in use."""
+        notice = self.query_one("#notice", Static)
+        colours = palette(self.app)
+        text = Text()
+        if self.unfinished:
+            text.append(f"⚠ {self.unfinished} document(s) were left unfinished when indexing stopped. ",
+                        style=f"bold {colours['busy']}")
+            text.append("Press u to resume them.")
+        if self.table.filter != "all":
+            if text:
+                text.append("  ·  ")
+            shown, total = self.table.row_count, len(self.table.rows_by_id)
+            text.append(f"Showing {FILTERS[self.table.filter][0]}: {shown} of {total}", style=colours["info"])
+            text.append(" (f: next filter)", style="dim")
+        notice.update(text)
+        notice.set_class(not text, "hidden")
+
+    @on(DocumentsTable.Highlighted)
     def _show_error(self) -> None:
         row = self.table.selected
         error = self.query_one("#doc-error", Static)
         if row is not None and row.status == "error":
-            error.update(Text(f"✗ {inert_line(row.filename)}: {inert_line(row.error or 'failed')}",
-                              style=palette(self.app)["bad"]))
-        else:
-            failed = self.table.counts().get("error", 0)
-            error.update(Text(f"{failed} document(s) failed: highlight one to see why", style="dim")
-                         if failed else "")
+            error.update(Text(f"✗ {row.path}: {inert_line(row.error or 'failed')}", style=palette(self.app)["bad"]))
+            return
+        counts = self.table.counts()
+        failed = counts.get("error", 0)
+        busy = sum(counts.get(status, 0) for status in IN_FLIGHT)
+        parts = []
+        if failed:
+            parts.append(f"{failed} document(s) failed: g goes to the next one, f shows errors only")
+        if busy:
+            parts.append(f"{busy} in progress")
+        error.update(Text(" · ".join(parts), style="dim"))
 
     # ── live progress (the app calls these) ────────────────────────────────────
     def show_ingest(self, tracker: IngestTracker, changes: dict[str, DocProgress | None]) -> None:
+        """Changed documents, by id: the table is never reloaded while a run goes on."""
         if tracker.kb_id != self.kb.id:
             return
-        if self.table.apply(changes) and not self._reload_due:
-            self._reload_due = True  # new documents: fetch sizes soon, not on every tick
-            self.set_timer(1.0, self.reload)
+        if self.unfinished:
+            self.unfinished = 0  # a run over this KB picks them up
+            self.refresh_bindings()
+        self.table.apply(changes)
         self._after_change()
         self._show_progress(tracker)
 
@@ -151,9 +196,42 @@ class KbDetailScreen(DeskScreen):
         yield SystemCommand(f"Re-embed '{name}' with another model", "Change the KB's embedding model",
                             self.action_reembed)
         yield SystemCommand(f"Search '{name}'", "Search this KB with scores", self.action_search)
+        yield SystemCommand("Filter documents", "All → errors only → in progress only (f)", self.action_filter)
+        yield SystemCommand("Next failed document", "Move to the next document that failed, with its reason (g)",
+                            self.action_next_error)
+        if self.check_action("resume", ()):
+            yield SystemCommand(f"Resume {self.unfinished} unfinished document(s)",
+                                "Finish what an earlier indexing run left half-way (u)", self.action_resume)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "resume":
+            return bool(self.unfinished) and not self.app_.ingesting(self.kb.id)
+        if action == "next_error":
+            return True if self.table.counts().get("error") else None
+        if action == "remove_document":
+            return True if self.table.selected is not None else None
+        return True
 
     def action_refresh(self) -> None:
         self.reload()
+
+    def action_filter(self) -> None:
+        """All documents → errors only → in progress only → all."""
+        table = self.table
+        table.set_filter(FILTER_ORDER[(FILTER_ORDER.index(table.filter) + 1) % len(FILTER_ORDER)])
+        self._after_change()
+
+    def action_next_error(self) -> None:
+        table = self.table
+        doc_id = table.first_with_status("error")
+        if doc_id is None and table.filter != "all" and table.counts().get("error"):
+            table.set_filter("errors")
+            doc_id = table.first_with_status("error")
+        if doc_id is None:
+            self.notify("No document failed", markup=False)
+            return
+        table.select_document(doc_id)
+        self._after_change()
 
     def action_search(self) -> None:
         self.app_.action_open_search([self.kb.name])
@@ -172,8 +250,10 @@ class KbDetailScreen(DeskScreen):
             on_event=on_event))
 
     def action_resume(self) -> None:
-        desk, kb_id = self.desk, self.kb.id
-        self.app_.start_ingest(self.kb, "Resuming", lambda on_event: desk.ingestor(on_event=on_event).resume(kb_id))
+        if self.app_.resume(self.kb, expected=self.unfinished) is not None:
+            self.unfinished = 0
+            self._show_notice()
+            self.refresh_bindings()
 
     def action_rebuild(self) -> None:
         kb = self.kb
@@ -209,7 +289,7 @@ class KbDetailScreen(DeskScreen):
             return
         detail = (f"Its {row.chunks or 0} chunks, their vectors and keyword entries and the stored copy are deleted. "
                   "The original file is not touched.")
-        self.app.push_screen(ConfirmScreen(f"Remove '{row.filename}' from '{self.kb.name}'?", detail,
+        self.app.push_screen(ConfirmScreen(f"Remove '{row.path}' from '{self.kb.name}'?", detail,
                                            confirm="Remove"), lambda yes: self._remove(row.doc_id, yes))
 
     def _remove(self, doc_id: str, yes: bool | None) -> None:

@@ -35,6 +35,9 @@ class KbListScreen(DeskScreen):
         Binding("e", "edit_kb", "Edit", id="kbs.edit"),
         Binding("d,delete", "delete_kb", "Delete", id="kbs.delete"),
         Binding("slash", "search", "Search", id="kbs.search"),
+        Binding("u", "resume", "Resume", id="kbs.resume"),
+        Binding("c", "app.open_chat", "Chat", id="kbs.chat"),
+        Binding("j", "app.open_notes", "Notes", id="kbs.notes"),
         Binding("s", "app.open_settings", "Settings", id="kbs.settings"),
         Binding("r", "refresh", "Refresh", id="kbs.refresh", show=False),
     ]
@@ -58,6 +61,7 @@ class KbListScreen(DeskScreen):
     def _loaded(self, kbs: list[KnowledgeBase], select: str | None) -> None:
         app: Any = self.app
         running = {kb.id for kb in kbs if app.ingesting(kb.id)}
+        self.table.unfinished = app.unfinished
         self.table.load(kbs, app.trackers, running, select)
         self.query_one("#welcome").set_class(bool(kbs), "hidden")
         self.table.set_class(not kbs, "hidden")
@@ -87,7 +91,14 @@ class KbListScreen(DeskScreen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("open_kb", "edit_kb", "delete_kb") and self.is_mounted and not self.table.kbs:
             return None  # shown dimmed: there is no knowledge base to act on
+        if action == "resume":
+            return bool(getattr(self.app, "unfinished", None))  # in the footer only when there is something
         return True
+
+    def unfinished_changed(self) -> None:
+        """The app counted unfinished documents anew."""
+        self.refresh_kbs()
+        self.refresh_bindings()
 
     # ── hooks the app calls ────────────────────────────────────────────────────
     def show_ingest(self, tracker: IngestTracker, changes: dict[str, DocProgress | None]) -> None:
@@ -106,6 +117,9 @@ class KbListScreen(DeskScreen):
             yield SystemCommand(f"Delete '{name}'", "Delete the KB and everything in it", self.action_delete_kb)
 
     # ── actions ────────────────────────────────────────────────────────────────
+    def action_resume(self) -> None:
+        getattr(self.app, "action_resume_all")()
+
     def action_refresh(self) -> None:
         self.refresh_kbs()
 
@@ -118,8 +132,12 @@ class KbListScreen(DeskScreen):
         from kbdesk.tui.screens.kb_detail import KbDetailScreen
 
         kb = kb or self.table.selected
-        if kb is not None:
-            self.app.push_screen(KbDetailScreen(kb, hint=hint))
+        if kb is None or self.app.screen is not self:  # a second Enter before the first one's screen came up
+            return
+        if kb.id in self.table.deleting:
+            self.notify(f"'{inert_line(kb.name)}' is being deleted", severity="warning", markup=False)
+            return
+        self.app.push_screen(KbDetailScreen(kb, hint=hint))
 
     def action_search(self) -> None:
         app: Any = self.app
@@ -154,7 +172,7 @@ class KbListScreen(DeskScreen):
 
     def action_delete_kb(self) -> None:
         kb = self.table.selected
-        if kb is None:
+        if kb is None or kb.id in self.table.deleting:
             return
         if getattr(self.app, "ingesting")(kb.id):
             self.notify(f"'{inert_line(kb.name)}' is being indexed; delete it when that is done", severity="warning",
@@ -167,7 +185,17 @@ class KbListScreen(DeskScreen):
                              lambda yes: self._delete(kb, yes))
 
     def _delete(self, kb: KnowledgeBase, yes: bool | None) -> None:
-        if yes:
-            self.in_thread(self.desk.delete_kb, kb.id, doing=f"deleting '{inert_line(kb.name)}'",
-                           done=lambda _: (self.notify(f"Deleted '{inert_line(kb.name)}'", markup=False),
-                                           self.refresh_kbs()))
+        """In a worker: a big KB takes a while, and the list says so meanwhile."""
+        if not yes:
+            return
+        name = inert_line(kb.name)
+        self.table.deleting.add(kb.id)
+        self.refresh_kbs()
+        self.notify(f"Deleting '{name}': {kb.document_count} documents, {kb.chunk_count} chunks…", markup=False)
+
+        def over(_: object) -> None:
+            self.table.deleting.discard(kb.id)
+            self.refresh_kbs()
+
+        self.in_thread(self.desk.delete_kb, kb.id, doing=f"deleting '{name}'",
+                       done=lambda _: (over(None), self.notify(f"Deleted '{name}'", markup=False)), failed=over)

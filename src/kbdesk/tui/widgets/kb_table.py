@@ -1,4 +1,9 @@
-"""The table of knowledge bases (seed 000 §12's list, for one user)."""
+"""The table of knowledge bases (seed 000 §12's list, for one user).
+
+Columns are as wide as what they hold: counts and sizes are never cut (12,500 documents
+read "12500"); the name gets the width that is left and ends in a visible "…" when it
+does not fit.
+"""
 
 from __future__ import annotations
 
@@ -9,25 +14,30 @@ from kbdesk.models import KnowledgeBase
 from kbdesk.tui.format import human_size, line, model_label, palette, status_text
 from kbdesk.tui.progress import IngestTracker
 
-# 78 cells with padding: fits 80 columns beside the scrollbar
-COLUMNS = (("Name", "name", 14), ("Scope", "scope", 8), ("Docs", "docs", 4), ("Chunks", "chunks", 6),
-           ("Size", "size", 8), ("Status", "status", 12), ("Embedding", "model", 12))
+# label, key; the name's column takes what the others leave
+COLUMNS = (("Name", "name"), ("Scope", "scope"), ("Docs", "docs"), ("Chunks", "chunks"), ("Size", "size"),
+           ("Status", "status"), ("Embedding", "model"))
+NAME_MIN, MODEL_MAX = 8, 28
+CELL_PADDING = 2  # DataTable pads each cell by one column on either side
 
 
 class KbTable(DataTable[Text]):
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self.kbs: dict[str, KnowledgeBase] = {}
+        self.unfinished: dict[str, int] = {}
+        self.deleting: set[str] = set()
         self._last: tuple[list[KnowledgeBase], dict[str, IngestTracker], set[str]] | None = None
 
     def on_mount(self) -> None:
-        for label, key, width in COLUMNS:
-            self.add_column(label, key=key, width=width)
         self.watch(self.app, "theme", self._restyle, init=False)
 
     def _restyle(self) -> None:
         if self._last is not None:
             self.load(*self._last)
+
+    def on_resize(self) -> None:
+        self._restyle()
 
     @property
     def selected(self) -> KnowledgeBase | None:
@@ -41,24 +51,65 @@ class KbTable(DataTable[Text]):
         self._last = (kbs, trackers, running)
         keep = select or (self.selected.id if self.selected else None)
         colours = palette(self.app)
-        self.clear()
-        self.kbs = {kb.id: kb for kb in kbs}
+        rows = []
         for kb in kbs:
-            status = status_text(kb.status, colours)
-            if kb.id in running and kb.id in trackers:
-                status = self._progress(trackers[kb.id], colours)
-            self.add_row(line(kb.name), line(kb.scope), Text(str(kb.document_count), justify="right"),
-                         Text(str(kb.chunk_count), justify="right"), Text(human_size(kb.total_bytes),
-                                                                          justify="right"),
-                         status, Text(model_label(kb)), key=kb.id)
+            status = self._status(kb, trackers.get(kb.id) if kb.id in running else None, colours)
+            rows.append((kb.id, [kb.name, kb.scope, str(kb.document_count), str(kb.chunk_count),
+                                 human_size(kb.total_bytes), status, model_label(kb)]))
+        widths = self._widths([cells for _, cells in rows])
+        self.clear(columns=True)
+        for (label, key), width in zip(COLUMNS, widths):
+            self.add_column(label, key=key, width=width)
+        self.kbs = {kb.id: kb for kb in kbs}
+        for kb_id, cells in rows:
+            name, scope, docs, chunks, size, status, model = cells
+            self.add_row(_fit(name, widths[0]), line(scope), Text(docs, justify="right"),
+                         Text(chunks, justify="right"), Text(size, justify="right"), status,
+                         _fit(model, widths[6]), key=kb_id)
         if keep in self.kbs:
             self.move_cursor(row=self.get_row_index(keep))
 
+    def _widths(self, rows: list[list[object]]) -> list[int]:
+        """Every column as wide as its widest cell; the name (then the model) gives way."""
+        widths = [max([len(label)] + [_len(cells[i]) for cells in rows]) for i, (label, _) in enumerate(COLUMNS)]
+        widths[6] = min(widths[6], MODEL_MAX)
+        room = self.size.width - CELL_PADDING * len(COLUMNS) - 2  # 2: the vertical scrollbar
+        if room <= 0:
+            return widths
+        fixed = sum(widths) - widths[0]
+        widths[0] = max(NAME_MIN, min(widths[0], room - fixed))
+        if sum(widths) > room:  # still too wide: the model's column shrinks too
+            widths[6] = max(len("Embedding"), widths[6] - (sum(widths) - room))
+        return widths
+
+    def _status(self, kb: KnowledgeBase, tracker: IngestTracker | None, colours: dict[str, str]) -> Text:
+        if kb.id in self.deleting:
+            return Text("deleting…", style=colours["busy"])
+        if tracker is not None:
+            return self._progress(tracker, colours)
+        if self.unfinished.get(kb.id):
+            return Text(f"⚠ {self.unfinished[kb.id]} unfinished", style=f"bold {colours['busy']}")
+        return status_text(kb.status, colours)
+
     def show_progress(self, tracker: IngestTracker) -> None:
         if tracker.kb_id in self.kbs:
-            self.update_cell(tracker.kb_id, "status", self._progress(tracker, palette(self.app)))
+            cell = self._progress(tracker, palette(self.app))
+            column = self.columns.get("status")  # type: ignore[call-overload]
+            self.update_cell(tracker.kb_id, "status", cell,
+                             update_width=column is not None and cell.cell_len > column.width)
 
     @staticmethod
     def _progress(tracker: IngestTracker, colours: dict[str, str]) -> Text:
         done, total = tracker.counts()
         return Text(f"indexing {done}/{total}" if total else "indexing…", style=colours["busy"])
+
+
+def _len(cell: object) -> int:
+    return cell.cell_len if isinstance(cell, Text) else len(line(cell).plain)
+
+
+def _fit(value: str, width: int) -> Text:
+    """A name cut to ``width`` cells with a visible "…" (never silently)."""
+    text = line(value)
+    text.truncate(width, overflow="ellipsis")
+    return text

@@ -1,0 +1,106 @@
+"""The rows of the documents table, built off the UI thread: one per document, in a stable order.
+
+No Textual here. :func:`build_rows` turns the documents of a KB (thousands of them) into
+:class:`DocRow` objects sorted by folder and name in a worker thread, so the UI thread
+only swaps the finished set in. The order never depends on a document's status, so a
+row does not move while its document is being indexed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+from kbdesk.models import Document
+from kbdesk.textsafe import inert_line
+from kbdesk.tui.progress import DocProgress
+
+IN_FLIGHT = frozenset({"pending", "extracting", "chunking", "embedding"})
+FINAL = frozenset({"ready", "error"})
+
+# filter key -> (label, statuses shown; None: every status)
+FILTERS: dict[str, tuple[str, frozenset[str] | None]] = {
+    "all": ("all documents", None),
+    "errors": ("errors only", frozenset({"error"})),
+    "active": ("in progress only", IN_FLIGHT),
+}
+FILTER_ORDER = ("all", "errors", "active")
+
+
+@dataclass(slots=True)
+class DocRow:
+    doc_id: str
+    filename: str
+    """The file's name (its last path part), control characters escaped."""
+    size: int | None
+    chunks: int | None
+    status: str
+    error: str | None = None
+    done: int = 0
+    total: int = 0
+    folder: str = ""
+    """Where the file is, relative to the folder the KB's files share (tells same names apart)."""
+
+    @property
+    def path(self) -> str:
+        """Folder and name, as the user knows the file."""
+        return f"{self.folder}/{self.filename}" if self.folder else self.filename
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.folder.lower(), self.filename.lower(), self.doc_id)
+
+
+def split_name(path: str) -> tuple[str, str]:
+    """(folder, name) of a relative document name such as ``docs/a/readme.md``."""
+    folder, _, name = path.rpartition("/")
+    return inert_line(folder), inert_line(name)
+
+
+def common_root(parents: Iterable[str]) -> str:
+    """The deepest folder all of ``parents`` are in ('' when there are none or no common one)."""
+    unique = [p for p in set(parents) if p]
+    if not unique:
+        return ""
+    try:
+        return os.path.commonpath(unique)
+    except ValueError:  # mixed drives or relative and absolute paths
+        return ""
+
+
+def build_rows(docs: Sequence[Document]) -> tuple[dict[str, DocRow], list[str]]:
+    """Rows by document id, and the ids in display order (folder, then name).
+
+    The folder is where the source file is, relative to the folder all the KB's files
+    share (or taken from the document's name when it has no source path). Plain string
+    work: this runs over every document of a KB each time the screen loads."""
+    sep = os.sep
+    parents = {doc.id: doc.source_path.rpartition(sep)[0] for doc in docs if doc.source_path}
+    root = common_root(parents.values())
+    cut = len(root) + 1 if root and not root.endswith(sep) else len(root)
+    rows: dict[str, DocRow] = {}
+    for doc in docs:
+        folder, _, name = doc.filename.rpartition("/")
+        parent = parents.get(doc.id)
+        if parent is not None and root:
+            folder = parent[cut:].replace(sep, "/") if parent != root else ""
+        rows[doc.id] = DocRow(doc.id, inert_line(name), doc.size_bytes, doc.chunk_count, doc.status, doc.error,
+                              folder=inert_line(folder) if folder else "")
+    order = sorted(rows, key=lambda doc_id: rows[doc_id].key)
+    return rows, order
+
+
+def merge(row: DocRow, progress: DocProgress) -> DocRow:
+    """A row with the live state of its document in an ingestion run."""
+    chunks = progress.total if progress.status in ("ready", "embedding") and progress.total else row.chunks
+    size = row.size if row.size is not None else (progress.size or None)
+    return replace(row, status=progress.status, size=size, chunks=chunks,
+                   error=progress.error if progress.status == "error" else None,
+                   done=progress.done, total=progress.total)
+
+
+def new_row(progress: DocProgress) -> DocRow:
+    """A row for a document the table has not seen yet (it appeared during an ingestion run)."""
+    folder, name = split_name(progress.filename)
+    return merge(DocRow(progress.doc_id, name, None, None, progress.status, folder=folder), progress)
