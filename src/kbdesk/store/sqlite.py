@@ -26,18 +26,20 @@ from typing import Any
 
 from kbdesk.errors import SchemaTooNewError, StoreError
 from kbdesk.store.api import CHAT, VECTORS_LOCAL
-from kbdesk.store.chat import ChatMixin
 from kbdesk.store.core.bulk import BulkCore
 from kbdesk.store.core.cache import CacheCore
+from kbdesk.store.core.chat import ChatCore
 from kbdesk.store.core.documents import DocumentsCore
+from kbdesk.store.core.notes import NotesCore
+from kbdesk.store.core.personas import PersonasCore
 from kbdesk.store.core.records import RecordsCore
 from kbdesk.store.driver import Driver, load_extensions
 from kbdesk.store.engine import SqliteEngine
 from kbdesk.store.ids import new_id
 from kbdesk.store.lookup import LookupMixin
 from kbdesk.store.migrations import MIGRATIONS, current_version, migrate
-from kbdesk.store.notes import NotesMixin
 from kbdesk.store.policy import LocalPolicy
+from kbdesk.store.sqlite_chat import SqliteChat
 from kbdesk.store.sqlite_chunks import SqliteChunks
 from kbdesk.store.vectors import NumpyIndex, SqliteVecIndex
 
@@ -55,8 +57,8 @@ def _is_busy(exc: Exception) -> bool:
     return "database is locked" in text or "database is busy" in text
 
 
-class SqliteStore(SqliteChunks, RecordsCore, DocumentsCore, CacheCore, BulkCore, LookupMixin, ChatMixin,
-                  NotesMixin):
+class SqliteStore(SqliteChunks, SqliteChat, RecordsCore, DocumentsCore, CacheCore, BulkCore, LookupMixin,
+                  ChatCore, PersonasCore, NotesCore):
     """Connections, transactions and schema for one SQLite database file."""
 
     kind = "sqlite"

@@ -1,0 +1,140 @@
+"""Notes, for both engines: rows, one vector per note, and the two rankings.
+
+Each note belongs to one user. Keyword candidates are the engine's own index (FTS5's
+bm25 on SQLite, BM25 over a tsvector on Postgres: hook :meth:`_note_keyword_candidates`);
+vectors are few (one per note) and ranked here by exact cosine, the same on both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from kbdesk.errors import InvalidInputError
+from kbdesk.store.ids import new_id
+from kbdesk.store.notes import Note, clean_note_text, note_text
+
+_COLS = "id, title, content, created_at, updated_at"
+_N_COLS = ", ".join(f"n.{c}" for c in _COLS.split(", "))
+
+
+class NotesCore:
+    """Needs ``self.db``, ``write()``, ``connection()``, ``local_user_id`` and
+    :class:`kbdesk.store.core.personas.PersonasCore` (``_find_row``, ``_row``)."""
+
+    db: Any
+    local_user_id: str
+
+    def _note(self, row: Sequence[Any]) -> Note:
+        return Note(*self._row(row, (3, 4)))
+
+    def create_note(self, content: str, title: str = "") -> Note:
+        content, title = clean_note_text(content), clean_note_text(title, "note title").replace("\n", " ")
+        if not content:
+            raise InvalidInputError("a note must not be empty")
+        note_id, now = new_id(), self.db.now()
+        with self.write() as conn:
+            conn.execute(self.db.qt(f"INSERT INTO {{notes}}({_COLS}, owner_id) VALUES (?, ?, ?, ?, ?, ?)"),
+                         (note_id, title, content, now, now, self.local_user_id))
+        return self.find_note(note_id)
+
+    def update_note(self, note_id: str, *, content: str | None = None, title: str | None = None) -> Note:
+        """Change a note; its vector goes (made again from the new text when next embedded)."""
+        note = self.find_note(note_id)
+        changes: dict[str, str] = {}
+        if content is not None:
+            changes["content"] = clean_note_text(content)
+            if not changes["content"]:
+                raise InvalidInputError("a note must not be empty")
+        if title is not None:
+            changes["title"] = clean_note_text(title, "note title").replace("\n", " ")
+        changes = {k: v for k, v in changes.items() if getattr(note, k) != v}
+        if changes:
+            with self.write() as conn:
+                sets = ", ".join(f"{c} = ?" for c in changes)
+                conn.execute(self.db.qt(f"UPDATE {{notes}} SET {sets}, updated_at = ? WHERE id = ?"),
+                             (*changes.values(), self.db.now(), note.id))
+                conn.execute(self.db.qt("DELETE FROM {note_vectors} WHERE note_id = ?"), (note.id,))
+        return self.find_note(note.id)
+
+    def delete_note(self, note_id: str) -> Note:
+        note = self.find_note(note_id)
+        with self.write() as conn:
+            conn.execute(self.db.qt("DELETE FROM {notes} WHERE id = ?"), (note.id,))
+        return note
+
+    def find_note(self, ref: str) -> Note:
+        """This user's note by id or by a unique id prefix of 4+ characters."""
+        return self._note(self._find_row("notes", _COLS, ref, "note"))
+
+    def list_notes(self, limit: int | None = None) -> list[Note]:
+        sql = f"SELECT {_COLS} FROM {{notes}} WHERE owner_id = ? ORDER BY updated_at DESC, seq DESC"
+        args: list[Any] = [self.local_user_id]
+        if limit:
+            sql, args = sql + " LIMIT ?", [*args, int(limit)]
+        return [self._note(r) for r in self.connection().execute(self.db.qt(sql), args).fetchall()]
+
+    def notes_by_id(self, ids: Sequence[str]) -> dict[str, Note]:
+        ids = list(ids)[: self.db.list_chunk]
+        if not ids:
+            return {}
+        where, args = self.db.in_list("id", ids, ids=True)
+        rows = self.connection().execute(self.db.qt(f"SELECT {_COLS} FROM {{notes}} WHERE {where} AND owner_id = ?"),
+                                         [*args, self.local_user_id]).fetchall()
+        return {r[0]: self._note(r) for r in rows}
+
+    def note_count(self) -> int:
+        return int(self.connection().execute(self.db.qt("SELECT count(*) FROM {notes} WHERE owner_id = ?"),
+                                             (self.local_user_id,)).fetchone()[0])
+
+    # ── the two rankings ───────────────────────────────────────────────────────
+    def note_keyword_candidates(self, text: str, k: int) -> list[tuple[str, float]]:
+        """Top ``k`` (note id, BM25 score — higher is better) of this user's notes; the
+        words are the user's words, never query syntax."""
+        if k <= 0 or not (text or "").strip():
+            return []
+        return self._note_keyword_candidates(self.connection(), text, int(k))
+
+    def _note_keyword_candidates(self, conn: Any, text: str, k: int) -> list[tuple[str, float]]:
+        """The engine's keyword ranking of this user's notes (hook)."""
+        raise NotImplementedError
+
+    def note_vector_candidates(self, model: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """Top ``k`` (note id, cosine) among notes embedded with ``model`` at the query's dimension."""
+        rows = self.connection().execute(self.db.qt(
+            "SELECT v.note_id, v.embedding FROM {note_vectors} v JOIN {notes} n ON n.id = v.note_id "
+            "WHERE v.model = ? AND v.dimensions = ? AND n.owner_id = ?"),
+            (model, int(query.size), self.local_user_id)).fetchall()
+        if not rows:
+            return []
+        matrix = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float32).reshape(len(rows), query.size)
+        scores = matrix @ query.astype(np.float32)
+        order = np.argsort(-scores, kind="stable")[:k]
+        return [(rows[i][0], float(scores[i])) for i in order]
+
+    def notes_without_vector(self, model: str, limit: int) -> list[Note]:
+        rows = self.connection().execute(self.db.qt(
+            f"SELECT {_N_COLS} FROM {{notes}} n LEFT JOIN {{note_vectors}} v ON v.note_id = n.id AND v.model = ? "
+            "WHERE v.note_id IS NULL AND n.owner_id = ? ORDER BY n.updated_at DESC LIMIT ?"),
+            (model, self.local_user_id, int(limit))).fetchall()
+        return [self._note(r) for r in rows]
+
+    def put_note_vectors(self, model: str, items: Sequence[tuple[str, str, np.ndarray]]) -> int:
+        """Store (note id, text it was made from, unit vector); a note whose text changed
+        meanwhile (or that is gone) is skipped. Returns how many were stored."""
+        stored = 0
+        with self.write() as conn:
+            for note_id, text, vector in items:
+                row = conn.execute(self.db.qt(f"SELECT title, content FROM {{notes}} WHERE id = ?{self.db.for_update}"),
+                                   (note_id,)).fetchone()
+                if row is None or note_text(row[0], row[1]) != text:
+                    continue
+                conn.execute(self.db.qt(
+                    "INSERT INTO {note_vectors}(note_id, model, dimensions, embedding, created_at) "
+                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (note_id) DO UPDATE SET model = excluded.model, "
+                    "dimensions = excluded.dimensions, embedding = excluded.embedding, created_at = excluded.created_at"),
+                    (note_id, model, int(vector.size), np.asarray(vector, dtype=np.float32).tobytes(), self.db.now()))
+                stored += 1
+        return stored

@@ -1,0 +1,174 @@
+"""Personas and projects with their KB bindings, for both engines.
+
+Each row belongs to one user (``owner_id``): a local file has one user; on a team
+server row security shows a login only its own rows, and the store asks for its own
+rows too (the tables' owner, which row security does not restrict, acts as its
+config's identity). Names are unique per user, ignoring case.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError
+from kbdesk.store.ids import ID_PREFIX, check_name, new_id
+from kbdesk.store.personas import UNSET, Persona, Project, check_max_tokens, check_retrieval
+
+_PERSONA = "id, name, system_prompt, provider, model, created_at, updated_at, retrieval, max_tokens"
+_PROJECT = "id, name, description, created_at, updated_at"
+
+
+class PersonasCore:
+    """Needs ``self.db``, ``write()``, ``connection()`` and ``local_user_id``."""
+
+    db: Any
+    local_user_id: str
+
+    # ── rows of this user, found by id, name or id prefix ──────────────────────
+    def _row(self, row: Sequence[Any], times: tuple[int, ...]) -> list[Any]:
+        """A row with its timestamps (at ``times``) as text."""
+        values = list(row)
+        for i in times:
+            values[i] = self.db.time_out(values[i])
+        return values
+
+    def _find_row(self, table: str, columns: str, ref: str, what: str, name_col: str | None = None) -> list[Any]:
+        """The row of ``{table}`` this user means by ``ref``: its id, its ``name_col``
+        (any case; one only), or a unique id prefix of 4+ characters."""
+        conn, db = self.connection(), self.db
+        ref = (ref or "").strip()
+        mine, uid = "owner_id = ?", self.local_user_id
+        rows: list[Any] = []
+        if db.valid_id(ref):
+            rows = conn.execute(db.qt(f"SELECT {columns} FROM {{{table}}} WHERE id = ? AND {mine}"),
+                                (ref, uid)).fetchall()
+        if not rows and ref and name_col:
+            rows = conn.execute(db.qt(f"SELECT {columns} FROM {{{table}}} WHERE lower({name_col}) = lower(?) "
+                                      f"AND {mine} LIMIT 2"), (ref, uid)).fetchall()
+            if len(rows) > 1:
+                raise InvalidInputError(f"more than one {what} is called '{ref}'; use its id")
+        if not rows and ID_PREFIX.match(ref):
+            rows = conn.execute(db.qt(f"SELECT {columns} FROM {{{table}}} WHERE {db.id_text('id')} LIKE ? "
+                                      f"AND {mine} LIMIT 2"), (ref.lower() + "%", uid)).fetchall()
+            if len(rows) > 1:
+                raise InvalidInputError(f"'{ref}' matches more than one {what} id; give more of it")
+        if not rows:
+            raise NotFoundError(f"no {what} '{ref}'")
+        return list(rows[0])
+
+    def _ids_by_name(self, table: str) -> list[str]:
+        return [r[0] for r in self.connection().execute(
+            self.db.qt(f"SELECT id FROM {{{table}}} WHERE owner_id = ? ORDER BY lower(name), id"),
+            (self.local_user_id,))]
+
+    def _check_free(self, conn: Any, table: str, what: str, name: str, row_id: str | None = None) -> None:
+        for (other,) in conn.execute(self.db.qt(f"SELECT id FROM {{{table}}} WHERE lower(name) = lower(?) "
+                                                "AND owner_id = ?"), (name, self.local_user_id)).fetchall():
+            if str(other) != str(row_id):
+                raise ConflictError(f"a {what} named '{name}' already exists")
+
+    def _rename_and_touch(self, conn: Any, table: str, what: str, row_id: str, changes: dict[str, Any]) -> None:
+        if "name" in changes:
+            self._check_free(conn, table, what, changes["name"], row_id)
+        sets = "".join(f"{c} = ?, " for c in changes)
+        conn.execute(self.db.qt(f"UPDATE {{{table}}} SET {sets}updated_at = ? WHERE id = ?"),
+                     (*changes.values(), self.db.now(), row_id))
+
+    # ── personas ───────────────────────────────────────────────────────────────
+    def create_persona(self, name: str, system_prompt: str = "", *, provider: str | None = None,
+                       model: str | None = None, retrieval: str | None = None,
+                       max_tokens: int | None = None) -> Persona:
+        name, persona_id, now = check_name(name, "persona name"), new_id(), self.db.now()
+        retrieval, max_tokens = check_retrieval(retrieval), check_max_tokens(max_tokens)
+        with self.write() as conn:
+            self._check_free(conn, "personas", "persona", name)
+            conn.execute(self.db.qt(f"INSERT INTO {{personas}}({_PERSONA}, owner_id) "
+                                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+                         (persona_id, name, self.db.text(system_prompt or ""), provider or None, model or None,
+                          now, now, retrieval, max_tokens, self.local_user_id))
+        return self.find_persona(persona_id)
+
+    def find_persona(self, ref: str) -> Persona:
+        persona = Persona(*self._row(self._find_row("personas", _PERSONA, ref, "persona", "name"), (5, 6)))
+        persona.kbs = [(k, bool(a)) for k, a in self.connection().execute(self.db.qt(
+            "SELECT p.kb_id, p.auto_search FROM {persona_knowledge_bases} p JOIN knowledge_bases k ON k.id = p.kb_id "
+            "WHERE p.persona_id = ? ORDER BY lower(k.name), k.id"), (persona.id,))]
+        return persona
+
+    def list_personas(self) -> list[Persona]:
+        return [self.find_persona(i) for i in self._ids_by_name("personas")]
+
+    def update_persona(self, persona_id: str, *, name: str | None = None, system_prompt: str | None = None,
+                       provider: Any = UNSET, model: Any = UNSET, retrieval: Any = UNSET, max_tokens: Any = UNSET,
+                       kbs: Sequence[tuple[str, bool]] | None = None) -> Persona:
+        changes: dict[str, Any] = {}
+        if retrieval is not UNSET:
+            changes["retrieval"] = check_retrieval(retrieval)
+        if max_tokens is not UNSET:
+            changes["max_tokens"] = check_max_tokens(max_tokens)
+        if name is not None:
+            changes["name"] = check_name(name, "persona name")
+        if system_prompt is not None:
+            changes["system_prompt"] = self.db.text(system_prompt)
+        if provider is not UNSET:
+            changes["provider"] = provider or None
+        if model is not UNSET:
+            changes["model"] = model or None
+        with self.write() as conn:
+            persona_id = self.find_persona(persona_id).id
+            self._rename_and_touch(conn, "personas", "persona", persona_id, changes)
+            if kbs is not None:
+                conn.execute(self.db.qt("DELETE FROM {persona_knowledge_bases} WHERE persona_id = ?"), (persona_id,))
+                self.db.executemany(conn, f"INSERT INTO {self.db.table('persona_knowledge_bases')}(persona_id, kb_id, "
+                                    "auto_search) VALUES (?, ?, ?)",
+                    [(persona_id, kb_id, self.db.bool_in(auto)) for kb_id, auto in dict(kbs).items()])
+        return self.find_persona(persona_id)
+
+    def delete_persona(self, persona_id: str) -> Persona:
+        persona = self.find_persona(persona_id)
+        with self.write() as conn:
+            conn.execute(self.db.qt("DELETE FROM {personas} WHERE id = ?"), (persona.id,))
+        return persona
+
+    # ── projects ───────────────────────────────────────────────────────────────
+    def create_project(self, name: str, description: str = "") -> Project:
+        name, project_id, now = check_name(name, "project name"), new_id(), self.db.now()
+        with self.write() as conn:
+            self._check_free(conn, "projects", "project", name)
+            conn.execute(self.db.qt(f"INSERT INTO {{projects}}({_PROJECT}, owner_id) VALUES (?, ?, ?, ?, ?, ?)"),
+                         (project_id, name, self.db.text(description or ""), now, now, self.local_user_id))
+        return self.find_project(project_id)
+
+    def find_project(self, ref: str) -> Project:
+        project = Project(*self._row(self._find_row("projects", _PROJECT, ref, "project", "name"), (3, 4)))
+        project.kbs = [r[0] for r in self.connection().execute(self.db.qt(
+            "SELECT p.kb_id FROM {project_knowledge_bases} p JOIN knowledge_bases k ON k.id = p.kb_id "
+            "WHERE p.project_id = ? ORDER BY lower(k.name), k.id"), (project.id,))]
+        return project
+
+    def list_projects(self) -> list[Project]:
+        return [self.find_project(i) for i in self._ids_by_name("projects")]
+
+    def update_project(self, project_id: str, *, name: str | None = None, description: str | None = None,
+                       kbs: Sequence[str] | None = None) -> Project:
+        changes: dict[str, Any] = {}
+        if name is not None:
+            changes["name"] = check_name(name, "project name")
+        if description is not None:
+            changes["description"] = self.db.text(description)
+        with self.write() as conn:
+            project_id = self.find_project(project_id).id
+            self._rename_and_touch(conn, "projects", "project", project_id, changes)
+            if kbs is not None:
+                conn.execute(self.db.qt("DELETE FROM {project_knowledge_bases} WHERE project_id = ?"), (project_id,))
+                self.db.executemany(conn, f"INSERT INTO {self.db.table('project_knowledge_bases')}(project_id, kb_id) "
+                                    "VALUES (?, ?)",
+                    [(project_id, kb_id) for kb_id in dict.fromkeys(kbs)])
+        return self.find_project(project_id)
+
+    def delete_project(self, project_id: str) -> Project:
+        project = self.find_project(project_id)
+        with self.write() as conn:
+            conn.execute(self.db.qt("DELETE FROM {projects} WHERE id = ?"), (project.id,))
+        return project
