@@ -206,3 +206,33 @@ def test_a_revoked_token_stops_working_at_once(api, desk):
     Tokens(desk.store).revoke(token.id)
     answer = api.get("/knowledge-bases")
     assert answer.status_code == 401 and "revoked" in answer.json()["message"]
+
+
+def test_an_upload_that_cannot_get_its_turn_is_refused_and_never_runs_later(kbdesk_home, fake_openai, monkeypatch):
+    from ingest_support import configure_provider
+    from kbdesk.serve import uploads
+
+    configure_provider(fake_openai)
+    fake_openai.poison["glacier"] = ("stall", {"seconds": 3})
+    monkeypatch.setattr(uploads, "QUEUED_WAIT", 0.5)
+    desk = open_desk()
+    kb = desk.create_kb("slow", model_id="text-embedding-3-small", provider="fake")
+    client, auth = app_client(desk)
+    with client:
+        client.headers.update(auth)
+        first = upload(client, kb.id, "plan.md", "# Plan\n\nThe glacier plan: walrus.\n", wait=False)
+        busy = client.post(f"/knowledge-bases/{kb.id}/documents",
+                           files={"file": ("plan.md", "# Plan\n\nThe narwhal plan.\n")})
+        assert busy.status_code == 503 and busy.headers["retry-after"] == "10"
+        assert "still being indexed" in busy.json()["message"]
+        for _ in range(400):
+            if client.get(f"/knowledge-bases/{kb.id}/documents/{first['id']}/status").json()["status"] == "ready":
+                break
+            time.sleep(0.025)
+        time.sleep(0.3)  # had the refused upload been left queued, it would run now
+        assert sources(client, kb.id, "walrus") == ["plan.md"]
+        assert sources(client, kb.id, "narwhal") == []
+        fake_openai.poison.clear()
+        again = upload(client, kb.id, "plan.md", "# Plan\n\nThe narwhal plan.\n")
+        assert again["id"] == first["id"] and sources(client, kb.id, "narwhal") == ["plan.md"]
+    desk.close()

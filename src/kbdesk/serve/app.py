@@ -71,7 +71,7 @@ def create_app(desk: Any, *, cors_origins: Sequence[str] = (), resume: bool = Tr
         app.add_middleware(CORSMiddleware, allow_origins=list(cors_origins), allow_credentials=False,
                            allow_methods=["GET", "POST", "PUT", "DELETE"],
                            allow_headers=["Authorization", "Content-Type"])
-    return Headers(BodyLimit(app, upload_bytes=max_upload), app)
+    return Headers(BodyLimit(app, upload_bytes=max_upload))
 
 
 def index(request: Request) -> dict[str, Any]:
@@ -137,13 +137,8 @@ class Headers:
 
     EXTRA = [(b"cache-control", b"no-store"), (b"x-content-type-options", b"nosniff")]
 
-    def __init__(self, app: Any, fastapi: FastAPI) -> None:
+    def __init__(self, app: Any) -> None:
         self.app = app
-        self.fastapi = fastapi  # the FastAPI app behind, for tests and the CLI
-
-    @property
-    def state(self) -> Any:
-        return self.fastapi.state
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":

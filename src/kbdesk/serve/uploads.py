@@ -59,10 +59,26 @@ def check_upload_name(name: str | None) -> str:
 @dataclass
 class _Wait:
     name: str
-    done: threading.Event = field(default_factory=threading.Event)
+    turn: threading.Event = field(default_factory=threading.Event)  # its run has begun
+    done: threading.Event = field(default_factory=threading.Event)  # its document is recorded (or it failed)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    abandoned: bool = False  # the request gave up before its turn: the run must not happen
     doc_id: str | None = None
     problem: str | None = None
     error: BaseException | None = None
+
+    def begin(self) -> bool:
+        """Called by the run when its turn comes: False if the request has given up."""
+        with self.lock:
+            if not self.abandoned:
+                self.turn.set()
+            return not self.abandoned
+
+    def give_up(self) -> bool:
+        """Called by the request when its turn has not come in time: False if it just came."""
+        with self.lock:
+            self.abandoned = not self.turn.is_set()
+            return self.abandoned
 
     def on_event(self, event: IngestEvent) -> None:
         if self.done.is_set() or event.filename != self.name:
@@ -106,9 +122,10 @@ class Uploads:
         with self._lock:
             self._threads.add(thread)
         thread.start()
-        if not wait.done.wait(QUEUED_WAIT):
+        if not wait.turn.wait(QUEUED_WAIT) and wait.give_up():  # nothing was stored: say so, and try later
             raise ApiError(503, f"an earlier upload of '{name}' is still being indexed; try again shortly",
                            headers={"Retry-After": "10"})
+        wait.done.wait()
         if wait.error is not None:
             if isinstance(wait.error, KbdeskError):
                 raise from_kbdesk(wait.error)
@@ -122,6 +139,8 @@ class Uploads:
         path = self.staging / kb.id / name
         try:
             with name_lock:
+                if not wait.begin():
+                    return
                 if self._stopping.is_set():
                     wait.error = ApiError(503, "the server is shutting down", headers={"Retry-After": "5"})
                     return
@@ -135,6 +154,7 @@ class Uploads:
                     wait.problem = reason or "the file was not added"
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting request, logged if it is gone
             wait.error = exc
+            wait.turn.set()
             if not isinstance(exc, (KbdeskError, ApiError)):
                 log.exception("upload of a file to %s failed", kb.id)
         finally:
@@ -185,13 +205,16 @@ class Uploads:
         return self._running
 
     def stop(self, timeout: float = 30.0) -> None:
-        """Refuse new uploads and wait (up to ``timeout``) for those running; anything
+        """Refuse new uploads and wait (up to ``timeout`` in all) for those running; anything
         left unfinished is resumable (the next start finishes it)."""
+        import time
+
         self._stopping.set()
         with self._lock:
             threads = list(self._threads)
+        deadline = time.monotonic() + timeout
         for thread in threads:
-            thread.join(timeout)
+            thread.join(max(0.0, deadline - time.monotonic()))
 
 
 def _write(path: Path, data: bytes) -> None:
