@@ -49,7 +49,7 @@ def test_result_shape_is_exactly_the_seeds(pets):
     first = body["results"][0]
     assert set(first) == {"content", "source", "kb", "similarity", "metadata"}
     assert first == {"content": CORPUS["q4.pdf"][0], "source": "q4.pdf", "kb": "Work",
-                     "similarity": pytest.approx(1.0, abs=1e-5), "metadata": {"page": 12}}
+                     "similarity": pytest.approx(1.0, abs=1e-5), "metadata": {"page": 12, "score_kind": "cosine"}}
 
 
 def test_vector_search_ranks_by_cosine_and_drops_below_threshold(pets):
@@ -92,12 +92,17 @@ def test_hybrid_prefers_what_both_rankings_agree_on(pets):
     assert response.results[1].similarity == pytest.approx(1.0, abs=1e-5)
 
 
-def test_hybrid_threshold_is_a_cosine_floor(pets):
-    # keyword matches dogs.txt, but its vector is orthogonal to the query: dropped
+def test_hybrid_threshold_cuts_weak_meaning_matches_but_never_the_best_keyword_match(pets):
+    # dogs.txt is the only keyword match and its vector is orthogonal to the query: a
+    # cosine floor would drop it; the threshold rule keeps the keyword #1
     response = pets.search(["Pets"], "dogs bark", query_vector=axis(CAT), mode="hybrid")
-    assert "dogs.txt" not in sources(response)
-    loose = pets.search(["Pets"], "dogs bark", query_vector=axis(CAT), mode="hybrid", threshold=-1.0)
-    assert "dogs.txt" in sources(loose)
+    assert sources(response)[0] == "cats.txt" and "dogs.txt" in sources(response)
+    assert response.results[sources(response).index("dogs.txt")].similarity == pytest.approx(0.0, abs=1e-6)
+    # no keyword support: a chunk needs its cosine to pass the threshold
+    meaning_only = pets.search(["Pets", "Work"], "zebra", query_vector=axis(CAT), mode="hybrid")
+    assert sources(meaning_only) == ["cats.txt", "kittens.md"]
+    strict = pets.search(["Pets", "Work"], "zebra", query_vector=axis(CAT), mode="hybrid", threshold=0.9)
+    assert sources(strict) == ["cats.txt"]  # kittens' cosine is 0.86
 
 
 def test_auto_mode_is_hybrid_with_vectors_and_keyword_without(pets):
@@ -111,7 +116,9 @@ def test_a_kb_without_embedding_model_works_in_keyword_mode(desk):
     response = desk.search(["Plain"], "when do backups run")
     assert response.mode == "keyword" and sources(response) == ["guide.md"]
     assert response.results[0].content.startswith("Backups")
-    assert response.results[0].similarity == 1.0  # relative keyword score of the best hit
+    # no vector: the score is the share of the query's words the chunk holds ("backups", "run")
+    assert response.results[0].similarity == 1.0
+    assert response.results[0].metadata["score_kind"] == "keyword coverage"
     with pytest.raises(InvalidInputError, match="vector search needs vectors"):
         desk.search(["Plain"], "backups", mode="vector")
 
@@ -145,10 +152,14 @@ def test_bad_queries_are_clear_errors(pets):
 
 
 def test_explain_shows_ranks_fusion_and_what_the_threshold_cut(pets):
-    response = pets.search(["Pets"], "dogs bark felines", query_vector=axis(CAT), mode="hybrid", explain=True)
+    response = pets.search(["Pets", "Work"], "dogs bark felines", query_vector=axis(CAT), mode="hybrid",
+                           explain=True)
     by_source = {e["source"]: e for e in response.explain}
-    assert by_source["dogs.txt"]["cut"] == "threshold"  # keyword hit, but its cosine is 0
-    assert by_source["dogs.txt"]["keyword_rank"] is not None and by_source["dogs.txt"]["cosine"] == 0.0
+    dogs = by_source["dogs.txt"]  # the keyword #1, cosine 0: kept by its keyword side
+    assert dogs["cut"] is None and dogs["keyword_rank"] == 1 and dogs["cosine"] == 0.0
+    assert by_source["sso.md"]["cut"] == "threshold"  # cosine 0 and no keyword match
+    for e in response.explain:  # the rule: convex score at least alpha * threshold
+        assert (e["cut"] == "threshold") == (e["fused"] < 0.7 * 0.3), e
     kittens = by_source["kittens.md"]
     assert kittens["cut"] is None and kittens["vector_rank"] == 2 and kittens["keyword_rank"] is not None
     assert kittens["fused"] > by_source["cats.txt"]["fused"]  # both rankers agree on it

@@ -1,27 +1,44 @@
 """Search: one function used by the CLI, the TUI, the chat tool and the library.
 
-Semantics follow seed 000 §5 and seed 002: cosine similarity, ``threshold`` 0.3 and
-``limit`` 5 by default, ``limit`` at most 20, several KBs at once, results shaped as
-``{content, source, kb, similarity, metadata}``.
+Semantics follow seed 000 §5 and seed 002: ``threshold`` 0.3 and ``limit`` 5 by
+default, ``limit`` at most 20, several KBs at once, results shaped as
+``{content, source, kb, similarity, metadata}``. Every result's metadata says what its
+``similarity`` is in ``score_kind``:
+
+- ``"cosine"`` — the cosine similarity of the chunk's vector and the query's;
+- ``"keyword coverage"`` — for a chunk without a vector: the share of the query's
+  words (stopwords out) that the chunk holds, compared in :func:`kbdesk.textnorm.fold`
+  form with a light English suffix strip. It depends on the query and the chunk only,
+  so it does not move when other chunks or KBs change.
 
 Modes:
 
 - ``vector``  — cosine similarity over the KBs' vectors, best first, at or above the
   threshold.
-- ``keyword`` — FTS5 BM25 over chunk text. The threshold does not apply (there is no
-  cosine to compare); ``similarity`` is the chunk's cosine when it has a vector and a
-  query vector was given, else its BM25 score relative to the best hit (1.0); hits
-  under 5% of the best matched only near-ubiquitous words and are dropped.
+- ``keyword`` — FTS5 BM25 over chunk text, best first. The threshold does not apply
+  (the CLI refuses ``--threshold`` here); hits under 5% of the best hit's BM25 matched
+  only near-ubiquitous words and are dropped.
 - ``hybrid``  — both rankings fused: by default a convex combination of the cosine and
   the BM25 score relative to the query's best (``alpha`` = 0.7 on the vector side),
-  or reciprocal rank fusion (``fusion="rrf"``). The threshold stays a cosine floor: a
-  keyword hit whose vector is below it is dropped. Chunks of KBs with no vectors take
-  part through the keyword ranking alone.
+  or reciprocal rank fusion (``fusion="rrf"``). **The threshold rule:** a candidate is
+  kept when ``alpha · cosine + (1 − alpha) · BM25 / best BM25 ≥ alpha · threshold`` —
+  when it scores at least what a match found by meaning alone, at exactly the
+  threshold, would score. A chunk with no keyword support still needs its cosine to
+  pass the threshold (weak vector-only matches are cut as before); keyword support
+  lowers the cosine it needs, and a strong keyword match (BM25 at least ``alpha`` of
+  the best, the keyword #1 always) is never cut. Since the rule is a floor on the
+  convex score, what it keeps is a prefix of the threshold-off convex ranking: the
+  defaults return the same top results as threshold −1, at most fewer. Chunks of KBs
+  with no vectors take part through the keyword ranking alone.
 - ``auto``    — hybrid when a query vector exists for a KB holding vectors, else keyword.
+
+Queries are NFKC-normalised (:func:`kbdesk.textnorm.nfkc`) as extracted text is, so a
+ligature or a full-width letter in either matches its plain spelling.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +47,9 @@ import numpy as np
 
 from kbdesk.errors import InvalidInputError
 from kbdesk.models import KnowledgeBase, SearchResult
+from kbdesk.store.lookup import STOPWORDS
 from kbdesk.store.vectors import normalise
+from kbdesk.textnorm import fold, nfkc
 
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 20
@@ -47,6 +66,8 @@ MIN_CANDIDATES = 50
 # keyword hits scoring under this share of the best hit matched only words found almost
 # everywhere (BM25 gives those next to nothing): noise, not results
 KEYWORD_FLOOR = 0.05
+SCORE_COSINE = "cosine"
+SCORE_COVERAGE = "keyword coverage"
 
 
 @dataclass
@@ -121,12 +142,14 @@ class Candidate:
     keyword_rank: int | None = None  # 1-based
     fused: float | None = None  # reciprocal rank fusion score (hybrid)
     similarity: float = 0.0  # what the result reports
+    score_kind: str = SCORE_COSINE  # what ``similarity`` is
     cut: str | None = None  # why it is not a result: "threshold", "keyword floor", "limit", …
     kb_id: str | None = None
 
     def to_dict(self, row: dict[str, Any] | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {
             "similarity": round(self.similarity, 6),
+            "score_kind": self.score_kind,
             "cosine": None if self.cosine is None else round(self.cosine, 6),
             "vector_rank": self.vector_rank,
             "keyword_rank": self.keyword_rank,
@@ -158,6 +181,9 @@ def search(store: Any, kbs: Sequence[KnowledgeBase], query: str, query_vector: A
                                depth=None if explain else limit, fusion=fusion, alpha=alpha)
     chosen = [c for c in order if c.cut is None]
     rows = store.result_rows([c.seq for c in (order if explain else chosen)])
+    for c in order if explain else chosen:
+        if c.seq in rows:
+            rows[c.seq]["metadata"]["score_kind"] = c.score_kind
     results = [SearchResult(rows[c.seq]["content"], rows[c.seq]["source"], rows[c.seq]["kb"],
                             round(float(c.similarity), 6), rows[c.seq]["metadata"],
                             document_id=rows[c.seq]["document_id"], chunk_index=rows[c.seq]["chunk_index"])
@@ -193,7 +219,7 @@ def _rank(store: Any, kbs: Sequence[KnowledgeBase], query: str, query_vector: An
         raise InvalidInputError(f"fusion must be one of {', '.join(FUSIONS)}, got {fusion!r}")
     if not kbs:
         raise InvalidInputError("search needs at least one knowledge base")
-    query = (query or "").strip()
+    query = nfkc((query or "").strip())
     if not query and query_vector is None:
         raise InvalidInputError("the query is empty")
     names = [kb.name for kb in kbs]
@@ -219,12 +245,17 @@ def _rank(store: Any, kbs: Sequence[KnowledgeBase], query: str, query_vector: An
         _fill_cosines(store, candidates, qvecs)
         best = candidates[0].keyword_score if candidates and candidates[0].keyword_score else 1.0
         for c in candidates:
-            c.similarity = c.cosine if c.cosine is not None else (c.keyword_score or 0.0) / best
             if (c.keyword_score or 0.0) < KEYWORD_FLOOR * best:
                 c.cut = "keyword floor"
+            elif c.cosine is not None:
+                c.similarity = c.cosine
+        _coverage_scores(store, [c for c in candidates if c.cut is None and c.cosine is None], query,
+                         None if depth is None else limit)
         order = candidates
     else:
         order = _hybrid(store, kb_ids, query, qvecs, threshold, pool, fusion, alpha)
+        _coverage_scores(store, [c for c in order if c.cut is None and c.cosine is None], query,
+                         None if depth is None else limit)
     kept = 0
     for c in order:
         if c.cut is None:
@@ -269,7 +300,7 @@ def _fill_cosines(store: Any, candidates: list[Candidate], qvecs: dict[str, tupl
 
 def _hybrid(store: Any, kb_ids: list[str], query: str, qvecs: dict[str, tuple[int, np.ndarray]],
             threshold: float, pool: int, fusion: str, alpha: float) -> list[Candidate]:
-    """Fuse the two rankings; the threshold stays a cosine floor."""
+    """Fuse the two rankings; keep what passes the threshold rule (module docstring)."""
     table: dict[int, Candidate] = {c.seq: c for c in _vector_candidates(store, qvecs, pool)}
     keyword = _keyword_candidates(store, kb_ids, query, pool)
     for k in keyword:
@@ -280,19 +311,20 @@ def _hybrid(store: Any, kb_ids: list[str], query: str, qvecs: dict[str, tuple[in
     candidates = list(table.values())
     _fill_cosines(store, candidates, qvecs)
     best_kw = keyword[0].keyword_score if keyword and keyword[0].keyword_score else 1.0
+    _convex(candidates, best_kw, alpha)
+    floor = alpha * threshold
     for c in candidates:
         if c.cosine is not None:
             c.similarity = c.cosine
-            if c.cosine < threshold:
+            if (c.fused or 0.0) < floor:
                 c.cut = "threshold"
         elif c.kb_id in qvecs:
             c.cut = "no vector"  # a chunk of a vector KB without one: not comparable
-        else:
-            c.similarity = (c.keyword_score or 0.0) / best_kw  # a chunk of a keyword-only KB
-    survivors = [c for c in candidates if c.cut is None]
-    for c in candidates:
-        c.fused = 0.0
+        # else: a chunk of a keyword-only KB, kept; its score is its keyword coverage
     if fusion == "rrf":
+        survivors = [c for c in candidates if c.cut is None]
+        for c in candidates:
+            c.fused = 0.0
         # ranks count among the candidates that survive the threshold
         vector_order = sorted((c for c in survivors if c.vector_rank is not None), key=lambda c: c.vector_rank)
         keyword_order = sorted((c for c in survivors if c.keyword_rank is not None), key=lambda c: c.keyword_rank)
@@ -300,8 +332,6 @@ def _hybrid(store: Any, kb_ids: list[str], query: str, qvecs: dict[str, tuple[in
             c.fused += 1.0 / (RRF_K + rank)
         for rank, c in enumerate(keyword_order, start=1):
             c.fused += 1.0 / (RRF_K + rank)
-    else:
-        _convex(survivors, best_kw, alpha)
     return sorted(candidates, key=lambda c: (c.cut is not None, -(c.fused or 0.0), -c.similarity, c.seq))
 
 
@@ -318,3 +348,45 @@ def _convex(candidates: list[Candidate], best_kw: float, alpha: float) -> None:
         vector_part = max(c.cosine, 0.0) if c.cosine is not None else 0.0
         keyword_part = (c.keyword_score or 0.0) / best_kw if best_kw > 0 else 0.0
         c.fused = alpha * vector_part + (1.0 - alpha) * keyword_part
+
+
+# ── keyword coverage ──────────────────────────────────────────────────────────
+_WORD = re.compile(r"\w+")
+_SUFFIXES = (("ingly", ""), ("edly", ""), ("ing", ""), ("ies", "y"), ("ied", "y"), ("ed", ""), ("es", ""),
+             ("ly", ""), ("s", ""))
+
+
+def _light_stem(word: str) -> str:
+    """``word`` without one common English inflection and a final "e", kept at three
+    letters or more ("freezing", "freezes" and "freeze" → "freez"; "queries" → "query")."""
+    for suffix, replacement in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)] + replacement
+            break
+    return word[:-1] if word.endswith("e") and len(word) > 4 else word
+
+
+def _stems(text: str) -> set[str]:
+    return {_light_stem(w) for w in _WORD.findall(fold(text))}
+
+
+def coverage(query: str, text: str) -> float:
+    """The share of the query's distinct words (stopwords out, unless that leaves
+    nothing) found in ``text``, both folded and lightly stemmed: 0 to 1."""
+    words = list(dict.fromkeys(_light_stem(w) for w in _WORD.findall(fold(query))))
+    content = [w for w in words if w not in STOPWORDS] or words
+    if not content:
+        return 0.0
+    held = _stems(text)
+    return sum(w in held for w in content) / len(content)
+
+
+def _coverage_scores(store: Any, candidates: list[Candidate], query: str, limit: int | None) -> None:
+    """Give chunks without a vector their keyword coverage as ``similarity`` (the first
+    ``limit`` of them when given: only results need a score)."""
+    chosen = candidates[:limit] if limit is not None else candidates
+    rows = store.result_rows([c.seq for c in chosen]) if chosen else {}
+    for c in candidates:
+        c.score_kind = SCORE_COVERAGE
+        row = rows.get(c.seq)
+        c.similarity = coverage(query, row["content"]) if row else 0.0

@@ -25,6 +25,8 @@ SNIPPET = 400
 @click.pass_obj
 def search_command(state, kbs, query, limit, threshold, mode, full, explain, as_json) -> None:
     """Search one or more knowledge bases (KB... names or ids) for QUERY."""
+    if mode == "keyword" and threshold is not None:
+        raise click.UsageError("--threshold applies to vector and hybrid search (keyword search has no cosine)")
     response = state.desk().search(list(kbs), query, limit=limit, threshold=threshold, mode=mode, explain=explain)
     for note in response.notes:
         click.echo(f"note: {inert_line(note)}", err=True)

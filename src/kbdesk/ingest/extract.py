@@ -19,7 +19,9 @@ Section text per format (one module each):
   :func:`.pdf_worker.kill_pdf_workers`; either makes the extraction raise
   :class:`.pdf_text.ExtractionCancelled` (not a failure of the document).
 A heading immediately followed by another heading is merged into the next section,
-so no section is a bare heading. Decoding (BOM, UTF-8, cp1252; line endings to "\\n")
+so no section is a bare heading. Every section's text (and heading path) is put in
+Unicode NFKC (:func:`kbdesk.textnorm.nfkc`) before anything is chunked: a ligature
+("ﬁ") or full-width letter is indexed, and found, by its plain spelling. Decoding (BOM, UTF-8, cp1252; line endings to "\\n")
 is :mod:`.text_decode`.
 """
 
@@ -35,6 +37,7 @@ from kbdesk.ingest.markdown_text import extract_markdown
 from kbdesk.ingest.pdf_text import extract_pdf
 from kbdesk.ingest.sections import Extracted, ExtractionError, Section
 from kbdesk.ingest.text_decode import decode_text, is_binary
+from kbdesk.textnorm import nfkc
 
 __all__ = ["ExtractionError", "Section", "Extracted", "SUPPORTED_SUFFIXES", "content_type_for",
            "extract_bytes", "extract_file", "decode_text"]
@@ -128,5 +131,11 @@ def extract_bytes(data: bytes, filename: str, *, max_bytes: int = 10 * _MB,
             raise ExtractionError("file has no text (only whitespace)")
         extractor = _TEXT_EXTRACTORS.get(ctype)
         sections = extractor(text) if extractor else [Section(text.strip(), {})]
+    for section in sections:
+        section.text = nfkc(section.text)
+        if section.metadata.get("headings"):
+            section.metadata["headings"] = [nfkc(h) for h in section.metadata["headings"]]
+        if section.metadata.get("title"):
+            section.metadata["title"] = nfkc(section.metadata["title"])
     return Extracted(text="\n\n".join(s.text for s in sections), content_type=ctype,
                      sections=sections, warnings=warnings)
