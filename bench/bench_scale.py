@@ -8,7 +8,8 @@ Run from the repository root::
     .venv/bin/python bench/bench_scale.py --sets 1000000x768 --queries 200
     .venv/bin/python bench/bench_scale.py --sets 20000x384 --queries 20   # a smoke run
 
-Data (cached under ``bench/results/scale-*``; ``--rebuild`` makes it again):
+Data (cached under ``bench/results/scale-*``, or ``$KBDESK_BENCH_DATA`` for the databases, e.g. a
+scratch folder outside the repository; ``--rebuild`` makes it again):
 
 - chunk texts: SciFact title + abstract cut at sentence ends into ~1000-character
   pieces (10.4k pieces), then perturbed copies (10% of the words dropped, the words
@@ -75,8 +76,11 @@ def parse_sets(text: str) -> list[tuple[int, int]]:
     return [(int(n), int(d)) for n, d in (s.lower().split("x") for s in text.split(","))]
 
 
+DATA_ENV = "KBDESK_BENCH_DATA"  # where the big databases live (default bench/results/): a scratch disk
+
+
 def db_path(n: int, d: int) -> Path:
-    return RESULTS / f"scale-{n}-{d}.db"
+    return Path(os.environ.get(DATA_ENV) or RESULTS) / f"scale-{n}-{d}.db"
 
 
 # ── vectors ────────────────────────────────────────────────────────────────────

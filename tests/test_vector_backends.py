@@ -18,9 +18,10 @@ def build(db, backend, n=600, dims=48, seed=7):
     return vectors
 
 
-def ranked(db, backend, queries, limit=20, threshold=-1.0):
+def ranked(db, backend, queries, limit=20, threshold=-1.0, matrix_files=True):
     with open_desk(db, backend=backend) as desk:
         assert desk.store.driver.backend == backend
+        desk.store.vectors.matrices.enabled = matrix_files
         return [[(r.content, r.similarity) for r in
                  desk.search(["rand"], "", query_vector=q, mode="vector", limit=limit, threshold=threshold).results]
                 for q in queries]
@@ -31,11 +32,13 @@ def test_both_backends_return_the_same_ids_in_the_same_order(tmp_path):
     vectors = build(db, "sqlite-vec")
     rng = np.random.default_rng(1)
     queries = list(rng.standard_normal((25, vectors.shape[1])))
-    vec = ranked(db, "sqlite-vec", queries)
-    npy = ranked(db, "numpy", queries)
-    assert [[c for c, _ in r] for r in vec] == [[c for c, _ in r] for r in npy]
-    for a, b in zip(vec, npy):
+    vec = ranked(db, "sqlite-vec", queries, matrix_files=False)  # vec0
+    npy = ranked(db, "numpy", queries, matrix_files=False)  # in memory
+    mapped = ranked(db, "sqlite-vec", queries)  # the matrix file
+    assert [[c for c, _ in r] for r in vec] == [[c for c, _ in r] for r in npy] == [[c for c, _ in r] for r in mapped]
+    for a, b, c in zip(vec, npy, mapped):
         assert np.allclose([s for _, s in a], [s for _, s in b], atol=1e-5)
+        assert np.allclose([s for _, s in c], [s for _, s in b], atol=1e-6)
     # and both agree with exact cosine computed independently
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     for q, got in zip(queries, npy):
@@ -63,14 +66,16 @@ def test_writes_under_numpy_reach_a_sqlite_vec_index_built_earlier(tmp_path):
     build(db, "sqlite-vec", n=100, dims=dims)
     target = np.zeros(dims)
     target[5] = 1.0
-    ranked(db, "sqlite-vec", [target])  # sqlite-vec builds its vec0 table now
+    # without matrix files sqlite-vec answers from its vec0 table, which it builds now
+    ranked(db, "sqlite-vec", [target], matrix_files=False)
     with open_desk(db, backend="numpy") as desk:  # a session that cannot touch the index
         desk.add_document("rand", "late.txt", ["the late arrival"], vectors=[target])
         doomed = [d for d in desk.store.list_documents(desk.kb("rand").id) if d.filename == "part0.txt"][0]
         desk.delete_document(doomed.id)
     # part0.txt held all 100 earlier chunks: only the late arrival is left
-    top = ranked(db, "sqlite-vec", [target], limit=20)[0]
-    assert top == [("the late arrival", pytest.approx(1.0, abs=1e-5))]
+    for matrix_files in (False, True):
+        top = ranked(db, "sqlite-vec", [target], limit=20, matrix_files=matrix_files)[0]
+        assert top == [("the late arrival", pytest.approx(1.0, abs=1e-5))]
     with open_desk(db, backend="sqlite-vec") as desk:
         kb = desk.kb("rand")
         conn = desk.store.connection()

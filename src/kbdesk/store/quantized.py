@@ -9,8 +9,10 @@ dims) and a search runs in three steps:
 2. those ranked again by the *full* query against their bits (the sum of the query's
    components where a bit is set, which ranks like ``q . sign(x)``: far finer than
    Hamming, at a table lookup per byte), keeping the best ``R = k x oversample``;
-3. those R rescored exactly: cosine with their float32 vectors, read from
-   ``kb_chunks.embedding`` by ``seq``; the top ``k`` returned.
+3. those R rescored exactly: cosine with their float32 vectors, read from the KB's
+   memory-mapped matrix file (:mod:`kbdesk.store.matrix_file`) when it is current, else
+   from ``kb_chunks.embedding`` by ``seq`` while the file is (re)written in a background
+   thread; the top ``k`` returned.
 
 So what a search returns carries exact cosines (the threshold keeps its meaning); only
 *which* chunks reach the rescoring is approximate (recall against exact search:
@@ -167,7 +169,8 @@ class QuantizedIndex:
 
     name = "quantized"
 
-    def __init__(self) -> None:
+    def __init__(self, matrices: Any = None) -> None:
+        self.matrices = matrices  # a MatrixFiles to rescore from, when it has the KB's current file
         self._lock = threading.Lock()
         self._load_lock = threading.Lock()
         self._cache: dict[str, Codes] = {}
@@ -319,7 +322,7 @@ class QuantizedIndex:
         seqs = self.candidates(store, kb_id, dims, query, r)
         if seqs.size == 0:
             return []
-        got, matrix = rescore_vectors(store, seqs, dims)
+        got, matrix = self.rescore_vectors(store, kb_id, seqs, dims)
         if not got.size:
             return []
         sims = matrix @ query
@@ -327,6 +330,17 @@ class QuantizedIndex:
         top = np.argpartition(-sims, k - 1)[:k] if k < got.size else np.arange(got.size)
         order = top[np.lexsort((got[top], -sims[top]))]
         return [(int(got[i]), float(sims[i])) for i in order]
+
+    def rescore_vectors(self, store: Any, kb_id: str, seqs: np.ndarray, dims: int) -> tuple[np.ndarray, np.ndarray]:
+        """The float32 vectors of ``seqs`` (ascending), from the mapped file when it is current."""
+        mapped = None
+        if self.matrices is not None:
+            build = "never" if getattr(store, "read_only", False) else "background"
+            mapped = self.matrices.get(store, kb_id, dims, build=build)
+        if mapped is None:
+            return rescore_vectors(store, seqs, dims)
+        got, rows = mapped.rows_of(seqs)
+        return got, mapped.vectors[rows]
 
 
 def rescore_vectors(store: Any, seqs: np.ndarray, dims: int) -> tuple[np.ndarray, np.ndarray]:

@@ -5,11 +5,16 @@ float32 at the KB's own dimension). A vector index is derived from it and rebuil
 ``kb_vector_state.version`` moved past the version it was built at, so a database
 written under one backend is always correct under the other.
 
-- :class:`SqliteVecIndex` keeps one sqlite-vec ``vec0`` table per KB. Vectors are unit
-  length, so the L2 metric ranks exactly like cosine (cos = 1 - d²/2) and is the faster
-  of the two in sqlite-vec (docs/BENCHMARKS.md).
-- :class:`NumpyIndex` scans an in-memory float32 matrix per KB, loaded on first use and
-  reloaded when the KB's vectors change. Exact cosine.
+- Both backends search exactly by scanning a memory-mapped float32 copy of the KB's
+  vectors (:mod:`kbdesk.store.matrix_file`: one file per KB beside the database, written
+  once per vector version and shared by every process through the page cache) whenever
+  such a file is current or can be written.
+- Otherwise :class:`SqliteVecIndex` answers from one sqlite-vec ``vec0`` table per KB,
+  the stored index it keeps in step with every write. Vectors are unit length, so the
+  L2 metric ranks exactly like cosine (cos = 1 - d²/2) and is the faster of the two in
+  sqlite-vec (docs/BENCHMARKS.md).
+- Otherwise :class:`NumpyIndex` scans an in-memory float32 matrix per KB, loaded on
+  first use and reloaded when the KB's vectors change. Exact cosine.
 
 Both are the *exact* path. A KB holding more than ``quantize_above`` chunks (config
 ``vector.quantize_above``) is searched by the binary-quantised path instead
@@ -28,6 +33,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from kbdesk.errors import InvalidInputError
+from kbdesk.store.matrix_file import MatrixFiles
 from kbdesk.store.quantized import DEFAULT_OVERSAMPLE, DEFAULT_QUANTIZE_ABOVE, QuantizedIndex
 
 
@@ -73,6 +79,17 @@ def normalise_rows(vectors: Any, dimensions: int | None = None, *, first: int = 
     return (matrix / norms[:, None]).astype(np.float32)
 
 
+def top_k(seqs: np.ndarray, sims: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """The ``k`` best of ``sims`` (one similarity per seq) as (seq, cosine), best first
+    (ties by seq)."""
+    if not len(seqs):
+        return []
+    k = min(int(k), len(sims))
+    top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
+    order = top[np.lexsort((seqs[top], -sims[top]))]
+    return [(int(seqs[i]), float(sims[i])) for i in order]
+
+
 def vec_table(kb_id: str) -> str:
     return "vec_kb_" + kb_id.replace("-", "")
 
@@ -98,8 +115,11 @@ class _Tiered:
     quantize_above: int = DEFAULT_QUANTIZE_ABOVE
     oversample: int = DEFAULT_OVERSAMPLE
 
+    fallback = ""  # what answers exact searches when no matrix file can be had
+
     def _init_tiers(self) -> None:
-        self.quantized = QuantizedIndex()
+        self.matrices = MatrixFiles()
+        self.quantized = QuantizedIndex(self.matrices)
 
     def configure(self, *, quantize_above: int | None = None, oversample: int | None = None) -> None:
         """Apply ``vector.quantize_above`` / ``vector.oversample`` (None keeps the current value)."""
@@ -125,7 +145,31 @@ class _Tiered:
 
     def exact_search(self, store: Any, kb_id: str, dimensions: int, query: np.ndarray,
                      k: int) -> list[tuple[int, float]]:
+        build = "never" if getattr(store, "read_only", False) else "now"
+        mapped = self.matrices.get(store, kb_id, dimensions, build=build)
+        if mapped is not None:
+            self._forget_exact(kb_id)
+            return top_k(mapped.seqs, mapped.similarities(query), k)
+        return self.fallback_search(store, kb_id, dimensions, query, k)
+
+    def fallback_search(self, store: Any, kb_id: str, dimensions: int, query: np.ndarray,
+                        k: int) -> list[tuple[int, float]]:
         raise NotImplementedError
+
+    def exact_path(self, store: Any) -> str:
+        """One line for ``kbdesk doctor``: how exact searches are answered here, and why."""
+        folder = self.matrices.folder(store)
+        if not self.matrices.enabled:
+            return f"{self.fallback} (memory-mapped matrix files are switched off)"
+        if folder is None:
+            return f"{self.fallback} (the database is not a file, so there are no matrix files)"
+        why = self.matrices.cannot_write(store)
+        if why is None:
+            return (f"memory-mapped float32 matrix files in {folder}, rebuilt when a KB's vectors change "
+                    f"(fallback: {self.fallback})")
+        if getattr(store, "read_only", False):
+            return f"matrix files in {folder} when current, else {self.fallback} ({why})"
+        return f"{self.fallback} ({why})"
 
     def _forget_exact(self, kb_id: str) -> None:
         """Free what the exact path keeps in memory for ``kb_id``."""
@@ -140,6 +184,8 @@ def _is_fresh(conn: Any, kb_id: str) -> bool:
 
 class SqliteVecIndex(_Tiered):
     name = "sqlite-vec"
+
+    fallback = "sqlite-vec's vec0 table"
 
     def __init__(self, vec_loaded: bool = True) -> None:
         self.vec_loaded = vec_loaded
@@ -172,8 +218,8 @@ class SqliteVecIndex(_Tiered):
                      "WHERE kb_id = ? AND embedding IS NOT NULL ORDER BY seq", (kb_id,))
         conn.execute("UPDATE kb_vector_state SET indexed_version = version WHERE kb_id = ?", (kb_id,))
 
-    def exact_search(self, store: Any, kb_id: str, dimensions: int, query: np.ndarray,
-                     k: int) -> list[tuple[int, float]]:
+    def fallback_search(self, store: Any, kb_id: str, dimensions: int, query: np.ndarray,
+                        k: int) -> list[tuple[int, float]]:
         conn = store.connection()
         if not _is_fresh(conn, kb_id):
             with store.write() as wconn:
@@ -189,10 +235,11 @@ class SqliteVecIndex(_Tiered):
     def drop(self, conn: Any, kb_id: str) -> None:
         conn.execute(f"DROP TABLE IF EXISTS {vec_table(kb_id)}")
         self.quantized.drop(conn, kb_id)
+        self.matrices.drop(conn, kb_id)
 
     @staticmethod
     def drop_orphans(conn: Any) -> int:
-        """Drop vec0 tables whose KB is gone (left by a numpy-only session)."""
+        """Drop vec0 tables (and matrix files) whose KB is gone (left by a numpy-only or older session)."""
         rows = conn.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'vec\\_kb\\_%' ESCAPE '\\' "
             "AND sql LIKE 'CREATE VIRTUAL TABLE%'"
@@ -203,11 +250,12 @@ class SqliteVecIndex(_Tiered):
             if name[len("vec_kb_"):] not in live:
                 conn.execute(f"DROP TABLE IF EXISTS {name}")
                 dropped += 1
-        return dropped
+        return dropped + MatrixFiles.drop_orphans(conn)
 
 
 class NumpyIndex(_Tiered):
     name = "numpy"
+    fallback = "numpy over the stored vectors loaded into memory"
 
     def __init__(self, vec_loaded: bool = False) -> None:
         # when sqlite-vec is loaded alongside, its tables are dropped with their KB
@@ -245,20 +293,15 @@ class NumpyIndex(_Tiered):
             self._cache[kb_id] = (version, seqs, matrix)
         return seqs, matrix
 
-    def exact_search(self, store: Any, kb_id: str, dimensions: int, query: np.ndarray,
-                     k: int) -> list[tuple[int, float]]:
+    def fallback_search(self, store: Any, kb_id: str, dimensions: int, query: np.ndarray,
+                        k: int) -> list[tuple[int, float]]:
         seqs, matrix = self._matrix(store, kb_id, dimensions)
-        if not len(seqs):
-            return []
-        sims = matrix @ query
-        k = min(int(k), len(sims))
-        top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
-        order = top[np.lexsort((seqs[top], -sims[top]))]
-        return [(int(seqs[i]), float(sims[i])) for i in order]
+        return top_k(seqs, matrix @ query if len(seqs) else seqs, k)
 
     def drop(self, conn: Any, kb_id: str) -> None:
         with self._lock:
             self._cache.pop(kb_id, None)
         self.quantized.drop(conn, kb_id)
+        self.matrices.drop(conn, kb_id)
         if self.vec_loaded:
             conn.execute(f"DROP TABLE IF EXISTS {vec_table(kb_id)}")

@@ -1,0 +1,394 @@
+"""Memory-mapped float32 copies of a KB's vectors: one file per KB beside the database.
+
+Scanning a float32 matrix with BLAS is the fastest exact search here (sqlite-vec's PyPI
+build has no SIMD: docs/BENCHMARKS-search.md), but reading a KB's vectors out of SQLite
+into memory costs every new process a second or more and the whole matrix in RSS. So
+each KB's vectors are also written, once per vector version, to a file that any
+process maps read-only and scans in place; the operating system's page cache holds it
+between processes.
+
+The file is derived data: ``kb_chunks.embedding`` stays the canonical copy, and a file
+is only used when everything about it matches the database:
+
+- layout: ``HEADER_SIZE`` bytes of header, then ``rows x dims`` float32 (row-major),
+  then ``rows`` int64 seqs (ascending); the file's size must be exactly that;
+- the header holds a magic string and format number, the KB's id, ``dims``, ``rows``,
+  and the stamp of the database it was written from: ``kb_vector_state.version``, the
+  KB's chunk count and its largest seq. A file whose stamp differs (stale: the vectors
+  moved; foreign: another database or KB; truncated: the size is off) is never read,
+  and is rebuilt where the folder can be written.
+
+A file is written to a temporary name in the same folder, flushed to disk and renamed
+over the old one, so another process (or this one after a kill) sees the old file or
+the new one whole, never half of one. A process that already mapped the old file keeps
+reading it until it notices the version moved.
+
+Files live in ``<database file>.vectors/`` (beside ``kb.db`` in the data folder for the
+default database); deleting a KB deletes its file, and files of KBs that are gone are
+removed when the database is opened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import struct
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+MAGIC = b"KBDMATX\x00"
+FORMAT = 1
+HEADER = struct.Struct("<8sIIqqqq48s")  # magic, format, dims, rows, version, chunks, max_seq, kb_id
+HEADER_SIZE = 128
+SUFFIX = ".f32"
+TMP_PREFIX = ".tmp-"
+STALE_TMP_S = 3600  # a temporary file this old belongs to a build that was killed
+FETCH_BATCH = 8192
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """What a file must have been written from to be read: the KB's vector version, its
+    chunk count (``knowledge_bases.chunk_count``) and its largest seq (the last two catch
+    a database restored under the same version)."""
+
+    version: int
+    chunks: int
+    max_seq: int
+
+
+STREAM_BYTES = 6 << 20  # the buffer a streamed scan reads through
+
+
+@dataclass
+class Matrix:
+    """A KB's vectors mapped from its file (arrays are read-only views of the mapping).
+
+    The first scan reads the file through a small buffer instead of touching the mapping:
+    a process that searches once (``kbdesk search``) stays small and does not pay a page
+    fault per 4 KB; later scans read the mapping, which stays resident and is as fast as a
+    matrix in memory.
+    """
+
+    stamp: Stamp
+    seqs: np.ndarray  # (rows,) int64, ascending
+    vectors: np.ndarray  # (rows, dims) float32, unit rows
+    path: Path
+    file: Any  # the open file the mapping came from (a rename over the path does not change it)
+    scans: int = 0
+
+    @property
+    def version(self) -> int:
+        return self.stamp.version
+
+    def similarities(self, query: np.ndarray) -> np.ndarray:
+        """Cosine of ``query`` with every row (rows are unit, ``query`` is unit)."""
+        self.scans += 1
+        rows, dims = self.vectors.shape
+        if self.scans > 1 or rows == 0:
+            return self.vectors @ query
+        out = np.empty(rows, dtype=np.float32)
+        block = max(256, STREAM_BYTES // (4 * dims))
+        buf = np.empty((min(block, rows), dims), dtype=np.float32)
+        fd = self.file.fileno()
+        for lo in range(0, rows, block):
+            n = min(block, rows - lo)
+            if os.preadv(fd, [buf[:n]], HEADER_SIZE + lo * dims * 4) != n * dims * 4:
+                return self.vectors @ query  # pragma: no cover - the size was checked at open
+            # einsum: one thread, no BLAS thread hand-off per block (which costs more than the block)
+            np.einsum("ij,j->i", buf[:n], query, out=out[lo:lo + n])
+        return out
+
+    def rows_of(self, seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(seqs found, their row numbers) for ``seqs`` (ascending)."""
+        at = np.searchsorted(self.seqs, seqs)
+        at = np.minimum(at, max(self.seqs.size - 1, 0))
+        hit = self.seqs[at] == seqs if self.seqs.size else np.zeros(seqs.size, dtype=bool)
+        return seqs[hit], at[hit]
+
+
+def folder_for(db_path: Path) -> Path:
+    return db_path.with_name(db_path.name + ".vectors")
+
+
+def file_for(folder: Path, kb_id: str) -> Path:
+    return folder / f"{kb_id}{SUFFIX}"
+
+
+def stamp_of(conn: Any, kb_id: str) -> Stamp | None:
+    """The KB's stamp now (inside the caller's snapshot), or None when it has no vector state."""
+    row = conn.execute("SELECT version FROM kb_vector_state WHERE kb_id = ?", (kb_id,)).fetchone()
+    if row is None:
+        return None
+    # both cheap: a column the store keeps, and one step down the kb_id index
+    chunks = conn.execute("SELECT chunk_count FROM knowledge_bases WHERE id = ?", (kb_id,)).fetchone()
+    max_seq = conn.execute("SELECT max(seq) FROM kb_chunks WHERE kb_id = ?", (kb_id,)).fetchone()[0]
+    return Stamp(int(row[0]), int(chunks[0]) if chunks else -1, int(max_seq or 0))
+
+
+def open_matrix(path: Path, kb_id: str, dims: int, stamp: Stamp) -> Matrix | None:
+    """The file at ``path`` mapped, or None unless it is whole and was written from ``stamp``."""
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - kept open by the Matrix for streamed scans
+    except OSError:
+        return None
+    try:
+        size = os.fstat(fh.fileno()).st_size
+        if size < HEADER_SIZE:
+            fh.close()
+            return None
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        fh.close()
+        return None
+    magic, fmt, fdims, rows, version, chunks, max_seq, fkb = HEADER.unpack_from(mm, 0)
+    if (magic != MAGIC or fmt != FORMAT or fdims != dims or fkb.rstrip(b"\x00") != kb_id.encode()
+            or Stamp(version, chunks, max_seq) != stamp or rows < 0
+            or size != HEADER_SIZE + rows * dims * 4 + rows * 8):
+        mm.close()
+        fh.close()
+        return None
+    vectors = np.frombuffer(mm, dtype=np.float32, count=rows * dims, offset=HEADER_SIZE).reshape(rows, dims)
+    seqs = np.frombuffer(mm, dtype=np.int64, count=rows, offset=HEADER_SIZE + rows * dims * 4)
+    if rows and (seqs[-1] > max_seq or (rows > 1 and not bool(np.all(seqs[1:] > seqs[:-1])))):
+        return None
+    return Matrix(stamp, seqs, vectors, path, fh)
+
+
+def write_matrix(conn: Any, folder: Path, kb_id: str, dims: int) -> Stamp | None:
+    """Write the KB's file from ``conn``'s snapshot (the caller holds one read transaction
+    for the stamp and the rows) and move it into place; return the stamp it was written
+    from (None when the KB has no vector state). Raises OSError when it cannot be written."""
+    stamp = stamp_of(conn, kb_id)
+    if stamp is None:
+        return None
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f"{TMP_PREFIX}{kb_id}-{os.getpid()}-{threading.get_ident()}"
+    seqs: list[np.ndarray] = []
+    rows = 0
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(b"\x00" * HEADER_SIZE)
+            cur = conn.execute("SELECT seq, embedding FROM kb_chunks WHERE kb_id = ? AND embedding IS NOT NULL "
+                               "ORDER BY seq", (kb_id,))
+            while batch := cur.fetchmany(FETCH_BATCH):
+                good = [(seq, blob) for seq, blob in batch if len(blob) == dims * 4]
+                if not good:
+                    continue
+                fh.write(b"".join(blob for _, blob in good))
+                seqs.append(np.fromiter((seq for seq, _ in good), dtype=np.int64, count=len(good)))
+                rows += len(good)
+            fh.write((np.concatenate(seqs) if seqs else np.zeros(0, dtype=np.int64)).tobytes())
+            fh.seek(0)
+            fh.write(HEADER.pack(MAGIC, FORMAT, dims, rows, stamp.version, stamp.chunks, stamp.max_seq,
+                                 kb_id.encode()))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, file_for(folder, kb_id))
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    with contextlib.suppress(OSError):  # the rename itself survives a crash once the folder is synced
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    return stamp
+
+
+def remove(folder: Path, kb_id: str) -> None:
+    with contextlib.suppress(OSError):
+        file_for(folder, kb_id).unlink()
+
+
+def remove_orphans(folder: Path, live: set[str]) -> int:
+    """Delete files of KBs not in ``live`` and temporary files left by killed builds."""
+    removed = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    now = time.time()
+    for entry in entries:
+        name = entry.name
+        gone = name.endswith(SUFFIX) and name[: -len(SUFFIX)] not in live
+        with contextlib.suppress(OSError):
+            if name.startswith(TMP_PREFIX):
+                gone = now - entry.stat().st_mtime > STALE_TMP_S
+            if gone:
+                os.unlink(entry.path)
+                removed += 1
+    return removed
+
+
+def writable(folder: Path) -> str | None:
+    """None when matrix files can be written in ``folder`` (made if missing); else why not."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"cannot create {folder}: {exc.strerror}"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"{folder} is not writable"
+    return None
+
+
+def database_file(conn: Any) -> Path | None:
+    """The file of ``conn``'s main database (None for an in-memory one)."""
+    for _, name, file in conn.execute("PRAGMA database_list").fetchall():
+        if name == "main":
+            return Path(file) if file else None
+    return None
+
+
+RETRY_AFTER_S = 60.0  # after a failed write (disk full, permissions), try again this much later
+
+
+class MatrixFiles:
+    """The mapped matrices of one store's KBs: reopened, or rebuilt where the folder can be
+    written, when a KB's vector version moves. ``get`` returns None when no current file can
+    be had (the caller falls back to another exact path)."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self._lock = threading.Lock()
+        self._build_lock = threading.Lock()
+        self._cache: dict[str, Matrix] = {}
+        self._none_at: dict[str, tuple[int, int, str]] = {}  # kb -> (version, dims, build) that had no file
+        self._background: set[str] = set()
+        self.failure: str | None = None  # why the last write failed
+        self._failed_at = 0.0
+
+    @staticmethod
+    def folder(store: Any) -> Path | None:
+        path = getattr(store, "path", None)
+        if path is None or str(path) in ("", ":memory:"):
+            return None
+        return folder_for(Path(path))
+
+    def cannot_write(self, store: Any) -> str | None:
+        """Why this store's files cannot be (re)built now, or None."""
+        if getattr(store, "read_only", False):
+            return f"the database is read-only ({store.read_only_reason})"
+        folder = self.folder(store)
+        if folder is None:
+            return "the database is not a file"
+        if self.failure and time.monotonic() - self._failed_at < RETRY_AFTER_S:
+            return self.failure
+        return writable(folder)
+
+    def cached(self, kb_id: str) -> Matrix | None:
+        with self._lock:
+            return self._cache.get(kb_id)
+
+    def get(self, store: Any, kb_id: str, dims: int, *, build: str = "now") -> Matrix | None:
+        """The KB's current matrix. ``build``: "now" writes a missing or stale file before
+        answering; "background" starts writing it in a thread and answers None meanwhile;
+        "never" only opens a file that is already current."""
+        if not self.enabled:
+            return None
+        folder = self.folder(store)
+        if folder is None:
+            return None
+        row = store.connection().execute("SELECT version FROM kb_vector_state WHERE kb_id = ?",
+                                         (kb_id,)).fetchone()
+        if row is None:
+            return None
+        hit = self.cached(kb_id)
+        if hit is not None and hit.version == row[0] and hit.vectors.shape[1] == dims:
+            return hit
+        with self._lock:
+            if self._none_at.get(kb_id) == (row[0], dims, build):
+                return None  # nothing to be had at this version: found out at the last search
+        # a search that may fall back does not wait for a build in another thread
+        if not self._build_lock.acquire(blocking=build == "now"):
+            return None
+        try:
+            with store.read() as conn:
+                stamp = stamp_of(conn, kb_id)
+            if stamp is None:
+                return None
+            matrix = open_matrix(file_for(folder, kb_id), kb_id, dims, stamp)
+            if matrix is None and build != "never" and self.cannot_write(store) is None:
+                if build == "background":
+                    self._start_background(store, folder, kb_id, dims)
+                else:
+                    matrix = self._build(store, folder, kb_id, dims)
+            with self._lock:
+                if matrix is None:
+                    self._cache.pop(kb_id, None)
+                    if build == "never" or (build == "now" and self.failure is None):
+                        self._none_at[kb_id] = (stamp.version, dims, build)
+                else:
+                    self._cache[kb_id] = matrix
+                    self._none_at.pop(kb_id, None)
+            return matrix
+        finally:
+            self._build_lock.release()
+
+    def _build(self, store: Any, folder: Path, kb_id: str, dims: int) -> Matrix | None:
+        try:
+            with store.read() as conn:
+                stamp = write_matrix(conn, folder, kb_id, dims)
+        except OSError as exc:
+            self.failure = f"cannot write {folder}: {exc.strerror or exc}"
+            self._failed_at = time.monotonic()
+            return None
+        self.failure = None
+        return None if stamp is None else open_matrix(file_for(folder, kb_id), kb_id, dims, stamp)
+
+    def _start_background(self, store: Any, folder: Path, kb_id: str, dims: int) -> None:
+        with self._lock:
+            if kb_id in self._background:
+                return
+            self._background.add(kb_id)
+
+        def run() -> None:
+            try:
+                with self._build_lock:
+                    matrix = self._build(store, folder, kb_id, dims)
+                    if matrix is not None:
+                        with self._lock:
+                            self._cache[kb_id] = matrix
+            except Exception:  # noqa: BLE001 - the store closed under it: the next search tries again
+                pass
+            finally:
+                with self._lock:
+                    self._background.discard(kb_id)
+
+        threading.Thread(target=run, name=f"kbdesk-matrix-{kb_id[:8]}", daemon=True).start()
+
+    def wait(self, timeout: float = 600.0) -> None:
+        """Wait for background builds (benchmarks and tests)."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            with self._lock:
+                if not self._background:
+                    return
+            time.sleep(0.02)
+
+    def forget(self, kb_id: str) -> None:
+        with self._lock:
+            self._cache.pop(kb_id, None)
+            self._none_at.pop(kb_id, None)
+
+    def drop(self, conn: Any, kb_id: str) -> None:
+        """Forget the KB and delete its file (inside the transaction deleting the KB)."""
+        self.forget(kb_id)
+        db = database_file(conn)
+        if db is not None:
+            remove(folder_for(db), kb_id)
+
+    @staticmethod
+    def drop_orphans(conn: Any) -> int:
+        db = database_file(conn)
+        if db is None or not folder_for(db).is_dir():
+            return 0
+        return remove_orphans(folder_for(db), {r[0] for r in conn.execute("SELECT id FROM knowledge_bases")})
