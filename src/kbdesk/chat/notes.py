@@ -56,8 +56,8 @@ def require_chat(store: Any) -> None:
     from kbdesk.store.api import CHAT
 
     if CHAT not in store.capabilities:
-        raise StoreError("conversations, personas, projects and notes live in the SQLite file; this "
-                         f"{store.kind} store does not hold them yet")
+        raise StoreError(f"this {store.kind} database keeps no conversations, personas, projects or notes: its "
+                         "channels table is a team server's own, which kbdesk leaves as it is")
 
 
 class NoteService:

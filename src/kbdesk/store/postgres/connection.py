@@ -27,13 +27,16 @@ from contextlib import contextmanager
 from typing import Any
 
 from kbdesk.errors import KbdeskError, StoreError
-from kbdesk.store.api import BLOBS
 from kbdesk.store.core.bulk import BulkCore
 from kbdesk.store.core.cache import CacheCore
+from kbdesk.store.core.chat import ChatCore
 from kbdesk.store.core.documents import DocumentsCore
+from kbdesk.store.core.notes import NotesCore
+from kbdesk.store.core.personas import PersonasCore
 from kbdesk.store.core.records import RecordsCore
 from kbdesk.store.postgres.access import Identity, ScopePolicy, identity_from_settings, is_uuid
 from kbdesk.store.postgres.bulk import PgBulk
+from kbdesk.store.postgres.chat import PgChat
 from kbdesk.store.postgres.chunks import PgChunks
 from kbdesk.store.postgres.engine import PostgresEngine
 from kbdesk.store.postgres.lookup import LookupMixin
@@ -44,12 +47,13 @@ from kbdesk.store.postgres.security import Session, check_can_open, database_ide
 from kbdesk.store.postgres.vectors import PgVectorIndex
 
 
-class PostgresStore(PgChunks, PgBulk, RecordsCore, DocumentsCore, CacheCore, BulkCore, LookupMixin):
+class PostgresStore(PgChunks, PgBulk, PgChat, RecordsCore, DocumentsCore, CacheCore, BulkCore, LookupMixin,
+                    ChatCore, PersonasCore, NotesCore):
     """kbdesk's store on PostgreSQL + pgvector, in the seed's schema."""
 
     kind = "postgres"
     db = PostgresEngine()
-    capabilities: frozenset[str] = frozenset({BLOBS})
+    # capabilities: PgChat's (blobs; chat where the database keeps conversations)
 
     def __init__(self, uri: str, identity: Identity | None = None) -> None:
         if importlib.util.find_spec("psycopg") is None or importlib.util.find_spec("pgvector") is None:

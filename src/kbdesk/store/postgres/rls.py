@@ -32,6 +32,11 @@ so each is evaluated once per statement, not once per row):
   a document of its own KB).
 - ``kbdesk_document_blobs``: through their document, the same way.
 - ``channel_knowledge_bases``: the user's own channels, binding KBs they can read.
+- the chat (``channels`` of kbdesk's own, ``kbdesk_personas``, ``kbdesk_projects``,
+  ``kbdesk_notes``, ``kbdesk_user_settings``): the owner's rows only; messages through
+  their channel, tool calls through their message, note vectors through their note;
+  persona and project bindings are the owner's and reach only KBs they can read; a
+  conversation names only its owner's persona and project.
 - ``kbdesk_audit_log``: append-only, as yourself; read your own entries, those of KBs
   you manage, and as a system admin those of every KB you can read (never another
   user's personal KB: its name and file names are theirs). ``kbdesk_usage_log``:
@@ -79,8 +84,12 @@ READABLE_KBS = "ARRAY(SELECT k.id FROM knowledge_bases k)"
 MANAGED_KBS = f"ARRAY(SELECT k.id FROM knowledge_bases k WHERE {managed('k.')})"
 
 KB_KEYED = ("kb_documents", "kb_chunks")  # plus any kbdesk_* table with a kb_id column
+# the chat's tables (store/postgres/chat_tables.py): every row is one user's
+CHAT_TABLES = ("kbdesk_personas", "kbdesk_persona_knowledge_bases", "kbdesk_projects",
+               "kbdesk_project_knowledge_bases", "kbdesk_chat_messages", "kbdesk_chat_tool_calls", "kbdesk_notes",
+               "kbdesk_note_vectors", "kbdesk_user_settings")
 SPECIAL = {"kbdesk_audit_log", "kbdesk_usage_log", "kbdesk_embedding_cache", "kbdesk_document_blobs",
-           "kbdesk_settings", "kbdesk_migrations", "kbdesk_logins", "kbdesk_team_members"}
+           "kbdesk_settings", "kbdesk_migrations", "kbdesk_logins", "kbdesk_team_members", *CHAT_TABLES}
 
 
 def install_row_security(conn: Any) -> None:
@@ -235,6 +244,32 @@ def _policies(conn: Any) -> dict[str, list[Policy]]:
     out["kbdesk_embedding_cache"] = [("kbdesk_own", "ALL", mine, mine)]
     if "channels" in own_tables(conn):
         out["channels"] = [("kbdesk_own", "ALL", f"owner_id = {UID}", f"owner_id = {UID}")]
+    if _exists(conn, "kbdesk_notes"):  # the chat step has run
+        out.update(_chat_policies("persona_id" in _columns(conn, "channels") and "channels" in out))
+    return out
+
+
+def _chat_policies(own_channels: bool) -> dict[str, list[Policy]]:
+    """Each row of the chat's tables is its user's alone: by ``owner_id``, or through the
+    row it belongs to (a row that row security hides is not there for the EXISTS);
+    persona and project bindings reach only KBs the user can read."""
+    def only(condition: str) -> list[Policy]:
+        return [("kbdesk_own", "ALL", condition, condition)]
+
+    def of(parent: str, key: str) -> str:
+        return f"EXISTS (SELECT 1 FROM {parent} p WHERE p.id = {key})"
+
+    mine, readable = f"owner_id = {UID}", f"kb_id = ANY ({READABLE_KBS})"
+    out = {t: only(mine) for t in ("kbdesk_personas", "kbdesk_projects", "kbdesk_notes", "kbdesk_user_settings")}
+    out["kbdesk_persona_knowledge_bases"] = only(f"{of('kbdesk_personas', 'persona_id')} AND {readable}")
+    out["kbdesk_project_knowledge_bases"] = only(f"{of('kbdesk_projects', 'project_id')} AND {readable}")
+    out["kbdesk_chat_messages"] = only("kbdesk_my_channel(channel_id)")
+    out["kbdesk_chat_tool_calls"] = only(of("kbdesk_chat_messages", "message_id"))
+    out["kbdesk_note_vectors"] = only(of("kbdesk_notes", "note_id"))
+    if own_channels:  # a conversation names only the user's own persona and project
+        out["channels"] = [("kbdesk_own", "ALL", mine, f"{mine} AND (persona_id IS NULL OR "
+                            f"{of('kbdesk_personas', 'persona_id')}) AND (project_id IS NULL OR "
+                            f"{of('kbdesk_projects', 'project_id')})")]
     return out
 
 

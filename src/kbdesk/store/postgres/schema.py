@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from kbdesk.errors import SchemaTooNewError, StoreError
+from kbdesk.store.postgres.chat_tables import install_chat_tables
 from kbdesk.store.postgres.keyword import install as install_keyword_stats
 from kbdesk.store.postgres.rls import install_row_security
 from kbdesk.store.postgres.seed import MINIMAL_TABLES, SEED_008, team_members_ddl
@@ -218,6 +219,15 @@ def _m008_keyword_folding(conn: Any) -> None:
     install_keyword_stats(conn)
 
 
+def _m009_chat(conn: Any) -> None:
+    # Conversations (kbdesk's own channels get persona_id, project_id, retrieval), their
+    # messages and tool calls, personas, projects, notes with their keyword index and
+    # vectors, per-user settings (store/postgres/chat_tables.py); row security on them
+    # in the same transaction (store/postgres/rls.py).
+    install_chat_tables(conn)
+    install_row_security(conn)
+
+
 MIGRATIONS: list[Migration] = [
     ("seed_008_knowledge_bases", _m001_seed_008),
     ("kbdesk_columns", _m002_kbdesk_columns),
@@ -227,6 +237,7 @@ MIGRATIONS: list[Migration] = [
     ("row_security", _m006_row_security),
     ("api_tokens", _m007_api_tokens),
     ("keyword_folding", _m008_keyword_folding),
+    ("chat", _m009_chat),
 ]
 
 REQUIRED_COLUMNS = {

@@ -22,12 +22,13 @@ from typing import Any
 
 from kbdesk.errors import StoreError
 from kbdesk.store.postgres.access import Identity
-from kbdesk.store.postgres.rls import ROLE_ADMIN, ROLE_USER, install_row_security, kbdesk_kb_tables, own_tables
+from kbdesk.store.postgres.rls import (CHAT_TABLES, ROLE_ADMIN, ROLE_USER, install_row_security,
+                                      kbdesk_kb_tables, own_tables)
 from kbdesk.store.postgres.schema import MIGRATIONS, _first_line, current_version
 
 # what a kbdesk user may do on each table (row security decides which rows)
 READ_WRITE = ("knowledge_bases", "kb_documents", "kb_chunks", "channel_knowledge_bases", "kbdesk_document_blobs",
-              "kbdesk_embedding_cache")
+              "kbdesk_embedding_cache", *CHAT_TABLES)
 APPEND_ONLY = ("kbdesk_audit_log", "kbdesk_usage_log")
 READ_ONLY = ("kbdesk_settings", "kbdesk_migrations")
 USER_FUNCTIONS = ("kbdesk_uid", "kbdesk_is_admin", "kbdesk_team_ids", "kbdesk_my_channel", "kbdesk_whoami")
