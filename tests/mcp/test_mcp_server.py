@@ -112,7 +112,7 @@ def test_documents_are_resources(tmp_path, kbdesk_home):
     assert "Backups run nightly at 02:00" in text
 
 
-def test_on_postgres_the_tools_are_the_kbs_ones(tmp_path, kbdesk_home, pg_uri):
+def test_on_postgres_the_same_tools_search_the_servers_kbs(tmp_path, kbdesk_home, pg_uri):
     _desk(tmp_path, pg_uri).close()
 
     async def work(client):
@@ -121,6 +121,6 @@ def test_on_postgres_the_tools_are_the_kbs_ones(tmp_path, kbdesk_home, pg_uri):
         return tools, found
 
     tools, found = run_client(work, "--db", pg_uri)
-    assert tools == ["kb_search", "kb_list"]  # notes live in the SQLite file
+    assert tools == ["kb_search", "kb_list", "note_search"]  # this database keeps notes too
     assert found.structured_content["results"][0]["source"] == "backups.txt"
     assert json.loads(json.dumps(found.structured_content))  # plain JSON all the way

@@ -156,6 +156,27 @@ def test_a_kbdesk_user_can_neither_read_tokens_nor_run_the_server(team):
     assert len(hashes) == 4 and all(len(h) == 64 for h in hashes)
 
 
-def test_channels_wait_for_conversations_on_postgres(team):
-    answer = team.alice.get(f"/channels/{uuid.uuid4()}/knowledge-bases")
+def test_a_channel_is_its_owners_conversation(team, monkeypatch):
+    alice_desk = open_desk(as_login(team.uri, team.logins["alice"], PASSWORD))
+    try:
+        conv = alice_desk.chat().new_conversation("planning")
+    finally:
+        alice_desk.close()
+    mine = team.alice.post("/knowledge-bases", json={"name": "Diary"}).json()
+    eves = team.eve.post("/knowledge-bases", json={"name": "Eve's"}).json()
+    rows = team.alice.get(f"/channels/{conv.id}/knowledge-bases").json()["data"]
+    assert [(r["kb_name"], r["enabled"], r["origin"]) for r in rows] == [("Diary", True, "personal")]
+    assert team.eve.get(f"/channels/{conv.id}/knowledge-bases").status_code == 404  # not hers
+    assert team.eve.put(f"/channels/{conv.id}/knowledge-bases", json={"kb_ids": [eves["id"]]}).status_code == 404
+    refused = team.alice.put(f"/channels/{conv.id}/knowledge-bases", json={"kb_ids": [eves["id"]]})
+    assert refused.status_code == 404  # a KB she cannot see is not bound
+    off = team.alice.put(f"/channels/{conv.id}/knowledge-bases", json={"kb_ids": []}).json()["data"]
+    assert [(r["kb_id"], r["enabled"]) for r in off] == [(mine["id"], False)]
+
+    from kbdesk.store.api import BLOBS
+    from kbdesk.store.postgres.chat import PgChat
+
+    # a team server whose own channels table kbdesk does not manage keeps no conversations
+    monkeypatch.setattr(PgChat, "capabilities", property(lambda self: frozenset({BLOBS})))
+    answer = team.alice.get(f"/channels/{conv.id}/knowledge-bases")
     assert answer.status_code == 501 and "conversations" in answer.json()["message"]

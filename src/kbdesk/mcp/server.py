@@ -9,7 +9,7 @@ the chat pane offers them to a model:
   what a chat model reads; the structured content holds the results (``content``,
   ``source``, ``kb``, ``similarity``, ``metadata``) and their ``sources``;
 * ``kb_list`` — the KBs with their document and chunk counts and embedding model;
-* ``note_search`` — the user's notes (where the store keeps notes: the SQLite file);
+* ``note_search`` — the user's notes (where the store keeps notes);
 * every ready document is a resource, ``kbdesk://kb/<kb id>/documents/<doc id>``,
   read as its extracted text.
 
