@@ -398,20 +398,9 @@ def _m008_chat_retrieval(conn: Any) -> None:
 def _m009_api_tokens(conn: Any) -> None:
     # Bearer tokens of kbdesk serve (store/tokens.py): only a SHA-256 of each token is
     # kept; the token itself is shown once, when it is made.
-    conn.executescript("""
-    CREATE TABLE api_tokens (
-        id           TEXT PRIMARY KEY,
-        token_hash   TEXT NOT NULL UNIQUE,
-        prefix       TEXT NOT NULL,
-        user_id      TEXT NOT NULL,
-        username     TEXT NOT NULL,
-        permissions  TEXT NOT NULL DEFAULT '',
-        label        TEXT NOT NULL DEFAULT '',
-        created_at   TEXT NOT NULL,
-        last_used_at TEXT,
-        revoked_at   TEXT
-    );
-    """)
+    from kbdesk.store.tokens import tokens_ddl
+
+    conn.execute(tokens_ddl("api_tokens"))
 
 
 Migration = tuple[str, Callable[[Any], None]]

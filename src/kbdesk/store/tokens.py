@@ -31,6 +31,22 @@ MAX_LABEL = 200
 _COLUMNS = "id, prefix, user_id, username, permissions, label, created_at, last_used_at, revoked_at"
 
 
+def tokens_ddl(table: str) -> str:
+    """The token table, the same on both engines (the schema steps ``api_tokens``)."""
+    return f"""CREATE TABLE IF NOT EXISTS {table} (
+        id           TEXT PRIMARY KEY,
+        token_hash   TEXT NOT NULL UNIQUE,
+        prefix       TEXT NOT NULL,
+        user_id      TEXT NOT NULL,
+        username     TEXT NOT NULL,
+        permissions  TEXT NOT NULL DEFAULT '',
+        label        TEXT NOT NULL DEFAULT '',
+        created_at   TEXT NOT NULL,
+        last_used_at TEXT,
+        revoked_at   TEXT
+    )"""
+
+
 @dataclass(frozen=True)
 class ApiToken:
     """What is known of a token (never the token itself)."""

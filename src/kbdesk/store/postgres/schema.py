@@ -193,22 +193,10 @@ def _m007_api_tokens(conn: Any) -> None:
     # Bearer tokens of kbdesk serve (store/tokens.py), hashed. Only the tables' owner,
     # which the server connects as, reads them: no grant to kbdesk users, and row
     # security on with no policy, so a grant made by hand still shows no row.
-    for statement in [
-        """CREATE TABLE IF NOT EXISTS kbdesk_api_tokens (
-            id           TEXT PRIMARY KEY,
-            token_hash   TEXT NOT NULL UNIQUE,
-            prefix       TEXT NOT NULL,
-            user_id      TEXT NOT NULL,
-            username     TEXT NOT NULL,
-            permissions  TEXT NOT NULL DEFAULT '',
-            label        TEXT NOT NULL DEFAULT '',
-            created_at   TEXT NOT NULL,
-            last_used_at TEXT,
-            revoked_at   TEXT
-        )""",
-        "REVOKE ALL ON kbdesk_api_tokens FROM PUBLIC",
-        "ALTER TABLE kbdesk_api_tokens ENABLE ROW LEVEL SECURITY",
-    ]:
+    from kbdesk.store.tokens import tokens_ddl
+
+    for statement in [tokens_ddl("kbdesk_api_tokens"), "REVOKE ALL ON kbdesk_api_tokens FROM PUBLIC",
+                      "ALTER TABLE kbdesk_api_tokens ENABLE ROW LEVEL SECURITY"]:
         conn.execute(statement)
 
 
