@@ -102,6 +102,9 @@ def gather(state: Any, check_seconds: float = 5.0) -> dict[str, Any]:
         report["vector_backend"]["active"] = "numpy"
         report["vector_backend"]["reason"] = ("the database is read-only: numpy reads the stored vectors "
                                               "(sqlite-vec's index may need rebuilding first, which is a write)")
+    vectors = getattr(store, "vectors", None)
+    if vectors is not None and hasattr(vectors, "exact_path"):
+        report["vector_backend"]["exact_search"] = vectors.exact_path(store)
     report["fts5"] = store.fts5_available()
     if not report["fts5"]:
         report["ok"] = False
@@ -149,6 +152,8 @@ def doctor_command(state, check_seconds, as_json) -> None:
             t.add_row("sqlite", f"{report['sqlite']['version']} via {report['sqlite']['driver']}")
             vb = report["vector_backend"]
             t.add_row("vector backend", plain(f"{vb['active']}: {vb['reason']}"))
+            if "exact_search" in vb:
+                t.add_row("exact search", plain(vb["exact_search"]))
         if "fts5" in report:
             t.add_row("keyword search", "FTS5 available" if report["fts5"] else "FTS5 missing")
         stdout().print(t)

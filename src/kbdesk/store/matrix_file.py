@@ -230,13 +230,12 @@ def remove_orphans(folder: Path, live: set[str]) -> int:
 
 
 def writable(folder: Path) -> str | None:
-    """None when matrix files can be written in ``folder`` (made if missing); else why not."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        return f"cannot create {folder}: {exc.strerror}"
-    if not os.access(folder, os.W_OK | os.X_OK):
-        return f"{folder} is not writable"
+    """None when matrix files can be written in ``folder`` (made on the first write); else why not."""
+    if folder.exists() and not folder.is_dir():
+        return f"cannot create {folder}: a file is in the way"
+    where = folder if folder.is_dir() else folder.parent
+    if not os.access(where, os.W_OK | os.X_OK):
+        return f"{where} is not writable"
     return None
 
 
