@@ -32,3 +32,16 @@ def add_doc(desk, kb: str, filename: str, *chunks: str, metadata: dict | None = 
     from kbdesk.models import ChunkInput
 
     return desk.add_document(kb, filename, [ChunkInput(c, metadata=dict(metadata or {})) for c in chunks])
+
+
+def desk_on(request, engine: str):
+    """A new desk on ``engine`` ("sqlite": numpy; "postgres": a fresh database of the
+    session's server, its owner acting as a system admin as a one-person server's owner
+    does), reading the config written before."""
+    from kbdesk import open_desk
+
+    if engine == "postgres":
+        path = get_paths().config_file
+        path.write_text(path.read_text() + '\n[identity]\nusername = "me"\nadmin = true\n')
+        return open_desk(request.getfixturevalue("pg_uri"))
+    return open_desk(backend="numpy")

@@ -6,7 +6,7 @@ import pytest
 
 from fake_chat import FakeChat
 from kbdesk import open_desk
-from chat_support import write_config
+from chat_support import desk_on, write_config
 
 
 @pytest.fixture
@@ -20,5 +20,21 @@ def cdesk(chat_server):
     """A desk whose chat role points at ``chat_server`` (numpy backend: fast, same results)."""
     write_config(chat_server)
     desk = open_desk(backend="numpy")
+    yield desk
+    desk.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def chat_engine(request) -> str:
+    """Each engine that keeps conversations: the SQLite file (numpy) and PostgreSQL."""
+    return request.param
+
+
+@pytest.fixture
+def any_cdesk(request, chat_engine, chat_server):
+    """``cdesk`` on every engine that keeps conversations: the chat store scenarios and
+    whole turns that hold on both take this one."""
+    write_config(chat_server)
+    desk = desk_on(request, chat_engine)
     yield desk
     desk.close()

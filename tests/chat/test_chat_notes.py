@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from chat_support import write_config
+from chat_support import desk_on, write_config
 from kbdesk import open_desk
 from kbdesk.chat import NOTE_SEARCH_TOOL
 from kbdesk.errors import InvalidInputError, NotFoundError
@@ -32,16 +32,17 @@ class ConceptEmbedder:
 
 
 @pytest.fixture
-def notes_desk(chat_server, kbdesk_home):
+def notes_desk(request, chat_engine, chat_server, kbdesk_home):
     write_config(chat_server, embedding_model="concepts")
-    desk = open_desk(backend="numpy")
+    desk = desk_on(request, chat_engine)
     embedder = ConceptEmbedder()
     desk.embedders.register("local", embedder)
     yield desk, embedder
     desk.close()
 
 
-def test_note_crud_and_keyword_index(cdesk):
+def test_note_crud_and_keyword_index(any_cdesk):
+    cdesk = any_cdesk
     notes = cdesk.chat().notes
     note, warning = notes.add("Buy milk and bread", title="Groceries")
     assert warning is None  # no embedding model set: fine, keyword search still works

@@ -11,7 +11,8 @@ from kbdesk.errors import InvalidInputError
 
 
 @pytest.fixture
-def world(cdesk):
+def world(any_cdesk):
+    cdesk = any_cdesk
     for name, scope, discoverable in [("Personal One", "personal", True), ("Personal Two", "personal", True),
                                       ("Personal Three", "personal", True), ("Hidden", "personal", False),
                                       ("Hidden Unbound", "personal", False), ("Global", "global", True),
@@ -83,7 +84,8 @@ def test_kb_search_searches_exactly_the_resolved_kbs(world, chat_server):
     assert {s.via for s in answer.sources} == {"auto_search", "kb_search"}
 
 
-def test_query_is_embedded_once_per_model(cdesk, chat_server):
+def test_query_is_embedded_once_per_model(any_cdesk, chat_server):
+    cdesk = any_cdesk
     for name, model in [("A", "emb-a"), ("B", "emb-b"), ("A2", "emb-a")]:
         cdesk.create_kb(name, model_id=model, provider="local", dimensions=8)
         text = f"the lighthouse keeper of {name}"

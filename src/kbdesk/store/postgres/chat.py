@@ -46,11 +46,13 @@ class PgChat:
         rows, tokens = conn.execute("SELECT count(*), coalesce(sum(keyword_length), 0) FROM kbdesk_notes "
                                     "WHERE owner_id = %s", (self.local_user_id,)).fetchone()
         hits = conn.execute(_HITS, (lexemes, self.local_user_id, keyword.tsquery_text(lexemes))).fetchall()
+        if not hits:
+            return []
         df = Counter(lexeme for _, _, _, lexeme, _ in hits)
         weight: Counter[str] = Counter()
         for term in terms:  # a lexeme two query words make counts twice, as two FTS5 phrases do
             weight[term] += keyword.idf(int(rows), df[term])
-        avgdl = (int(tokens) / int(rows)) or 1.0
+        avgdl = int(tokens) / int(rows) or 1.0
         scores: dict[str, float] = {}
         order: dict[str, int] = {}
         for note_id, seq, length, lexeme, tf in hits:
