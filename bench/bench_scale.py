@@ -56,7 +56,7 @@ from harness.paths import RESULTS, require_scifact, results_dir, scifact_dir
 from harness.timing import repeat
 from reports import scale as report
 from vector_kb import (build_kb_db, cached_meta, exact_top, fts_rows_matched, kb_id_of, overlap, raw_connection,
-                       unit)
+                       remove_matrix_files, unit)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -259,13 +259,17 @@ def measure(n: int, d: int, queries: int, warmup: int, vec0_bits: bool) -> dict[
     conn.execute("DELETE FROM kb_vector_bits")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
+    remove_matrix_files(path)  # and the matrix file: its write is measured too
     with scratch_dir("home-") as home:
-        def desk_with(quantize_above: int) -> Any:
+        def desk_with(quantize_above: int, matrix_files: bool = True) -> Any:
             cfg = parse_config({"vector": {"backend": "numpy", "quantize_above": quantize_above}})
-            return open_desk(db=path, home=home, config=cfg)
+            desk = open_desk(db=path, home=home, config=cfg)
+            desk.store.vectors.matrices.enabled = matrix_files
+            return desk
 
-        desk_q = desk_with(1)  # quantised whatever the size
-        desk_x = desk_with(0)  # exact whatever the size
+        # quantised whatever the size; rescoring from the matrix file once it is written (below)
+        desk_q = desk_with(1, matrix_files=False)
+        desk_x = desk_with(0, matrix_files=False)  # exact whatever the size, in memory (the floor shares it)
         kb = desk_q.kb(KB_NAME)
         store_q, store_x = desk_q.store, desk_x.store
 
@@ -275,7 +279,7 @@ def measure(n: int, d: int, queries: int, warmup: int, vec0_bits: bool) -> dict[
         desk_q.close()
         malloc_trim()
         rss0 = rss_mb()
-        desk_q = desk_with(1)
+        desk_q = desk_with(1, matrix_files=False)
         store_q = desk_q.store
         qidx = store_q.vectors.quantized
         once["bits_load_s"], _ = timed(lambda: store_q.vector_candidates(kb.id, d, qv[-1], POOL))
@@ -284,6 +288,11 @@ def measure(n: int, d: int, queries: int, warmup: int, vec0_bits: bool) -> dict[
         once["bits_load_rss_delta_mb"] = rss_mb() - rss0
         rss["after_bits_load"] = rss_now()
         once["no_table_load_s"], _ = stream_bits(path, kb.id, d)
+        store_q.vectors.matrices.enabled = True
+        once["matrix_file_write_s"], _ = timed(lambda: store_q.vectors.matrices.get(store_q, kb.id, d))
+        desk_qs = desk_with(1, matrix_files=False)  # quantised, rescoring from SQLite rows (before matrix files)
+        store_qs = desk_qs.store
+        store_qs.vector_candidates(kb.id, d, qv[-1], POOL)
 
         # exact: the numpy backend's matrix (the floor below shares it: same vectors, no second copy)
         rss0 = rss_mb()
@@ -314,6 +323,8 @@ def measure(n: int, d: int, queries: int, warmup: int, vec0_bits: bool) -> dict[
             "exact: desk.search": lambda i: vsearch(desk_x, i),
             "quantised: index": lambda i: store_q.vector_candidates(kb.id, d, qv[i], POOL),
             "quantised: desk.search": lambda i: vsearch(desk_q, i),
+            "quantised, rescored from SQLite: index": lambda i: store_qs.vector_candidates(kb.id, d, qv[i], POOL),
+            "quantised, rescored from SQLite: desk.search": lambda i: vsearch(desk_qs, i),
             "part: Hamming scan": lambda i: hamming(codes.words, qbits[i]),
             "part: Hamming scan, 1 thread": lambda i: hamming(codes.words, qbits[i], threads=1),
             "part: preselection (Hamming, then bits x query)":
@@ -331,6 +342,8 @@ def measure(n: int, d: int, queries: int, warmup: int, vec0_bits: bool) -> dict[
 
         res["recall_at_10"] = {
             "quantised: index": overlap(top_seqs("quantised: index"), exact10, LIMIT),
+            "quantised, rescored from SQLite: index": overlap(top_seqs("quantised, rescored from SQLite: index"),
+                                                              exact10, LIMIT),
             "exact: index": overlap(top_seqs("exact: index"), exact10, LIMIT),
             "quantised: desk.search vs exact desk.search": overlap(outputs["quantised: desk.search"],
                                                                    outputs["exact: desk.search"], LIMIT),
@@ -368,6 +381,9 @@ def measure(n: int, d: int, queries: int, warmup: int, vec0_bits: bool) -> dict[
                                                                    vectors=[v.tobytes() for v in vectors]))
         once["search_after_write_s"], _ = timed(lambda: store_q.vector_candidates(kb.id, d, qv[0], POOL))
         once["delete_500_s"], _ = timed(lambda: desk_q.delete_document(doc.id))
+        store_q.vector_candidates(kb.id, d, qv[0], POOL)  # stale file: rescored from SQLite, rewritten behind
+        once["matrix_file_rewrite_in_background_s"], _ = timed(lambda: store_q.vectors.matrices.wait())
+        desk_qs.close()
         desk_q.close()
         desk_x.close()
     if vec0_bits:

@@ -1,5 +1,6 @@
 #!/usr/bin/env python
-"""Search latency of kbdesk: sqlite-vec vs numpy backend vs plain numpy, plus keyword/hybrid.
+"""Search latency of kbdesk: the default path (memory-mapped matrix file) vs sqlite-vec's vec0 vs
+the numpy backend's in-memory matrix vs plain numpy, fresh processes, plus keyword/hybrid.
 
 Run from the repository root::
 
@@ -10,8 +11,11 @@ Run from the repository root::
 What it measures, in one run (each data set in its own child process, so peak RSS is
 per data set and one data set's memory does not slow the next):
 
-- vector search p50/p95 through ``desk.search(mode="vector", limit=10)`` for the
-  sqlite-vec and numpy backends, interleaved per query with plain numpy exact search
+- vector search p50/p95 through ``desk.search(mode="vector", limit=10)`` for kbdesk's
+  default path (the sqlite-vec backend scanning the KB's memory-mapped float32 matrix
+  file, ``default (matrix file)``), and with matrix files switched off: sqlite-vec's
+  ``vec0`` scan (``sqlite-vec``, the default before matrix files) and the numpy backend's
+  in-memory matrix (``numpy``), interleaved per query with plain numpy exact search
   on the same vectors (``M @ q`` then ``argpartition``: the baseline), and with each
   backend's index alone (``store.vector_candidates``), so noise from other processes
   hits every column alike;
@@ -23,7 +27,10 @@ per data set and one data set's memory does not slow the next):
 - sqlite-vec's own options side by side, by direct SQL on the same unit vectors:
   ``vec0`` with ``distance_metric=l2`` vs ``cosine``, the default ``chunk_size`` vs 256,
   a file vs ``:memory:``;
-- DB build throughput (chunks/s through ``desk.add_document``), as a side figure.
+- DB build throughput (chunks/s through ``desk.add_document``), as a side figure;
+- fresh processes (what one ``kbdesk search`` costs): a new interpreter imports kbdesk,
+  opens the desk and runs one vector search, for each of the three paths in rotating
+  order; wall time of the whole process and its peak RSS.
 
 Built databases are cached under ``bench/results/`` (gitignored); ``--rebuild`` makes
 them again. The full run rewrites ``docs/BENCHMARKS-search.md`` (``--no-doc`` to skip);
@@ -51,7 +58,7 @@ from harness.blas import OpenBlas
 from harness.paths import RESULTS, require_scifact
 from reports import search as report
 from vector_kb import (KB_NAME, build_kb_db, cached_meta, exact_top, fts_rows_matched, kb_id_of, load_matrix,
-                       overlap, raw_connection, unit_rows)
+                       overlap, raw_connection, remove_matrix_files, unit_rows)
 
 DB_FORMAT = "kbdesk-search-bench-db/1"  # bump when the generated data changes
 DOC_CHUNKS = 500  # chunks per document (one add_document transaction each)
@@ -115,7 +122,53 @@ def ingest_once(desk: Any, kb_id: str, d: int, chunks: list[str], tag: str) -> d
     return {"add_s": added, "delete_s": deleted, "chunks": len(chunks)}
 
 
-def measure(spec: dict[str, Any], queries: int, warmup: int) -> dict[str, Any]:
+FRESH_PATHS = {"default (matrix file)": ("auto", True), "sqlite-vec": ("sqlite-vec", False),
+               "numpy": ("numpy", False)}
+_FRESH = """
+import json, sys, time
+t0 = time.perf_counter()
+import numpy as np
+from kbdesk import open_desk
+db, home, backend, files, d, seed = sys.argv[1:7]
+desk = open_desk(db=db, home=home, backend=None if backend == "auto" else backend)
+desk.store.vectors.matrices.enabled = files == "1"
+q = np.random.default_rng(int(seed)).standard_normal(int(d)).astype(np.float32)
+t1 = time.perf_counter()
+hits = desk.search([desk.list_kbs()[0].id], "q", query_vector=q, limit=10, threshold=0.0, mode="vector").results
+t2 = time.perf_counter()
+# VmHWM: this process's own peak (ru_maxrss carries the parent's from before the fork)
+hwm = [int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:")][0]
+print(json.dumps({"inside_s": t2 - t0, "search_s": t2 - t1, "hits": len(hits), "peak_rss_mb": hwm * 1024 / 1e6}))
+"""
+
+
+def fresh_processes(path: Path, home: Path, d: int, rounds: int) -> dict[str, Any]:
+    """One vector search per new interpreter, for each path in rotating order: wall time of the
+    whole process (start-up, imports, open, search, exit) and its own peak RSS."""
+    import json
+    import subprocess
+
+    out: dict[str, dict[str, list[float]]] = {name: {"wall_s": [], "search_s": [], "peak_rss_mb": []}
+                                              for name in FRESH_PATHS}
+    names = list(FRESH_PATHS)
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            backend, files = FRESH_PATHS[name]
+            t = time.perf_counter()
+            done = subprocess.run([sys.executable, "-c", _FRESH, str(path), str(home), backend, "1" if files else "0",
+                                   str(d), str(r)], capture_output=True, text=True, check=True)
+            wall = time.perf_counter() - t
+            got = json.loads(done.stdout)
+            assert got["hits"] == LIMIT, got
+            out[name]["wall_s"].append(wall)
+            out[name]["search_s"].append(got["search_s"])
+            out[name]["peak_rss_mb"].append(got["peak_rss_mb"])
+    return {name: {"wall": summary(v["wall_s"]), "search": summary(v["search_s"]),
+                   "peak_rss_mb_median": float(np.median(v["peak_rss_mb"])),
+                   "peak_rss_mb_max": float(np.max(v["peak_rss_mb"]))} for name, v in out.items()}
+
+
+def measure(spec: dict[str, Any], queries: int, warmup: int, fresh_rounds: int = 15) -> dict[str, Any]:
     from kbdesk import open_desk
     from kbdesk.store.vectors import vec_table
 
@@ -135,9 +188,13 @@ def measure(spec: dict[str, Any], queries: int, warmup: int) -> dict[str, Any]:
     with scratch_dir("home-") as home:
         once["open_sqlite_vec_s"], desk_vec = timed(lambda: open_desk(db=path, home=home, backend="sqlite-vec"))
         once["open_numpy_s"], desk_np = timed(lambda: open_desk(db=path, home=home, backend="numpy"))
+        desk_mf = open_desk(db=path, home=home)
         kb = desk_vec.kb(KB_NAME)
-        store_vec, store_np = desk_vec.store, desk_np.store
+        store_vec, store_np, store_mf = desk_vec.store, desk_np.store, desk_mf.store
         assert store_vec.vectors.name == "sqlite-vec" and store_np.vectors.name == "numpy"
+        assert store_mf.vectors.name == "sqlite-vec" and store_mf.vectors.matrices.enabled
+        store_vec.vectors.matrices.enabled = store_np.vectors.matrices.enabled = False  # the paths before
+        remove_matrix_files(path)
         once["sizes_before_index"] = db_sizes(path, kb.id)
         # ingestion into the existing KB while the vec0 index is stale (no vec0 work)
         extra = scifact.pieces()[:DOC_CHUNKS]
@@ -165,6 +222,11 @@ def measure(spec: dict[str, Any], queries: int, warmup: int) -> dict[str, Any]:
         if malloc_trim():  # how much of that was freed heap kept by malloc
             once["numpy_load_rss_delta_after_trim_mb"] = rss_mb() - rss_before
         once["second_search_numpy_s"], _ = timed(lambda: vsearch(desk_np, -1))
+        rss_before = rss_mb()
+        once["first_search_matrix_file_s"], _ = timed(lambda: vsearch(desk_mf, -1))  # writes the file
+        once["matrix_file_write_rss_delta_mb"] = rss_mb() - rss_before
+        once["second_search_matrix_file_s"], _ = timed(lambda: vsearch(desk_mf, -1))  # the streamed scan
+        once["third_search_matrix_file_s"], _ = timed(lambda: vsearch(desk_mf, -1))  # maps it
 
         once["baseline_load_s"], (seqs, matrix) = timed(lambda: load_matrix(path, kb.id, d))
         rss["after_baseline_load"] = rss_now()
@@ -176,6 +238,8 @@ def measure(spec: dict[str, Any], queries: int, warmup: int) -> dict[str, Any]:
         msql = (f"SELECT rowid, distance FROM {vec_table(kb.id)} WHERE embedding MATCH ? AND k = ? "
                 "ORDER BY distance")
         methods: dict[str, Callable[[int], Any]] = {
+            "default (matrix file)": lambda i: vsearch(desk_mf, i),
+            "matrix file index": lambda i: store_mf.vector_candidates(kb.id, d, qv[i], LIMIT),
             "sqlite-vec": lambda i: vsearch(desk_vec, i),
             "numpy": lambda i: vsearch(desk_np, i),
             "baseline": lambda i: exact_top(matrix, qv[i], LIMIT),
@@ -200,7 +264,7 @@ def measure(spec: dict[str, Any], queries: int, warmup: int) -> dict[str, Any]:
         # agreement with exact search (top-10 sets) and the similarity values returned
         exact = [seqs[top].tolist() for top in outputs["baseline"]]
         res["recall_at_10"] = {name: overlap([[s for s, _ in hits] for hits in outputs[name]], exact, LIMIT)
-                               for name in ("sqlite-vec index", "numpy index")}
+                               for name in ("sqlite-vec index", "numpy index", "matrix file index")}
         worst = 0.0
         for i, hits in enumerate(outputs["sqlite-vec index"]):
             for seq, sim in hits:
@@ -216,8 +280,12 @@ def measure(spec: dict[str, Any], queries: int, warmup: int) -> dict[str, Any]:
         if spec["text"]:
             res["text"] = measure_text(desk_vec, desk_np, kb.id, d, queries, warmup)
             rss["after_text_queries"] = rss_now()
+        vsearch(desk_vec, -1)  # both stored paths current before the fresh processes start
+        vsearch(desk_mf, -1)
         desk_vec.close()
         desk_np.close()
+        desk_mf.close()
+        res["fresh_process"] = fresh_processes(path, home, d, rounds=fresh_rounds)
     res["loadavg_end"] = os.getloadavg()[0]
     return res
 
@@ -389,6 +457,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=int, default=None, help="timed queries per data set (default 100; quick 60)")
     ap.add_argument("--warmup", type=int, default=5, help="untimed warm-up queries (default 5)")
     ap.add_argument("--rebuild", action="store_true", help="rebuild the cached databases")
+    ap.add_argument("--fresh", type=int, default=15, help="fresh processes per path and data set (default 15)")
     ap.add_argument("--no-doc", action="store_true", help="do not rewrite docs/BENCHMARKS-search.md")
     ap.add_argument("--doc", action="store_true", help="rewrite the doc even for --quick or --sets")
     args = ap.parse_args(argv)
@@ -417,7 +486,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     for spec in sets:
         log(f"measuring {spec['n']} x {spec['d']}{' (+ keyword/hybrid)' if spec['text'] else ''} ...")
-        runs.append(run_in_child(measure, spec=spec, queries=queries, warmup=args.warmup))
+        runs.append(run_in_child(measure, spec=spec, queries=queries, warmup=args.warmup, fresh_rounds=args.fresh))
     vec0 = []
     largest = max(spec["n"] for spec in sets)
     for d in sorted({spec["d"] for spec in sets if spec["n"] == largest}):

@@ -129,6 +129,15 @@ def load_matrix(path: Path, kb_id: str, d: int) -> tuple[np.ndarray, np.ndarray]
         conn.close()
 
 
+def remove_matrix_files(db: Path) -> None:
+    """Delete the database's matrix files, so the next search measures writing them."""
+    import shutil
+
+    from kbdesk.store.matrix_file import folder_for
+
+    shutil.rmtree(folder_for(Path(db)), ignore_errors=True)
+
+
 def fts_rows_matched(conn: Any, expressions: Sequence[str]) -> float:
     """Mean number of FTS rows each MATCH expression hits (how much work a keyword query is)."""
     sql = "SELECT count(*) FROM kb_chunks_fts WHERE kb_chunks_fts MATCH ?"

@@ -23,7 +23,8 @@ def short_summary(res: dict[str, Any]) -> str:
     v, t = res["vector"], res["text"]["latency"]
     kw, hy = t["keyword: desk.search"], t["hybrid: desk.search (default path)"]
     return (f"  {set_name(res['n'], res['d'])}: floor {v['plain numpy (floor)']['p50']:.1f} ms, exact index "
-            f"{v['exact: index']['p50']:.1f}, quantised index {v['quantised: index']['p50']:.1f} ms (recall@10 "
+            f"{v['exact: index']['p50']:.1f}, quantised index {v['quantised: index']['p50']:.1f} ms (rescored from "
+            f"SQLite: {v.get('quantised, rescored from SQLite: index', {}).get('p50', float('nan')):.1f}; recall@10 "
             f"{res['recall_at_10']['quantised: index']:.3f}); keyword p50/p95 {kw['p50']:.0f}/{kw['p95']:.0f}; "
             f"hybrid {hy['p50']:.0f}/{hy['p95']:.0f} ms")
 

@@ -61,7 +61,10 @@ def vector_tables(r: dict[str, Any]) -> list[str]:
         mb = s["n"] * s["d"] * 4 / 1e6
         latency.append({"chunks × dims": label(s), "MB scanned": f"{mb:.0f}", "floor": fmt_ms(mb / gb_s),
                         "plain numpy p50 / p95 (min)": trio(v["baseline"]),
-                        "sqlite-vec p50 / p95 (min)": trio(v["sqlite-vec"]),
+                        **({"default: matrix file p50 / p95 (min)": trio(v["default (matrix file)"]),
+                            "matrix file × plain": f"{ratio['default (matrix file)']:.2f}×"}
+                           if "default (matrix file)" in v else {}),
+                        "sqlite-vec vec0 p50 / p95 (min)": trio(v["sqlite-vec"]),
                         "sqlite-vec × plain": f"{ratio['sqlite-vec']:.1f}×",
                         "numpy backend p50 / p95 (min)": trio(v["numpy"]), "numpy × plain": f"{ratio['numpy']:.1f}×"})
         parts.append({"chunks × dims": label(s), "plain numpy": p50(v, "baseline"),
@@ -218,8 +221,23 @@ def aims(r: dict[str, Any]) -> list[str]:
                     + ", ".join(loads) + "."]
 
 
+def fresh_table(r: dict[str, Any]) -> list[str]:
+    rows = []
+    for run in r["runs"]:
+        for name, f in run.get("fresh_process", {}).items():
+            rows.append({"chunks × dims": label(run["spec"]), "path": name,
+                         "process wall p50 / p95 (ms)": f"{f['wall']['p50']:.0f} / {f['wall']['p95']:.0f}",
+                         "search inside p50 (ms)": f"{f['search']['p50']:.1f}",
+                         "peak RSS median / max (MB)": f"{f['peak_rss_mb_median']:.0f} / {f['peak_rss_mb_max']:.0f}"})
+    if not rows:
+        return []
+    return ["### A fresh process: one vector search (what one `kbdesk search` costs)", "", markdown_table(rows), "",
+            "A new interpreter imports kbdesk, opens the desk and runs one `desk.search(mode=\"vector\")`; the "
+            "paths take turns. Wall = the whole process as its parent sees it; peak RSS = its own `VmHWM`.", ""]
+
+
 def render(r: dict[str, Any], *, limit: int, pool: int) -> str:
-    return "\n".join(header(r, limit) + vector_tables(r) + once_tables(r) + text_tables(r, pool) + vec0_table(r)
+    return "\n".join(header(r, limit) + vector_tables(r) + fresh_table(r) + once_tables(r) + text_tables(r, pool) + vec0_table(r)
                      + build_table(r) + aims(r))
 
 
