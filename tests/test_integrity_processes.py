@@ -98,6 +98,7 @@ def test_an_older_file_with_two_rows_for_a_path_is_mended(tmp_path):
         conn.execute(f"ALTER TABLE kb_documents DROP COLUMN {column}")
     for table, column in (("channels", "retrieval"), ("personas", "retrieval"), ("personas", "max_tokens")):
         conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")  # later steps, run again on the way up
+    conn.execute("DROP TABLE api_tokens")
     conn.commit()
     conn.close()
     with open_desk(db) as desk:

@@ -1,10 +1,12 @@
-"""Processing documents in batches: few transactions, full provider batches.
+"""Processing documents in batches: the worker threads' part, full provider batches.
 
-A worker takes a batch of documents (many small files, or one large one) and moves the
-whole batch through extracting → chunking → embedding in one status transaction per
-step, embeds the chunks of all its documents together (cache first, then groups of up
-to 100 per provider call), and makes them ready in one transaction in which each
-document is complete or absent. A failure belongs to its document alone.
+A worker takes a batch of documents (many small files, or one large one), moves the
+whole batch through extracting → chunking → embedding (one hand-over of status moves
+per step), embeds the chunks of all its documents together (cache first, then groups of
+up to 100 per provider call), and hands the documents to the run's one writer
+(:mod:`.writer`), which makes them ready — each complete or absent — in transactions
+shared with other batches. A worker never writes to the store itself. A failure
+belongs to its document alone.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbdesk.errors import KbdeskError, SupersededError
+from kbdesk.errors import KbdeskError
 from kbdesk.ingest import chunker
 from kbdesk.ingest.sections import Section
 from kbdesk.ingest.events import EventSink, IngestEvent
@@ -23,6 +25,7 @@ from kbdesk.ingest.extract import ExtractionError, extract_bytes
 from kbdesk.models import ChunkInput, Document, KnowledgeBase
 from kbdesk.ingest.names import path_of
 from kbdesk.ingest.pdf_text import ExtractionCancelled
+from kbdesk.ingest.writer import Ready, Tally, Writer
 from kbdesk.store.doc_types import StatusUpdate
 
 log = logging.getLogger("kbdesk.ingest")
@@ -38,6 +41,7 @@ BATCH_BYTES = 4 * 1024 * 1024
 class Job:
     doc: Document
     kind: str  # "added", "updated", "resumed", "rebuild"
+    data: bytes | None = None  # the file's bytes when the run still holds them (else read from the stored copy)
 
 
 @dataclass
@@ -48,23 +52,22 @@ class Outcome:
     superseded: bool = False  # another runner claimed the document for newer work
 
 
-class _Failures(dict):
-    """doc id -> (reason, kind); kind "file", "provider", "store" or "internal"."""
-
-    def add(self, doc_id: str, reason: str, kind: str) -> None:
-        self.setdefault(doc_id, (reason, kind))
-
-    def reason(self, doc_id: str) -> str | None:
-        found = self.get(doc_id)
-        return found[0] if found else None
-
-
 @dataclass
 class BatchResult:
-    outcomes: list[Outcome] = field(default_factory=list)
+    jobs: list[Job]
+    tally: Tally = field(default_factory=Tally)
+    cancelled: bool = False  # stopped before anything was done
     embedded: int = 0
     cached: int = 0
     calls: int = 0
+
+    def outcomes(self) -> list[Outcome]:
+        """What became of each job (once the writer is done with the batch)."""
+        t = self.tally
+        if self.cancelled:
+            return [Outcome(job, t.reason(job.doc.id), cancelled=job.doc.id not in t.failed) for job in self.jobs]
+        return [Outcome(job, t.reason(job.doc.id), superseded=job.doc.id in t.superseded,
+                        cancelled=job.doc.id in t.interrupted) for job in self.jobs]
 
 
 def batches(jobs: list[Job]) -> list[list[Job]]:
@@ -88,56 +91,52 @@ def sha256(data: bytes) -> str:
 
 
 class BatchRunner:
-    """Runs one batch; shared by the worker threads of one :class:`Ingestor` call."""
+    """Runs one batch in a worker thread: reads, extracts, chunks and embeds; everything
+    to write goes to the run's one :class:`~kbdesk.ingest.writer.Writer`."""
 
     def __init__(self, store: Any, files_dir: Path, config: Any, max_bytes: int, on_event: EventSink,
-                 cancelled: Any = None) -> None:
+                 writer: Writer, cancelled: Any = None) -> None:
         self.cancelled = cancelled or (lambda: False)
         self.store = store
         self.files_dir = files_dir
         self.config = config
         self.max_bytes = max_bytes
         self.on_event = on_event
+        self.writer = writer
 
     def run(self, kb: KnowledgeBase, jobs: list[Job], embedder: Any) -> BatchResult:
-        result = BatchResult()
-        failed = _Failures()
-        superseded: set[str] = set()
-        interrupted: set[str] = set()  # a PDF whose extraction was stopped: not failed
+        result = BatchResult(jobs)
+        failed = result.tally
         if self.cancelled():  # left as they are: the next add or resume picks them up
-            result.outcomes = [Outcome(job, cancelled=True) for job in jobs]
+            result.cancelled = True
             return result
         try:
-            live = self._extract_all(jobs, failed, interrupted)
+            live = self._extract_all(jobs, failed)
             chunked = self._chunk_all(kb, live, failed)
             vectors = self._embed_all(embedder, chunked, failed, result) if embedder is not None else {}
             if self.cancelled():
-                result.outcomes = [Outcome(job, failed.reason(job.doc.id), cancelled=job.doc.id not in failed)
-                                   for job in jobs]
-                self._record_failures(jobs, failed)
-                return result
-            self._finish_all(chunked, vectors, failed, superseded, embedder)
+                result.cancelled = True
+            else:
+                self._finish_all(chunked, vectors, failed, embedder)
         except KbdeskError as exc:  # the store itself failed: every unfinished document fails with it
             for job in jobs:
-                failed.add(job.doc.id, str(exc), "store")
+                failed.fail(job.doc.id, str(exc), "store")
         except Exception as exc:  # a bug: fail these documents, keep the others going
             log.exception("an ingestion batch failed")
             for job in jobs:
-                failed.add(job.doc.id, f"internal error: {type(exc).__name__}: {exc}", "internal")
+                failed.fail(job.doc.id, f"internal error: {type(exc).__name__}: {exc}", "internal")
         self._record_failures(jobs, failed)
-        result.outcomes = [Outcome(job, failed.reason(job.doc.id), superseded=job.doc.id in superseded,
-                                   cancelled=job.doc.id in interrupted) for job in jobs]
         return result
 
     # ── steps ──────────────────────────────────────────────────────────────────
     def _statuses(self, updates: list[StatusUpdate], names: dict[str, str]) -> None:
         if not updates:
             return
-        self.store.set_statuses(updates)
+        self.writer.statuses(updates)
         for u in updates:
             self.on_event(IngestEvent("status", names[u.doc_id], u.doc_id, u.status))
 
-    def _extract_all(self, jobs: list[Job], failed: _Failures, interrupted: set[str]) -> list[tuple[Job, list[Any]]]:
+    def _extract_all(self, jobs: list[Job], failed: Tally) -> list[tuple[Job, list[Any]]]:
         names = {j.doc.id: j.doc.filename for j in jobs}
         fresh = [j for j in jobs if j.kind != "rebuild"]
         self._statuses([StatusUpdate(j.doc.id, "extracting", version=j.doc.version) for j in fresh], names)
@@ -151,30 +150,33 @@ class BatchRunner:
                     sections = [Section(t, m) for t, m in self.store.document_sections(job.doc.id) or []]
                     updates.append(StatusUpdate(job.doc.id, "chunking", version=job.doc.version))
                 else:
-                    sections, update = self._extract(job.doc)
+                    sections, update = self._extract(job)
                     updates.append(update)
                 live.append((job, sections))
             except ExtractionCancelled:  # stopped, not failed: left for the next add or resume
-                interrupted.add(job.doc.id)
+                failed.interrupted.add(job.doc.id)
             except _Changed as exc:
-                failed.add(job.doc.id, str(exc), "store")
+                failed.fail(job.doc.id, str(exc), "store")
             except KbdeskError as exc:
-                failed.add(job.doc.id, str(exc), "file")
+                failed.fail(job.doc.id, str(exc), "file")
             except Exception as exc:  # an unforeseen input: this document alone
                 log.exception("extracting %s failed", job.doc.filename)
-                failed.add(job.doc.id, f"internal error: {type(exc).__name__}: {exc}", "internal")
+                failed.fail(job.doc.id, f"internal error: {type(exc).__name__}: {exc}", "internal")
         self._statuses(updates, names)
         return live
 
-    def _extract(self, doc: Document) -> tuple[list[Any], StatusUpdate]:
-        path = self.files_dir / doc.storage_key
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            data = self._recover_bytes(doc, path)
-        else:
-            if doc.content_hash and sha256(data) != doc.content_hash:
-                data = self._recover_bytes(doc, path)  # a kill came between the claim and the copy
+    def _extract(self, job: Job) -> tuple[list[Any], StatusUpdate]:
+        doc = job.doc
+        data, job.data = job.data, None  # the bytes the claim was made for, when the run still holds them
+        if data is None:
+            path = self.files_dir / doc.storage_key
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                data = self._recover_bytes(doc, path)
+            else:
+                if doc.content_hash and sha256(data) != doc.content_hash:
+                    data = self._recover_bytes(doc, path)  # a kill came between the claim and the copy
         extracted = extract_bytes(data, doc.filename, max_bytes=self.max_bytes,
                                   pdf_timeout=self.config.ingest.pdf_timeout,
                                   pdf_memory_mb=self.config.ingest.pdf_memory_mb, cancelled=self.cancelled)
@@ -198,17 +200,17 @@ class BatchRunner:
         raise ExtractionError("the stored copy of this file is missing and its source is gone")
 
     def _chunk_all(self, kb: KnowledgeBase, live: list[tuple[Job, list[Any]]],
-                   failed: _Failures) -> list[tuple[Job, list[ChunkInput]]]:
+                   failed: Tally) -> list[tuple[Job, list[ChunkInput]]]:
         out = []
         for job, sections in live:
             chunks = chunk_sections(kb, sections)
             if chunks:
                 out.append((job, chunks))
             else:
-                failed.add(job.doc.id, "no text to index", "file")
+                failed.fail(job.doc.id, "no text to index", "file")
         return out
 
-    def _embed_all(self, embedder: Any, chunked: list[tuple[Job, list[ChunkInput]]], failed: _Failures,
+    def _embed_all(self, embedder: Any, chunked: list[tuple[Job, list[ChunkInput]]], failed: Tally,
                    result: BatchResult) -> dict[str, list[Any]]:
         names = {j.doc.id: j.doc.filename for j, _ in chunked}
         self._statuses([StatusUpdate(j.doc.id, "embedding", version=j.doc.version) for j, _ in chunked], names)
@@ -235,8 +237,7 @@ class BatchRunner:
                 bad[group[failure.index]] = str(failure.error)
             fresh = [(h, vector) for h, vector in zip(group, response.vectors) if vector is not None]
             vectors.update(fresh)
-            if fresh:
-                self.store.put_cached_vectors(STAGED + embedder.model_key, fresh)
+            self.writer.stage(STAGED + embedder.model_key, fresh)
             result.embedded += len(group) - len(response.failures)
             done += len(group)
             for job, _ in chunked:
@@ -247,8 +248,8 @@ class BatchRunner:
             hashes = [c.content_hash for c in chunks]
             broken = next((i for i, h in enumerate(hashes) if h in bad), None)
             if broken is not None:
-                failed.add(job.doc.id, f"chunk {broken + 1} of {len(chunks)} could not be embedded: "
-                                       f"{bad[hashes[broken]]}", "provider")
+                failed.fail(job.doc.id, f"chunk {broken + 1} of {len(chunks)} could not be embedded: "
+                                        f"{bad[hashes[broken]]}", "provider")
                 continue
             if any(h not in vectors for h in hashes):
                 continue  # cancelled before all were embedded: left for the next run
@@ -256,42 +257,17 @@ class BatchRunner:
         return out
 
     def _finish_all(self, chunked: list[tuple[Job, list[ChunkInput]]], vectors: dict[str, list[Any]],
-                    failed: _Failures, superseded: set[str], embedder: Any) -> None:
-        items = [(job.doc.id, chunks, vectors.get(job.doc.id) if embedder is not None else None, job.doc.version)
-                 for job, chunks in chunked if job.doc.id not in failed]
-        if not items:
-            return
-        results = self.store.finish_documents(items)
-        if embedder is not None:  # their vectors now live with their chunks
-            done = {c.content_hash for (_, chunks, _, _), res in zip(items, results)
-                    if not isinstance(res, Exception) for c in chunks}
-            self.store.drop_cached_vectors(STAGED + embedder.model_key, done)
-        by_id = {job.doc.id: (job, chunks) for job, chunks in chunked}
-        for (doc_id, chunks, _, _), res in zip(items, results):
-            job = by_id[doc_id][0]
-            if isinstance(res, SupersededError):
-                superseded.add(doc_id)
-            elif isinstance(res, Exception):
-                if isinstance(res, KbdeskError):
-                    failed.add(doc_id, str(res), "store")
-                else:
-                    failed.add(doc_id, f"internal error: {type(res).__name__}: {res}", "internal")
-            else:
-                self.on_event(IngestEvent("ready", job.doc.filename, doc_id, "ready",
-                                          done=len(chunks), total=len(chunks)))
+                    failed: Tally, embedder: Any) -> None:
+        items = [Ready(job.doc.id, job.doc.filename, chunks,
+                       vectors.get(job.doc.id) if embedder is not None else None, job.doc.version, failed,
+                       [c.content_hash for c in chunks] if embedder is not None else [])
+                 for job, chunks in chunked if job.doc.id not in failed.failed]
+        self.writer.ready(items, STAGED + embedder.model_key if embedder is not None else None)
 
-    def _record_failures(self, jobs: list[Job], failed: _Failures) -> None:
-        updates = [StatusUpdate(j.doc.id, "error", error=failed[j.doc.id][0], version=j.doc.version,
-                                error_kind=failed[j.doc.id][1]) for j in jobs if j.doc.id in failed]
-        if not updates:
-            return
-        try:
-            self.store.set_statuses(updates)
-        except KbdeskError:
-            log.exception("could not record failures")
-        for j in jobs:
-            if j.doc.id in failed:
-                self.on_event(IngestEvent("error", j.doc.filename, j.doc.id, "error", failed[j.doc.id][0]))
+    def _record_failures(self, jobs: list[Job], failed: Tally) -> None:
+        self.writer.fail([(StatusUpdate(j.doc.id, "error", error=failed.failed[j.doc.id][0], version=j.doc.version,
+                                        error_kind=failed.failed[j.doc.id][1]), j.doc.filename)
+                          for j in jobs if j.doc.id in failed.failed])
 
 
 def chunk_sections(kb: KnowledgeBase, sections: list[Any]) -> list[ChunkInput]:

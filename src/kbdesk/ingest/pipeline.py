@@ -22,6 +22,7 @@ from kbdesk.ingest.events import EventSink, IngestEvent, ignore
 from kbdesk.ingest.folders import FoundFile, scan
 from kbdesk.ingest.names import path_of
 from kbdesk.ingest.prepare import Preparer
+from kbdesk.ingest.writer import Writer
 from kbdesk.models import Document, KnowledgeBase
 from kbdesk.store.claims import claim_alive, describe, end_claim, new_claim
 from kbdesk.store.doc_types import IN_FLIGHT
@@ -214,17 +215,18 @@ class Ingestor:
         if not jobs:
             return
         embedder = self.desk.embedders.for_kb(kb) if kb.model_id else None
-        runner = BatchRunner(self.store, self.files_dir, self.config, self.max_bytes, self.on_event,
-                             cancelled=self._cancel.is_set)
         groups = batches(jobs)
-        with ThreadPoolExecutor(max_workers=min(self.workers, len(groups)),
-                                thread_name_prefix="kbdesk-ingest") as pool:
-            results = list(pool.map(lambda group: runner.run(kb, group, embedder), groups))
-        for result in results:
+        with Writer(self.store, self.on_event) as writer:
+            runner = BatchRunner(self.store, self.files_dir, self.config, self.max_bytes, self.on_event, writer,
+                                 cancelled=self._cancel.is_set)
+            with ThreadPoolExecutor(max_workers=min(self.workers, len(groups)),
+                                    thread_name_prefix="kbdesk-ingest") as pool:
+                results = list(pool.map(lambda group: runner.run(kb, group, embedder), groups))
+        for result in results:  # the writer is done: every outcome is known
             report.embedded_chunks += result.embedded
             report.cached_chunks += result.cached
             report.embedding_calls += result.calls
-            for outcome in result.outcomes:
+            for outcome in result.outcomes():
                 if outcome.cancelled:
                     report.cancelled.append(outcome.job.doc.filename)
                 elif outcome.superseded:

@@ -1,8 +1,8 @@
 """How the SQLite engine stores chunks, keyword rows and vectors: the store core's hooks.
 
 Chunks carry an explicit ``seq`` (their rowid, given while the write lock is held) so
-a document's chunks, their FTS5 rows and their vectors go in with three bulk
-statements. Vectors live in ``kb_chunks.embedding`` as unit float32 blobs; the derived
+the chunks of a whole batch of documents, their FTS5 rows and their vectors go in with
+three bulk statements. Vectors live in ``kb_chunks.embedding`` as unit float32 blobs; the derived
 index (sqlite-vec or numpy, :mod:`kbdesk.store.vectors`) follows each write through
 ``kb_vector_state``'s version.
 """
@@ -39,29 +39,41 @@ class SqliteChunks:
         elif row[0] != dims:
             raise InvalidInputError(f"this knowledge base stores {row[0]}-dimensional vectors, got {dims}")
 
-    def _insert_chunks(self, conn: Any, kb_id: str, doc_id: str, items: list[ChunkInput],
-                       blobs: list[bytes] | None, now: Any, changes: VectorChanges) -> None:
-        # seqs are given explicitly (we hold the write lock), so the chunks, their
-        # keyword rows and their vectors go in with three bulk statements
-        first = conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM kb_chunks").fetchone()[0]
-        rows = [(first + i, new_id(), kb_id, doc_id, i, item.content, int(item.token_count),
-                 blobs[i] if blobs else None, json.dumps(item.metadata or {}), item.content_hash, now)
-                for i, item in enumerate(items)]
+    def _insert_chunks_many(self, conn: Any, kb_id: str, docs: list[tuple[str, list[ChunkInput], list[bytes] | None]],
+                            now: Any, changes: VectorChanges) -> None:
+        # seqs are given explicitly (we hold the write lock), so the chunks of all the
+        # documents, their keyword rows and their vectors go in with three bulk statements
+        seq = conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM kb_chunks").fetchone()[0]
+        rows = []
+        for doc_id, items, blobs in docs:
+            rows += [(seq + i, new_id(), kb_id, doc_id, i, item.content, int(item.token_count),
+                      blobs[i] if blobs else None, json.dumps(item.metadata or {}), item.content_hash, now)
+                     for i, item in enumerate(items)]
+            seq += len(items)
         conn.executemany("INSERT INTO kb_chunks(seq, id, kb_id, document_id, chunk_index, content, token_count, "
                          "embedding, metadata, content_hash, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                          rows)
         conn.executemany("INSERT INTO kb_chunks_fts(rowid, content) VALUES (?, ?)", [(r[0], r[5]) for r in rows])
-        if blobs:
+        added = [(r[0], r[7]) for r in rows if r[7] is not None]
+        if added:
             conn.execute("UPDATE kb_vector_state SET version = version + 1 WHERE kb_id = ?", (kb_id,))
-            changes.added.setdefault(kb_id, []).extend((r[0], r[7]) for r in rows)
+            changes.added.setdefault(kb_id, []).extend(added)
 
-    def _delete_chunks(self, conn: Any, kb_id: str, doc_id: str, changes: VectorChanges) -> int:
-        rows = conn.execute("SELECT seq, embedding IS NOT NULL FROM kb_chunks WHERE document_id = ?",
-                            (doc_id,)).fetchall()
-        if rows:
-            conn.execute("DELETE FROM kb_chunks WHERE document_id = ?", (doc_id,))
-        changes.removed.setdefault(kb_id, []).extend(seq for seq, has in rows if has)
-        return len(rows)
+    def _delete_chunks_many(self, conn: Any, kb_id: str, doc_ids: list[str], changes: VectorChanges
+                            ) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        removed = changes.removed.setdefault(kb_id, [])
+        for start in range(0, len(doc_ids), self.db.list_chunk):
+            where, args = self.db.in_list("document_id", doc_ids[start:start + self.db.list_chunk])
+            rows = conn.execute(f"SELECT seq, embedding IS NOT NULL, document_id FROM kb_chunks WHERE {where}",
+                                args).fetchall()
+            if rows:
+                conn.execute(f"DELETE FROM kb_chunks WHERE {where}", args)
+            for seq, has, doc_id in rows:
+                counts[doc_id] = counts.get(doc_id, 0) + 1
+                if has:
+                    removed.append(seq)
+        return counts
 
     def vectors_fresh(self, conn: Any, kb_id: str) -> bool:
         row = conn.execute("SELECT version = indexed_version FROM kb_vector_state WHERE kb_id = ?",
@@ -109,6 +121,6 @@ class SqliteChunks:
                      for c in chunks]
             vectors = [c["vector"] for c in chunks] if kb.model_id else None
             blobs = self._vector_blobs(conn, kb, vectors, len(items))
-            self._insert_chunks(conn, kb.id, doc["id"], items, blobs, now, changes)
+            self._insert_chunks_many(conn, kb.id, [(doc["id"], items, blobs)], now, changes)
             conn.executemany("UPDATE kb_chunks SET id = ?, content_hash = ? WHERE document_id = ? AND chunk_index = ?",
                              [(c["id"], c["content_hash"], doc["id"], i) for i, c in enumerate(chunks)])

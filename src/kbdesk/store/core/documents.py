@@ -23,6 +23,7 @@ from typing import Any
 from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError, SupersededError
 from kbdesk.models import DOC_STATUSES, ChunkInput, Document, KnowledgeBase
 from kbdesk.store.claims import claim_alive, new_claim
+from kbdesk.store.core.ready import READY_SQL, READY_TEXT_SQL, finish_batch
 from kbdesk.store.doc_types import IN_FLIGHT, NewDocument, StatusUpdate, check_filename, storage_key
 from kbdesk.store.ids import ID_PREFIX, new_id
 from kbdesk.store.vectors import normalise_rows
@@ -258,24 +259,34 @@ class DocumentsCore:
     def set_statuses(self, updates: Sequence[StatusUpdate]) -> None:
         """Move documents to new statuses in one transaction. An update naming a
         version applies only while the row is at it; a vanished document is skipped."""
-        now = self.db.now()
         with self.write() as conn:
-            for u in updates:
-                if u.status not in DOC_STATUSES:
-                    raise InvalidInputError(f"unknown document status {u.status!r}")
-                if not self.db.valid_id(u.doc_id):
-                    continue
-                sets = "status = ?, error = ?, error_kind = ?, updated_at = ?"
-                values: tuple[Any, ...] = (u.status, self.db.text(u.error),
-                                           u.error_kind if u.status == "error" else None, now)
-                if u.extracted_text is not None:
-                    sets += ", extracted_text = ?, extracted_sections = ?"
-                    values += self.db.text_and_sections(u.extracted_text, u.sections)
-                if u.status == "error":
-                    sets += ", claimed_by = NULL"
-                where, args = ("id = ? AND version = ?", (u.doc_id, u.version)) if u.version is not None \
-                    else ("id = ?", (u.doc_id,))
-                conn.execute(self.db.q(f"UPDATE kb_documents SET {sets} WHERE {where}"), values + args)
+            self._set_statuses(conn, updates)
+
+    def _set_statuses(self, conn: Any, updates: Sequence[StatusUpdate]) -> None:
+        """One ``executemany`` per kind of update (with text or not, an error or not,
+        naming a version or not)."""
+        now = self.db.now()
+        groups: dict[tuple[bool, bool, bool], list[tuple[Any, ...]]] = {}
+        for u in updates:
+            if u.status not in DOC_STATUSES:
+                raise InvalidInputError(f"unknown document status {u.status!r}")
+            if not self.db.valid_id(u.doc_id):
+                continue
+            shape = (u.extracted_text is not None, u.status == "error", u.version is not None)
+            values: tuple[Any, ...] = (u.status, self.db.text(u.error), u.error_kind if u.status == "error" else None,
+                                       now)
+            if shape[0]:
+                values += self.db.text_and_sections(u.extracted_text, u.sections)
+            values += (u.doc_id, u.version) if shape[2] else (u.doc_id,)
+            groups.setdefault(shape, []).append(values)
+        for (text, error, versioned), rows in groups.items():
+            sets = "status = ?, error = ?, error_kind = ?, updated_at = ?"
+            if text:
+                sets += ", extracted_text = ?, extracted_sections = ?"
+            if error:
+                sets += ", claimed_by = NULL"
+            where = "id = ? AND version = ?" if versioned else "id = ?"
+            self.db.executemany(conn, f"UPDATE kb_documents SET {sets} WHERE {where}", rows)
 
     def set_document_status(self, doc_id: str, status: str, *, error: str | None = None,
                             extracted_text: str | None = None,
@@ -283,35 +294,46 @@ class DocumentsCore:
         self.set_statuses([StatusUpdate(doc_id, status, error, extracted_text, sections)])
 
     # ── making documents ready ─────────────────────────────────────────────────
-    def finish_documents(self, items: Sequence[tuple[Any, ...]]) -> list[Document | Exception]:
+    def finish_documents(self, items: Sequence[tuple[Any, ...]], *, before: Sequence[StatusUpdate] = (),
+                         after: Sequence[StatusUpdate] = ()) -> list[Document | Exception]:
         """Make documents ready in one transaction, each completely or not at all.
 
-        An item is ``(doc_id, chunks, vectors)`` or ``(doc_id, chunks, vectors,
-        version)``. Each document's older chunks are swapped for the new ones with
-        their keyword rows and vectors (which are the embedding cache too: see
+        An item is ``(doc_id, chunks, vectors)``, ``(doc_id, chunks, vectors, version)``
+        or ``(doc_id, chunks, vectors, version, (text, sections))`` — the extracted text
+        to store with the row. Each document's older chunks are swapped for the new ones
+        with their keyword rows and vectors (which are the embedding cache too: see
         :meth:`cached_vectors`), and the KB's stats move. One that fails — it was
         deleted meanwhile, or another runner has claimed it for a newer version
-        (:class:`SupersededError`) — is rolled back to its savepoint and returned as
-        its error while the others commit.
+        (:class:`SupersededError`) — is returned as its error while the others commit.
+        ``before`` and ``after`` are status updates written in the same transaction
+        (see :meth:`set_statuses`), before and after the documents are made ready.
         """
         now = self.db.now()
-        out: list[Document | Exception] = []
-        changes = VectorChanges()
+        full = [(*item[:3], item[3] if len(item) > 3 else None, item[4] if len(item) > 4 else None)
+                for item in items]
         with self.write() as conn:
-            for item in items:
-                doc_id, chunks, vectors = item[:3]
-                version = item[3] if len(item) > 3 else None
-                try:
-                    with self.db.savepoint(conn):
-                        out.append(self._finish_one(conn, doc_id, list(chunks), vectors, version, now, changes))
-                except Exception as exc:  # noqa: BLE001 - this document alone fails
-                    out.append(exc)
+            self._set_statuses(conn, before)
+            changes = VectorChanges()
+            try:
+                with self.db.savepoint(conn):
+                    out = finish_batch(self, conn, full, now, changes)
+            except Exception:  # noqa: BLE001 - the database refused part of it: one document at a time
+                changes = VectorChanges()
+                out = []
+                for doc_id, chunks, vectors, version, text in full:
+                    try:
+                        with self.db.savepoint(conn):
+                            out.append(self._finish_one(conn, doc_id, list(chunks), vectors, version, text, now,
+                                                        changes))
+                    except Exception as exc:  # noqa: BLE001 - this document alone fails
+                        out.append(exc)
+            self._set_statuses(conn, after)
             self._vectors_written(conn, changes)
         self._vectors_committed(changes)
         return out
 
     def _finish_one(self, conn: Any, doc_id: str, chunks: list[ChunkInput], vectors: Sequence[Any] | None,
-                    version: int | None, now: Any, changes: VectorChanges) -> Document:
+                    version: int | None, text: tuple[str, Any] | None, now: Any, changes: VectorChanges) -> Document:
         if not chunks:
             raise InvalidInputError("a ready document needs at least one chunk")
         doc = self._get_document(conn, doc_id, lock=True)
@@ -322,9 +344,10 @@ class DocumentsCore:
         self._vectors_touch(conn, kb.id, changes)
         gone = self._delete_chunks(conn, kb.id, doc_id, changes)
         self._insert_chunks(conn, kb.id, doc_id, chunks, blobs, now, changes)
-        conn.execute(self.db.q("UPDATE kb_documents SET status = 'ready', error = NULL, error_kind = NULL, "
-                               "chunk_count = ?, claimed_by = NULL, indexed_at = ?, indexed_hash = content_hash, "
-                               "updated_at = ? WHERE id = ?"), (len(chunks), now, now, doc_id))
+        if text is None:
+            conn.execute(self.db.q(READY_SQL), (len(chunks), now, now, doc_id))
+        else:
+            conn.execute(self.db.q(READY_TEXT_SQL), (len(chunks), now, now, *self.db.text_and_sections(*text), doc_id))
         self._bump(conn, kb.id, chunks=len(chunks) - gone)
         return self._get_document(conn, doc_id)
 
@@ -429,14 +452,24 @@ class DocumentsCore:
         """Record the KB's vector dimension on its first vectors; refuse another one."""
         raise NotImplementedError
 
-    def _insert_chunks(self, conn: Any, kb_id: str, doc_id: str, items: list[ChunkInput],
-                       blobs: list[bytes] | None, now: Any, changes: VectorChanges) -> None:
-        """Store a document's chunks with their keyword rows and vectors."""
+    def _insert_chunks_many(self, conn: Any, kb_id: str, docs: list[tuple[str, list[ChunkInput], list[bytes] | None]],
+                            now: Any, changes: VectorChanges) -> None:
+        """Store the chunks of documents of one KB, ``(doc_id, chunks, vectors)`` each, with
+        their keyword rows and vectors (in bulk)."""
         raise NotImplementedError
 
-    def _delete_chunks(self, conn: Any, kb_id: str, doc_id: str, changes: VectorChanges) -> int:
-        """Delete a document's chunks (keyword rows and vectors with them); how many went."""
+    def _delete_chunks_many(self, conn: Any, kb_id: str, doc_ids: list[str], changes: VectorChanges
+                            ) -> dict[str, int]:
+        """Delete the chunks of documents of one KB (keyword rows and vectors with them);
+        how many went, per document that had any."""
         raise NotImplementedError
+
+    def _insert_chunks(self, conn: Any, kb_id: str, doc_id: str, items: list[ChunkInput],
+                       blobs: list[bytes] | None, now: Any, changes: VectorChanges) -> None:
+        self._insert_chunks_many(conn, kb_id, [(doc_id, items, blobs)], now, changes)
+
+    def _delete_chunks(self, conn: Any, kb_id: str, doc_id: str, changes: VectorChanges) -> int:
+        return self._delete_chunks_many(conn, kb_id, [doc_id], changes).get(doc_id, 0)
 
     def _vectors_touch(self, conn: Any, kb_id: str, changes: VectorChanges) -> None:
         """A write is about to change ``kb_id``'s vectors."""

@@ -79,21 +79,25 @@ class PgChunks:
         conn.execute("UPDATE knowledge_bases SET embedding_config = jsonb_set(embedding_config, '{dimensions}', "
                      "to_jsonb(%s::int)) WHERE id = %s", (dims, kb.id))
 
-    def _insert_chunks(self, conn: Any, kb_id: str, doc_id: str, items: list[ChunkInput],
-                       blobs: list[bytes] | None, now: Any, changes: VectorChanges) -> None:
+    def _insert_chunks_many(self, conn: Any, kb_id: str, docs: list[tuple[str, list[ChunkInput], list[bytes] | None]],
+                            now: Any, changes: VectorChanges) -> None:
         import uuid
 
         from psycopg.types.json import Jsonb
 
-        kb_uuid, doc_uuid = uuid.UUID(kb_id), uuid.UUID(doc_id)
-        rows = ((uuid.uuid4(), kb_uuid, doc_uuid, i, clean_text(item.content), int(item.token_count),
+        kb_uuid = uuid.UUID(kb_id)
+        rows = ((uuid.uuid4(), kb_uuid, uuid.UUID(doc_id), i, clean_text(item.content), int(item.token_count),
                  pad(np.frombuffer(blobs[i], dtype=np.float32)) if blobs else None,
                  Jsonb(clean_json(item.metadata or {})), item.content_hash)
-                for i, item in enumerate(items))
+                for doc_id, items, blobs in docs for i, item in enumerate(items))
         copy_chunks(conn, rows)
 
-    def _delete_chunks(self, conn: Any, kb_id: str, doc_id: str, changes: VectorChanges) -> int:
-        return conn.execute("DELETE FROM kb_chunks WHERE document_id = %s", (doc_id,)).rowcount
+    def _delete_chunks_many(self, conn: Any, kb_id: str, doc_ids: list[str], changes: VectorChanges
+                            ) -> dict[str, int]:
+        rows = conn.execute("WITH gone AS (DELETE FROM kb_chunks WHERE document_id = ANY(%s::uuid[]) "
+                            "RETURNING document_id) SELECT document_id::text, count(*) FROM gone GROUP BY 1",
+                            (list(doc_ids),)).fetchall()
+        return {str(doc_id): int(n) for doc_id, n in rows}
 
     def _vectors_committed(self, changes: VectorChanges) -> None:
         """Once a KB holds enough vectors, build its index (outside the transaction)."""

@@ -1,0 +1,85 @@
+"""Making many documents ready in a handful of statements (the store core, both engines).
+
+:meth:`kbdesk.store.core.documents.DocumentsCore.finish_documents` hands a batch here:
+the rows are read in one query, each is checked (it still exists, it is still at the
+version its runner claimed, it has chunks, its vectors fit the KB), then the older
+chunks of all of them go in one statement, the new chunks with their keyword rows and
+vectors in one bulk write per KB (the engine's ``_insert_chunks_many``), the rows turn
+``ready`` in one ``executemany`` and each KB's stats move once. The whole batch runs in
+a savepoint: if the database refuses any of it, the savepoint is undone and the batch
+is done again one document at a time, so that a document that cannot be stored fails
+alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from kbdesk.errors import InvalidInputError, NotFoundError, SupersededError
+from kbdesk.models import ChunkInput, Document
+
+READY_SQL = ("UPDATE kb_documents SET status = 'ready', error = NULL, error_kind = NULL, chunk_count = ?, "
+             "claimed_by = NULL, indexed_at = ?, indexed_hash = content_hash, updated_at = ? WHERE id = ?")
+READY_TEXT_SQL = ("UPDATE kb_documents SET status = 'ready', error = NULL, error_kind = NULL, chunk_count = ?, "
+                  "claimed_by = NULL, indexed_at = ?, indexed_hash = content_hash, updated_at = ?, "
+                  "extracted_text = ?, extracted_sections = ? WHERE id = ?")
+
+
+def finish_batch(store: Any, conn: Any, items: Sequence[Any], now: Any, changes: Any) -> list[Document | Exception]:
+    """``items``: (doc_id, chunks, vectors, version, text) — text is ``(text, sections)``
+    to store with the row, or None to keep what it holds. One result per item."""
+    results: list[Document | Exception | None] = [None] * len(items)
+    rows = _rows(store, conn, [item[0] for item in items])
+    kbs: dict[str, Any] = {}
+    good: list[tuple[int, Document, list[ChunkInput], list[bytes] | None]] = []
+    for n, (doc_id, chunks, vectors, version, _text) in enumerate(items):
+        try:
+            doc = rows.get(doc_id)
+            if doc is None:
+                raise NotFoundError(f"no document with id '{doc_id}'")
+            if version is not None and doc.version != version:
+                raise SupersededError(f"{doc.filename} was claimed for a newer version meanwhile")
+            if not chunks:
+                raise InvalidInputError("a ready document needs at least one chunk")
+            if doc.kb_id not in kbs:
+                kbs[doc.kb_id] = store._get_kb(conn, doc.kb_id)
+                store._vectors_touch(conn, doc.kb_id, changes)
+            blobs = store._vector_blobs(conn, kbs[doc.kb_id], vectors, len(chunks))
+            if blobs is not None and kbs[doc.kb_id].dimensions is None:  # learnt now: not asked again
+                kbs[doc.kb_id] = store._get_kb(conn, doc.kb_id)
+            good.append((n, doc, list(chunks), blobs))
+        except Exception as exc:  # noqa: BLE001 - this document alone fails
+            results[n] = exc
+    if good:
+        by_kb: dict[str, list[tuple[int, Document, list[ChunkInput], list[bytes] | None]]] = {}
+        for entry in good:
+            by_kb.setdefault(entry[1].kb_id, []).append(entry)
+        for kb_id, entries in by_kb.items():
+            held = [doc.id for _, doc, _, _ in entries if doc.chunk_count or doc.indexed_hash is not None]
+            gone = store._delete_chunks_many(conn, kb_id, held, changes) if held else {}
+            store._insert_chunks_many(conn, kb_id, [(doc.id, chunks, blobs) for _, doc, chunks, blobs in entries],
+                                      now, changes)
+            store._bump(conn, kb_id, chunks=sum(len(c) for _, _, c, _ in entries) - sum(gone.values()))
+        plain = [(len(chunks), now, now, doc.id) for n, doc, chunks, _ in good if items[n][4] is None]
+        with_text = [(len(chunks), now, now, *store.db.text_and_sections(*items[n][4]), doc.id)
+                     for n, doc, chunks, _ in good if items[n][4] is not None]
+        store.db.executemany(conn, READY_SQL, plain)
+        store.db.executemany(conn, READY_TEXT_SQL, with_text)
+        done = _rows(store, conn, [doc.id for _, doc, _, _ in good])
+        for n, doc, _, _ in good:
+            results[n] = done[doc.id]
+    return [r if r is not None else RuntimeError("not finished") for r in results]
+
+
+def _rows(store: Any, conn: Any, doc_ids: list[str]) -> dict[str, Document]:
+    from kbdesk.store.core.documents import DOC_COLUMNS
+
+    out: dict[str, Document] = {}
+    db = store.db
+    for start in range(0, len(doc_ids), db.list_chunk):
+        where, args = db.in_list("id", doc_ids[start:start + db.list_chunk], ids=True)
+        for row in conn.execute(db.q(f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE {where}{db.for_update}"), args):
+            doc = store._doc(row)
+            out[doc.id] = doc
+    return out
