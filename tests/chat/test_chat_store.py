@@ -2,6 +2,7 @@
 conversations, messages and tool calls, KB toggles, personas, projects, settings."""
 
 import re
+import time
 
 import pytest
 
@@ -30,6 +31,7 @@ def test_conversations_are_found_by_id_prefix_or_title_and_listed_newest_first(s
     for ref in ("nothing", "", "zz-not-an-id"):
         with pytest.raises(NotFoundError):
             store.find_conversation(ref)
+    time.sleep(0.005)  # timestamps are kept to the millisecond
     store.add_message(first.id, "user", "hello")  # a new message moves it to the top
     listed = store.list_conversations()
     assert listed[0].id == first.id and listed[0].message_count == 1 and len(listed) == 3

@@ -17,7 +17,8 @@ from kbdesk.errors import NotFoundError, StoreError
 from kbdesk.store.notes import note_text
 from kbdesk.store.postgres.rls import CHAT_TABLES, secured_tables
 from pg_support import sql
-from test_pg_security import Refused, count, raw, server  # noqa: F401  (server: the fixture)
+from test_pg_security import Refused, count, raw
+from test_pg_security import server as server  # noqa: F401 - the fixture, shared
 
 VECTOR = np.eye(8, dtype=np.float32)[2]
 

@@ -86,10 +86,7 @@ class ChatCore:
         return self.get_conversation(conv_id)
 
     def delete_conversation(self, conv_id: str) -> Conversation:
-        conv = self.get_conversation(conv_id)
-        with self.write() as conn:
-            conn.execute(self.db.q("DELETE FROM channels WHERE id = ?"), (conv.id,))
-        return conv
+        return self._delete_row("channels", self.get_conversation(conv_id))
 
     # ── small settings of the chat (what kbdesk learned about models) ──────────
     def get_setting(self, key: str) -> str | None:

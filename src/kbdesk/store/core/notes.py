@@ -60,10 +60,7 @@ class NotesCore:
         return self.find_note(note.id)
 
     def delete_note(self, note_id: str) -> Note:
-        note = self.find_note(note_id)
-        with self.write() as conn:
-            conn.execute(self.db.qt("DELETE FROM {notes} WHERE id = ?"), (note.id,))
-        return note
+        return self._delete_row("notes", self.find_note(note_id))
 
     def find_note(self, ref: str) -> Note:
         """This user's note by id or by a unique id prefix of 4+ characters."""
@@ -127,14 +124,15 @@ class NotesCore:
         stored = 0
         with self.write() as conn:
             for note_id, text, vector in items:
-                row = conn.execute(self.db.qt(f"SELECT title, content FROM {{notes}} WHERE id = ?{self.db.for_update}"),
+                row = conn.execute(self.db.qt("SELECT title, content FROM {notes} WHERE id = ?" + self.db.for_update),
                                    (note_id,)).fetchone()
                 if row is None or note_text(row[0], row[1]) != text:
                     continue
                 conn.execute(self.db.qt(
                     "INSERT INTO {note_vectors}(note_id, model, dimensions, embedding, created_at) "
                     "VALUES (?, ?, ?, ?, ?) ON CONFLICT (note_id) DO UPDATE SET model = excluded.model, "
-                    "dimensions = excluded.dimensions, embedding = excluded.embedding, created_at = excluded.created_at"),
+                    "dimensions = excluded.dimensions, embedding = excluded.embedding, "
+                    "created_at = excluded.created_at"),
                     (note_id, model, int(vector.size), np.asarray(vector, dtype=np.float32).tobytes(), self.db.now()))
                 stored += 1
         return stored

@@ -68,12 +68,34 @@ class PersonasCore:
             if str(other) != str(row_id):
                 raise ConflictError(f"a {what} named '{name}' already exists")
 
-    def _rename_and_touch(self, conn: Any, table: str, what: str, row_id: str, changes: dict[str, Any]) -> None:
-        if "name" in changes:
-            self._check_free(conn, table, what, changes["name"], row_id)
-        sets = "".join(f"{c} = ?, " for c in changes)
-        conn.execute(self.db.qt(f"UPDATE {{{table}}} SET {sets}updated_at = ? WHERE id = ?"),
-                     (*changes.values(), self.db.now(), row_id))
+    def _delete_row(self, table: str, row: Any) -> Any:
+        """Delete ``row`` (found for this user) from ``{table}``; returns it."""
+        with self.write() as conn:
+            conn.execute(self.db.qt(f"DELETE FROM {{{table}}} WHERE id = ?"), (row.id,))
+        return row
+
+    def _bound(self, owner: str, owner_id: str, extra: str = "") -> list[Any]:
+        """Rows (kb_id[, extra]) of ``{owner}_knowledge_bases``, by KB name."""
+        return [tuple(r) for r in self.connection().execute(self.db.qt(
+            f"SELECT b.kb_id{extra} FROM {{{owner}_knowledge_bases}} b JOIN knowledge_bases k ON k.id = b.kb_id "
+            f"WHERE b.{owner}_id = ? ORDER BY lower(k.name), k.id"), (owner_id,))]
+
+    def _change(self, table: str, what: str, row_id: str, changes: dict[str, Any],
+                bindings: Sequence[tuple[Any, ...]] | None = None, extra: str = "") -> None:
+        """Apply ``changes`` to this user's row of ``{table}`` (a new name checked, ``updated_at``
+        moved) and, when ``bindings`` are given, make them its KB bindings: (kb_id[, ``extra``])."""
+        with self.write() as conn:
+            if "name" in changes:
+                self._check_free(conn, table, what, changes["name"], row_id)
+            sets = "".join(f"{c} = ?, " for c in changes)
+            conn.execute(self.db.qt(f"UPDATE {{{table}}} SET {sets}updated_at = ? WHERE id = ?"),
+                         (*changes.values(), self.db.now(), row_id))
+            if bindings is not None:
+                links = self.db.table(f"{what}_knowledge_bases")
+                conn.execute(self.db.q(f"DELETE FROM {links} WHERE {what}_id = ?"), (row_id,))
+                marks = ", ".join("?" * (2 + extra.count(",")))
+                self.db.executemany(conn, f"INSERT INTO {links}({what}_id, kb_id{extra}) VALUES ({marks})",
+                                    [(row_id, *b) for b in bindings])
 
     # ── personas ───────────────────────────────────────────────────────────────
     def create_persona(self, name: str, system_prompt: str = "", *, provider: str | None = None,
@@ -91,9 +113,7 @@ class PersonasCore:
 
     def find_persona(self, ref: str) -> Persona:
         persona = Persona(*self._row(self._find_row("personas", _PERSONA, ref, "persona", "name"), (5, 6)))
-        persona.kbs = [(k, bool(a)) for k, a in self.connection().execute(self.db.qt(
-            "SELECT p.kb_id, p.auto_search FROM {persona_knowledge_bases} p JOIN knowledge_bases k ON k.id = p.kb_id "
-            "WHERE p.persona_id = ? ORDER BY lower(k.name), k.id"), (persona.id,))]
+        persona.kbs = [(k, bool(a)) for k, a in self._bound("persona", persona.id, ", b.auto_search")]
         return persona
 
     def list_personas(self) -> list[Persona]:
@@ -115,21 +135,13 @@ class PersonasCore:
             changes["provider"] = provider or None
         if model is not UNSET:
             changes["model"] = model or None
-        with self.write() as conn:
-            persona_id = self.find_persona(persona_id).id
-            self._rename_and_touch(conn, "personas", "persona", persona_id, changes)
-            if kbs is not None:
-                conn.execute(self.db.qt("DELETE FROM {persona_knowledge_bases} WHERE persona_id = ?"), (persona_id,))
-                self.db.executemany(conn, f"INSERT INTO {self.db.table('persona_knowledge_bases')}(persona_id, kb_id, "
-                                    "auto_search) VALUES (?, ?, ?)",
-                    [(persona_id, kb_id, self.db.bool_in(auto)) for kb_id, auto in dict(kbs).items()])
+        persona_id = self.find_persona(persona_id).id
+        bindings = None if kbs is None else [(k, self.db.bool_in(a)) for k, a in dict(kbs).items()]
+        self._change("personas", "persona", persona_id, changes, bindings, ", auto_search")
         return self.find_persona(persona_id)
 
     def delete_persona(self, persona_id: str) -> Persona:
-        persona = self.find_persona(persona_id)
-        with self.write() as conn:
-            conn.execute(self.db.qt("DELETE FROM {personas} WHERE id = ?"), (persona.id,))
-        return persona
+        return self._delete_row("personas", self.find_persona(persona_id))
 
     # ── projects ───────────────────────────────────────────────────────────────
     def create_project(self, name: str, description: str = "") -> Project:
@@ -142,9 +154,7 @@ class PersonasCore:
 
     def find_project(self, ref: str) -> Project:
         project = Project(*self._row(self._find_row("projects", _PROJECT, ref, "project", "name"), (3, 4)))
-        project.kbs = [r[0] for r in self.connection().execute(self.db.qt(
-            "SELECT p.kb_id FROM {project_knowledge_bases} p JOIN knowledge_bases k ON k.id = p.kb_id "
-            "WHERE p.project_id = ? ORDER BY lower(k.name), k.id"), (project.id,))]
+        project.kbs = [r[0] for r in self._bound("project", project.id)]
         return project
 
     def list_projects(self) -> list[Project]:
@@ -157,18 +167,10 @@ class PersonasCore:
             changes["name"] = check_name(name, "project name")
         if description is not None:
             changes["description"] = self.db.text(description)
-        with self.write() as conn:
-            project_id = self.find_project(project_id).id
-            self._rename_and_touch(conn, "projects", "project", project_id, changes)
-            if kbs is not None:
-                conn.execute(self.db.qt("DELETE FROM {project_knowledge_bases} WHERE project_id = ?"), (project_id,))
-                self.db.executemany(conn, f"INSERT INTO {self.db.table('project_knowledge_bases')}(project_id, kb_id) "
-                                    "VALUES (?, ?)",
-                    [(project_id, kb_id) for kb_id in dict.fromkeys(kbs)])
+        project_id = self.find_project(project_id).id
+        bindings = None if kbs is None else [(k,) for k in dict.fromkeys(kbs)]
+        self._change("projects", "project", project_id, changes, bindings)
         return self.find_project(project_id)
 
     def delete_project(self, project_id: str) -> Project:
-        project = self.find_project(project_id)
-        with self.write() as conn:
-            conn.execute(self.db.qt("DELETE FROM {projects} WHERE id = ?"), (project.id,))
-        return project
+        return self._delete_row("projects", self.find_project(project_id))
