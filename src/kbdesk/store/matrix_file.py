@@ -91,7 +91,7 @@ class Matrix:
         """Cosine of ``query`` with every row (rows are unit, ``query`` is unit)."""
         self.scans += 1
         rows, dims = self.vectors.shape
-        if self.scans > 1 or rows == 0:
+        if self.scans > 1 or rows == 0 or not hasattr(os, "preadv"):
             return self.vectors @ query
         out = np.empty(rows, dtype=np.float32)
         block = max(256, STREAM_BYTES // (4 * dims))
