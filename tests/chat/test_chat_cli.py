@@ -6,17 +6,22 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from chat_support import write_config
+from chat_support import desk_on, write_config
 from kbdesk.cli.main import cli
 
 
 @pytest.fixture
-def run(chat_server):
+def run(request, chat_engine, chat_server):
+    """The CLI against the SQLite file or a Postgres database (``--db``)."""
     write_config(chat_server)
     runner = CliRunner()
+    where: list[str] = []
+    if chat_engine == "postgres":
+        desk_on(request, chat_engine).close()  # the database, its owner acting as admin
+        where = ["--db", request.getfixturevalue("pg_uri")]
 
     def invoke(*args, input=None):
-        result = runner.invoke(cli, [str(a) for a in args], input=input)
+        result = runner.invoke(cli, where + [str(a) for a in args], input=input)
         assert "Traceback" not in result.output
         if result.exception and not isinstance(result.exception, SystemExit):
             raise result.exception
