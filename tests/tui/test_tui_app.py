@@ -84,8 +84,7 @@ async def test_quitting_while_indexing_asks_first(tui_desk, tmp_path):
     try:
         async with app.run_test(size=(80, 24)) as pilot:
             await settle(pilot)
-            app.start_ingest(kb, "Indexing", lambda on_event: tui_desk.add("docs", [tmp_path / "a.txt"],
-                                                                             on_event=on_event))
+            app.start_ingest(kb, "Indexing", lambda ingestor: ingestor.add("docs", [tmp_path / "a.txt"]))
             await wait_until(pilot, lambda: provider.calls > 0)
             assert app.ingesting()
             await pilot.press("ctrl+q")

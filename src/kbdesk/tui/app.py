@@ -20,14 +20,15 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from kbdesk.errors import KbdeskError
-from kbdesk.ingest.events import EventSink
 from kbdesk.models import KnowledgeBase
 from kbdesk.textsafe import inert_line
+from kbdesk.tui.doc_cache import DocRowsCache
 from kbdesk.tui.messages import IngestProgress
 from kbdesk.tui.progress import IngestTracker
-from kbdesk.tui.workers import Blocking
+from kbdesk.tui.workers import Blocking, tracked, wait_for_threads
 
 INGEST_GROUP = "ingest"
+EXIT_WAIT_S = 15.0  # a cancelled run stops after its batch in flight
 AUTO_RESUME_ENV = "KBDESK_AUTO_RESUME"
 """Set to 1 to resume unfinished documents as soon as the app finds them (``make_app(auto_resume=...)``)."""
 
@@ -55,6 +56,9 @@ class KbdeskApp(Blocking, App[None]):
         """Resume unfinished documents as soon as they are found, without asking."""
         self.trackers: dict[str, IngestTracker] = {}
         self._ingest_workers: dict[str, Worker[Any]] = {}
+        self._ingestors: dict[str, Any] = {}
+        self.doc_rows = DocRowsCache(self)
+        """The documents table's rows of each KB, read ahead and kept."""
         self.unfinished: dict[str, int] = {}
         """Unfinished documents by KB id, as last counted (no run of this app holds them)."""
 
@@ -92,8 +96,8 @@ class KbdeskApp(Blocking, App[None]):
 
     def resume(self, kb: KnowledgeBase, *, expected: int = 0) -> IngestTracker | None:
         """Finish what earlier runs left of ``kb`` (a worker, with progress like any add)."""
-        desk, kb_id = self.desk, kb.id
-        tracker = self.start_ingest(kb, "Resuming", lambda on_event: desk.ingestor(on_event=on_event).resume(kb_id),
+        kb_id = kb.id
+        tracker = self.start_ingest(kb, "Resuming", lambda ingestor: ingestor.resume(kb_id),
                                     expected=expected or self.unfinished.get(kb.id, 0))
         if tracker is not None:
             self.unfinished.pop(kb.id, None)
@@ -121,8 +125,16 @@ class KbdeskApp(Blocking, App[None]):
                 changed()
 
     def on_unmount(self) -> None:
-        if self._owns_desk:
-            self.desk.close()
+        """Stop indexing between batches (nothing is half-written: a resume finishes it), let the
+        threads still reading or writing end, then close the desk — never under a running query."""
+        for ingestor in self._ingestors.values():
+            ingestor.cancel()
+        if not self._owns_desk:  # whoever opened the desk closes it
+            return
+        if not wait_for_threads(EXIT_WAIT_S):
+            self.log.warning("threads still busy at exit; the desk is left to the process's end")
+            return
+        self.desk.close()
 
     # ── the one place errors are reported ──────────────────────────────────────
     def report_error(self, error: BaseException | None, doing: str = "") -> None:
@@ -147,9 +159,10 @@ class KbdeskApp(Blocking, App[None]):
         worker = self._ingest_workers.get(kb_id)
         return worker is not None and not worker.is_finished
 
-    def start_ingest(self, kb: KnowledgeBase, what: str, job: Callable[[EventSink], Any], *,
+    def start_ingest(self, kb: KnowledgeBase, what: str, job: Callable[[Any], Any], *,
                      expected: int = 0) -> IngestTracker | None:
-        """Run ``job(on_event)`` in a thread for ``kb``; progress reaches screens as ticks."""
+        """Run ``job(ingestor)`` in a thread for ``kb``; progress reaches screens as ticks. Quitting
+        cancels the ingestor: what it had not finished is left for a resume."""
         if self.ingesting(kb.id):
             self.notify(f"'{inert_line(kb.name)}' is already being indexed; wait for it to finish", severity="warning",
                         markup=False)
@@ -159,9 +172,13 @@ class KbdeskApp(Blocking, App[None]):
                                 expected=expected)
         self.trackers[kb.id] = tracker
 
+        ingestor = self.desk.ingestor(on_event=tracker.on_event)
+        self._ingestors[kb.id] = ingestor
+
+        @tracked
         def run() -> Any:
             try:
-                return job(tracker.on_event)
+                return job(ingestor)
             finally:
                 tracker.finish()
 

@@ -8,10 +8,38 @@ notification, never a traceback) and then to the optional ``failed`` callback.
 
 from __future__ import annotations
 
+import functools
+import threading
 from collections.abc import Callable
 from typing import Any
 
 from textual.worker import Worker, WorkerState
+
+_busy = threading.Condition()
+_running = 0  # functions started by tracked() that have not returned yet
+
+
+def tracked(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn``, counted while it runs in its thread, so the app can wait for it before closing the desk."""
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        global _running
+        with _busy:
+            _running += 1
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            with _busy:
+                _running -= 1
+                _busy.notify_all()
+
+    return run
+
+
+def wait_for_threads(timeout: float) -> bool:
+    """Wait until no tracked function runs (True), or ``timeout`` seconds (False)."""
+    with _busy:
+        return _busy.wait_for(lambda: _running == 0, timeout)
 
 
 class Blocking:
@@ -26,7 +54,7 @@ class Blocking:
         """Run ``fn(*args, **kwargs)`` in a thread; ``doing`` names it in error messages."""
         if not hasattr(self, "_kb_thread_callbacks"):
             self._kb_thread_callbacks = {}
-        worker = self.run_worker(lambda: fn(*args, **kwargs), name=doing, description=doing,  # type: ignore[attr-defined]
+        worker = self.run_worker(tracked(lambda: fn(*args, **kwargs)), name=doing, description=doing,  # type: ignore[attr-defined]
                                  thread=True, exit_on_error=False, group=group, exclusive=exclusive)
         self._kb_thread_callbacks[worker] = (done, failed)
         return worker

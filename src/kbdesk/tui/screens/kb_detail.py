@@ -19,7 +19,8 @@ from kbdesk.tui.format import human_size, model_label, palette
 from kbdesk.tui.progress import DocProgress, IngestTracker
 from kbdesk.tui.screens.base import DeskScreen
 from kbdesk.tui.screens.confirm import ConfirmScreen
-from kbdesk.tui.widgets.doc_rows import FILTER_ORDER, FILTERS, IN_FLIGHT, DocRow, build_rows
+from kbdesk.tui.doc_cache import DocRows
+from kbdesk.tui.widgets.doc_rows import FILTER_ORDER, FILTERS, IN_FLIGHT
 from kbdesk.tui.widgets.documents_table import DocumentsTable
 
 EMPTY = "No documents yet. Press a to add files or a whole folder (with include/exclude patterns)."
@@ -67,7 +68,8 @@ class KbDetailScreen(DeskScreen):
         self.sub_title = inert_line(self.kb.name)
         self._show_head()
         self.table.focus()
-        self.reload()
+        # kept rows (the KB list read them ahead) paint at once; a read follows when they may be old
+        self.app_.doc_rows.get(self.kb.id, self._loaded)
         tracker = self.app_.trackers.get(self.kb.id)
         self._show_progress(tracker if tracker and self.app_.ingesting(self.kb.id) else None)
 
@@ -75,21 +77,17 @@ class KbDetailScreen(DeskScreen):
     def table(self) -> DocumentsTable:
         return self.query_one(DocumentsTable)
 
-    # ── loading (in a worker: the documents, their rows and order, what is unfinished) ──
+    # ── loading (in a worker: the documents, their rows and order; then what is unfinished) ──
     def reload(self) -> None:
-        self.in_thread(self._read, doing=f"loading '{inert_line(self.kb.name)}'", group="load", exclusive=True,
-                       done=self._loaded)
+        self.app_.doc_rows.refresh(self.kb.id, self._loaded)
 
-    def _read(self) -> tuple[KnowledgeBase, dict[str, DocRow], list[str]]:
-        kb = self.desk.kb(self.kb.id)
-        rows, order = build_rows(self.desk.documents(kb.id))
-        return kb, rows, order
-
-    def _loaded(self, result: tuple[KnowledgeBase, dict[str, DocRow], list[str]]) -> None:
-        self.kb, rows, order = result
+    def _loaded(self, result: DocRows) -> None:
+        if not self.is_attached:  # left before the read ended
+            return
+        self.kb = result.kb
         running = self.app_.ingesting(self.kb.id)
         tracker = self.app_.trackers.get(self.kb.id)
-        self.table.load(rows, order, tracker.snapshot() if tracker and running else {})
+        self.table.load(result.rows, tracker.snapshot() if tracker and running else {})
         self._show_head()
         self._after_change()
         if not running:  # after the table is on screen: what an earlier run left unfinished
@@ -244,10 +242,9 @@ class KbDetailScreen(DeskScreen):
     def _add(self, request: Any) -> None:
         if request is None:
             return
-        desk, kb_id = self.desk, self.kb.id
-        self.app_.start_ingest(self.kb, "Indexing", lambda on_event: desk.add(
-            kb_id, request.paths, include=request.include, exclude=request.exclude, sync=request.sync,
-            on_event=on_event))
+        kb_id = self.kb.id
+        self.app_.start_ingest(self.kb, "Indexing", lambda ingestor: ingestor.add(
+            kb_id, request.paths, include=request.include, exclude=request.exclude, sync=request.sync))
 
     def action_resume(self) -> None:
         if self.app_.resume(self.kb, expected=self.unfinished) is not None:
@@ -263,9 +260,9 @@ class KbDetailScreen(DeskScreen):
 
     def _rebuild(self, yes: bool | None) -> None:
         if yes:
-            desk, kb_id = self.desk, self.kb.id
-            self.app_.start_ingest(self.kb, "Rebuilding", lambda on_event: desk.ingestor(
-                on_event=on_event).rebuild(kb_id), expected=self.kb.document_count)
+            kb_id = self.kb.id
+            self.app_.start_ingest(self.kb, "Rebuilding", lambda ingestor: ingestor.rebuild(kb_id),
+                                   expected=self.kb.document_count)
 
     def action_reembed(self) -> None:
         from kbdesk.tui.screens.reembed import ReembedScreen
@@ -276,9 +273,8 @@ class KbDetailScreen(DeskScreen):
         if choice is None:
             return
         provider, model = choice
-        desk, kb_id = self.desk, self.kb.id
-        self.app_.start_ingest(self.kb, "Re-embedding", lambda on_event: desk.ingestor(
-            on_event=on_event).reembed(kb_id, provider, model))
+        kb_id = self.kb.id
+        self.app_.start_ingest(self.kb, "Re-embedding", lambda ingestor: ingestor.reembed(kb_id, provider, model))
 
     def action_remove_document(self) -> None:
         row = self.table.selected

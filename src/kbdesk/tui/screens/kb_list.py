@@ -10,6 +10,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
+from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Static
 
 from kbdesk.models import KnowledgeBase
@@ -42,6 +43,8 @@ class KbListScreen(DeskScreen):
         Binding("r", "refresh", "Refresh", id="kbs.refresh", show=False),
     ]
 
+    _prefetch: Timer | None = None
+
     def compose(self) -> ComposeResult:
         yield Header()
         yield KbTable(id="kbs")
@@ -70,7 +73,12 @@ class KbListScreen(DeskScreen):
 
     @on(DataTable.RowHighlighted)
     def _highlighted(self) -> None:
-        self._describe(self.table.selected)
+        kb = self.table.selected
+        self._describe(kb)
+        if kb is not None:  # read its documents ahead: opening it then paints at once
+            if self._prefetch is not None:
+                self._prefetch.stop()
+            self._prefetch = self.set_timer(0.15, lambda: getattr(self.app, "doc_rows").prefetch(kb.id))
 
     def _describe(self, kb: KnowledgeBase | None) -> None:
         info = self.query_one("#kb-info", Static)
@@ -197,5 +205,6 @@ class KbListScreen(DeskScreen):
             self.table.deleting.discard(kb.id)
             self.refresh_kbs()
 
+        getattr(self.app, "doc_rows").forget(kb.id)
         self.in_thread(self.desk.delete_kb, kb.id, doing=f"deleting '{name}'",
                        done=lambda _: (over(None), self.notify(f"Deleted '{name}'", markup=False)), failed=over)

@@ -69,8 +69,26 @@ def common_root(parents: Iterable[str]) -> str:
         return ""
 
 
-def build_rows(docs: Sequence[Document]) -> tuple[dict[str, DocRow], list[str]]:
-    """Rows by document id, and the ids in display order (folder, then name).
+@dataclass
+class RowSet:
+    """Everything the table needs of a KB's documents, computed in a worker."""
+
+    rows: dict[str, DocRow]
+    """By document id."""
+    keys: list[tuple[str, str, str]]
+    """Every row's sort key, in display order (folder, then name)."""
+    longest: tuple[int, int, int]
+    """Cells of the longest name and folder, and the largest chunk count."""
+    counts: dict[str, int]
+    """Documents by status."""
+
+    def copy(self) -> RowSet:
+        """A copy whose dict and lists can be changed (the rows themselves are replaced, never changed)."""
+        return RowSet(dict(self.rows), list(self.keys), self.longest, dict(self.counts))
+
+
+def build_rows(docs: Sequence[Document]) -> RowSet:
+    """The rows of ``docs`` in display order, with their widths and counts.
 
     The folder is where the source file is, relative to the folder all the KB's files
     share (or taken from the document's name when it has no source path). Plain string
@@ -87,8 +105,13 @@ def build_rows(docs: Sequence[Document]) -> tuple[dict[str, DocRow], list[str]]:
             folder = parent[cut:].replace(sep, "/") if parent != root else ""
         rows[doc.id] = DocRow(doc.id, inert_line(name), doc.size_bytes, doc.chunk_count, doc.status, doc.error,
                               folder=inert_line(folder) if folder else "")
-    order = sorted(rows, key=lambda doc_id: rows[doc_id].key)
-    return rows, order
+    counts: dict[str, int] = {}
+    for doc in docs:
+        counts[doc.status] = counts.get(doc.status, 0) + 1
+    longest = (max((len(r.filename) for r in rows.values()), default=0),
+               max((len(r.folder) for r in rows.values()), default=0),
+               max((r.chunks or 0 for r in rows.values()), default=0))
+    return RowSet(rows, sorted(row.key for row in rows.values()), longest, counts)
 
 
 def merge(row: DocRow, progress: DocProgress) -> DocRow:

@@ -25,7 +25,7 @@ from textual.strip import Strip
 
 from kbdesk.tui.format import human_size, palette, status_text
 from kbdesk.tui.progress import DocProgress
-from kbdesk.tui.widgets.doc_rows import FILTERS, DocRow, merge, new_row
+from kbdesk.tui.widgets.doc_rows import FILTERS, FINAL, DocRow, RowSet, merge, new_row
 
 SIZE_W, STATUS_W = 9, 17
 GAP = 1  # blank cells between columns
@@ -113,20 +113,18 @@ class DocumentsTable(ScrollView, can_focus=True):
         return self._cells(self.rows_by_id[self._view[index][2]])
 
     # ── filling ────────────────────────────────────────────────────────────────
-    def load(self, rows: dict[str, DocRow], order: Sequence[str], live: dict[str, DocProgress]) -> None:
-        """Show ``rows`` (built by :func:`doc_rows.build_rows`), with documents in flight as ``live`` has them."""
-        for doc_id, progress in live.items():
-            row = rows.get(doc_id)
-            if row is not None and row.status not in ("ready", "error"):
-                rows[doc_id] = merge(row, progress)
-        self.rows_by_id = rows
-        self._order = [rows[doc_id].key for doc_id in order]
-        self._longest = (0, 0, 0)
-        self._measure(rows.values())
-        self._recount()
+    def load(self, rows: RowSet, live: dict[str, DocProgress]) -> None:
+        """Show ``rows`` (built in a worker by :func:`doc_rows.build_rows`; the table keeps them and
+        changes them), with the documents in flight as ``live`` has them."""
+        self.rows_by_id = rows.rows
+        self._order = rows.keys
+        self._status_counts = rows.counts
+        self._longest = rows.longest
+        self.apply({doc_id: progress for doc_id, progress in live.items()
+                    if doc_id in rows.rows and rows.rows[doc_id].status not in FINAL}, settle=False)
         self._refilter()
 
-    def apply(self, changes: dict[str, DocProgress | None]) -> bool:
+    def apply(self, changes: dict[str, DocProgress | None], *, settle: bool = True) -> bool:
         """Apply live changes by document id; True when a document not known to the table appeared."""
         new = False
         allowed = FILTERS[self.filter][1]
@@ -152,7 +150,8 @@ class DocumentsTable(ScrollView, can_focus=True):
             self._count(row.status, 1)
             if old is None and (allowed is None or row.status in allowed):
                 insort(self._view, row.key)
-        self._settle()
+        if settle:
+            self._settle()
         return new
 
     def set_filter(self, name: str) -> None:
@@ -187,11 +186,6 @@ class DocumentsTable(ScrollView, can_focus=True):
 
     def _count(self, status: str, delta: int) -> None:
         self._status_counts[status] = self._status_counts.get(status, 0) + delta
-
-    def _recount(self) -> None:
-        self._status_counts = {}
-        for row in self.rows_by_id.values():
-            self._count(row.status, 1)
 
     def _refilter(self) -> None:
         allowed = FILTERS[self.filter][1]

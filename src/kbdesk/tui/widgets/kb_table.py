@@ -7,6 +7,8 @@ does not fit.
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.text import Text
 from textual.widgets import DataTable
 
@@ -28,6 +30,7 @@ class KbTable(DataTable[Text]):
         self.unfinished: dict[str, int] = {}
         self.deleting: set[str] = set()
         self._last: tuple[list[KnowledgeBase], dict[str, IngestTracker], set[str]] | None = None
+        self._shown_widths: list[int] = []
 
     def on_mount(self) -> None:
         self.watch(self.app, "theme", self._restyle, init=False)
@@ -37,7 +40,8 @@ class KbTable(DataTable[Text]):
             self.load(*self._last)
 
     def on_resize(self) -> None:
-        self._restyle()
+        if self._last is not None and self._widths(self._cells_of(*self._last)) != self._shown_widths:
+            self._restyle()  # names get more (or less) room
 
     @property
     def selected(self) -> KnowledgeBase | None:
@@ -50,13 +54,8 @@ class KbTable(DataTable[Text]):
              select: str | None = None) -> None:
         self._last = (kbs, trackers, running)
         keep = select or (self.selected.id if self.selected else None)
-        colours = palette(self.app)
-        rows = []
-        for kb in kbs:
-            status = self._status(kb, trackers.get(kb.id) if kb.id in running else None, colours)
-            rows.append((kb.id, [kb.name, kb.scope, str(kb.document_count), str(kb.chunk_count),
-                                 human_size(kb.total_bytes), status, model_label(kb)]))
-        widths = self._widths([cells for _, cells in rows])
+        rows = list(zip((kb.id for kb in kbs), self._cells_of(kbs, trackers, running)))
+        widths = self._shown_widths = self._widths([cells for _, cells in rows])
         self.clear(columns=True)
         for (label, key), width in zip(COLUMNS, widths):
             self.add_column(label, key=key, width=width)
@@ -69,7 +68,14 @@ class KbTable(DataTable[Text]):
         if keep in self.kbs:
             self.move_cursor(row=self.get_row_index(keep))
 
-    def _widths(self, rows: list[list[object]]) -> list[int]:
+    def _cells_of(self, kbs: list[KnowledgeBase], trackers: dict[str, IngestTracker],
+                  running: set[str]) -> list[list[Any]]:
+        colours = palette(self.app)
+        return [[kb.name, kb.scope, str(kb.document_count), str(kb.chunk_count), human_size(kb.total_bytes),
+                 self._status(kb, trackers.get(kb.id) if kb.id in running else None, colours), model_label(kb)]
+                for kb in kbs]
+
+    def _widths(self, rows: list[list[Any]]) -> list[int]:
         """Every column as wide as its widest cell; the name (then the model) gives way."""
         widths = [max([len(label)] + [_len(cells[i]) for cells in rows]) for i, (label, _) in enumerate(COLUMNS)]
         widths[6] = min(widths[6], MODEL_MAX)

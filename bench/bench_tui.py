@@ -1,0 +1,298 @@
+"""Benchmark: the TUI at real size, driven through the real app with Textual's Pilot.
+
+Not part of the test run. A keyword-only KB of ``--docs`` small files (12,500) and one of
+``--base`` (8,000) are built once through ``Desk.add`` and cached under ``bench/results/``.
+Then, in the real app (headless, 120×40):
+
+- **first paint of the KB screen**: Enter on the KB list → the first frame that shows the
+  documents table filled; several rounds (Escape back in between). Beside it, the same
+  12,500 rows loaded the plain way, into Textual's ``DataTable`` (every row added, then
+  drawn), which is what the KB screen did before and what a Textual app usually does;
+- **key-to-paint while adding ``--add`` (3,000) files to the ``--base`` KB**: every 50 ms
+  a Down (or Up) key is sent as the terminal would send it, and the time until a frame
+  shows the cursor on its new row is recorded, for the whole run;
+- **quit dialog**: Ctrl+Q during that run → the first frame showing the dialog.
+
+A "frame" is a call of the app's display hook (``App._display``: what would be written to
+the terminal); the key is posted to the app's driver as a real key would be.
+
+    .venv/bin/python bench/bench_tui.py
+    .venv/bin/python bench/bench_tui.py --quick     # 2,000 / 1,500 + 500 documents
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harness import (ROOT, command_line, fmt_ms, machine_info, machine_line, markdown_table, parser, results_dir,
+                     save_result)
+
+TARGETS = {"first_paint": 300.0, "key_p95": 100.0, "key_worst": 250.0, "quit": 100.0}
+
+
+# ── the data ───────────────────────────────────────────────────────────────────
+def write_files(folder: Path, count: int, start: int = 0) -> None:
+    """``count`` small text files in 50 sub-folders, the same names repeated in each (as real trees have)."""
+    for i in range(start, start + count):
+        sub = folder / f"part{i % 50:02d}"
+        sub.mkdir(parents=True, exist_ok=True)
+        (sub / f"note{i // 50:04d}.txt").write_text(f"Note {i}: the ferry to pier {i % 17} leaves at {i % 24}h.\n")
+
+
+def cached_home(name: str, docs: int) -> Path:
+    """A KBDESK_HOME with a keyword-only KB 'big' of ``docs`` documents, built once."""
+    home = results_dir() / f"tui-{name}-{docs}"
+    marker = home / "built"
+    if marker.exists():
+        return home
+    shutil.rmtree(home, ignore_errors=True)
+    corpus = home / "corpus"
+    write_files(corpus, docs)
+    os.environ["KBDESK_HOME"] = str(home)
+    from kbdesk import open_desk
+
+    with open_desk(home=home) as desk:
+        desk.create_kb("big", keyword_only=True)
+        report = desk.add("big", [corpus])
+        assert len(report.added) == docs, report.failed[:3]
+    marker.write_text("ok\n")
+    return home
+
+
+# ── frames and keys ────────────────────────────────────────────────────────────
+class Frames:
+    """Watches the app's display hook: the time of the first frame after which ``ready()`` holds."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self._waiters: list[tuple[Callable[[], bool], asyncio.Future[float]]] = []
+        original = app._display
+
+        def display(screen: Any, renderable: Any) -> None:
+            original(screen, renderable)
+            if renderable is None or not self._waiters:
+                return
+            now = time.perf_counter()
+            for ready, future in list(self._waiters):
+                if not future.done() and ready():
+                    future.set_result(now)
+                    self._waiters.remove((ready, future))
+
+        app._display = display
+
+    def until(self, ready: Callable[[], bool]) -> asyncio.Future[float]:
+        future: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+        self._waiters.append((ready, future))
+        return future
+
+
+def send_key(app: Any, key: str) -> None:
+    """A key as the terminal driver delivers it."""
+    from textual import events
+
+    event = events.Key(key, None)
+    event.set_sender(app)
+    app._driver.send_message(event)
+
+
+async def wait(future: asyncio.Future[float], timeout: float = 30.0) -> float:
+    return await asyncio.wait_for(future, timeout)
+
+
+async def settle(pilot: Any, ready: Callable[[], bool], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if time.monotonic() > deadline:
+            raise SystemExit("the app did not get there in time")
+        await pilot.pause(0.02)
+
+
+# ── 1. first paint ─────────────────────────────────────────────────────────────
+async def first_paint(home: Path, rounds: int) -> list[float]:
+    from kbdesk.tui.app import build_app
+    from kbdesk.tui.screens.kb_detail import KbDetailScreen
+    from kbdesk.tui.screens.kb_list import KbListScreen
+
+    app = build_app(home=home)
+    times = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        frames = Frames(app)
+        await settle(pilot, lambda: isinstance(app.screen, KbListScreen) and app.screen.table.row_count == 1)
+        await pilot.pause(0.3)
+        for _ in range(rounds):
+            shown = frames.until(lambda: isinstance(app.screen, KbDetailScreen) and app.screen.table.row_count > 0)
+            start = time.perf_counter()
+            send_key(app, "enter")
+            times.append(await wait(shown) - start)
+            await pilot.pause(0.2)
+            back = frames.until(lambda: isinstance(app.screen, KbListScreen))
+            send_key(app, "escape")
+            await wait(back)
+            await pilot.pause(0.2)
+    return times
+
+
+async def datatable_paint(home: Path, rounds: int) -> list[float]:
+    """The same documents into Textual's DataTable, read off the UI thread too: the usual way."""
+    from textual.app import App
+    from textual.widgets import DataTable
+
+    from kbdesk import open_desk
+    from kbdesk.tui.format import human_size
+
+    desk = open_desk(home=home)
+
+    class Plain(App[None]):
+        def compose(self) -> Any:
+            yield DataTable(cursor_type="row")
+
+        def fill(self, docs: list[Any]) -> None:
+            table = self.query_one(DataTable)
+            table.clear(columns=True)
+            table.add_columns("Filename", "Size", "Chunks", "Status")
+            table.add_rows([(d.filename, human_size(d.size_bytes), str(d.chunk_count), d.status) for d in docs])
+
+    times = []
+    try:
+        app = Plain()
+        async with app.run_test(size=(120, 40)) as pilot:
+            frames = Frames(app)
+            await pilot.pause(0.3)
+            for _ in range(rounds):
+                table = app.query_one(DataTable)
+                table.clear(columns=True)
+                await pilot.pause(0.2)
+                shown = frames.until(lambda: table.row_count > 0)
+                start = time.perf_counter()
+
+                def load() -> None:
+                    docs = desk.documents("big")
+                    app.call_from_thread(app.fill, docs)
+
+                app.run_worker(load, thread=True)
+                times.append(await wait(shown) - start)
+                await pilot.pause(0.2)
+    finally:
+        desk.close()
+    return times
+
+
+# ── 2. and 3. keys and the quit dialog while indexing ──────────────────────────
+async def while_indexing(home: Path, add: int, base: int) -> dict[str, Any]:
+    from kbdesk.tui.app import build_app
+    from kbdesk.tui.screens.confirm import ConfirmScreen
+    from kbdesk.tui.screens.kb_detail import KbDetailScreen
+    from kbdesk.tui.screens.kb_list import KbListScreen
+
+    folder = home / "more"
+    shutil.rmtree(folder, ignore_errors=True)
+    write_files(folder, add, start=base)
+    app = build_app(home=home)
+    keys: list[float] = []
+    quits: list[float] = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        frames = Frames(app)
+        await settle(pilot, lambda: isinstance(app.screen, KbListScreen) and app.screen.table.row_count == 1)
+        send_key(app, "enter")
+        await settle(pilot, lambda: isinstance(app.screen, KbDetailScreen) and app.screen.table.row_count > 0)
+        detail = app.screen
+        table = detail.table
+        kb_id = detail.kb.id
+        started = time.perf_counter()
+        detail._add(type("Request", (), {"paths": [str(folder)], "include": [], "exclude": [], "sync": False})())
+        await settle(pilot, lambda: app.ingesting(kb_id))
+        step = 1
+        n = 0
+        while app.ingesting(kb_id):
+            n += 1
+            if n % 25 == 5:  # now and then: the quit dialog, then No
+                shown = frames.until(lambda: isinstance(app.screen, ConfirmScreen))
+                start = time.perf_counter()
+                send_key(app, "ctrl+q")
+                quits.append(await wait(shown) - start)
+                gone = frames.until(lambda: app.screen is detail)
+                send_key(app, "n")
+                await wait(gone)
+                continue
+            if table.cursor_row == 0:
+                step = 1
+            elif table.cursor_row >= 30:
+                step = -1
+            target = table.cursor_row + step
+            moved = frames.until(lambda: table.cursor_row == target)
+            start = time.perf_counter()
+            send_key(app, "down" if step > 0 else "up")
+            keys.append(await wait(moved) - start)
+            await asyncio.sleep(0.05)
+        elapsed = time.perf_counter() - started
+        await settle(pilot, lambda: len(table.rows_by_id) == base + add)
+    return {"keys": keys, "quits": quits, "ingest_s": elapsed}
+
+
+def stats(samples: list[float]) -> dict[str, float]:
+    ms = sorted(x * 1e3 for x in samples)
+    if not ms:
+        raise SystemExit("no samples: the run was over before anything was measured (use more documents)")
+    p95 = ms[min(len(ms) - 1, int(round(0.95 * (len(ms) - 1))))]
+    return {"n": len(ms), "p50": statistics.median(ms), "p95": p95, "worst": ms[-1]}
+
+
+def main() -> None:
+    ap = parser(__doc__, quick="2,000-document KB, 1,500 + 500 added (a smoke run)")
+    ap.add_argument("--docs", type=int, default=12_500)
+    ap.add_argument("--base", type=int, default=8_000)
+    ap.add_argument("--add", type=int, default=3_000)
+    ap.add_argument("--rounds", type=int, default=7)
+    args = ap.parse_args()
+    if args.quick:
+        args.docs, args.base, args.add, args.rounds = 2_000, 1_500, 500, 3
+    machine = machine_info()
+    print(machine_line(machine))
+    big = cached_home("paint", args.docs)
+    paint = asyncio.run(first_paint(big, args.rounds))
+    plain = asyncio.run(datatable_paint(big, args.rounds))
+    # a fresh copy of the base KB for every run: the add must find 3,000 new files
+    base_src = cached_home("base", args.base)
+    work = results_dir() / "tui-work"
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(base_src, work, ignore=shutil.ignore_patterns("corpus"))
+    try:
+        live = asyncio.run(while_indexing(work, args.add, args.base))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    result = {"machine": machine, "command": command_line(), "docs": args.docs, "base": args.base, "add": args.add,
+              "first_paint": stats(paint), "datatable_paint": stats(plain), "keys": stats(live["keys"]),
+              "quit": stats(live["quits"]), "ingest_s": live["ingest_s"]}
+    save_result("tui-quick" if args.quick else "tui", result)
+    print(report(result))
+
+
+def report(r: dict[str, Any]) -> str:
+    def row(what: str, s: dict[str, float], target: str) -> dict[str, Any]:
+        return {"measure": what, "n": s["n"], "p50 ms": fmt_ms(s["p50"]), "p95 ms": fmt_ms(s["p95"]),
+                "worst ms": fmt_ms(s["worst"]), "target": target}
+
+    rows = [
+        row(f"first paint of the KB screen, {r['docs']} documents", r["first_paint"],
+            f"≤ {TARGETS['first_paint']:.0f} ms"),
+        row(f"  the same rows in Textual's DataTable (all rows added)", r["datatable_paint"], "(comparison)"),
+        row(f"key → paint while adding {r['add']} files to {r['base']}", r["keys"],
+            f"p95 ≤ {TARGETS['key_p95']:.0f}, worst ≤ {TARGETS['key_worst']:.0f} ms"),
+        row("Ctrl+Q → quit dialog painted, during that run", r["quit"], f"≤ {TARGETS['quit']:.0f} ms"),
+    ]
+    ratio = r["datatable_paint"]["p50"] / r["first_paint"]["p50"]
+    return (markdown_table(rows, align="lrrrrl")
+            + f"\n\nFirst paint: the virtual table is {ratio:.1f}× faster than the DataTable (p50). "
+            f"The add of {r['add']} files took {r['ingest_s']:.1f} s in the app.\n\n`{r['command']}`")
+
+
+if __name__ == "__main__":
+    os.chdir(ROOT)
+    main()
