@@ -63,7 +63,7 @@ class Stamp:
     max_seq: int
 
 
-STREAM_BYTES = 6 << 20  # the buffer a streamed scan reads through
+STREAM_BYTES = 1 << 20  # the buffer a streamed scan reads through (stays in L2; larger measured no faster)
 
 
 @dataclass
@@ -94,7 +94,7 @@ class Matrix:
         if self.scans > 1 or rows == 0 or not hasattr(os, "preadv"):
             return self.vectors @ query
         out = np.empty(rows, dtype=np.float32)
-        block = max(256, STREAM_BYTES // (4 * dims))
+        block = max(128, STREAM_BYTES // (4 * dims))
         buf = np.empty((min(block, rows), dims), dtype=np.float32)
         fd = self.file.fileno()
         for lo in range(0, rows, block):
