@@ -6,7 +6,7 @@ import math
 import pytest
 
 from kbdesk import open_desk
-from kbdesk.evaluation.beir import load_dataset, run_queries, write_corpus
+from kbdesk.evaluation.beir import hit_at, load_dataset, run_queries, write_corpus
 from kbdesk.evaluation.metrics import mrr_at, ndcg_at, recall_at, summarise
 
 
@@ -56,11 +56,16 @@ def test_harness_end_to_end_through_the_pipeline(tmp_path):
         names = write_corpus(dataset, tmp_path / "files")
         report = desk.add("eval", [tmp_path / "files"])
         assert len(report.added) == 4 and not report.failed
-        runs = run_queries(desk, "eval", dataset, names, mode="keyword")
+        first: dict[str, list[str]] = {}
+        runs = run_queries(desk, "eval", dataset, names, mode="keyword", first_chunks=first)
     assert runs["q2"][0] == "d2"
     assert set(runs["q1"][:2]) == {"d1", "d/4"}  # ids with odd characters map back
     scores = summarise(runs, dataset.qrels)
     assert scores["recall@10"] == 1.0 and scores["queries"] == 2
+    # what a default search shows: the documents of the first chunks, in order
+    assert first["q2"][0] == "d2" and len(first["q1"]) <= 5
+    assert hit_at(first, dataset.qrels) == 1.0
+    assert hit_at({"q1": ["d2"], "q2": []}, dataset.qrels) == 0.0
 
 
 def test_missing_files_are_a_clear_error(tmp_path):

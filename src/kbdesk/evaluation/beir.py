@@ -79,8 +79,15 @@ def write_corpus(dataset: Dataset, folder: Path) -> dict[str, str]:
 def run_queries(desk: Any, kb_ref: str, dataset: Dataset, names: dict[str, str], *, mode: str, depth: int = 100,
                 threshold: float = -1.0, fusion: str = "rrf", alpha: float = 0.5,
                 query_vectors: dict[str, Any] | None = None,
-                on_query: Callable[[int, int], None] | None = None) -> dict[str, list[str]]:
-    """Ranked document ids per judged query (chunks folded into their documents)."""
+                on_query: Callable[[int, int], None] | None = None,
+                first_chunks: dict[str, list[str]] | None = None) -> dict[str, list[str]]:
+    """Ranked document ids per judged query (chunks folded into their documents).
+
+    With ``first_chunks`` (a dict, filled in) also the documents of each query's first
+    :data:`kbdesk.search.DEFAULT_LIMIT` chunks, in order: what a search with the default
+    limit shows (:func:`hit_at`)."""
+    from kbdesk.search import DEFAULT_LIMIT
+
     from kbdesk.search import rank
 
     kb = desk.kb(kb_ref)
@@ -90,6 +97,8 @@ def run_queries(desk: Any, kb_ref: str, dataset: Dataset, names: dict[str, str],
         vector = query_vectors.get(qid) if query_vectors else None
         hits = rank(desk.store, [kb], dataset.queries[qid], vector, depth=depth * 3, threshold=threshold,
                     mode=mode, fusion=fusion, alpha=alpha)
+        if first_chunks is not None:
+            first_chunks[qid] = [names.get(row["source"], "") for _, row in hits[:DEFAULT_LIMIT]]
         ranking: list[str] = []
         for _, row in hits:
             doc = names.get(row["source"])
@@ -101,3 +110,11 @@ def run_queries(desk: Any, kb_ref: str, dataset: Dataset, names: dict[str, str],
         if on_query:
             on_query(i + 1, len(judged))
     return runs
+
+
+def hit_at(first: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> float:
+    """Share of the judged queries with a relevant document among ``first`` (per query,
+    the documents of the chunks a search shows)."""
+    judged = [q for q in qrels if any(g > 0 for g in qrels[q].values())]
+    hits = sum(any(qrels[q].get(doc, 0) > 0 for doc in first.get(q, [])) for q in judged)
+    return hits / len(judged) if judged else 0.0
