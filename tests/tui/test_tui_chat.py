@@ -70,7 +70,7 @@ async def test_an_answer_streams_with_its_sources_and_a_key_opens_one(chat_desk,
         # the conversation is saved and listed under its first question
         assert option_texts(screen.conversations) == ["When do backups run?"]
         # a key opens the sources, Enter opens the passage with its neighbours
-        await pilot.press("ctrl+s")
+        await pilot.press("ctrl+y")
         await settle(pilot)
         assert isinstance(app.screen, SourcesScreen)
         await pilot.press("enter")
@@ -364,7 +364,13 @@ async def test_notes_create_edit_search_delete(chat_desk):
         assert [n.id for n in screen.notes] == [note.id]
         status = rendered(screen.query_one("#notes-status", Static))
         assert "1 match for “lighthouse” by keyword" in status
-        # delete it
+        # the box keeps the focus after Enter: a letter typed next is text (n does not open "New note")
+        await type_text(pilot, "n")
+        assert app.screen is screen and screen.query_one("#notes-query", Input).value == "lighthousen"
+        screen.query_one("#notes-query", Input).value = "lighthouse"
+        # Down goes into the list, where d deletes the highlighted note
+        await pilot.press("down")
+        assert screen.listing.has_focus
         await pilot.press("d")
         await settle(pilot)
         assert isinstance(app.screen, ConfirmScreen)

@@ -76,12 +76,12 @@ def test_kb_popup(snap_compare, answered):
 
 def test_sources(snap_compare, answered):
     assert snap_compare(make_app(answered), terminal_size=SIZE,
-                        run_before=before(_open_chat, lambda p: p.press("ctrl+s")))
+                        run_before=before(_open_chat, lambda p: p.press("ctrl+y")))
 
 
 def test_source_passage(snap_compare, answered):
     assert snap_compare(make_app(answered), terminal_size=SIZE,
-                        run_before=before(_open_chat, lambda p: p.press("ctrl+s"), lambda p: p.press("enter")))
+                        run_before=before(_open_chat, lambda p: p.press("ctrl+y"), lambda p: p.press("enter")))
 
 
 def test_chat_markdown_answer(snap_compare, chat_desk, chat_server):

@@ -102,3 +102,9 @@ def where_label(metadata: dict[str, Any]) -> str:
 
 def score(value: float | None, digits: int = 3) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
+
+
+def significant(value: float | None, digits: int = 3) -> str:
+    """A score on no fixed scale (BM25: tiny on small KBs, large on big ones) with ``digits``
+    significant digits, so it never reads 0.00 when it is not zero."""
+    return "–" if value is None else f"{value:.{digits}g}"

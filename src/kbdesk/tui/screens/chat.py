@@ -44,7 +44,7 @@ class ChatScreen(ChatTurns, DeskScreen):
         Binding("ctrl+n", "new_conversation", "New", id="chat.new"),
         Binding("ctrl+r,f2", "rename", "Rename", id="chat.rename"),
         Binding("ctrl+o", "kbs", "KBs", id="chat.kbs"),
-        Binding("ctrl+s", "sources", "Sources", id="chat.sources"),
+        Binding("ctrl+y", "sources", "Sources", id="chat.sources"),  # ctrl+s saves, on every screen
         Binding("ctrl+t", "retrieval", "KB search", id="chat.retrieval", show=False),
         Binding("ctrl+g", "model_settings", "Model settings", id="chat.model", show=False),
         Binding("ctrl+l", "focus_question", "Question", id="chat.question", show=False),
@@ -393,7 +393,7 @@ class ChatScreen(ChatTurns, DeskScreen):
                                 self.action_delete_conversation)
         yield SystemCommand("Knowledge bases of this conversation", "Switch KBs on or off (ctrl+o)",
                             self.action_kbs)
-        yield SystemCommand("Sources", "Open a passage an answer used (ctrl+s)", self.action_sources)
+        yield SystemCommand("Sources", "Open a passage an answer used (ctrl+y)", self.action_sources)
         if self.turn is not None:
             yield SystemCommand("Stop the answer", "Stop the answer that is coming (Esc)", self.action_stop)
         for policy, explained in POLICIES.items():

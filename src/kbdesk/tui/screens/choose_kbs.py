@@ -20,7 +20,7 @@ class ChooseKbsScreen(DeskModal):
     BINDINGS = [
         Binding("escape", "cancel", "Cancel", id="kbs.cancel"),
         Binding("ctrl+a", "all", "All", id="kbs.all"),
-        Binding("ctrl+s", "ok", "Done", id="kbs.ok"),
+        Binding("ctrl+s", "ok", "Save", id="kbs.ok"),
     ]
 
     def __init__(self, chosen: list[str]) -> None:
@@ -32,7 +32,7 @@ class ChooseKbsScreen(DeskModal):
             yield Static(Text("Search in (space toggles)"), classes="dialog-title")
             yield SelectionList[str](id="choices")
             with Horizontal(classes="buttons"):
-                yield Button("Done", variant="primary", id="ok", compact=True)
+                yield Button("Save (ctrl+s)", variant="primary", id="ok", compact=True)
                 yield Button("Cancel", id="cancel", compact=True)
 
     def on_mount(self) -> None:

@@ -10,10 +10,11 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from kbdesk.tui.screens.base import OwnKeys
 from kbdesk.textsafe import inert, inert_line
 
 
-class ConfirmScreen(ModalScreen[bool]):
+class ConfirmScreen(OwnKeys, ModalScreen[bool]):
     BINDINGS = [
         Binding("escape,n", "answer(False)", "Cancel", id="confirm.no"),
         Binding("y", "answer(True)", "Yes", id="confirm.yes"),

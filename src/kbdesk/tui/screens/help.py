@@ -10,23 +10,27 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
+from kbdesk.tui.screens.base import OwnKeys
 from textual.widgets import Static
 
 GUIDE = (
     "kbdesk keeps knowledge bases (KBs) in one SQLite file. Create a KB (n), open it (Enter), add a file "
     "or a whole folder (a) and watch every document go pending → extracting → chunking → embedding → "
-    "ready, or error with its reason. Search (/) by meaning and by keyword: each hit shows its similarity, "
+    "ready, or error with its reason (f filters the documents to errors or to those in progress, g goes to "
+    "the next error). Indexing stopped half-way (a quit, a crash) leaves unfinished documents: kbdesk says "
+    "so at launch and on the KB, and u resumes them (set KBDESK_AUTO_RESUME=1 to resume without asking). "
+    "Search (/) by meaning and by keyword: each hit shows its similarity, "
     "its vector and keyword ranks and the fused score, and the candidates the threshold or the limit cut, "
     "so you can see why something ranked where it did. Settings (s) hold the providers (any "
     "OpenAI-compatible server) and the model roles. Chat (c) asks the knowledge bases: the model searches "
     "them and each answer lists its sources. Notes (j) are short texts the chat can search too. "
     "ctrl+p opens the command palette."
 )
-ALWAYS_LISTED = {"app.chat", "app.notes", "chat.retrieval", "chat.model"}
+ALWAYS_LISTED = {"app.chat", "app.notes", "chat.retrieval", "chat.model", "kb.refresh", "kbs.refresh"}
 """Bindings kept out of the footers (no room) but listed here."""
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(OwnKeys, ModalScreen[None]):
     CSS_PATH = "help.tcss"
     BINDINGS = [Binding("escape,q,f1,question_mark", "dismiss", "Close", id="help.close")]
 

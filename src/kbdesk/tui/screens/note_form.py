@@ -8,12 +8,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
+from kbdesk.tui.screens.base import OwnKeys
 from textual.widgets import Button, Input, Static, TextArea
 
 from kbdesk.store.notes import Note
 
 
-class NoteFormScreen(ModalScreen[tuple[str, str] | None]):
+class NoteFormScreen(OwnKeys, ModalScreen[tuple[str, str] | None]):
     """``NoteFormScreen()`` writes a new note, ``NoteFormScreen(note)`` edits one; dismisses
     with (title, content) or None."""
 

@@ -34,6 +34,7 @@ class NotesScreen(DeskScreen):
         Binding("e", "edit_note", "Edit", id="notes.edit"),
         Binding("d,delete", "delete_note", "Delete", id="notes.delete"),
         Binding("slash", "focus_search", "Search", id="notes.search"),
+        Binding("down", "to_list", "Notes list", id="notes.to_list", show=False),
     ]
 
     def __init__(self, chat: Any) -> None:
@@ -123,8 +124,11 @@ class NotesScreen(DeskScreen):
 
     @on(Input.Submitted, "#notes-query")
     def _search(self) -> None:
-        self.reload()
-        self.listing.focus()
+        self.reload()  # the box keeps the focus: what is typed next refines the query (Down goes to the list)
+
+    def action_to_list(self) -> None:
+        if self.notes:
+            self.listing.focus()
 
     @on(Checkbox.Changed, "#semantic")
     def _semantic(self) -> None:

@@ -8,10 +8,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
+from kbdesk.tui.screens.base import OwnKeys
 from textual.widgets import Button, Input, Static
 
 
-class PromptScreen(ModalScreen[str | None]):
+class PromptScreen(OwnKeys, ModalScreen[str | None]):
     """Dismisses with the text entered (stripped), or None."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="prompt.cancel")]

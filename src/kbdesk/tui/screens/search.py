@@ -13,7 +13,7 @@ from textual.widgets import Button, DataTable, Footer, Header, Input, Label, Sel
 
 from kbdesk.search import MODES, SearchResponse
 from kbdesk.textsafe import inert, inert_line
-from kbdesk.tui.format import line, score, where_label
+from kbdesk.tui.format import line, score, significant, where_label
 from kbdesk.tui.screens.base import DeskScreen
 from kbdesk.tui.widgets.results_table import ResultsTable
 
@@ -29,6 +29,7 @@ class SearchScreen(DeskScreen):
         Binding("ctrl+o", "choose_kbs", "KBs", id="search.kbs"),
         Binding("ctrl+t", "toggle_cut", "Show/hide cut", id="search.cut"),
         Binding("ctrl+l", "focus_query", "Query", id="search.query"),
+        Binding("down", "to_results", "Results", id="search.results", show=False),
     ]
 
     def __init__(self, kb_names: list[str] | None = None) -> None:
@@ -134,9 +135,11 @@ class SearchScreen(DeskScreen):
         head = Text()
         head.append(inert_line(hit["source"]) + (f" · {where}" if where else ""), style="bold")
         kb = inert_line(hit["kb"])
-        head.append(f"\n{kb} · similarity {score(hit['similarity'])} · cosine {score(hit['cosine'])} · "
-                    f"vector rank {hit['vector_rank'] or '–'} · keyword rank {hit['keyword_rank'] or '–'} (BM25 "
-                    f"{score(hit['keyword_score'], 2)}) · fused {score(hit['fused'], 4)}"
+        kind = hit.get("score_kind") or (hit.get("metadata") or {}).get("score_kind")
+        head.append(f"\n{kb} · similarity {score(hit['similarity'])}{f' ({inert_line(kind)})' if kind else ''} · "
+                    f"cosine {score(hit['cosine'])} · vector rank {hit['vector_rank'] or '–'} · keyword rank "
+                    f"{hit['keyword_rank'] or '–'} (BM25 {significant(hit['keyword_score'])}) · "
+                    f"fused {score(hit['fused'], 4)}"
                     + (f" · cut by {hit['cut']}" if hit["cut"] else ""), style="dim")
         head.append("\n" + inert(" ".join(hit["content"].split())[:400]))
         preview.update(head)
@@ -162,5 +165,23 @@ class SearchScreen(DeskScreen):
     def action_choose_kbs(self) -> None:
         from kbdesk.tui.screens.choose_kbs import ChooseKbsScreen
 
-        self.app.push_screen(ChooseKbsScreen(self.kb_names),
-                             lambda names: self._set_kbs(names) if names is not None else None)
+        self.app.push_screen(ChooseKbsScreen(self.kb_names), self._kbs_chosen)
+
+    def _kbs_chosen(self, names: list[str] | None) -> None:
+        if names is None or names == self.kb_names:
+            return
+        self._set_kbs(names)
+        # results of the KBs chosen before would be misleading: search again, or clear them
+        if self.query_one("#query", Input).value.strip() and names:
+            self.run_search()
+        else:
+            self.response = None
+            self.query_one(ResultsTable).show([], self.show_cut)
+            self._status(Text(""))
+            self._preview()
+
+    def action_to_results(self) -> None:
+        """Down in the query box moves into the results (the box itself has no use for Down)."""
+        table = self.query_one(ResultsTable)
+        if table.row_count:
+            table.focus()

@@ -34,7 +34,7 @@ ROLE_HELP = {"embedding": "the model new knowledge bases embed with (each KB kee
 class SettingsScreen(DeskScreen):
     CSS_PATH = "settings.tcss"
     BINDINGS = [
-        Binding("escape", "app.pop_screen", "Back", id="settings.back"),
+        Binding("escape", "back", "Back", id="settings.back"),
         Binding("a", "add_provider", "Add", id="settings.add"),
         Binding("e", "edit_provider", "Edit", id="settings.edit"),
         Binding("d", "remove_provider", "Remove", id="settings.remove"),
@@ -195,12 +195,40 @@ class SettingsScreen(DeskScreen):
         if provider != picker.provider:
             picker.load(provider)
 
-    @on(Button.Pressed, "#save-roles")
-    def action_save_roles(self) -> None:
+    def _roles_form(self) -> dict[str, tuple[str | None, str | None]]:
         roles: dict[str, tuple[str | None, str | None]] = {}
         for role in ROLES:
             provider = self.query_one(f"#{role}-provider", Select).value
             roles[role] = (provider if isinstance(provider, str) else None,
                            self.query_one(f"#{role}-model", ModelPicker).value)
+        return roles
+
+    def unsaved_roles(self) -> bool:
+        """The model roles on screen differ from the saved ones."""
+        config = self.desk.config
+
+        def saved(role: str) -> tuple[str | None, str | None]:
+            chosen = getattr(config.roles, role)  # a provider no longer configured shows as none
+            return (chosen.provider if chosen.provider in config.providers else None), chosen.model
+
+        return any(saved(role) != shown for role, shown in self._roles_form().items())
+
+    def action_back(self) -> None:
+        """Back to where Settings was opened; unsaved model roles are not dropped without asking."""
+        if not self.unsaved_roles():
+            self.dismiss_screen()
+            return
+        self.app.push_screen(ConfirmScreen(
+            "Leave without saving the model roles?",
+            "The roles you changed are not saved: ctrl+s saves them. Leaving drops the changes.",
+            confirm="Leave"), lambda yes: self.dismiss_screen() if yes else None)
+
+    def dismiss_screen(self) -> None:
+        if self.app.screen is self:
+            self.app.pop_screen()
+
+    @on(Button.Pressed, "#save-roles")
+    def action_save_roles(self) -> None:
+        roles = self._roles_form()
         self.in_thread(save_roles, self.desk.paths.config_file, roles, doing="saving model roles",
                        done=lambda _: self._config_saved("Saved model roles"))

@@ -20,6 +20,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Button, Input, Select, Static
 
+from kbdesk.providers.model_kinds import model_kind
 from kbdesk.providers import ModelInfo
 from kbdesk.textsafe import inert_line
 from kbdesk.tui.services import list_models, role_candidates
@@ -115,7 +116,10 @@ class ModelPicker(Blocking, Widget):
 
     def _listed(self, models: list[ModelInfo]) -> None:
         self.loading = False
-        self.models = role_candidates(models, self.role)
+        # this role's kind first (the server's word, then guesses by name), the rest after
+        candidates = role_candidates(models, self.role)
+        self.models = sorted(candidates, key=lambda m: (model_kind(m).kind != self.role,
+                                                         not model_kind(m).said_by_server))
         ids = [m.id for m in self.models]
         select = self.query_one("#choice", Select)
         select.set_options([(self._label(m), m.id) for m in self.models])
@@ -137,8 +141,8 @@ class ModelPicker(Blocking, Widget):
 
     @staticmethod
     def _label(model: ModelInfo) -> Text:
-        return Text(inert_line(model.id)) + Text(inert_line(f"  {model.model_type}") if model.model_type
-                                                 else "  (no type)", style="dim")
+        """The id and its kind: the server's word, or a guess from the id marked as one."""
+        return Text(inert_line(model.id)) + Text(f"  {model_kind(model).label}", style="dim")
 
     def _manual(self, note: str) -> None:
         manual = self.query_one("#manual", Input)

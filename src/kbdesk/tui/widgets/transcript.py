@@ -15,7 +15,7 @@ from kbdesk.tui.widgets.answer_view import AnswerView, source_label
 __all__ = ["EMPTY", "AnswerView", "Transcript", "UserView", "source_label"]
 
 EMPTY = ("Ask a question about your knowledge bases. The model searches them with kb_search, and each "
-         "answer lists the passages it used: ctrl+s opens one. ctrl+o chooses the knowledge bases of this "
+         "answer lists the passages it used: ctrl+y opens one. ctrl+o chooses the knowledge bases of this "
          "conversation.")
 
 
