@@ -33,7 +33,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from kbdesk.errors import InvalidInputError
-from kbdesk.store.matrix_file import MatrixFiles
+from kbdesk.store.matrix_cache import MatrixFiles
 from kbdesk.store.quantized import DEFAULT_OVERSAMPLE, DEFAULT_QUANTIZE_ABOVE, QuantizedIndex
 
 
