@@ -11,8 +11,10 @@ belongs to its document alone.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,7 @@ EMBED_GROUP = 100  # chunks per provider call (the provider splits further when 
 STAGED = "staged:"
 BATCH_DOCS = 64
 BATCH_BYTES = 4 * 1024 * 1024
+PDF = "application/pdf"
 
 
 @dataclass
@@ -70,20 +73,38 @@ class BatchResult:
                         cancelled=job.doc.id in t.interrupted) for job in self.jobs]
 
 
-def batches(jobs: list[Job]) -> list[list[Job]]:
-    """Group jobs so a batch holds at most BATCH_DOCS documents or about BATCH_BYTES."""
-    out: list[list[Job]] = []
-    current: list[Job] = []
-    size = 0
-    for job in jobs:
-        if current and (len(current) >= BATCH_DOCS or size + job.doc.size_bytes > BATCH_BYTES):
-            out.append(current)
-            current, size = [], 0
-        current.append(job)
-        size += job.doc.size_bytes
-    if current:
-        out.append(current)
-    return out
+class Feeder:
+    """Cuts jobs into batches of at most BATCH_DOCS documents or about BATCH_BYTES as they
+    come, and starts each full one;
+    with ``ahead`` batches started and unfinished, the caller waits (which bounds the
+    file bytes the jobs carry)."""
+
+    def __init__(self, start: Any, ahead: int) -> None:
+        self.start = start
+        self.futures: list[Any] = []
+        self._slots = threading.Semaphore(ahead)
+        self._current: list[Job] = []
+        self._size = 0
+
+    def add(self, jobs: list[Job], last: bool = False) -> None:
+        for job in jobs:
+            if self._current and (len(self._current) >= BATCH_DOCS or self._size + job.doc.size_bytes > BATCH_BYTES):
+                self._submit()
+            self._current.append(job)
+            self._size += job.doc.size_bytes
+        if last and self._current:
+            self._submit()
+
+    def _submit(self) -> None:
+        group, self._current, self._size = self._current, [], 0
+        self._slots.acquire()
+        try:
+            future = self.start(group)
+        except BaseException:
+            self._slots.release()
+            raise
+        future.add_done_callback(lambda _f: self._slots.release())
+        self.futures.append(future)
 
 
 def sha256(data: bytes) -> str:
@@ -103,6 +124,11 @@ class BatchRunner:
         self.max_bytes = max_bytes
         self.on_event = on_event
         self.writer = writer
+        # Extraction and chunking are Python work: under the GIL several threads doing it
+        # gain nothing, and make the threads that wait on files, the database or a
+        # provider wait for the GIL after every call. One runs them at a time; a PDF's
+        # extraction (a child process, mostly waiting) does not take the turn.
+        self._turn = threading.Lock()
 
     def run(self, kb: KnowledgeBase, jobs: list[Job], embedder: Any) -> BatchResult:
         result = BatchResult(jobs)
@@ -155,7 +181,7 @@ class BatchRunner:
                 live.append((job, sections))
             except ExtractionCancelled:  # stopped, not failed: left for the next add or resume
                 failed.interrupted.add(job.doc.id)
-            except _Changed as exc:
+            except (_Changed, _NotStored) as exc:
                 failed.fail(job.doc.id, str(exc), "store")
             except KbdeskError as exc:
                 failed.fail(job.doc.id, str(exc), "file")
@@ -166,23 +192,34 @@ class BatchRunner:
         return live
 
     def _extract(self, job: Job) -> tuple[list[Any], StatusUpdate]:
-        doc = job.doc
-        data, job.data = job.data, None  # the bytes the claim was made for, when the run still holds them
-        if data is None:
-            path = self.files_dir / doc.storage_key
-            try:
-                data = path.read_bytes()
-            except FileNotFoundError:
-                data = self._recover_bytes(doc, path)
-            else:
-                if doc.content_hash and sha256(data) != doc.content_hash:
-                    data = self._recover_bytes(doc, path)  # a kill came between the claim and the copy
-        extracted = extract_bytes(data, doc.filename, max_bytes=self.max_bytes,
-                                  pdf_timeout=self.config.ingest.pdf_timeout,
-                                  pdf_memory_mb=self.config.ingest.pdf_memory_mb, cancelled=self.cancelled)
+        with self._turn if job.doc.content_type != PDF else contextlib.nullcontext():
+            doc = job.doc
+            data = self._stored_bytes(job)
+            extracted = extract_bytes(data, doc.filename, max_bytes=self.max_bytes,
+                                      pdf_timeout=self.config.ingest.pdf_timeout,
+                                      pdf_memory_mb=self.config.ingest.pdf_memory_mb, cancelled=self.cancelled)
         return extracted.sections, StatusUpdate(doc.id, "chunking", extracted_text=extracted.text,
-                                                sections=extracted.spans,
-                                                version=doc.version)
+                                                sections=extracted.spans, version=doc.version)
+
+    def _stored_bytes(self, job: Job) -> bytes:
+        """The file's bytes: stored now from those the run holds (so a ready document
+        always has its copy), else read back from the stored copy."""
+        doc = job.doc
+        path = self.files_dir / doc.storage_key
+        data, job.data = job.data, None
+        if data is not None:
+            try:
+                write_file(path, data)
+            except OSError as exc:  # the disk is full or read-only: this document fails alone
+                raise _NotStored(f"cannot store a copy of the file ({exc.strerror or exc})") from None
+            return data
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return self._recover_bytes(doc, path)
+        if doc.content_hash and sha256(data) != doc.content_hash:
+            return self._recover_bytes(doc, path)  # a kill came between the claim and the copy
+        return data
 
     def _recover_bytes(self, doc: Document, path: Path) -> bytes:
         """The stored copy is missing or older than the row (a kill before it was
@@ -203,7 +240,8 @@ class BatchRunner:
                    failed: Tally) -> list[tuple[Job, list[ChunkInput]]]:
         out = []
         for job, sections in live:
-            chunks = chunk_sections(kb, sections)
+            with self._turn:
+                chunks = chunk_sections(kb, sections)
             if chunks:
                 out.append((job, chunks))
             else:
@@ -278,6 +316,10 @@ def chunk_sections(kb: KnowledgeBase, sections: list[Any]) -> list[ChunkInput]:
 
 class _Changed(ExtractionError):
     """The file moved on while its older version was being indexed (retried by the next add)."""
+
+
+class _NotStored(ExtractionError):
+    """The copy of the file could not be stored (retried by the next add)."""
 
 
 def write_file(path: Path, data: bytes) -> None:

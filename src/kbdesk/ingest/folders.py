@@ -58,8 +58,10 @@ def _matches(rel: str, patterns: Sequence[str]) -> bool:
 
 
 def _protected(path: Path, protect: Iterable[Path]) -> bool:
+    text = str(path)  # string prefixes: ``path.parents`` costs more than reading a small file
     for p in protect:
-        if path == p or p in path.parents:
+        root = str(p)
+        if text == root or text.startswith(root.rstrip(os.sep) + os.sep):
             return True
     return False
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbdesk.ingest.batch import EMBED_GROUP, STAGED, BatchRunner, Job, batches
+from kbdesk.ingest.batch import EMBED_GROUP, STAGED, BatchRunner, Feeder, Job
 from kbdesk.ingest.events import EventSink, IngestEvent, ignore
 from kbdesk.ingest.folders import FoundFile, scan
 from kbdesk.ingest.names import path_of
@@ -101,8 +101,7 @@ class Ingestor:
             held = {doc.id: doc for doc in self.store.claim_documents(self.store.unfinished_documents(kb.id), claim)}
             preparer = Preparer(self.store, self.files_dir, self.max_bytes, self.on_event, report, claim,
                                 retry_failed=retry_failed)
-            prepared = preparer.prepare(kb, found.files, held)
-            self._run(kb, prepared.jobs, report)
+            prepared = self._run(kb, [], report, lambda on_jobs: preparer.prepare(kb, found.files, held, on_jobs))
             if prepared.elsewhere:
                 self._wait_for_others(kb, prepared.elsewhere, claim, report)
             if sync and not self._cancel.is_set():
@@ -127,8 +126,8 @@ class Ingestor:
                     # a file that moved on since is taken at its newest version
                     files = [f for f in (_found(doc) for doc in held) if f is not None]
                     preparer = Preparer(self.store, self.files_dir, self.max_bytes, self.on_event, report, claim)
-                    prepared = preparer.prepare(kb, files, {doc.id: doc for doc in held})
-                    self._run(kb, prepared.jobs, report)
+                    self._run(kb, [], report,
+                              lambda on_jobs: preparer.prepare(kb, files, {doc.id: doc for doc in held}, on_jobs))
             finally:
                 self.store.release_claims(claim)
                 end_claim(claim)
@@ -211,17 +210,31 @@ class Ingestor:
         return [db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm"),
                 self.files_dir / "kb", self.desk.paths.data_dir]
 
-    def _run(self, kb: KnowledgeBase, jobs: list[Job], report: IngestReport) -> None:
-        if not jobs:
-            return
-        embedder = self.desk.embedders.for_kb(kb) if kb.model_id else None
-        groups = batches(jobs)
-        with Writer(self.store, self.on_event) as writer:
+    def _run(self, kb: KnowledgeBase, jobs: list[Job], report: IngestReport,
+             prepare: Callable[[Callable[[list[Job]], None]], Any] | None = None) -> Any:
+        """Run ``jobs``, and those ``prepare`` hands over as it claims them (while it is
+        still scanning); returns what ``prepare`` returned."""
+        embedder: list[Any] = []  # resolved when the first batch starts (none may)
+
+        def start(group: list[Job]) -> Any:
+            if not embedder:
+                embedder.append(self.desk.embedders.for_kb(kb) if kb.model_id else None)
+            return pool.submit(runner.run, kb, group, embedder[0])
+
+        results: list[Any] = []
+        prepared = None
+        with Writer(self.store, self.on_event) as writer, \
+                ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="kbdesk-ingest") as pool:
             runner = BatchRunner(self.store, self.files_dir, self.config, self.max_bytes, self.on_event, writer,
                                  cancelled=self._cancel.is_set)
-            with ThreadPoolExecutor(max_workers=min(self.workers, len(groups)),
-                                    thread_name_prefix="kbdesk-ingest") as pool:
-                results = list(pool.map(lambda group: runner.run(kb, group, embedder), groups))
+            feeder = Feeder(start, ahead=2 * self.workers)
+            feeder.add(jobs)
+            try:
+                if prepare is not None:
+                    prepared = prepare(feeder.add)
+                feeder.add([], last=True)
+            finally:
+                results = [future.result() for future in feeder.futures]
         for result in results:  # the writer is done: every outcome is known
             report.embedded_chunks += result.embedded
             report.cached_chunks += result.cached
@@ -236,6 +249,7 @@ class Ingestor:
                     getattr(report, kind).append(outcome.job.doc.filename)
                 else:
                     report.failed.append((outcome.job.doc.filename, outcome.error))
+        return prepared
 
     # ── sharing a KB with other runs ───────────────────────────────────────────
     def _wait_for_others(self, kb: KnowledgeBase, docs: list[Document], claim: str, report: IngestReport) -> None:

@@ -11,7 +11,8 @@ A file is known by its source path: one document row per path (see
 * **in progress elsewhere** — another live runner holds its row: this run waits for
   it (:mod:`.pipeline`) instead of doing the same work twice;
 * **new work** — a new path, or a new version of a known one: claimed in a write that
-  bumps the row's version, then its bytes are stored (atomically).
+  bumps the row's version; its bytes go to the worker with the job, which stores the
+  copy (atomically) before extracting it.
 
 Content hashes feed change detection and the embedding cache, never identity: a copy
 of another file is its own document, and its vectors come from the cache.
@@ -19,12 +20,13 @@ of another file is its own document, and its vectors come from the cache.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kbdesk.errors import KbdeskError, StoreError
-from kbdesk.ingest.batch import Job, sha256, write_file
+from kbdesk.ingest.batch import Job, sha256
 from kbdesk.ingest.events import EventSink, IngestEvent
 from kbdesk.ingest.extract import content_type_for
 from kbdesk.ingest.folders import FoundFile
@@ -64,11 +66,16 @@ class Preparer:
         self.report = report
         self.claim = claim
         self.retry_failed = retry_failed
+        self.on_jobs: Callable[[list[Job]], None] | None = None
 
-    def prepare(self, kb: KnowledgeBase, files: list[FoundFile], held: dict[str, Document]) -> Prepared:
+    def prepare(self, kb: KnowledgeBase, files: list[FoundFile], held: dict[str, Document],
+                on_jobs: Callable[[list[Job]], None] | None = None) -> Prepared:
         """Jobs for ``files``; ``held`` are rows this run has claimed to resume (by id):
-        a held row whose file changed since is turned to the new version instead."""
+        a held row whose file changed since is turned to the new version instead.
+        ``on_jobs`` takes the jobs as they are claimed (so work starts before the scan
+        is through); without it they are all in the result."""
         out = Prepared()
+        self.on_jobs = on_jobs
         resumed = {doc.id: doc for doc in held.values()}
         todo = list(files)
         for _attempt in range(4):  # a row another runner took meanwhile is read again
@@ -80,7 +87,11 @@ class Preparer:
         else:
             for file in todo:
                 self._fail(file, "another kbdesk process kept changing this document; try again")
-        out.jobs[:0] = [Job(doc, "resumed") for doc in resumed.values()]
+        resumed_jobs = [Job(doc, "resumed") for doc in resumed.values()]
+        if on_jobs is not None:
+            on_jobs(resumed_jobs)
+        else:
+            out.jobs[:0] = resumed_jobs
         return out
 
     def _prepare_round(self, kb: KnowledgeBase, files: list[FoundFile], by_source: dict[str, Document],
@@ -189,6 +200,7 @@ class Preparer:
             return []
         docs = self._take(pending)
         lost: list[FoundFile] = []
+        jobs: list[Job] = []
         for item, doc in zip(pending, docs):
             if isinstance(doc, Exception):  # this row alone could not be written
                 self._fail(item.file, str(doc) if isinstance(doc, KbdeskError) else
@@ -202,26 +214,15 @@ class Preparer:
                 self.on_event(IngestEvent("queued", doc.filename, doc.id, "error", size=doc.size_bytes))
                 self.on_event(IngestEvent("error", doc.filename, doc.id, "error", doc.error))
                 continue
-            try:
-                write_file(self.files_dir / doc.storage_key, item.data or b"")
-            except OSError as exc:  # the disk is full or read-only: this document fails alone
-                reason = f"cannot store a copy of the file ({exc.strerror or exc})"
-                self.store.set_statuses([_error(doc, reason, "store")])
-                self.report.failed.append((doc.filename, reason))
-                self.on_event(IngestEvent("error", doc.filename, doc.id, "error", reason))
-                continue
             self.on_event(IngestEvent("queued", doc.filename, doc.id, "pending", size=doc.size_bytes))
-            out.jobs.append(Job(doc, item.kind))
+            jobs.append(Job(doc, item.kind, item.data))  # the worker stores the copy from them
         pending.clear()
+        if self.on_jobs is not None:
+            self.on_jobs(jobs)
+        else:
+            out.jobs += jobs
         return lost
 
 
 def _same_stat(doc: Document, file: FoundFile) -> bool:
     return doc.size_bytes == file.size and doc.source_mtime == file.mtime
-
-
-def _error(doc: Document, reason: str, kind: str) -> Any:
-    from kbdesk.store.doc_types import StatusUpdate
-
-    return StatusUpdate(doc.id, "error", error=reason, version=doc.version, error_kind=kind)
-

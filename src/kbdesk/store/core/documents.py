@@ -23,9 +23,9 @@ from typing import Any
 from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError, SupersededError
 from kbdesk.models import DOC_STATUSES, ChunkInput, Document, KnowledgeBase
 from kbdesk.store.claims import claim_alive, new_claim
-from kbdesk.store.core.ready import READY_SQL, READY_TEXT_SQL, finish_batch
+from kbdesk.store.core.ready import READY_SQL, READY_TEXT_SQL, finish_batch, rows_by_id
 from kbdesk.store.doc_types import IN_FLIGHT, NewDocument, StatusUpdate, check_filename, storage_key
-from kbdesk.store.ids import ID_PREFIX, new_id
+from kbdesk.store.ids import ID_PREFIX, new_id, new_ids
 from kbdesk.store.vectors import normalise_rows
 
 DOC_COLUMNS = ("id, kb_id, filename, content_type, size_bytes, storage_key, chunk_count, status, error, "
@@ -164,50 +164,73 @@ class DocumentsCore:
         (the caller reads the row again and decides anew). A spec with status
         ``error`` records a failure without a claim.
         """
-        out: list[Document | None] = []
         with self.write() as conn:
             for kb_id in sorted({spec.kb_id for spec in specs}):
                 self.policy.check_manage(self._get_kb(conn, kb_id))
-            for spec in specs:
-                doc_id = self._take_one(conn, spec, claim)
-                out.append(None if doc_id is None else self._get_document(conn, doc_id))
-        return out
+            ids: list[str | None] = [None] * len(specs)
+            fresh = [n for n, spec in enumerate(specs) if spec.expected_version is None]
+            for n, doc_id in zip(fresh, self._insert_new(conn, [specs[n] for n in fresh], claim)):
+                ids[n] = doc_id
+            for n, spec in enumerate(specs):
+                if spec.expected_version is not None:
+                    ids[n] = self._take_one(conn, spec, claim)
+            rows = rows_by_id(self, conn, [doc_id for doc_id in ids if doc_id is not None])
+        return [None if doc_id is None else rows[doc_id] for doc_id in ids]
+
+    def _insert_new(self, conn: Any, specs: Sequence[NewDocument], claim: str) -> list[str | None]:
+        """Rows for new paths in one statement; the id of each, or None where another
+        runner's row for the path came first."""
+        if not specs:
+            return []
+        db = self.db
+        now = db.now()
+        ids = [spec.doc_id or fresh for spec, fresh in zip(specs, new_ids(len(specs)))]
+        rows = []
+        for doc_id, spec in zip(ids, specs):
+            filename = db.text(check_filename(spec.filename))
+            rows.append((filename, db.text(spec.content_type), int(spec.size_bytes), spec.content_hash,
+                         spec.source_mtime, spec.status, db.text(spec.error), spec.error_kind,
+                         None if spec.status == "error" else claim, doc_id, spec.kb_id,
+                         storage_key(spec.kb_id, doc_id, filename), self.local_user_id, db.text(spec.source_path),
+                         now, now))
+        db.executemany(conn, "INSERT INTO kb_documents(filename, content_type, size_bytes, content_hash, source_mtime, "
+                             "status, error, error_kind, claimed_by, id, kb_id, storage_key, uploaded_by, source_path, "
+                             "version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?) "
+                             "ON CONFLICT (kb_id, source_path) WHERE source_path IS NOT NULL DO NOTHING", rows)
+        mine = set(rows_by_id(self, conn, ids))  # the ids are new: a row holding one is the one just inserted
+        taken = [doc_id if doc_id in mine else None for doc_id in ids]
+        stats: dict[str, tuple[int, int]] = {}
+        for doc_id, spec in zip(taken, specs):
+            if doc_id is not None:
+                docs, size = stats.get(spec.kb_id, (0, 0))
+                stats[spec.kb_id] = (docs + 1, size + int(spec.size_bytes))
+        for kb_id, (docs, size) in stats.items():
+            self._bump(conn, kb_id, docs=docs, size=size)
+        self.audit_many(conn, [("document.upload", spec.kb_id, row[0],
+                                {"document_id": doc_id, "source_path": row[13], "status": spec.status})
+                               for doc_id, spec, row in zip(taken, specs, rows) if doc_id is not None])
+        return taken
 
     def _take_one(self, conn: Any, spec: NewDocument, claim: str) -> str | None:
+        """Turn a known path's row to a new version, while it is at ``spec.expected_version``."""
         db, q = self.db, self.db.q
         filename = db.text(check_filename(spec.filename))
         source = db.text(spec.source_path)
-        owner = None if spec.status == "error" else claim
-        now = db.now()
-        fields = (filename, db.text(spec.content_type), int(spec.size_bytes), spec.content_hash, spec.source_mtime,
-                  spec.status, db.text(spec.error), spec.error_kind, owner)
-        if spec.expected_version is None:
-            doc_id = spec.doc_id or new_id()
-            cur = conn.execute(q(
-                "INSERT INTO kb_documents(filename, content_type, size_bytes, content_hash, source_mtime, status, "
-                "error, error_kind, claimed_by, id, kb_id, storage_key, uploaded_by, source_path, version, "
-                "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?) "
-                "ON CONFLICT (kb_id, source_path) WHERE source_path IS NOT NULL DO NOTHING"),
-                (*fields, doc_id, spec.kb_id, storage_key(spec.kb_id, doc_id, filename), self.local_user_id, source,
-                 now, now))
-            if cur.rowcount != 1:
-                return None
-            self._bump(conn, spec.kb_id, docs=1, size=int(spec.size_bytes))
-            action = "document.upload"
-        else:
-            row = conn.execute(q("SELECT id, size_bytes FROM kb_documents WHERE kb_id = ? AND source_path = ? "
-                                 "AND version = ?" + db.for_update),
-                               (spec.kb_id, source, spec.expected_version)).fetchone()
-            if row is None:
-                return None
-            doc_id = str(row[0])
-            conn.execute(q("UPDATE kb_documents SET filename = ?, content_type = ?, size_bytes = ?, content_hash = ?, "
-                           "source_mtime = ?, status = ?, error = ?, error_kind = ?, claimed_by = ?, "
-                           "version = version + 1, extracted_text = NULL, extracted_sections = NULL, updated_at = ? "
-                           "WHERE id = ?"), (*fields, now, doc_id))
-            self._bump(conn, spec.kb_id, size=int(spec.size_bytes) - int(row[1]))
-            action = "document.update"
-        self.audit(conn, action, spec.kb_id, filename,
+        row = conn.execute(q("SELECT id, size_bytes FROM kb_documents WHERE kb_id = ? AND source_path = ? "
+                             "AND version = ?" + db.for_update),
+                           (spec.kb_id, source, spec.expected_version)).fetchone()
+        if row is None:
+            return None
+        doc_id = str(row[0])
+        conn.execute(q("UPDATE kb_documents SET filename = ?, content_type = ?, size_bytes = ?, content_hash = ?, "
+                       "source_mtime = ?, status = ?, error = ?, error_kind = ?, claimed_by = ?, "
+                       "version = version + 1, extracted_text = NULL, extracted_sections = NULL, updated_at = ? "
+                       "WHERE id = ?"),
+                     (filename, db.text(spec.content_type), int(spec.size_bytes), spec.content_hash, spec.source_mtime,
+                      spec.status, db.text(spec.error), spec.error_kind, None if spec.status == "error" else claim,
+                      db.now(), doc_id))
+        self._bump(conn, spec.kb_id, size=int(spec.size_bytes) - int(row[1]))
+        self.audit(conn, "document.update", spec.kb_id, filename,
                    {"document_id": doc_id, "source_path": source, "status": spec.status})
         return doc_id
 

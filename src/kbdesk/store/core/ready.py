@@ -30,7 +30,7 @@ def finish_batch(store: Any, conn: Any, items: Sequence[Any], now: Any, changes:
     """``items``: (doc_id, chunks, vectors, version, text) — text is ``(text, sections)``
     to store with the row, or None to keep what it holds. One result per item."""
     results: list[Document | Exception | None] = [None] * len(items)
-    rows = _rows(store, conn, [item[0] for item in items])
+    rows = rows_by_id(store, conn, [item[0] for item in items])
     kbs: dict[str, Any] = {}
     good: list[tuple[int, Document, list[ChunkInput], list[bytes] | None]] = []
     for n, (doc_id, chunks, vectors, version, _text) in enumerate(items):
@@ -66,13 +66,14 @@ def finish_batch(store: Any, conn: Any, items: Sequence[Any], now: Any, changes:
                      for n, doc, chunks, _ in good if items[n][4] is not None]
         store.db.executemany(conn, READY_SQL, plain)
         store.db.executemany(conn, READY_TEXT_SQL, with_text)
-        done = _rows(store, conn, [doc.id for _, doc, _, _ in good])
+        done = rows_by_id(store, conn, [doc.id for _, doc, _, _ in good])
         for n, doc, _, _ in good:
             results[n] = done[doc.id]
     return [r if r is not None else RuntimeError("not finished") for r in results]
 
 
-def _rows(store: Any, conn: Any, doc_ids: list[str]) -> dict[str, Document]:
+def rows_by_id(store: Any, conn: Any, doc_ids: list[str]) -> dict[str, Document]:
+    """The rows among ``doc_ids`` that exist, by id, locked for the transaction's writes."""
     from kbdesk.store.core.documents import DOC_COLUMNS
 
     out: dict[str, Document] = {}

@@ -249,10 +249,16 @@ class RecordsCore:
     def audit(self, conn: Any, action: str, kb_id: str | None, target: str | None = None,
               details: dict[str, Any] | None = None) -> None:
         """Record a KB operation, inside the caller's write transaction."""
-        conn.execute(self.db.q(f"INSERT INTO {self.db.table('audit_log')}(created_at, user_id, action, kb_id, target, "
-                               "details) VALUES (?, ?, ?, ?, ?, ?)"),
-                     (self.db.now(), self.local_user_id, action, kb_id, self.db.text(target),
-                      self.db.json_in(details or {})))
+        self.audit_many(conn, [(action, kb_id, target, details)])
+
+    def audit_many(self, conn: Any, entries: Sequence[tuple[str, str | None, str | None, dict[str, Any] | None]]
+                   ) -> None:
+        """Record KB operations ``(action, kb_id, target, details)`` in one statement."""
+        now = self.db.now()
+        self.db.executemany(conn, f"INSERT INTO {self.db.table('audit_log')}(created_at, user_id, action, kb_id, "
+                                  "target, details) VALUES (?, ?, ?, ?, ?, ?)",
+                            [(now, self.local_user_id, action, kb_id, self.db.text(target),
+                              self.db.json_in(details or {})) for action, kb_id, target, details in entries])
 
     def audit_entries(self, kb_id: str | None = None) -> list[dict[str, Any]]:
         sql = f"SELECT id, created_at, user_id, action, kb_id, target, details FROM {self.db.table('audit_log')}"
