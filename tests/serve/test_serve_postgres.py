@@ -180,3 +180,14 @@ def test_a_channel_is_its_owners_conversation(team, monkeypatch):
     monkeypatch.setattr(PgChat, "capabilities", property(lambda self: frozenset({BLOBS})))
     answer = team.alice.get(f"/channels/{conv.id}/knowledge-bases")
     assert answer.status_code == 501 and "conversations" in answer.json()["message"]
+
+
+def test_the_owners_own_identity_can_hold_a_token_too(team):
+    own = team.desk.store.identity
+    who = token_user(team.desk, own.username)
+    assert (who.user_id, who.username) == (own.user_id, own.username)
+    _token, secret = Tokens(team.desk.store).create(who.user_id, who.username)
+    owner = _As(team.alice.client, secret)
+    kb = owner.post("/knowledge-bases", json={"name": "Admin notes"}).json()
+    assert kb["owner_id"] == own.user_id
+    assert team.alice.get(f"/knowledge-bases/{kb['id']}").status_code == 404

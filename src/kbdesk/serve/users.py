@@ -100,6 +100,8 @@ class Desks:
         if not self.multi_user:
             return self.base
         who = self.identity(token)
+        if who is self.base.store.identity:  # the owner's own identity: the server's desk
+            return self.base
         key = (who.user_id, who.username, who.admin, tuple(sorted(who.teams.items())))
         with self._lock:
             desk = self._desks.get(key)
