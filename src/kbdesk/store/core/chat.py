@@ -140,20 +140,24 @@ class ChatCore:
                                     "AND call_id = ?"), (status, self.db.text(error), message_id, call_id))
 
     def get_message(self, message_id: str) -> ChatMessage:
-        row = None
-        if self.db.valid_id(message_id):
-            row = self.connection().execute(self.db.qt(f"SELECT {_MSG} FROM {{chat_messages}} WHERE id = ?"),
-                                            (message_id,)).fetchone()
-        if row is None:
+        """One of this user's messages, with its tool calls."""
+        found = self._messages("m.id = ?", [message_id]) if self.db.valid_id(message_id) else []
+        if not found:
             raise NotFoundError(f"no message '{message_id}'")
-        return self._with_calls([self._message(row)])[0]
+        return found[0]
 
     def messages(self, channel_id: str, *, limit: int | None = None) -> list[ChatMessage]:
         """A conversation's messages, oldest first (the last ``limit`` when given)."""
-        sql = f"SELECT {_MSG} FROM {{chat_messages}} WHERE channel_id = ? ORDER BY seq DESC"
-        args: tuple[Any, ...] = (channel_id,)
+        return self._messages("m.channel_id = ?", [channel_id], limit)
+
+    def _messages(self, where: str, args: list[Any], limit: int | None = None) -> list[ChatMessage]:
+        """This user's messages matching ``where``, oldest first (the last ``limit``)."""
+        cols = ", ".join(f"m.{c}" for c in _MSG.split(", "))
+        sql = (f"SELECT {cols} FROM {{chat_messages}} m JOIN channels c ON c.id = m.channel_id "
+               f"WHERE {where} AND c.owner_id = ? ORDER BY m.seq DESC")
+        args = [*args, self.local_user_id]
         if limit is not None:
-            sql, args = sql + " LIMIT ?", (channel_id, int(limit))
+            sql, args = sql + " LIMIT ?", [*args, int(limit)]
         rows = self.connection().execute(self.db.qt(sql), args).fetchall()
         return self._with_calls([self._message(r) for r in reversed(rows)])
 
@@ -179,8 +183,9 @@ class ChatCore:
         """The seed's ChannelKB objects: ``kb_id, kb_name, enabled, document_count``."""
         rows = self.connection().execute(self.db.q(
             "SELECT k.id, k.name, c.enabled, k.document_count FROM channel_knowledge_bases c "
-            "JOIN knowledge_bases k ON k.id = c.kb_id WHERE c.channel_id = ? ORDER BY lower(k.name), k.id"),
-            (channel_id,)).fetchall()
+            "JOIN knowledge_bases k ON k.id = c.kb_id JOIN channels ch ON ch.id = c.channel_id "
+            "WHERE c.channel_id = ? AND ch.owner_id = ? ORDER BY lower(k.name), k.id"),
+            (channel_id, self.local_user_id)).fetchall()
         return [{"kb_id": r[0], "kb_name": r[1], "enabled": bool(r[2]), "document_count": r[3]} for r in rows]
 
     def set_channel_kb(self, channel_id: str, kb_id: str, enabled: bool) -> None:
