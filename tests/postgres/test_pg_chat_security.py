@@ -13,6 +13,8 @@ import numpy as np
 import psycopg
 import pytest
 
+from kbdesk import open_desk
+from kbdesk.config import parse_config
 from kbdesk.errors import NotFoundError, StoreError
 from kbdesk.store.notes import note_text
 from kbdesk.store.postgres.rls import CHAT_TABLES, secured_tables
@@ -82,6 +84,18 @@ def test_a_users_chat_is_theirs_alone_through_kbdesk(server, alices):  # noqa: F
             with pytest.raises(StoreError):  # the database refuses what kbdesk was not asked to check
                 write()
         assert other.put_note_vectors("m", [(a.note.id, note_text(a.note.title, a.note.content), VECTOR)]) == 0
+    # the tables' owner, which row security does not restrict, acts as its config's identity: kbdesk
+    # shows it that identity's rows, not alice's
+    owner = open_desk(server.uri, config=parse_config({"identity": {"username": "ops", "admin": True}}))
+    try:
+        assert owner.store.list_conversations() == [] and owner.store.list_notes() == []
+        assert owner.store.messages(a.conv.id) == [] and owner.store.channel_kbs(a.conv.id) == []
+        assert owner.store.list_personas() == [] and owner.store.note_keyword_candidates("merger", 5) == []
+        with pytest.raises(NotFoundError):
+            owner.store.find_note(a.note.id)
+        assert owner.store.get_setting("chat.remembered") is None
+    finally:
+        owner.close()
     # names are per user: bob has an "Ops" and a "Merger" of his own; his setting is his
     bob = server.desk("bob").store
     assert bob.create_persona("Ops").id != a.persona.id and bob.create_project("Merger").id != a.project.id
