@@ -157,6 +157,8 @@ def test_listening_beyond_this_machine_needs_a_flag_and_says_what_protects_it(tm
     assert refused.returncode != 0
     assert "--allow-remote" in refused.stderr and "Traceback" not in refused.stderr
     local = ServeProcess(tmp_path)  # loopback, the default: no flag needed
+    busy = cli("serve", "--port", str(local.port), check=False)
+    assert busy.returncode != 0 and "in use" in busy.stderr and "--port" in busy.stderr
     local.stop()
     assert "No tokens yet" in local.log.read_text()
     make_token("--user", "me")

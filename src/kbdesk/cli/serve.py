@@ -54,6 +54,7 @@ def serve_command(state, host, port, allow_remote, cors_origins, ssl_certfile, s
                                 f"purpose (the default, {DEFAULT_HOST}, is this machine only)")
     if bool(ssl_certfile) != bool(ssl_keyfile):
         raise InvalidInputError("--ssl-certfile and --ssl-keyfile go together")
+    _check_free(host, port)
     desk = state.desk()
     if desk.store.kind == "postgres":
         require_owner(desk.store)
@@ -77,6 +78,24 @@ def serve_command(state, host, port, allow_remote, cors_origins, ssl_certfile, s
         err.print(plain(f"Browsers may call it from: {', '.join(cors_origins)}"))
     uvicorn.run(app, host=host, port=port, log_level=log_level, server_header=False, proxy_headers=False,
                 ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile, timeout_graceful_shutdown=30)
+
+
+def _check_free(host: str, port: int) -> None:
+    """Refuse in one line an address that cannot be listened on (in use, not this machine's)."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise InvalidInputError(f"cannot listen on {host}: {exc.strerror or exc}") from None
+    family, kind, proto, _name, address = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            hint = " (another kbdesk serve?): choose another with --port" if exc.errno == 98 else ""
+            raise InvalidInputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}{hint}") from None
 
 
 def _need(*modules: str) -> None:
