@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -23,9 +24,10 @@ FILES = {
 }
 
 
-def run_client(work, *args: str) -> object:
-    """``work(client)`` against ``kbdesk [args] mcp`` in a child process."""
-    params = StdioServerParameters(command=sys.executable, args=["-m", "kbdesk.cli.main", *args, "mcp"],
+def run_client(work, *args: str, mcp_args: tuple[str, ...] = ()) -> object:
+    """``work(client)`` against ``kbdesk [args] mcp [mcp_args]`` in a child process."""
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "kbdesk.cli.main", *args, "mcp", *mcp_args],
                                    env={"KBDESK_HOME": os.environ["KBDESK_HOME"]})
     out: dict[str, object] = {}
 
@@ -124,3 +126,31 @@ def test_on_postgres_the_same_tools_search_the_servers_kbs(tmp_path, kbdesk_home
     assert tools == ["kb_search", "kb_list", "note_search"]  # this database keeps notes too
     assert found.structured_content["results"][0]["source"] == "backups.txt"
     assert json.loads(json.dumps(found.structured_content))  # plain JSON all the way
+
+
+def test_kb_chooses_what_the_client_may_reach(tmp_path, kbdesk_home):
+    desk = _desk(tmp_path)
+    other = desk.create_kb("Recipes", keyword_only=True)
+    desk.add(other.id, [write_files(tmp_path / "food", {"soup.md": "# Soup\n\nBackups of soup run nightly.\n"})])
+    hidden = next(r for r in desk.documents("Handbook") if r.filename == "backups.txt")
+    handbook = desk.kb("Handbook").id
+    desk.close()
+
+    async def work(client):
+        found = await client.call_tool("kb_search", {"query": "backups nightly"})
+        listed = await client.call_tool("kb_list", {})
+        names = [r.name for r in (await client.list_resources()).resources]
+        try:
+            await client.read_resource(f"kbdesk://kb/{handbook}/documents/{hidden.id}")
+            refused = False
+        except Exception:  # noqa: BLE001 - the SDK raises the server's error
+            refused = True
+        return found, listed, names, refused
+
+    found, listed, names, refused = run_client(work, mcp_args=("--kb", "Recipes"))
+    assert [r["source"] for r in found.structured_content["results"]] == ["soup.md"]
+    assert [r["name"] for r in listed.structured_content["knowledge_bases"]] == ["Recipes"]
+    assert names == ["soup.md"] and refused
+    missing = subprocess.run([sys.executable, "-m", "kbdesk.cli.main", "mcp", "--kb", "Nope"], capture_output=True,
+                             text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert missing.returncode == 1 and "Nope" in missing.stderr and "Traceback" not in missing.stderr

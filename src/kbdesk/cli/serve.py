@@ -76,6 +76,7 @@ def serve_command(state, host, port, allow_remote, cors_origins, ssl_certfile, s
                             "proxy in front, or pass --ssl-certfile and --ssl-keyfile."), style="yellow")
     if cors_origins:
         err.print(plain(f"Browsers may call it from: {', '.join(cors_origins)}"))
+    _log_to_stderr(log_level)
     uvicorn.run(app, host=host, port=port, log_level=log_level, server_header=False, proxy_headers=False,
                 ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile, timeout_graceful_shutdown=30)
 
@@ -113,8 +114,10 @@ def _label(desk) -> str:
 
 
 @click.command("mcp")
+@click.option("--kb", "kbs", multiple=True, metavar="KB",
+              help="Offer only this KB (name or id; repeatable). Default: every discoverable KB.")
 @click.pass_obj
-def mcp_command(state) -> None:
+def mcp_command(state, kbs) -> None:
     """Run an MCP server over stdio (for editors, agents and desktop assistants).
 
     Tools: kb_search, kb_list, note_search; each KB's documents are resources.
@@ -123,7 +126,31 @@ def mcp_command(state) -> None:
     _need("mcp")
     from kbdesk.mcp.server import run
 
+    desk = state.desk()
+    chosen = [desk.kb(ref).id for ref in kbs]  # an unknown KB: one line now, not a failing tool later
+    _log_to_stderr("warning")
     if sys.stdin.isatty():
         stderr().print(plain("kbdesk mcp speaks the Model Context Protocol on stdin/stdout: an MCP client starts "
                              "it (see the README). Waiting for a client; Ctrl-D ends."), style="dim")
-    run(state.desk())
+    run(desk, chosen or None)
+
+
+def _log_to_stderr(level: str) -> None:
+    """kbdesk's own log lines on stderr, each one inert line (they may quote names from
+    documents), beside uvicorn's."""
+    import logging
+
+    from kbdesk.textsafe import inert_line
+
+    class Inert(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            return inert_line(super().format(record)) if not record.exc_info else super().format(record)
+
+    logger = logging.getLogger("kbdesk")
+    if not any(getattr(h, "kbdesk_stderr", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(Inert("%(levelname)-9s %(name)s: %(message)s"))
+        handler.kbdesk_stderr = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+    logger.setLevel(level.upper())
+    logger.propagate = False

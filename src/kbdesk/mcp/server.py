@@ -52,11 +52,15 @@ INSTRUCTIONS = ("kbdesk holds the user's knowledge bases. Use kb_search to find 
 class DeskTools:
     """The tools and resources over one desk (blocking calls: run them in a thread)."""
 
-    def __init__(self, desk: Any) -> None:
+    def __init__(self, desk: Any, kb_ids: list[str] | None = None) -> None:
         self.desk = desk
+        self.kb_ids = kb_ids
         self.has_notes = CHAT in desk.store.capabilities
 
     def kbs(self) -> list[Any]:
+        """The KBs offered: those chosen (``kbdesk mcp --kb``), else every discoverable one."""
+        if self.kb_ids is not None:
+            return [kb for kb in self.desk.list_kbs() if kb.id in self.kb_ids]
         return [kb for kb in self.desk.list_kbs() if kb.discoverable]
 
     def tools(self) -> list[types.Tool]:
@@ -97,7 +101,9 @@ class DeskTools:
         if not match:
             raise ValueError(f"not a kbdesk document: {one_line(uri, 120)}")
         kb_id, doc_id = match.groups()
-        kb = self.desk.kb(kb_id)
+        kb = next((kb for kb in self.kbs() if kb.id == kb_id.lower()), None)
+        if kb is None:
+            raise ValueError(f"no knowledge base {kb_id} is offered here")
         doc = self.desk.document(kb.id, doc_id)
         if doc.id != doc_id or doc.kb_id != kb.id:
             raise ValueError(f"no document {doc_id}")
@@ -135,8 +141,8 @@ def _payload(block: str) -> dict[str, Any] | None:
     return None
 
 
-def build_server(desk: Any) -> Server:
-    tools = DeskTools(desk)
+def build_server(desk: Any, kb_ids: list[str] | None = None) -> Server:
+    tools = DeskTools(desk, kb_ids)
 
     async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools.tools())
@@ -162,9 +168,10 @@ def build_server(desk: Any) -> Server:
                   on_call_tool=call_tool, on_list_resources=list_resources, on_read_resource=read_resource)
 
 
-def run(desk: Any) -> None:
-    """Serve ``desk`` on stdin/stdout until the client closes the connection."""
-    server = build_server(desk)
+def run(desk: Any, kb_ids: list[str] | None = None) -> None:
+    """Serve ``desk`` (only ``kb_ids``, if given) on stdin/stdout until the client closes
+    the connection."""
+    server = build_server(desk, kb_ids)
 
     async def main() -> None:
         async with stdio_server() as (read_stream, write_stream):
