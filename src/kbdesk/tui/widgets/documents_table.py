@@ -220,11 +220,14 @@ class DocumentsTable(ScrollView, can_focus=True):
         self._settle()
 
     def select_document(self, doc_id: str) -> bool:
-        """Put the cursor on a document; False when the filter hides it."""
+        """Put the cursor on a document, in the middle of the view (a jump, not a step); False when
+        the filter hides it."""
         try:
-            self.move_cursor(row=self.get_row_index(doc_id))
+            index = self.get_row_index(doc_id)
         except ValueError:
             return False
+        self.scroll_to(y=max(0, index - self._body_height() // 2), animate=False, immediate=True)
+        self.move_cursor(row=index)
         return True
 
     def first_with_status(self, status: str) -> str | None:
