@@ -190,21 +190,14 @@ async def datatable_paint(home: Path, rounds: int) -> list[float]:
 async def while_indexing(home: Path, add: int, base: int) -> dict[str, Any]:
     from kbdesk.tui.app import build_app
     from kbdesk.tui.screens.confirm import ConfirmScreen
-    from kbdesk.tui.screens.kb_detail import KbDetailScreen
-    from kbdesk.tui.screens.kb_list import KbListScreen
 
-    folder = home / "more"
-    shutil.rmtree(folder, ignore_errors=True)
-    write_files(folder, add, start=base)
+    folder = more_files(home, add, base)
     app = build_app(home=home)
     keys: list[float] = []
     quits: list[float] = []
     async with app.run_test(size=(120, 40)) as pilot:
         frames = Frames(app)
-        await settle(pilot, lambda: isinstance(app.screen, KbListScreen) and app.screen.table.row_count == 1)
-        send_key(app, "enter")
-        await settle(pilot, lambda: isinstance(app.screen, KbDetailScreen) and app.screen.table.row_count > 0)
-        detail = app.screen
+        detail = await open_kb(app, pilot)
         table = detail.table
         kb_id = detail.kb.id
         idle = [await press_and_wait(app, frames, table) for _ in range(40)]  # the same keys, nothing running
@@ -235,20 +228,13 @@ async def while_cli_indexing(home: Path, add: int, base: int) -> list[float]:
     import subprocess
 
     from kbdesk.tui.app import build_app
-    from kbdesk.tui.screens.kb_detail import KbDetailScreen
-    from kbdesk.tui.screens.kb_list import KbListScreen
 
-    folder = home / "more"
-    shutil.rmtree(folder, ignore_errors=True)
-    write_files(folder, add, start=base)
+    folder = more_files(home, add, base)
     app = build_app(home=home)
     keys: list[float] = []
     async with app.run_test(size=(120, 40)) as pilot:
         frames = Frames(app)
-        await settle(pilot, lambda: isinstance(app.screen, KbListScreen) and app.screen.table.row_count == 1)
-        send_key(app, "enter")
-        await settle(pilot, lambda: isinstance(app.screen, KbDetailScreen) and app.screen.table.row_count > 0)
-        table = app.screen.table
+        table = (await open_kb(app, pilot)).table
         env = {**os.environ, "KBDESK_HOME": str(home)}
         child = subprocess.Popen(kbdesk_cli("add", "big", folder, "-q"), env=env, stdout=subprocess.DEVNULL)
         try:
@@ -257,6 +243,25 @@ async def while_cli_indexing(home: Path, add: int, base: int) -> list[float]:
         finally:
             child.wait()
     return keys
+
+
+def more_files(home: Path, add: int, base: int) -> Path:
+    """A fresh folder of ``add`` files the KB of ``base`` documents does not have yet."""
+    folder = home / "more"
+    shutil.rmtree(folder, ignore_errors=True)
+    write_files(folder, add, start=base)
+    return folder
+
+
+async def open_kb(app: Any, pilot: Any) -> Any:
+    """From the KB list (once it shows the KB) into the KB screen, once its table is filled."""
+    from kbdesk.tui.screens.kb_detail import KbDetailScreen
+    from kbdesk.tui.screens.kb_list import KbListScreen
+
+    await settle(pilot, lambda: isinstance(app.screen, KbListScreen) and app.screen.table.row_count == 1)
+    send_key(app, "enter")
+    await settle(pilot, lambda: isinstance(app.screen, KbDetailScreen) and app.screen.table.row_count > 0)
+    return app.screen
 
 
 async def press_and_wait(app: Any, frames: Frames, table: Any) -> float:
@@ -324,7 +329,7 @@ def report(r: dict[str, Any]) -> str:
     rows = [
         row(f"first paint of the KB screen, {r['docs']} documents", r["first_paint"],
             f"≤ {TARGETS['first_paint']:.0f} ms"),
-        row(f"  the same rows in Textual's DataTable (all rows added)", r["datatable_paint"], "(comparison)"),
+        row("  the same rows in Textual's DataTable (all rows added)", r["datatable_paint"], "(comparison)"),
         row(f"key → paint while adding {r['add']} files to {r['base']}", r["keys"],
             f"p95 ≤ {TARGETS['key_p95']:.0f}, worst ≤ {TARGETS['key_worst']:.0f} ms"),
         row("  the same keys, the same add run by `kbdesk add` in another process", r["other_process_keys"],

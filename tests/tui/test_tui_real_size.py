@@ -19,7 +19,6 @@ from kbdesk.tui.app import make_app
 from kbdesk.tui.progress import DocProgress
 from kbdesk.tui.screens.confirm import ConfirmScreen
 from kbdesk.tui.screens.kb_detail import KbDetailScreen
-from kbdesk.tui.widgets.documents_table import DocumentsTable
 from kbdesk.tui.widgets.kb_table import KbTable
 from kbdesk.tui.workers import wait_for_threads
 
