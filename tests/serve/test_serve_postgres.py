@@ -119,7 +119,8 @@ def test_team_kbs_are_read_by_members_and_changed_by_team_admins(team):
 
 
 def test_global_kbs_need_a_system_admin_and_discoverable_its_owner_or_one(team):
-    assert team.alice.post("/knowledge-bases", json={"name": "Handbook", "scope": "global"}).status_code == 403
+    refused = team.alice.post("/knowledge-bases", json={"name": "Handbook", "scope": "global"})
+    assert refused.status_code == 403 and "kbdesk pg grant LOGIN --admin" in refused.json()["message"]
     kb = team.root.post("/knowledge-bases", json={"name": "Handbook", "scope": "global"}).json()
     assert [k["name"] for k in team.eve.get("/knowledge-bases-discoverable").json()["data"]] == ["Handbook"]
     refused = team.eve.put(f"/knowledge-bases/{kb['id']}/discoverable", json={"discoverable": False})

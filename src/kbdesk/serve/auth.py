@@ -27,6 +27,8 @@ CHALLENGE = {"WWW-Authenticate": 'Bearer realm="kbdesk"'}
 class Caller:
     token: ApiToken
     desk: Any
+    identity: Any = None
+    """On a team server, whom the scope rules judge (None on SQLite)."""
 
     def require(self, permission: str) -> None:
         if not self.token.allows(permission):
@@ -48,11 +50,18 @@ class Caller:
 
     def check_can_change(self, kb: KnowledgeBase) -> None:
         """Refuse early (before any byte is stored) what the store would refuse anyway."""
-        store = self.desk.store
-        if store.kind == "postgres":
+        if self.identity is not None:
             from kbdesk.store.postgres.access import check_manage
 
-            check_manage(store.identity, kb)
+            check_manage(self.identity, kb)
+
+    def check_can_create(self, scope: str, team_id: str | None) -> None:
+        """The scope rules for a new KB, worded for this user (a kbdesk user of the
+        database is told how an administrator grants a right, not to edit a config)."""
+        if self.identity is not None:
+            from kbdesk.store.postgres.access import check_create
+
+            check_create(self.identity, scope, team_id)
 
 
 def caller(request: Request) -> Caller:
@@ -70,10 +79,10 @@ def caller(request: Request) -> Caller:
     if token is None:
         raise ApiError(401, "the token is not valid (unknown or revoked)", headers=CHALLENGE)
     try:
-        desk = state.desks.for_token(token)
+        desk, identity = state.desks.for_token(token)
     except TokenUserGone as exc:
         raise ApiError(401, str(exc), headers=CHALLENGE) from None
-    return Caller(token, desk)
+    return Caller(token, desk, identity)
 
 
 def is_uuid(value: str) -> bool:

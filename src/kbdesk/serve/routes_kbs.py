@@ -26,6 +26,7 @@ def create_kb(body: KbCreate, who: Caller = Depends(caller)) -> dict[str, Any]:
         raise ApiError(400, "a team knowledge base needs team_id")
     if body.scope != "team" and body.team_id:
         raise ApiError(400, f"team_id is only for team knowledge bases, not {body.scope} ones")
+    who.check_can_create(body.scope, body.team_id)
     kb = who.desk.create_kb(body.name, body.description, scope=body.scope, team_id=body.team_id,
                             keyword_only=body.keyword_only, chunk_size=body.chunk_size,
                             chunk_overlap=body.chunk_overlap)

@@ -96,12 +96,13 @@ class Desks:
     def multi_user(self) -> bool:
         return self.base.store.kind == "postgres"
 
-    def for_token(self, token: ApiToken) -> Any:
+    def for_token(self, token: ApiToken) -> tuple[Any, Any]:
+        """(the desk, the user's identity — None on SQLite, whose one user may do anything)."""
         if not self.multi_user:
-            return self.base
+            return self.base, None
         who = self.identity(token)
         if who is self.base.store.identity:  # the owner's own identity: the server's desk
-            return self.base
+            return self.base, who
         key = (who.user_id, who.username, who.admin, tuple(sorted(who.teams.items())))
         with self._lock:
             desk = self._desks.get(key)
@@ -113,7 +114,7 @@ class Desks:
                 fresh = False
         if fresh:
             self.on_new(desk)
-        return desk
+        return desk, who
 
     def identity(self, token: ApiToken) -> Any:
         """The token user's identity now (a revoked login is refused)."""
