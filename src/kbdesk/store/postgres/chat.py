@@ -4,7 +4,6 @@ one set of settings per user, and whether this database keeps conversations at a
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 from kbdesk.store.api import BLOBS, CHAT
@@ -13,10 +12,28 @@ import kbdesk.store.postgres.keyword as keyword
 _LEXEMES = ("SELECT l.lexeme FROM unnest(%s::text[]) WITH ORDINALITY AS w(word, i) CROSS JOIN LATERAL "
             "unnest(tsvector_to_array(to_tsvector('kbdesk_porter'::regconfig, w.word))) AS l(lexeme) "
             "ORDER BY w.i, l.lexeme")
-# each matching note's length and, per query lexeme it holds, how often (tf)
-_HITS = ("SELECT n.id, n.seq, n.keyword_length, u.lexeme, array_length(u.positions, 1) FROM kbdesk_notes n, "
-         "unnest(ts_filter(setweight(n.content_tsv, 'A', %s::text[]), '{a}')) AS u "
-         "WHERE n.owner_id = %s AND n.content_tsv @@ %s::tsquery")
+# FTS5's bm25 over this user's notes, the statistics counted in the same statement: each
+# matching note's query lexemes with their tf, each lexeme's document frequency, its IDF
+# once per query term naming it (two query words of one lexeme count twice, as two FTS5
+# phrases do), and the score of every matching note; only the best k leave the server
+_BM25 = """
+WITH hits AS (
+    SELECT n.id, n.seq, n.keyword_length AS dl, u.lexeme, array_length(u.positions, 1) AS tf
+    FROM kbdesk_notes n, unnest(ts_filter(setweight(n.content_tsv, 'A', %(lexemes)s::text[]), '{a}')) AS u
+    WHERE n.owner_id = %(owner)s AND n.content_tsv @@ %(gate)s::tsquery),
+stats AS (
+    SELECT count(*)::float8 AS rows, coalesce(nullif(avg(keyword_length), 0), 1)::float8 AS avgdl
+    FROM kbdesk_notes WHERE owner_id = %(owner)s),
+idf AS (
+    SELECT d.lexeme, ln((s.rows - d.df + 0.5) / (d.df + 0.5)) AS value
+    FROM (SELECT lexeme, count(*) AS df FROM hits GROUP BY lexeme) d CROSS JOIN stats s),
+weights AS (
+    SELECT t.lexeme, sum(CASE WHEN i.value > 0 THEN i.value ELSE %(floor)s END) AS w
+    FROM unnest(%(terms)s::text[]) AS t(lexeme) JOIN idf i ON i.lexeme = t.lexeme GROUP BY t.lexeme)
+SELECT h.id, sum(w.w * h.tf * %(k1p1)s / (h.tf + %(k1)s * (1 - %(b)s + %(b)s * h.dl / s.avgdl))) AS score
+FROM hits h JOIN weights w ON w.lexeme = h.lexeme CROSS JOIN stats s
+GROUP BY h.id, h.seq ORDER BY score DESC, h.seq LIMIT %(k)s
+"""
 
 
 class PgChat:
@@ -43,24 +60,10 @@ class PgChat:
         if not terms:
             return []
         lexemes = sorted(set(terms))
-        rows, tokens = conn.execute("SELECT count(*), coalesce(sum(keyword_length), 0) FROM kbdesk_notes "
-                                    "WHERE owner_id = %s", (self.local_user_id,)).fetchone()
-        hits = conn.execute(_HITS, (lexemes, self.local_user_id, keyword.tsquery_text(lexemes))).fetchall()
-        if not hits:
-            return []
-        df = Counter(lexeme for _, _, _, lexeme, _ in hits)
-        weight: Counter[str] = Counter()
-        for term in terms:  # a lexeme two query words make counts twice, as two FTS5 phrases do
-            weight[term] += keyword.idf(int(rows), df[term])
-        avgdl = int(tokens) / int(rows) or 1.0
-        scores: dict[str, float] = {}
-        order: dict[str, int] = {}
-        for note_id, seq, length, lexeme, tf in hits:
-            norm = keyword.K1 * (1 - keyword.B + keyword.B * (length or 0) / avgdl)
-            scores[note_id] = scores.get(note_id, 0.0) + weight[lexeme] * tf * (keyword.K1 + 1) / (tf + norm)
-            order[note_id] = int(seq)
-        best = sorted(scores, key=lambda i: (-scores[i], order[i]))[:k]
-        return [(i, scores[i]) for i in best]
+        rows = conn.execute(_BM25, {"lexemes": lexemes, "terms": terms, "owner": self.local_user_id,
+                                    "gate": keyword.tsquery_text(lexemes), "floor": keyword.IDF_FLOOR,
+                                    "k1": keyword.K1, "k1p1": keyword.K1 + 1.0, "b": keyword.B, "k": k}).fetchall()
+        return [(note_id, float(score)) for note_id, score in rows]
 
     def get_setting(self, key: str) -> str | None:
         row = self.connection().execute("SELECT value FROM kbdesk_user_settings WHERE owner_id = %s AND key = %s",
