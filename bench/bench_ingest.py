@@ -61,7 +61,7 @@ def write_notes(folder: Path, count: int) -> int:
         if len(parts[0]) < 1100 or rng.random() < 0.4:
             second = docs[rng.randrange(len(docs))]
             parts.append(f"\n## {second['title']}\n\n{second['text']}\n")
-        data = "".join(parts).encode("utf-8")[:3000]
+        data = "".join(parts).encode("utf-8")[:3000].decode("utf-8", "ignore").encode("utf-8")  # whole characters
         (folder / f"note-{n:05d}.md").write_bytes(data)
         size += len(data)
     return size

@@ -258,3 +258,19 @@ def test_cancel_leaves_the_rest_for_resume(tmp_path, fake_openai):
         finished = desk.ingestor().resume("docs")
         assert sorted(finished.resumed) == sorted(report.cancelled)
         assert {s for s, _ in statuses(desk, "docs").values()} == {"ready"}
+
+
+def test_a_run_shortens_the_gil_switch_interval_only_while_it_runs(tmp_path):
+    import sys
+
+    from kbdesk.ingest.pipeline import SWITCH_INTERVAL
+
+    folder = write_files(tmp_path / "corpus", {f"n{i}.txt": f"note {i} about tides" for i in range(5)})
+    before = sys.getswitchinterval()
+    during = []
+    with open_desk() as desk:
+        desk.create_kb("plain")
+        report = desk.add("plain", [folder], on_event=lambda event: during.append(sys.getswitchinterval()))
+        assert len(report.added) == 5
+    assert during and max(during) <= SWITCH_INTERVAL  # the workers and the writer take turns quickly
+    assert sys.getswitchinterval() == before  # the interpreter's setting is given back

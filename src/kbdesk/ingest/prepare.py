@@ -21,6 +21,7 @@ of another file is its own document, and its vectors come from the cache.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,15 +68,19 @@ class Preparer:
         self.claim = claim
         self.retry_failed = retry_failed
         self.on_jobs: Callable[[list[Job]], None] | None = None
+        self.first: Callable[[], AbstractContextManager[Any]] = nullcontext
 
     def prepare(self, kb: KnowledgeBase, files: list[FoundFile], held: dict[str, Document],
-                on_jobs: Callable[[list[Job]], None] | None = None) -> Prepared:
+                on_jobs: Callable[[list[Job]], None] | None = None,
+                first: Callable[[], AbstractContextManager[Any]] = nullcontext) -> Prepared:
         """Jobs for ``files``; ``held`` are rows this run has claimed to resume (by id):
         a held row whose file changed since is turned to the new version instead.
         ``on_jobs`` takes the jobs as they are claimed (so work starts before the scan
-        is through); without it they are all in the result."""
+        is through); without it they are all in the result. ``first`` wraps each claim
+        (the run's writer lets claims go before its next round)."""
         out = Prepared()
         self.on_jobs = on_jobs
+        self.first = first
         resumed = {doc.id: doc for doc in held.values()}
         todo = list(files)
         for _attempt in range(4):  # a row another runner took meanwhile is read again
@@ -180,7 +185,8 @@ class Preparer:
         """Claim the rows in one transaction; if that fails, one by one, so a row the
         database refuses fails alone."""
         try:
-            return list(self.store.take_versions([p.spec for p in pending], self.claim))
+            with self.first():
+                return list(self.store.take_versions([p.spec for p in pending], self.claim))
         except StoreError:
             raise  # the database itself (locked, read-only, gone): nothing can be added
         except Exception:  # noqa: BLE001 - retried row by row below, each failure kept

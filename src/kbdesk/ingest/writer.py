@@ -23,6 +23,8 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,6 +84,29 @@ class Writer:
         self._queue: queue.Queue[_Message | None] = queue.Queue(QUEUE_MESSAGES)
         self._thread = threading.Thread(target=self._loop, name="kbdesk-ingest-writer", daemon=True)
         self._retry: list[tuple[StatusUpdate, str]] = []
+        self._turns = threading.Condition()
+        self._busy = False  # a round, or a write that goes first, is under way
+        self._wanted = 0  # writes waiting to go first
+
+    @contextmanager
+    def first(self) -> Iterator[None]:
+        """Write before the writer's next round (claims: the workers wait for them): the
+        round under way ends, and the writer waits until this is done."""
+        with self._turns:
+            self._wanted += 1
+            while self._busy:
+                self._turns.wait()
+            self._wanted -= 1
+            self._busy = True
+        try:
+            yield
+        finally:
+            self._done()
+
+    def _done(self) -> None:
+        with self._turns:
+            self._busy = False
+            self._turns.notify_all()
 
     def __enter__(self) -> Writer:
         self._thread.start()
@@ -126,10 +151,16 @@ class Writer:
                 else:
                     messages.append(more)
                     docs += len(more.ready)
+            with self._turns:
+                while self._busy or self._wanted:
+                    self._turns.wait()
+                self._busy = True
             try:
                 self._write(messages)
             except Exception:  # noqa: BLE001 - never leave the workers blocked on a dead writer
                 log.exception("the ingestion writer failed")
+            finally:
+                self._done()
         if self._retry:
             self._write([])
 
