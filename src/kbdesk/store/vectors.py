@@ -116,6 +116,7 @@ class _Tiered:
     oversample: int = DEFAULT_OVERSAMPLE
 
     fallback = ""  # what answers exact searches when no matrix file can be had
+    instead = ""  # why the files are read instead of the fallback
 
     def _init_tiers(self) -> None:
         self.matrices = MatrixFiles()
@@ -166,7 +167,7 @@ class _Tiered:
         why = self.matrices.cannot_write(store)
         if why is None:
             return (f"memory-mapped float32 matrix files in {folder}, rebuilt when a KB's vectors change "
-                    f"(fallback: {self.fallback})")
+                    f"(fallback: {self.fallback}{self.instead})")
         if getattr(store, "read_only", False):
             return f"matrix files in {folder} when current, else {self.fallback} ({why})"
         return f"{self.fallback} ({why})"
@@ -186,6 +187,7 @@ class SqliteVecIndex(_Tiered):
     name = "sqlite-vec"
 
     fallback = "sqlite-vec's vec0 table"
+    instead = ", which scans 6-8x slower: its PyPI build has no SIMD"
 
     def __init__(self, vec_loaded: bool = True) -> None:
         self.vec_loaded = vec_loaded
@@ -256,6 +258,7 @@ class SqliteVecIndex(_Tiered):
 class NumpyIndex(_Tiered):
     name = "numpy"
     fallback = "numpy over the stored vectors loaded into memory"
+    instead = ", which every new process must load: the file is mapped"
 
     def __init__(self, vec_loaded: bool = False) -> None:
         # when sqlite-vec is loaded alongside, its tables are dropped with their KB
