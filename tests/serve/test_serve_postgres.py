@@ -192,3 +192,22 @@ def test_the_owners_own_identity_can_hold_a_token_too(team):
     kb = owner.post("/knowledge-bases", json={"name": "Admin notes"}).json()
     assert kb["owner_id"] == own.user_id
     assert team.alice.get(f"/knowledge-bases/{kb['id']}").status_code == 404
+
+
+def test_idle_users_desks_are_closed_beyond_the_cap(team, monkeypatch):
+    from kbdesk.serve import users
+
+    monkeypatch.setattr(users, "MAX_OPEN_DESKS", 1)
+    desks = team.alice.client.app.app.app.state.kbdesk.desks  # Headers → BodyLimit → FastAPI
+
+    def connections() -> int:
+        return sql(team.uri, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                             "AND application_name = 'kbdesk'")[0][0]
+
+    kb = team.alice.post("/knowledge-bases", json={"name": "Diary"}).json()
+    for who in (team.bob, team.eve, team.root, team.alice, team.bob):
+        assert who.get("/knowledge-bases").status_code == 200
+        time.sleep(0.1)  # the new desk's resume (background) has let go of it
+    assert desks.open_count() <= 2  # the cap, plus one a request may still be holding
+    assert connections() <= 2 * users.REQUEST_THREADS + 8
+    assert team.alice.get(f"/knowledge-bases/{kb['id']}").json()["name"] == "Diary"  # opened again as needed

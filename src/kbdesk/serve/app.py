@@ -23,7 +23,7 @@ from kbdesk.errors import KbdeskError
 from kbdesk.serve.errors import ApiError, error_response, from_kbdesk
 from kbdesk.serve.limits import BodyLimit
 from kbdesk.serve.uploads import Uploads
-from kbdesk.serve.users import Desks
+from kbdesk.serve.users import REQUEST_THREADS, Desks, Lease
 from kbdesk.store.tokens import Tokens
 
 log = logging.getLogger("kbdesk.serve")
@@ -49,8 +49,12 @@ def create_app(desk: Any, *, cors_origins: Sequence[str] = (), resume: bool = Tr
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        if desks.multi_user:  # each request thread keeps a connection per user's store: few threads
+            import anyio.to_thread
+
+            anyio.to_thread.current_default_thread_limiter().total_tokens = REQUEST_THREADS
         if resume:
-            uploads.resume(desk)
+            uploads.resume(Lease(None, None, desk, None))
         yield
         uploads.stop()
         desks.close()

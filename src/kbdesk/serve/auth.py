@@ -9,6 +9,7 @@ on Postgres, the one user of a SQLite file).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +18,7 @@ from fastapi import Request
 from kbdesk.errors import NotFoundError
 from kbdesk.models import KnowledgeBase
 from kbdesk.serve.errors import ApiError
-from kbdesk.serve.users import TokenUserGone
+from kbdesk.serve.users import Lease, TokenUserGone
 from kbdesk.store.tokens import ApiToken
 
 CHALLENGE = {"WWW-Authenticate": 'Bearer realm="kbdesk"'}
@@ -26,9 +27,16 @@ CHALLENGE = {"WWW-Authenticate": 'Bearer realm="kbdesk"'}
 @dataclass
 class Caller:
     token: ApiToken
-    desk: Any
-    identity: Any = None
-    """On a team server, whom the scope rules judge (None on SQLite)."""
+    lease: Lease
+
+    @property
+    def desk(self) -> Any:
+        return self.lease.desk
+
+    @property
+    def identity(self) -> Any:
+        """On a team server, whom the scope rules judge (None on SQLite)."""
+        return self.lease.identity
 
     def require(self, permission: str) -> None:
         if not self.token.allows(permission):
@@ -64,7 +72,7 @@ class Caller:
             check_create(self.identity, scope, team_id)
 
 
-def caller(request: Request) -> Caller:
+def caller(request: Request) -> Iterator[Caller]:
     """The FastAPI dependency of every endpoint but the index and the OpenAPI document."""
     state = request.app.state.kbdesk
     header = request.headers.get("authorization", "")
@@ -79,10 +87,13 @@ def caller(request: Request) -> Caller:
     if token is None:
         raise ApiError(401, "the token is not valid (unknown or revoked)", headers=CHALLENGE)
     try:
-        desk, identity = state.desks.for_token(token)
+        lease = state.desks.lease(token)
     except TokenUserGone as exc:
         raise ApiError(401, str(exc), headers=CHALLENGE) from None
-    return Caller(token, desk, identity)
+    try:
+        yield Caller(token, lease)
+    finally:
+        lease.release()
 
 
 def is_uuid(value: str) -> bool:

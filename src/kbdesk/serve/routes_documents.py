@@ -59,7 +59,7 @@ def upload(kb_id: str, request: Request, file: UploadFile = File(description="Th
         raise ApiError(400, f"'{name}' is empty: there is nothing to index")
     if kb.model_id:
         who.desk.embedders.for_kb(kb)  # no provider for the KB's model: 412, before anything is stored
-    doc = state.uploads.submit(who.desk, kb, name, data)
+    doc = state.uploads.submit(who.lease.share(), kb, name, data)
     return document_object(doc)
 
 

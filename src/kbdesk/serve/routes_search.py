@@ -62,10 +62,12 @@ def rebuild(kb_id: str, request: Request, who: Caller = Depends(caller)) -> JSON
     rebuilding = sum(1 for d in docs if d.status in ("ready", "error") and not claim_alive(d.claimed_by, d.updated_at)
                      and who.desk.store.document_text(d.id) is not None)
 
+    hold = who.lease.share()
+
     def run() -> None:
-        counts, _report = who.desk.ingestor().rebuild(kb.id)
+        counts, _report = hold.desk.ingestor().rebuild(kb.id)
         log.info("rebuilt %s: %s", kb.id, counts)
 
-    state.uploads.background("rebuild", run)
+    state.uploads.background("rebuild", run, hold)
     return JSONResponse({"message": "rebuild started", "total_docs": len(docs), "rebuilding": rebuilding,
                          "skipped": len(docs) - rebuilding}, status_code=202)

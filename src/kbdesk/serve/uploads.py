@@ -103,9 +103,19 @@ class Uploads:
         self._stopping = threading.Event()
 
     # ── one upload ─────────────────────────────────────────────────────────────
-    def submit(self, desk: Any, kb: KnowledgeBase, name: str, data: bytes) -> Document:
-        """Hand ``data`` to the pipeline as the file ``name`` of ``kb``; return its
-        document once recorded (blocking: call it from a worker thread)."""
+    def submit(self, hold: Any, kb: KnowledgeBase, name: str, data: bytes) -> Document:
+        """Hand ``data`` to the pipeline as the file ``name`` of ``kb`` on the desk ``hold``
+        leases (released when the run ends); return its document once recorded (blocking:
+        call it from a worker thread)."""
+        desk = hold.desk
+        try:
+            return self._submit(hold, desk, kb, name, data)
+        except BaseException:
+            if not hold.started:
+                hold.release()
+            raise
+
+    def _submit(self, hold: Any, desk: Any, kb: KnowledgeBase, name: str, data: bytes) -> Document:
         if self._stopping.is_set():
             raise ApiError(503, "the server is shutting down", headers={"Retry-After": "5"})
         with self._lock:
@@ -117,10 +127,11 @@ class Uploads:
             entry[1] += 1
             name_lock = entry[0]
         wait = _Wait(name)
-        thread = threading.Thread(target=self._run, args=(desk, kb, name, data, name_lock, wait),
+        thread = threading.Thread(target=self._run, args=(hold, kb, name, data, name_lock, wait),
                                   name="kbdesk-upload", daemon=True)
         with self._lock:
             self._threads.add(thread)
+        hold.started = True  # the run releases it from here on
         thread.start()
         if not wait.turn.wait(QUEUED_WAIT) and wait.give_up():  # nothing was stored: say so, and try later
             raise ApiError(503, f"an earlier upload of '{name}' is still being indexed; try again shortly",
@@ -134,8 +145,9 @@ class Uploads:
             raise ApiError(400, f"'{name}' was not added: {wait.problem}")
         return desk.store.get_document(wait.doc_id)
 
-    def _run(self, desk: Any, kb: KnowledgeBase, name: str, data: bytes, name_lock: threading.Lock,
+    def _run(self, hold: Any, kb: KnowledgeBase, name: str, data: bytes, name_lock: threading.Lock,
              wait: _Wait) -> None:
+        desk = hold.desk
         path = self.staging / kb.id / name
         try:
             with name_lock:
@@ -159,6 +171,7 @@ class Uploads:
                 log.exception("upload of a file to %s failed", kb.id)
         finally:
             wait.done.set()
+            hold.release()
             with self._lock:
                 self._running -= 1
                 self._threads.discard(threading.current_thread())
@@ -168,18 +181,19 @@ class Uploads:
                     del self._names[(kb.id, name)]
 
     # ── the server's life ──────────────────────────────────────────────────────
-    def resume(self, desk: Any) -> None:
-        """Finish, in the background, documents a crash or kill left half-way."""
+    def resume(self, hold: Any) -> None:
+        """Finish, in the background, documents a crash or kill left half-way on the desk
+        ``hold`` leases."""
         def run() -> None:
-            report = desk.ingestor().resume()
+            report = hold.desk.ingestor().resume()
             if report.resumed or report.failed:
                 log.info("resumed %d interrupted documents (%d failed)", len(report.resumed), len(report.failed))
 
-        self.background("resume", run)
+        self.background("resume", run, hold)
 
-    def background(self, what: str, work: Any) -> None:
-        """Run ``work()`` in a thread the server waits for when it stops; its failure is
-        logged (the documents stay as they were, resumable)."""
+    def background(self, what: str, work: Any, hold: Any) -> None:
+        """Run ``work()`` in a thread the server waits for when it stops, then release
+        ``hold``; a failure is logged (the documents stay as they were, resumable)."""
         def run() -> None:
             try:
                 work()
@@ -188,6 +202,7 @@ class Uploads:
             except Exception:  # noqa: BLE001 - the server runs on
                 log.exception("%s failed", what)
             finally:
+                hold.release()
                 with self._lock:
                     self._threads.discard(threading.current_thread())
 

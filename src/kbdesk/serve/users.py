@@ -23,6 +23,7 @@ not the user; ``SET SESSION AUTHORIZATION`` would, but needs a superuser connect
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -83,38 +84,92 @@ def _login_identity(store: Any, login: str) -> Any:
                     source="database")
 
 
-class Desks:
-    """The desk for each request: the server's own on SQLite, one per user on Postgres."""
+MAX_OPEN_DESKS = 8  # users' desks kept open at once on a team server (idle ones beyond are closed)
+REQUEST_THREADS = 8  # requests run at once on a team server: each thread keeps a connection per user's store
 
-    def __init__(self, base: Any, *, on_new: Callable[[Any], None] | None = None) -> None:
+
+class Lease:
+    """A desk in use by one request or one piece of background work; ``release()`` when done."""
+
+    def __init__(self, desks: Desks | None, key: tuple[Any, ...] | None, desk: Any, identity: Any) -> None:
+        self._desks, self._key = desks, key
+        self.desk, self.identity = desk, identity
+        self._released = False
+        self.started = False  # handed to background work, which releases it
+
+    def share(self) -> Lease:
+        """Another lease on the same desk (for work that outlives the request)."""
+        if self._desks is None or self._key is None:
+            return Lease(None, None, self.desk, self.identity)
+        return self._desks._take(self._key, self.identity)
+
+    def release(self) -> None:
+        if not self._released and self._desks is not None and self._key is not None:
+            self._released = True
+            self._desks._give_back(self._key)
+
+
+@dataclass
+class _Open:
+    desk: Any
+    users: int = 0
+    last: float = 0.0
+
+
+class Desks:
+    """The desk for each request: the server's own on SQLite, one per user on Postgres.
+
+    On Postgres each user's desk holds its own connections (one per thread that used
+    it), so at most :data:`MAX_OPEN_DESKS` stay open: when another user comes, the
+    least recently used desks nobody is using are closed (and opened again on their
+    next request)."""
+
+    def __init__(self, base: Any, *, on_new: Callable[[Lease], None] | None = None) -> None:
         self.base = base
-        self.on_new = on_new or (lambda desk: None)
+        self.on_new = on_new or (lambda lease: lease.release())
         self._lock = threading.Lock()
-        self._desks: dict[tuple[Any, ...], Any] = {}
+        self._desks: dict[tuple[Any, ...], _Open] = {}
 
     @property
     def multi_user(self) -> bool:
         return self.base.store.kind == "postgres"
 
-    def for_token(self, token: ApiToken) -> tuple[Any, Any]:
-        """(the desk, the user's identity — None on SQLite, whose one user may do anything)."""
+    def lease(self, token: ApiToken) -> Lease:
+        """The desk (and, on a team server, the identity) a request of ``token`` works with."""
         if not self.multi_user:
-            return self.base, None
+            return Lease(None, None, self.base, None)
         who = self.identity(token)
         if who is self.base.store.identity:  # the owner's own identity: the server's desk
-            return self.base, who
+            return Lease(None, None, self.base, who)
         key = (who.user_id, who.username, who.admin, tuple(sorted(who.teams.items())))
+        fresh = False
         with self._lock:
-            desk = self._desks.get(key)
-            if desk is None:
-                desk = self._open(who)
-                self._desks[key] = desk
+            if key not in self._desks:
+                self._desks[key] = _Open(self._open(who))
                 fresh = True
-            else:
-                fresh = False
+        lease = self._take(key, who)
         if fresh:
-            self.on_new(desk)
-        return desk, who
+            self.on_new(self._take(key, who))
+            self._evict()
+        return lease
+
+    def _take(self, key: tuple[Any, ...], who: Any) -> Lease:
+        with self._lock:
+            entry = self._desks[key]
+            entry.users += 1
+            entry.last = time.monotonic()
+            return Lease(self, key, entry.desk, who)
+
+    def _give_back(self, key: tuple[Any, ...]) -> None:
+        with self._lock:
+            self._desks[key].users -= 1
+
+    def _evict(self) -> None:
+        with self._lock:
+            idle = sorted((e.last, k) for k, e in self._desks.items() if e.users == 0)
+            gone = [self._desks.pop(k).desk for _, k in idle[:max(0, len(self._desks) - MAX_OPEN_DESKS)]]
+        for desk in gone:
+            desk.close()
 
     def identity(self, token: ApiToken) -> Any:
         """The token user's identity now (a revoked login is refused)."""
@@ -134,13 +189,13 @@ class Desks:
         store = PostgresStore(base.store.uri, who)
         return Desk(paths=base.paths, config=base.config, db_path=base.db_path, store=store)
 
-    def all(self) -> list[Any]:
+    def open_count(self) -> int:
         with self._lock:
-            return [self.base, *self._desks.values()]
+            return len(self._desks)
 
     def close(self) -> None:
         with self._lock:
-            desks, self._desks = list(self._desks.values()), {}
+            desks, self._desks = [e.desk for e in self._desks.values()], {}
         for desk in desks:
             desk.close()
 
