@@ -189,6 +189,7 @@ def report(data: dict[str, Any]) -> str:
     load_rows = [{"kind": kind, "requests": m[kind]["n"], "p50 ms": fmt_ms(m[kind]["p50"]),
                   "p95 ms": fmt_ms(m[kind]["p95"])} for kind in ("search", "upload")]
     return "\n".join([
+        f"Machine load average {data['load_average_before']:.1f} before, {data['load_average_after']:.1f} after.",
         f"Search on a {data['chunks']:,}-chunk keyword KB, {o['queries']} queries "
         f"({o['same_results']} of {o['queries'] + 20} with identical results on both paths; HTTP p50 = "
         f"{o['ratio_p50']:.2f}x the library's):", "",
@@ -219,8 +220,10 @@ def main() -> None:
         proc, base = start_server(home)
         try:
             data = {"command": command_line(), "machine": machine_info(), "chunks": chunks,
+                    "load_average_before": os.getloadavg()[0],
                     "overhead": overhead(home, base, secret, kb_id, queries, warmup=20),
-                    "load": load(base, secret, kb_id, queries, seconds, args.clients)}
+                    "load": load(base, secret, kb_id, queries, seconds, args.clients),
+                    "load_average_after": os.getloadavg()[0]}
         finally:
             proc.terminate()
             proc.wait(60)

@@ -9,10 +9,11 @@ on Postgres, the one user of a SQLite file).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+import anyio.to_thread
 from fastapi import Request
 
 from kbdesk.errors import NotFoundError
@@ -72,9 +73,10 @@ class Caller:
             check_create(self.identity, scope, team_id)
 
 
-def caller(request: Request) -> Iterator[Caller]:
-    """The FastAPI dependency of every endpoint but the index and the OpenAPI document."""
-    state = request.app.state.kbdesk
+async def caller(request: Request) -> AsyncIterator[Caller]:
+    """The FastAPI dependency of every endpoint but the index and the OpenAPI document:
+    the token checked (in a worker thread: it reads the database), the user's desk
+    leased for the request and given back after it."""
     header = request.headers.get("authorization", "")
     scheme, _, secret = header.partition(" ")
     secret = secret.strip()
@@ -83,17 +85,21 @@ def caller(request: Request) -> Iterator[Caller]:
                        headers=CHALLENGE)
     if scheme.lower() != "bearer" or not secret:
         raise ApiError(401, "the Authorization header must be: Bearer <token>", headers=CHALLENGE)
+    who = await anyio.to_thread.run_sync(_caller, request.app.state.kbdesk, secret)
+    try:
+        yield who
+    finally:
+        who.lease.release()
+
+
+def _caller(state: Any, secret: str) -> Caller:
     token = state.tokens.verify(secret)
     if token is None:
         raise ApiError(401, "the token is not valid (unknown or revoked)", headers=CHALLENGE)
     try:
-        lease = state.desks.lease(token)
+        return Caller(token, state.desks.lease(token))
     except TokenUserGone as exc:
         raise ApiError(401, str(exc), headers=CHALLENGE) from None
-    try:
-        yield Caller(token, lease)
-    finally:
-        lease.release()
 
 
 def is_uuid(value: str) -> bool:
