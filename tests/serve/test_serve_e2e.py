@@ -87,7 +87,8 @@ def test_many_searches_and_uploads_at_once_without_an_error_or_a_duplicate(tmp_p
             seed = api.post(f"/knowledge-bases/{kb['id']}/documents",
                             files={"file": ("seed.md", MARKDOWN.encode())}).json()
             assert wait_ready(api, kb["id"], seed["id"])["status"] == "ready"
-            start = threading.Barrier(60)
+            start = threading.Barrier(65)
+            words = ["alpaca", "bison", "camel", "dingo", "eland"]
 
             def search(_i: int) -> int:
                 with server.client(token) as own:
@@ -102,20 +103,34 @@ def test_many_searches_and_uploads_at_once_without_an_error_or_a_duplicate(tmp_p
                                       files={"file": (f"page-{i}.md", f"# Page {i}\n\nZebra number {i}.\n".encode())})
                     return answer.status_code, answer.json()["id"]
 
-            with ThreadPoolExecutor(60) as pool:
+            def same_name(word: str) -> tuple[int, str]:  # five versions of one file at once
+                with server.client(token) as own:
+                    start.wait()
+                    answer = own.post(f"/knowledge-bases/{kb['id']}/documents",
+                                      files={"file": ("same.md", f"# Same\n\nThe {word} grazes.\n".encode())})
+                    return answer.status_code, answer.json()["id"]
+
+            with ThreadPoolExecutor(65) as pool:
                 searches = [pool.submit(search, i) for i in range(50)]
                 uploads = [pool.submit(upload, i) for i in range(10)]
+                versions = [pool.submit(same_name, word) for word in words]
                 codes = [f.result() for f in searches]
                 uploaded = [f.result() for f in uploads]
+                same = [f.result() for f in versions]
             assert codes == [200] * 50
             assert [code for code, _ in uploaded] == [202] * 10
             ids = [doc_id for _, doc_id in uploaded]
             assert len(set(ids)) == 10
             assert all(wait_ready(api, kb["id"], doc_id)["status"] == "ready" for doc_id in ids)
+            assert [code for code, _ in same] == [202] * 5 and len({doc_id for _, doc_id in same}) == 1
+            assert wait_ready(api, kb["id"], same[0][1])["status"] == "ready"
             docs = api.get(f"/knowledge-bases/{kb['id']}/documents").json()["data"]
             names = sorted(d["filename"] for d in docs)
-            assert names == sorted(["seed.md", *(f"page-{i}.md" for i in range(10))])
-            assert api.get(f"/knowledge-bases/{kb['id']}").json()["document_count"] == 11
+            assert names == sorted(["seed.md", "same.md", *(f"page-{i}.md" for i in range(10))])
+            assert api.get(f"/knowledge-bases/{kb['id']}").json()["document_count"] == 12
+            found = [w for w in words if api.post(f"/knowledge-bases/{kb['id']}/search",
+                                                  json={"query": w}).json()["total"]]
+            assert len(found) == 1  # one current version of the file, whichever came last
             hits = api.post(f"/knowledge-bases/{kb['id']}/search", json={"query": "Zebra number 7"}).json()["data"]
             assert hits[0]["source"] == "page-7.md"
     finally:
