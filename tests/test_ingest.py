@@ -274,3 +274,35 @@ def test_a_run_shortens_the_gil_switch_interval_only_while_it_runs(tmp_path):
         assert len(report.added) == 5
     assert during and max(during) <= SWITCH_INTERVAL  # the workers and the writer take turns quickly
     assert sys.getswitchinterval() == before  # the interpreter's setting is given back
+
+
+def test_a_store_failure_while_finishing_fails_those_files_and_the_next_add_finishes_them(tmp_path):
+    from kbdesk.errors import StoreError
+
+    files = {f"n{i}.txt": f"note {i} about harbours" for i in range(6)}
+    folder = write_files(tmp_path / "corpus", files)
+    with open_desk() as desk:
+        desk.create_kb("plain")
+        store = desk.store
+        real = store.finish_documents
+        calls = []
+
+        def failing(items, **kwargs):
+            calls.append(len(items))
+            if items and len(calls) == 1:
+                raise StoreError("database is locked")
+            return real(items, **kwargs)
+
+        store.finish_documents = failing
+        try:
+            report = desk.add("plain", [folder], workers=1)
+        finally:
+            del store.finish_documents
+        assert report.failed and all(reason == "database is locked" for _, reason in report.failed)
+        assert sorted(report.added + [name for name, _ in report.failed]) == sorted(files)
+        rows = {d.filename: d for d in store.list_documents(desk.kb("plain").id)}
+        for name, _ in report.failed:
+            assert rows[name].status == "error" and rows[name].error_kind == "store"
+        again = desk.add("plain", [folder])  # a store failure is tried again without asking
+        assert sorted(again.updated + again.added) == sorted(name for name, _ in report.failed)
+        assert {d.status for d in store.list_documents(desk.kb("plain").id)} == {"ready"}

@@ -157,8 +157,10 @@ class Writer:
                 self._busy = True
             try:
                 self._write(messages)
-            except Exception:  # noqa: BLE001 - never leave the workers blocked on a dead writer
+            except Exception as exc:  # noqa: BLE001 - never leave the workers blocked on a dead writer
                 log.exception("the ingestion writer failed")
+                for r in (r for m in messages for r in m.ready):  # not made ready: said so, left for resume
+                    r.tally.fail(r.doc_id, f"internal error: {type(exc).__name__}: {exc}", "internal")
             finally:
                 self._done()
         if self._retry:
