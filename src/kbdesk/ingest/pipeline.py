@@ -1,10 +1,12 @@
 """The ingestion pipeline: scan → prepare → extract → chunk → embed → store.
 
-Documents are processed in batches by a pool of worker threads (:mod:`.batch`); a
-failure (bad file, provider refusal, anything) ends that document in ``error`` with a
-readable reason and never stops the others. A document becomes ``ready`` in one
-transaction with all its chunks and vectors (see :mod:`kbdesk.store.documents`), so a
-kill at any moment leaves either the whole document or a resumable one.
+The scan claims files as it goes (:mod:`.prepare`) and hands them in batches to a pool
+of worker threads (:mod:`.batch`) that extract, chunk and embed; one writer thread
+(:mod:`.writer`) writes what they produce, many files per transaction. A failure (bad
+file, provider refusal, anything) ends that document in ``error`` with a readable
+reason and never stops the others. A document becomes ``ready`` atomically with all
+its chunks and vectors (see :mod:`kbdesk.store.core.documents`), so a kill at any
+moment leaves either the whole document or a resumable one.
 """
 
 from __future__ import annotations
