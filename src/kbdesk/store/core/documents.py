@@ -6,8 +6,9 @@ bumps its ``version``; the row moves through ``extracting``, ``chunking`` and
 ``embedding`` (status moves of many documents share a transaction), and becomes
 ``ready`` atomically: its older chunks swapped for the new ones with their keyword rows
 and vectors, the KB's stats moved — many documents per transaction
-(:mod:`kbdesk.store.core.ready`), each complete or not at all. Every write of that work names the version it belongs to, so a
-runner that lost its claim can never overwrite newer work. A crash before the last
+(:mod:`kbdesk.store.core.ready`), each complete or not at all. Every write of that
+work names the version it belongs to, so a runner that lost its claim can never
+overwrite newer work. A crash before the last
 commit leaves a row in an in-between status (still serving its older chunks, marked
 stale), which the next ``add`` or ``resume`` finishes.
 
