@@ -108,27 +108,79 @@ def chunk_sections(
     chunk_size: int = 1000,
     chunk_overlap: int = 200,
     separators: Sequence[str] = DEFAULT_SEPARATORS,
+    merge: bool = False,
 ) -> list[Chunk]:
     """Chunk a document given as sections (objects with ``.text`` and ``.metadata``):
     kbdesk's one chunking entry point.
 
-    Chunks never straddle two sections. Each chunk gets a deep copy of its section's
-    metadata plus ``start``/``end`` offsets into the document's whole text — the
-    sections joined with ``"\n\n"`` (:data:`kbdesk.ingest.sections.SECTION_GAP`), as
-    extraction stores it — overriding any such keys the section carried; indexes run
-    across all sections.
+    Every section is chunked on its own: chunks never straddle two sections. With
+    *merge*, small neighbouring sections whose metadata differ in their ``headings``
+    alone (a Markdown or HTML document's sections; never two PDF pages) become one chunk
+    when together they fit in one; a longer section is still split on its own. (Off by
+    default: on Markdown package docs merging gave 23% fewer chunks but ranked a little
+    worse by meaning — docs/BENCHMARKS.md, *Chunking Markdown*.) Each chunk gets a deep
+    copy of its (first) section's metadata
+    plus ``start``/``end`` offsets into the document's whole text — the sections joined
+    with ``"\n\n"`` (:data:`kbdesk.ingest.sections.SECTION_GAP`), as extraction stores
+    it — overriding any such keys the section carried; a chunk made of several sections
+    also gets ``"sections"``: the heading path, start and end of each of them, in order.
+    Indexes run across all sections.
     """
     seps = _check(chunk_size, chunk_overlap, separators)
     chunks: list[Chunk] = []
+    for offset, group in _groups(sections, chunk_size if merge else 0):
+        filled = [piece for piece in group if not piece[2].isspace() and piece[2]]
+        if len(filled) > 1:
+            chunks.append(_merged_chunk(offset, group, filled, len(chunks)))
+            continue
+        for start, end, text, base in filled:
+            for first, last, content in _chunk_spans(text, chunk_size, chunk_overlap, seps):
+                metadata = copy.deepcopy(base)
+                metadata["start"], metadata["end"] = start + first, start + last
+                chunks.append(Chunk(content, len(chunks), estimate_tokens(content), metadata))
+    return chunks
+
+
+_Piece = tuple[int, int, str, dict]  # a section: start and end in the document, text, metadata
+
+
+def _groups(sections: Iterable[Any], limit: int) -> list[tuple[int, list[_Piece]]]:
+    """Runs of neighbouring sections that fit together in *limit* characters (0: none
+    merge), each as ``(offset, pieces)``."""
+    groups: list[tuple[int, list[_Piece]]] = []
     offset = 0
     for section in sections:
-        base = getattr(section, "metadata", None) or {}
-        for start, end, content in _chunk_spans(section.text, chunk_size, chunk_overlap, seps):
-            metadata = copy.deepcopy(base)
-            metadata["start"], metadata["end"] = offset + start, offset + end
-            chunks.append(Chunk(content, len(chunks), estimate_tokens(content), metadata))
-        offset += len(section.text) + len(SECTION_GAP)
-    return chunks
+        text = section.text
+        piece = (offset, offset + len(text), text, getattr(section, "metadata", None) or {})
+        if groups and piece[1] - groups[-1][0] <= limit and _same_but_headings(groups[-1][1][0][3], piece[3]):
+            groups[-1][1].append(piece)
+        else:
+            groups.append((offset, [piece]))
+        offset = piece[1] + len(SECTION_GAP)
+    return groups
+
+
+def _same_but_headings(a: dict, b: dict) -> bool:
+    """Whether two sections' metadata differ in their ``headings`` alone."""
+    return a.keys() == b.keys() and all(key == "headings" or a[key] == b[key] for key in a)
+
+
+def _bounds(piece: _Piece) -> tuple[int, int]:
+    """Start and end of a section's stripped text in the document."""
+    start, _, text, _ = piece
+    return start + len(text) - len(text.lstrip()), start + len(text.rstrip())
+
+
+def _merged_chunk(offset: int, group: list[_Piece], filled: list[_Piece], index: int) -> Chunk:
+    """One chunk of whole sections that fit together: the document's text from the first
+    section with text to the last, metadata of the first plus ``sections``."""
+    start, end = _bounds(filled[0])[0], _bounds(filled[-1])[1]
+    content = SECTION_GAP.join(piece[2] for piece in group)[start - offset:end - offset]
+    metadata = copy.deepcopy(filled[0][3])
+    metadata["start"], metadata["end"] = start, end
+    metadata["sections"] = [{"headings": copy.deepcopy(piece[3].get("headings") or []),
+                             "start": _bounds(piece)[0], "end": _bounds(piece)[1]} for piece in filled]
+    return Chunk(content, index, estimate_tokens(content), metadata)
 
 
 # --------------------------------------------------------------------------- helpers
