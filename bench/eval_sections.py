@@ -2,8 +2,9 @@
 quality? Three ways of chunking the same documents, ingested with ``desk.add`` and searched
 with kbdesk's search (all-MiniLM-L6-v2 in-process, offline, as ``bench/eval_beir.py``):
 
-- ``sections``: every section chunked on its own (``chunk_sections(..., merge=False)``);
-- ``merged``: small neighbouring sections merged up to the chunk size (the default);
+- ``sections``: every section chunked on its own (kbdesk's default);
+- ``merged``: small neighbouring sections merged up to the chunk size
+  (``chunk_sections(..., merge=True)``);
 - ``plain``: the whole text through the plain splitter, section boundaries ignored.
 
     .venv/bin/python bench/eval_sections.py            # both sets below
@@ -178,7 +179,8 @@ def evaluate(name: str, data: dict, model: str, scratch: str) -> dict:
         qids = list(data["queries"])
         vectors = None
         for way in WAYS:
-            chunker.chunk_sections = {"sections": functools.partial(original, merge=False), "merged": original,
+            chunker.chunk_sections = {"sections": functools.partial(original, merge=False),
+                                      "merged": functools.partial(original, merge=True),
                                       "plain": plain_chunks}[way]
             if way not in {kb.name for kb in desk.list_kbs()}:
                 desk.create_kb(way, model_id=model, provider="here")
