@@ -25,8 +25,9 @@ Modes:
   when it scores at least what a match found by meaning alone, at exactly the
   threshold, would score. A chunk with no keyword support still needs its cosine to
   pass the threshold (weak vector-only matches are cut as before); keyword support
-  lowers the cosine it needs, and a strong keyword match (BM25 at least ``alpha`` of
-  the best, the keyword #1 always) is never cut. Since the rule is a floor on the
+  lowers the cosine it needs, and a strong keyword match is never cut (BM25 at least
+  ``alpha · threshold / (1 − alpha)`` of the best: 0.7 with the defaults, so the
+  keyword #1 always stays). Since the rule is a floor on the
   convex score, what it keeps is a prefix of the threshold-off convex ranking: the
   defaults return the same top results as threshold −1, at most fewer. Chunks of KBs
   with no vectors take part through the keyword ranking alone.
