@@ -209,7 +209,7 @@ class PostgresStore(PgChunks, PgBulk, PgChat, RecordsCore, DocumentsCore, CacheC
             team_id = key if is_uuid(key) else found.get(key)
             if team_id:
                 teams[str(team_id).lower()] = role if role in ("member", "admin") else "member"
-        return Identity(who.user_id, who.username, who.admin, teams)
+        return Identity(who.user_id, who.username, who.admin, teams, source=who.source)
 
     def _record_user(self) -> None:
         """Keep the owner's config identity in kbdesk's own minimal users table (never a
