@@ -25,17 +25,22 @@ def row_counts(desk: Any) -> dict[str, int]:
 
 
 def vector_index_objects(desk: Any) -> set[str]:
-    """The per-KB vector index objects: sqlite-vec tables, or pgvector HNSW indexes."""
+    """The per-KB vector index objects: sqlite-vec tables and matrix files, or pgvector HNSW indexes."""
     conn = desk.store.connection()
-    if desk.store.kind == "sqlite":  # vec_kb_<id> (its shadow tables add a suffix)
+    if desk.store.kind == "sqlite":  # vec_kb_<id> (its shadow tables add a suffix), <db>.vectors/<id>.f32
+        from kbdesk.store.matrix_file import folder_for
+
         names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE name LIKE 'vec_kb_%'")]
-        return {n for n in names if n.count("_") == 2}
+        folder = folder_for(desk.store.path)
+        files = {f"file {p.name}" for p in folder.iterdir()} if folder.is_dir() else set()
+        return {n for n in names if n.count("_") == 2} | files
     return {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE 'kbvec_%'")}
 
 
 def has_index_objects(desk: Any) -> bool:
-    """Whether the engine keeps a per-KB index object (numpy ranks the stored vectors as they are)."""
-    return type(desk.store.vectors).__name__ != "NumpyIndex"
+    """Whether the engine keeps a per-KB index object: every one does (on SQLite both backends
+    search a KB's matrix file, which its first search writes)."""
+    return True
 
 
 def build_vector_index(desk: Any, kb_name: str, dims: int) -> None:

@@ -73,9 +73,13 @@ def test_kill_during_ingestion_then_finish(tmp_path, fake_openai):
         assert names == sorted(FILES)  # no duplicates left by resumed work
         hits = desk.search(["docs"], "harbour 2233", mode="keyword").results
         assert hits and hits[0].source == "topic319/note319.md"
-        # the sqlite-vec index agrees with the table after all the kills
+        # the sqlite-vec index and the matrix file agree with the table after all the kills
         from kbdesk.store.vectors import vec_table
 
-        desk.search(["docs"], "x", query_vector=[1.0] * fake_openai.dimensions, mode="vector")
+        query = [1.0] * fake_openai.dimensions
+        desk.search(["docs"], "x", query_vector=query, mode="vector")  # the matrix file
+        assert desk.store.vectors.matrices.cached(kb.id).seqs.size == kb.chunk_count
+        desk.store.vectors.matrices.enabled = False
+        desk.search(["docs"], "x", query_vector=query, mode="vector")  # the vec0 table, built now
         conn = desk.store.connection()
         assert conn.execute(f"SELECT count(*) FROM {vec_table(kb.id)}").fetchone()[0] == kb.chunk_count
