@@ -168,3 +168,36 @@ async def test_add_a_provider_with_a_stored_key_that_never_shows(tui_desk):
         await pilot.press("ctrl+s")
         await settle(pilot)
         assert secret in path.read_text()
+
+
+async def test_leaving_model_roles_with_unsaved_changes_asks_first(tui_desk):
+    from kbdesk.tui.screens.confirm import ConfirmScreen
+
+    app = make_app(tui_desk)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("s")
+        await settle(pilot)
+        settings = app.screen
+        assert isinstance(settings, SettingsScreen)
+        await pilot.press("escape")  # nothing changed: back at once
+        await settle(pilot)
+        assert not isinstance(app.screen, SettingsScreen)
+        await pilot.press("s")
+        await settle(pilot)
+        settings = app.screen
+        settings.query_one(TabbedContent).active = "roles"
+        await settle(pilot)
+        settings.query_one("#chat-model", ModelPicker).query_one("#manual", Input).value = "typed-model"
+        await pilot.press("escape")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen) and "without saving" in app.screen.question
+        await pilot.press("n")  # stay: the change is still there
+        await settle(pilot)
+        assert app.screen is settings and settings.unsaved_roles()
+        await pilot.press("escape")
+        await settle(pilot)
+        await pilot.press("y")  # leave, dropping it
+        await settle(pilot)
+        assert not isinstance(app.screen, SettingsScreen)
+        assert tui_desk.config.roles.chat.model is None

@@ -69,7 +69,8 @@ class KbDetailScreen(DeskScreen):
         self._show_head()
         self.table.focus()
         # kept rows (the KB list read them ahead) paint at once; a read follows when they may be old
-        self.app_.doc_rows.get(self.kb.id, self._loaded)
+        if not self.app_.doc_rows.get(self.kb.id, self._loaded):
+            self.table.loading = True  # the first read of this KB is under way
         tracker = self.app_.trackers.get(self.kb.id)
         self._show_progress(tracker if tracker and self.app_.ingesting(self.kb.id) else None)
 
@@ -85,6 +86,7 @@ class KbDetailScreen(DeskScreen):
         if not self.is_attached:  # left before the read ended
             return
         self.kb = result.kb
+        self.table.loading = False
         running = self.app_.ingesting(self.kb.id)
         tracker = self.app_.trackers.get(self.kb.id)
         self.table.load(result.rows, tracker.snapshot() if tracker and running else {})

@@ -70,8 +70,12 @@ class SettingsScreen(DeskScreen):
                         yield Button("Save roles", variant="primary", id="save-roles", compact=True)
         yield Footer()
 
+    _roles_shown: dict[str, tuple[str | None, str | None]] | None = None
+    """The model roles as the form showed them first (or last saved): what 'unsaved' compares to."""
+
     def on_mount(self) -> None:
         self.sub_title = "settings"
+        self.call_after_refresh(self._remember_roles)
         table = self.query_one("#provider-table", DataTable)
         for label, width in (("Name", 12), ("Kind", 10), ("Base URL", 30), ("API key", 18)):
             table.add_column(label, key=label.lower(), width=width)
@@ -204,14 +208,11 @@ class SettingsScreen(DeskScreen):
         return roles
 
     def unsaved_roles(self) -> bool:
-        """The model roles on screen differ from the saved ones."""
-        config = self.desk.config
+        """The model roles on screen were changed since they were shown or last saved."""
+        return self._roles_shown is not None and self._roles_form() != self._roles_shown
 
-        def saved(role: str) -> tuple[str | None, str | None]:
-            chosen = getattr(config.roles, role)  # a provider no longer configured shows as none
-            return (chosen.provider if chosen.provider in config.providers else None), chosen.model
-
-        return any(saved(role) != shown for role, shown in self._roles_form().items())
+    def _remember_roles(self) -> None:
+        self._roles_shown = self._roles_form()
 
     def action_back(self) -> None:
         """Back to where Settings was opened; unsaved model roles are not dropped without asking."""
@@ -231,4 +232,4 @@ class SettingsScreen(DeskScreen):
     def action_save_roles(self) -> None:
         roles = self._roles_form()
         self.in_thread(save_roles, self.desk.paths.config_file, roles, doing="saving model roles",
-                       done=lambda _: self._config_saved("Saved model roles"))
+                       done=lambda _: (self._config_saved("Saved model roles"), self._remember_roles()))
