@@ -34,6 +34,7 @@ from pathlib import Path
 
 from harness import command_line, machine_info, machine_line, markdown_table, parser, run_in_child, save_result, summary
 from harness.paths import BENCH, RESULTS, require_scifact
+from scifact_judged import judged_subset
 
 HAIKU_PIN = "haiku-rag-slim[docling]==0.101.1"
 DEFAULT_VENV = RESULTS / "peers-venv"
@@ -44,14 +45,7 @@ WARMUP = 10  # untimed queries per mode
 
 def select(folder: Path, docs: int) -> tuple[list[dict], dict[str, str], dict[str, dict[str, int]]]:
     """The abstracts (judged ones first), the judged queries and their judgements."""
-    from kbdesk.evaluation.beir import load_dataset
-
-    data = load_dataset(folder, "train")
-    judged = [d for q in data.qrels.values() for d in q]
-    order = list(dict.fromkeys([*judged, *data.corpus]))[:docs]
-    keep = set(order)
-    qrels = {q: {d: g for d, g in j.items() if d in keep} for q, j in data.qrels.items()}
-    qrels = {q: j for q, j in qrels.items() if any(g > 0 for g in j.values())}
+    data, order, qrels = judged_subset(folder, docs)
     corpus = [{"_id": d, **data.corpus[d]} for d in order]
     return corpus, {q: data.queries[q] for q in qrels}, qrels
 

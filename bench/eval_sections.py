@@ -49,6 +49,7 @@ from pathlib import Path
 
 from harness import command_line, machine_info, machine_line, markdown_table, parser, run_in_child, save_result
 from harness.paths import require_scifact, results_dir
+from scifact_judged import judged_subset
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 WAYS = ("sections", "merged", "plain")
@@ -76,13 +77,7 @@ def structured(title: str, text: str) -> str:
 
 
 def scifact_set(folder: Path, docs: int) -> dict:
-    from kbdesk.evaluation.beir import load_dataset
-
-    data = load_dataset(folder, "train")
-    order = list(dict.fromkeys([*(d for q in data.qrels.values() for d in q), *data.corpus]))[:docs]
-    keep = set(order)
-    qrels = {q: {d: g for d, g in j.items() if d in keep} for q, j in data.qrels.items()}
-    qrels = {q: j for q, j in qrels.items() if any(g > 0 for g in j.values())}
+    data, order, qrels = judged_subset(folder, docs)
     files = {f"{re.sub(r'[^A-Za-z0-9._-]', '_', d)}.md": structured(data.corpus[d]["title"], data.corpus[d]["text"])
              for d in order}
     names = {name: d for name, d in zip(files, order)}
