@@ -85,6 +85,7 @@ def test_an_older_file_with_two_rows_for_a_path_is_mended(tmp_path):
     conn = sqlite3.connect(db)
     # as a kbdesk before schema step 7 left it: no unique index, a second ready row for the path
     conn.execute("DROP INDEX idx_kbdoc_source")
+    conn.execute("DROP INDEX idx_kbdoc_result")  # a later step, run again on the way up
     conn.execute("INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, status, "
                  "uploaded_by, source_path, created_at, updated_at) SELECT 'second', kb_id, filename, content_type, "
                  "size_bytes, storage_key, 'ready', uploaded_by, source_path, '2099-01-01T00:00:00.000Z', updated_at "

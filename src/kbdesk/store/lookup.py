@@ -215,7 +215,9 @@ class LookupMixin:
         rows = self.connection().execute(
             f"SELECT c.seq, c.content, d.filename, kb.name, c.metadata, c.kb_id, c.document_id, c.chunk_index, "
             f"d.indexed_hash IS NOT NULL AND d.indexed_hash IS NOT d.content_hash, d.indexed_at "
-            f"FROM kb_chunks c JOIN kb_documents d ON d.id = c.document_id "
+            # the covering index reads the document's few columns without walking past its
+            # extracted text (schema step document_lookup; SQLite's planner prefers the key)
+            f"FROM kb_chunks c JOIN kb_documents d INDEXED BY idx_kbdoc_result ON d.id = c.document_id "
             f"JOIN knowledge_bases kb ON kb.id = c.kb_id WHERE c.seq IN ({_marks(seqs)})",
             list(seqs),
         ).fetchall()
