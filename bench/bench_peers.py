@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -134,6 +135,7 @@ class EmbedServer:
     def __exit__(self, *exc) -> None:
         self.proc.terminate()
         self.proc.wait(timeout=30)
+        shutil.rmtree(self.ready.parent, ignore_errors=True)
 
 
 def scores(side: dict, mode: str, qrels: dict) -> dict:
