@@ -41,6 +41,7 @@ class MatrixFiles:
         self._cache: dict[str, Matrix] = {}
         self._none_at: dict[str, tuple[int, int, str]] = {}  # kb -> (version, dims, build) that had no file
         self._background: set[str] = set()
+        self._closing = threading.Event()
         self.failure: str | None = None  # why the last write failed
         self._failed_at = 0.0
 
@@ -111,10 +112,11 @@ class MatrixFiles:
         finally:
             self._build_lock.release()
 
-    def _build(self, store: Any, folder: Path, kb_id: str, dims: int) -> Matrix | None:
+    def _build(self, store: Any, folder: Path, kb_id: str, dims: int, *,
+               cancel: Any = None) -> Matrix | None:
         try:
             with store.read() as conn:
-                stamp = write_matrix(conn, folder, kb_id, dims)
+                stamp = write_matrix(conn, folder, kb_id, dims, cancel=cancel)
         except OSError as exc:
             self.failure = f"cannot write {folder}: {exc.strerror or exc}"
             self._failed_at = time.monotonic()
@@ -124,14 +126,16 @@ class MatrixFiles:
 
     def _start_background(self, store: Any, folder: Path, kb_id: str, dims: int) -> None:
         with self._lock:
-            if kb_id in self._background:
+            if kb_id in self._background or self._closing.is_set():
                 return
             self._background.add(kb_id)
 
         def run() -> None:
             try:
                 with self._build_lock:
-                    matrix = self._build(store, folder, kb_id, dims)
+                    if self._closing.is_set():
+                        return
+                    matrix = self._build(store, folder, kb_id, dims, cancel=self._closing.is_set)
                     if matrix is not None:
                         with self._lock:
                             self._cache[kb_id] = matrix
@@ -142,6 +146,13 @@ class MatrixFiles:
                     self._background.discard(kb_id)
 
         threading.Thread(target=run, name=f"kbdesk-matrix-{kb_id[:8]}", daemon=True).start()
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Stop background builds (each stops between two batches of rows and removes its
+        temporary file) and wait for them: the store closes its connections next, and a
+        connection closed under a running read can crash the SQLite driver."""
+        self._closing.set()
+        self.wait(timeout)
 
     def wait(self, timeout: float = 600.0) -> None:
         """Wait for background builds (benchmarks and tests)."""

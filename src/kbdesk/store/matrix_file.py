@@ -162,7 +162,11 @@ def open_matrix(path: Path, kb_id: str, dims: int, stamp: Stamp) -> Matrix | Non
     return Matrix(stamp, seqs, vectors, path, fh)
 
 
-def write_matrix(conn: Any, folder: Path, kb_id: str, dims: int) -> Stamp | None:
+class Cancelled(Exception):
+    """A background write stopped because its store is closing."""
+
+
+def write_matrix(conn: Any, folder: Path, kb_id: str, dims: int, *, cancel: Any = None) -> Stamp | None:
     """Write the KB's file from ``conn``'s snapshot (the caller holds one read transaction
     for the stamp and the rows) and move it into place; return the stamp it was written
     from (None when the KB has no vector state). Raises OSError when it cannot be written."""
@@ -179,6 +183,8 @@ def write_matrix(conn: Any, folder: Path, kb_id: str, dims: int) -> Stamp | None
             cur = conn.execute("SELECT seq, embedding FROM kb_chunks WHERE kb_id = ? AND embedding IS NOT NULL "
                                "ORDER BY seq", (kb_id,))
             while batch := cur.fetchmany(FETCH_BATCH):
+                if cancel is not None and cancel():
+                    raise Cancelled(kb_id)
                 good = [(seq, blob) for seq, blob in batch if len(blob) == dims * 4]
                 if not good:
                     continue

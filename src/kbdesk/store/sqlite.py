@@ -209,6 +209,9 @@ class SqliteStore(SqliteChunks, SqliteChat, RecordsCore, DocumentsCore, CacheCor
 
     def close(self) -> None:
         self._closed = True
+        vectors = self.__dict__.get("vectors")
+        if vectors is not None:  # not yet there when opening failed early
+            vectors.close()
         with self._conns_lock:
             conns, self._conns = [c for _, c in self._conns], []
         for conn in conns:

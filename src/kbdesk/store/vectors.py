@@ -108,6 +108,9 @@ class VectorIndex(Protocol):
     def drop(self, conn: Any, kb_id: str) -> None:
         """Forget ``kb_id``'s index (inside the transaction deleting the KB)."""
 
+    def close(self) -> None:
+        """Stop background work (before the store closes its connections)."""
+
 
 class _Tiered:
     """Exact search for small KBs, the quantised path for large ones (both backends)."""
@@ -121,6 +124,10 @@ class _Tiered:
     def _init_tiers(self) -> None:
         self.matrices = MatrixFiles()
         self.quantized = QuantizedIndex(self.matrices)
+
+    def close(self) -> None:
+        """Stop work running in the background before the store closes its connections."""
+        self.matrices.close()
 
     def configure(self, *, quantize_above: int | None = None, oversample: int | None = None) -> None:
         """Apply ``vector.quantize_above`` / ``vector.oversample`` (None keeps the current value)."""

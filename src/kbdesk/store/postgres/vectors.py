@@ -134,6 +134,9 @@ class PgVectorIndex:
         except Exception as exc:  # not the owner: the next autovacuum analyses instead
             log.info("ANALYZE kb_chunks skipped: %s", exc)
 
+    def close(self) -> None:
+        """Nothing runs in the background here (the server keeps the index)."""
+
     def drop(self, conn: Any, kb_id: str) -> None:
         """Drop every index of the KB (inside the transaction deleting or re-embedding it)."""
         rows = conn.execute("SELECT relname FROM pg_class WHERE relkind = 'i' AND relname LIKE %s "
