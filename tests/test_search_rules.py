@@ -58,6 +58,16 @@ def test_rrf_fusion_keeps_by_the_same_rule(desk):
     assert sources(response) == ["exact.txt"]
 
 
+def test_a_threshold_given_to_a_keyword_search_is_named_not_silently_dropped(desk):
+    desk.create_kb("Ops")
+    desk.add_document("Ops", "runbook.md", ["Rotate the TLS certificates every ninety days."])
+    # auto mode on a KB without vectors answers by keyword: the threshold cannot apply
+    response = desk.search(["Ops"], "rotate certificates", threshold=0.9)
+    assert response.mode == "keyword" and sources(response) == ["runbook.md"]
+    assert any("threshold applies to vector and hybrid search only" in n for n in response.notes)
+    assert not desk.search(["Ops"], "rotate certificates").notes
+
+
 def test_keyword_scores_say_what_they_are_and_ignore_other_kbs(desk):
     desk.create_kb("Ops")
     desk.add_document("Ops", "runbook.md", ["Rotate the TLS certificates every ninety days.",

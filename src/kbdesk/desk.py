@@ -192,6 +192,9 @@ class Desk:
                           mode=mode, explain=explain, fusion=self.config.search.fusion,
                           alpha=self.config.search.alpha)
         response.notes.extend(notes)
+        if threshold is not None and response.mode == "keyword":  # asked for, and it cannot apply
+            response.notes.append("keyword search has no cosine: the threshold applies to vector and hybrid "
+                                  "search only")
         return response
 
     def _embed_query(self, kbs: Sequence[KnowledgeBase], query: str) -> tuple[dict[str, Any] | None, list[str]]:

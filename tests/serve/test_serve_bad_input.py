@@ -73,6 +73,8 @@ def refused(answer, status: int, *words: str) -> None:
     ("post", "/knowledge-bases/{kb}/search", b'{"query": "x", "limit": 0}', 400, ["limit"]),
     ("post", "/knowledge-bases/{kb}/search", b'{"query": "x", "threshold": 2}', 400, ["threshold"]),
     ("post", "/knowledge-bases/{kb}/search", b'{"query": "x", "top_k": 3}', 400, ["unknown field 'top_k'"]),
+    ("post", "/knowledge-bases/{kb}/search", b'{"query": "x", "mode": "keyword", "threshold": 0.5}', 400,
+     ["keyword search has no cosine"]),
 ])
 def test_malformed_bodies_are_refused_and_change_nothing(api, method, path, body, status, words):
     before = state(api)

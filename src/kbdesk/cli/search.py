@@ -16,7 +16,7 @@ SNIPPET = 400
 @click.argument("kbs", nargs=-1, required=True, metavar="KB...")
 @click.argument("query")
 @click.option("-n", "--limit", type=int, help=f"Results to return (1-{MAX_LIMIT}, default 5).")
-@click.option("-t", "--threshold", type=float, help="Minimum cosine similarity (default 0.3).")
+@click.option("-t", "--threshold", type=float, help="Vector: minimum cosine; hybrid: floor on the fused score (default 0.3). Not in keyword mode.")
 @click.option("-m", "--mode", type=click.Choice(MODES), help="auto (default), vector, keyword or hybrid.")
 @click.option("--full", is_flag=True, help="Print whole chunks, not snippets.")
 @click.option("--explain", is_flag=True,

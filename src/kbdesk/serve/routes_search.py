@@ -22,9 +22,12 @@ router = APIRouter(tags=["search"])
 @router.post("/knowledge-bases/{kb_id}/search", summary="Search a knowledge base by meaning and keyword")
 def search(kb_id: str, body: SearchRequest, who: Caller = Depends(caller)) -> dict[str, Any]:
     """Results are ``{content, source, kb, similarity, metadata}``, best first; ``limit``
-    5 by default (at most 20), ``threshold`` the minimum cosine similarity (0.3).
+    5 by default (at most 20); ``threshold`` (0.3) the minimum cosine in vector mode and a
+    floor on the fused score in hybrid mode, refused in keyword mode.
     When the KB's embedding provider cannot embed the query, the answer comes from
     keyword search alone and ``notes`` says so."""
+    if body.mode == "keyword" and body.threshold is not None:
+        raise ApiError(400, "threshold applies to vector and hybrid search (keyword search has no cosine)")
     kb = who.kb(kb_id)
     notes: list[str] = []
     try:
