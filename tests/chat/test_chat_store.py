@@ -174,3 +174,10 @@ def test_note_keyword_scores_are_the_same_bm25_on_both_engines(pg_uri, tmp_path)
     sqlite, postgres = scores
     assert sqlite["milk"] and sqlite["cats"]
     assert postgres == sqlite
+
+
+def test_a_note_is_found_by_the_plain_spelling_of_its_ligatures_and_wide_letters(store):
+    note = store.create_note("Pro\ufb01ling the ingestion: \uff26\uff34\uff33\uff15 rebuilds are slow.", "Perf")
+    assert note.content == "Profiling the ingestion: FTS5 rebuilds are slow."  # kept in NFKC
+    for query in ("profiling", "FTS5 rebuilds"):
+        assert [n for n, _ in store.note_keyword_candidates(query, 5)] == [note.id]

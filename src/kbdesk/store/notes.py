@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kbdesk.errors import InvalidInputError
+from kbdesk.textnorm import nfkc
 
 MAX_NOTE_CHARS = 20_000
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -30,7 +31,10 @@ class Note:
 
 
 def clean_note_text(text: str, what: str = "note") -> str:
-    text = _CONTROL.sub("", (text or "").replace("\r\n", "\n")).strip()
+    """A note's text as it is kept: in NFKC (as extracted documents and queries are, so a
+    ligature or a full-width letter is found by its plain spelling), without control
+    characters other than newlines and tabs."""
+    text = _CONTROL.sub("", nfkc((text or "").replace("\r\n", "\n"))).strip()
     if len(text) > MAX_NOTE_CHARS:
         raise InvalidInputError(f"a {what} holds at most {MAX_NOTE_CHARS} characters, this one has {len(text)}")
     return text
