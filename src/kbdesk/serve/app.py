@@ -40,7 +40,10 @@ class ServerState:
 
 def create_app(desk: Any, *, cors_origins: Sequence[str] = (), resume: bool = True) -> Any:
     """The ASGI app serving ``desk`` (its store, config and files)."""
-    from kbdesk.serve import routes_channels, routes_documents, routes_kbs, routes_search
+    import kbdesk.serve.routes_channels as routes_channels
+    import kbdesk.serve.routes_documents as routes_documents
+    import kbdesk.serve.routes_kbs as routes_kbs
+    import kbdesk.serve.routes_search as routes_search
 
     max_upload = int(desk.config.storage.max_file_mb * 1024 * 1024)
     uploads = Uploads(desk.paths.cache_dir / "uploads")

@@ -27,14 +27,10 @@ from kbdesk.models import DOC_STATUSES, ChunkInput, Document, KnowledgeBase
 from kbdesk.store.claims import claim_alive
 from kbdesk.store.core.claiming import ClaimsCore
 from kbdesk.store.core.ready import READY_SQL, READY_TEXT_SQL, finish_batch
-from kbdesk.store.doc_types import IN_FLIGHT, StatusUpdate, check_filename, storage_key
+from kbdesk.store.doc_types import DOC_COLUMNS, IN_FLIGHT, SOURCE, StatusUpdate, check_filename, storage_key
 from kbdesk.store.ids import ID_PREFIX, new_id
 from kbdesk.store.vectors import normalise_rows
 
-DOC_COLUMNS = ("id, kb_id, filename, content_type, size_bytes, storage_key, chunk_count, status, error, "
-               "uploaded_by, content_hash, source_path, created_at, updated_at, source_mtime, version, indexed_at, "
-               "indexed_hash, error_kind, claimed_by")
-SOURCE = 11  # the column of source_path in DOC_COLUMNS
 
 
 @dataclass

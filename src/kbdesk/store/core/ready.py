@@ -18,6 +18,7 @@ from typing import Any
 
 from kbdesk.errors import InvalidInputError, NotFoundError, SupersededError
 from kbdesk.models import ChunkInput, Document
+from kbdesk.store.doc_types import DOC_COLUMNS
 
 READY_SQL = ("UPDATE kb_documents SET status = 'ready', error = NULL, error_kind = NULL, chunk_count = ?, "
              "claimed_by = NULL, indexed_at = ?, indexed_hash = content_hash, updated_at = ? WHERE id = ?")
@@ -74,8 +75,6 @@ def finish_batch(store: Any, conn: Any, items: Sequence[Any], now: Any, changes:
 
 def rows_by_id(store: Any, conn: Any, doc_ids: list[str]) -> dict[str, Document]:
     """The rows among ``doc_ids`` that exist, by id, locked for the transaction's writes."""
-    from kbdesk.store.core.documents import DOC_COLUMNS
-
     out: dict[str, Document] = {}
     db = store.db
     for start in range(0, len(doc_ids), db.list_chunk):
