@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.command import CommandList
 
-from tui_support import GatedProvider, settle, type_text, wait_until
+from tui_support import gated_kb, settle, type_text, wait_until
 from kbdesk.tui.app import KbdeskApp, make_app
 from kbdesk.tui.screens.confirm import ConfirmScreen
 from kbdesk.tui.screens.help import HelpScreen
@@ -77,9 +77,7 @@ def test_every_binding_has_an_id():
 
 async def test_quitting_while_indexing_asks_first(tui_desk, tmp_path):
     (tmp_path / "a.txt").write_text("some text")
-    provider = GatedProvider()
-    tui_desk.embedders.register("gated", provider)
-    kb = tui_desk.create_kb("docs", model_id="m", provider="gated")
+    provider, kb = gated_kb(tui_desk)
     app = make_app(tui_desk)
     try:
         async with app.run_test(size=(80, 24)) as pilot:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tui_support import GatedProvider, notifications, settle, wait_until
+from tui_support import gated_kb, notifications, settle, wait_until
 from ingest_support import write_files
 from kbdesk import open_desk
 from kbdesk.tui.app import make_app
@@ -154,9 +154,7 @@ async def test_unfinished_documents_are_announced_and_resumed(big_desk):
 
 async def test_quitting_mid_indexing_leaves_them_for_the_next_launch(tui_desk, tmp_path):
     folder = write_files(tmp_path / "many", {f"doc{i:03}.txt": f"Document {i}." for i in range(40)})
-    provider = GatedProvider()
-    tui_desk.embedders.register("gated", provider)
-    kb = tui_desk.create_kb("docs", model_id="m", provider="gated")
+    provider, kb = gated_kb(tui_desk)
     app = make_app(tui_desk)
     try:
         async with app.run_test(size=(80, 24)) as pilot:

@@ -7,7 +7,7 @@ import time
 from click.testing import CliRunner
 from textual.widgets import Input
 
-from tui_support import GatedProvider, settle, type_text, wait_until
+from tui_support import gated_kb, settle, type_text, wait_until
 from ingest_support import write_files
 from kbdesk.ingest.events import IngestEvent
 from kbdesk.tui.app import make_app
@@ -22,9 +22,7 @@ FILES = 150
 
 async def test_keys_are_handled_while_ingestion_runs(tui_desk, tmp_path):
     folder = write_files(tmp_path / "many", {f"doc{i:03}.txt": f"Document {i} about topic {i % 7}." for i in range(FILES)})
-    provider = GatedProvider()
-    tui_desk.embedders.register("gated", provider)
-    tui_desk.create_kb("docs", model_id="m", provider="gated")
+    provider, _ = gated_kb(tui_desk)
     def hook(message):
         if isinstance(message, IngestProgress):
             hook.ticks.append(message)

@@ -59,6 +59,14 @@ class GatedProvider:
         return EmbedResult(vectors=vectors, calls=1)
 
 
+def gated_kb(desk: Any, name: str = "docs") -> tuple[GatedProvider, Any]:
+    """A KB whose embedder waits for ``provider.gate``: its indexing stays under way until
+    the test opens the gate."""
+    provider = GatedProvider()
+    desk.embedders.register("gated", provider)
+    return provider, desk.create_kb(name, model_id="m", provider="gated")
+
+
 async def wait_until(pilot: Any, condition: Any, timeout: float = 30.0) -> bool:
     """Pause until ``condition()`` holds (for states reached while a worker still runs)."""
     import time
