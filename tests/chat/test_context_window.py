@@ -124,3 +124,38 @@ def test_local_and_hosted_kinds(chat_server):
     assert context_window("st", ProviderSettings(kind="local"), "all-MiniLM-L6-v2") is None
     chat_server.routes[("GET", "/v1/models")] = (200, {"data": [{"id": "tiny", "context_length": 200000}]})
     assert window(chat_server, "openrouter") == 200000 and asked(chat_server) == ["/v1/models"]
+
+
+# ── what kind of model each is, where /models does not say ─────────────────────
+def listed(server, kind: str) -> dict[str, str | None]:
+    from kbdesk.config import parse_config
+    from kbdesk.providers.models import list_models
+
+    config = parse_config({"providers": {"local": {"kind": kind, "base_url": server.base_url}}})
+    return {m.id: m.model_type for m in list_models(config, "local")}
+
+
+def test_ollama_families_tell_embedding_models_from_chat_models(chat_server):
+    chat_server.routes[("GET", "/v1/models")] = (200, {"object": "list", "data": [
+        {"id": "nomic-embed-text:latest", "object": "model"}, {"id": "llama3.2:3b", "object": "model"},
+        {"id": "mystery:1b", "object": "model"}]})
+    chat_server.routes[("GET", "/api/tags")] = (200, {"models": [
+        {"name": "nomic-embed-text:latest", "model": "nomic-embed-text:latest",
+         "details": {"family": "nomic-bert", "families": ["nomic-bert"]}},
+        {"name": "llama3.2:3b", "model": "llama3.2:3b", "details": {"family": "llama", "families": ["llama"]}},
+        {"name": "mystery:1b", "model": "mystery:1b", "details": {}}]})
+    assert listed(chat_server, "ollama") == {"nomic-embed-text:latest": "embedding", "llama3.2:3b": "chat",
+                                             "mystery:1b": None}  # no family: not guessed here
+
+
+def test_lm_studio_types_from_its_own_listing(chat_server):
+    chat_server.routes[("GET", "/v1/models")] = (200, {"object": "list", "data": [
+        {"id": "text-embedding-granite", "object": "model"}, {"id": "qwen3-4b", "object": "model"}]})
+    chat_server.routes[("GET", "/api/v0/models")] = (200, {"object": "list", "data": [
+        {"id": "text-embedding-granite", "type": "embeddings"}, {"id": "qwen3-4b", "type": "llm"}]})
+    assert listed(chat_server, "lmstudio") == {"text-embedding-granite": "embedding", "qwen3-4b": "chat"}
+
+
+def test_a_server_without_native_endpoints_leaves_models_untyped(chat_server):
+    chat_server.routes[("GET", "/v1/models")] = (200, {"object": "list", "data": [{"id": "tiny", "object": "model"}]})
+    assert listed(chat_server, "llamacpp") == {"tiny": None}

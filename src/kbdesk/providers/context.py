@@ -73,6 +73,27 @@ def context_window(name: str, settings: ProviderSettings, model: str, *, client:
     return found
 
 
+def server_model_types(name: str, settings: ProviderSettings, *, client: httpx.Client | None = None,
+                       timeout: float = 3.0) -> dict[str, str]:
+    """What the server's own endpoints say each model is ("embedding" or "chat"), by model
+    id, where its OpenAI-compatible ``/models`` says nothing: LM Studio's ``type``
+    (``/api/v1/models``, or ``/api/v0/models`` before 0.4) and Ollama's model family
+    (``/api/tags``: the BERT families are its embedding models). Empty when none answers."""
+    if settings.kind in ("local", "openai", "openrouter"):
+        return {}
+    try:
+        base = base_url_for(settings, name)
+    except Exception:
+        return {}
+    own = client is None
+    http = client if client is not None else httpx.Client(headers={"User-Agent": "kbdesk"})
+    try:
+        return _Asker(http, settings, base, timeout).model_types()
+    finally:
+        if own:
+            http.close()
+
+
 def forget_context_windows() -> None:
     """Empty the cache (tests; a server restarted with another context)."""
     with _lock:
@@ -106,6 +127,46 @@ class _Asker:
             if found:
                 return found
         return None
+
+    def model_types(self) -> dict[str, str]:
+        first = {"ollama": self._ollama_types}.get(self.settings.kind)
+        probes = ([first] if first else []) + [p for p in (self._lmstudio_types, self._ollama_types) if p is not first]
+        for probe in probes:
+            if time.monotonic() >= self.deadline:
+                break
+            try:
+                found = probe()
+            except (httpx.HTTPError, ValueError, TypeError, KeyError, AttributeError):
+                found = {}
+            if found:
+                return found
+        return {}
+
+    def _lmstudio_types(self) -> dict[str, str]:
+        from kbdesk.providers.results import normalise_model_type
+
+        out: dict[str, str] = {}
+        try:
+            items = [(m.get("key"), m.get("type")) for m in self._get(f"{self.root}/api/v1/models").get("models") or []]
+        except httpx.HTTPStatusError:
+            items = [(m.get("id"), m.get("type")) for m in self._get(f"{self.root}/api/v0/models").get("data") or []]
+        for model_id, raw in items:
+            kind = normalise_model_type(raw)
+            if isinstance(model_id, str) and kind:
+                out[model_id] = kind
+        return out
+
+    def _ollama_types(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for m in self._get(f"{self.root}/api/tags").get("models") or []:
+            details = m.get("details") or {}
+            families = [details.get("family")] + list(details.get("families") or [])
+            names = {m.get("name"), m.get("model")} - {None}
+            if not names or not any(isinstance(f, str) for f in families):
+                continue
+            kind = "embedding" if any(isinstance(f, str) and "bert" in f.lower() for f in families) else "chat"
+            out.update({n: kind for n in names if isinstance(n, str)})
+        return out
 
     # ── one server each ────────────────────────────────────────────────────────
     def llamacpp(self, model: str) -> int | None:

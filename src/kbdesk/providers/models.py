@@ -37,7 +37,14 @@ def list_models(config: Config, provider: str) -> list[ModelInfo]:
         with LocalProvider(provider, settings) as local:
             return local.list_models()
     with OpenAICompatProvider(provider, quick_settings(settings)) as client:
-        return client.list_models()
+        models = client.list_models()
+    if any(m.model_type is None for m in models):  # the server's own endpoints may say
+        from kbdesk.providers.context import server_model_types
+
+        types = server_model_types(provider, settings)
+        models = [replace(m, model_type=types[m.id]) if m.model_type is None and m.id in types else m
+                  for m in models]
+    return models
 
 
 def role_candidates(models: list[ModelInfo], role: str) -> list[ModelInfo]:
