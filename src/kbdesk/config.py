@@ -76,6 +76,8 @@ class IngestSettings:
     """Seconds one PDF may take to extract before it fails."""
     pdf_memory_mb: int = 512
     """Memory one PDF extraction may use before it fails."""
+    auto_resume: bool = False
+    """The TUI resumes documents a stopped run left unfinished as soon as it finds them."""
 
 
 RetrievalPolicy = Literal["auto", "tool", "always", "off"]

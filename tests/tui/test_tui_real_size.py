@@ -152,6 +152,17 @@ async def test_unfinished_documents_are_announced_and_resumed(big_desk):
         assert any("Resuming 'big': 1116 ready" in m for m in notifications(app))
 
 
+async def test_the_config_can_resume_unfinished_documents_without_asking(big_desk):
+    from kbdesk.config import parse_config
+
+    leave_unfinished(big_desk, 40)
+    big_desk.reload_config(parse_config({"ingest": {"auto_resume": True}}))
+    app = make_app(big_desk)
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert await wait_until(pilot, lambda: not big_desk.unfinished_documents() and not app.ingesting())
+    assert big_desk.kb("big").document_count == DOCS
+
+
 async def test_quitting_mid_indexing_leaves_them_for_the_next_launch(tui_desk, tmp_path):
     folder = write_files(tmp_path / "many", {f"doc{i:03}.txt": f"Document {i}." for i in range(40)})
     provider, kb = gated_kb(tui_desk)

@@ -325,9 +325,11 @@ class KbdeskApp(Blocking, App[None]):
 
 def make_app(desk: Any, *, owns_desk: bool = False, auto_resume: bool | None = None) -> KbdeskApp:
     """The app over ``desk`` (from :func:`kbdesk.open_desk`): the one factory. ``auto_resume``
-    (default: ``$KBDESK_AUTO_RESUME`` set to 1) resumes unfinished documents without asking."""
+    (default: the config's ``ingest.auto_resume``, or ``$KBDESK_AUTO_RESUME`` set to 1) resumes
+    unfinished documents without asking."""
     if auto_resume is None:
-        auto_resume = os.environ.get(AUTO_RESUME_ENV, "").strip().lower() in ("1", "true", "yes")
+        auto_resume = bool(desk.config.ingest.auto_resume) or \
+            os.environ.get(AUTO_RESUME_ENV, "").strip().lower() in ("1", "true", "yes")
     return KbdeskApp(desk, owns_desk=owns_desk, auto_resume=auto_resume)
 
 

@@ -18,7 +18,7 @@ GUIDE = (
     "or a whole folder (a) and watch every document go pending → extracting → chunking → embedding → "
     "ready, or error with its reason (f filters the documents to errors or to those in progress, g goes to "
     "the next error). Indexing stopped half-way (a quit, a crash) leaves unfinished documents: kbdesk says "
-    "so at launch and on the KB, and u resumes them (set KBDESK_AUTO_RESUME=1 to resume without asking). "
+    "so at launch and on the KB, and u resumes them (ingest.auto_resume = true in config.toml, or KBDESK_AUTO_RESUME=1, resumes without asking). "
     "Search (/) by meaning and by keyword: each hit shows its similarity, "
     "its vector and keyword ranks and the fused score, and the candidates the threshold or the limit cut, "
     "so you can see why something ranked where it did. Settings (s) hold the providers (any "
