@@ -1,7 +1,9 @@
 """SIGKILL at random moments during ingestion never corrupts or half-writes anything."""
 
+import contextlib
 import random
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -46,13 +48,24 @@ def check_invariants(desk) -> dict[str, int]:
 def test_kill_during_ingestion_then_finish(tmp_path, fake_openai):
     folder = write_files(tmp_path / "corpus", FILES)
     desk = vector_desk(fake_openai)
+    db_path = desk.db_path
     desk.close()
     fake_openai.fail_next("stall", times=10_000, seconds=0.8)  # every embedding call takes a moment
+
+    def unfinished() -> int:
+        with contextlib.closing(sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=5)) as conn:
+            return conn.execute("SELECT count(*) FROM kb_documents WHERE status != 'ready'").fetchone()[0]
+
     rng = random.Random(20261130)
     seen_partial = 0
     for _ in range(8):
         child = subprocess.Popen([sys.executable, "-c", CHILD, str(folder)])
-        time.sleep(rng.uniform(0.5, 2.5))
+        # once the run has claimed work (or a killed run left some), kill it at a random
+        # moment of what follows: claiming, extracting, embedding, making documents ready
+        deadline = time.monotonic() + 60
+        while child.poll() is None and time.monotonic() < deadline and not unfinished():
+            time.sleep(0.02)
+        time.sleep(rng.uniform(0.0, 2.0))
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=30)
         with open_desk() as desk:
