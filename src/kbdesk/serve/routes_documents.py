@@ -18,7 +18,7 @@ STATUS_FIELDS = ("id", "status", "chunk_count", "error", "filename")
 
 
 def document_object(doc: Document) -> dict[str, Any]:
-    """The document object: the seed's fields, and which version the chunks come from.
+    """The document object: its record fields, and which version the chunks come from.
     Where the file came from (a path on the server) is not shown."""
     full = doc.to_dict()
     shown = {k: full[k] for k in ("id", "kb_id", "filename", "content_type", "size_bytes", "chunk_count", "status",
