@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tui_support import gated_kb, notifications, settle, wait_until
+from tui_support import gated_kb, notifications, press_into, settle, wait_until
 from ingest_support import write_files
 from kbdesk import open_desk
 from kbdesk.tui.app import make_app
@@ -58,12 +58,7 @@ def leave_unfinished(desk, count: int) -> None:
 
 
 async def open_big(pilot) -> KbDetailScreen:
-    await settle(pilot)
-    await pilot.press("enter")
-    await settle(pilot)
-    screen = pilot.app.screen
-    assert isinstance(screen, KbDetailScreen)
-    return screen
+    return await press_into(pilot, "enter", KbDetailScreen)
 
 
 @pytest.mark.parametrize("size", SIZES)

@@ -109,13 +109,8 @@ class ScriptedAsk:
 
 async def open_chat(pilot):
     """Open the chat screen from the KB list (the ``c`` key) and return it."""
-    from tui_support import settle
+    from tui_support import press_into
 
     from kbdesk.tui.screens.chat import ChatScreen
 
-    await settle(pilot)
-    await pilot.press("c")
-    await settle(pilot)
-    screen = pilot.app.screen
-    assert isinstance(screen, ChatScreen)
-    return screen
+    return await press_into(pilot, "c", ChatScreen)

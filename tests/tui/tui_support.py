@@ -59,6 +59,16 @@ class GatedProvider:
         return EmbedResult(vectors=vectors, calls=1)
 
 
+async def press_into(pilot: Any, key: str, screen_type: type) -> Any:
+    """Press ``key`` once the app has settled, and return the screen it opened (checked)."""
+    await settle(pilot)
+    await pilot.press(key)
+    await settle(pilot)
+    screen = pilot.app.screen
+    assert isinstance(screen, screen_type), f"{key} opened {type(screen).__name__}, not {screen_type.__name__}"
+    return screen
+
+
 def gated_kb(desk: Any, name: str = "docs") -> tuple[GatedProvider, Any]:
     """A KB whose embedder waits for ``provider.gate``: its indexing stays under way until
     the test opens the gate."""
