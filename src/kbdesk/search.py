@@ -73,7 +73,7 @@ SCORE_COVERAGE = "keyword coverage"
 
 @dataclass
 class SearchResponse:
-    """The seed's tool result: ``results``, ``query``, ``searched_kbs`` (+ the mode used)."""
+    """What kb_search answers: ``results``, ``query``, ``searched_kbs`` (+ the mode used)."""
 
     results: list[SearchResult]
     query: str

@@ -21,6 +21,7 @@ from typing import Any
 
 from kbdesk.errors import KbdeskError
 from kbdesk.ingest import chunker
+from kbdesk.ingest.copies import write_copy
 from kbdesk.ingest.sections import Section
 from kbdesk.ingest.events import EventSink, IngestEvent
 from kbdesk.ingest.extract import ExtractionError, extract_bytes
@@ -192,9 +193,9 @@ class BatchRunner:
         return live
 
     def _extract(self, job: Job) -> tuple[list[Any], StatusUpdate]:
+        doc = job.doc
+        data = self._stored_bytes(job)  # file work, done without the turn (it holds no interpreter lock)
         with self._turn if job.doc.content_type != PDF else contextlib.nullcontext():
-            doc = job.doc
-            data = self._stored_bytes(job)
             extracted = extract_bytes(data, doc.filename, max_bytes=self.max_bytes,
                                       pdf_timeout=self.config.ingest.pdf_timeout,
                                       pdf_memory_mb=self.config.ingest.pdf_memory_mb, cancelled=self.cancelled)
@@ -209,7 +210,7 @@ class BatchRunner:
         data, job.data = job.data, None
         if data is not None:
             try:
-                write_file(path, data)
+                write_copy(path, data, fresh=job.kind == "added")
             except OSError as exc:  # the disk is full or read-only: this document fails alone
                 raise _NotStored(f"cannot store a copy of the file ({exc.strerror or exc})") from None
             return data
@@ -230,7 +231,7 @@ class BatchRunner:
             except OSError:
                 data = None
             if data is not None and (not doc.content_hash or sha256(data) == doc.content_hash):
-                write_file(path, data)
+                write_copy(path, data)
                 return data
             if data is not None:
                 raise _Changed("the file changed while it was being indexed; the next add takes the new version")
@@ -320,25 +321,3 @@ class _Changed(ExtractionError):
 
 class _NotStored(ExtractionError):
     """The copy of the file could not be stored (retried by the next add)."""
-
-
-def write_file(path: Path, data: bytes) -> None:
-    """Write a stored copy whole or not at all: a temporary file renamed over the old
-    copy, so a kill mid-write leaves the older copy (or none) and a temporary file no
-    row points to (swept later)."""
-    import os
-    import uuid
-
-    tmp = path.with_name(f".tmp-{uuid.uuid4().hex[:8]}-{path.name[:40]}")
-    try:
-        handle = open(tmp, "wb")
-    except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(tmp, "wb")
-    try:
-        with handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise

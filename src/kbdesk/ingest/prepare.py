@@ -28,6 +28,7 @@ from typing import Any
 
 from kbdesk.errors import KbdeskError, StoreError
 from kbdesk.ingest.batch import Job, sha256
+from kbdesk.ingest.copies import read_at_most
 from kbdesk.ingest.events import EventSink, IngestEvent
 from kbdesk.ingest.extract import content_type_for
 from kbdesk.ingest.folders import FoundFile
@@ -123,8 +124,7 @@ class Preparer:
                 self._queue_failure(kb, file, prev, reason, pending, resumed)
                 continue
             try:
-                with open(file.path, "rb") as handle:
-                    data = handle.read(self.max_bytes + 1)
+                data = read_at_most(file.path, file.size, self.max_bytes + 1)
             except OSError as exc:
                 self._queue_failure(kb, file, prev, f"cannot read file ({exc.strerror or exc})", pending, resumed)
                 continue

@@ -48,6 +48,8 @@ _MAGIC = (b"\x89PNG", b"\x7fELF", b"GIF87a", b"GIF89a", b"\xff\xd8\xff", b"PK\x0
           b"\x28\xb5\x2f\xfd", b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe", b"\x00asm")
 # C0 controls other than \t \n \v \f \r and ESC (ANSI colours in logs), plus DEL.
 _CONTROL = frozenset(set(range(32)) - {9, 10, 11, 12, 13, 27}) | {127}
+_CONTROL_BYTES = bytes(sorted(_CONTROL))
+_CONTROL_CHARS = dict.fromkeys(_CONTROL)  # str.translate: delete them
 
 
 def is_binary(data: bytes) -> bool:
@@ -55,8 +57,9 @@ def is_binary(data: bytes) -> bool:
         return True
     found = _bom_encoding(data)
     if found:
-        sample = [ord(c) for c in data[found[1]:found[1] + 32768].decode(found[0], "replace")[:8192]]
+        text = data[found[1]:found[1] + 32768].decode(found[0], "replace")[:8192]
+        size, kept = len(text), len(text.translate(_CONTROL_CHARS))
     else:
         sample = data[:8192]
-    controls = sum(1 for b in sample if b in _CONTROL)
-    return controls > 0.05 * len(sample)  # a few stray NULs in real text are fine
+        size, kept = len(sample), len(sample.translate(None, _CONTROL_BYTES))
+    return size - kept > 0.05 * size  # a few stray NULs in real text are fine

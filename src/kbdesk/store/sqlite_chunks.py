@@ -51,10 +51,14 @@ class SqliteChunks:
                       blobs[i] if blobs else None, json.dumps(item.metadata or {}), item.content_hash, now)
                      for i, item in enumerate(items)]
             seq += len(items)
-        conn.executemany("INSERT INTO kb_chunks(seq, id, kb_id, document_id, chunk_index, content, token_count, "
-                         "embedding, metadata, content_hash, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                         rows)
-        conn.executemany("INSERT INTO kb_chunks_fts(rowid, content) VALUES (?, ?)", [(r[0], r[5]) for r in rows])
+        first = rows[0][0] if rows else 0
+        self.db.executemany(conn, "INSERT INTO kb_chunks(seq, id, kb_id, document_id, chunk_index, content, "
+                                  "token_count, embedding, metadata, content_hash, created_at) "
+                                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        # the keyword rows from the chunks just written, in one step (their seqs are ours:
+        # the write lock is held)
+        conn.execute("INSERT INTO kb_chunks_fts(rowid, content) SELECT seq, content FROM kb_chunks "
+                     "WHERE seq >= ? AND seq < ?", (first, seq))
         added = [(r[0], r[7]) for r in rows if r[7] is not None]
         if added:
             conn.execute("UPDATE kb_vector_state SET version = version + 1 WHERE kb_id = ?", (kb_id,))
