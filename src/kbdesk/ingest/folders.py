@@ -15,7 +15,7 @@ import os
 import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from kbdesk.ingest.extract import content_type_for
 from kbdesk.ingest.names import as_text, display_name, source_key
@@ -57,7 +57,7 @@ def _matches(rel: str, patterns: Sequence[str]) -> bool:
     return any(fnmatch.fnmatchcase(rel, p) or fnmatch.fnmatchcase(base, p) for p in patterns)
 
 
-def _protected(path: Path, protect: Iterable[Path]) -> bool:
+def _protected(path: Path | str, protect: Iterable[Path]) -> bool:
     text = str(path)  # string prefixes: ``path.parents`` costs more than reading a small file
     for p in protect:
         root = str(p)
@@ -71,7 +71,7 @@ def scan(paths: Sequence[str | os.PathLike[str]], *, include: Sequence[str] = ()
     """Files under ``paths``; globs match the path relative to its root or the basename."""
     out = Scan()
     protect = [Path(p).resolve() for p in protect]
-    seen: set[Path] = set()
+    seen: set[str] = set()  # real paths
     for given in paths:
         path = Path(given).expanduser().absolute()
         try:
@@ -89,8 +89,8 @@ def scan(paths: Sequence[str | os.PathLike[str]], *, include: Sequence[str] = ()
         elif stat.S_ISREG(st.st_mode):
             if _protected(path.resolve(), protect):
                 out.skipped.append(Skipped(str(path), "kbdesk's own data file"))
-            elif path.resolve() not in seen:
-                seen.add(path.resolve())
+            elif str(path.resolve()) not in seen:
+                seen.add(str(path.resolve()))
                 out.files.append(FoundFile(path, path.name, st.st_size, st.st_mtime))
         else:
             out.skipped.append(Skipped(str(path), "not a regular file"))
@@ -98,64 +98,71 @@ def scan(paths: Sequence[str | os.PathLike[str]], *, include: Sequence[str] = ()
 
 
 def _walk(root: Path, real_root: Path, out: Scan, include: Sequence[str], exclude: Sequence[str],
-          hidden: bool, protect: list[Path], seen: set[Path]) -> None:
+          hidden: bool, protect: list[Path], seen: set[str]) -> None:
+    """Walk ``root``; each folder is carried with its real path and its path relative to
+    the root as text, so an entry that is not a symlink costs one ``stat`` and no
+    ``realpath`` (which takes an ``lstat`` per component of the path)."""
     visited_dirs: set[tuple[int, int]] = set()
-    stack: list[Path] = [root]
+    stack: list[tuple[str, str, str]] = [(str(root), str(real_root), "")]  # folder, its real path, rel prefix
     while stack:
-        folder = stack.pop()
+        folder, folder_real, prefix = stack.pop()
         try:
-            st = folder.stat()
+            st = os.stat(folder)
         except OSError as exc:
-            out.skipped.append(Skipped(str(folder), f"cannot read folder ({exc.strerror})"))
+            out.skipped.append(Skipped(folder, f"cannot read folder ({exc.strerror})"))
             continue
         if (st.st_dev, st.st_ino) in visited_dirs:
-            out.skipped.append(Skipped(str(folder), "symlink loop (folder already visited)"))
+            out.skipped.append(Skipped(folder, "symlink loop (folder already visited)"))
             continue
         visited_dirs.add((st.st_dev, st.st_ino))
         try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
         except OSError as exc:
-            out.skipped.append(Skipped(str(folder), f"cannot list folder ({exc.strerror})"))
+            out.skipped.append(Skipped(folder, f"cannot list folder ({exc.strerror})"))
             continue
         subfolders = []
         for entry in entries:
-            path = Path(entry.path)
-            rel = path.relative_to(root).as_posix()
-            if entry.name.startswith(".") and not hidden:
+            name = entry.name
+            if name.startswith(".") and not hidden:
                 continue
+            rel = prefix + name
             if entry.is_symlink():
                 try:
-                    target = path.resolve(strict=True)
+                    target = Path(entry.path).resolve(strict=True)
                 except (OSError, RuntimeError):
-                    out.skipped.append(Skipped(str(path), "broken symlink or symlink loop"))
+                    out.skipped.append(Skipped(entry.path, "broken symlink or symlink loop"))
                     continue
                 if target != real_root and real_root not in target.parents:
-                    out.skipped.append(Skipped(str(path), "symlink leads outside the folder"))
+                    out.skipped.append(Skipped(entry.path, "symlink leads outside the folder"))
                     continue
+                real = str(target)
+            else:
+                real = os.path.join(folder_real, name)
             try:
-                st = path.stat()
+                st = entry.stat()
             except OSError as exc:
-                out.skipped.append(Skipped(str(path), f"cannot read ({exc.strerror})"))
+                out.skipped.append(Skipped(entry.path, f"cannot read ({exc.strerror})"))
                 continue
-            real = path.resolve()
             if _protected(real, protect):
-                out.skipped.append(Skipped(str(path), "kbdesk's own data file"))
+                out.skipped.append(Skipped(entry.path, "kbdesk's own data file"))
                 continue
             if stat.S_ISDIR(st.st_mode):
-                subfolders.append(path)
+                subfolders.append((entry.path, real, rel + "/"))
                 continue
             if not stat.S_ISREG(st.st_mode):
-                out.skipped.append(Skipped(str(path), "not a regular file (socket, FIFO or device)"))
+                out.skipped.append(Skipped(entry.path, "not a regular file (socket, FIFO or device)"))
                 continue
             if exclude and _matches(rel, exclude):
                 continue
             if include and not _matches(rel, include):
                 continue
-            if content_type_for(entry.name) is None:
-                out.skipped.append(Skipped(str(path), f"unsupported file type '{path.suffix or path.name}'"))
+            if content_type_for(name) is None:
+                kind = PurePath(name).suffix or name
+                out.skipped.append(Skipped(entry.path, f"unsupported file type '{kind}'"))
                 continue
             if real in seen:
                 continue  # the same file reached twice (a symlink inside the root)
             seen.add(real)
-            out.files.append(FoundFile(path, rel, st.st_size, st.st_mtime))
+            out.files.append(FoundFile(Path(entry.path), rel, st.st_size, st.st_mtime))
         stack.extend(reversed(subfolders))
