@@ -490,3 +490,18 @@ def test_a_pdf_read_while_polling_for_cancel_is_read_whole():
     data = make_pdf([text_page(f"page {i} about herons") for i in range(40)])
     out = extract_bytes(data, "long.pdf", cancelled=lambda: False)
     assert [s.metadata["page"] for s in out.sections] == list(range(1, 41))
+
+
+ATX_LINES = ["# T", "#", "# #", "# ###", "## Title ##", "## Title#", "### a # b ###  ", "#\tTab title\t#",
+             "####### seven", "#5 bolt", "\\# escaped", "# T \\#", "# café  ", "#  spaced   out  ",
+             "# ends with \u00a0", "###### six", "# a ## b", "#  #  #", "# x #\t", "#hashtag", "# T#x #",
+             "# \u3000wide", "# `code` and *stars*"]
+
+
+@pytest.mark.parametrize("line", ATX_LINES)
+def test_markdown_heading_lines_read_without_the_parser_read_as_the_parser_reads_them(line):
+    from kbdesk.ingest.markdown_text import _headings, _headings_whole
+
+    for doc in (line, line + "\n", "para\n\n" + line + "\n\nafter\n", line + "\n  \n\ntext", "x\n\n" + line,
+                line + "\ntext right after\n"):
+        assert _headings(doc) == _headings_whole(doc), doc

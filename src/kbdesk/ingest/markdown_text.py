@@ -24,6 +24,9 @@ So the parser only sees the parts of the document that matter (:func:`_headings`
 - When a parsed stretch ends inside a fenced code or HTML block (the block reaches the
   stretch's last line), the stretch is parsed again from that block's first line,
   further on, until the block ends.
+- A stretch that is a single ATX heading line (``## Title``, the usual heading of a
+  note) is read directly, as markdown-it's heading rule reads it (:func:`_atx`), since
+  starting the parser costs more than such a line.
 - markdown-it stops parsing the rest of the *document* once containers nest deeper
   than its ``maxNesting``; if any parsed stretch gets near that depth, the whole
   document is parsed the ordinary way instead.
@@ -60,6 +63,8 @@ _CONTAINER_PREFIX = re.compile(r"^[ \t>*+\-0-9.)]{6,}", re.M)
 # The start of a line that follows a blank line and does not start with a space or tab.
 _RESTART = re.compile(r"^[ \t]*\n(?=[^ \t\n])", re.M)
 _NON_SPACE = re.compile(r"\S")
+# An ATX heading's opening sequence at the start of a line (no indentation: see _atx).
+_ATX_OPEN = re.compile(r"#{1,6}(?=[ \t]|$)")
 # Heading text with none of these needs no inline parsing: it reads as it is written.
 _INLINE_SYNTAX = re.compile(r"[\\`*_\[\]!<&]")
 
@@ -119,6 +124,23 @@ def _headings_in(tokens, chunk: str, base: int, before_line: int | None = None) 
              int(tok.tag[1]), tokens[i + 1].content) for i, tok in found]
 
 
+def _atx(line: str) -> tuple[int, str] | None:
+    """``line`` (one line at the start of a top-level block) as an ATX heading — (level,
+    raw content) as markdown-it reads it — or None when it is not one, or is a case
+    left to the parser."""
+    m = _ATX_OPEN.match(line)
+    if m is None:
+        return None
+    pos, end = m.end(), len(line.rstrip(" \t"))
+    closing = len(line[:end].rstrip("#"))  # a closing run of "#"s counts only after a space or tab
+    if closing > pos and line[closing - 1] in " \t":
+        end = closing
+    content = line[pos:end].strip(" \t")
+    if content != content.strip():  # other white space at an edge: the parser's call
+        return None
+    return len(m.group()), content
+
+
 def _headings_whole(src: str) -> list[_Heading]:
     """The headings of ``src`` from one parse of the whole text (the reference)."""
     return _headings_in(_parsers()[0].parse(src), src, 0)
@@ -153,6 +175,13 @@ def _headings(src: str) -> list[_Heading]:
             continue
         while True:
             chunk = src[start:stop]
+            if start == restarts[first]:
+                line, _, rest = chunk.partition("\n")
+                found = _atx(line) if not rest.strip() else None
+                if found is not None:  # the stretch is one ATX heading line: no parse needed
+                    headings.append((start, start + min(len(line) + 1, len(chunk)), found[0], found[1]))
+                    done = stop
+                    break
             tokens = parser.parse(chunk)
             if any(tok.level >= deep for tok in tokens):
                 return _headings_whole(src)
