@@ -163,11 +163,15 @@ def run_many(conn: Any, sql: str, rows: Sequence[Sequence[Any]], level: int = 2)
         one, key = found
         if len({row[key] for row in rows}) != len(rows):
             return False  # one id twice: the order of the updates matters
+    if hexed:
+        rows = [[v.hex() if k in hexed and v is not None else v for k, v in enumerate(row)] for row in rows]
+    whole = _ENCODE(rows)  # one call into the C encoder
+    if len(whole) <= MAX_PAYLOAD:
+        conn.execute(one, (whole,))
+        return True
     group: list[str] = []
     size = 0
     for row in rows:
-        if hexed:
-            row = [v.hex() if k in hexed and v is not None else v for k, v in enumerate(row)]
         text = _ENCODE(row)
         if group and size + len(text) > MAX_PAYLOAD:
             conn.execute(one, ("[" + ",".join(group) + "]",))
