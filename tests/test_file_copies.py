@@ -60,3 +60,87 @@ def test_the_binary_check_counts_control_bytes_as_before():
     utf16 = "\ufeff".encode("utf-16-le") + ("text " * 300).encode("utf-16-le")
     assert not is_binary(utf16)
     assert is_binary("\ufeff".encode("utf-16-le") + ("\x01\x02" * 300).encode("utf-16-le"))
+
+
+def _items(folder, count, fresh=True):
+    return [(folder / f"d{i}_note{i}.md", f"note {i} ".encode() * (i + 1), fresh) for i in range(count)]
+
+
+def test_the_helper_writes_a_batch_and_says_which_copy_failed(tmp_path):
+    from kbdesk.ingest.copies import MIN_FILES, Copier
+
+    folder = tmp_path / "kb" / "k1"
+    items = _items(folder, MIN_FILES + 4)
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_bytes(b"a file where a folder should be")
+    items[3] = (blocked / "d3_note3.md", b"never", True)
+    copier = Copier()
+    try:
+        errors = copier.write(items)
+        assert copier._proc is not None and copier._proc.poll() is None  # it went through the helper
+        assert [i for i, e in enumerate(errors) if e is not None] == [3]
+        assert errors[3].errno is not None and "d3_note3.md" in str(errors[3])
+        for n, (path, data, _) in enumerate(items):
+            if n != 3:
+                assert path.read_bytes() == data
+        again = [(p, d + b" v2", False) for p, d, _ in items if p.parent == folder]  # new versions: renamed over
+        assert copier.write(again) == [None] * len(again)
+        assert all(p.read_bytes() == d for p, d, _ in again)
+        assert sorted(p.name for p in folder.iterdir()) == sorted(p.name for p, _, _ in again)  # no temporaries
+    finally:
+        copier.close()
+    assert copier._proc is None
+
+
+def test_a_small_batch_is_written_here_and_a_dead_helper_is_not_waited_for(tmp_path):
+    from kbdesk.ingest.copies import MIN_FILES, Copier
+
+    copier = Copier()
+    try:
+        small = _items(tmp_path / "small", MIN_FILES - 1)
+        assert copier.write(small) == [None] * len(small) and copier._proc is None
+        first = _items(tmp_path / "a", MIN_FILES)
+        assert copier.write(first) == [None] * MIN_FILES
+        copier._proc.kill()  # the helper dies between two batches
+        copier._proc.wait()
+        second = _items(tmp_path / "b", MIN_FILES * 2)
+        assert copier.write(second) == [None] * len(second)
+        assert all(p.read_bytes() == d for p, d, _ in first + second)
+        assert copier._broken
+    finally:
+        copier.close()
+
+
+def test_an_ingestion_run_stores_every_copy_and_leaves_no_helper(tmp_path):
+    from kbdesk import open_desk
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    files = {f"n{i:03d}.md": f"# Note {i}\n\nabout tides {i}\n" for i in range(120)}
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    with open_desk(home=tmp_path / "home") as desk:
+        desk.create_kb("notes")
+        report = desk.add("notes", [folder], workers=2)
+        assert len(report.added) == 120 and not report.failed
+        for doc in desk.documents(desk.kb("notes").id):
+            assert (desk.files_dir / doc.storage_key).read_text() == files[doc.filename]
+    children = [p for p in os.listdir("/proc") if p.isdigit()
+                and _parent_of(p) == os.getpid() and "kbdesk.ingest.copies" in _cmdline(p)]
+    assert children == []
+
+
+def _parent_of(pid: str) -> int:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return -1
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""

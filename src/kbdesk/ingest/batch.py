@@ -21,7 +21,7 @@ from typing import Any
 
 from kbdesk.errors import KbdeskError
 from kbdesk.ingest import chunker
-from kbdesk.ingest.copies import write_copy
+from kbdesk.ingest.copies import Copier, write_copy
 from kbdesk.ingest.sections import Section
 from kbdesk.ingest.events import EventSink, IngestEvent
 from kbdesk.ingest.extract import ExtractionError, extract_bytes
@@ -46,6 +46,7 @@ class Job:
     doc: Document
     kind: str  # "added", "updated", "resumed", "rebuild"
     data: bytes | None = None  # the file's bytes when the run still holds them (else read from the stored copy)
+    copied: bool = False  # ``data`` is in the stored copy already
 
 
 @dataclass
@@ -117,8 +118,9 @@ class BatchRunner:
     to write goes to the run's one :class:`~kbdesk.ingest.writer.Writer`."""
 
     def __init__(self, store: Any, files_dir: Path, config: Any, max_bytes: int, on_event: EventSink,
-                 writer: Writer, cancelled: Any = None) -> None:
+                 writer: Writer, cancelled: Any = None, copier: Copier | None = None) -> None:
         self.cancelled = cancelled or (lambda: False)
+        self.copier = copier or Copier()
         self.store = store
         self.files_dir = files_dir
         self.config = config
@@ -169,7 +171,10 @@ class BatchRunner:
         self._statuses([StatusUpdate(j.doc.id, "extracting", version=j.doc.version) for j in fresh], names)
         live: list[tuple[Job, list[Any]]] = []
         updates: list[StatusUpdate] = []
+        self._store_copies(jobs, failed)
         for job in jobs:
+            if job.doc.id in failed.failed:
+                continue
             if self.cancelled():
                 break  # the rest stay as they are for the next add or resume
             try:
@@ -202,12 +207,28 @@ class BatchRunner:
         return extracted.sections, StatusUpdate(doc.id, "chunking", extracted_text=extracted.text,
                                                 sections=extracted.spans, version=doc.version)
 
+    def _store_copies(self, jobs: list[Job], failed: Tally) -> None:
+        """Store the copies of the batch's files whose bytes the run holds, all at once
+        (:class:`~kbdesk.ingest.copies.Copier`); a copy that cannot be written fails its
+        document alone."""
+        held = [j for j in jobs if j.data is not None and not j.copied]
+        if not held or self.cancelled():
+            return
+        errors = self.copier.write([(self.files_dir / j.doc.storage_key, j.data, j.kind == "added") for j in held])
+        for job, exc in zip(held, errors):
+            if exc is None:
+                job.copied = True
+            else:  # the disk is full or read-only
+                failed.fail(job.doc.id, f"cannot store a copy of the file ({exc.strerror or exc})", "store")
+
     def _stored_bytes(self, job: Job) -> bytes:
         """The file's bytes: stored now from those the run holds (so a ready document
         always has its copy), else read back from the stored copy."""
         doc = job.doc
         path = self.files_dir / doc.storage_key
         data, job.data = job.data, None
+        if data is not None and job.copied:
+            return data
         if data is not None:
             try:
                 write_copy(path, data, fresh=job.kind == "added")
