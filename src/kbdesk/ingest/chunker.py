@@ -135,7 +135,7 @@ def chunk_sections(
             continue
         for start, end, text, base in filled:
             for first, last, content in _chunk_spans(text, chunk_size, chunk_overlap, seps):
-                metadata = copy.deepcopy(base)
+                metadata = _copy(base)
                 metadata["start"], metadata["end"] = start + first, start + last
                 chunks.append(Chunk(content, len(chunks), estimate_tokens(content), metadata))
     return chunks
@@ -176,14 +176,27 @@ def _merged_chunk(offset: int, group: list[_Piece], filled: list[_Piece], index:
     section with text to the last, metadata of the first plus ``sections``."""
     start, end = _bounds(filled[0])[0], _bounds(filled[-1])[1]
     content = SECTION_GAP.join(piece[2] for piece in group)[start - offset:end - offset]
-    metadata = copy.deepcopy(filled[0][3])
+    metadata = _copy(filled[0][3])
     metadata["start"], metadata["end"] = start, end
-    metadata["sections"] = [{"headings": copy.deepcopy(piece[3].get("headings") or []),
+    metadata["sections"] = [{"headings": _copy(piece[3].get("headings") or []),
                              "start": _bounds(piece)[0], "end": _bounds(piece)[1]} for piece in filled]
     return Chunk(content, index, estimate_tokens(content), metadata)
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy of JSON-like metadata (dicts, lists, text, numbers), several times
+    cheaper than ``copy.deepcopy``; anything else is deep-copied the usual way."""
+    kind = type(value)
+    if kind is dict:
+        return {k: _copy(v) for k, v in value.items()}
+    if kind is list:
+        return [_copy(v) for v in value]
+    if kind in (str, int, float, bool) or value is None:
+        return value
+    return copy.deepcopy(value)
 
 
 def _check(chunk_size: Any, chunk_overlap: Any, separators: Sequence[str]) -> tuple[str, ...]:
