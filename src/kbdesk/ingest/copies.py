@@ -169,7 +169,7 @@ class Copier:
                                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         request = [_REQUEST.pack(len(items))]
         for path, data, fresh in items:
-            name = os.fsencode(path)
+            name = os.fsencode(os.path.abspath(path))  # the helper's working folder is the run's, but be sure
             request += [_FILE.pack(fresh, len(name), len(data)), name, data]
         _write_all(self._proc.stdin.fileno(), b"".join(request))
         rfd = self._proc.stdout.fileno()
