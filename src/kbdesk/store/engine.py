@@ -111,22 +111,7 @@ class Engine:
         conn.execute("RELEASE kbdesk_step")
 
 
-class SqliteEngine(Engine):
-    """SQLite's engine; ``one_step``: many-row INSERTs go in as one statement step
-    (:mod:`kbdesk.store.sqlite_rows`), where this SQLite can."""
-
-    def __init__(self, one_step: int = 0) -> None:
-        self.one_step = one_step  # sqlite_rows.supported(): 0 never, 1 without bytes, 2 all
-
-    def executemany(self, conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        if not rows:
-            return
-        if self.one_step:
-            from kbdesk.store.sqlite_rows import run_many
-
-            if run_many(conn, sql, rows, self.one_step):
-                return
-        conn.executemany(sql, rows)
+SqliteEngine = Engine
 
 
 class _TableNames(dict[str, str]):

@@ -41,7 +41,6 @@ from kbdesk.store.migrations import MIGRATIONS, current_version, migrate
 from kbdesk.store.policy import LocalPolicy
 from kbdesk.store.sqlite_chat import SqliteChat
 from kbdesk.store.sqlite_chunks import SqliteChunks
-from kbdesk.store.sqlite_rows import supported as one_step_level
 from kbdesk.store.vectors import NumpyIndex, SqliteVecIndex
 
 BUSY_TIMEOUT_MS = 10_000
@@ -75,7 +74,6 @@ class SqliteStore(SqliteChunks, SqliteChat, RecordsCore, DocumentsCore, CacheCor
         """
         self.path = Path(path)
         self.driver = driver
-        self.db = SqliteEngine(one_step=one_step_level(driver.sqlite_version))
         self._local = threading.local()
         self._conns: list[tuple[threading.Thread, Any]] = []
         self._conns_lock = threading.Lock()
