@@ -15,7 +15,14 @@ atomically. Side by side in the same run, taking turns (best of ``--rounds``):
   chunker (same chunk size and overlap), insert the chunks and their FTS5 rows into one
   SQLite file in one transaction;
 * **floor + extractor** — the same, but the text comes through kbdesk's own extractor
-  (the Markdown one for the notes), so the gap left is kbdesk's bookkeeping alone.
+  (the Markdown one for the notes), so the gap left is kbdesk's bookkeeping alone;
+* **same work by hand** — floor + extractor, plus what kbdesk's ``add`` also does by
+  design: a copy of each file written to a folder (``Path.write_bytes``) and the
+  keyword index built with kbdesk's tokenizer (Porter stemming, folded diacritics).
+
+The CPU time of the kbdesk run (user + system, in the process and, in brackets, in the
+helper process that writes the stored copies) shows when the run is bound by the two
+cores rather than by waiting.
 
 For the kbdesk run it also counts the SQL statements issued (``execute`` and
 ``executemany`` calls on the store's connections, and rows executed by them) and the
@@ -31,6 +38,7 @@ seconds threads spent waiting for the store's write lock, summed over threads.
 from __future__ import annotations
 
 import random
+import resource
 import sqlite3
 import sys
 import tempfile
@@ -170,12 +178,16 @@ def run_kbdesk(folder: Path, workers: int, dims: int | None = None, instrument: 
 
             store.connection = counted  # type: ignore[method-assign]
             lock = store._write_lock = TimedLock(store._write_lock)
+        before = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         report = desk.add("bench", [folder], workers=workers)
         seconds = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = [a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime for a, b in zip(after, before)]
         assert not report.failed, report.failed[:3]
         out = {"seconds": seconds, "docs": len(report.added), "chunks": desk.kb("bench").chunk_count,
-               "statements": counts["calls"], "rows": counts["rows"], "lock_wait": lock.waited if lock else 0.0}
+               "statements": counts["calls"], "rows": counts["rows"], "lock_wait": lock.waited if lock else 0.0,
+               "cpu": cpu[0], "helper_cpu": cpu[1]}
         if embedder is not None:
             calls = embedder.calls
             again = desk.add("bench", [folder], workers=workers)
@@ -184,8 +196,13 @@ def run_kbdesk(folder: Path, workers: int, dims: int | None = None, instrument: 
 
 
 # ── the floors ─────────────────────────────────────────────────────────────────
-def run_floor(folder: Path, extractor: bool) -> dict[str, Any]:
-    """Read, (extract,) chunk, insert chunks and their FTS5 rows in one transaction."""
+KBDESK_TOKENIZER = "porter unicode61 remove_diacritics 2"  # kbdesk's keyword index (store/migrations.py)
+
+
+def run_floor(folder: Path, extractor: bool, same_work: bool = False) -> dict[str, Any]:
+    """Read, (extract,) chunk, insert chunks and their FTS5 rows in one transaction.
+    ``same_work``: also write a copy of each file into a folder and index with kbdesk's
+    tokenizer (stemming, folded diacritics) — the work kbdesk does, written by hand."""
     from kbdesk.ingest import chunker
     from kbdesk.ingest.extract import extract_bytes
 
@@ -193,12 +210,18 @@ def run_floor(folder: Path, extractor: bool) -> dict[str, Any]:
         conn = sqlite3.connect(Path(tmp) / "floor.db", isolation_level=None)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("CREATE TABLE chunks (id INTEGER PRIMARY KEY, source TEXT, content TEXT)")
-        conn.execute("CREATE VIRTUAL TABLE chunks_fts USING fts5(content, content='chunks', content_rowid='id')")
+        tokenize = f", tokenize='{KBDESK_TOKENIZER}'" if same_work else ""
+        conn.execute(f"CREATE VIRTUAL TABLE chunks_fts USING fts5(content, content='chunks', content_rowid='id'"
+                     f"{tokenize})")
+        copies = Path(tmp) / "copies"
+        copies.mkdir()
         start = time.perf_counter()
         rows = 0
         conn.execute("BEGIN")
-        for path in sorted(folder.rglob("*.*")):
+        for n, path in enumerate(sorted(folder.rglob("*.*"))):
             data = path.read_bytes()
+            if same_work:
+                (copies / f"{n}_{path.name}").write_bytes(data)
             if extractor:
                 sections = extract_bytes(data, path.name).sections
                 pieces = [c.content for c in chunker.chunk_sections(sections, CHUNK, OVERLAP)]
@@ -248,18 +271,23 @@ def main() -> None:
             folder = Path(tmp) / "corpus"
             mb = make(folder) / 1e6
             counted = run_kbdesk(folder, args.workers, instrument=True)
-            ours, floor, floor_x = best_seconds([lambda: run_kbdesk(folder, args.workers),
-                                                 lambda: run_floor(folder, extractor=False),
-                                                 lambda: run_floor(folder, extractor=True)], rounds)
+            ours, floor, floor_x, same = best_seconds([lambda: run_kbdesk(folder, args.workers),
+                                                       lambda: run_floor(folder, extractor=False),
+                                                       lambda: run_floor(folder, extractor=True),
+                                                       lambda: run_floor(folder, extractor=True, same_work=True)],
+                                                      rounds)
             files = counted["docs"]
             rows.append({"set": f"{label}, {mb:.1f} MB", "kbdesk MB/s": f"{mb / ours:.1f}",
                          "floor MB/s": f"{mb / floor:.1f}", "kbdesk ÷ floor": f"{floor / ours:.2f}",
                          "floor + extractor MB/s": f"{mb / floor_x:.1f}",
                          "kbdesk ÷ floor + extractor": f"{floor_x / ours:.2f}",
+                         "same work by hand MB/s": f"{mb / same:.1f}", "kbdesk ÷ same work": f"{same / ours:.2f}",
+                         "kbdesk CPU s (helper)": f"{counted['cpu']:.2f} ({counted['helper_cpu']:.2f})",
                          "statements (rows) per file": f"{counted['statements'] / files:.2f} "
                                                        f"({counted['rows'] / files:.1f})",
                          "lock wait s": f"{counted['lock_wait']:.2f}", "chunks": counted["chunks"]})
-            print(f"  {key}: kbdesk {ours:.2f} s, floor {floor:.2f} s, floor + extractor {floor_x:.2f} s",
+            print(f"  {key}: kbdesk {ours:.2f} s, floor {floor:.2f} s, floor + extractor {floor_x:.2f} s, "
+                  f"same work by hand {same:.2f} s",
                   file=sys.stderr, flush=True)
             if args.vectors:
                 with_vectors = run_kbdesk(folder, args.workers, dims=args.vectors)
