@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -214,7 +215,9 @@ class BatchRunner:
         held = [j for j in jobs if j.data is not None and not j.copied]
         if not held or self.cancelled():
             return
-        errors = self.copier.write([(self.files_dir / j.doc.storage_key, j.data, j.kind == "added") for j in held])
+        root = str(self.files_dir)
+        errors = self.copier.write([(os.path.join(root, j.doc.storage_key), j.data, j.kind == "added")
+                                    for j in held])
         for job, exc in zip(held, errors):
             if exc is None:
                 job.copied = True
@@ -224,11 +227,11 @@ class BatchRunner:
     def _stored_bytes(self, job: Job) -> bytes:
         """The file's bytes: stored now from those the run holds (so a ready document
         always has its copy), else read back from the stored copy."""
-        doc = job.doc
-        path = self.files_dir / doc.storage_key
         data, job.data = job.data, None
         if data is not None and job.copied:
             return data
+        doc = job.doc
+        path = self.files_dir / doc.storage_key
         if data is not None:
             try:
                 write_copy(path, data, fresh=job.kind == "added")

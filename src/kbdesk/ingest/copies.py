@@ -46,11 +46,11 @@ def read_at_most(path: str | os.PathLike[str], expected: int, limit: int) -> byt
         os.close(fd)
 
 
-def _write_fd(path: Path, data: bytes, flags: int) -> None:
+def _write_fd(path: str | Path, data: bytes, flags: int) -> None:
     try:
         fd = os.open(path, flags, 0o644)
     except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         fd = os.open(path, flags, 0o644)
     try:
         view = memoryview(data)
@@ -60,7 +60,7 @@ def _write_fd(path: Path, data: bytes, flags: int) -> None:
         os.close(fd)
 
 
-def write_copy(path: Path, data: bytes, *, fresh: bool = False) -> None:
+def write_copy(path: str | Path, data: bytes, *, fresh: bool = False) -> None:
     """Write a stored copy whole or not at all: a temporary file renamed over the old
     copy, so a kill mid-write leaves the older copy (or none) and a temporary file no
     row points to (swept later).
@@ -72,12 +72,14 @@ def write_copy(path: Path, data: bytes, *, fresh: bool = False) -> None:
     if fresh:
         _write_fd(path, data, flags | os.O_TRUNC)
         return
-    tmp = path.with_name(f".tmp-{os.getpid()}-{next(_TMP)}-{path.name[:40]}")
+    folder, name = os.path.split(path)
+    tmp = os.path.join(folder, f".tmp-{os.getpid()}-{next(_TMP)}-{name[:40]}")
     try:
         _write_fd(tmp, data, flags | os.O_EXCL)
         os.replace(tmp, path)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
         raise
 
 
@@ -109,7 +111,7 @@ def _read_exact(fd: int, size: int) -> bytes:
     return b"".join(parts)
 
 
-def _write_each(items: list[tuple[Path, bytes, bool]]) -> list[OSError | None]:
+def _write_each(items: list[tuple[str | Path, bytes, bool]]) -> list[OSError | None]:
     out: list[OSError | None] = []
     for path, data, fresh in items:
         try:
@@ -130,7 +132,7 @@ def serve(rfd: int = 0, wfd: int = 1) -> None:
         items = []
         for _ in range(count):
             fresh, path_len, data_len = _FILE.unpack(_read_exact(rfd, _FILE.size))
-            path = Path(os.fsdecode(_read_exact(rfd, path_len)))
+            path = os.fsdecode(_read_exact(rfd, path_len))
             items.append((path, _read_exact(rfd, data_len), fresh))
         reply = []
         for exc in _write_each(items):
@@ -151,7 +153,7 @@ class Copier:
         self._lock = threading.Lock()
         self._broken = False
 
-    def write(self, items: list[tuple[Path, bytes, bool]]) -> list[OSError | None]:
+    def write(self, items: list[tuple[str | Path, bytes, bool]]) -> list[OSError | None]:
         """Write ``(path, data, fresh)`` copies; the error of each, or None."""
         if self._broken or len(items) < MIN_FILES:
             return _write_each(items)
@@ -163,7 +165,7 @@ class Copier:
                 self._stop()
         return _write_each(items)
 
-    def _through_helper(self, items: list[tuple[Path, bytes, bool]]) -> list[OSError | None]:
+    def _through_helper(self, items: list[tuple[str | Path, bytes, bool]]) -> list[OSError | None]:
         if self._proc is None:
             self._proc = subprocess.Popen([sys.executable, "-m", "kbdesk.ingest.copies"], stdin=subprocess.PIPE,
                                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
