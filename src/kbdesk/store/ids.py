@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 import uuid
 from datetime import datetime, timezone
 
@@ -23,6 +24,23 @@ def new_ids(count: int) -> list[str]:
     (one system call for a batch, not one each)."""
     raw = os.urandom(16 * count)
     return [str(uuid.UUID(bytes=raw[i:i + 16], version=4)) for i in range(0, 16 * count, 16)]
+
+
+def ordered_uuids(count: int) -> list[uuid.UUID]:
+    """``count`` time-ordered (version 7, RFC 9562) UUIDs, ascending: the current
+    millisecond, then a random 74-bit number counted up by one per id. Chunks take these,
+    so the unique index on their ids grows at its right edge instead of taking each new
+    id at a random place: adding 30,000 rows to 300,000 took 0.13 s instead of 0.40 s
+    (``bench/bench_ids.py``). Not for ids people type a prefix of: ids made in the same
+    millisecond share their first 12 hex digits."""
+    ms = time.time_ns() // 1_000_000
+    base = int.from_bytes(os.urandom(10), "big") >> 7  # 73 random bits: room to count up
+    out = []
+    for i in range(count):
+        n = base + i
+        value = (ms << 80) | (0x7 << 76) | ((n >> 62) << 64) | (0b10 << 62) | (n & ((1 << 62) - 1))
+        out.append(uuid.UUID(int=value))
+    return out
 
 
 def utcnow() -> str:

@@ -16,7 +16,7 @@ from typing import Any
 from kbdesk.errors import InvalidInputError
 from kbdesk.models import ChunkInput, KnowledgeBase
 from kbdesk.store.core.documents import VectorChanges
-from kbdesk.store.ids import new_ids
+from kbdesk.store.ids import ordered_uuids
 
 
 class SqliteChunks:
@@ -44,7 +44,7 @@ class SqliteChunks:
         # seqs are given explicitly (we hold the write lock), so the chunks of all the
         # documents, their keyword rows and their vectors go in with three bulk statements
         seq = conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM kb_chunks").fetchone()[0]
-        ids = iter(new_ids(sum(len(items) for _, items, _ in docs)))
+        ids = iter(map(str, ordered_uuids(sum(len(items) for _, items, _ in docs))))
         rows = []
         for doc_id, items, blobs in docs:
             rows += [(seq + i, next(ids), kb_id, doc_id, i, item.content, int(item.token_count),

@@ -16,6 +16,7 @@ import numpy as np
 from kbdesk.errors import InvalidInputError
 from kbdesk.models import ChunkInput, KnowledgeBase
 from kbdesk.store.core.documents import VectorChanges
+from kbdesk.store.ids import ordered_uuids
 from kbdesk.store.postgres.seed import VECTOR_COLUMN_DIMS
 from kbdesk.store.postgres.values import as_unit_bytes, clean_json, clean_text, pad
 
@@ -86,7 +87,8 @@ class PgChunks:
         from psycopg.types.json import Jsonb
 
         kb_uuid = uuid.UUID(kb_id)
-        rows = ((uuid.uuid4(), kb_uuid, uuid.UUID(doc_id), i, clean_text(item.content), int(item.token_count),
+        ids = iter(ordered_uuids(sum(len(items) for _, items, _ in docs)))
+        rows = ((next(ids), kb_uuid, uuid.UUID(doc_id), i, clean_text(item.content), int(item.token_count),
                  pad(np.frombuffer(blobs[i], dtype=np.float32)) if blobs else None,
                  Jsonb(clean_json(item.metadata or {})), item.content_hash)
                 for doc_id, items, blobs in docs for i, item in enumerate(items))
