@@ -207,4 +207,9 @@ class Copier:
 
 
 if __name__ == "__main__":
+    import signal
+
+    # Ctrl-C reaches every process of the terminal's group: the run decides what stops,
+    # and the helper ends when the run closes its pipe
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     serve()
