@@ -25,6 +25,17 @@ from kbdesk.store.ids import new_ids, ordered_uuids  # noqa: E402
 TEXT = "word " * 100
 
 
+def add_rows(conn, make, seq: int, count: int, batch: int) -> int:
+    """Insert ``count`` rows in transactions of ``batch``, ids from ``make``; the next seq."""
+    for _ in range(count // batch):
+        ids = make(batch)
+        conn.execute("BEGIN")
+        conn.executemany("INSERT INTO t VALUES (?, ?, ?)", [(seq + i, ids[i], TEXT) for i in range(batch)])
+        conn.execute("COMMIT")
+        seq += batch
+    return seq
+
+
 def run(make, existing: int = 300_000, more: int = 30_000, batch: int = 10_000) -> float:
     module = choose_driver().module
     with tempfile.TemporaryDirectory() as tmp:
@@ -33,22 +44,11 @@ def run(make, existing: int = 300_000, more: int = 30_000, batch: int = 10_000) 
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("CREATE TABLE t (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, content TEXT)")
-        seq = 1
-        for _ in range(existing // batch):
-            ids = make(batch)
-            conn.execute("BEGIN")
-            conn.executemany("INSERT INTO t VALUES (?, ?, ?)", [(seq + i, ids[i], TEXT) for i in range(batch)])
-            conn.execute("COMMIT")
-            seq += batch
+        seq = add_rows(conn, make, 1, existing, batch)
         conn.close()
-        conn = module.connect(path, isolation_level=None)
+        conn = module.connect(path, isolation_level=None)  # SQLite's own cache starts cold
         start = time.perf_counter()
-        for _ in range(more // batch):
-            ids = make(batch)
-            conn.execute("BEGIN")
-            conn.executemany("INSERT INTO t VALUES (?, ?, ?)", [(seq + i, ids[i], TEXT) for i in range(batch)])
-            conn.execute("COMMIT")
-            seq += batch
+        add_rows(conn, make, seq, more, batch)
         seconds = time.perf_counter() - start
         conn.close()
     return seconds
