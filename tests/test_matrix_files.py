@@ -259,3 +259,34 @@ def test_doctor_says_which_exact_path_is_used_and_why(tmp_path):
     folder_for(db).write_text("in the way")
     vb = doctor()
     assert vb["exact_search"].startswith("sqlite-vec's vec0 table (cannot create " + str(folder_for(db)))
+
+
+def test_warming_a_kb_after_a_write_spares_the_next_search_the_build(tmp_path, monkeypatch):
+    db = tmp_path / "warm.db"
+    make(db)
+    target = unit_rows(1, 78)[0]
+    with open_desk(db) as desk:
+        found(desk, target)  # the file at this version
+        desk.add_document("kb", "late.txt", ["the late one"], vectors=[target])
+        matrices = desk.store.vectors.matrices
+        desk.warm_search("kb")  # what the app does when an indexing run ends
+        matrices.wait(30)
+        builds = []
+        real = matrices._build
+        monkeypatch.setattr(matrices, "_build", lambda *a, **k: builds.append(a) or real(*a, **k))
+        assert found(desk, target, 1) == ["the late one"]
+        assert builds == []  # written already: the search read it
+        path = matrix_path(desk)
+        assert path.stat().st_size == HEADER_SIZE + 301 * DIMS * 4 + 301 * 8
+    with open_desk(db) as writer:
+        writer.add_document("kb", "later.txt", ["later still"], vectors=[target])
+    paths = get_paths(tmp_path / "home")
+    reader = Desk(paths=paths, config=load_config(paths.config_file), db_path=db,
+                  store=SqliteStore(db, choose_driver("auto"), read_only=True))
+    try:
+        before = path.stat().st_mtime_ns
+        reader.warm_search("kb")  # a read-only desk writes nothing: no error, no build
+        reader.store.vectors.matrices.wait(5)
+        assert path.stat().st_mtime_ns == before
+    finally:
+        reader.close()

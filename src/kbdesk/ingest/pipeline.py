@@ -110,6 +110,11 @@ class Ingestor:
         self.files_dir = desk.files_dir
         self._cancel = threading.Event()
 
+    @property
+    def cancelled(self) -> bool:
+        """Whether :meth:`cancel` was called."""
+        return self._cancel.is_set()
+
     def cancel(self) -> None:
         """Stop soon (thread-safe): batches not yet finished stay pending for the next
         ``add`` or ``resume``; nothing half-written is left."""

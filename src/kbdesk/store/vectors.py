@@ -151,6 +151,14 @@ class _Tiered:
         self.quantized.forget(kb_id)
         return self.exact_search(store, kb_id, dimensions, query, k)
 
+    def warm(self, store: Any, kb_id: str, dimensions: int) -> None:
+        """Start writing the KB's matrix file in the background if it is missing or stale,
+        so that the next exact search finds it (long-lived faces call this after indexing;
+        a search meanwhile waits for that build rather than starting its own)."""
+        if getattr(store, "read_only", False) or self.uses_quantized(store, kb_id):
+            return
+        self.matrices.get(store, kb_id, dimensions, build="background")
+
     def exact_search(self, store: Any, kb_id: str, dimensions: int, query: np.ndarray,
                      k: int) -> list[tuple[int, float]]:
         build = "never" if getattr(store, "read_only", False) else "now"

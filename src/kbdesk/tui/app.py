@@ -178,9 +178,15 @@ class KbdeskApp(Blocking, App[None]):
         @tracked
         def run() -> Any:
             try:
-                return job(ingestor)
+                result = job(ingestor)
             finally:
                 tracker.finish()
+            if not ingestor.cancelled:
+                try:
+                    self.desk.warm_search(kb_id)  # the next search finds its vectors' file written
+                except KbdeskError:  # the KB went meanwhile: nothing to get ready
+                    pass
+            return result
 
         self._ingest_workers[kb.id] = self.run_worker(
             run, name=f"{what} '{kb.name}'", group=INGEST_GROUP, thread=True, exit_on_error=False)
