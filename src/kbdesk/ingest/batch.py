@@ -121,7 +121,7 @@ class BatchRunner:
     def __init__(self, store: Any, files_dir: Path, config: Any, max_bytes: int, on_event: EventSink,
                  writer: Writer, cancelled: Any = None, copier: Copier | None = None) -> None:
         self.cancelled = cancelled or (lambda: False)
-        self.copier = copier or Copier()
+        self.copier = copier or Copier(helper=False)  # a run passes its own (and closes it)
         self.store = store
         self.files_dir = files_dir
         self.config = config

@@ -22,12 +22,14 @@ from pathlib import Path
 from typing import Any
 
 _TMP = itertools.count()
+_FLAGS = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)  # O_BINARY: Windows, no newline translation
+_MODE = 0o666  # as open() makes files: the user's umask decides
 
 
 def read_at_most(path: str | os.PathLike[str], expected: int, limit: int) -> bytes:
     """The file's bytes, at most ``limit`` of them; ``expected``: the size its scan saw
     (one read when it still has it)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    fd = os.open(path, os.O_RDONLY | _FLAGS)
     try:
         want = min(max(expected, 0) + 1, limit)
         data = os.read(fd, want)
@@ -48,10 +50,10 @@ def read_at_most(path: str | os.PathLike[str], expected: int, limit: int) -> byt
 
 def _write_fd(path: str | Path, data: bytes, flags: int) -> None:
     try:
-        fd = os.open(path, flags, 0o644)
+        fd = os.open(path, flags, _MODE)
     except FileNotFoundError:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd = os.open(path, flags, 0o644)
+        fd = os.open(path, flags, _MODE)
     try:
         view = memoryview(data)
         while view:
@@ -68,7 +70,7 @@ def write_copy(path: str | Path, data: bytes, *, fresh: bool = False) -> None:
     ``fresh``: no ready version of the document reads this path yet (a new document), so
     the copy is written in place; a kill mid-write leaves a short copy, which the next
     run finds wrong by its hash and writes again from the source."""
-    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+    flags = os.O_WRONLY | os.O_CREAT | _FLAGS
     if fresh:
         _write_fd(path, data, flags | os.O_TRUNC)
         return
@@ -148,10 +150,11 @@ class Copier:
     started, or after it failed (its half-done batch is written again: a copy is written
     in place or renamed over, so writing it twice is harmless)."""
 
-    def __init__(self) -> None:
+    def __init__(self, helper: bool = True) -> None:
+        """``helper``: False writes every copy here (nothing to close)."""
         self._proc: Any = None
         self._lock = threading.Lock()
-        self._broken = False
+        self._broken = not helper
 
     def write(self, items: list[tuple[str | Path, bytes, bool]]) -> list[OSError | None]:
         """Write ``(path, data, fresh)`` copies; the error of each, or None."""
