@@ -7,7 +7,7 @@ import stat
 
 from textual.widgets import DataTable, Input, Select, Static, TabbedContent
 
-from tui_support import notifications, settle
+from tui_support import notifications, press_into, settle
 from ingest_support import configure_provider
 from kbdesk.paths import get_paths
 from kbdesk.tui.app import make_app
@@ -175,17 +175,11 @@ async def test_leaving_model_roles_with_unsaved_changes_asks_first(tui_desk):
 
     app = make_app(tui_desk)
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        await pilot.press("s")
-        await settle(pilot)
-        settings = app.screen
-        assert isinstance(settings, SettingsScreen)
+        await press_into(pilot, "s", SettingsScreen)
         await pilot.press("escape")  # nothing changed: back at once
         await settle(pilot)
         assert not isinstance(app.screen, SettingsScreen)
-        await pilot.press("s")
-        await settle(pilot)
-        settings = app.screen
+        settings = await press_into(pilot, "s", SettingsScreen)
         settings.query_one(TabbedContent).active = "roles"
         await settle(pilot)
         settings.query_one("#chat-model", ModelPicker).query_one("#manual", Input).value = "typed-model"
