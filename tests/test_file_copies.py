@@ -106,7 +106,7 @@ def test_a_small_batch_is_written_here_and_a_dead_helper_is_not_waited_for(tmp_p
         second = _items(tmp_path / "b", MIN_FILES * 2)
         assert copier.write(second) == [None] * len(second)
         assert all(p.read_bytes() == d for p, d, _ in first + second)
-        assert copier._broken
+        assert copier._here
     finally:
         copier.close()
 

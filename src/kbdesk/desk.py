@@ -103,12 +103,11 @@ class Desk:
 
     def warm_search(self, ref: str) -> None:
         """Get the KB's exact-search file written in the background if its vectors moved,
-        so the next search does not wait for it. Long-lived faces (the app, the server) call
-        this when an indexing run ends; a short process has nothing to gain."""
-        vectors = getattr(self.store, "vectors", None)
+        so the next search does not wait for it. The app calls this when an indexing run
+        ends; a short process has nothing to gain."""
         kb = self.kb(ref)
-        if vectors is not None and kb.dimensions and hasattr(vectors, "warm"):
-            vectors.warm(self.store, kb.id, kb.dimensions)
+        if kb.dimensions:
+            self.store.vectors.warm(self.store, kb.id, kb.dimensions)
 
     def rename_kb(self, ref: str, new_name: str) -> KnowledgeBase:
         return self.store.update_kb(self.kb(ref).id, name=new_name)

@@ -154,17 +154,17 @@ class Copier:
         """``helper``: False writes every copy here (nothing to close)."""
         self._proc: Any = None
         self._lock = threading.Lock()
-        self._broken = not helper
+        self._here = not helper  # every copy written in this process (no helper, or it failed)
 
     def write(self, items: list[tuple[str | Path, bytes, bool]]) -> list[OSError | None]:
         """Write ``(path, data, fresh)`` copies; the error of each, or None."""
-        if self._broken or len(items) < MIN_FILES:
+        if self._here or len(items) < MIN_FILES:
             return _write_each(items)
         with self._lock:
             try:
                 return self._through_helper(items)
             except (OSError, EOFError, struct.error):
-                self._broken = True
+                self._here = True
                 self._stop()
         return _write_each(items)
 

@@ -111,6 +111,9 @@ class VectorIndex(Protocol):
     def close(self) -> None:
         """Stop background work (before the store closes its connections)."""
 
+    def warm(self, store: Any, kb_id: str, dimensions: int) -> None:
+        """Get ready, in the background, what the KB's next search will read."""
+
 
 class _Tiered:
     """Exact search for small KBs, the quantised path for large ones (both backends)."""

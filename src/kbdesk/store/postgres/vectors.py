@@ -137,6 +137,9 @@ class PgVectorIndex:
     def close(self) -> None:
         """Nothing runs in the background here (the server keeps the index)."""
 
+    def warm(self, store: Any, kb_id: str, dimensions: int) -> None:
+        """Nothing to get ready: the server keeps its index current."""
+
     def drop(self, conn: Any, kb_id: str) -> None:
         """Drop every index of the KB (inside the transaction deleting or re-embedding it)."""
         rows = conn.execute("SELECT relname FROM pg_class WHERE relkind = 'i' AND relname LIKE %s "
