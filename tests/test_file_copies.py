@@ -67,14 +67,14 @@ def _items(folder, count, fresh=True):
 
 
 def test_the_helper_writes_a_batch_and_says_which_copy_failed(tmp_path):
-    from kbdesk.ingest.copies import MIN_FILES, Copier
+    from kbdesk.ingest.helper import MIN_FILES, Helper
 
     folder = tmp_path / "kb" / "k1"
     items = _items(folder, MIN_FILES + 4)
     blocked = tmp_path / "not-a-folder"
     blocked.write_bytes(b"a file where a folder should be")
     items[3] = (blocked / "d3_note3.md", b"never", True)
-    copier = Copier()
+    copier = Helper()
     try:
         errors = copier.write(items)
         assert copier._proc is not None and copier._proc.poll() is None  # it went through the helper
@@ -93,9 +93,9 @@ def test_the_helper_writes_a_batch_and_says_which_copy_failed(tmp_path):
 
 
 def test_a_small_batch_is_written_here_and_a_dead_helper_is_not_waited_for(tmp_path):
-    from kbdesk.ingest.copies import MIN_FILES, Copier
+    from kbdesk.ingest.helper import MIN_FILES, Helper
 
-    copier = Copier()
+    copier = Helper()
     try:
         small = _items(tmp_path / "small", MIN_FILES - 1)
         assert copier.write(small) == [None] * len(small) and copier._proc is None
@@ -126,7 +126,7 @@ def test_an_ingestion_run_stores_every_copy_and_leaves_no_helper(tmp_path):
         for doc in desk.documents(desk.kb("notes").id):
             assert (desk.files_dir / doc.storage_key).read_text() == files[doc.filename]
     children = [p for p in os.listdir("/proc") if p.isdigit()
-                and _parent_of(p) == os.getpid() and "kbdesk.ingest.copies" in _cmdline(p)]
+                and _parent_of(p) == os.getpid() and "kbdesk.ingest.helper" in _cmdline(p)]
     assert children == []
 
 

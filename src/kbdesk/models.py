@@ -7,6 +7,7 @@ seed 002 (the KB object, the document object, the search result).
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -139,6 +140,11 @@ class ChunkInput:
     def content_hash(self) -> str:
         """Hash of the text: the key of the embedding cache."""
         return hashlib.sha256(self.content.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+    @cached_property
+    def metadata_json(self) -> str:
+        """The metadata as stored in SQLite (JSON text)."""
+        return json.dumps(self.metadata or {})
 
 
 @dataclass

@@ -22,10 +22,11 @@ from typing import Any
 
 from kbdesk.errors import KbdeskError
 from kbdesk.ingest import chunker
-from kbdesk.ingest.copies import Copier, write_copy
+from kbdesk.ingest.copies import write_copy
 from kbdesk.ingest.sections import Section
 from kbdesk.ingest.events import EventSink, IngestEvent
 from kbdesk.ingest.extract import ExtractionError, extract_bytes
+from kbdesk.ingest.helper import Helper
 from kbdesk.models import ChunkInput, Document, KnowledgeBase
 from kbdesk.ingest.names import path_of
 from kbdesk.ingest.pdf_text import ExtractionCancelled
@@ -119,9 +120,9 @@ class BatchRunner:
     to write goes to the run's one :class:`~kbdesk.ingest.writer.Writer`."""
 
     def __init__(self, store: Any, files_dir: Path, config: Any, max_bytes: int, on_event: EventSink,
-                 writer: Writer, cancelled: Any = None, copier: Copier | None = None) -> None:
+                 writer: Writer, cancelled: Any = None, helper: Helper | None = None) -> None:
         self.cancelled = cancelled or (lambda: False)
-        self.copier = copier or Copier(helper=False)  # a run passes its own (and closes it)
+        self.helper = helper or Helper(process=False)  # a run passes its own (and closes it)
         self.store = store
         self.files_dir = files_dir
         self.config = config
@@ -141,7 +142,7 @@ class BatchRunner:
             result.cancelled = True
             return result
         try:
-            live = self._extract_all(jobs, failed)
+            live = self._extract_all(kb, jobs, failed)
             chunked = self._chunk_all(kb, live, failed)
             vectors = self._embed_all(embedder, chunked, failed, result) if embedder is not None else {}
             if self.cancelled():
@@ -166,12 +167,15 @@ class BatchRunner:
         for u in updates:
             self.on_event(IngestEvent("status", names[u.doc_id], u.doc_id, u.status))
 
-    def _extract_all(self, jobs: list[Job], failed: Tally) -> list[tuple[Job, list[Any]]]:
+    def _extract_all(self, kb: KnowledgeBase, jobs: list[Job], failed: Tally) -> list[tuple[Job, Any]]:
+        """The documents still going, each with its sections, or with its chunks when
+        the helper process made them (:meth:`_prepare_in_helper`)."""
         names = {j.doc.id: j.doc.filename for j in jobs}
         fresh = [j for j in jobs if j.kind != "rebuild"]
         self._statuses([StatusUpdate(j.doc.id, "extracting", version=j.doc.version) for j in fresh], names)
-        live: list[tuple[Job, list[Any]]] = []
+        live: list[tuple[Job, Any]] = []
         updates: list[StatusUpdate] = []
+        prepared = self._prepare_in_helper(kb, jobs, failed)
         self._store_copies(jobs, failed)
         for job in jobs:
             if job.doc.id in failed.failed:
@@ -179,6 +183,11 @@ class BatchRunner:
             if self.cancelled():
                 break  # the rest stay as they are for the next add or resume
             try:
+                if job.doc.id in prepared:
+                    chunks, update = prepared[job.doc.id]
+                    live.append((job, chunks))
+                    updates.append(update)
+                    continue
                 if job.kind == "rebuild":
                     sections = [Section(t, m) for t, m in self.store.document_sections(job.doc.id) or []]
                     updates.append(StatusUpdate(job.doc.id, "chunking", version=job.doc.version))
@@ -208,15 +217,49 @@ class BatchRunner:
         return extracted.sections, StatusUpdate(doc.id, "chunking", extracted_text=extracted.text,
                                                 sections=extracted.spans, version=doc.version)
 
+    def _prepare_in_helper(self, kb: KnowledgeBase, jobs: list[Job], failed: Tally
+                           ) -> dict[str, tuple[Prepared, StatusUpdate]]:
+        """Copy, extract and chunk the batch's files whose bytes the run holds in the
+        helper process, on another core (:mod:`kbdesk.ingest.offload`): by document id,
+        its chunks and its status update. Empty when the batch is small or the helper
+        cannot take it: then the run does the work itself."""
+        held = [j for j in jobs if j.data is not None and not j.copied and j.kind != "rebuild"
+                and j.doc.content_type != PDF]
+        if not held or self.cancelled():
+            return {}
+        root = str(self.files_dir)
+        results = self.helper.prepare([(os.path.join(root, j.doc.storage_key), j.data, j.kind == "added",
+                                        j.doc.filename) for j in held],
+                                      kb.chunk_size, kb.chunk_overlap, self.max_bytes)
+        if results is None:
+            return {}
+        out: dict[str, tuple[Prepared, StatusUpdate]] = {}
+        for job, result in zip(held, results):
+            doc = job.doc
+            job.copied, job.data = result[0] != "copy", None  # done with, whatever became of it
+            if result[0] == "ok":
+                _, text, spans, rows = result
+                out[doc.id] = (Prepared([_chunk(*row) for row in rows]),
+                               StatusUpdate(doc.id, "chunking", extracted_text=text, sections=spans,
+                                            version=doc.version))
+            elif result[0] == "copy":
+                failed.fail(doc.id, f"cannot store a copy of the file ({result[2]})", "store")
+            elif result[0] == "file":
+                failed.fail(doc.id, result[1], "file")
+            else:
+                log.error("extracting %s failed: %s", doc.filename, result[1])
+                failed.fail(doc.id, f"internal error: {result[1]}", "internal")
+        return out
+
     def _store_copies(self, jobs: list[Job], failed: Tally) -> None:
         """Store the copies of the batch's files whose bytes the run holds, all at once
-        (:class:`~kbdesk.ingest.copies.Copier`); a copy that cannot be written fails its
+        (:class:`~kbdesk.ingest.helper.Helper`); a copy that cannot be written fails its
         document alone."""
         held = [j for j in jobs if j.data is not None and not j.copied]
         if not held or self.cancelled():
             return
         root = str(self.files_dir)
-        errors = self.copier.write([(os.path.join(root, j.doc.storage_key), j.data, j.kind == "added")
+        errors = self.helper.write([(os.path.join(root, j.doc.storage_key), j.data, j.kind == "added")
                                     for j in held])
         for job, exc in zip(held, errors):
             if exc is None:
@@ -261,12 +304,15 @@ class BatchRunner:
                 raise _Changed("the file changed while it was being indexed; the next add takes the new version")
         raise ExtractionError("the stored copy of this file is missing and its source is gone")
 
-    def _chunk_all(self, kb: KnowledgeBase, live: list[tuple[Job, list[Any]]],
+    def _chunk_all(self, kb: KnowledgeBase, live: list[tuple[Job, Any]],
                    failed: Tally) -> list[tuple[Job, list[ChunkInput]]]:
         out = []
         for job, sections in live:
-            with self._turn:
-                chunks = chunk_sections(kb, sections)
+            if isinstance(sections, Prepared):
+                chunks = sections.chunks
+            else:
+                with self._turn:
+                    chunks = chunk_sections(kb, sections)
             if chunks:
                 out.append((job, chunks))
             else:
@@ -337,6 +383,20 @@ def chunk_sections(kb: KnowledgeBase, sections: list[Any]) -> list[ChunkInput]:
     """A document's chunks at the KB's chunk size, offsets into its whole text."""
     return [ChunkInput(c.content, c.token_count, c.metadata)
             for c in chunker.chunk_sections(sections, kb.chunk_size, kb.chunk_overlap)]
+
+
+@dataclass
+class Prepared:
+    """A document's chunks as the helper process made them."""
+
+    chunks: list[ChunkInput]
+
+
+def _chunk(content: str, token_count: int, metadata: dict[str, Any], content_hash: str,
+           metadata_json: str) -> ChunkInput:
+    chunk = ChunkInput(content, token_count, metadata)
+    chunk.__dict__.update(content_hash=content_hash, metadata_json=metadata_json)  # cached properties, computed there
+    return chunk
 
 
 class _Changed(ExtractionError):

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kbdesk.ingest.batch import EMBED_GROUP, STAGED, BatchRunner, Feeder, Job
-from kbdesk.ingest.copies import Copier
+from kbdesk.ingest.helper import Helper
 from kbdesk.ingest.events import EventSink, IngestEvent, ignore
 from kbdesk.ingest.folders import FoundFile, scan
 from kbdesk.ingest.names import path_of
@@ -265,10 +265,10 @@ class Ingestor:
 
         results: list[Any] = []
         prepared = None
-        with short_switches(), closing(Copier()) as copier, Writer(self.store, self.on_event) as writer, \
+        with short_switches(), closing(Helper()) as helper, Writer(self.store, self.on_event) as writer, \
                 ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="kbdesk-ingest") as pool:
             runner = BatchRunner(self.store, self.files_dir, self.config, self.max_bytes, self.on_event, writer,
-                                 cancelled=self._cancel.is_set, copier=copier)
+                                 cancelled=self._cancel.is_set, helper=helper)
             feeder = Feeder(start, ahead=2 * self.workers)
             feeder.add(jobs)
             try:

@@ -9,7 +9,6 @@ index (sqlite-vec or numpy, :mod:`kbdesk.store.vectors`) follows each write thro
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -48,7 +47,7 @@ class SqliteChunks:
         rows = []
         for doc_id, items, blobs in docs:
             rows += [(seq + i, next(ids), kb_id, doc_id, i, item.content, int(item.token_count),
-                      blobs[i] if blobs else None, json.dumps(item.metadata or {}), item.content_hash, now)
+                      blobs[i] if blobs else None, item.metadata_json, item.content_hash, now)
                      for i, item in enumerate(items)]
             seq += len(items)
         first = rows[0][0] if rows else 0

@@ -1,0 +1,50 @@
+"""What the helper process (:mod:`kbdesk.ingest.helper`) does for a batch of files: each
+file's stored copy, its extraction and its chunks, in the helper's own interpreter.
+
+Extraction and chunking are Python work, which threads of one process do one at a time;
+the helper does them on another core while the run's writer stores earlier batches. What
+comes back is plain data (the same the run would have made), one entry per file:
+
+* ``("ok", text, spans, chunks)`` — ``chunks`` as ``(content, token_count, metadata,
+  content_hash, metadata_json)``;
+* ``("copy", errno, message)`` — the stored copy could not be written;
+* ``("file", message)`` — the file cannot be indexed (the reason a user reads);
+* ``("internal", message)`` — an unforeseen failure, this file alone.
+
+PDFs are not sent here: they have their own extraction process, with its limits.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbdesk.errors import KbdeskError
+from kbdesk.ingest import chunker
+from kbdesk.ingest.copies import write_copy
+from kbdesk.ingest.extract import extract_bytes
+from kbdesk.models import ChunkInput
+
+
+def prepare_each(items: list[tuple[str, bytes, bool, str]], chunk_size: int, overlap: int,
+                 max_bytes: int) -> list[tuple[Any, ...]]:
+    """``items``: (stored copy's path, the file's bytes, a new document?, file name)."""
+    out: list[tuple[Any, ...]] = []
+    for path, data, fresh, filename in items:
+        try:
+            write_copy(path, data, fresh=fresh)
+        except OSError as exc:
+            out.append(("copy", exc.errno or -1, exc.strerror or str(exc)))
+            continue
+        try:
+            extracted = extract_bytes(data, filename, max_bytes=max_bytes)
+            pieces = [ChunkInput(c.content, c.token_count, c.metadata)
+                      for c in chunker.chunk_sections(extracted.sections, chunk_size, overlap)]
+            chunks = [(c.content, c.token_count, c.metadata, c.content_hash, c.metadata_json) for c in pieces]
+        except KbdeskError as exc:
+            out.append(("file", str(exc)))
+            continue
+        except Exception as exc:  # noqa: BLE001 - an unforeseen input: this file alone
+            out.append(("internal", f"{type(exc).__name__}: {exc}"))
+            continue
+        out.append(("ok", extracted.text, extracted.spans, chunks))
+    return out
