@@ -192,7 +192,8 @@ class Writer:
             items.append((r.doc_id, r.chunks, r.vectors, r.version, text))
         errors = [u for u, _ in failures]
         try:
-            results: list[Any] = self.store.finish_documents(items, before=list(statuses.values()), after=errors)
+            results: list[Any] = self.store.finish_documents(items, before=list(statuses.values()), after=errors,
+                                                             rows=False)
         except KbdeskError as exc:  # the store itself failed: these documents fail with it
             results = [exc] * len(items)
             self._record_alone(errors)

@@ -156,7 +156,7 @@ class DocumentsCore(ClaimsCore):
 
     # ── making documents ready ─────────────────────────────────────────────────
     def finish_documents(self, items: Sequence[tuple[Any, ...]], *, before: Sequence[StatusUpdate] = (),
-                         after: Sequence[StatusUpdate] = ()) -> list[Document | Exception]:
+                         after: Sequence[StatusUpdate] = (), rows: bool = True) -> list[Document | Exception | None]:
         """Make documents ready in one transaction, each completely or not at all.
 
         An item is ``(doc_id, chunks, vectors)``, ``(doc_id, chunks, vectors, version)``
@@ -168,6 +168,7 @@ class DocumentsCore(ClaimsCore):
         (:class:`SupersededError`) — is returned as its error while the others commit.
         ``before`` and ``after`` are status updates written in the same transaction
         (see :meth:`set_statuses`), before and after the documents are made ready.
+        ``rows=False``: None stands for each document made ready (its row is not read back).
         """
         now = self.db.now()
         full = [(*item[:3], item[3] if len(item) > 3 else None, item[4] if len(item) > 4 else None)
@@ -177,7 +178,7 @@ class DocumentsCore(ClaimsCore):
             changes = VectorChanges()
             try:
                 with self.db.savepoint(conn):
-                    out = finish_batch(self, conn, full, now, changes)
+                    out = finish_batch(self, conn, full, now, changes, rows)
             except Exception:  # noqa: BLE001 - the database refused part of it: one document at a time
                 changes = VectorChanges()
                 out = []

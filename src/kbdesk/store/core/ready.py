@@ -20,6 +20,7 @@ from kbdesk.errors import InvalidInputError, NotFoundError, SupersededError
 from kbdesk.models import ChunkInput, Document
 from kbdesk.store.doc_types import DOC_COLUMNS
 
+_UNFINISHED: Any = object()
 READY_SQL = ("UPDATE kb_documents SET status = 'ready', error = NULL, error_kind = NULL, chunk_count = ?, "
              "claimed_by = NULL, indexed_at = ?, indexed_hash = content_hash, updated_at = ? WHERE id = ?")
 READY_TEXT_SQL = ("UPDATE kb_documents SET status = 'ready', error = NULL, error_kind = NULL, chunk_count = ?, "
@@ -27,10 +28,12 @@ READY_TEXT_SQL = ("UPDATE kb_documents SET status = 'ready', error = NULL, error
                   "extracted_text = ?, extracted_sections = ? WHERE id = ?")
 
 
-def finish_batch(store: Any, conn: Any, items: Sequence[Any], now: Any, changes: Any) -> list[Document | Exception]:
+def finish_batch(store: Any, conn: Any, items: Sequence[Any], now: Any, changes: Any,
+                 read_back: bool = True) -> list[Document | Exception | None]:
     """``items``: (doc_id, chunks, vectors, version, text) — text is ``(text, sections)``
-    to store with the row, or None to keep what it holds. One result per item."""
-    results: list[Document | Exception | None] = [None] * len(items)
+    to store with the row, or None to keep what it holds. One result per item: the row
+    made ready (None without ``read_back``), or the item's error."""
+    results: list[Document | Exception | None] = [_UNFINISHED] * len(items)
     rows = rows_by_id(store, conn, [item[0] for item in items])
     kbs: dict[str, Any] = {}
     good: list[tuple[int, Document, list[ChunkInput], list[bytes] | None]] = []
@@ -67,10 +70,10 @@ def finish_batch(store: Any, conn: Any, items: Sequence[Any], now: Any, changes:
                      for n, doc, chunks, _ in good if items[n][4] is not None]
         store.db.executemany(conn, READY_SQL, plain)
         store.db.executemany(conn, READY_TEXT_SQL, with_text)
-        done = rows_by_id(store, conn, [doc.id for _, doc, _, _ in good])
+        done = rows_by_id(store, conn, [doc.id for _, doc, _, _ in good]) if read_back else {}
         for n, doc, _, _ in good:
-            results[n] = done[doc.id]
-    return [r if r is not None else RuntimeError("not finished") for r in results]
+            results[n] = done.get(doc.id)
+    return [r if r is not _UNFINISHED else RuntimeError("not finished") for r in results]
 
 
 def rows_by_id(store: Any, conn: Any, doc_ids: list[str]) -> dict[str, Document]:
