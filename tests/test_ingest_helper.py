@@ -109,6 +109,22 @@ def test_small_batches_and_a_dead_helper_leave_the_work_to_the_run(tmp_path):
     assert Helper(process=False).prepare(items, 1000, 200, 1 << 20) is None
 
 
+def test_a_few_large_files_go_to_the_helper_too(tmp_path):
+    from kbdesk.ingest.helper import MIN_BYTES, Helper
+
+    text = ("Long report line about tides and reefs. " * 1000 + "\n\n") * (MIN_BYTES // 40_000 + 1)
+    items = [(str(tmp_path / "kb" / f"d{i}_big{i}.txt"), f"{i} {text}".encode(), True, f"big{i}.txt")
+             for i in range(2)]
+    assert sum(len(data) for _, data, _, _ in items) >= MIN_BYTES
+    helper = Helper()
+    try:
+        results = helper.prepare(items, 1000, 200, 10 << 20)
+        assert helper._proc is not None
+    finally:
+        helper.close()
+    assert [r[0] for r in results] == ["ok", "ok"] and all(len(r[3]) > 100 for r in results)
+
+
 def _stored(desk):
     conn = desk.store.connection()
     chunks = conn.execute("SELECT d.filename, c.chunk_index, c.content, c.token_count, c.metadata, c.content_hash "

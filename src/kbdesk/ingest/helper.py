@@ -11,8 +11,9 @@ it, a whole batch per request and one reply:
   Python work of reading Markdown, HTML and text runs beside the run's writer instead of
   taking turns with it.
 
-A batch of fewer than :data:`MIN_FILES` files, or every batch once the helper cannot be
-started or has failed, is done by the run itself: a copy is written in place or renamed
+A batch of fewer than :data:`MIN_FILES` files holding less than :data:`MIN_BYTES` (copies:
+fewer files, whatever their size), or every batch once the helper cannot be started or
+has failed, is done by the run itself: a copy is written in place or renamed
 over, so a half-done batch written again is harmless. PDFs never come here: their
 extraction has its own process, with its limits.
 """
@@ -32,6 +33,7 @@ from typing import Any
 from kbdesk.ingest.copies import write_each
 
 MIN_FILES = 16  # fewer files in a batch: done in the run (the helper saves nothing)
+MIN_BYTES = 1 << 20  # … unless they hold this much text to extract and chunk
 COPIES, PREPARE = 0, 1  # a request's kind
 _REQUEST = struct.Struct("<BI")  # kind; number of files (COPIES) or length of the pickled request (PREPARE)
 _LENGTH = struct.Struct("<I")  # a reply's length in bytes
@@ -108,7 +110,7 @@ class Helper:
         """Copy, extract and chunk ``(path, data, fresh, filename)`` files
         (:func:`kbdesk.ingest.offload.prepare_each`): one result per file, or None when
         the batch is small or the helper cannot take it (the caller does the work)."""
-        if self._here or len(items) < MIN_FILES:
+        if self._here or (len(items) < MIN_FILES and sum(len(item[1]) for item in items) < MIN_BYTES):
             return None
         request = pickle.dumps(([(os.path.abspath(p), d, f, n) for p, d, f, n in items], chunk_size, overlap,
                                 max_bytes), pickle.HIGHEST_PROTOCOL)
