@@ -24,6 +24,13 @@ The CPU time of the kbdesk run (user + system, in the process and, in brackets, 
 helper process that writes the stored copies) shows when the run is bound by the two
 cores rather than by waiting.
 
+Every side writes under the system's temporary folder (``TMPDIR`` moves it). Creating
+files costs very different amounts on different file systems: on ext4 without a
+journal, each new file's inode is found by passing over every inode freed in the last
+minute (or five), so a run that follows mass deletions pays for them. To see kbdesk's
+own cost, point ``TMPDIR`` at a file system like most users' (journaled ext4, APFS,
+NTFS); a loop-mounted image made with ``mkfs.ext4`` does.
+
 For the kbdesk run it also counts the SQL statements issued (``execute`` and
 ``executemany`` calls on the store's connections, and rows executed by them) and the
 seconds threads spent waiting for the store's write lock, summed over threads.
@@ -37,6 +44,7 @@ seconds threads spent waiting for the store's write lock, summed over threads.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import resource
 import sqlite3
@@ -45,7 +53,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -94,6 +102,37 @@ def write_large(folder: Path, count: int, target: int = 1_000_000) -> int:
         (folder / f"file-{n:02d}.txt").write_bytes(data)
         size += len(data)
     return size
+
+
+# ── where the runs write ───────────────────────────────────────────────────────
+# Every run's files stay until the set is done. Deleting a round's 5,000 stored copies
+# right before the next round would make that round's file creations slow on a
+# file system without a journal (this machine's ext4): the kernel passes over every
+# inode freed in the last one to five minutes before it hands out a new one
+# (``recently_deleted`` in fs/ext4/ialloc.c). A user adding a folder has not usually
+# just deleted thousands of files, and the floor creates no files at all.
+_KEEP: list[Path] = []
+
+
+@contextlib.contextmanager
+def keeping_runs() -> Iterator[Path]:
+    """A folder for one set: its runs' folders are made inside and go when it goes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        _KEEP.append(Path(tmp))
+        try:
+            yield Path(tmp)
+        finally:
+            _KEEP.pop()
+
+
+@contextlib.contextmanager
+def workdir() -> Iterator[str]:
+    """A fresh folder for one run, removed with the set (see above), or at once outside one."""
+    if _KEEP:
+        yield tempfile.mkdtemp(dir=_KEEP[-1])
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            yield tmp
 
 
 # ── kbdesk ─────────────────────────────────────────────────────────────────────
@@ -158,7 +197,7 @@ class FreeEmbedder:
 def run_kbdesk(folder: Path, workers: int, dims: int | None = None, instrument: bool = False) -> dict[str, Any]:
     from kbdesk import open_desk
 
-    with tempfile.TemporaryDirectory() as home, open_desk(home=home) as desk:
+    with workdir() as home, open_desk(home=home) as desk:
         embedder = None
         if dims:
             embedder = FreeEmbedder(dims)
@@ -206,7 +245,7 @@ def run_floor(folder: Path, extractor: bool, same_work: bool = False) -> dict[st
     from kbdesk.ingest import chunker
     from kbdesk.ingest.extract import extract_bytes
 
-    with tempfile.TemporaryDirectory() as tmp:
+    with workdir() as tmp:
         conn = sqlite3.connect(Path(tmp) / "floor.db", isolation_level=None)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("CREATE TABLE chunks (id INTEGER PRIMARY KEY, source TEXT, content TEXT)")
@@ -267,8 +306,8 @@ def main() -> None:
     for key, label, make in sets:
         if args.only and args.only != key:
             continue
-        with tempfile.TemporaryDirectory() as tmp:
-            folder = Path(tmp) / "corpus"
+        with keeping_runs() as tmp:
+            folder = tmp / "corpus"
             mb = make(folder) / 1e6
             counted = run_kbdesk(folder, args.workers, instrument=True)
             ours, floor, floor_x, same = best_seconds([lambda: run_kbdesk(folder, args.workers),
