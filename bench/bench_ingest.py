@@ -40,6 +40,7 @@ seconds threads spent waiting for the store's write lock, summed over threads.
     .venv/bin/python bench/bench_ingest.py                 # both sets, best of 3
     .venv/bin/python bench/bench_ingest.py --quick         # 1,000 notes and 5 × 1 MB, best of 2
     .venv/bin/python bench/bench_ingest.py --vectors 384   # also with a free 384-d embedder
+    .venv/bin/python bench/bench_ingest.py --in-run        # also extracting in the run, not the helper
 """
 
 from __future__ import annotations
@@ -194,10 +195,15 @@ class FreeEmbedder:
         return EmbedResult(vectors=[self.pool[hash(t) % len(self.pool)] for t in texts], calls=1)
 
 
-def run_kbdesk(folder: Path, workers: int, dims: int | None = None, instrument: bool = False) -> dict[str, Any]:
+def run_kbdesk(folder: Path, workers: int, dims: int | None = None, instrument: bool = False,
+               in_run: bool = False) -> dict[str, Any]:
+    """``in_run``: the helper process only writes copies; extraction and chunking are done
+    in the run (as before they moved to the helper)."""
     from kbdesk import open_desk
+    from kbdesk.ingest.helper import Helper
 
-    with workdir() as home, open_desk(home=home) as desk:
+    with workdir() as home, open_desk(home=home) as desk, \
+            _patched(Helper, "prepare", lambda *_args: None) if in_run else contextlib.nullcontext():
         embedder = None
         if dims:
             embedder = FreeEmbedder(dims)
@@ -232,6 +238,16 @@ def run_kbdesk(folder: Path, workers: int, dims: int | None = None, instrument: 
             again = desk.add("bench", [folder], workers=workers)
             out.update(embed_calls=calls, readd_calls=embedder.calls - calls, readd_unchanged=len(again.unchanged))
         return out
+
+
+@contextlib.contextmanager
+def _patched(owner: Any, name: str, value: Any) -> Iterator[None]:
+    saved = getattr(owner, name)
+    setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        setattr(owner, name, saved)
 
 
 # ── the floors ─────────────────────────────────────────────────────────────────
@@ -294,6 +310,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=3)
     ap.add_argument("--vectors", type=int, metavar="DIMS", help="also ingest with a free DIMS-d embedder")
     ap.add_argument("--only", choices=("small", "large"), help="one set only")
+    ap.add_argument("--in-run", action="store_true",
+                    help="also a kbdesk side that extracts and chunks in the run, not in its helper process")
     args = ap.parse_args()
     require_scifact(args.scifact)
     rounds = args.rounds or (2 if args.quick else 3)
@@ -310,11 +328,13 @@ def main() -> None:
             folder = tmp / "corpus"
             mb = make(folder) / 1e6
             counted = run_kbdesk(folder, args.workers, instrument=True)
-            ours, floor, floor_x, same = best_seconds([lambda: run_kbdesk(folder, args.workers),
-                                                       lambda: run_floor(folder, extractor=False),
-                                                       lambda: run_floor(folder, extractor=True),
-                                                       lambda: run_floor(folder, extractor=True, same_work=True)],
-                                                      rounds)
+            sides = [lambda: run_kbdesk(folder, args.workers),
+                     lambda: run_floor(folder, extractor=False),
+                     lambda: run_floor(folder, extractor=True),
+                     lambda: run_floor(folder, extractor=True, same_work=True)]
+            if args.in_run:
+                sides.append(lambda: run_kbdesk(folder, args.workers, in_run=True))
+            ours, floor, floor_x, same, *in_run = best_seconds(sides, rounds)
             files = counted["docs"]
             rows.append({"set": f"{label}, {mb:.1f} MB", "kbdesk MB/s": f"{mb / ours:.1f}",
                          "floor MB/s": f"{mb / floor:.1f}", "kbdesk ÷ floor": f"{floor / ours:.2f}",
@@ -325,6 +345,10 @@ def main() -> None:
                          "statements (rows) per file": f"{counted['statements'] / files:.2f} "
                                                        f"({counted['rows'] / files:.1f})",
                          "lock wait s": f"{counted['lock_wait']:.2f}", "chunks": counted["chunks"]})
+            if in_run:
+                rows.append({"set": f"{label}: kbdesk, extraction in the run", "kbdesk MB/s": f"{mb / in_run[0]:.1f}",
+                             "kbdesk ÷ floor": f"{floor / in_run[0]:.2f}",
+                             "kbdesk ÷ same work": f"{same / in_run[0]:.2f}"})
             print(f"  {key}: kbdesk {ours:.2f} s, floor {floor:.2f} s, floor + extractor {floor_x:.2f} s, "
                   f"same work by hand {same:.2f} s",
                   file=sys.stderr, flush=True)
