@@ -154,11 +154,15 @@ def a_superseded_runner_cannot_write(open_db, tmp_path: Path, server) -> None:
     assert taken.version == held.version + 1
     [late] = desk.store.finish_documents([(doc.id, [ChunkInput("stale words")], None, held.version)])
     assert isinstance(late, SupersededError)
+    [late] = desk.store.finish_documents([(doc.id, [ChunkInput("stale words")], None, held.version)], rows=False)
+    assert isinstance(late, SupersededError)  # without its row read back, the error all the same
     desk.store.set_statuses([__import__("kbdesk.store.doc_types", fromlist=["StatusUpdate"])
                              .StatusUpdate(doc.id, "error", error="late", version=held.version)])
     assert desk.store.get_document(doc.id).status != "error"  # the late runner's write was dropped
+    [quiet] = desk.store.finish_documents([(doc.id, [ChunkInput("fresh words")], None, taken.version)], rows=False)
+    assert quiet is None and desk.store.get_document(doc.id).status == "ready"
     [done] = desk.store.finish_documents([(doc.id, [ChunkInput("fresh words")], None, taken.version)])
-    assert done.status == "ready"
+    assert done.status == "ready" and done.chunk_count == 1
     assert desk.search(["docs"], "fresh", mode="keyword").results
     assert desk.search(["docs"], "stale", mode="keyword").results == []
     end_claim(fast)
