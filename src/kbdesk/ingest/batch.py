@@ -27,6 +27,7 @@ from kbdesk.ingest.sections import Section
 from kbdesk.ingest.events import EventSink, IngestEvent
 from kbdesk.ingest.extract import ExtractionError, extract_bytes
 from kbdesk.ingest.helper import Helper
+from kbdesk.ingest.offload import Prepared, chunks_of
 from kbdesk.models import ChunkInput, Document, KnowledgeBase
 from kbdesk.ingest.names import path_of
 from kbdesk.ingest.pdf_text import ExtractionCancelled
@@ -239,7 +240,7 @@ class BatchRunner:
             job.copied, job.data = result[0] != "copy", None  # done with, whatever became of it
             if result[0] == "ok":
                 _, text, spans, rows = result
-                out[doc.id] = (Prepared([_chunk(*row) for row in rows]),
+                out[doc.id] = (Prepared(chunks_of(rows)),
                                StatusUpdate(doc.id, "chunking", extracted_text=text, sections=spans,
                                             version=doc.version))
             elif result[0] == "copy":
@@ -383,20 +384,6 @@ def chunk_sections(kb: KnowledgeBase, sections: list[Any]) -> list[ChunkInput]:
     """A document's chunks at the KB's chunk size, offsets into its whole text."""
     return [ChunkInput(c.content, c.token_count, c.metadata)
             for c in chunker.chunk_sections(sections, kb.chunk_size, kb.chunk_overlap)]
-
-
-@dataclass
-class Prepared:
-    """A document's chunks as the helper process made them."""
-
-    chunks: list[ChunkInput]
-
-
-def _chunk(content: str, token_count: int, metadata: dict[str, Any], content_hash: str,
-           metadata_json: str) -> ChunkInput:
-    chunk = ChunkInput(content, token_count, metadata)
-    chunk.__dict__.update(content_hash=content_hash, metadata_json=metadata_json)  # cached properties, computed there
-    return chunk
 
 
 class _Changed(ExtractionError):

@@ -12,10 +12,12 @@ comes back is plain data (the same the run would have made), one entry per file:
 * ``("internal", message)`` — an unforeseen failure, this file alone.
 
 PDFs are not sent here: they have their own extraction process, with its limits.
+:func:`chunks_of` turns an ``"ok"`` result back into chunks in the run.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from kbdesk.errors import KbdeskError
@@ -47,4 +49,22 @@ def prepare_each(items: list[tuple[str, bytes, bool, str]], chunk_size: int, ove
             out.append(("internal", f"{type(exc).__name__}: {exc}"))
             continue
         out.append(("ok", extracted.text, extracted.spans, chunks))
+    return out
+
+
+# ── the run's side: what came back ─────────────────────────────────────────────
+@dataclass
+class Prepared:
+    """A document's chunks as the helper process made them."""
+
+    chunks: list[ChunkInput]
+
+
+def chunks_of(rows: list[tuple[Any, ...]]) -> list[ChunkInput]:
+    """The chunks of an ``("ok", …)`` result, their hash and metadata JSON as computed there."""
+    out = []
+    for content, token_count, metadata, content_hash, metadata_json in rows:
+        chunk = ChunkInput(content, token_count, metadata)
+        chunk.__dict__.update(content_hash=content_hash, metadata_json=metadata_json)  # cached properties
+        out.append(chunk)
     return out
