@@ -143,3 +143,29 @@ def test_the_summary_tells_remembered_failures_and_another_run(tmp_path):
     assert "1 unchanged" in summary and "1 failed before and unchanged (not tried again)" in summary
     assert "indexed by another kbdesk run" in summary
     desk.close()
+
+
+async def test_a_readout_shows_every_new_text_whatever_its_size():
+    from rich.text import Text
+    from textual.app import App
+
+    from kbdesk.tui.widgets.readout import Readout
+
+    class One(App[None]):
+        CSS = "Readout { width: auto; height: auto; }"
+
+        def compose(self):
+            yield Readout("")
+
+    app = One()
+    async with app.run_test(size=(60, 6)) as pilot:
+        readout = app.query_one(Readout)
+        shown = []
+        for text in ("add:  1/30", "add:  2/30", "add:  2/30", "add: 30/30", "rebuild: 1/300", "two\nlines"):
+            readout.show(Text(text))
+            await pilot.pause()
+            lines = [line.text.rstrip() for line in readout.render_lines(readout.region.reset_offset)]
+            shown.append("\n".join(line for line in lines if line))
+            assert readout.region.width >= max(len(part) for part in text.split("\n"))
+        assert shown == ["add:  1/30", "add:  2/30", "add:  2/30", "add: 30/30", "rebuild: 1/300", "two\nlines"]
+        assert readout.region.height == 2

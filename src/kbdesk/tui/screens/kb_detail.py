@@ -22,6 +22,7 @@ from kbdesk.tui.screens.confirm import ConfirmScreen
 from kbdesk.tui.doc_cache import DocRows
 from kbdesk.tui.widgets.doc_rows import FILTER_ORDER, FILTERS, IN_FLIGHT
 from kbdesk.tui.widgets.documents_table import DocumentsTable
+from kbdesk.tui.widgets.readout import Readout
 
 EMPTY = "No documents yet. Press a to add files or a whole folder (with include/exclude patterns)."
 
@@ -54,13 +55,13 @@ class KbDetailScreen(DeskScreen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Static("", id="kb-head")
-        yield Static("", id="notice", classes="hidden")
+        yield Readout("", id="kb-head")
+        yield Readout("", id="notice", classes="hidden")
         yield DocumentsTable(id="docs")
         yield Static(Text(EMPTY), id="empty", classes="hidden")
-        yield Static("", id="doc-error")
+        yield Readout("", id="doc-error")
         with Horizontal(id="progress-row"):
-            yield Static("", id="progress-label")
+            yield Readout("", id="progress-label")
             yield ProgressBar(total=None, show_eta=False, id="progress")
         yield Footer()
 
@@ -113,7 +114,7 @@ class KbDetailScreen(DeskScreen):
         head.append(f"\n{model_label(kb)} · chunks of {kb.chunk_size}, overlap {kb.chunk_overlap} · "
                     f"{kb.document_count} documents, {kb.chunk_count} chunks, {human_size(kb.total_bytes)}",
                     style="dim")
-        self.query_one("#kb-head", Static).update(head)
+        self.query_one("#kb-head", Readout).show(head)
 
     def _after_change(self) -> None:
         table = self.table
@@ -127,7 +128,7 @@ class KbDetailScreen(DeskScreen):
 
     def _show_notice(self) -> None:
         """One line above the table: unfinished documents to resume, and the filter in use."""
-        notice = self.query_one("#notice", Static)
+        notice = self.query_one("#notice", Readout)
         colours = palette(self.app)
         text = Text()
         if self.unfinished:
@@ -140,15 +141,15 @@ class KbDetailScreen(DeskScreen):
             shown, total = self.table.row_count, len(self.table.rows_by_id)
             text.append(f"Showing {FILTERS[self.table.filter][0]}: {shown} of {total}", style=colours["info"])
             text.append(" (f: next filter)", style="dim")
-        notice.update(text)
+        notice.show(text)
         notice.set_class(not text, "hidden")
 
     @on(DocumentsTable.Highlighted)
     def _show_error(self) -> None:
         row = self.table.selected
-        error = self.query_one("#doc-error", Static)
+        error = self.query_one("#doc-error", Readout)
         if row is not None and row.status == "error":
-            error.update(Text(f"✗ {row.path}: {inert_line(row.error or 'failed')}", style=palette(self.app)["bad"]))
+            error.show(Text(f"✗ {row.path}: {inert_line(row.error or 'failed')}", style=palette(self.app)["bad"]))
             return
         counts = self.table.counts()
         failed = counts.get("error", 0)
@@ -158,7 +159,7 @@ class KbDetailScreen(DeskScreen):
             parts.append(f"{failed} document(s) failed: g goes to the next one, f shows errors only")
         if busy:
             parts.append(f"{busy} in progress")
-        error.update(Text(" · ".join(parts), style="dim"))
+        error.show(Text(" · ".join(parts), style="dim"))
 
     # ── live progress (the app calls these) ────────────────────────────────────
     def show_ingest(self, tracker: IngestTracker, changes: dict[str, DocProgress | None]) -> None:
@@ -184,7 +185,8 @@ class KbDetailScreen(DeskScreen):
             return
         done, total = tracker.counts()
         row.display = True
-        self.query_one("#progress-label", Static).update(Text(f"{tracker.what}: {done}/{total}"))
+        # the count padded to the total's width: the label keeps its size as it moves
+        self.query_one("#progress-label", Readout).show(Text(f"{tracker.what}: {done:>{len(str(total))}}/{total}"))
         self.query_one(ProgressBar).update(total=total or None, progress=done)
 
     # ── actions ────────────────────────────────────────────────────────────────
