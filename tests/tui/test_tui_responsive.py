@@ -169,3 +169,33 @@ async def test_a_readout_shows_every_new_text_whatever_its_size():
             assert readout.region.width >= max(len(part) for part in text.split("\n"))
         assert shown == ["add:  1/30", "add:  2/30", "add:  2/30", "add: 30/30", "rebuild: 1/300", "two\nlines"]
         assert readout.region.height == 2
+
+
+async def test_rows_that_arrive_while_indexing_can_all_be_reached():
+    from textual.app import App
+
+    from kbdesk.tui.progress import DocProgress
+    from kbdesk.tui.widgets.doc_rows import build_rows
+
+    class One(App[None]):
+        def compose(self):
+            yield DocumentsTable(id="docs")
+
+    app = One()
+    async with app.run_test(size=(80, 12)) as pilot:
+        table = app.query_one(DocumentsTable)
+        table.load(build_rows([]), {})
+        await pilot.pause()
+        table.focus()
+        shown_before = table.show_vertical_scrollbar
+        for start, stop in ((0, 3), (3, 40), (40, 90)):  # a few rows, then more than fit, then more again
+            table.apply({f"d{i:03}": DocProgress(f"d{i:03}", f"n{i:03}.md", "pending") for i in range(start, stop)})
+            await pilot.pause()
+            assert table.virtual_size.height == stop + 1  # the header and every row
+            assert table.show_vertical_scrollbar == (stop + 1 > table.scrollable_content_region.height)
+            await pilot.press("end")
+            await pilot.pause()
+            assert table.selected.filename == f"n{stop - 1:03}.md"
+            lines = [strip.text for strip in table.render_lines(table.region.reset_offset)]
+            assert any(f"n{stop - 1:03}.md" in line for line in lines)  # the last row is on screen
+        assert not shown_before and table.show_vertical_scrollbar
