@@ -228,9 +228,7 @@ class BatchRunner:
                 and j.doc.content_type != PDF]
         if not held or self.cancelled():
             return {}
-        root = str(self.files_dir)
-        results = self.helper.prepare([(os.path.join(root, j.doc.storage_key), j.data, j.kind == "added",
-                                        j.doc.filename) for j in held],
+        results = self.helper.prepare([(*self._copy_of(j), j.doc.filename) for j in held],
                                       kb.chunk_size, kb.chunk_overlap, self.max_bytes)
         if results is None:
             return {}
@@ -259,14 +257,16 @@ class BatchRunner:
         held = [j for j in jobs if j.data is not None and not j.copied]
         if not held or self.cancelled():
             return
-        root = str(self.files_dir)
-        errors = self.helper.write([(os.path.join(root, j.doc.storage_key), j.data, j.kind == "added")
-                                    for j in held])
+        errors = self.helper.write([self._copy_of(j) for j in held])
         for job, exc in zip(held, errors):
             if exc is None:
                 job.copied = True
             else:  # the disk is full or read-only
                 failed.fail(job.doc.id, f"cannot store a copy of the file ({exc.strerror or exc})", "store")
+
+    def _copy_of(self, job: Job) -> tuple[str, bytes, bool]:
+        """The job's stored copy to write: its path, the bytes, and whether it is a new document's."""
+        return os.path.join(str(self.files_dir), job.doc.storage_key), job.data or b"", job.kind == "added"
 
     def _stored_bytes(self, job: Job) -> bytes:
         """The file's bytes: stored now from those the run holds (so a ready document

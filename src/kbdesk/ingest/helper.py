@@ -34,11 +34,8 @@ from kbdesk.ingest.copies import write_each
 
 MIN_FILES = 16  # fewer files in a batch: done in the run (the helper saves nothing)
 MIN_BYTES = 1 << 20  # … unless they hold this much text to extract and chunk
-COPIES, PREPARE = 0, 1  # a request's kind
-_REQUEST = struct.Struct("<BI")  # kind; number of files (COPIES) or length of the pickled request (PREPARE)
-_LENGTH = struct.Struct("<I")  # a reply's length in bytes
-_FILE = struct.Struct("<?II")  # COPIES: fresh, path bytes, data bytes
-_REPLY = struct.Struct("<iI")  # COPIES: errno (0: written), message bytes
+COPIES, PREPARE = "copies", "prepare"  # a request's kind
+_LENGTH = struct.Struct("<I")  # every request and reply: its length in bytes, then it, pickled
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -58,30 +55,29 @@ def _read_exact(fd: int, size: int) -> bytes:
     return b"".join(parts)
 
 
+def _send(fd: int, value: Any) -> None:
+    body = pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+    _write_all(fd, _LENGTH.pack(len(body)) + body)
+
+
+def _receive(fd: int) -> Any:
+    (size,) = _LENGTH.unpack(_read_exact(fd, _LENGTH.size))
+    return pickle.loads(_read_exact(fd, size))  # the whole message: two reads
+
+
 def serve(rfd: int = 0, wfd: int = 1) -> None:
     """The helper's loop: requests on ``rfd``, one reply each on ``wfd``, until EOF."""
     while True:
         try:
-            kind, count = _REQUEST.unpack(_read_exact(rfd, _REQUEST.size))
+            kind, args = _receive(rfd)
         except EOFError:
             return
         if kind == PREPARE:
             from kbdesk.ingest.offload import prepare_each  # only a helper that is asked imports the extractors
 
-            items, chunk_size, overlap, max_bytes = pickle.loads(_read_exact(rfd, count))
-            body = pickle.dumps(prepare_each(items, chunk_size, overlap, max_bytes), pickle.HIGHEST_PROTOCOL)
-        else:
-            files = []
-            for _ in range(count):
-                fresh, path_len, data_len = _FILE.unpack(_read_exact(rfd, _FILE.size))
-                path = os.fsdecode(_read_exact(rfd, path_len))
-                files.append((path, _read_exact(rfd, data_len), fresh))
-            reply = []
-            for exc in write_each(files):
-                text = b"" if exc is None else (exc.strerror or str(exc)).encode("utf-8", "replace")
-                reply.append(_REPLY.pack(0 if exc is None else (exc.errno or -1), len(text)) + text)
-            body = b"".join(reply)
-        _write_all(wfd, _LENGTH.pack(len(body)) + body)
+            _send(wfd, prepare_each(*args))
+        else:  # the error of each copy: (errno, message), or None
+            _send(wfd, [None if exc is None else (exc.errno, exc.strerror or str(exc)) for exc in write_each(args)])
 
 
 class Helper:
@@ -96,13 +92,11 @@ class Helper:
 
     def write(self, items: list[tuple[str | Path, bytes, bool]]) -> list[OSError | None]:
         """Write ``(path, data, fresh)`` copies; the error of each, or None."""
-        if self._here or len(items) < MIN_FILES:
-            return write_each(items)
-        with self._lock:
-            try:
-                return self._copies(items)
-            except (OSError, EOFError, struct.error):
-                self._failed()
+        if len(items) >= MIN_FILES:
+            replies = self._call(COPIES, [(os.path.abspath(path), data, fresh) for path, data, fresh in items])
+            if replies is not None:
+                return [None if reply is None else OSError(reply[0], reply[1], str(path))
+                        for (path, _, _), reply in zip(items, replies)]
         return write_each(items)
 
     def prepare(self, items: list[tuple[str, bytes, bool, str]], chunk_size: int, overlap: int,
@@ -110,15 +104,21 @@ class Helper:
         """Copy, extract and chunk ``(path, data, fresh, filename)`` files
         (:func:`kbdesk.ingest.offload.prepare_each`): one result per file, or None when
         the batch is small or the helper cannot take it (the caller does the work)."""
-        if self._here or (len(items) < MIN_FILES and sum(len(item[1]) for item in items) < MIN_BYTES):
+        if len(items) < MIN_FILES and sum(len(item[1]) for item in items) < MIN_BYTES:
             return None
-        request = pickle.dumps(([(os.path.abspath(p), d, f, n) for p, d, f, n in items], chunk_size, overlap,
-                                max_bytes), pickle.HIGHEST_PROTOCOL)
+        return self._call(PREPARE, ([(os.path.abspath(p), d, f, n) for p, d, f, n in items], chunk_size, overlap,
+                                    max_bytes))
+
+    def _call(self, kind: str, args: Any) -> Any:
+        """The helper's reply to one request; None when there is no helper or it failed
+        (from then on, everything is done in the run)."""
+        if self._here:
+            return None
         with self._lock:
             try:
                 proc = self._started()
-                _write_all(proc.stdin.fileno(), _REQUEST.pack(PREPARE, len(request)) + request)
-                return pickle.loads(self._reply(proc))
+                _send(proc.stdin.fileno(), (kind, args))
+                return _receive(proc.stdout.fileno())
             except (OSError, EOFError, struct.error, pickle.UnpicklingError):
                 self._failed()
         return None
@@ -132,30 +132,6 @@ class Helper:
             self._proc = subprocess.Popen([sys.executable, "-m", "kbdesk.ingest.helper"], stdin=subprocess.PIPE,
                                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
         return self._proc
-
-    @staticmethod
-    def _reply(proc: Any) -> bytes:
-        rfd = proc.stdout.fileno()
-        (size,) = _LENGTH.unpack(_read_exact(rfd, _LENGTH.size))
-        return _read_exact(rfd, size)  # the whole reply: two reads for the batch
-
-    def _copies(self, items: list[tuple[str | Path, bytes, bool]]) -> list[OSError | None]:
-        proc = self._started()
-        request = [_REQUEST.pack(COPIES, len(items))]
-        for path, data, fresh in items:
-            name = os.fsencode(os.path.abspath(path))  # the helper's working folder is the run's, but be sure
-            request += [_FILE.pack(fresh, len(name), len(data)), name, data]
-        _write_all(proc.stdin.fileno(), b"".join(request))
-        body = self._reply(proc)
-        out: list[OSError | None] = []
-        at = 0
-        for path, _data, _fresh in items:
-            errno, length = _REPLY.unpack_from(body, at)
-            at += _REPLY.size
-            text = body[at:at + length].decode("utf-8", "replace")
-            at += length
-            out.append(None if errno == 0 else OSError(errno if errno > 0 else None, text, str(path)))
-        return out
 
     def _failed(self) -> None:
         self._here = True
