@@ -81,23 +81,29 @@ def run_langchain(splitter: RecursiveCharacterTextSplitter, docs: list[str]) -> 
     return out
 
 
-def linearity(label: str, fn: Callable[[list[str]], list[str]], small: list[str], large: list[str],
-              repeats: int) -> dict[str, str]:
+def linearity(
+    label: str, fn: Callable[[list[str]], list[str]], small: list[str], large: list[str], repeats: int
+) -> dict[str, str]:
     """Seconds per MB on a document and on one four times as long."""
     per_mb = []
     for data in (small, large):
         seconds, _ = best_time(lambda: fn(data), repeats)
         per_mb.append(seconds / mbytes(data))
-    return {"chunker, text": label, "1× size (MB)": f"{mbytes(small):.1f}", "s/MB at 1×": f"{per_mb[0]:.4f}",
-            "4× size (MB)": f"{mbytes(large):.1f}", "s/MB at 4×": f"{per_mb[1]:.4f}",
-            "4× ÷ 1×": f"{per_mb[1] / per_mb[0]:.2f}"}
+    return {
+        "chunker, text": label,
+        "1× size (MB)": f"{mbytes(small):.1f}",
+        "s/MB at 1×": f"{per_mb[0]:.4f}",
+        "4× size (MB)": f"{mbytes(large):.1f}",
+        "s/MB at 4×": f"{per_mb[1]:.4f}",
+        "4× ÷ 1×": f"{per_mb[1] / per_mb[0]:.2f}",
+    }
 
 
 def check_kbdesk(docs: list[str], size: int, overlap: int) -> None:
     """The offset invariant on real text (outside the timings)."""
     for doc in docs[:2000]:
         for c in split_text(doc, size, overlap):
-            assert c.content == doc[c.metadata["start"]:c.metadata["end"]]
+            assert c.content == doc[c.metadata["start"] : c.metadata["end"]]
 
 
 def main() -> None:
@@ -115,8 +121,7 @@ def main() -> None:
     quarter = ["\n\n".join(docs[: len(docs) // 4])]
     total = mbytes(docs)
 
-    same = RecursiveCharacterTextSplitter(
-        chunk_size=size, chunk_overlap=overlap, separators=[*DEFAULT_SEPARATORS, ""])
+    same = RecursiveCharacterTextSplitter(chunk_size=size, chunk_overlap=overlap, separators=[*DEFAULT_SEPARATORS, ""])
     default = RecursiveCharacterTextSplitter(chunk_size=size, chunk_overlap=overlap)
     chunkers: list[tuple[str, Callable[[list[str]], list[str]]]] = [
         ("kbdesk split_text", lambda d: run_kbdesk(d, size, overlap)),
@@ -138,18 +143,35 @@ def main() -> None:
             seconds, chunks = best_time(lambda: fn(data), args.repeats)
             lengths = [len(c) for c in chunks]
             speeds[(shape, name)] = mb / seconds
-            rows.append({"text shape": shape, "chunker": name, "MB": f"{mb:.1f}", "best time (s)": f"{seconds:.2f}",
-                         "MB/s": f"{mb / seconds:.2f}", "chunks": len(chunks), "max chunk length": max(lengths),
-                         "chunks over limit": sum(n > size for n in lengths)})
+            rows.append(
+                {
+                    "text shape": shape,
+                    "chunker": name,
+                    "MB": f"{mb:.1f}",
+                    "best time (s)": f"{seconds:.2f}",
+                    "MB/s": f"{mb / seconds:.2f}",
+                    "chunks": len(chunks),
+                    "max chunk length": max(lengths),
+                    "chunks over limit": sum(n > size for n in lengths),
+                }
+            )
             print(f"  {shape:13} {name:30} {seconds:7.2f} s", file=sys.stderr)
-    ratios = [{"text shape": shape, "kbdesk": ours, **{
-        f"÷ langchain ({kind} separators)":
-            f"{speeds[(shape, ours)] / speeds[(shape, f'langchain, {kind} separators')]:.2f}×"
-        for kind in ("same", "default")}}
-        for shape in ("per abstract", "one document") for ours in ("kbdesk split_text", "kbdesk, splitting only")]
+    ratios = [
+        {
+            "text shape": shape,
+            "kbdesk": ours,
+            **{
+                f"÷ langchain ({kind} separators)": f"{speeds[(shape, ours)] / speeds[(shape, f'langchain, {kind} separators')]:.2f}×"
+                for kind in ("same", "default")
+            },
+        }
+        for shape in ("per abstract", "one document")
+        for ours in ("kbdesk split_text", "kbdesk, splitting only")
+    ]
 
-    linear = [linearity(f"{name}, SciFact", fn, quarter, joined, args.repeats)
-              for name, fn in (chunkers[0], chunkers[2])]
+    linear = [
+        linearity(f"{name}, SciFact", fn, quarter, joined, args.repeats) for name, fn in (chunkers[0], chunkers[2])
+    ]
     # inputs that would expose a quadratic path: no separator at all, CJK without
     # punctuation, words of 900 characters (each one just fits a chunk)
     quarter_chars = len(quarter[0])

@@ -45,13 +45,84 @@ MB = 1_000_000
 # The last commit with the single-file extract.py (before the split / speed-up).
 DEFAULT_BASELINE = "a9a303a"
 
-WORDS = ("the of and to in is for that on with as by this be are from or at an it not "
-         "configure server client request response cache index query token vector "
-         "document section heading table column row value field file folder import "
-         "export backup restore schedule worker thread process memory limit timeout "
-         "error warning retry network proxy certificate password account user group "
-         "permission policy report invoice customer order shipment warehouse price "
-         "Zürich café naïve résumé Ångström").split()
+WORDS = [
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "for",
+    "that",
+    "on",
+    "with",
+    "as",
+    "by",
+    "this",
+    "be",
+    "are",
+    "from",
+    "or",
+    "at",
+    "an",
+    "it",
+    "not",
+    "configure",
+    "server",
+    "client",
+    "request",
+    "response",
+    "cache",
+    "index",
+    "query",
+    "token",
+    "vector",
+    "document",
+    "section",
+    "heading",
+    "table",
+    "column",
+    "row",
+    "value",
+    "field",
+    "file",
+    "folder",
+    "import",
+    "export",
+    "backup",
+    "restore",
+    "schedule",
+    "worker",
+    "thread",
+    "process",
+    "memory",
+    "limit",
+    "timeout",
+    "error",
+    "warning",
+    "retry",
+    "network",
+    "proxy",
+    "certificate",
+    "password",
+    "account",
+    "user",
+    "group",
+    "permission",
+    "policy",
+    "report",
+    "invoice",
+    "customer",
+    "order",
+    "shipment",
+    "warehouse",
+    "price",
+    "Zürich",
+    "café",
+    "naïve",
+    "résumé",
+    "Ångström",
+]
 
 
 def sentence(rng: random.Random, lo: int = 6, hi: int = 18) -> str:
@@ -72,8 +143,9 @@ def wrap_word(rng: random.Random, s: str, before: str, after: str) -> str:
 Decoration = tuple[float, Callable[[random.Random, str], str]]
 
 
-def decorated(rng: random.Random, first: Callable[[random.Random], str], decorations: list[Decoration],
-              sep: str) -> str:
+def decorated(
+    rng: random.Random, first: Callable[[random.Random], str], decorations: list[Decoration], sep: str
+) -> str:
     """2-5 sentences, each changed by the first decoration whose cut-off is above a random draw."""
     out = []
     for _ in range(rng.randint(2, 5)):
@@ -127,8 +199,10 @@ def md_block(rng: random.Random) -> str:
             indent = "    " * rng.randint(0, 2)
             if not indent and body and rng.random() < 0.4:
                 body.append("")  # a blank line, then code in column 0: still inside the fence
-            body.append(f"{indent}{rng.choice(WORDS)}_{i} = call({rng.choice(WORDS)!r}, "
-                        f"{rng.randint(0, 999)})  # {rng.choice(WORDS)}")
+            body.append(
+                f"{indent}{rng.choice(WORDS)}_{i} = call({rng.choice(WORDS)!r}, "
+                f"{rng.randint(0, 999)})  # {rng.choice(WORDS)}"
+            )
         if rng.random() < 0.2:
             body.append("# a comment, not a heading")
         body = "\n".join(body)
@@ -137,10 +211,15 @@ def md_block(rng: random.Random) -> str:
         cols = rng.randint(2, 5)
         head = "| " + " | ".join(rng.choice(WORDS).title() for _ in range(cols)) + " |"
         sep = "|" + "|".join("---" for _ in range(cols)) + "|"
-        rows = ["| " + " | ".join(rng.choice([rng.choice(WORDS), str(rng.randint(0, 9999)),
-                                              f"`{rng.choice(WORDS)}`", "**yes**"])
-                                  for _ in range(cols)) + " |"
-                for _ in range(rng.randint(3, 12))]
+        rows = [
+            "| "
+            + " | ".join(
+                rng.choice([rng.choice(WORDS), str(rng.randint(0, 9999)), f"`{rng.choice(WORDS)}`", "**yes**"])
+                for _ in range(cols)
+            )
+            + " |"
+            for _ in range(rng.randint(3, 12))
+        ]
         return "\n".join([head, sep, *rows])
     if k < 0.88:
         return "\n".join(f"> {sentence(rng)}" for _ in range(rng.randint(1, 4)))
@@ -153,8 +232,7 @@ def md_block(rng: random.Random) -> str:
 
 def make_markdown(size: int, seed: int = 1) -> bytes:
     rng = random.Random(seed)
-    parts = [f"---\ntitle: {sentence(rng)}\ntags: [{', '.join(rng.sample(WORDS, 3))}]\n---",
-             md_inline(rng)]
+    parts = [f"---\ntitle: {sentence(rng)}\ntags: [{', '.join(rng.sample(WORDS, 3))}]\n---", md_inline(rng)]
     total = sum(len(p) + 2 for p in parts)
     while total < size:
         level = rng.choices([1, 2, 3, 4], weights=[1, 4, 6, 2])[0]
@@ -179,8 +257,12 @@ HTML_INLINE: list[Decoration] = [
     (0.2, lambda rng, s: wrap_word(rng, s, "<b>", "</b>")),
     (0.35, lambda rng, s: s + f' See <a href="/doc/{rng.choice(WORDS)}?a=1&amp;b=2" class="link">the guide</a>.'),
     (0.45, lambda rng, s: s + f" Run <code>kbdesk {rng.choice(WORDS)}</code>&nbsp;now."),
-    (0.5, lambda rng, s: s + f' <span class="note" data-x="{rng.randint(0, 99)}"><em>Note</em> &ndash; '
-                             f'{sentence(rng, 3, 6)}</span>'),
+    (
+        0.5,
+        lambda rng, s: (
+            s + f' <span class="note" data-x="{rng.randint(0, 99)}"><em>Note</em> &ndash; {sentence(rng, 3, 6)}</span>'
+        ),
+    ),
     (0.55, lambda rng, s: s + ' <span style="display:none">hidden-inline</span>'),
 ]
 
@@ -205,8 +287,10 @@ def html_block(rng: random.Random, depth: int = 0) -> str:
     if k < 0.67:
         cols = rng.randint(2, 5)
         head = "<tr>" + "".join(f"<th>{rng.choice(WORDS).title()}</th>" for _ in range(cols)) + "</tr>"
-        rows = "\n".join("<tr>" + "".join(f"<td>{rng.choice([rng.choice(WORDS), str(rng.randint(0, 9999))])}"
-                                          for _ in range(cols)) for _ in range(rng.randint(3, 10)))
+        rows = "\n".join(
+            "<tr>" + "".join(f"<td>{rng.choice([rng.choice(WORDS), str(rng.randint(0, 9999))])}" for _ in range(cols))
+            for _ in range(rng.randint(3, 10))
+        )
         return f'<table class="data">\n<thead>{head}</thead>\n<tbody>\n{rows}\n</tbody></table>'
     if k < 0.75:
         body = "\n".join(f"  {rng.choice(WORDS)}_{i} = f({i}) &lt; {i * 7}" for i in range(rng.randint(3, 10)))
@@ -216,11 +300,16 @@ def html_block(rng: random.Random, depth: int = 0) -> str:
         inner = "\n".join(html_block(rng, depth + 1) for _ in range(rng.randint(1, 4)))
         return f'<{tag} class="c{rng.randint(0, 9)}" id="b{rng.randint(0, 99999)}">\n{inner}\n</{tag}>'
     if k < 0.86:
-        hide = rng.choice(['<div hidden>{}</div>', '<div aria-hidden="true">{}</div>',
-                           '<div style="color: red; display: none">{}</div>',
-                           '<template><p>{}</p></template>',
-                           '<svg viewBox="0 0 10 10"><title>{}</title><path d="M0 0L10 10"/></svg>',
-                           '<script>var x = "{}"; if (a < b) {{ run(); }}</script>'])
+        hide = rng.choice(
+            [
+                "<div hidden>{}</div>",
+                '<div aria-hidden="true">{}</div>',
+                '<div style="color: red; display: none">{}</div>',
+                "<template><p>{}</p></template>",
+                '<svg viewBox="0 0 10 10"><title>{}</title><path d="M0 0L10 10"/></svg>',
+                '<script>var x = "{}"; if (a < b) {{ run(); }}</script>',
+            ]
+        )
         return hide.format(sentence(rng))
     if k < 0.92:
         return f"<blockquote><p>{html_inline(rng)}</p></blockquote>"
@@ -231,12 +320,14 @@ def html_block(rng: random.Random, depth: int = 0) -> str:
 
 def make_html(size: int, seed: int = 2) -> bytes:
     rng = random.Random(seed)
-    head = (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-            f"<title>{sentence(rng)} &amp; more</title>\n"
-            "<style>body { font: 14px sans-serif } .c1 > p { margin: 0 }</style>\n"
-            "<script>window.dataLayer = [{'a': 1}]; function f(a, b) { return a < b; }</script>\n"
-            "</head><body>\n<nav aria-hidden=\"true\"><ul><li><a href=\"/\">Home</a><li>Docs</ul></nav>\n"
-            "<main>\n")
+    head = (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
+        f"<title>{sentence(rng)} &amp; more</title>\n"
+        "<style>body { font: 14px sans-serif } .c1 > p { margin: 0 }</style>\n"
+        "<script>window.dataLayer = [{'a': 1}]; function f(a, b) { return a < b; }</script>\n"
+        '</head><body>\n<nav aria-hidden="true"><ul><li><a href="/">Home</a><li>Docs</ul></nav>\n'
+        "<main>\n"
+    )
     tail = "\n</main>\n<footer><p>&copy; 2026 Example</p></footer>\n</body></html>\n"
     parts = [head, f"<p>{html_inline(rng)}</p>"]
     total = len(head) + len(tail)
@@ -274,10 +365,21 @@ def make_csv(size: int, seed: int = 3) -> bytes:
             note = '"' + sentence(rng).replace(" ", ", ", 1) + ' He said ""ok"".' + '"'
         else:
             note = f'"{sentence(rng)}\n{sentence(rng)}"'
-        row = ",".join([str(i), name, rng.choice(["Zürich", "Montréal", "Oslo", "Paris", ""]),
-                        f"{rng.randint(0, 9999) / 100:.2f}", str(rng.randint(0, 500)),
-                        f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
-                        rng.choice(["open", "shipped", "closed", ""]), note]) + "\r\n"
+        row = (
+            ",".join(
+                [
+                    str(i),
+                    name,
+                    rng.choice(["Zürich", "Montréal", "Oslo", "Paris", ""]),
+                    f"{rng.randint(0, 9999) / 100:.2f}",
+                    str(rng.randint(0, 500)),
+                    f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
+                    rng.choice(["open", "shipped", "closed", ""]),
+                    note,
+                ]
+            )
+            + "\r\n"
+        )
         rows.append(row)
         total += len(row.encode())
     return "".join(rows).encode("utf-8")
@@ -296,8 +398,7 @@ FORMATS = {  # name → (filename, generator)
 def load_baseline(rev: str):
     """extract.py at git revision ``rev``, imported as a stand-alone module."""
     path = "src/kbdesk/ingest/extract.py"
-    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{path}"],
-                            check=True, capture_output=True).stdout
+    source = subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{path}"], check=True, capture_output=True).stdout
     module = types.ModuleType("kbdesk_extract_baseline")
     module.__file__ = f"{rev}:{path}"
     sys.modules[module.__name__] = module  # dataclasses look their module up
@@ -309,8 +410,7 @@ CLOCKS = {"cpu": time.thread_time, "wall": time.perf_counter}
 
 
 def same_output(a, b) -> bool:
-    return a.text == b.text and [(s.text, s.metadata) for s in a.sections] == \
-        [(s.text, s.metadata) for s in b.sections]
+    return a.text == b.text and [(s.text, s.metadata) for s in a.sections] == [(s.text, s.metadata) for s in b.sections]
 
 
 def human(n: int) -> str:
@@ -320,12 +420,23 @@ def human(n: int) -> str:
 def main() -> int:
     ap = parser(__doc__, quick="100 KB and 1 MB only")
     ap.add_argument("--rounds", type=int, default=5, help="at least N timed runs each (default 5)")
-    ap.add_argument("--budget", type=float, default=1.0,
-                    help="more runs (up to 50) until each side has run this many seconds (default 1)")
-    ap.add_argument("--clock", choices=CLOCKS, default="cpu",
-                    help="cpu: CPU time of this thread (default; steady on a busy machine), wall: elapsed")
-    ap.add_argument("--baseline", default=DEFAULT_BASELINE,
-                    help=f"git revision of the 'before' extract.py (default {DEFAULT_BASELINE}; 'none' to skip)")
+    ap.add_argument(
+        "--budget",
+        type=float,
+        default=1.0,
+        help="more runs (up to 50) until each side has run this many seconds (default 1)",
+    )
+    ap.add_argument(
+        "--clock",
+        choices=CLOCKS,
+        default="cpu",
+        help="cpu: CPU time of this thread (default; steady on a busy machine), wall: elapsed",
+    )
+    ap.add_argument(
+        "--baseline",
+        default=DEFAULT_BASELINE,
+        help=f"git revision of the 'before' extract.py (default {DEFAULT_BASELINE}; 'none' to skip)",
+    )
     ap.add_argument("--formats", default=",".join(FORMATS), help="comma-separated subset")
     args = ap.parse_args()
 
@@ -333,8 +444,10 @@ def main() -> int:
     old = None if args.baseline == "none" else load_baseline(args.baseline)
     max_bytes = 10 * 1024 * 1024
     print(f"Command: `{command_line()}` (from the repository root)\n")
-    print(f"Machine: {machine_line(machine_info())}; {args.clock} time, best of >= {args.rounds} alternating runs; "
-          f"1 MB = 10^6 bytes; 'before' = extract.py at git {args.baseline}\n")
+    print(
+        f"Machine: {machine_line(machine_info())}; {args.clock} time, best of >= {args.rounds} alternating runs; "
+        f"1 MB = 10^6 bytes; 'before' = extract.py at git {args.baseline}\n"
+    )
     rows = []
     for fmt in args.formats.split(","):
         filename, make = FORMATS[fmt]
@@ -343,16 +456,24 @@ def main() -> int:
             mb = len(data) / MB
             sides = [current] + ([old] if old else [])
             results = [side.extract_bytes(data, filename, max_bytes=max_bytes) for side in sides]  # also a warm-up
-            times, _ = best_of([lambda side=side: side.extract_bytes(data, filename, max_bytes=max_bytes)
-                                for side in sides], args.rounds, budget=args.budget, clock=CLOCKS[args.clock],
-                               collect=True)
+            times, _ = best_of(
+                [lambda side=side: side.extract_bytes(data, filename, max_bytes=max_bytes) for side in sides],
+                args.rounds,
+                budget=args.budget,
+                clock=CLOCKS[args.clock],
+                collect=True,
+            )
             row = {"format": fmt, "size": human(size)}
             if old:
                 row.update({"before (s)": f"{times[1]:.3f}", "before MB/s": f"{mb / times[1]:.1f}"})
             row.update({"after (s)": f"{times[0]:.3f}", "after MB/s": f"{mb / times[0]:.1f}"})
             if old:
-                row.update({"speed-up": f"{times[1] / times[0]:.1f}x",
-                            "same output": "yes" if same_output(results[1], results[0]) else "NO"})
+                row.update(
+                    {
+                        "speed-up": f"{times[1] / times[0]:.1f}x",
+                        "same output": "yes" if same_output(results[1], results[0]) else "NO",
+                    }
+                )
             rows.append(row)
             print(f"  {fmt} {human(size)}: {times[0]:.3f} s", file=sys.stderr, flush=True)
     print(markdown_table(rows, align="llrrrrrl" if old else "llrr"))

@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from kbdesk.store.driver import choose_driver  # noqa: E402
-from kbdesk.store.ids import new_ids, ordered_uuids  # noqa: E402
+from kbdesk.store.driver import choose_driver
+from kbdesk.store.ids import new_ids, ordered_uuids
 
 TEXT = "word " * 100
 

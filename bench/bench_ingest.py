@@ -53,8 +53,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -195,15 +196,19 @@ class FreeEmbedder:
         return EmbedResult(vectors=[self.pool[hash(t) % len(self.pool)] for t in texts], calls=1)
 
 
-def run_kbdesk(folder: Path, workers: int, dims: int | None = None, instrument: bool = False,
-               in_run: bool = False) -> dict[str, Any]:
+def run_kbdesk(
+    folder: Path, workers: int, dims: int | None = None, instrument: bool = False, in_run: bool = False
+) -> dict[str, Any]:
     """``in_run``: the helper process only writes copies; extraction and chunking are done
     in the run (as before they moved to the helper)."""
     from kbdesk import open_desk
     from kbdesk.ingest.helper import Helper
 
-    with workdir() as home, open_desk(home=home) as desk, \
-            _patched(Helper, "prepare", lambda *_args: None) if in_run else contextlib.nullcontext():
+    with (
+        workdir() as home,
+        open_desk(home=home) as desk,
+        _patched(Helper, "prepare", lambda *_args: None) if in_run else contextlib.nullcontext(),
+    ):
         embedder = None
         if dims:
             embedder = FreeEmbedder(dims)
@@ -230,9 +235,16 @@ def run_kbdesk(folder: Path, workers: int, dims: int | None = None, instrument: 
         after = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = [a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime for a, b in zip(after, before)]
         assert not report.failed, report.failed[:3]
-        out = {"seconds": seconds, "docs": len(report.added), "chunks": desk.kb("bench").chunk_count,
-               "statements": counts["calls"], "rows": counts["rows"], "lock_wait": lock.waited if lock else 0.0,
-               "cpu": cpu[0], "helper_cpu": cpu[1]}
+        out = {
+            "seconds": seconds,
+            "docs": len(report.added),
+            "chunks": desk.kb("bench").chunk_count,
+            "statements": counts["calls"],
+            "rows": counts["rows"],
+            "lock_wait": lock.waited if lock else 0.0,
+            "cpu": cpu[0],
+            "helper_cpu": cpu[1],
+        }
         if embedder is not None:
             calls = embedder.calls
             again = desk.add("bench", [folder], workers=workers)
@@ -266,8 +278,9 @@ def run_floor(folder: Path, extractor: bool, same_work: bool = False) -> dict[st
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("CREATE TABLE chunks (id INTEGER PRIMARY KEY, source TEXT, content TEXT)")
         tokenize = f", tokenize='{KBDESK_TOKENIZER}'" if same_work else ""
-        conn.execute(f"CREATE VIRTUAL TABLE chunks_fts USING fts5(content, content='chunks', content_rowid='id'"
-                     f"{tokenize})")
+        conn.execute(
+            f"CREATE VIRTUAL TABLE chunks_fts USING fts5(content, content='chunks', content_rowid='id'{tokenize})"
+        )
         copies = Path(tmp) / "copies"
         copies.mkdir()
         start = time.perf_counter()
@@ -283,10 +296,13 @@ def run_floor(folder: Path, extractor: bool, same_work: bool = False) -> dict[st
             else:
                 pieces = [c.content for c in chunker.split_text(data.decode("utf-8"), CHUNK, OVERLAP)]
             first = rows + 1
-            conn.executemany("INSERT INTO chunks(id, source, content) VALUES (?, ?, ?)",
-                             [(first + i, str(path), p) for i, p in enumerate(pieces)])
-            conn.executemany("INSERT INTO chunks_fts(rowid, content) VALUES (?, ?)",
-                             [(first + i, p) for i, p in enumerate(pieces)])
+            conn.executemany(
+                "INSERT INTO chunks(id, source, content) VALUES (?, ?, ?)",
+                [(first + i, str(path), p) for i, p in enumerate(pieces)],
+            )
+            conn.executemany(
+                "INSERT INTO chunks_fts(rowid, content) VALUES (?, ?)", [(first + i, p) for i, p in enumerate(pieces)]
+            )
             rows += len(pieces)
         conn.execute("COMMIT")
         seconds = time.perf_counter() - start
@@ -310,8 +326,11 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=3)
     ap.add_argument("--vectors", type=int, metavar="DIMS", help="also ingest with a free DIMS-d embedder")
     ap.add_argument("--only", choices=("small", "large"), help="one set only")
-    ap.add_argument("--in-run", action="store_true",
-                    help="also a kbdesk side that extracts and chunks in the run, not in its helper process")
+    ap.add_argument(
+        "--in-run",
+        action="store_true",
+        help="also a kbdesk side that extracts and chunks in the run, not in its helper process",
+    )
     args = ap.parse_args()
     require_scifact(args.scifact)
     rounds = args.rounds or (2 if args.quick else 3)
@@ -319,8 +338,10 @@ def main() -> None:
 
     print(f"Machine: {machine_line(machine_info())}; {args.workers} workers; best of {rounds}\n")
     rows = []
-    sets = [("small", f"{notes:,} notes of 1–3 KB (.md)", lambda f: write_notes(f, notes)),
-            ("large", f"{large} files of ~1 MB (.txt)", lambda f: write_large(f, large))]
+    sets = [
+        ("small", f"{notes:,} notes of 1–3 KB (.md)", lambda f: write_notes(f, notes)),
+        ("large", f"{large} files of ~1 MB (.txt)", lambda f: write_large(f, large)),
+    ]
     for key, label, make in sets:
         if args.only and args.only != key:
             continue
@@ -328,37 +349,59 @@ def main() -> None:
             folder = tmp / "corpus"
             mb = make(folder) / 1e6
             counted = run_kbdesk(folder, args.workers, instrument=True)
-            sides = [lambda: run_kbdesk(folder, args.workers),
-                     lambda: run_floor(folder, extractor=False),
-                     lambda: run_floor(folder, extractor=True),
-                     lambda: run_floor(folder, extractor=True, same_work=True)]
+            sides = [
+                lambda: run_kbdesk(folder, args.workers),
+                lambda: run_floor(folder, extractor=False),
+                lambda: run_floor(folder, extractor=True),
+                lambda: run_floor(folder, extractor=True, same_work=True),
+            ]
             if args.in_run:
                 sides.append(lambda: run_kbdesk(folder, args.workers, in_run=True))
             ours, floor, floor_x, same, *in_run = best_seconds(sides, rounds)
             files = counted["docs"]
-            rows.append({"set": f"{label}, {mb:.1f} MB", "kbdesk MB/s": f"{mb / ours:.1f}",
-                         "floor MB/s": f"{mb / floor:.1f}", "kbdesk ÷ floor": f"{floor / ours:.2f}",
-                         "floor + extractor MB/s": f"{mb / floor_x:.1f}",
-                         "kbdesk ÷ floor + extractor": f"{floor_x / ours:.2f}",
-                         "same work by hand MB/s": f"{mb / same:.1f}", "kbdesk ÷ same work": f"{same / ours:.2f}",
-                         "kbdesk CPU s (helper)": f"{counted['cpu']:.2f} ({counted['helper_cpu']:.2f})",
-                         "statements (rows) per file": f"{counted['statements'] / files:.2f} "
-                                                       f"({counted['rows'] / files:.1f})",
-                         "lock wait s": f"{counted['lock_wait']:.2f}", "chunks": counted["chunks"]})
+            rows.append(
+                {
+                    "set": f"{label}, {mb:.1f} MB",
+                    "kbdesk MB/s": f"{mb / ours:.1f}",
+                    "floor MB/s": f"{mb / floor:.1f}",
+                    "kbdesk ÷ floor": f"{floor / ours:.2f}",
+                    "floor + extractor MB/s": f"{mb / floor_x:.1f}",
+                    "kbdesk ÷ floor + extractor": f"{floor_x / ours:.2f}",
+                    "same work by hand MB/s": f"{mb / same:.1f}",
+                    "kbdesk ÷ same work": f"{same / ours:.2f}",
+                    "kbdesk CPU s (helper)": f"{counted['cpu']:.2f} ({counted['helper_cpu']:.2f})",
+                    "statements (rows) per file": f"{counted['statements'] / files:.2f} "
+                    f"({counted['rows'] / files:.1f})",
+                    "lock wait s": f"{counted['lock_wait']:.2f}",
+                    "chunks": counted["chunks"],
+                }
+            )
             if in_run:
-                rows.append({"set": f"{label}: kbdesk, extraction in the run", "kbdesk MB/s": f"{mb / in_run[0]:.1f}",
-                             "kbdesk ÷ floor": f"{floor / in_run[0]:.2f}",
-                             "kbdesk ÷ same work": f"{same / in_run[0]:.2f}"})
-            print(f"  {key}: kbdesk {ours:.2f} s, floor {floor:.2f} s, floor + extractor {floor_x:.2f} s, "
-                  f"same work by hand {same:.2f} s",
-                  file=sys.stderr, flush=True)
+                rows.append(
+                    {
+                        "set": f"{label}: kbdesk, extraction in the run",
+                        "kbdesk MB/s": f"{mb / in_run[0]:.1f}",
+                        "kbdesk ÷ floor": f"{floor / in_run[0]:.2f}",
+                        "kbdesk ÷ same work": f"{same / in_run[0]:.2f}",
+                    }
+                )
+            print(
+                f"  {key}: kbdesk {ours:.2f} s, floor {floor:.2f} s, floor + extractor {floor_x:.2f} s, "
+                f"same work by hand {same:.2f} s",
+                file=sys.stderr,
+                flush=True,
+            )
             if args.vectors:
                 with_vectors = run_kbdesk(folder, args.workers, dims=args.vectors)
-                rows.append({"set": f"{label}, {args.vectors}-d free embedder",
-                             "kbdesk MB/s": f"{mb / with_vectors['seconds']:.1f}",
-                             "statements (rows) per file": f"embed calls {with_vectors['embed_calls']}, "
-                                                           f"re-add calls {with_vectors['readd_calls']}",
-                             "chunks": with_vectors["chunks"]})
+                rows.append(
+                    {
+                        "set": f"{label}, {args.vectors}-d free embedder",
+                        "kbdesk MB/s": f"{mb / with_vectors['seconds']:.1f}",
+                        "statements (rows) per file": f"embed calls {with_vectors['embed_calls']}, "
+                        f"re-add calls {with_vectors['readd_calls']}",
+                        "chunks": with_vectors["chunks"],
+                    }
+                )
     print(markdown_table(rows))
     print(f"\ncommand: {command_line()}")
 

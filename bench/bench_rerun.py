@@ -24,7 +24,7 @@ from harness import ROOT, kbdesk_cli, parser, save_result, timed
 
 sys.path.insert(0, str(ROOT / "tests"))
 
-from pdf_builders import encrypt, make_pdf, text_page  # noqa: E402
+from pdf_builders import encrypt, make_pdf, text_page
 
 
 def build(folder: Path, good: int, broken: int) -> None:
@@ -45,8 +45,11 @@ def build(folder: Path, good: int, broken: int) -> None:
 
 def timed_add(env: dict[str, str], folder: Path, *extra: str) -> tuple[float, dict]:
     """One ``kbdesk add`` in a fresh process: its wall time and its JSON report."""
-    elapsed, run = timed(lambda: subprocess.run(kbdesk_cli("add", "bench", folder, "--json", "-q", *extra),
-                                                env=env, capture_output=True, text=True))
+    elapsed, run = timed(
+        lambda: subprocess.run(
+            kbdesk_cli("add", "bench", folder, "--json", "-q", *extra), env=env, capture_output=True, text=True
+        )
+    )
     if run.returncode not in (0, 3):
         raise SystemExit(run.stderr)
     return elapsed, json.loads(run.stdout)
@@ -67,10 +70,14 @@ def main() -> None:
         forced, r3 = timed_add(env, folder, "--retry-failed")
     result = {
         "files": {"good": args.good, "broken": args.broken},
-        "first_add_s": round(first, 2), "first_failed": len(r1["failed"]),
-        "rerun_s": round(again, 2), "rerun_known_failures": len(r2["known_failures"]),
-        "rerun_failed": len(r2["failed"]), "rerun_unchanged": len(r2["unchanged"]),
-        "retry_failed_s": round(forced, 2), "retry_failed_failed": len(r3["failed"]),
+        "first_add_s": round(first, 2),
+        "first_failed": len(r1["failed"]),
+        "rerun_s": round(again, 2),
+        "rerun_known_failures": len(r2["known_failures"]),
+        "rerun_failed": len(r2["failed"]),
+        "rerun_unchanged": len(r2["unchanged"]),
+        "retry_failed_s": round(forced, 2),
+        "retry_failed_failed": len(r3["failed"]),
         "rerun_vs_retry": round(again / forced, 3),
     }
     save_result("rerun", result)

@@ -50,13 +50,36 @@ from typing import Any
 import numpy as np
 
 import scifact
-from harness import (command_line, load_result, machine_info, malloc_trim, paired_ratios, parser,
-                     rss_mb, rss_now, run_in_child, save_result, scratch_dir, summary, timed, timed_rounds)
+from harness import (
+    command_line,
+    load_result,
+    machine_info,
+    malloc_trim,
+    paired_ratios,
+    parser,
+    rss_mb,
+    rss_now,
+    run_in_child,
+    save_result,
+    scratch_dir,
+    summary,
+    timed,
+    timed_rounds,
+)
 from harness.paths import RESULTS, require_scifact, results_dir, scifact_dir
 from harness.timing import repeat
 from reports import scale as report
-from vector_kb import (build_kb_db, cached_meta, exact_top, fts_rows_matched, kb_id_of, overlap, raw_connection,
-                       remove_matrix_files, unit)
+from vector_kb import (
+    build_kb_db,
+    cached_meta,
+    exact_top,
+    fts_rows_matched,
+    kb_id_of,
+    overlap,
+    raw_connection,
+    remove_matrix_files,
+    unit,
+)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -107,8 +130,10 @@ def embeddings() -> dict[str, Any]:
         from sentence_transformers import SentenceTransformer
 
         conn = raw_connection(f"file:{EVAL_DB}?mode=ro")
-        rows = conn.execute("SELECT content, embedding FROM kb_chunks WHERE embedding IS NOT NULL "
-                            "AND length(embedding) = 1536 ORDER BY seq").fetchall()
+        rows = conn.execute(
+            "SELECT content, embedding FROM kb_chunks WHERE embedding IS NOT NULL "
+            "AND length(embedding) = 1536 ORDER BY seq"
+        ).fetchall()
         conn.close()
     if not rows:
         out = synthetic_embeddings(scifact.pieces(), len(queries))
@@ -117,8 +142,9 @@ def embeddings() -> dict[str, Any]:
         t = time.perf_counter()
 
         def enc(texts: list[str]) -> np.ndarray:
-            return model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
-                                show_progress_bar=False).astype(np.float32)
+            return model.encode(
+                texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+            ).astype(np.float32)
 
         texts = [r[0] for r in rows]
         e_pieces = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), 384).copy()
@@ -128,10 +154,15 @@ def embeddings() -> dict[str, Any]:
         sample = rng.sample(range(len(texts)), CALIBRATION_SAMPLE)
         e_copies = enc([scifact.perturb(texts[i], rng) for i in sample])
         copy_cos = (e_copies * e_pieces[sample]).sum(axis=1)
-        out = {"format": np.asarray(EMB_FORMAT), "pieces": e_pieces, "queries": e_queries,
-               "copy_cos": copy_cos.astype(np.float32),
-               "source": np.asarray("all-MiniLM-L6-v2 (SciFact chunks of bench/eval_beir.py's KB)"),
-               "seconds": np.asarray(time.perf_counter() - t), "texts": texts}
+        out = {
+            "format": np.asarray(EMB_FORMAT),
+            "pieces": e_pieces,
+            "queries": e_queries,
+            "copy_cos": copy_cos.astype(np.float32),
+            "source": np.asarray("all-MiniLM-L6-v2 (SciFact chunks of bench/eval_beir.py's KB)"),
+            "seconds": np.asarray(time.perf_counter() - t),
+            "texts": texts,
+        }
     results_dir()
     (RESULTS / "scale-pieces.json").write_text(json.dumps(out["texts"]))
     np.savez(cache, **{k: v for k, v in out.items() if k != "texts"})
@@ -145,17 +176,29 @@ def synthetic_embeddings(texts: list[str], queries: int, d: int = 384) -> dict[s
     centres = unit(rng.standard_normal((max(pieces // 20, 1), d), dtype=np.float32))
     e_pieces = unit(centres[rng.integers(0, len(centres), pieces)] + 0.6 * unit(rng.standard_normal((pieces, d))))
     e_queries = unit(e_pieces[rng.integers(0, pieces, queries)] + 0.9 * unit(rng.standard_normal((queries, d))))
-    return {"format": np.asarray(EMB_FORMAT), "pieces": e_pieces, "queries": e_queries,
-            "copy_cos": np.full(64, 0.93, np.float32), "source": np.asarray("synthetic (no bench extra)"),
-            "seconds": np.asarray(0.0), "texts": texts}
+    return {
+        "format": np.asarray(EMB_FORMAT),
+        "pieces": e_pieces,
+        "queries": e_queries,
+        "copy_cos": np.full(64, 0.93, np.float32),
+        "source": np.asarray("synthetic (no bench extra)"),
+        "seconds": np.asarray(0.0),
+        "texts": texts,
+    }
 
 
 def embedding_summary() -> dict[str, Any]:
     """Where the vectors come from and how the copies' noise was calibrated (for the report)."""
     e = embeddings()
-    return {"source": str(e["source"]), "pieces": int(len(e["pieces"])), "queries": int(len(e["queries"])),
-            "copy_cos_mean": float(np.mean(e["copy_cos"])), "copy_cos_p5": float(np.percentile(e["copy_cos"], 5)),
-            "noise_scale": noise_scale(e), "seconds": float(e["seconds"])}
+    return {
+        "source": str(e["source"]),
+        "pieces": len(e["pieces"]),
+        "queries": len(e["queries"]),
+        "copy_cos_mean": float(np.mean(e["copy_cos"])),
+        "copy_cos_p5": float(np.percentile(e["copy_cos"], 5)),
+        "noise_scale": noise_scale(e),
+        "seconds": float(e["seconds"]),
+    }
 
 
 def noise_scale(emb: dict[str, Any]) -> float:
@@ -173,8 +216,9 @@ def projection(d: int) -> np.ndarray | None:
     return (rng.standard_normal((384, d), dtype=np.float32) / np.sqrt(d)).astype(np.float32)
 
 
-def make_vectors(emb: dict[str, Any], base: np.ndarray, start: int, d: int, proj: np.ndarray | None,
-                 scale: float) -> np.ndarray:
+def make_vectors(
+    emb: dict[str, Any], base: np.ndarray, start: int, d: int, proj: np.ndarray | None, scale: float
+) -> np.ndarray:
     """Vectors of chunks ``start .. start + len(base)``: the piece's embedding (mapped to d),
     plus noise for the copies (chunk index >= number of pieces)."""
     e = emb["pieces"][base]
@@ -210,9 +254,17 @@ def build(n: int, d: int) -> dict[str, Any]:
     def vectors(start: int, stop: int) -> list[bytes]:  # already unit float32
         return [row.tobytes() for row in make_vectors(emb, base[start:stop], start, d, proj, scale)]
 
-    return build_kb_db(db_path(n, d), fmt=DB_FORMAT, d=d, texts=texts, vectors=vectors, backend="numpy",
-                       doc_chunks=DOC_CHUNKS, kb_name=KB_NAME,
-                       extra={"noise_scale": scale, "vectors_from": str(emb["source"])})
+    return build_kb_db(
+        db_path(n, d),
+        fmt=DB_FORMAT,
+        d=d,
+        texts=texts,
+        vectors=vectors,
+        backend="numpy",
+        doc_chunks=DOC_CHUNKS,
+        kb_name=KB_NAME,
+        extra={"noise_scale": scale, "vectors_from": str(emb["source"])},
+    )
 
 
 # ── measuring (child process) ──────────────────────────────────────────────────
@@ -240,12 +292,18 @@ def fts_terms(text: str) -> list[str]:
 def measure(n: int, d: int, queries: int, warmup: int, vec0_bits: bool) -> dict[str, Any]:
     from kbdesk import open_desk
     from kbdesk.config import parse_config
-    from kbdesk.store.quantized import (DEFAULT_OVERSAMPLE, MIN_RESCORE, PRESELECT, asymmetric_scores, hamming,
-                                        nearest, sign_bits)
+    from kbdesk.store.quantized import (
+        DEFAULT_OVERSAMPLE,
+        MIN_RESCORE,
+        PRESELECT,
+        asymmetric_scores,
+        hamming,
+        nearest,
+        sign_bits,
+    )
 
     path = db_path(n, d)
-    res: dict[str, Any] = {"n": n, "d": d, "loadavg_start": os.getloadavg()[0], "rss": {"start": rss_now()},
-                           "once": {}}
+    res: dict[str, Any] = {"n": n, "d": d, "loadavg_start": os.getloadavg()[0], "rss": {"start": rss_now()}, "once": {}}
     once, rss = res["once"], res["rss"]
     emb = embeddings()
     total = warmup + queries
@@ -261,6 +319,7 @@ def measure(n: int, d: int, queries: int, warmup: int, vec0_bits: bool) -> dict[
     conn.close()
     remove_matrix_files(path)  # and the matrix file: its write is measured too
     with scratch_dir("home-") as home:
+
         def desk_with(quantize_above: int, matrix_files: bool = True) -> Any:
             cfg = parse_config({"vector": {"backend": "numpy", "quantize_above": quantize_above}})
             desk = open_desk(db=path, home=home, config=cfg)
@@ -327,8 +386,9 @@ def measure(n: int, d: int, queries: int, warmup: int, vec0_bits: bool) -> dict[
             "quantised, rescored from SQLite: desk.search": lambda i: vsearch(desk_qs, i),
             "part: Hamming scan": lambda i: hamming(codes.words, qbits[i]),
             "part: Hamming scan, 1 thread": lambda i: hamming(codes.words, qbits[i], threads=1),
-            "part: preselection (Hamming, then bits x query)":
-                lambda i: qidx.candidates(store_q, kb.id, d, qv[i], r_default),
+            "part: preselection (Hamming, then bits x query)": lambda i: qidx.candidates(
+                store_q, kb.id, d, qv[i], r_default
+            ),
             "what-if: quantised, rescored in memory": in_memory_rescore,
         }
         times, outputs = timed_rounds(methods, queries, warmup)
@@ -342,11 +402,13 @@ def measure(n: int, d: int, queries: int, warmup: int, vec0_bits: bool) -> dict[
 
         res["recall_at_10"] = {
             "quantised: index": overlap(top_seqs("quantised: index"), exact10, LIMIT),
-            "quantised, rescored from SQLite: index": overlap(top_seqs("quantised, rescored from SQLite: index"),
-                                                              exact10, LIMIT),
+            "quantised, rescored from SQLite: index": overlap(
+                top_seqs("quantised, rescored from SQLite: index"), exact10, LIMIT
+            ),
             "exact: index": overlap(top_seqs("exact: index"), exact10, LIMIT),
-            "quantised: desk.search vs exact desk.search": overlap(outputs["quantised: desk.search"],
-                                                                   outputs["exact: desk.search"], LIMIT),
+            "quantised: desk.search vs exact desk.search": overlap(
+                outputs["quantised: desk.search"], outputs["exact: desk.search"], LIMIT
+            ),
             "what-if: rescored in memory": overlap(outputs["what-if: quantised, rescored in memory"], exact10, LIMIT),
         }
 
@@ -368,8 +430,15 @@ def measure(n: int, d: int, queries: int, warmup: int, vec0_bits: bool) -> dict[
                     rows = np.fromiter((row_of[int(x)] for x in cs), dtype=np.int64, count=cs.size)
                     got = set(cs[np.argsort(-(matrix[rows] @ q))[:LIMIT]].tolist())
                     hits[f"{kind} {r}"].append(len(got & exact) / LIMIT)
-        res["recall_sweep"] = {key: {"mean": float(np.mean(h)), "p5": float(np.percentile(h, 5)),
-                                     "min": float(np.min(h)), "queries": len(h)} for key, h in hits.items()}
+        res["recall_sweep"] = {
+            key: {
+                "mean": float(np.mean(h)),
+                "p5": float(np.percentile(h, 5)),
+                "min": float(np.min(h)),
+                "queries": len(h),
+            }
+            for key, h in hits.items()
+        }
 
         # keyword and hybrid, SciFact claims with their own embeddings
         res["text"] = measure_text(desk_q, desk_x, kb.id, n, qt, qv, queries, warmup)
@@ -377,8 +446,11 @@ def measure(n: int, d: int, queries: int, warmup: int, vec0_bits: bool) -> dict[
 
         # a write into the big KB: its bits go in with it; the next search reloads the codes
         vectors = make_vectors(emb, np.arange(500), 10**9, d, projection(d), noise_scale(emb))
-        once["add_500_s"], doc = timed(lambda: desk_q.add_document(kb.id, "incremental.txt", emb["texts"][:500],
-                                                                   vectors=[v.tobytes() for v in vectors]))
+        once["add_500_s"], doc = timed(
+            lambda: desk_q.add_document(
+                kb.id, "incremental.txt", emb["texts"][:500], vectors=[v.tobytes() for v in vectors]
+            )
+        )
         once["search_after_write_s"], _ = timed(lambda: store_q.vector_candidates(kb.id, d, qv[0], POOL))
         once["delete_500_s"], _ = timed(lambda: desk_q.delete_document(doc.id))
         store_q.vector_candidates(kb.id, d, qv[0], POOL)  # stale file: rescored from SQLite, rewritten behind
@@ -393,8 +465,9 @@ def measure(n: int, d: int, queries: int, warmup: int, vec0_bits: bool) -> dict[
     return res
 
 
-def measure_text(desk_q: Any, desk_x: Any, kb_id: str, n: int, qt: list[str], qv: np.ndarray,
-                 queries: int, warmup: int) -> dict[str, Any]:
+def measure_text(
+    desk_q: Any, desk_x: Any, kb_id: str, n: int, qt: list[str], qv: np.ndarray, queries: int, warmup: int
+) -> dict[str, Any]:
     from kbdesk.config import parse_config
     from kbdesk.store.lookup import fts_query
 
@@ -404,11 +477,14 @@ def measure_text(desk_q: Any, desk_x: Any, kb_id: str, n: int, qt: list[str], qv
     default_desk = desk_q if threshold and n > threshold else desk_x
 
     def search(desk: Any, i: int, mode: str) -> Any:
-        return desk.search([kb_id], qt[i], query_vector=None if mode == "keyword" else qv[i], limit=LIMIT,
-                           threshold=0.0, mode=mode)
+        return desk.search(
+            [kb_id], qt[i], query_vector=None if mode == "keyword" else qv[i], limit=LIMIT, threshold=0.0, mode=mode
+        )
 
-    alone = ("SELECT rowid, -bm25(kb_chunks_fts) AS score FROM kb_chunks_fts WHERE kb_chunks_fts MATCH ? "
-             "ORDER BY score DESC, rowid LIMIT ?")
+    alone = (
+        "SELECT rowid, -bm25(kb_chunks_fts) AS score FROM kb_chunks_fts WHERE kb_chunks_fts MATCH ? "
+        "ORDER BY score DESC, rowid LIMIT ?"
+    )
     methods: dict[str, Callable[[int], Any]] = {
         "keyword: desk.search": lambda i: search(desk_x, i, "keyword"),
         "hybrid: desk.search (default path)": lambda i: search(default_desk, i, "hybrid"),
@@ -424,8 +500,9 @@ def measure_text(desk_q: Any, desk_x: Any, kb_id: str, n: int, qt: list[str], qv
         "default_path": "quantised" if default_desk is desk_q else "exact",
         "terms_mean": float(np.mean([len(fts_terms(qt[i])) for i in timed_q])),
         "rows_matched_mean": fts_rows_matched(conn, [fts_query(qt[i]) for i in timed_q[:20]]),
-        "slowest_keyword_queries": sorted(((times["keyword: desk.search"][j] * 1e3, qt[i])
-                                           for j, i in enumerate(timed_q)), reverse=True)[:3],
+        "slowest_keyword_queries": sorted(
+            ((times["keyword: desk.search"][j] * 1e3, qt[i]) for j, i in enumerate(timed_q)), reverse=True
+        )[:3],
     }
 
 
@@ -483,20 +560,23 @@ def keyword_quality(n: int, d: int, count: int) -> dict[str, Any]:
     piece_doc = []
     for text in emb["texts"]:  # which SciFact document each piece was cut from
         text = space.sub(" ", text)
-        at = corpus.find(text[len(text) // 3: len(text) // 3 + 50])
+        at = corpus.find(text[len(text) // 3 : len(text) // 3 + 50])
         piece_doc.append(ids[bisect.bisect_right(starts, at) - 1] if at >= 0 else None)
     out: dict[str, Any] = {"n": n, "d": d, "mapped": sum(x is not None for x in piece_doc), "pieces": len(piece_doc)}
     with scratch_dir("home-") as home, open_desk(db=db_path(n, d), home=home, backend="numpy") as desk:
         store = desk.store
         conn = store.connection()
         first = conn.execute("SELECT min(seq) FROM kb_chunks").fetchone()[0]
-        sql = ("SELECT rowid, -bm25(kb_chunks_fts) AS s FROM kb_chunks_fts WHERE kb_chunks_fts MATCH ? "
-               "ORDER BY s DESC, rowid LIMIT 3000")
+        sql = (
+            "SELECT rowid, -bm25(kb_chunks_fts) AS s FROM kb_chunks_fts WHERE kb_chunks_fts MATCH ? "
+            "ORDER BY s DESC, rowid LIMIT 3000"
+        )
         qids = [q for q in ds.qrels if q in ds.queries][:count]
         budget, factor = lookup.KEYWORD_POSTINGS_BUDGET, lookup.SCORED_TERM_BUDGETS
         variants = [("unbounded (stopwords out)", None, factor)] + [
             (f"gate {b // 1000}k, scored terms <= {f} x gate", b, f)
-            for b, f in [(budget, factor), (budget * 2, factor), (budget, 1)]]
+            for b, f in [(budget, factor), (budget * 2, factor), (budget, 1)]
+        ]
         out["variants"] = {}
         try:
             for name, b, f in variants:
@@ -515,8 +595,12 @@ def keyword_quality(n: int, d: int, count: int) -> dict[str, Any]:
                                 break
                     nd.append(ndcg_at(docs, ds.qrels[q]))
                     rc.append(recall_at(docs, ds.qrels[q], LIMIT))
-                out["variants"][name] = {"ndcg@10": float(np.mean(nd)), "recall@10": float(np.mean(rc)),
-                                         "top3000_ms": summary(ts), "queries": len(qids)}
+                out["variants"][name] = {
+                    "ndcg@10": float(np.mean(nd)),
+                    "recall@10": float(np.mean(rc)),
+                    "top3000_ms": summary(ts),
+                    "queries": len(qids),
+                }
         finally:
             lookup.SCORED_TERM_BUDGETS = factor
     return out
@@ -533,9 +617,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--no-doc", action="store_true", help=f"do not rewrite {report.DOC.relative_to(report.ROOT)}")
     ap.add_argument("--doc", action="store_true", help="rewrite the doc even for --quick or --sets")
     ap.add_argument("--build-only", action="store_true", help="build (or keep) the databases, measure nothing")
-    ap.add_argument("--keyword-quality", action="store_true",
-                    help="only: doc-level nDCG of bounded vs unbounded keyword search on 1M x 384 (or the first "
-                         "of --sets; into the doc)")
+    ap.add_argument(
+        "--keyword-quality",
+        action="store_true",
+        help="only: doc-level nDCG of bounded vs unbounded keyword search on 1M x 384 (or the first "
+        "of --sets; into the doc)",
+    )
     args = ap.parse_args(argv)
     require_scifact(args.scifact)
     sets = parse_sets(args.sets or (QUICK_SETS if args.quick else FULL_SETS))
@@ -548,8 +635,14 @@ def main(argv: list[str] | None = None) -> None:
         return
     queries = args.queries or (40 if args.quick else 100)
     started = time.time()
-    result: dict[str, Any] = {"command": command_line(argv), "started": time.strftime("%Y-%m-%d %H:%M"),
-                              "machine": machine_info(), "queries": queries, "warmup": args.warmup, "sets": []}
+    result: dict[str, Any] = {
+        "command": command_line(argv),
+        "started": time.strftime("%Y-%m-%d %H:%M"),
+        "machine": machine_info(),
+        "queries": queries,
+        "warmup": args.warmup,
+        "sets": [],
+    }
     result["embeddings"] = run_in_child(embedding_summary)
     for n, d in sets:
         meta = None if args.rebuild else cached_meta(db_path(n, d), DB_FORMAT, n, d)
@@ -559,8 +652,9 @@ def main(argv: list[str] | None = None) -> None:
         if args.build_only:
             continue
         print(f"measuring {report.set_name(n, d)} ...", flush=True)
-        res = run_in_child(measure, n=n, d=d, queries=queries, warmup=args.warmup,
-                           vec0_bits=not args.no_vec0_bits and n >= 1_000_000)
+        res = run_in_child(
+            measure, n=n, d=d, queries=queries, warmup=args.warmup, vec0_bits=not args.no_vec0_bits and n >= 1_000_000
+        )
         res["build"] = {"cached": True, **meta}
         result["sets"].append(res)
         print(report.short_summary(res), flush=True)
@@ -568,8 +662,9 @@ def main(argv: list[str] | None = None) -> None:
         return
     result["wall_min"] = (time.time() - started) / 60
     save_result(f"scale-{'quick' if args.quick else 'custom' if args.sets else 'full'}", result)
-    text = report.render(result, load_result("scale-keyword-quality"), limit=LIMIT, pool=POOL,
-                         calibration=CALIBRATION_SAMPLE)
+    text = report.render(
+        result, load_result("scale-keyword-quality"), limit=LIMIT, pool=POOL, calibration=CALIBRATION_SAMPLE
+    )
     print(text)
     if (not (args.quick or args.sets) or args.doc) and not args.no_doc:
         report.write_doc(text)

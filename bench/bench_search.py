@@ -52,13 +52,39 @@ from typing import Any
 import numpy as np
 
 import scifact
-from harness import (command_line, file_mb, machine_info, malloc_trim, paired_ratios, parser, peak_rss_mb,
-                     rss_mb, rss_now, run_in_child, save_result, scratch_dir, summary, timed, timed_rounds)
+from harness import (
+    command_line,
+    file_mb,
+    machine_info,
+    malloc_trim,
+    paired_ratios,
+    parser,
+    peak_rss_mb,
+    rss_mb,
+    rss_now,
+    run_in_child,
+    save_result,
+    scratch_dir,
+    summary,
+    timed,
+    timed_rounds,
+)
 from harness.blas import OpenBlas
 from harness.paths import RESULTS, require_scifact
 from reports import search as report
-from vector_kb import (KB_NAME, build_kb_db, cached_meta, exact_top, fts_rows_matched, kb_id_of, load_matrix,
-                       overlap, raw_connection, remove_matrix_files, unit_rows)
+from vector_kb import (
+    KB_NAME,
+    build_kb_db,
+    cached_meta,
+    exact_top,
+    fts_rows_matched,
+    kb_id_of,
+    load_matrix,
+    overlap,
+    raw_connection,
+    remove_matrix_files,
+    unit_rows,
+)
 
 DB_FORMAT = "kbdesk-search-bench-db/1"  # bump when the generated data changes
 DOC_CHUNKS = 500  # chunks per document (one add_document transaction each)
@@ -92,8 +118,15 @@ def build(n: int, d: int) -> dict[str, Any]:
     """SciFact pieces (then perturbed copies) with random unit vectors, through the sqlite-vec desk."""
     rng = np.random.default_rng([n, d, 7])
     texts, _ = scifact.chunk_texts(n, scifact.pieces())
-    return build_kb_db(db_path(n, d), fmt=DB_FORMAT, d=d, texts=texts, backend="sqlite-vec",
-                       doc_chunks=DOC_CHUNKS, vectors=lambda start, stop: unit_rows(rng, stop - start, d))
+    return build_kb_db(
+        db_path(n, d),
+        fmt=DB_FORMAT,
+        d=d,
+        texts=texts,
+        backend="sqlite-vec",
+        doc_chunks=DOC_CHUNKS,
+        vectors=lambda start, stop: unit_rows(rng, stop - start, d),
+    )
 
 
 # ── measuring (child process) ──────────────────────────────────────────────────
@@ -122,8 +155,7 @@ def ingest_once(desk: Any, kb_id: str, d: int, chunks: list[str], tag: str) -> d
     return {"add_s": added, "delete_s": deleted, "chunks": len(chunks)}
 
 
-FRESH_PATHS = {"default (matrix file)": ("auto", True), "sqlite-vec": ("sqlite-vec", False),
-               "numpy": ("numpy", False)}
+FRESH_PATHS = {"default (matrix file)": ("auto", True), "sqlite-vec": ("sqlite-vec", False), "numpy": ("numpy", False)}
 _FRESH = """
 import json, sys, time
 t0 = time.perf_counter()
@@ -148,24 +180,35 @@ def fresh_processes(path: Path, home: Path, d: int, rounds: int) -> dict[str, An
     import json
     import subprocess
 
-    out: dict[str, dict[str, list[float]]] = {name: {"wall_s": [], "search_s": [], "peak_rss_mb": []}
-                                              for name in FRESH_PATHS}
+    out: dict[str, dict[str, list[float]]] = {
+        name: {"wall_s": [], "search_s": [], "peak_rss_mb": []} for name in FRESH_PATHS
+    }
     names = list(FRESH_PATHS)
     for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        for name in names[r % len(names) :] + names[: r % len(names)]:
             backend, files = FRESH_PATHS[name]
             t = time.perf_counter()
-            done = subprocess.run([sys.executable, "-c", _FRESH, str(path), str(home), backend, "1" if files else "0",
-                                   str(d), str(r)], capture_output=True, text=True, check=True)
+            done = subprocess.run(
+                [sys.executable, "-c", _FRESH, str(path), str(home), backend, "1" if files else "0", str(d), str(r)],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             wall = time.perf_counter() - t
             got = json.loads(done.stdout)
             assert got["hits"] == LIMIT, got
             out[name]["wall_s"].append(wall)
             out[name]["search_s"].append(got["search_s"])
             out[name]["peak_rss_mb"].append(got["peak_rss_mb"])
-    return {name: {"wall": summary(v["wall_s"]), "search": summary(v["search_s"]),
-                   "peak_rss_mb_median": float(np.median(v["peak_rss_mb"])),
-                   "peak_rss_mb_max": float(np.max(v["peak_rss_mb"]))} for name, v in out.items()}
+    return {
+        name: {
+            "wall": summary(v["wall_s"]),
+            "search": summary(v["search_s"]),
+            "peak_rss_mb_median": float(np.median(v["peak_rss_mb"])),
+            "peak_rss_mb_max": float(np.max(v["peak_rss_mb"])),
+        }
+        for name, v in out.items()
+    }
 
 
 def measure(spec: dict[str, Any], queries: int, warmup: int, fresh_rounds: int = 15) -> dict[str, Any]:
@@ -175,8 +218,7 @@ def measure(spec: dict[str, Any], queries: int, warmup: int, fresh_rounds: int =
     n, d = spec["n"], spec["d"]
     path = db_path(n, d)
     blas = OpenBlas()
-    res: dict[str, Any] = {"spec": spec, "loadavg_start": os.getloadavg()[0], "rss": {"start": rss_now()},
-                           "once": {}}
+    res: dict[str, Any] = {"spec": spec, "loadavg_start": os.getloadavg()[0], "rss": {"start": rss_now()}, "once": {}}
     once, rss = res["once"], res["rss"]
 
     # every run measures an index build from scratch: mark the vec0 index stale
@@ -203,8 +245,7 @@ def measure(spec: dict[str, Any], queries: int, warmup: int, fresh_rounds: int =
         qv = unit_rows(np.random.default_rng([n, d, 99]), warmup + queries + 1, d)
 
         def vsearch(desk: Any, i: int) -> Any:
-            return desk.search([kb.id], "bench query", query_vector=qv[i], limit=LIMIT, threshold=0.0,
-                               mode="vector")
+            return desk.search([kb.id], "bench query", query_vector=qv[i], limit=LIMIT, threshold=0.0, mode="vector")
 
         # one-off costs, in this order: sqlite-vec index build, numpy matrix load
         once["first_search_sqlite_vec_s"], _ = timed(lambda: vsearch(desk_vec, -1))
@@ -235,8 +276,7 @@ def measure(spec: dict[str, Any], queries: int, warmup: int, fresh_rounds: int =
         # what-if: kbdesk's own vec0 query on a connection with memory-mapped I/O
         mconn = raw_connection(path)
         mconn.execute(f"PRAGMA mmap_size = {int(file_mb(path) * 1e6 * 2)}")
-        msql = (f"SELECT rowid, distance FROM {vec_table(kb.id)} WHERE embedding MATCH ? AND k = ? "
-                "ORDER BY distance")
+        msql = f"SELECT rowid, distance FROM {vec_table(kb.id)} WHERE embedding MATCH ? AND k = ? ORDER BY distance"
         methods: dict[str, Callable[[int], Any]] = {
             "default (matrix file)": lambda i: vsearch(desk_mf, i),
             "matrix file index": lambda i: store_mf.vector_candidates(kb.id, d, qv[i], LIMIT),
@@ -248,11 +288,14 @@ def measure(spec: dict[str, Any], queries: int, warmup: int, fresh_rounds: int =
             "what-if: vec0 query with mmap": lambda i: mconn.execute(msql, (qv[i].tobytes(), LIMIT)).fetchall(),
         }
         if blas.lib:
+
             def one_thread(fn: Callable[[int], Any]) -> Callable[[int], Any]:
                 def run(i: int) -> Any:
                     with blas.threads(1):
                         return fn(i)
+
                 return run
+
             methods["baseline 1 thread"] = one_thread(lambda i: exact_top(matrix, qv[i], LIMIT))
             methods["numpy 1 thread"] = one_thread(lambda i: vsearch(desk_np, i))
         times, outputs = timed_rounds(methods, queries, warmup)
@@ -263,8 +306,10 @@ def measure(spec: dict[str, Any], queries: int, warmup: int, fresh_rounds: int =
 
         # agreement with exact search (top-10 sets) and the similarity values returned
         exact = [seqs[top].tolist() for top in outputs["baseline"]]
-        res["recall_at_10"] = {name: overlap([[s for s, _ in hits] for hits in outputs[name]], exact, LIMIT)
-                               for name in ("sqlite-vec index", "numpy index", "matrix file index")}
+        res["recall_at_10"] = {
+            name: overlap([[s for s, _ in hits] for hits in outputs[name]], exact, LIMIT)
+            for name in ("sqlite-vec index", "numpy index", "matrix file index")
+        }
         worst = 0.0
         for i, hits in enumerate(outputs["sqlite-vec index"]):
             for seq, sim in hits:
@@ -313,15 +358,20 @@ def measure_text(desk_vec: Any, desk_np: Any, kb_id: str, d: int, queries: int, 
     qv = unit_rows(np.random.default_rng([d, 1234]), warmup + queries, d)
     store = desk_vec.store
     conn = store.connection()
-    join_sql = ("SELECT f.rowid, -bm25(kb_chunks_fts) AS score FROM kb_chunks_fts f "
-                "JOIN kb_chunks c ON c.seq = f.rowid WHERE kb_chunks_fts MATCH ? AND c.kb_id IN (?) "
-                "ORDER BY score DESC, f.rowid LIMIT ?")
-    alone_sql = ("SELECT rowid, -bm25(kb_chunks_fts) AS score FROM kb_chunks_fts WHERE kb_chunks_fts MATCH ? "
-                 "ORDER BY score DESC, rowid LIMIT ?")
+    join_sql = (
+        "SELECT f.rowid, -bm25(kb_chunks_fts) AS score FROM kb_chunks_fts f "
+        "JOIN kb_chunks c ON c.seq = f.rowid WHERE kb_chunks_fts MATCH ? AND c.kb_id IN (?) "
+        "ORDER BY score DESC, f.rowid LIMIT ?"
+    )
+    alone_sql = (
+        "SELECT rowid, -bm25(kb_chunks_fts) AS score FROM kb_chunks_fts WHERE kb_chunks_fts MATCH ? "
+        "ORDER BY score DESC, rowid LIMIT ?"
+    )
 
     def search(desk: Any, i: int, mode: str) -> Any:
-        return desk.search([kb_id], texts[i], query_vector=None if mode == "keyword" else qv[i],
-                           limit=LIMIT, threshold=0.0, mode=mode)
+        return desk.search(
+            [kb_id], texts[i], query_vector=None if mode == "keyword" else qv[i], limit=LIMIT, threshold=0.0, mode=mode
+        )
 
     def fts_variant(i: int, *, stop: bool, join: bool) -> list[Any]:
         expr = fts_expr(texts[i], stopwords=STOPWORDS if stop else None)
@@ -352,15 +402,17 @@ def measure_text(desk_vec: Any, desk_np: Any, kb_id: str, d: int, queries: int, 
     stop10 = [[seq for seq, _ in hits[:LIMIT]] for hits in outputs["SQL: stopwords out, join"]]
     return {
         "latency": {name: summary(ts) for name, ts in times.items()},
-        "stopwords": len(STOPWORDS), "stopwords_from": "kbdesk",
+        "stopwords": len(STOPWORDS),
+        "stopwords_from": "kbdesk",
         "keyword_results_mean": float(np.mean([len(r.results) for r in outputs["keyword"]])),
         "terms_mean": float(np.mean([e.count(" OR ") + 1 for e in every])),
         "terms_no_stopwords_mean": float(np.mean([e.count(" OR ") + 1 for e in without])),
         "fts_rows_matched_mean": fts_rows_matched(conn, every[:20]),
         "fts_rows_matched_no_stopwords_mean": fts_rows_matched(conn, without[:20]),
         "no_join_same_results": float(np.mean(same)),
-        "no_stopwords_top10_overlap": float(np.mean([len(set(x) & set(y)) / max(len(x), 1)
-                                                     for x, y in zip(every10, stop10)])),
+        "no_stopwords_top10_overlap": float(
+            np.mean([len(set(x) & set(y)) / max(len(x), 1) for x, y in zip(every10, stop10)])
+        ),
     }
 
 
@@ -397,8 +449,11 @@ def measure_vec0(n: int, d: int, queries: int, warmup: int) -> dict[str, Any]:
             t = time.perf_counter()
             conn.execute("BEGIN IMMEDIATE")
             conn.execute(f"CREATE VIRTUAL TABLE main.{v['table']} USING vec0(embedding float[{d}]{opts})")
-            conn.execute(f"INSERT INTO main.{v['table']}(rowid, embedding) SELECT seq, embedding FROM src.kb_chunks "
-                         "WHERE kb_id = ? AND embedding IS NOT NULL ORDER BY seq", (kb_id,))
+            conn.execute(
+                f"INSERT INTO main.{v['table']}(rowid, embedding) SELECT seq, embedding FROM src.kb_chunks "
+                "WHERE kb_id = ? AND embedding IS NOT NULL ORDER BY seq",
+                (kb_id,),
+            )
             conn.execute("COMMIT")
             res["build_s"][v["name"]] = time.perf_counter() - t
         for conn in conns.values():
@@ -417,9 +472,13 @@ def measure_vec0(n: int, d: int, queries: int, warmup: int) -> dict[str, Any]:
         res["paired_ratio"] = paired_ratios(times, "plain numpy")
         ref = outputs["l2 (kbdesk's table)"]
         res["agreement"] = {
-            name: {"same_order": float(np.mean([[r for r, _ in a] == [r for r, _ in b] for a, b in zip(ref, outs)])),
-                   "same_set": float(np.mean([{r for r, _ in a} == {r for r, _ in b} for a, b in zip(ref, outs)]))}
-            for name, outs in outputs.items() if name not in ("l2 (kbdesk's table)", "plain numpy")}
+            name: {
+                "same_order": float(np.mean([[r for r, _ in a] == [r for r, _ in b] for a, b in zip(ref, outs)])),
+                "same_set": float(np.mean([{r for r, _ in a} == {r for r, _ in b} for a, b in zip(ref, outs)])),
+            }
+            for name, outs in outputs.items()
+            if name not in ("l2 (kbdesk's table)", "plain numpy")
+        }
         for conn in conns.values():
             conn.close()
     res["loadavg_end"] = os.getloadavg()[0]
@@ -469,9 +528,11 @@ def main(argv: list[str] | None = None) -> int:
     sets = parse_sets(args.sets or (QUICK_SETS if args.quick else FULL_SETS))
     t_start = time.perf_counter()
     machine = machine_info()
-    log(f"machine: {machine['cpus']} CPUs, python {machine['python']}, sqlite {machine['sqlite']} "
+    log(
+        f"machine: {machine['cpus']} CPUs, python {machine['python']}, sqlite {machine['sqlite']} "
         f"({machine['sqlite_driver']}), sqlite-vec {machine['sqlite_vec']}, numpy {machine['numpy']}, "
-        f"BLAS threads {machine['blas'].get('threads')}")
+        f"BLAS threads {machine['blas'].get('threads')}"
+    )
 
     builds: dict[str, Any] = {}
     for spec in sets:
@@ -497,10 +558,20 @@ def main(argv: list[str] | None = None) -> int:
     bandwidth = {key: max(b.get(key, 0.0) for b in bandwidths) for key in bandwidths[0]}
     bandwidth["samples"] = bandwidths
 
-    result = {"command": command_line(argv), "quick": args.quick, "queries": queries, "warmup": args.warmup,
-              "machine": machine, "bandwidth": bandwidth, "builds": builds, "runs": runs, "vec0": vec0,
-              "git_end": machine_info()["git"], "wall_s": time.perf_counter() - t_start,
-              "date": time.strftime("%Y-%m-%d %H:%M")}
+    result = {
+        "command": command_line(argv),
+        "quick": args.quick,
+        "queries": queries,
+        "warmup": args.warmup,
+        "machine": machine,
+        "bandwidth": bandwidth,
+        "builds": builds,
+        "runs": runs,
+        "vec0": vec0,
+        "git_end": machine_info()["git"],
+        "wall_s": time.perf_counter() - t_start,
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+    }
     save_result(f"search-{'quick' if args.quick else 'custom' if args.sets else 'full'}", result)
     text = report.render(result, limit=LIMIT, pool=HYBRID_POOL)
     print(text)

@@ -56,14 +56,18 @@ def build(home: Path, chunks: int) -> str:
     with open_desk(home=home) as desk:
         kb = desk.create_kb(KB, keyword_only=True)
         for start in range(0, len(texts), 100):
-            part = texts[start:start + 100]
+            part = texts[start : start + 100]
             desk.add_document(kb.id, f"doc-{start // 100:04d}.txt", [ChunkInput(t, len(t) // 4) for t in part])
         return kb.id
 
 
 def token(home: Path) -> str:
-    out = subprocess.run(kbdesk_cli("--home", home, "token", "create", "--user", "bench", "--json"),
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        kbdesk_cli("--home", home, "token", "create", "--user", "bench", "--json"),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout)["token"]
 
 
@@ -71,8 +75,11 @@ def start_server(home: Path) -> tuple[subprocess.Popen, str]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    proc = subprocess.Popen(kbdesk_cli("--home", home, "serve", "--port", port, "--log-level", "warning"),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        kbdesk_cli("--home", home, "serve", "--port", port, "--log-level", "warning"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     base = f"http://127.0.0.1:{port}/api"
     for _ in range(600):
         try:
@@ -107,10 +114,14 @@ def overhead(home: Path, base: str, secret: str, kb_id: str, queries: list[str],
                     (lib_t if kind == "lib" else http_t).append(elapsed)
             same += results["lib"] == results["http"]
     diff = np.asarray(http_t) - np.asarray(lib_t)
-    return {"library": summary(lib_t), "http": summary(http_t),
-            "overhead_ms": {"p50": float(np.percentile(diff, 50) * 1e3), "p95": float(np.percentile(diff, 95) * 1e3)},
-            "ratio_p50": float(np.percentile(http_t, 50) / np.percentile(lib_t, 50)),
-            "same_results": same, "queries": len(lib_t)}
+    return {
+        "library": summary(lib_t),
+        "http": summary(http_t),
+        "overhead_ms": {"p50": float(np.percentile(diff, 50) * 1e3), "p95": float(np.percentile(diff, 95) * 1e3)},
+        "ratio_p50": float(np.percentile(http_t, 50) / np.percentile(lib_t, 50)),
+        "same_results": same,
+        "queries": len(lib_t),
+    }
 
 
 def load(base: str, secret: str, kb_id: str, queries: list[str], seconds: float, clients: int) -> dict[str, Any]:
@@ -132,12 +143,14 @@ def load(base: str, secret: str, kb_id: str, queries: list[str], seconds: float,
                 t = time.perf_counter()
                 try:
                     if kind == "search":
-                        answer = client.post(f"/knowledge-bases/{kb_id}/search",
-                                             json={"query": rng.choice(queries), "limit": 5})
+                        answer = client.post(
+                            f"/knowledge-bases/{kb_id}/search", json={"query": rng.choice(queries), "limit": 5}
+                        )
                     else:
                         text = f"# Note {n}-{i}\n\n{rng.choice(queries)}\n\nLoad test note {n} {i}.\n"
-                        answer = client.post(f"/knowledge-bases/{kb_id}/documents",
-                                             files={"file": (f"load-{n}-{i}.md", text.encode())})
+                        answer = client.post(
+                            f"/knowledge-bases/{kb_id}/documents", files={"file": (f"load-{n}-{i}.md", text.encode())}
+                        )
                     elapsed = time.perf_counter() - t
                     ok = answer.status_code == (202 if kind == "upload" else 200)
                 except httpx.HTTPError as exc:
@@ -159,10 +172,17 @@ def load(base: str, secret: str, kb_id: str, queries: list[str], seconds: float,
     settled = settle(base, secret, kb_id, uploaded)
     if settled["not_ready"] or settled["duplicates"]:
         errors.append(f"after the load: {settled}")
-    return {"seconds": wall, "clients": clients, "search": summary(times["search"]),
-            "upload": summary(times["upload"]), "requests": sum(len(v) for v in times.values()),
-            "per_second": sum(len(v) for v in times.values()) / wall, "errors": len(errors),
-            "error_samples": errors[:10], **settled}
+    return {
+        "seconds": wall,
+        "clients": clients,
+        "search": summary(times["search"]),
+        "upload": summary(times["upload"]),
+        "requests": sum(len(v) for v in times.values()),
+        "per_second": sum(len(v) for v in times.values()) / wall,
+        "errors": len(errors),
+        "error_samples": errors[:10],
+        **settled,
+    }
 
 
 def settle(base: str, secret: str, kb_id: str, uploaded: list[str], timeout: float = 300) -> dict[str, Any]:
@@ -170,34 +190,54 @@ def settle(base: str, secret: str, kb_id: str, uploaded: list[str], timeout: flo
     with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {secret}"}, timeout=60) as client:
         deadline = time.monotonic() + timeout
         while True:
-            docs = [d for d in client.get(f"/knowledge-bases/{kb_id}/documents").json()["data"]
-                    if d["filename"].startswith("load-")]
+            docs = [
+                d
+                for d in client.get(f"/knowledge-bases/{kb_id}/documents").json()["data"]
+                if d["filename"].startswith("load-")
+            ]
             pending = [d for d in docs if d["status"] not in ("ready", "error")]
             if not pending or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
     names = [d["filename"] for d in docs]
-    return {"uploaded": len(uploaded), "documents": len(docs), "duplicates": len(names) - len(set(names)),
-            "not_ready": sum(d["status"] != "ready" for d in docs) + len(set(uploaded) - {d["id"] for d in docs})}
+    return {
+        "uploaded": len(uploaded),
+        "documents": len(docs),
+        "duplicates": len(names) - len(set(names)),
+        "not_ready": sum(d["status"] != "ready" for d in docs) + len(set(uploaded) - {d["id"] for d in docs}),
+    }
 
 
 def report(data: dict[str, Any]) -> str:
     o, m = data["overhead"], data["load"]
-    rows = [{"path": path, "p50 ms": fmt_ms(s["p50"]), "p95 ms": fmt_ms(s["p95"])}
-            for path, s in (("library: desk.search", o["library"]), ("HTTP: POST /api/…/search", o["http"]),
-                            ("overhead (paired difference)", o["overhead_ms"]))]
-    load_rows = [{"kind": kind, "requests": m[kind]["n"], "p50 ms": fmt_ms(m[kind]["p50"]),
-                  "p95 ms": fmt_ms(m[kind]["p95"])} for kind in ("search", "upload")]
-    return "\n".join([
-        f"Machine load average {data['load_average_before']:.1f} before, {data['load_average_after']:.1f} after.",
-        f"Search on a {data['chunks']:,}-chunk keyword KB, {o['queries']} queries "
-        f"({o['same_results']} of {o['queries'] + 20} with identical results on both paths; HTTP p50 = "
-        f"{o['ratio_p50']:.2f}x the library's):", "",
-        markdown_table(rows), "",
-        f"Mixed load: {m['clients']} clients for {m['seconds']:.0f} s, {m['requests']} requests "
-        f"({m['per_second']:.0f}/s), {m['errors']} errors; {m['uploaded']} uploads, {m['documents']} documents, "
-        f"{m['duplicates']} duplicates, {m['not_ready']} not ready:", "",
-        markdown_table(load_rows)])
+    rows = [
+        {"path": path, "p50 ms": fmt_ms(s["p50"]), "p95 ms": fmt_ms(s["p95"])}
+        for path, s in (
+            ("library: desk.search", o["library"]),
+            ("HTTP: POST /api/…/search", o["http"]),
+            ("overhead (paired difference)", o["overhead_ms"]),
+        )
+    ]
+    load_rows = [
+        {"kind": kind, "requests": m[kind]["n"], "p50 ms": fmt_ms(m[kind]["p50"]), "p95 ms": fmt_ms(m[kind]["p95"])}
+        for kind in ("search", "upload")
+    ]
+    return "\n".join(
+        [
+            f"Machine load average {data['load_average_before']:.1f} before, {data['load_average_after']:.1f} after.",
+            f"Search on a {data['chunks']:,}-chunk keyword KB, {o['queries']} queries "
+            f"({o['same_results']} of {o['queries'] + 20} with identical results on both paths; HTTP p50 = "
+            f"{o['ratio_p50']:.2f}x the library's):",
+            "",
+            markdown_table(rows),
+            "",
+            f"Mixed load: {m['clients']} clients for {m['seconds']:.0f} s, {m['requests']} requests "
+            f"({m['per_second']:.0f}/s), {m['errors']} errors; {m['uploaded']} uploads, {m['documents']} documents, "
+            f"{m['duplicates']} duplicates, {m['not_ready']} not ready:",
+            "",
+            markdown_table(load_rows),
+        ]
+    )
 
 
 def main() -> None:
@@ -219,11 +259,15 @@ def main() -> None:
         secret = token(home)
         proc, base = start_server(home)
         try:
-            data = {"command": command_line(), "machine": machine_info(), "chunks": chunks,
-                    "load_average_before": os.getloadavg()[0],
-                    "overhead": overhead(home, base, secret, kb_id, queries, warmup=20),
-                    "load": load(base, secret, kb_id, queries, seconds, args.clients),
-                    "load_average_after": os.getloadavg()[0]}
+            data = {
+                "command": command_line(),
+                "machine": machine_info(),
+                "chunks": chunks,
+                "load_average_before": os.getloadavg()[0],
+                "overhead": overhead(home, base, secret, kb_id, queries, warmup=20),
+                "load": load(base, secret, kb_id, queries, seconds, args.clients),
+                "load_average_after": os.getloadavg()[0],
+            }
         finally:
             proc.terminate()
             proc.wait(60)

@@ -31,8 +31,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness import (ROOT, command_line, fmt_ms, kbdesk_cli, machine_info, machine_line, markdown_table, parser,
-                     replace_section, results_dir, save_result)
+from harness import (
+    ROOT,
+    command_line,
+    fmt_ms,
+    kbdesk_cli,
+    machine_info,
+    machine_line,
+    markdown_table,
+    parser,
+    replace_section,
+    results_dir,
+    save_result,
+)
 
 DOC = ROOT / "docs" / "BENCHMARKS.md"
 MARKERS = ("<!-- tui:start -->", "<!-- tui:end -->")  # the generated part of the TUI section
@@ -310,11 +321,21 @@ def main() -> None:
         other = asyncio.run(while_cli_indexing(work, args.add, args.base))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    result = {"machine": machine, "command": command_line(), "docs": args.docs, "base": args.base, "add": args.add,
-              "first_paint": stats(paint), "datatable_paint": stats(plain), "keys": stats(live["keys"]),
-              "idle_keys": stats(live["idle"]), "other_process_keys": stats(other),
-              "loadavg_end": list(os.getloadavg()),
-              "quit": stats(live["quits"]), "ingest_s": live["ingest_s"]}
+    result = {
+        "machine": machine,
+        "command": command_line(),
+        "docs": args.docs,
+        "base": args.base,
+        "add": args.add,
+        "first_paint": stats(paint),
+        "datatable_paint": stats(plain),
+        "keys": stats(live["keys"]),
+        "idle_keys": stats(live["idle"]),
+        "other_process_keys": stats(other),
+        "loadavg_end": list(os.getloadavg()),
+        "quit": stats(live["quits"]),
+        "ingest_s": live["ingest_s"],
+    }
     save_result("tui-quick" if args.quick else "tui", result)
     print(report(result))
     if not args.quick:
@@ -323,26 +344,43 @@ def main() -> None:
 
 def report(r: dict[str, Any]) -> str:
     def row(what: str, s: dict[str, float], target: str) -> dict[str, Any]:
-        return {"measure": what, "n": s["n"], "p50 ms": fmt_ms(s["p50"]), "p95 ms": fmt_ms(s["p95"]),
-                "worst ms": fmt_ms(s["worst"]), "target": target}
+        return {
+            "measure": what,
+            "n": s["n"],
+            "p50 ms": fmt_ms(s["p50"]),
+            "p95 ms": fmt_ms(s["p95"]),
+            "worst ms": fmt_ms(s["worst"]),
+            "target": target,
+        }
 
     rows = [
-        row(f"first paint of the KB screen, {r['docs']} documents", r["first_paint"],
-            f"≤ {TARGETS['first_paint']:.0f} ms"),
+        row(
+            f"first paint of the KB screen, {r['docs']} documents",
+            r["first_paint"],
+            f"≤ {TARGETS['first_paint']:.0f} ms",
+        ),
         row("  the same rows in Textual's DataTable (all rows added)", r["datatable_paint"], "(comparison)"),
-        row(f"key → paint while adding {r['add']} files to {r['base']}", r["keys"],
-            f"p95 ≤ {TARGETS['key_p95']:.0f}, worst ≤ {TARGETS['key_worst']:.0f} ms"),
-        row("  the same keys, the same add run by `kbdesk add` in another process", r["other_process_keys"],
-            "(comparison)"),
+        row(
+            f"key → paint while adding {r['add']} files to {r['base']}",
+            r["keys"],
+            f"p95 ≤ {TARGETS['key_p95']:.0f}, worst ≤ {TARGETS['key_worst']:.0f} ms",
+        ),
+        row(
+            "  the same keys, the same add run by `kbdesk add` in another process",
+            r["other_process_keys"],
+            "(comparison)",
+        ),
         row("  the same keys on that KB, nothing running", r["idle_keys"], "(comparison)"),
         row("Ctrl+Q → quit dialog painted, during that run", r["quit"], f"≤ {TARGETS['quit']:.0f} ms"),
     ]
     ratio = r["datatable_paint"]["p50"] / r["first_paint"]["p50"]
-    return (markdown_table(rows, align="lrrrrl")
-            + f"\n\nFirst paint: the virtual table is {ratio:.1f}× faster than the DataTable (p50). "
-            f"The add of {r['add']} files took {r['ingest_s']:.1f} s in the app. Load average "
-            f"{r['machine']['loadavg'][0]:.1f} at the start, {r['loadavg_end'][0]:.1f} at the end "
-            f"(2 cores shared with other work).\n\n`{r['command']}`")
+    return (
+        markdown_table(rows, align="lrrrrl")
+        + f"\n\nFirst paint: the virtual table is {ratio:.1f}× faster than the DataTable (p50). "
+        f"The add of {r['add']} files took {r['ingest_s']:.1f} s in the app. Load average "
+        f"{r['machine']['loadavg'][0]:.1f} at the start, {r['loadavg_end'][0]:.1f} at the end "
+        f"(2 cores shared with other work).\n\n`{r['command']}`"
+    )
 
 
 if __name__ == "__main__":

@@ -70,15 +70,19 @@ class Handler(BaseHTTPRequestHandler):
             self._send(400, {"error": {"message": f"bad request: {exc}"}})
             return
         with self.lock:
-            vectors = self.model.encode(texts, batch_size=64, normalize_embeddings=True,
-                                        convert_to_numpy=True)
+            vectors = self.model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
             self.stats["calls"] += 1
             self.stats["inputs"] += len(texts)
         tokens = sum(len(t.split()) for t in texts)
-        self._send(200, {"object": "list", "model": body.get("model") or MODEL_NAME,
-                         "data": [{"object": "embedding", "index": i, "embedding": v.tolist()}
-                                  for i, v in enumerate(vectors)],
-                         "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+        self._send(
+            200,
+            {
+                "object": "list",
+                "model": body.get("model") or MODEL_NAME,
+                "data": [{"object": "embedding", "index": i, "embedding": v.tolist()} for i, v in enumerate(vectors)],
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            },
+        )
 
 
 def main() -> None:

@@ -55,14 +55,25 @@ def main() -> None:
     parser.add_argument("--tune", action="store_true", help="sweep alpha for convex fusion and RRF k")
     parser.add_argument("--rebuild", action="store_true", help="ingest again even if a cached KB exists")
     parser.add_argument("--db", help="a postgresql:// URI, or 'embedded' for a local server under bench/results")
-    parser.add_argument("--keyword-only", action="store_true",
-                        help="keyword KBs, no model; with --db, compare SQLite's and Postgres's keyword rankings")
-    parser.add_argument("--scale", type=int, default=0, metavar="CHUNKS",
-                        help="with --keyword-only: also a KB of this many chunks (the corpus's chunks and perturbed "
-                             "copies) on each engine: latency, agreement, and on Postgres the statistics' costs")
+    parser.add_argument(
+        "--keyword-only",
+        action="store_true",
+        help="keyword KBs, no model; with --db, compare SQLite's and Postgres's keyword rankings",
+    )
+    parser.add_argument(
+        "--scale",
+        type=int,
+        default=0,
+        metavar="CHUNKS",
+        help="with --keyword-only: also a KB of this many chunks (the corpus's chunks and perturbed "
+        "copies) on each engine: latency, agreement, and on Postgres the statistics' costs",
+    )
     parser.add_argument("--queries", type=int, default=0, help="judged queries for --scale (default: all)")
-    parser.add_argument("--search-from", metavar="COMMIT",
-                        help="rank with src/kbdesk/search.py as it was at COMMIT (before/after on the cached KB)")
+    parser.add_argument(
+        "--search-from",
+        metavar="COMMIT",
+        help="rank with src/kbdesk/search.py as it was at COMMIT (before/after on the cached KB)",
+    )
     args = parser.parse_args()
     if args.search_from:
         search_from(args.search_from)
@@ -114,30 +125,47 @@ def main() -> None:
             scores["ms/query"] = (time.perf_counter() - start) * 1000 / max(1, len(judged))
             return scores
 
-        rows = [("keyword (FTS5 BM25)", evaluate("keyword")), ("vector", evaluate("vector")),
-                ("hybrid, RRF k=60", evaluate("hybrid", fusion="rrf"))]
+        rows = [
+            ("keyword (FTS5 BM25)", evaluate("keyword")),
+            ("vector", evaluate("vector")),
+            ("hybrid, RRF k=60", evaluate("hybrid", fusion="rrf")),
+        ]
         alphas = [0.3, 0.4, 0.5, 0.6, 0.7, 0.8] if args.tune else []
         for alpha in alphas:
             rows.append((f"hybrid, convex alpha={alpha}", evaluate("hybrid", fusion="convex", alpha=alpha)))
         from kbdesk.search import DEFAULT_ALPHA, DEFAULT_FUSION, DEFAULT_THRESHOLD
 
         if not args.tune:
-            rows.append((f"hybrid, default ({DEFAULT_FUSION}, alpha={DEFAULT_ALPHA})",
-                         evaluate("hybrid", fusion=DEFAULT_FUSION, alpha=DEFAULT_ALPHA)))
-        rows.append((f"**the defaults** (auto, threshold {DEFAULT_THRESHOLD})",
-                     evaluate("auto", threshold=DEFAULT_THRESHOLD, fusion=DEFAULT_FUSION, alpha=DEFAULT_ALPHA)))
-        print(f"dataset {Path(args.data).name} ({args.split}): {len(dataset.corpus)} documents, {len(judged)} judged "
-              f"queries; KB {kb.document_count} documents, {kb.chunk_count} chunks (size {kb.chunk_size}, overlap "
-              f"{kb.chunk_overlap}); model {Path(args.model).name}, {kb.dimensions} dims")
+            rows.append(
+                (
+                    f"hybrid, default ({DEFAULT_FUSION}, alpha={DEFAULT_ALPHA})",
+                    evaluate("hybrid", fusion=DEFAULT_FUSION, alpha=DEFAULT_ALPHA),
+                )
+            )
+        rows.append(
+            (
+                f"**the defaults** (auto, threshold {DEFAULT_THRESHOLD})",
+                evaluate("auto", threshold=DEFAULT_THRESHOLD, fusion=DEFAULT_FUSION, alpha=DEFAULT_ALPHA),
+            )
+        )
+        print(
+            f"dataset {Path(args.data).name} ({args.split}): {len(dataset.corpus)} documents, {len(judged)} judged "
+            f"queries; KB {kb.document_count} documents, {kb.chunk_count} chunks (size {kb.chunk_size}, overlap "
+            f"{kb.chunk_overlap}); model {Path(args.model).name}, {kb.dimensions} dims"
+        )
         if ingest_seconds:
             print(f"ingestion through the pipeline: {ingest_seconds:.0f} s")
-        print(f"query embedding: {embed_seconds * 1000 / len(judged):.1f} ms/query; python {platform.python_version()}, "
-              f"{os.cpu_count()} cores\n")
+        print(
+            f"query embedding: {embed_seconds * 1000 / len(judged):.1f} ms/query; python {platform.python_version()}, "
+            f"{os.cpu_count()} cores\n"
+        )
         print("| mode | nDCG@10 | recall@10 | recall@100 | MRR@10 | hit@5 chunks | ms/query |")
         print("|---|---:|---:|---:|---:|---:|---:|")
         for label, s in rows:
-            print(f"| {label} | {s['ndcg@10']:.4f} | {s['recall@10']:.4f} | {s['recall@100']:.4f} | "
-                  f"{s['mrr@10']:.4f} | {s['hit@5']:.4f} | {s['ms/query']:.1f} |")
+            print(
+                f"| {label} | {s['ndcg@10']:.4f} | {s['recall@10']:.4f} | {s['recall@100']:.4f} | "
+                f"{s['mrr@10']:.4f} | {s['hit@5']:.4f} | {s['ms/query']:.1f} |"
+            )
         (results / "scores.json").write_text(json.dumps({label: s for label, s in rows}, indent=2))
         print(f"\ncommand: .venv/bin/python bench/eval_beir.py {' '.join(sys.argv[1:])}".rstrip())
     finally:
@@ -151,12 +179,13 @@ def search_from(commit: str) -> None:
     import types
 
     path = "src/kbdesk/search.py"
-    source = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=ROOT, check=True, capture_output=True,
-                            text=True).stdout
+    source = subprocess.run(
+        ["git", "show", f"{commit}:{path}"], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout
     module = types.ModuleType("kbdesk.search")
     module.__file__ = f"{commit}:{path}"
     sys.modules["kbdesk.search"] = module
-    exec(compile(source, module.__file__, "exec"), module.__dict__)  # noqa: S102 - the project's own file
+    exec(compile(source, module.__file__, "exec"), module.__dict__)
 
 
 @contextmanager
@@ -187,11 +216,14 @@ def keyword_engines(args: argparse.Namespace, uri: str | None) -> None:
     for label, target in engines:
         desk = open_desk(target, home=results / "home")
         try:
-            seconds = prepare_kb(desk, "eval-keyword", dataset, results / "corpus", keyword_only=True,
-                                 rebuild=args.rebuild)
+            seconds = prepare_kb(
+                desk, "eval-keyword", dataset, results / "corpus", keyword_only=True, rebuild=args.rebuild
+            )
             kb = desk.kb("eval-keyword")
-            kbs.append(f"{label}: {kb.document_count} documents, {kb.chunk_count} chunks"
-                       + (f", ingested in {seconds:.0f} s" if seconds else ""))
+            kbs.append(
+                f"{label}: {kb.document_count} documents, {kb.chunk_count} chunks"
+                + (f", ingested in {seconds:.0f} s" if seconds else "")
+            )
             keyword_runs(desk, "eval-keyword", dataset, names, queries=list(dataset.queries)[:20])  # warm up
             start = time.perf_counter()
             scores = summarise(run_queries(desk, "eval-keyword", dataset, names, mode="keyword"), dataset.qrels)
@@ -201,16 +233,22 @@ def keyword_engines(args: argparse.Namespace, uri: str | None) -> None:
             runs.append(run)
         finally:
             desk.close()
-    print(f"dataset {Path(args.data).name} ({args.split}): {len(dataset.corpus)} documents, "
-          f"{rows[0][1]['queries']} judged queries; python {platform.python_version()}, {os.cpu_count()} cores")
+    print(
+        f"dataset {Path(args.data).name} ({args.split}): {len(dataset.corpus)} documents, "
+        f"{rows[0][1]['queries']} judged queries; python {platform.python_version()}, {os.cpu_count()} cores"
+    )
     for line in kbs:
         print(f"- {line}")
-    print("\n| engine | nDCG@10 | recall@10 | recall@100 | MRR@10 | search ms/query | keyword_candidates(k=50) "
-          "p50 / p95 ms |")
+    print(
+        "\n| engine | nDCG@10 | recall@10 | recall@100 | MRR@10 | search ms/query | keyword_candidates(k=50) "
+        "p50 / p95 ms |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|")
     for label, s, lat in rows:
-        print(f"| {label} | {s['ndcg@10']:.4f} | {s['recall@10']:.4f} | {s['recall@100']:.4f} | {s['mrr@10']:.4f} | "
-              f"{s['ms/query']:.1f} | {lat['p50']:.2f} / {lat['p95']:.2f} |")
+        print(
+            f"| {label} | {s['ndcg@10']:.4f} | {s['recall@10']:.4f} | {s['recall@100']:.4f} | {s['mrr@10']:.4f} | "
+            f"{s['ms/query']:.1f} | {lat['p50']:.2f} / {lat['p95']:.2f} |"
+        )
     out: dict = {label: {**s, "keyword_ms": lat} for label, s, lat in rows}
     if len(runs) == 2:
         agreement = compare(runs[0], runs[1], k=10)
@@ -229,13 +267,12 @@ def keyword_scale(args: argparse.Namespace, uri: str | None, dataset, names: dic
     """A KB of ``--scale`` chunks on each engine: keyword latency and agreement (k = 50, what
     a search of 10 results asks for), documents' nDCG@10 from the top 300 chunks."""
     from kbdesk import open_desk
-    from kbdesk.evaluation.engines import (chunk_texts, compare, fill_kb, keyword_runs, perturbed_copies,
-                                           statistics_cost)
+    from kbdesk.evaluation.engines import chunk_texts, compare, fill_kb, keyword_runs, perturbed_copies, statistics_cost
     from kbdesk.evaluation.metrics import summarise
 
     name = f"scale-{args.scale}"
     judged = [q for q in dataset.qrels if q in dataset.queries]
-    judged = judged[:args.queries] if args.queries else judged
+    judged = judged[: args.queries] if args.queries else judged
     # SQLite's statistics span its file: the large KB gets a file of its own. On Postgres
     # it shares the database (and kb_chunks) with the corpus's KB, as KBs do on a server.
     engines = [("SQLite (FTS5 bm25)", results / f"{name}.db")] + ([("Postgres (kbdesk BM25)", uri)] if uri else [])
@@ -259,8 +296,9 @@ def keyword_scale(args: argparse.Namespace, uri: str | None, dataset, names: dic
             runs.append(run)
             if "Postgres" in label:
                 out["budgets"] = budget_sweep(desk, name, dataset, names, judged, runs[0])
-                out["statistics"] = statistics_cost(uri, desk.kb(name).id, [dataset.queries[q] for q in judged[:50]],
-                                                    [t for _, t in texts[:5000]])
+                out["statistics"] = statistics_cost(
+                    uri, desk.kb(name).id, [dataset.queries[q] for q in judged[:50]], [t for _, t in texts[:5000]]
+                )
         finally:
             desk.close()
     print(f"\n### {args.scale:,} chunks ({len(judged)} judged queries; copies of the corpus's chunks)\n")
@@ -268,8 +306,10 @@ def keyword_scale(args: argparse.Namespace, uri: str | None, dataset, names: dic
     print("|---|---:|---:|---:|---:|")
     for label, s, lat, deep_lat, seconds in rows:
         written = f"{seconds:.0f} s" if seconds else "(cached)"
-        print(f"| {label} | {written} | {lat['p50']:.1f} / {lat['p95']:.1f} | {deep_lat['p50']:.1f} / "
-              f"{deep_lat['p95']:.1f} | {s['ndcg@10']:.4f} |")
+        print(
+            f"| {label} | {written} | {lat['p50']:.1f} / {lat['p95']:.1f} | {deep_lat['p50']:.1f} / "
+            f"{deep_lat['p95']:.1f} | {s['ndcg@10']:.4f} |"
+        )
         out[label] = {**s, "keyword_ms_k50": lat, "keyword_ms_k300": deep_lat, "written_s": seconds}
     if len(runs) == 2:
         out["agreement"] = compare(runs[0], runs[1], k=10)

@@ -68,9 +68,9 @@ def structured(title: str, text: str) -> str:
     parts = [m for m in LABEL.finditer(text) if m.group(1).strip() == m.group(1) and len(m.group(1).split()) <= 4]
     body = text.strip()
     if len(parts) >= 2:
-        pieces = [text[:parts[0].start()].strip()] if text[:parts[0].start()].strip() else []
+        pieces = [text[: parts[0].start()].strip()] if text[: parts[0].start()].strip() else []
         for here, after in zip(parts, [*parts[1:], None]):
-            section = text[here.end():after.start() if after else len(text)].strip()
+            section = text[here.end() : after.start() if after else len(text)].strip()
             pieces.append(f"## {here.group(1).title()}\n\n{section}")
         body = "\n\n".join(pieces)
     return f"# {title.strip()}\n\n{body}\n" if title.strip() else body + "\n"
@@ -78,11 +78,18 @@ def structured(title: str, text: str) -> str:
 
 def scifact_set(folder: Path, docs: int) -> dict:
     data, order, qrels = judged_subset(folder, docs)
-    files = {f"{re.sub(r'[^A-Za-z0-9._-]', '_', d)}.md": structured(data.corpus[d]["title"], data.corpus[d]["text"])
-             for d in order}
+    files = {
+        f"{re.sub(r'[^A-Za-z0-9._-]', '_', d)}.md": structured(data.corpus[d]["title"], data.corpus[d]["text"])
+        for d in order
+    }
     names = {name: d for name, d in zip(files, order)}
-    return {"files": files, "names": names, "queries": {q: data.queries[q] for q in qrels}, "qrels": qrels,
-            "targets": {}}
+    return {
+        "files": files,
+        "names": names,
+        "queries": {q: data.queries[q] for q in qrels},
+        "qrels": qrels,
+        "targets": {},
+    }
 
 
 def markdown_sources() -> list[tuple[str, str]]:
@@ -130,10 +137,14 @@ def docs_set(limit: int, count: int = 0) -> dict:
     step = max(1, len(unique) // limit) if limit else 1
     chosen = unique[::step][:limit] if limit else unique
     queries = {f"q{i}": c[0] for i, c in enumerate(chosen)}
-    return {"files": files, "names": names, "queries": queries,
-            "qrels": {f"q{i}": {c[1]: 1} for i, c in enumerate(chosen)},
-            "targets": {f"q{i}": [c[1], c[2], c[3]] for i, c in enumerate(chosen)},
-            "sources": [[lbl, hashlib.sha256(files[n].encode()).hexdigest()[:12]] for lbl, n in zip(labels, files)]}
+    return {
+        "files": files,
+        "names": names,
+        "queries": queries,
+        "qrels": {f"q{i}": {c[1]: 1} for i, c in enumerate(chosen)},
+        "targets": {f"q{i}": [c[1], c[2], c[3]] for i, c in enumerate(chosen)},
+        "sources": [[lbl, hashlib.sha256(files[n].encode()).hexdigest()[:12]] for lbl, n in zip(labels, files)],
+    }
 
 
 # ───────────────────────────────────────────────────────────────── the runs
@@ -174,9 +185,11 @@ def evaluate(name: str, data: dict, model: str, scratch: str) -> dict:
         qids = list(data["queries"])
         vectors = None
         for way in WAYS:
-            chunker.chunk_sections = {"sections": functools.partial(original, merge=False),
-                                      "merged": functools.partial(original, merge=True),
-                                      "plain": plain_chunks}[way]
+            chunker.chunk_sections = {
+                "sections": functools.partial(original, merge=False),
+                "merged": functools.partial(original, merge=True),
+                "plain": plain_chunks,
+            }[way]
             if way not in {kb.name for kb in desk.list_kbs()}:
                 desk.create_kb(way, model_id=model, provider="here")
             start = time.perf_counter()
@@ -190,27 +203,40 @@ def evaluate(name: str, data: dict, model: str, scratch: str) -> dict:
                 vectors = dict(zip(qids, embedder.embed([data["queries"][q] for q in qids]).vectors))
             with sqlite3.connect(f"file:{root / 'kb.db'}?mode=ro", uri=True) as db:
                 sizes = [n for (n,) in db.execute("SELECT length(content) FROM kb_chunks WHERE kb_id = ?", (kb.id,))]
-            row = {"set": name, "way": way, "documents": len(data["files"]), "chunks": kb.chunk_count,
-                   "mean chars": round(sum(sizes) / max(1, len(sizes))),
-                   "ingest s": round(seconds, 1) if seconds else "cached"}
+            row = {
+                "set": name,
+                "way": way,
+                "documents": len(data["files"]),
+                "chunks": kb.chunk_count,
+                "mean chars": round(sum(sizes) / max(1, len(sizes))),
+                "ingest s": round(seconds, 1) if seconds else "cached",
+            }
             for mode in MODES:
                 runs, shown_docs, section_hits, shown_chars = {}, {}, 0, 0
                 for q in qids:
-                    results = desk.search([way], data["queries"][q], query_vector=vectors[q], limit=DEPTH,
-                                          threshold=-1.0, mode=mode).results
+                    results = desk.search(
+                        [way], data["queries"][q], query_vector=vectors[q], limit=DEPTH, threshold=-1.0, mode=mode
+                    ).results
                     docs = [data["names"].get(r.source) for r in results]
                     runs[q] = list(dict.fromkeys(d for d in docs if d))
                     shown_docs[q] = docs[:SHOWN]
                     shown_chars += sum(len(r.content) for r in results[:SHOWN])
                     target = data["targets"].get(q)
-                    if target and any(r.source == target[0] and r.metadata.get("start", -1) < target[2]
-                                      and r.metadata.get("end", -1) > target[1] for r in results[:SHOWN]):
+                    if target and any(
+                        r.source == target[0]
+                        and r.metadata.get("start", -1) < target[2]
+                        and r.metadata.get("end", -1) > target[1]
+                        for r in results[:SHOWN]
+                    ):
                         section_hits += 1
                 quality = summarise(runs, data["qrels"])
                 row[f"{mode} nDCG@10"] = round(quality["ndcg@10"], 4)
                 judged = [q for q in qids if data["qrels"].get(q)]
-                row[f"{mode} hit@5"] = round(sum(any(data["qrels"][q].get(d, 0) > 0 for d in shown_docs[q])
-                                                 for q in judged) / max(1, len(judged)), 4)
+                row[f"{mode} hit@5"] = round(
+                    sum(any(data["qrels"][q].get(d, 0) > 0 for d in shown_docs[q]) for q in judged)
+                    / max(1, len(judged)),
+                    4,
+                )
                 if data["targets"]:
                     row[f"{mode} section@5"] = round(section_hits / max(1, len(qids)), 4)
                 row[f"{mode} chars@5"] = round(shown_chars / max(1, len(qids)))

@@ -28,12 +28,21 @@ os.environ.setdefault("LOGFIRE_IGNORE_NO_CONFIG", "1")
 def config(args: dict):
     from haiku.rag.config.models import AppConfig
 
-    return AppConfig.model_validate({
-        "storage": {"data_dir": args["data_dir"]},
-        "embeddings": {"model": {"provider": "openai", "name": "all-MiniLM-L6-v2", "vector_dim": 384,
-                                 "base_url": args["base_url"], "api_key": "unused"}},
-        "processing": {"chunking_tokenizer": args["tokenizer"]},
-    })
+    return AppConfig.model_validate(
+        {
+            "storage": {"data_dir": args["data_dir"]},
+            "embeddings": {
+                "model": {
+                    "provider": "openai",
+                    "name": "all-MiniLM-L6-v2",
+                    "vector_dim": 384,
+                    "base_url": args["base_url"],
+                    "api_key": "unused",
+                }
+            },
+            "processing": {"chunking_tokenizer": args["tokenizer"]},
+        }
+    )
 
 
 async def run(args: dict) -> dict:
@@ -52,7 +61,7 @@ async def run(args: dict) -> dict:
         out["chunks"] = sum([await client.chunk_repository.count_by_document_id(i) for i in ids])
         queries = list(args["queries"].items())
         for mode in ("hybrid", "fts"):
-            for _, text in queries[:args["warmup"]]:
+            for _, text in queries[: args["warmup"]]:
                 await client.search(text, limit=args["limit"], search_type=mode, include_images=False)
             runs, times = {}, []
             for qid, text in queries:

@@ -41,10 +41,34 @@ from harness import ROOT, kbdesk_cli, parser, save_result
 
 sys.path.insert(0, str(ROOT / "tests"))
 
-from fake_openai import FakeOpenAI  # noqa: E402
+from fake_openai import FakeOpenAI
 
-WORDS = ("harbour lighthouse keeper tide anchor rope crane pier ferry gull beacon reef chart compass "
-         "signal lantern storm sail hull deck mast keel buoy channel").split()
+WORDS = [
+    "harbour",
+    "lighthouse",
+    "keeper",
+    "tide",
+    "anchor",
+    "rope",
+    "crane",
+    "pier",
+    "ferry",
+    "gull",
+    "beacon",
+    "reef",
+    "chart",
+    "compass",
+    "signal",
+    "lantern",
+    "storm",
+    "sail",
+    "hull",
+    "deck",
+    "mast",
+    "keel",
+    "buoy",
+    "channel",
+]
 
 
 def text_for(name: str, version: int, rng: random.Random) -> str:
@@ -53,8 +77,12 @@ def text_for(name: str, version: int, rng: random.Random) -> str:
 
 
 def start_add(env: dict[str, str], folder: Path) -> subprocess.Popen:
-    return subprocess.Popen(kbdesk_cli("add", "docs", folder, "--sync", "-q", "--json"),
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        kbdesk_cli("add", "docs", folder, "--sync", "-q", "--json"),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
 
 
 def check(db: Path, files_dir: Path, folder: Path, dims: int, *, final: bool) -> dict[str, int]:
@@ -66,17 +94,21 @@ def check(db: Path, files_dir: Path, folder: Path, dims: int, *, final: bool) ->
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok", "integrity_check"
         assert conn.execute("PRAGMA foreign_key_check").fetchall() == [], "foreign keys"
         conn.execute("INSERT INTO kb_chunks_fts(kb_chunks_fts) VALUES ('integrity-check')")
-        docs = conn.execute("SELECT id, source_path, status, content_hash, indexed_hash, storage_key, chunk_count "
-                            "FROM kb_documents").fetchall()
+        docs = conn.execute(
+            "SELECT id, source_path, status, content_hash, indexed_hash, storage_key, chunk_count FROM kb_documents"
+        ).fetchall()
         paths = [d[1] for d in docs]
         assert len(paths) == len(set(paths)), f"{len(paths) - len(set(paths))} paths with two rows"
-        orphans = conn.execute("SELECT count(*) FROM kb_chunks c WHERE NOT EXISTS "
-                               "(SELECT 1 FROM kb_documents d WHERE d.id = c.document_id)").fetchone()[0]
+        orphans = conn.execute(
+            "SELECT count(*) FROM kb_chunks c WHERE NOT EXISTS "
+            "(SELECT 1 FROM kb_documents d WHERE d.id = c.document_id)"
+        ).fetchone()[0]
         assert orphans == 0, f"{orphans} orphan chunks"
         stale = 0
         for doc_id, source, status, content_hash, indexed_hash, key, count in docs:
-            chunks = conn.execute("SELECT content, embedding FROM kb_chunks WHERE document_id = ?",
-                                  (doc_id,)).fetchall()
+            chunks = conn.execute(
+                "SELECT content, embedding FROM kb_chunks WHERE document_id = ?", (doc_id,)
+            ).fetchall()
             assert len(chunks) == count, f"{source}: chunk_count {count}, {len(chunks)} chunks"
             if status == "ready":
                 assert indexed_hash == content_hash, f"{source}: ready but indexed from another version"
@@ -146,8 +178,18 @@ def main() -> None:
     started = time.monotonic()
     subprocess.run(kbdesk_cli("add", "docs", folder, "-q"), env=env, check=True, stdout=subprocess.DEVNULL)
     server.fail_next("stall", times=1_000_000, seconds=0.4)  # every call takes a moment: kills land mid-work
-    figures = {"rounds": 0, "kills": 0, "finished_before_kill": 0, "two_runners": 0, "edits": 0, "broken": 0, "deleted": 0,
-               "created": 0, "checks": 0, "max_stale_rows": 0}
+    figures = {
+        "rounds": 0,
+        "kills": 0,
+        "finished_before_kill": 0,
+        "two_runners": 0,
+        "edits": 0,
+        "broken": 0,
+        "deleted": 0,
+        "created": 0,
+        "checks": 0,
+        "max_stale_rows": 0,
+    }
     round_ = 0
     while figures["kills"] < args.kills and round_ < args.max_rounds:
         round_ += 1
@@ -194,8 +236,9 @@ def main() -> None:
         versions[name] += 1
         (folder / name).write_text(text_for(name, versions[name], rng))
     server._script.clear()
-    final = subprocess.run(kbdesk_cli("add", "docs", folder, "--sync", "--json"), env=env,
-                           capture_output=True, text=True, timeout=600)
+    final = subprocess.run(
+        kbdesk_cli("add", "docs", folder, "--sync", "--json"), env=env, capture_output=True, text=True, timeout=600
+    )
     assert final.returncode == 0, final.stderr
     figures["final"] = check(db, files_dir, folder, server.dimensions, final=True)
     figures["files_at_end"] = len(versions)

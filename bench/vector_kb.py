@@ -75,9 +75,18 @@ def cached_meta(path: Path, fmt: str, n: int, d: int) -> dict[str, Any] | None:
     return meta
 
 
-def build_kb_db(path: Path, *, fmt: str, d: int, texts: list[str], vectors: Callable[[int, int], Any],
-                backend: str, doc_chunks: int, kb_name: str = KB_NAME, extra: dict[str, Any] | None = None
-                ) -> dict[str, Any]:
+def build_kb_db(
+    path: Path,
+    *,
+    fmt: str,
+    d: int,
+    texts: list[str],
+    vectors: Callable[[int, int], Any],
+    backend: str,
+    doc_chunks: int,
+    kb_name: str = KB_NAME,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """One KB of ``texts`` through ``desk.add_document`` (documents of ``doc_chunks``), with
     ``vectors(start, stop)`` for each document, written beside ``path`` and moved into place when
     complete; returns (and stores beside it) what was built and how fast."""
@@ -105,10 +114,20 @@ def build_kb_db(path: Path, *, fmt: str, d: int, texts: list[str], vectors: Call
     for suffix in ("-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     tmp.replace(path)
-    meta = {"format": fmt, "n": n, "d": d, "documents": -(-n // doc_chunks), "add_document_s": add_s,
-            "total_s": total_s, "chunks_per_s": n / add_s, "text_mb": sum(len(t.encode()) for t in texts) / 1e6,
-            "db_mb": file_mb(path), **(extra or {}), "peak_rss_mb": peak_rss_mb(),
-            "built_at": time.strftime("%Y-%m-%d %H:%M:%S")}
+    meta = {
+        "format": fmt,
+        "n": n,
+        "d": d,
+        "documents": -(-n // doc_chunks),
+        "add_document_s": add_s,
+        "total_s": total_s,
+        "chunks_per_s": n / add_s,
+        "text_mb": sum(len(t.encode()) for t in texts) / 1e6,
+        "db_mb": file_mb(path),
+        **(extra or {}),
+        "peak_rss_mb": peak_rss_mb(),
+        "built_at": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
     path.with_suffix(".json").write_text(json.dumps(meta, indent=1))
     return meta
 

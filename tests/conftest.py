@@ -64,5 +64,3 @@ def engine_desk(request: pytest.FixtureRequest, kbdesk_home: Path):
 def pytest_report_header(config: pytest.Config) -> str:
     driver = choose_driver("auto")
     return f"kbdesk vector backend: {driver.backend} ({driver.reason})"
-
-

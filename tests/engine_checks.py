@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from helpers import table_counts as sqlite_table_counts
-
 from kbdesk import open_desk
 
 
@@ -57,16 +56,21 @@ def build_vector_index(desk: Any, kb_name: str, dims: int) -> None:
 def assert_sound(desk: Any) -> None:
     """The database's own checks pass, and no chunk lacks its document."""
     conn = desk.store.connection()
-    orphans = conn.execute("SELECT count(*) FROM kb_chunks c LEFT JOIN kb_documents d ON d.id = c.document_id "
-                           "WHERE d.id IS NULL").fetchone()[0]
+    orphans = conn.execute(
+        "SELECT count(*) FROM kb_chunks c LEFT JOIN kb_documents d ON d.id = c.document_id WHERE d.id IS NULL"
+    ).fetchone()[0]
     assert orphans == 0
     if desk.store.kind == "sqlite":
         conn.execute("INSERT INTO kb_chunks_fts(kb_chunks_fts) VALUES ('integrity-check')")
         assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     else:
-        assert conn.execute("SELECT count(*) FROM kb_documents d LEFT JOIN knowledge_bases k ON k.id = d.kb_id "
-                            "WHERE k.id IS NULL").fetchone()[0] == 0
+        assert (
+            conn.execute(
+                "SELECT count(*) FROM kb_documents d LEFT JOIN knowledge_bases k ON k.id = d.kb_id WHERE k.id IS NULL"
+            ).fetchone()[0]
+            == 0
+        )
 
 
 def add_channel(desk: Any, kb_id: str) -> None:

@@ -71,11 +71,38 @@ DEFAULT_MODELS: list[dict[str, Any]] = [
 ]
 
 
-FAILURE_KINDS = frozenset({
-    "429", "500", "502", "503", "401", "403", "404", "413", "400", "context", "wrong_dimension", "wrong_count",
-    "nan", "zero", "nested", "base64", "malformed_json", "not_object", "error_200", "stall", "drop", "ok",
-    "extra_vector", "inf", "non_numeric", "short_vector", "html", "echo_headers",
-})
+FAILURE_KINDS = frozenset(
+    {
+        "429",
+        "500",
+        "502",
+        "503",
+        "401",
+        "403",
+        "404",
+        "413",
+        "400",
+        "context",
+        "wrong_dimension",
+        "wrong_count",
+        "nan",
+        "zero",
+        "nested",
+        "base64",
+        "malformed_json",
+        "not_object",
+        "error_200",
+        "stall",
+        "drop",
+        "ok",
+        "extra_vector",
+        "inf",
+        "non_numeric",
+        "short_vector",
+        "html",
+        "echo_headers",
+    }
+)
 
 
 @dataclass
@@ -100,8 +127,9 @@ class _Failure:
 
 
 class FakeOpenAI:
-    def __init__(self, *, dimensions: int = 8, models: list[dict[str, Any]] | None = None,
-                 api_key: str | None = None) -> None:
+    def __init__(
+        self, *, dimensions: int = 8, models: list[dict[str, Any]] | None = None, api_key: str | None = None
+    ) -> None:
         self.dimensions = dimensions
         self.models = list(DEFAULT_MODELS if models is None else models)
         self.api_key = api_key
@@ -121,8 +149,9 @@ class FakeOpenAI:
     def start(self) -> FakeOpenAI:
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.fake = self
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="fake-openai", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-openai", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -172,8 +201,9 @@ class FakeOpenAI:
             body = None
         path = urlsplit(handler.path).path
         with self._lock:
-            self.requests.append(RecordedRequest(method, path, {k.lower(): v for k, v in handler.headers.items()},
-                                                 body))
+            self.requests.append(
+                RecordedRequest(method, path, {k.lower(): v for k, v in handler.headers.items()}, body)
+            )
             failure = self._script.popleft() if self._script else None
         sent_key = (handler.headers.get("Authorization") or "").removeprefix("Bearer ")
         kind = failure.kind if failure else ""
@@ -240,8 +270,9 @@ class FakeOpenAI:
             vectors[index] = [0.0] * dims
         elif kind == "nested":
             vectors = [[v, v, v] for v in vectors]
-        data: list[dict[str, Any]] = [{"object": "embedding", "index": i, "embedding": v}
-                                      for i, v in enumerate(vectors)]
+        data: list[dict[str, Any]] = [
+            {"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)
+        ]
         if kind == "base64":
             for item in data:
                 item["embedding"] = base64.b64encode(np.asarray(item["embedding"], "<f4").tobytes()).decode()
@@ -252,12 +283,18 @@ class FakeOpenAI:
         if self.reverse_data:
             data.reverse()
         tokens = sum(max(1, len(t) // 4) for t in inputs)
-        return 200, {"object": "list", "data": data, "model": model,
-                     "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+        return 200, {
+            "object": "list",
+            "data": data,
+            "model": model,
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
 
 
-_CONTEXT_MESSAGE = ("This model's maximum context length is 8192 tokens, however you requested more. "
-                    "Please reduce the length of the input.")
+_CONTEXT_MESSAGE = (
+    "This model's maximum context length is 8192 tokens, however you requested more. "
+    "Please reduce the length of the input."
+)
 
 
 def _error(message: str, code: str) -> dict[str, Any]:
@@ -308,10 +345,10 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True  # headers and body go in two writes: no 40 ms delayed-ACK stall
     server: _Server
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+    def do_GET(self) -> None:
         self.server.fake._handle(self, "GET")
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self.server.fake._handle(self, "POST")
 
     def answer(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
@@ -328,7 +365,7 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             self.close_connection = True  # the client gave up (a stall test)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 

@@ -21,8 +21,9 @@ def axis(i: int, dims: int = 8, weight: float = 1.0, extra: dict[int, float] | N
 
 def table_counts(conn) -> dict[str, int]:
     """Row counts of every table a KB can leave rows in (shadow tables included)."""
-    names = [r[0] for r in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+    names = [
+        r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+    ]
     out = {}
     for name in names:
         # kb_chunks_fts is external-content (count(*) reads kb_chunks itself); its _data

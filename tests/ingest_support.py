@@ -9,11 +9,11 @@ from kbdesk.paths import get_paths
 
 GOOD_FILES = {
     "guide.md": "# Guide\n\n## Backups\n\nBackups run every night at two.\n\n## Restore\n\n"
-                "Run the restore command with the snapshot name.\n",
+    "Run the restore command with the snapshot name.\n",
     "notes/meeting.txt": "We agreed to ship the lighthouse feature in March.\n\nAlice owns the rollout.",
     "people.csv": "name,role\nAlice,engineer\nBob,designer\n",
     "page.html": "<html><head><title>Status</title><style>p{}</style></head><body><h1>Status</h1>"
-                 "<p>All systems are green.</p><script>alert(1)</script></body></html>",
+    "<p>All systems are green.</p><script>alert(1)</script></body></html>",
 }
 
 
@@ -33,8 +33,10 @@ def configure_provider(server, name: str = "fake", extra: str = "") -> None:
     path = get_paths().config_file
     path.parent.mkdir(parents=True, exist_ok=True)
     previous = path.read_text() if path.exists() else ""
-    path.write_text(previous + f'[providers.{name}]\nkind = "custom"\nbase_url = "{server.base_url}"\n'
-                               f"max_retries = 3\ntimeout = 5.0\n{extra}\n")
+    path.write_text(
+        previous + f'[providers.{name}]\nkind = "custom"\nbase_url = "{server.base_url}"\n'
+        f"max_retries = 3\ntimeout = 5.0\n{extra}\n"
+    )
 
 
 def vector_desk(server, kb: str = "docs", **open_kwargs):

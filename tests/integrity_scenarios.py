@@ -22,8 +22,10 @@ from kbdesk.models import ChunkInput
 from kbdesk.store.claims import end_claim, new_claim
 from kbdesk.store.doc_types import NewDocument
 
-CORPUS = {f"area{i % 7}/note{i:03d}.md": f"# Note {i}\n\nHarbour {i} keeps lighthouse number {i * 13}. " * 3
-          for i in range(60)}
+CORPUS = {
+    f"area{i % 7}/note{i:03d}.md": f"# Note {i}\n\nHarbour {i} keeps lighthouse number {i * 13}. " * 3
+    for i in range(60)
+}
 
 
 def rows_per_path(desk, kb: str) -> Counter:
@@ -123,9 +125,20 @@ def a_killed_update_chain_ends_with_the_newest_version(open_db, tmp_path: Path, 
     st = (folder / "log.txt").stat()
     dead = "host-that-died:1:x:y"  # taken below as a runner on another host...
     claim = new_claim()  # ...no: a claim of this process whose run has ended is dead
-    taken = desk.store.take_versions([NewDocument(doc.kb_id, doc.filename, size_bytes=st.st_size,
-                                                  content_hash="0" * 64, source_path=doc.source_path,
-                                                  source_mtime=st.st_mtime, expected_version=doc.version)], claim)
+    taken = desk.store.take_versions(
+        [
+            NewDocument(
+                doc.kb_id,
+                doc.filename,
+                size_bytes=st.st_size,
+                content_hash="0" * 64,
+                source_path=doc.source_path,
+                source_mtime=st.st_mtime,
+                expected_version=doc.version,
+            )
+        ],
+        claim,
+    )
     assert taken[0] is not None and taken[0].status == "pending" and dead
     end_claim(claim)  # the run "died": its stored copy still holds v1's bytes
     time.sleep(0.01)
@@ -156,8 +169,13 @@ def a_superseded_runner_cannot_write(open_db, tmp_path: Path, server) -> None:
     assert isinstance(late, SupersededError)
     [late] = desk.store.finish_documents([(doc.id, [ChunkInput("stale words")], None, held.version)], rows=False)
     assert isinstance(late, SupersededError)  # without its row read back, the error all the same
-    desk.store.set_statuses([__import__("kbdesk.store.doc_types", fromlist=["StatusUpdate"])
-                             .StatusUpdate(doc.id, "error", error="late", version=held.version)])
+    desk.store.set_statuses(
+        [
+            __import__("kbdesk.store.doc_types", fromlist=["StatusUpdate"]).StatusUpdate(
+                doc.id, "error", error="late", version=held.version
+            )
+        ]
+    )
     assert desk.store.get_document(doc.id).status != "error"  # the late runner's write was dropped
     [quiet] = desk.store.finish_documents([(doc.id, [ChunkInput("fresh words")], None, taken.version)], rows=False)
     assert quiet is None and desk.store.get_document(doc.id).status == "ready"
@@ -321,8 +339,14 @@ def vectors_paid_for_by_a_stopped_run_are_not_embedded_again(open_db, tmp_path: 
     desk.close()
 
 
-SCENARIOS = [two_threads_add_the_same_folder, a_failing_new_version_keeps_the_old_text_marked_stale,
-             a_killed_update_chain_ends_with_the_newest_version, a_superseded_runner_cannot_write,
-             copies_are_their_own_documents, failures_are_remembered_until_the_file_changes,
-             provider_failures_are_retried, odd_file_names_fail_or_pass_alone,
-             vectors_paid_for_by_a_stopped_run_are_not_embedded_again]
+SCENARIOS = [
+    two_threads_add_the_same_folder,
+    a_failing_new_version_keeps_the_old_text_marked_stale,
+    a_killed_update_chain_ends_with_the_newest_version,
+    a_superseded_runner_cannot_write,
+    copies_are_their_own_documents,
+    failures_are_remembered_until_the_file_changes,
+    provider_failures_are_retried,
+    odd_file_names_fail_or_pass_alone,
+    vectors_paid_for_by_a_stopped_run_are_not_embedded_again,
+]

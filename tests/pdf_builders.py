@@ -8,8 +8,10 @@ import zlib
 import pypdf
 
 FONT = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
-IMAGE = (b"<< /Type /XObject /Subtype /Image /Width 1 /Height 1 /ColorSpace /DeviceGray"
-         b" /BitsPerComponent 8 /Length 1 >>\nstream\n\x80\nendstream")
+IMAGE = (
+    b"<< /Type /XObject /Subtype /Image /Width 1 /Height 1 /ColorSpace /DeviceGray"
+    b" /BitsPerComponent 8 /Length 1 >>\nstream\n\x80\nendstream"
+)
 
 
 def _stream(data: bytes, deflate: int = 0) -> bytes:
@@ -19,17 +21,23 @@ def _stream(data: bytes, deflate: int = 0) -> bytes:
     return b"<< /Length %d%s >>\nstream\n%s\nendstream" % (len(data), filters, data)
 
 
-def make_pdf(contents: list[bytes], *, shared: bytes = FONT,
-             resources: bytes = b"<< /Font << /F1 3 0 R >> >>") -> bytes:
+def make_pdf(
+    contents: list[bytes], *, shared: bytes = FONT, resources: bytes = b"<< /Font << /F1 3 0 R >> >>"
+) -> bytes:
     """Objects: 1 catalog, 2 page tree, 3 ``shared`` (font or image), then page/content pairs.
 
     ``contents`` items are complete stream objects (see ``_stream``)."""
     kids = b" ".join(b"%d 0 R" % (4 + 2 * i) for i in range(len(contents)))
-    objects = [b"<< /Type /Catalog /Pages 2 0 R >>",
-               b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, len(contents)), shared]
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, len(contents)),
+        shared,
+    ]
     for i, content in enumerate(contents):
-        objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources %s"
-                       b" /Contents %d 0 R >>" % (resources, 5 + 2 * i))
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources %s"
+            b" /Contents %d 0 R >>" % (resources, 5 + 2 * i)
+        )
         objects.append(content)
     out = io.BytesIO()
     out.write(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
@@ -65,10 +73,10 @@ def encrypt(pdf: bytes, user_password: str) -> bytes:
     return out.getvalue()
 
 
-
-
 def lines_page(lines: list[str], deflate: int = 0) -> bytes:
     """A page of several lines of text (ASCII; parentheses and backslashes escaped)."""
-    body = b"".join(b"(%s) Tj T* " % line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
-                    .encode("ascii") for line in lines)
+    body = b"".join(
+        b"(%s) Tj T* " % line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)").encode("ascii")
+        for line in lines
+    )
     return _stream(b"BT /F1 11 Tf 14 TL 72 720 Td " + body + b"ET", deflate)

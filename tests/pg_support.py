@@ -38,5 +38,6 @@ def create_login(admin_uri: str, login: str, password: str) -> None:
     from psycopg import sql as pgsql
 
     with psycopg.connect(admin_uri, autocommit=True) as conn:
-        conn.execute(pgsql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(pgsql.Identifier(login),
-                                                                         pgsql.Literal(password)))
+        conn.execute(
+            pgsql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(pgsql.Identifier(login), pgsql.Literal(password))
+        )

@@ -6,27 +6,31 @@ from ingest_support import GOOD_FILES, write_files
 from kbdesk import open_desk
 from pdf_builders import bomb_page, encrypt, lines_page, make_pdf, text_page
 
-GOOD_PDF = make_pdf([lines_page(["Quarterly report", "Revenue grew twelve percent."]),
-                     lines_page(["Page two", "Costs fell."])])
+GOOD_PDF = make_pdf(
+    [lines_page(["Quarterly report", "Revenue grew twelve percent."]), lines_page(["Page two", "Costs fell."])]
+)
 
 
 def test_broken_files_fail_alone_with_reasons(tmp_path):
     outside = write_files(tmp_path / "outside", {"secret.txt": "outside the root"})
-    folder = write_files(tmp_path / "mixed", {
-        **GOOD_FILES,
-        "report.pdf": GOOD_PDF,
-        "truncated.pdf": GOOD_PDF[: len(GOOD_PDF) // 2],
-        "garbage.pdf": b"%PDF-1.4\n" + os.urandom(3000),
-        "locked.pdf": encrypt(make_pdf([text_page("secret plans")]), "hunter2"),
-        "bomb.pdf": make_pdf([bomb_page()]),
-        "scanned.pdf": make_pdf([b"<< /Length 0 >>\nstream\n\nendstream"]),
-        "program.txt": b"\x7fELF\x02\x01\x01" + os.urandom(4000),
-        "empty.md": b"",
-        "huge.txt": b"a" * (11 * 1024 * 1024),
-        "legacy.csv": "name;city\nRené;Zürich\nZoë;Málaga\n".encode("cp1252"),
-        "wide.txt": "Unicode sixteen text about kites".encode("utf-16"),
-        "nul.txt": b"A log line with nul bytes inside\x00 the text. " * 5 + b"\x00",
-    })
+    folder = write_files(
+        tmp_path / "mixed",
+        {
+            **GOOD_FILES,
+            "report.pdf": GOOD_PDF,
+            "truncated.pdf": GOOD_PDF[: len(GOOD_PDF) // 2],
+            "garbage.pdf": b"%PDF-1.4\n" + os.urandom(3000),
+            "locked.pdf": encrypt(make_pdf([text_page("secret plans")]), "hunter2"),
+            "bomb.pdf": make_pdf([bomb_page()]),
+            "scanned.pdf": make_pdf([b"<< /Length 0 >>\nstream\n\nendstream"]),
+            "program.txt": b"\x7fELF\x02\x01\x01" + os.urandom(4000),
+            "empty.md": b"",
+            "huge.txt": b"a" * (11 * 1024 * 1024),
+            "legacy.csv": "name;city\nRené;Zürich\nZoë;Málaga\n".encode("cp1252"),
+            "wide.txt": "Unicode sixteen text about kites".encode("utf-16"),
+            "nul.txt": b"A log line with nul bytes inside\x00 the text. " * 5 + b"\x00",
+        },
+    )
     os.symlink(folder, folder / "loop")
     os.symlink(outside / "secret.txt", folder / "escape.txt")
     os.mkfifo(folder / "pipe.txt")
@@ -40,8 +44,13 @@ def test_broken_files_fail_alone_with_reasons(tmp_path):
         assert ready == set(GOOD_FILES) | {"report.pdf", "legacy.csv", "wide.txt", "nul.txt"}
         reasons = {n: d.error for n, d in docs.items() if d.status == "error"}
         expected = {
-            "truncated.pdf": "PDF", "garbage.pdf": "PDF", "locked.pdf": "encrypted", "bomb.pdf": "",
-            "scanned.pdf": "no extractable text", "program.txt": "binary file", "empty.md": "empty",
+            "truncated.pdf": "PDF",
+            "garbage.pdf": "PDF",
+            "locked.pdf": "encrypted",
+            "bomb.pdf": "",
+            "scanned.pdf": "no extractable text",
+            "program.txt": "binary file",
+            "empty.md": "empty",
             "huge.txt": "over the 10 MB limit",
         }
         assert set(reasons) == set(expected)
@@ -65,6 +74,10 @@ def test_broken_files_fail_alone_with_reasons(tmp_path):
         assert "\x00" not in nul.content
         # no error document is half-indexed
         conn = desk.store.connection()
-        assert conn.execute("SELECT count(*) FROM kb_chunks c JOIN kb_documents d ON d.id = c.document_id "
-                            "WHERE d.status != 'ready'").fetchone()[0] == 0
+        assert (
+            conn.execute(
+                "SELECT count(*) FROM kb_chunks c JOIN kb_documents d ON d.id = c.document_id WHERE d.status != 'ready'"
+            ).fetchone()[0]
+            == 0
+        )
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

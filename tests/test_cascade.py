@@ -1,16 +1,29 @@
 """Deleting a KB or a document leaves no orphan anywhere, on every engine: rows, keyword
 rows, vectors and their index, stored files."""
 
-from engine_checks import (add_channel, assert_sound, build_vector_index, count, has_index_objects, row_counts,
-                           vector_index_objects)
+from engine_checks import (
+    add_channel,
+    assert_sound,
+    build_vector_index,
+    count,
+    has_index_objects,
+    row_counts,
+    vector_index_objects,
+)
 from helpers import axis
 
 
 def fill(desk, name, dims=8):
     desk.create_kb(name, model_id="m", dimensions=dims)
-    return [desk.add_document(name, f"{name}-{d}.txt", [f"{name} document {d} chunk {i} about lighthouses"
-                                                        for i in range(4)],
-                              vectors=[axis((d + i) % dims) for i in range(4)]) for d in range(3)]
+    return [
+        desk.add_document(
+            name,
+            f"{name}-{d}.txt",
+            [f"{name} document {d} chunk {i} about lighthouses" for i in range(4)],
+            vectors=[axis((d + i) % dims) for i in range(4)],
+        )
+        for d in range(3)
+    ]
 
 
 def test_deleting_a_kb_leaves_no_orphan_row(engine_desk):

@@ -290,7 +290,7 @@ def test_sections_carry_metadata_and_never_straddle():
     assert pages == sorted(pages) and set(pages) == {1, 2, 3}
     whole = "\n\n".join(s.text for s in sections)  # offsets are into the document's whole text
     for c in chunks:
-        assert c.content == whole[c.metadata["start"]:c.metadata["end"]]
+        assert c.content == whole[c.metadata["start"] : c.metadata["end"]]
         assert c.metadata["headings"] == ["Intro", f"Part {c.metadata['page']}"]
     # per-section chunking is exactly split_text on that section
     first = [c for c in chunks if c.metadata["page"] == 1]
@@ -376,22 +376,22 @@ def whole_text(sections: list[Section]) -> str:
 
 
 def test_small_sections_merge_up_to_the_chunk_size():
-    sections = [Section(f"## Part {i}\n\n" + "word " * 30 + "end.", {"headings": ["Guide", f"Part {i}"]})
-                for i in range(7)]  # 165 characters each: six fill 1000 exactly, the seventh starts a new chunk
+    sections = [
+        Section(f"## Part {i}\n\n" + "word " * 30 + "end.", {"headings": ["Guide", f"Part {i}"]}) for i in range(7)
+    ]  # 165 characters each: six fill 1000 exactly, the seventh starts a new chunk
     chunks = chunk_sections(sections, 1000, 200, merge=True)
     whole = whole_text(sections)
     assert len(chunks) == 2
     first, second = chunks
     assert first.content == whole_text(sections[:6]) and len(first.content) == 1000
     assert second.content == sections[6].text
-    assert first.content == whole[first.metadata["start"]:first.metadata["end"]]
+    assert first.content == whole[first.metadata["start"] : first.metadata["end"]]
     assert first.metadata["headings"] == ["Guide", "Part 0"]  # where the chunk begins
     assert [s["headings"] for s in first.metadata["sections"]] == [["Guide", f"Part {i}"] for i in range(6)]
     for piece, section in zip(first.metadata["sections"], sections):
-        assert whole[piece["start"]:piece["end"]] == section.text  # each piece's own place
+        assert whole[piece["start"] : piece["end"]] == section.text  # each piece's own place
     assert "sections" not in second.metadata  # one section: its metadata as before
-    assert second.metadata == {"headings": ["Guide", "Part 6"], "start": whole.index("## Part 6"),
-                               "end": len(whole)}
+    assert second.metadata == {"headings": ["Guide", "Part 6"], "start": whole.index("## Part 6"), "end": len(whole)}
 
 
 def test_by_default_every_section_is_chunked_alone():
@@ -405,40 +405,49 @@ def test_by_default_every_section_is_chunked_alone():
 def test_long_sections_are_not_merged_with_their_neighbours():
     rng = random.Random(3)
     long_one = Section(prose(rng, 12), {"headings": ["Long"]})
-    sections = [Section("Short intro.", {"headings": ["Intro"]}), long_one,
-                Section("Short end.", {"headings": ["End"]})]
+    sections = [
+        Section("Short intro.", {"headings": ["Intro"]}),
+        long_one,
+        Section("Short end.", {"headings": ["End"]}),
+    ]
     chunks = chunk_sections(sections, 300, 50, merge=True)
     whole = whole_text(sections)
     assert chunks[0].content == "Short intro." and chunks[-1].content == "Short end."
     assert [c.content for c in chunks[1:-1]] == [c.content for c in split_text(long_one.text, 300, 50)]
     assert all(c.metadata["headings"] == ["Long"] and "sections" not in c.metadata for c in chunks[1:-1])
     for c in chunks:
-        assert c.content == whole[c.metadata["start"]:c.metadata["end"]]
+        assert c.content == whole[c.metadata["start"] : c.metadata["end"]]
 
 
 def test_pages_and_other_metadata_never_merge():
     pages = [Section(f"Page {n} text.", {"page": n}) for n in range(1, 4)]
     assert [c.metadata["page"] for c in chunk_sections(pages, merge=True)] == [1, 2, 3]
-    titled = [Section("One.", {"headings": ["A"], "title": "T"}), Section("Two.", {"headings": ["B"], "title": "T"}),
-              Section("Three.", {"headings": ["C"], "title": "U"})]
+    titled = [
+        Section("One.", {"headings": ["A"], "title": "T"}),
+        Section("Two.", {"headings": ["B"], "title": "T"}),
+        Section("Three.", {"headings": ["C"], "title": "U"}),
+    ]
     chunks = chunk_sections(titled, merge=True)
     assert [c.content for c in chunks] == ["One.\n\nTwo.", "Three."]
     assert chunks[0].metadata["title"] == "T" and chunks[1].metadata["title"] == "U"
 
 
 def test_blank_sections_inside_a_merge():
-    sections = [Section("  ", {"headings": ["Empty"]}), Section(" First. ", {"headings": ["A"]}),
-                Section("\n", {"headings": ["Blank"]}), Section("Second.", {"headings": ["B"]}),
-                Section("   ", {"headings": ["Tail"]})]
+    sections = [
+        Section("  ", {"headings": ["Empty"]}),
+        Section(" First. ", {"headings": ["A"]}),
+        Section("\n", {"headings": ["Blank"]}),
+        Section("Second.", {"headings": ["B"]}),
+        Section("   ", {"headings": ["Tail"]}),
+    ]
     (chunk,) = chunk_sections(sections, 100, 10, merge=True)
     whole = whole_text(sections)
-    assert chunk.content == whole[chunk.metadata["start"]:chunk.metadata["end"]] == "First. \n\n\n\n\nSecond."
+    assert chunk.content == whole[chunk.metadata["start"] : chunk.metadata["end"]] == "First. \n\n\n\n\nSecond."
     assert chunk.metadata["headings"] == ["A"]
     assert [s["headings"] for s in chunk.metadata["sections"]] == [["A"], ["B"]]
     blanks_only = chunk_sections([Section("  ", {}), Section("\n", {})], merge=True)
     assert blanks_only == []
-    (alone,) = chunk_sections([Section(" ", {"headings": ["x"]}), Section(" Only. ", {"headings": ["y"]})],
-                              merge=True)
+    (alone,) = chunk_sections([Section(" ", {"headings": ["x"]}), Section(" Only. ", {"headings": ["y"]})], merge=True)
     assert alone.content == "Only." and "sections" not in alone.metadata and alone.metadata["headings"] == ["y"]
 
 

@@ -5,7 +5,7 @@ import os
 import socket
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from ingest_support import write_files
 from kbdesk import open_desk
@@ -37,8 +37,8 @@ def test_another_process_is_alive_while_it_runs_and_not_after():
 
 
 def test_claims_from_other_hosts_and_older_kbdesks():
-    recent = datetime.now(timezone.utc) - timedelta(minutes=2)
-    silent = datetime.now(timezone.utc) - timedelta(minutes=40)
+    recent = datetime.now(UTC) - timedelta(minutes=2)
+    silent = datetime.now(UTC) - timedelta(minutes=40)
     assert claim_alive("elsewhere:123:x:t", recent)
     assert claim_alive("elsewhere:123:x:t", recent.strftime("%Y-%m-%dT%H:%M:%S.000Z"))
     assert not claim_alive("elsewhere:123:x:t", silent)  # silent too long: taken for dead
@@ -53,8 +53,10 @@ def test_work_a_silent_runner_on_another_host_left_is_taken_over(tmp_path):
         desk.add("docs", [folder])
         (folder / "a.txt").write_text("alpha words, second version")
         with desk.store.write() as conn:  # another machine claimed the new version, then went silent
-            conn.execute("UPDATE kb_documents SET status = 'embedding', claimed_by = 'laptop:42:x:t', "
-                         "updated_at = '2020-01-01T00:00:00.000Z' WHERE filename = 'a.txt'")
+            conn.execute(
+                "UPDATE kb_documents SET status = 'embedding', claimed_by = 'laptop:42:x:t', "
+                "updated_at = '2020-01-01T00:00:00.000Z' WHERE filename = 'a.txt'"
+            )
         report = desk.add("docs", [folder])
         assert report.updated == ["a.txt"] and report.by_other == []
         assert {d.status for d in desk.store.list_documents(desk.kb("docs").id)} == {"ready"}

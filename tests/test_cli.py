@@ -25,8 +25,7 @@ def run():
 
 
 def test_create_list_show_rename_describe_rm(run):
-    r = run("kb", "create", "Handbook", "-d", "Team handbook", "--chunk-size", "500", "--chunk-overlap", "50",
-            "--json")
+    r = run("kb", "create", "Handbook", "-d", "Team handbook", "--chunk-size", "500", "--chunk-overlap", "50", "--json")
     assert r.exit_code == 0, r.output
     created = json.loads(r.stdout)
     assert created["name"] == "Handbook" and created["embedding_config"]["chunk_size"] == 500
@@ -79,8 +78,11 @@ def test_search_over_a_kb_filled_through_the_library(run, kbdesk_home):
     with open_desk() as desk:
         desk.create_kb("Ops")
         desk.create_kb("Pets", model_id="toy", dimensions=8)
-        desk.add_document("Ops", "runbook.md", ["Rotate the TLS certificates every ninety days.",
-                                                "Page the on-call engineer for sev1 incidents."])
+        desk.add_document(
+            "Ops",
+            "runbook.md",
+            ["Rotate the TLS certificates every ninety days.", "Page the on-call engineer for sev1 incidents."],
+        )
         desk.add_document("Pets", "cats.txt", ["Cats groom themselves daily."], vectors=[axis(0)])
 
     r = run("search", "Ops", "Pets", "certificates rotation", "--json")

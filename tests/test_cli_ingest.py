@@ -97,14 +97,16 @@ def test_watch_picks_up_new_and_deleted_files(run, tmp_path):
 
 
 def test_provider_commands_and_set_model(run, tmp_path, fake_openai):
-    r = run("provider", "add", "fake", "--kind", "custom", "--base-url", fake_openai.base_url,
-            "--api-key-env", "FAKE_KEY")
+    r = run(
+        "provider", "add", "fake", "--kind", "custom", "--base-url", fake_openai.base_url, "--api-key-env", "FAKE_KEY"
+    )
     assert r.exit_code == 0, r.output
     config = get_paths().config_file
     assert stat.S_IMODE(os.stat(config).st_mode) == 0o600
     listed = json.loads(run("provider", "list", "--json").stdout)["data"]
-    assert listed == [{"name": "fake", "kind": "custom", "base_url": fake_openai.base_url,
-                       "key": "env FAKE_KEY (not set)"}]
+    assert listed == [
+        {"name": "fake", "kind": "custom", "base_url": fake_openai.base_url, "key": "env FAKE_KEY (not set)"}
+    ]
 
     r = run("provider", "test", "fake", "--model", "nomic-embed-text", "--json", env={"FAKE_KEY": "sk-abc-123"})
     body = json.loads(r.stdout)
@@ -166,8 +168,10 @@ def test_both_faces_follow_one_set_of_provider_rules(run, tmp_path):
         raise AssertionError("the TUI removed a provider a role uses")
     except Exception as exc:  # the same refusal, word for word
         assert "the chat role uses 'srv'" in str(exc)
-    save_provider(path, ProviderForm(name="srv", kind="ollama", base_url="http://localhost:11434/v1",
-                                     api_key_env="", original="srv"))
+    save_provider(
+        path,
+        ProviderForm(name="srv", kind="ollama", base_url="http://localhost:11434/v1", api_key_env="", original="srv"),
+    )
     import tomllib
 
     assert load_config(path).providers["srv"].timeout == 42  # kept: not a field of the form

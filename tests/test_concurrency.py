@@ -7,7 +7,6 @@ import time
 import numpy as np
 
 from engine_checks import assert_sound, count, reopen
-
 from kbdesk import open_desk
 
 
@@ -24,9 +23,12 @@ def test_two_writers_and_a_reader(engine_desk):
         try:
             while time.monotonic() < stop:
                 n = int(rng.integers(1, 20))
-                doc = desk.add_document("shared", f"{tag}-{written[tag]}.txt",
-                                        [f"{tag} chunk {i} of the shared corpus" for i in range(n)],
-                                        vectors=rng.standard_normal((n, 16)))
+                doc = desk.add_document(
+                    "shared",
+                    f"{tag}-{written[tag]}.txt",
+                    [f"{tag} chunk {i} of the shared corpus" for i in range(n)],
+                    vectors=rng.standard_normal((n, 16)),
+                )
                 written[tag] += 1
                 if written[tag] % 5 == 0:
                     desk.delete_document(doc.id)
@@ -43,8 +45,11 @@ def test_two_writers_and_a_reader(engine_desk):
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
 
-    threads = [threading.Thread(target=writer, args=("a",)), threading.Thread(target=writer, args=("b",)),
-               threading.Thread(target=reader)]
+    threads = [
+        threading.Thread(target=writer, args=("a",)),
+        threading.Thread(target=writer, args=("b",)),
+        threading.Thread(target=reader),
+    ]
     for t in threads:
         t.start()
     for t in threads:

@@ -26,26 +26,32 @@ def test_missing_file_means_defaults(kbdesk_home):
 
 
 def test_values_are_read(kbdesk_home):
-    path = write_config(kbdesk_home, '[search]\nlimit = 8\nthreshold = 0.5\nmode = "keyword"\n'
-                                     '[vector]\nbackend = "numpy"\n[storage]\nmax_file_mb = 2\n')
+    path = write_config(
+        kbdesk_home,
+        '[search]\nlimit = 8\nthreshold = 0.5\nmode = "keyword"\n'
+        '[vector]\nbackend = "numpy"\n[storage]\nmax_file_mb = 2\n',
+    )
     cfg = load_config(path)
     assert cfg.search.limit == 8 and cfg.search.threshold == 0.5 and cfg.search.mode == "keyword"
     assert cfg.vector.backend == "numpy"
     assert cfg.storage.max_file_mb == 2.0
 
 
-@pytest.mark.parametrize("text, message", [
-    ("[search]\nlimt = 3\n", "unknown key 'search.limt'"),
-    ("colour = 'blue'\n", "unknown key 'colour'"),
-    ("[search]\nlimit = 'five'\n", "search.limit must be an integer, got a string"),
-    ("[search]\nlimit = true\n", "search.limit must be an integer, got a boolean"),
-    ("[search]\nthreshold = 'high'\n", "search.threshold must be a number"),
-    ("[search]\nmode = 'fuzzy'\n", "search.mode must be one of"),
-    ("search = 3\n", "search must be a table"),
-    ("[search]\nlimit = 50\n", "search.limit must be between 1 and 20"),
-    ("[chunking]\nchunk_size = 100\nchunk_overlap = 100\n", "chunking.chunk_overlap"),
-    ("[search\nlimit = 3\n", "is not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("[search]\nlimt = 3\n", "unknown key 'search.limt'"),
+        ("colour = 'blue'\n", "unknown key 'colour'"),
+        ("[search]\nlimit = 'five'\n", "search.limit must be an integer, got a string"),
+        ("[search]\nlimit = true\n", "search.limit must be an integer, got a boolean"),
+        ("[search]\nthreshold = 'high'\n", "search.threshold must be a number"),
+        ("[search]\nmode = 'fuzzy'\n", "search.mode must be one of"),
+        ("search = 3\n", "search must be a table"),
+        ("[search]\nlimit = 50\n", "search.limit must be between 1 and 20"),
+        ("[chunking]\nchunk_size = 100\nchunk_overlap = 100\n", "chunking.chunk_overlap"),
+        ("[search\nlimit = 3\n", "is not valid TOML"),
+    ],
+)
 def test_bad_config_is_one_line_naming_the_key(kbdesk_home, text, message):
     path = write_config(kbdesk_home, text)
     with pytest.raises(ConfigError) as info:

@@ -18,9 +18,13 @@ with open_desk() as desk:
     desk.add("docs", [sys.argv[1]], workers=3)
 """
 
-FILES = {f"topic{i:02d}/note{i:02d}.md": f"# Note {i}\n\n" + "\n\n".join(
-    f"Section {j} of note {i} talks about harbour {i * 7 + j} and its lighthouse keepers. " * 4
-    for j in range(3)) for i in range(320)}
+FILES = {
+    f"topic{i:02d}/note{i:02d}.md": f"# Note {i}\n\n"
+    + "\n\n".join(
+        f"Section {j} of note {i} talks about harbour {i * 7 + j} and its lighthouse keepers. " * 4 for j in range(3)
+    )
+    for i in range(320)
+}
 
 
 def check_invariants(desk) -> dict[str, int]:
@@ -28,17 +32,24 @@ def check_invariants(desk) -> dict[str, int]:
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
     conn.execute("INSERT INTO kb_chunks_fts(kb_chunks_fts) VALUES ('integrity-check')")
-    orphans = conn.execute("SELECT count(*) FROM kb_chunks c WHERE NOT EXISTS "
-                           "(SELECT 1 FROM kb_documents d WHERE d.id = c.document_id)").fetchone()[0]
+    orphans = conn.execute(
+        "SELECT count(*) FROM kb_chunks c WHERE NOT EXISTS (SELECT 1 FROM kb_documents d WHERE d.id = c.document_id)"
+    ).fetchone()[0]
     assert orphans == 0
-    empty_ready = conn.execute("SELECT count(*) FROM kb_documents d WHERE status = 'ready' AND NOT EXISTS "
-                               "(SELECT 1 FROM kb_chunks c WHERE c.document_id = d.id)").fetchone()[0]
+    empty_ready = conn.execute(
+        "SELECT count(*) FROM kb_documents d WHERE status = 'ready' AND NOT EXISTS "
+        "(SELECT 1 FROM kb_chunks c WHERE c.document_id = d.id)"
+    ).fetchone()[0]
     assert empty_ready == 0
-    miscounted = conn.execute("SELECT count(*) FROM kb_documents d WHERE status = 'ready' AND chunk_count != "
-                              "(SELECT count(*) FROM kb_chunks c WHERE c.document_id = d.id)").fetchone()[0]
+    miscounted = conn.execute(
+        "SELECT count(*) FROM kb_documents d WHERE status = 'ready' AND chunk_count != "
+        "(SELECT count(*) FROM kb_chunks c WHERE c.document_id = d.id)"
+    ).fetchone()[0]
     assert miscounted == 0
-    partial = conn.execute("SELECT count(*) FROM kb_documents d WHERE status != 'ready' AND EXISTS "
-                           "(SELECT 1 FROM kb_chunks c WHERE c.document_id = d.id)").fetchone()[0]
+    partial = conn.execute(
+        "SELECT count(*) FROM kb_documents d WHERE status != 'ready' AND EXISTS "
+        "(SELECT 1 FROM kb_chunks c WHERE c.document_id = d.id)"
+    ).fetchone()[0]
     assert partial == 0  # a document is in completely or not at all
     assert conn.execute("SELECT count(*) FROM kb_chunks WHERE embedding IS NULL").fetchone()[0] == 0
     statuses = dict(conn.execute("SELECT status, count(*) FROM kb_documents GROUP BY status").fetchall())
@@ -74,8 +85,7 @@ def test_kill_during_ingestion_then_finish(tmp_path, fake_openai):
                 seen_partial += 1
     assert seen_partial >= 1, "no kill landed mid-ingestion; the test proved nothing"
 
-    finisher = subprocess.run([sys.executable, "-c", CHILD, str(folder)], timeout=300, capture_output=True,
-                              text=True)
+    finisher = subprocess.run([sys.executable, "-c", CHILD, str(folder)], timeout=300, capture_output=True, text=True)
     assert finisher.returncode == 0, finisher.stderr
     with open_desk() as desk:
         statuses = check_invariants(desk)

@@ -29,8 +29,11 @@ def filled_db(tmp_path: Path) -> Path:
     folder.mkdir()
     for i in range(30):
         (folder / f"note{i:02}.txt").write_text(
-            "\n\n".join(f"Note {i}, paragraph {j}: the backup runs at night and the restore uses snapshots. "
-                        * 4 for j in range(12)))
+            "\n\n".join(
+                f"Note {i}, paragraph {j}: the backup runs at night and the restore uses snapshots. " * 4
+                for j in range(12)
+            )
+        )
     db = tmp_path / "kb.db"
     with open_desk(db) as desk:
         desk.create_kb("notes", keyword_only=True)

@@ -29,7 +29,12 @@ def test_recall_and_mrr_by_hand():
     assert mrr_at(["x", "c", "b"], qrels) == pytest.approx(1 / 3)
     assert mrr_at(["x"] * 10 + ["a"], qrels) == 0.0
     assert summarise({"q1": ["a"], "q2": []}, {"q1": {"a": 1}, "q2": {"b": 1}, "q3": {"z": 0}}) == {
-        "ndcg@10": 0.5, "recall@10": 0.5, "recall@100": 0.5, "mrr@10": 0.5, "queries": 2}
+        "ndcg@10": 0.5,
+        "recall@10": 0.5,
+        "recall@100": 0.5,
+        "mrr@10": 0.5,
+        "queries": 2,
+    }
 
 
 def make_dataset(folder):
@@ -39,8 +44,11 @@ def make_dataset(folder):
         {"_id": "d3", "title": "Tides", "text": "Spring tides follow the full and the new moon."},
         {"_id": "d/4", "title": "", "text": "Keepers of lighthouses once lived on remote rocks."},
     ]
-    queries = [{"_id": "q1", "text": "lighthouse keeper"}, {"_id": "q2", "text": "sourdough starter"},
-               {"_id": "q3", "text": "unjudged query"}]
+    queries = [
+        {"_id": "q1", "text": "lighthouse keeper"},
+        {"_id": "q2", "text": "sourdough starter"},
+        {"_id": "q3", "text": "unjudged query"},
+    ]
     (folder / "qrels").mkdir(parents=True)
     (folder / "corpus.jsonl").write_text("\n".join(json.dumps(d) for d in corpus))
     (folder / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in queries))

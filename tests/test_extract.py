@@ -11,7 +11,6 @@ import os
 import random
 import sys
 import time
-import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -19,7 +18,6 @@ import pypdf
 import pytest
 
 from kbdesk.errors import KbdeskError
-from pdf_builders import FONT, IMAGE, _stream, bomb_page, encrypt, make_pdf, text_page
 from kbdesk.ingest.extract import (
     SUPPORTED_SUFFIXES,
     Extracted,
@@ -29,6 +27,8 @@ from kbdesk.ingest.extract import (
     extract_bytes,
     extract_file,
 )
+from pdf_builders import IMAGE, _stream, bomb_page, encrypt, make_pdf, text_page
+
 
 def fails(data: bytes, filename: str, **kwargs) -> str:
     with pytest.raises(ExtractionError) as info:
@@ -49,7 +49,8 @@ def leftover_workers() -> set[int]:
             continue
         fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
         if fields.get("PPid", "").strip() == str(os.getpid()) and (
-                b"pdf_worker" in cmdline or fields.get("State", "").startswith("Z")):
+            b"pdf_worker" in cmdline or fields.get("State", "").startswith("Z")
+        ):
             found.add(int(proc.name))
     return found
 
@@ -155,8 +156,17 @@ HTML = b"""<!DOCTYPE html><html><head><title>Caf&eacute; &amp; Bar guide</title>
 def test_html_drops_hidden_text_and_keeps_title_and_headings():
     result = extract_bytes(HTML, "bar.html")
     assert result.content_type == "text/html"
-    for gone in ("script-text", "color: red", "menu-text", "hidden-attr-text", "display-none-text",
-                 "vis-text", "noscript-text", "template-text", "icon-title"):
+    for gone in (
+        "script-text",
+        "color: red",
+        "menu-text",
+        "hidden-attr-text",
+        "display-none-text",
+        "vis-text",
+        "noscript-text",
+        "template-text",
+        "icon-title",
+    ):
         assert gone not in result.text, gone
     assert all(s.metadata["title"] == "Café & Bar guide" for s in result.sections)
     assert result.text.startswith("Café & Bar guide\n\nWelcome to the guide.\nSecond line")
@@ -170,8 +180,7 @@ def test_html_drops_hidden_text_and_keeps_title_and_headings():
 
 
 def test_html_with_nothing_visible_fails():
-    assert fails(b"<html><script>x()</script><div hidden>y</div></html>", "a.html") == \
-        "HTML has no visible text"
+    assert fails(b"<html><script>x()</script><div hidden>y</div></html>", "a.html") == "HTML has no visible text"
 
 
 def test_csv_rows_carry_their_header_cp1252_semicolons():
@@ -198,7 +207,9 @@ def test_pdf_text_per_page_with_page_numbers():
     assert result.content_type == "application/pdf"
     # the empty middle page yields no section, but numbering still follows the real pages
     assert [(s.metadata, s.text) for s in result.sections] == [
-        ({"page": 1}, "Alpha page text"), ({"page": 3}, "Gamma page")]
+        ({"page": 1}, "Alpha page text"),
+        ({"page": 3}, "Gamma page"),
+    ]
     assert result.text == "Alpha page text\n\nGamma page"
 
 
@@ -218,9 +229,6 @@ def test_encrypted_pdf():
 
 @pytest.mark.parametrize("algorithm", ["AES-128", "AES-256"])
 def test_aes_encrypted_pdf_with_an_empty_open_password_is_read(algorithm):
-    import io
-
-    import pypdf
 
     writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(make_pdf([text_page("Quarterly plan")]))))
     writer.encrypt(user_password="", owner_password="owner-secret", algorithm=algorithm)
@@ -262,8 +270,7 @@ def test_decompression_bomb_hits_the_memory_cap():
 
 def test_one_bad_page_does_not_lose_the_others_and_is_a_warning():
     result = extract_bytes(make_pdf([text_page("Good page"), bomb_page(), text_page("Third")]), "mixed.pdf")
-    assert [(s.metadata, s.text) for s in result.sections] == [({"page": 1}, "Good page"),
-                                                               ({"page": 3}, "Third")]
+    assert [(s.metadata, s.text) for s in result.sections] == [({"page": 1}, "Good page"), ({"page": 3}, "Third")]
     # the document succeeds, but does not hide that page 2 is missing
     assert len(result.warnings) == 1, result.warnings
     assert result.warnings[0].startswith("page 2 could not be read: ")
@@ -319,8 +326,9 @@ def test_binary_files_with_text_names():
 def test_extract_file_reads_from_disk(tmp_path):
     path = tmp_path / "notes.md"
     path.write_bytes(b"# Notes\n\nbody")
-    assert extract_file(path) == Extracted("# Notes\n\nbody", "text/markdown",
-                                           extract_bytes(b"# Notes\n\nbody", "notes.md").sections)
+    assert extract_file(path) == Extracted(
+        "# Notes\n\nbody", "text/markdown", extract_bytes(b"# Notes\n\nbody", "notes.md").sections
+    )
     with pytest.raises(ExtractionError, match="^cannot read file"):
         extract_file(tmp_path / "missing.txt")
 
@@ -342,8 +350,16 @@ def test_public_api_is_the_same_objects_as_the_format_modules():
     assert extract.ExtractionError is sections.ExtractionError
     assert extract.Extracted is sections.Extracted and extract.Section is sections.Section
     assert extract.decode_text is text_decode.decode_text
-    assert set(extract.__all__) == {"ExtractionError", "Section", "Extracted", "SUPPORTED_SUFFIXES",
-                                    "content_type_for", "extract_bytes", "extract_file", "decode_text"}
+    assert set(extract.__all__) == {
+        "ExtractionError",
+        "Section",
+        "Extracted",
+        "SUPPORTED_SUFFIXES",
+        "content_type_for",
+        "extract_bytes",
+        "extract_file",
+        "decode_text",
+    }
 
 
 def test_extracted_warnings_default_to_empty_and_old_constructor_still_works():
@@ -408,25 +424,71 @@ def test_csv_extra_columns_blank_cells_and_unicode_spaces():
 
 _MD_PIECES = [
     # plain blocks: never parsed
-    "Plain text.", "more text", "- item", "1. item", "  - nested", "    indented code", "> quote",
-    "| a | b |", "|---|---|", "[ref]: /url", "  indented text", "<span>x</span>", "text -->",
+    "Plain text.",
+    "more text",
+    "- item",
+    "1. item",
+    "  - nested",
+    "    indented code",
+    "> quote",
+    "| a | b |",
+    "|---|---|",
+    "[ref]: /url",
+    "  indented text",
+    "<span>x</span>",
+    "text -->",
     # could be headings
-    "# One", "## Two *em*", "### `code` & [link](x)", "####### seven", "   # indented", "    # code",
-    "\t# tab", "Title", "===", "---", "   ---", "- # in a list", "> # in a quote", "#", "## closing ##",
+    "# One",
+    "## Two *em*",
+    "### `code` & [link](x)",
+    "####### seven",
+    "   # indented",
+    "    # code",
+    "\t# tab",
+    "Title",
+    "===",
+    "---",
+    "   ---",
+    "- # in a list",
+    "> # in a quote",
+    "#",
+    "## closing ##",
     # blocks that go on past blank lines
-    "```", "~~~", "````", "```python", "- ```", "  ```", "<!--", "-->", "<pre>", "</pre>",
-    "<script>", "</script>", "<?php", "?>", "<!DOCTYPE html>", "<![CDATA[", "]]>", "<div>", "</div>",
+    "```",
+    "~~~",
+    "````",
+    "```python",
+    "- ```",
+    "  ```",
+    "<!--",
+    "-->",
+    "<pre>",
+    "</pre>",
+    "<script>",
+    "</script>",
+    "<?php",
+    "?>",
+    "<!DOCTYPE html>",
+    "<![CDATA[",
+    "]]>",
+    "<div>",
+    "</div>",
     # deep nesting: markdown-it stops parsing the rest of the document
-    "- - - - - - - - - - - deep", ">>>>>>>>>>>>>>>>>>>>>> deep", "\t\t\t\t\t- deep",
+    "- - - - - - - - - - - deep",
+    ">>>>>>>>>>>>>>>>>>>>>> deep",
+    "\t\t\t\t\t- deep",
 ]
 
 
 def _markdown_documents(seed: int, count: int):
     rng = random.Random(seed)
     for _ in range(count):
-        blocks = ["\n".join(rng.choice(_MD_PIECES[:13] if rng.random() < 0.7 else _MD_PIECES)
-                            for _ in range(rng.randint(1, 4)))
-                  for _ in range(rng.randint(1, 50))]
+        blocks = [
+            "\n".join(
+                rng.choice(_MD_PIECES[:13] if rng.random() < 0.7 else _MD_PIECES) for _ in range(rng.randint(1, 4))
+            )
+            for _ in range(rng.randint(1, 50))
+        ]
         yield "".join(b + "\n" * rng.choice([1, 2, 2, 3]) for b in blocks)
 
 
@@ -437,20 +499,23 @@ def test_markdown_partial_parse_matches_a_whole_parse():
         assert _headings(doc) == _headings_whole(doc), doc
 
 
-@pytest.mark.parametrize("doc, expected", [
-    # a fence that spans a blank line: the "#" line inside is code
-    ("```\ncode\n\n# not a heading\n```\n\n# Real\n", ["Real"]),
-    ("```\nnever closed\n\n# not a heading\n\ntext\n", []),
-    ("~~~~\n```\n\n# inside\n~~~~\n\n## After\n", ["After"]),
-    # an HTML comment spanning blank lines, ended mid-line in a later paragraph
-    ("<!--\n\n# hidden\n\nsome text -->\n\n# Real\n", ["Real"]),
-    ("<script>\n\n# js\n\n</script>\n\n# Real\n", ["Real"]),
-    # setext headings, lists that go on after a blank line
-    ("Title\n=====\n\nbody\n\nSub\n---\n\nmore\n", ["Title", "Sub"]),
-    ("- a\n\n- b\n\n# H\n\n- # nested\n", ["H"]),
-    # deep nesting: markdown-it gives up on the rest; so do we
-    ("# Before\n\n" + "- " * 12 + "x\n\n# After\n", ["Before"]),
-])
+@pytest.mark.parametrize(
+    "doc, expected",
+    [
+        # a fence that spans a blank line: the "#" line inside is code
+        ("```\ncode\n\n# not a heading\n```\n\n# Real\n", ["Real"]),
+        ("```\nnever closed\n\n# not a heading\n\ntext\n", []),
+        ("~~~~\n```\n\n# inside\n~~~~\n\n## After\n", ["After"]),
+        # an HTML comment spanning blank lines, ended mid-line in a later paragraph
+        ("<!--\n\n# hidden\n\nsome text -->\n\n# Real\n", ["Real"]),
+        ("<script>\n\n# js\n\n</script>\n\n# Real\n", ["Real"]),
+        # setext headings, lists that go on after a blank line
+        ("Title\n=====\n\nbody\n\nSub\n---\n\nmore\n", ["Title", "Sub"]),
+        ("- a\n\n- b\n\n# H\n\n- # nested\n", ["H"]),
+        # deep nesting: markdown-it gives up on the rest; so do we
+        ("# Before\n\n" + "- " * 12 + "x\n\n# After\n", ["Before"]),
+    ],
+)
 def test_markdown_headings_in_tricky_places(doc, expected):
     from kbdesk.ingest.markdown_text import _headings, _headings_whole
 
@@ -465,8 +530,9 @@ def test_markdown_parses_only_the_pieces_that_can_hold_a_heading(monkeypatch):
     parsed: list[int] = []
     real = parser.parse
     monkeypatch.setattr(parser, "parse", lambda src, env=None: parsed.append(len(src)) or real(src, env))
-    body = "\n\n".join(["A paragraph of text.", "- a list\n- of items", "| a | b |\n|---|---|\n| 1 | 2 |",
-                        "```\ncode\n```"] * 50)
+    body = "\n\n".join(
+        ["A paragraph of text.", "- a list\n- of items", "| a | b |\n|---|---|\n| 1 | 2 |", "```\ncode\n```"] * 50
+    )
     doc = "\n\n".join(f"## Part {n}\n\n{body}" for n in range(5))
     sections = extract_bytes(doc.encode(), "big.md").sections
     assert [s.metadata["headings"] for s in sections] == [[f"Part {n}"] for n in range(5)]
@@ -492,16 +558,43 @@ def test_a_pdf_read_while_polling_for_cancel_is_read_whole():
     assert [s.metadata["page"] for s in out.sections] == list(range(1, 41))
 
 
-ATX_LINES = ["# T", "#", "# #", "# ###", "## Title ##", "## Title#", "### a # b ###  ", "#\tTab title\t#",
-             "####### seven", "#5 bolt", "\\# escaped", "# T \\#", "# café  ", "#  spaced   out  ",
-             "# ends with \u00a0", "###### six", "# a ## b", "#  #  #", "# x #\t", "#hashtag", "# T#x #",
-             "# \u3000wide", "# `code` and *stars*"]
+ATX_LINES = [
+    "# T",
+    "#",
+    "# #",
+    "# ###",
+    "## Title ##",
+    "## Title#",
+    "### a # b ###  ",
+    "#\tTab title\t#",
+    "####### seven",
+    "#5 bolt",
+    "\\# escaped",
+    "# T \\#",
+    "# café  ",
+    "#  spaced   out  ",
+    "# ends with \u00a0",
+    "###### six",
+    "# a ## b",
+    "#  #  #",
+    "# x #\t",
+    "#hashtag",
+    "# T#x #",
+    "# \u3000wide",
+    "# `code` and *stars*",
+]
 
 
 @pytest.mark.parametrize("line", ATX_LINES)
 def test_markdown_heading_lines_read_without_the_parser_read_as_the_parser_reads_them(line):
     from kbdesk.ingest.markdown_text import _headings, _headings_whole
 
-    for doc in (line, line + "\n", "para\n\n" + line + "\n\nafter\n", line + "\n  \n\ntext", "x\n\n" + line,
-                line + "\ntext right after\n"):
+    for doc in (
+        line,
+        line + "\n",
+        "para\n\n" + line + "\n\nafter\n",
+        line + "\n  \n\ntext",
+        "x\n\n" + line,
+        line + "\ntext right after\n",
+    ):
         assert _headings(doc) == _headings_whole(doc), doc

@@ -8,8 +8,21 @@ from kbdesk.ingest.extract import extract_bytes
 from kbdesk.ingest.html_text import extract_html
 
 PAGES = Path(__file__).parent / "html_pages"
-CHROME = ("Prev", "Next", "Home", "Report a Bug", "Show Source", "Copyright", "Last updated", "Navigation",
-          "Quick search", "Table of Contents", "This Page", "modules", "¶")
+CHROME = (
+    "Prev",
+    "Next",
+    "Home",
+    "Report a Bug",
+    "Show Source",
+    "Copyright",
+    "Last updated",
+    "Navigation",
+    "Quick search",
+    "Table of Contents",
+    "This Page",
+    "modules",
+    "¶",
+)
 
 
 def page(name: str):
@@ -22,8 +35,14 @@ def test_docbook_page_keeps_its_text_without_navigation_bars_or_mini_toc():
     for word in ("Prev", "Up", "Home", "Next", "4.3. Harvest", "Chapter 4. Care"):
         assert word not in text, word
     assert text.count("4.2.1. Pruning Basics") == 1  # the heading, not the mini-TOC's link too
-    for sentence in ("An orchard needs tending", "Prune apple trees in late winter", "Sterilise the shears",
-                     "thin the water shoots", "deep soak", "collar rot"):
+    for sentence in (
+        "An orchard needs tending",
+        "Prune apple trees in late winter",
+        "Sterilise the shears",
+        "thin the water shoots",
+        "deep soak",
+        "collar rot",
+    ):
         assert sentence in text
 
 
@@ -45,8 +64,13 @@ def test_sphinx_page_reads_its_main_content_only():
     for word in CHROME:
         assert word not in text, word
     assert text.startswith("kiln — Firing schedules — Pottery 2.1 documentation\n\nkiln — Firing schedules")
-    for sentence in ("plans how fast a kiln heats", "Bisque firings need a slower ramp", "kiln.ramp(degrees_per_hour)",
-                     "until the cone bends", "slumps at a known heat"):  # the footnote (an <aside> in main) stays
+    for sentence in (
+        "plans how fast a kiln heats",
+        "Bisque firings need a slower ramp",
+        "kiln.ramp(degrees_per_hour)",
+        "until the cone bends",
+        "slumps at a known heat",
+    ):  # the footnote (an <aside> in main) stays
         assert sentence in text
     ramps = next(s for s in result.sections if s.text.startswith("Ramps"))
     assert ramps.metadata["headings"] == ["kiln — Firing schedules", "Ramps"]
@@ -54,11 +78,14 @@ def test_sphinx_page_reads_its_main_content_only():
     assert note.metadata["headings"] == ["kiln — Firing schedules"]
 
 
-@pytest.mark.parametrize("name, kind, title", [
-    ("docbook_bookindex.html", "index", "Index"),
-    ("sphinx_genindex.html", "index", "Index — Pottery 2.1 documentation"),
-    ("sphinx_search.html", "search", "Search — Pottery 2.1 documentation"),
-])
+@pytest.mark.parametrize(
+    "name, kind, title",
+    [
+        ("docbook_bookindex.html", "index", "Index"),
+        ("sphinx_genindex.html", "index", "Index — Pottery 2.1 documentation"),
+        ("sphinx_search.html", "search", "Search — Pottery 2.1 documentation"),
+    ],
+)
 def test_index_and_search_pages_are_indexed_by_their_title_alone(name, kind, title):
     result = page(name)
     assert [s.text for s in result.sections] == [title]
@@ -70,8 +97,9 @@ def test_a_page_of_links_is_flagged_and_a_page_of_prose_with_links_is_not():
     links = "".join(f'<li><a href="p{i}.html">Topic number {i}</a></li>' for i in range(40))
     toc = extract_html(f"<html><head><title>Contents</title></head><body><ul>{links}</ul></body></html>")
     assert [s.text for s in toc] == ["Contents"] and toc[0].metadata["page_kind"] == "index"
-    prose = "".join(f'<p>Paragraph {i} explains the matter at length, see <a href="p{i}.html">topic {i}</a>.</p>'
-                    for i in range(40))
+    prose = "".join(
+        f'<p>Paragraph {i} explains the matter at length, see <a href="p{i}.html">topic {i}</a>.</p>' for i in range(40)
+    )
     page_ = extract_html(f"<html><head><title>Guide</title></head><body>{prose}</body></html>")
     assert "page_kind" not in page_[0].metadata and "Paragraph 39 explains" in page_[-1].text
 

@@ -32,7 +32,6 @@ def test_a_new_copy_is_written_in_place_and_a_replacement_whole_or_not_at_all(tm
     assert path.read_bytes() == b"second"
     assert sorted(p.name for p in path.parent.iterdir()) == ["d1_note.md"]  # no temporary file left
 
-
     def failing_write(fd, view):
         raise OSError(28, "No space left on device")
 
@@ -56,7 +55,7 @@ def test_the_binary_check_counts_control_bytes_as_before():
         expected = sum(1 for b in sample if b in _CONTROL) > 0.05 * len(sample)
         assert is_binary(data) == expected
     assert is_binary(b"\x89PNG\r\n\x1a\n" + b"text" * 100)
-    assert not is_binary("ansi \x1b[31mred\x1b[0m and tabs\t\n".encode() * 50)
+    assert not is_binary(b"ansi \x1b[31mred\x1b[0m and tabs\t\n" * 50)
     utf16 = "\ufeff".encode("utf-16-le") + ("text " * 300).encode("utf-16-le")
     assert not is_binary(utf16)
     assert is_binary("\ufeff".encode("utf-16-le") + ("\x01\x02" * 300).encode("utf-16-le"))
@@ -125,8 +124,11 @@ def test_an_ingestion_run_stores_every_copy_and_leaves_no_helper(tmp_path):
         assert len(report.added) == 120 and not report.failed
         for doc in desk.documents(desk.kb("notes").id):
             assert (desk.files_dir / doc.storage_key).read_text() == files[doc.filename]
-    children = [p for p in os.listdir("/proc") if p.isdigit()
-                and _parent_of(p) == os.getpid() and "kbdesk.ingest.helper" in _cmdline(p)]
+    children = [
+        p
+        for p in os.listdir("/proc")
+        if p.isdigit() and _parent_of(p) == os.getpid() and "kbdesk.ingest.helper" in _cmdline(p)
+    ]
     assert children == []
 
 

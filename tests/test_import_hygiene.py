@@ -3,8 +3,17 @@
 import subprocess
 import sys
 
-CORE = ["kbdesk", "kbdesk.config", "kbdesk.paths", "kbdesk.models", "kbdesk.store", "kbdesk.store.sqlite",
-        "kbdesk.search", "kbdesk.desk", "kbdesk.cli.main"]
+CORE = [
+    "kbdesk",
+    "kbdesk.config",
+    "kbdesk.paths",
+    "kbdesk.models",
+    "kbdesk.store",
+    "kbdesk.store.sqlite",
+    "kbdesk.search",
+    "kbdesk.desk",
+    "kbdesk.cli.main",
+]
 
 
 def test_core_and_cli_do_not_import_textual():
@@ -59,8 +68,10 @@ def test_no_module_imports_one_that_imports_it_back():
     import kbdesk
 
     root = Path(kbdesk.__file__).parent.parent
-    files = {".".join(p.relative_to(root).with_suffix("").parts).removesuffix(".__init__"): p
-             for p in (root / "kbdesk").rglob("*.py")}
+    files = {
+        ".".join(p.relative_to(root).with_suffix("").parts).removesuffix(".__init__"): p
+        for p in (root / "kbdesk").rglob("*.py")
+    }
     graph = {m: _imports(p, m, set(files)) for m, p in files.items()}
     circles = []
     for start in graph:  # every module that can reach itself again

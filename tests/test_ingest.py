@@ -10,7 +10,6 @@ from ingest_support import GOOD_FILES, configure_provider, vector_desk, write_fi
 from kbdesk import open_desk
 
 
-
 def config_file():
     from kbdesk.paths import get_paths
 
@@ -51,8 +50,11 @@ def test_vectors_usage_and_hybrid_search(tmp_path, fake_openai):
         kb = desk.kb("docs")
         assert kb.dimensions == fake_openai.dimensions
         assert all(r.headers.get("authorization") is None for r in fake_openai.embedding_requests)
-        usage = desk.store.connection().execute(
-            "SELECT role, provider, model, sum(inputs) FROM usage_log GROUP BY role").fetchall()
+        usage = (
+            desk.store.connection()
+            .execute("SELECT role, provider, model, sum(inputs) FROM usage_log GROUP BY role")
+            .fetchall()
+        )
         assert usage == [("embedding", "fake", "text-embedding-3-small", report.embedded_chunks)]
         # the fake server's vectors are a hash of the text: the exact chunk text is a perfect match
         text = "We agreed to ship the lighthouse feature in March.\n\nAlice owns the rollout."
@@ -144,8 +146,9 @@ def test_sync_removes_documents_whose_files_are_gone(tmp_path):
 
 
 def test_include_exclude_and_hidden(tmp_path):
-    folder = write_files(tmp_path / "corpus", {**GOOD_FILES, ".secret/keys.txt": "hidden words",
-                                               ".dotfile.md": "# dot"})
+    folder = write_files(
+        tmp_path / "corpus", {**GOOD_FILES, ".secret/keys.txt": "hidden words", ".dotfile.md": "# dot"}
+    )
     with open_desk() as desk:
         desk.create_kb("plain")
         report = desk.add("plain", [folder], include=["*.md", "*.txt"], exclude=["notes/*"])
@@ -185,8 +188,10 @@ def test_provider_failures_fail_documents_with_reasons_and_lose_nothing(tmp_path
 def test_an_unreachable_provider_is_a_reason_not_a_crash(tmp_path):
     folder = write_files(tmp_path / "corpus", {"a.txt": "alpha text"})
     path = config_file()
-    path.write_text('[providers.down]\nkind = "custom"\nbase_url = "http://127.0.0.1:9/v1"\n'
-                    "max_retries = 1\nretry_budget = 2.0\ntimeout = 1.0\n")
+    path.write_text(
+        '[providers.down]\nkind = "custom"\nbase_url = "http://127.0.0.1:9/v1"\n'
+        "max_retries = 1\nretry_budget = 2.0\ntimeout = 1.0\n"
+    )
     with open_desk() as desk:
         desk.create_kb("docs", model_id="m", provider="down")
         report = desk.add("docs", [folder])
@@ -214,8 +219,10 @@ def test_interrupted_documents_resume(tmp_path, fake_openai):
         # as a kill would leave it: mid-embedding, no chunks, claimed by a dead process
         with desk.store.write() as conn:
             conn.execute("DELETE FROM kb_chunks WHERE document_id = ?", (doc.id,))
-            conn.execute("UPDATE kb_documents SET status = 'embedding', claimed_by = ? WHERE id = ?",
-                         (f"{socket.gethostname()}:999999999", doc.id))
+            conn.execute(
+                "UPDATE kb_documents SET status = 'embedding', claimed_by = ? WHERE id = ?",
+                (f"{socket.gethostname()}:999999999", doc.id),
+            )
         report = desk.ingestor().resume()
         assert report.resumed == [doc.filename]
         assert statuses(desk, "docs")[doc.filename] == ("ready", None)
@@ -225,11 +232,11 @@ def test_interrupted_documents_resume(tmp_path, fake_openai):
 def test_a_document_of_a_live_worker_is_not_stolen(tmp_path):
     with open_desk() as desk:
         desk.create_kb("plain")
-        doc = desk.store.create_document(desk.kb("plain").id, "x.txt", content_type="text/plain", size_bytes=1,
-                                         content_hash="h")
+        doc = desk.store.create_document(
+            desk.kb("plain").id, "x.txt", content_type="text/plain", size_bytes=1, content_hash="h"
+        )
         with desk.store.write() as conn:  # claimed by a process that is alive: pid 1
-            conn.execute("UPDATE kb_documents SET claimed_by = ? WHERE id = ?",
-                         (f"{socket.gethostname()}:1", doc.id))
+            conn.execute("UPDATE kb_documents SET claimed_by = ? WHERE id = ?", (f"{socket.gethostname()}:1", doc.id))
         assert desk.store.unfinished_documents() == []
 
 
@@ -252,8 +259,10 @@ def test_cancel_leaves_the_rest_for_resume(tmp_path, fake_openai):
         assert report.cancelled and len(report.added) + len(report.cancelled) == 200
         assert not report.failed
         conn = desk.store.connection()
-        partial = conn.execute("SELECT count(*) FROM kb_documents d WHERE status != 'ready' AND EXISTS "
-                               "(SELECT 1 FROM kb_chunks c WHERE c.document_id = d.id)").fetchone()[0]
+        partial = conn.execute(
+            "SELECT count(*) FROM kb_documents d WHERE status != 'ready' AND EXISTS "
+            "(SELECT 1 FROM kb_chunks c WHERE c.document_id = d.id)"
+        ).fetchone()[0]
         assert partial == 0
         finished = desk.ingestor().resume("docs")
         assert sorted(finished.resumed) == sorted(report.cancelled)

@@ -14,8 +14,10 @@ import pytest
 from pdf_builders import make_pdf, text_page
 
 NOTES = {
-    **{f"note{i:02d}.md": f"# Note {i}\n\nTides rise {i} times.\n\n## Later\n\n{'More words. ' * (i * 20)}\n"
-       for i in range(20)},
+    **{
+        f"note{i:02d}.md": f"# Note {i}\n\nTides rise {i} times.\n\n## Later\n\n{'More words. ' * (i * 20)}\n"
+        for i in range(20)
+    },
     "page.html": "<html><body><nav>menu</nav><main><h1>Vacuum</h1><p>Freeze old rows.</p></main></body></html>",
     "table.csv": "name,depth\nreef,12\nshelf,200\n",
     "plain.txt": "plain words " * 400,
@@ -33,15 +35,17 @@ def _write(folder, files):
 
 
 def _items(folder, files):
-    return [(str(folder / "kb" / f"d{i}_{name}"), (folder / "src" / name).read_bytes(), True, name)
-            for i, name in enumerate(files)]
+    return [
+        (str(folder / "kb" / f"d{i}_{name}"), (folder / "src" / name).read_bytes(), True, name)
+        for i, name in enumerate(files)
+    ]
 
 
 def test_the_helper_makes_what_the_run_would_make(tmp_path):
     from kbdesk.errors import KbdeskError
     from kbdesk.ingest.batch import chunk_sections
-    from kbdesk.ingest.helper import MIN_FILES, Helper
     from kbdesk.ingest.extract import extract_bytes
+    from kbdesk.ingest.helper import MIN_FILES, Helper
 
     _write(tmp_path / "src", NOTES)
     items = _items(tmp_path, NOTES)
@@ -66,8 +70,7 @@ def test_the_helper_makes_what_the_run_would_make(tmp_path):
         assert result[0] == "ok", name
         _, text, spans, rows = result
         assert (text, spans) == (extracted.text, extracted.spans)
-        assert rows == [(c.content, c.token_count, c.metadata, c.content_hash, json.dumps(c.metadata))
-                        for c in chunks]
+        assert rows == [(c.content, c.token_count, c.metadata, c.content_hash, json.dumps(c.metadata)) for c in chunks]
     kinds = {name: result[0] for (_, _, _, name), result in zip(items, results)}
     assert kinds["binary.md"] == kinds["blank.txt"] == "file"
     assert sum(1 for k in kinds.values() if k == "ok") == len(NOTES) - 2
@@ -98,7 +101,7 @@ def test_small_batches_and_a_dead_helper_leave_the_work_to_the_run(tmp_path):
     items = _items(tmp_path, NOTES)
     helper = Helper()
     try:
-        assert helper.prepare(items[:MIN_FILES - 1], 1000, 200, 1 << 20) is None and helper._proc is None
+        assert helper.prepare(items[: MIN_FILES - 1], 1000, 200, 1 << 20) is None and helper._proc is None
         assert helper.prepare(items, 1000, 200, 1 << 20) is not None
         helper._proc.kill()  # the helper dies between two batches
         helper._proc.wait()
@@ -113,8 +116,7 @@ def test_a_few_large_files_go_to_the_helper_too(tmp_path):
     from kbdesk.ingest.helper import MIN_BYTES, Helper
 
     text = ("Long report line about tides and reefs. " * 1000 + "\n\n") * (MIN_BYTES // 40_000 + 1)
-    items = [(str(tmp_path / "kb" / f"d{i}_big{i}.txt"), f"{i} {text}".encode(), True, f"big{i}.txt")
-             for i in range(2)]
+    items = [(str(tmp_path / "kb" / f"d{i}_big{i}.txt"), f"{i} {text}".encode(), True, f"big{i}.txt") for i in range(2)]
     assert sum(len(data) for _, data, _, _ in items) >= MIN_BYTES
     helper = Helper()
     try:
@@ -127,11 +129,15 @@ def test_a_few_large_files_go_to_the_helper_too(tmp_path):
 
 def _stored(desk):
     conn = desk.store.connection()
-    chunks = conn.execute("SELECT d.filename, c.chunk_index, c.content, c.token_count, c.metadata, c.content_hash "
-                          "FROM kb_chunks c JOIN kb_documents d ON d.id = c.document_id "
-                          "ORDER BY d.filename, c.chunk_index").fetchall()
-    docs = conn.execute("SELECT filename, status, error, error_kind, extracted_text, extracted_sections, chunk_count "
-                        "FROM kb_documents ORDER BY filename").fetchall()
+    chunks = conn.execute(
+        "SELECT d.filename, c.chunk_index, c.content, c.token_count, c.metadata, c.content_hash "
+        "FROM kb_chunks c JOIN kb_documents d ON d.id = c.document_id "
+        "ORDER BY d.filename, c.chunk_index"
+    ).fetchall()
+    docs = conn.execute(
+        "SELECT filename, status, error, error_kind, extracted_text, extracted_sections, chunk_count "
+        "FROM kb_documents ORDER BY filename"
+    ).fetchall()
     return chunks, docs
 
 
@@ -163,8 +169,9 @@ def test_a_run_through_the_helper_stores_what_a_run_without_it_stores(tmp_path, 
             assert len(report.added) == len(files) + 1 - 2
             for doc in desk.documents(desk.kb("notes").id):
                 assert (desk.files_dir / doc.storage_key).read_bytes() == (tmp_path / "src" / doc.filename).read_bytes()
-            assert [r.source for r in desk.search(["notes"], "sediment cores", mode="keyword").results][:1] \
-                == ["paper.pdf"]
+            assert [r.source for r in desk.search(["notes"], "sediment cores", mode="keyword").results][:1] == [
+                "paper.pdf"
+            ]
             outcomes.append((sorted(report.failed), _stored(desk)))
         assert any(through) == helper  # the first run went through the helper, the second did not
         through.clear()

@@ -32,8 +32,9 @@ def test_staged_vectors_are_forgotten_after_a_week(open_db, tmp_path):
     desk.store.put_cached_vectors("staged:m", [("old", [1.0, 0.0]), ("new", [0.0, 1.0])])
     desk.store.put_cached_vectors("m", [("kept", [1.0, 1.0])])  # a re-embed's staging: not ours
     with desk.store.write() as conn:
-        conn.execute("UPDATE embedding_cache SET created_at = '2020-01-01T00:00:00.000Z' "
-                     "WHERE text_hash IN ('old', 'kept')")
+        conn.execute(
+            "UPDATE embedding_cache SET created_at = '2020-01-01T00:00:00.000Z' WHERE text_hash IN ('old', 'kept')"
+        )
     desk.add("docs", [folder])
     left = sorted(r[0] for r in desk.store.connection().execute("SELECT text_hash FROM embedding_cache"))
     assert left == ["kept", "new"]

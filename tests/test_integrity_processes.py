@@ -15,13 +15,16 @@ from kbdesk import open_desk
 from kbdesk.store.migrations import MIGRATIONS
 
 CLI = "from kbdesk.cli.main import main; main()"
-FILES = {f"part{i % 5}/doc{i:03d}.md": f"# Doc {i}\n\n" + f"Pier {i} holds crane {i * 31} and rope {i}. " * 8
-         for i in range(150)}
+FILES = {
+    f"part{i % 5}/doc{i:03d}.md": f"# Doc {i}\n\n" + f"Pier {i} holds crane {i * 31} and rope {i}. " * 8
+    for i in range(150)
+}
 
 
 def kbdesk(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def test_two_processes_adding_one_folder_share_the_work(tmp_path, fake_openai):
@@ -41,9 +44,16 @@ def test_two_processes_adding_one_folder_share_the_work(tmp_path, fake_openai):
         assert set(report["added"]) | set(report["by_other"]) | set(report["unchanged"]) == set(FILES)
     with open_desk() as desk:
         assert_one_ready_row_per_file(desk, "docs", folder, len(FILES))
-        texts = {c for d in desk.store.list_documents(desk.kb("docs").id) for c in
-                 [r[0] for r in desk.store.connection().execute(
-                     "SELECT content_hash FROM kb_chunks WHERE document_id = ?", (d.id,))]}
+        texts = {
+            c
+            for d in desk.store.list_documents(desk.kb("docs").id)
+            for c in [
+                r[0]
+                for r in desk.store.connection().execute(
+                    "SELECT content_hash FROM kb_chunks WHERE document_id = ?", (d.id,)
+                )
+            ]
+        }
     embedded = sum(len(r.inputs) for r in fake_openai.embedding_requests)
     assert embedded == len(texts)  # no chunk was embedded twice
 
@@ -86,12 +96,18 @@ def test_an_older_file_with_two_rows_for_a_path_is_mended(tmp_path):
     # as a kbdesk before schema step 7 left it: no unique index, a second ready row for the path
     conn.execute("DROP INDEX idx_kbdoc_source")
     conn.execute("DROP INDEX idx_kbdoc_result")  # a later step, run again on the way up
-    conn.execute("INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, status, "
-                 "uploaded_by, source_path, created_at, updated_at) SELECT 'second', kb_id, filename, content_type, "
-                 "size_bytes, storage_key, 'ready', uploaded_by, source_path, '2099-01-01T00:00:00.000Z', updated_at "
-                 "FROM kb_documents WHERE id = ?", (first.id,))
-    conn.execute("INSERT INTO kb_chunks(id, kb_id, document_id, chunk_index, content, token_count, created_at) "
-                 "VALUES ('c2', ?, 'second', 0, 'newer words', 2, '2099-01-01')", (kb.id,))
+    conn.execute(
+        "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, status, "
+        "uploaded_by, source_path, created_at, updated_at) SELECT 'second', kb_id, filename, content_type, "
+        "size_bytes, storage_key, 'ready', uploaded_by, source_path, '2099-01-01T00:00:00.000Z', updated_at "
+        "FROM kb_documents WHERE id = ?",
+        (first.id,),
+    )
+    conn.execute(
+        "INSERT INTO kb_chunks(id, kb_id, document_id, chunk_index, content, token_count, created_at) "
+        "VALUES ('c2', ?, 'second', 0, 'newer words', 2, '2099-01-01')",
+        (kb.id,),
+    )
     conn.execute("INSERT INTO kb_chunks_fts(rowid, content) SELECT seq, content FROM kb_chunks WHERE id = 'c2'")
     step = next(i for i, (name, _) in enumerate(MIGRATIONS, start=1) if name == "one_document_per_path")
     conn.execute("DELETE FROM schema_migrations WHERE version >= ?", (step,))  # back to before step 7

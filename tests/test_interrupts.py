@@ -36,8 +36,9 @@ SLOW = "glacier"  # the marker of texts whose embedding request stalls
 def slow_pdf(operations: int = 100_000, pages: int = 1) -> bytes:
     """Pages of one line of text followed by many no-op transforms: pypdf spends ~20 µs
     on each, so 100,000 keep the PDF child busy for a couple of seconds (~3 KB a page)."""
-    content = b"BT /F1 12 Tf 72 720 Td (A page about lighthouses and their keepers) Tj ET " + \
-        b"1 0 0 1 0 0 cm " * operations
+    content = (
+        b"BT /F1 12 Tf 72 720 Td (A page about lighthouses and their keepers) Tj ET " + b"1 0 0 1 0 0 cm " * operations
+    )
     return make_pdf([_stream(content, deflate=1)] * pages, shared=FONT)
 
 
@@ -55,8 +56,9 @@ class Kbdesk:
     def __init__(self, tmp_path: Path, *args: object, name: str = "run") -> None:
         self.out, self.err = tmp_path / f"{name}.out", tmp_path / f"{name}.err"
         with open(self.out, "w") as out, open(self.err, "w") as err:
-            self.proc = subprocess.Popen([sys.executable, "-c", MAIN, *map(str, args)], stdout=out, stderr=err,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", MAIN, *map(str, args)], stdout=out, stderr=err, start_new_session=True
+            )
         self.pid = self.proc.pid
 
     def ctrl_c(self) -> None:
@@ -109,8 +111,7 @@ def started():
 
 
 def kbdesk(*args: object) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", MAIN, *map(str, args)], capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run([sys.executable, "-c", MAIN, *map(str, args)], capture_output=True, text=True, timeout=120)
 
 
 # ── /proc ───────────────────────────────────────────────────────────────────────────
@@ -122,7 +123,7 @@ def _stat(pid: int) -> tuple[str, int, int] | None:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    fields = text[text.rindex(")") + 2:].split()  # the command name may hold spaces and parens
+    fields = text[text.rindex(")") + 2 :].split()  # the command name may hold spaces and parens
     return fields[0], int(fields[1]), int(fields[2])
 
 
@@ -173,7 +174,9 @@ def test_ctrl_c_stops_add_within_moments_and_the_next_add_finishes(tmp_path, fak
     vector_desk(fake_openai).close()
     fake_openai.poison[SLOW] = STALL
     # three batches: a* is indexed quickly, b* waits on the provider, c.pdf keeps a PDF child busy
-    files: dict[str, str | bytes] = {f"a{i:03d}.txt": f"Note {i} on harbours and their keepers." for i in range(BATCH_DOCS)}
+    files: dict[str, str | bytes] = {
+        f"a{i:03d}.txt": f"Note {i} on harbours and their keepers." for i in range(BATCH_DOCS)
+    }
     files |= {f"b{i:03d}.txt": f"Note {i} on a {SLOW} and its moraines." for i in range(BATCH_DOCS)}
     files["c.pdf"] = slow_pdf()
     folder = write_files(tmp_path / "corpus", files)
@@ -207,7 +210,7 @@ def test_ctrl_c_stops_add_within_moments_and_the_next_add_finishes(tmp_path, fak
     fake_openai.poison.clear()
     finish = kbdesk("add", "docs", folder)
     assert finish.returncode == 0, finish.stdout + finish.stderr
-    assert statuses() == {name: "ready" for name in files}  # one ready row per file
+    assert statuses() == dict.fromkeys(files, "ready")  # one ready row per file
 
 
 def test_a_second_ctrl_c_quits_at_once(tmp_path, fake_openai, started):
@@ -286,7 +289,7 @@ def test_ctrl_c_stops_rebuild_and_resume_finishes_it(tmp_path, fake_openai, star
     fake_openai.poison.clear()
     done = kbdesk("resume", "docs")
     assert done.returncode == 0, done.stderr
-    assert statuses() == {name: "ready" for name in texts}
+    assert statuses() == dict.fromkeys(texts, "ready")
     with open_desk() as desk:
         kb = desk.kb("docs")
         sizes = [len(text) for _, text in desk.store.chunk_texts(kb.id)]
@@ -377,8 +380,9 @@ def test_ctrl_c_during_another_command_exits_130_without_a_traceback(tmp_path, f
     desk.close()
     fake_openai.poison = {SLOW: STALL}
     run = started(tmp_path, "search", "docs", f"{SLOW} question")
-    run.until(lambda: any(SLOW in " ".join(r.inputs) for r in fake_openai.embedding_requests),
-              "the query embedding request")
+    run.until(
+        lambda: any(SLOW in " ".join(r.inputs) for r in fake_openai.embedding_requests), "the query embedding request"
+    )
     run.ctrl_c()
     assert run.wait() == 130
     assert "Interrupted." in run.stderr and "Traceback" not in run.stderr

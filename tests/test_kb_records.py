@@ -18,16 +18,39 @@ def mark(desk) -> str:
 
 def test_create_keeps_the_seed_fields_and_defaults(any_desk):
     desk = any_desk
-    kb = desk.create_kb("Q4 Reports", "Quarterly financial reports", model_id="text-embedding-3-small",
-                        provider="openai", dimensions=1536)
+    kb = desk.create_kb(
+        "Q4 Reports",
+        "Quarterly financial reports",
+        model_id="text-embedding-3-small",
+        provider="openai",
+        dimensions=1536,
+    )
     assert kb.scope == "personal" and kb.owner_id and kb.team_id is None
     assert kb.status == "active" and kb.discoverable is True
     assert (kb.document_count, kb.chunk_count, kb.total_bytes) == (0, 0, 0)
-    assert kb.embedding_config == {"provider": "openai", "model_id": "text-embedding-3-small",
-                                   "dimensions": 1536, "chunk_size": 1000, "chunk_overlap": 200}
+    assert kb.embedding_config == {
+        "provider": "openai",
+        "model_id": "text-embedding-3-small",
+        "dimensions": 1536,
+        "chunk_size": 1000,
+        "chunk_overlap": 200,
+    }
     shape = kb.to_dict()
-    assert set(shape) == {"id", "name", "description", "scope", "owner_id", "team_id", "embedding_config",
-                          "document_count", "chunk_count", "total_bytes", "status", "created_at", "updated_at"}
+    assert set(shape) == {
+        "id",
+        "name",
+        "description",
+        "scope",
+        "owner_id",
+        "team_id",
+        "embedding_config",
+        "document_count",
+        "chunk_count",
+        "total_bytes",
+        "status",
+        "created_at",
+        "updated_at",
+    }
     assert shape["created_at"].endswith("Z") and "T" in shape["created_at"]
 
 
@@ -156,8 +179,12 @@ def test_new_kbs_take_the_embedding_role_unless_keyword_only(tmp_path, kbdesk_ho
     from kbdesk import open_desk
     from kbdesk.config import parse_config
 
-    config = parse_config({"providers": {"local": {"kind": "ollama"}},
-                           "roles": {"embedding": {"provider": "local", "model": "nomic-embed-text"}}})
+    config = parse_config(
+        {
+            "providers": {"local": {"kind": "ollama"}},
+            "roles": {"embedding": {"provider": "local", "model": "nomic-embed-text"}},
+        }
+    )
     with open_desk(config=config) as desk:
         kb = desk.create_kb("default-model")
         assert (kb.embedding_config["provider"], kb.model_id) == ("local", "nomic-embed-text")
@@ -178,4 +205,7 @@ def test_chunk_neighbours(any_desk):
     doc = desk.add_document("seq", "a.txt", ["zero", "one", "two", "three"])
     around = desk.store.chunk_neighbours(doc.id, 2)
     assert [(c["chunk_index"], c["content"], c["current"]) for c in around] == [
-        (1, "one", False), (2, "two", True), (3, "three", False)]
+        (1, "one", False),
+        (2, "two", True),
+        (3, "three", False),
+    ]

@@ -32,8 +32,12 @@ def make(db, n=300, backend="sqlite-vec", seed=1, name="kb"):
     with open_desk(db, backend=backend) as desk:
         desk.create_kb(name, model_id="m", dimensions=DIMS)
         for start in range(0, n, 100):
-            desk.add_document(name, f"part{start}.txt", [f"chunk {i}" for i in range(start, start + 100)],
-                              vectors=vectors[start:start + 100])
+            desk.add_document(
+                name,
+                f"part{start}.txt",
+                [f"chunk {i}" for i in range(start, start + 100)],
+                vectors=vectors[start : start + 100],
+            )
     return vectors
 
 
@@ -43,8 +47,9 @@ def expected(vectors, q, limit):
 
 
 def found(desk, q, limit=10, name="kb"):
-    return [r.content for r in desk.search([name], "", query_vector=q, mode="vector", limit=limit,
-                                           threshold=-1.0).results]
+    return [
+        r.content for r in desk.search([name], "", query_vector=q, mode="vector", limit=limit, threshold=-1.0).results
+    ]
 
 
 def matrix_path(desk, name="kb"):
@@ -133,7 +138,7 @@ def test_a_damaged_file_is_not_read_and_is_written_again(tmp_path, damage):
         data = bytearray()
     else:  # swap the first two seqs: a file kbdesk never writes
         at = HEADER_SIZE + 300 * DIMS * 4
-        data[at:at + 16] = data[at + 8:at + 16] + data[at:at + 8]
+        data[at : at + 16] = data[at + 8 : at + 16] + data[at : at + 8]
     path.write_bytes(bytes(data))
     with open_desk(db) as desk:
         for q in qs:
@@ -281,8 +286,12 @@ def test_warming_a_kb_after_a_write_spares_the_next_search_the_build(tmp_path, m
     with open_desk(db) as writer:
         writer.add_document("kb", "later.txt", ["later still"], vectors=[target])
     paths = get_paths(tmp_path / "home")
-    reader = Desk(paths=paths, config=load_config(paths.config_file), db_path=db,
-                  store=SqliteStore(db, choose_driver("auto"), read_only=True))
+    reader = Desk(
+        paths=paths,
+        config=load_config(paths.config_file),
+        db_path=db,
+        store=SqliteStore(db, choose_driver("auto"), read_only=True),
+    )
     try:
         before = path.stat().st_mtime_ns
         reader.warm_search("kb")  # a read-only desk writes nothing: no error, no build

@@ -46,12 +46,18 @@ def closed_port_url() -> str:
 
 
 def test_list_marks_what_suits_chat_and_embeddings_and_which_role_uses_which(run, fake_openai):
-    write_config('[roles.embedding]\nprovider = "lab"\nmodel = "nomic-embed-text"\n\n'
-                 + provider("lab", fake_openai.base_url))
+    write_config(
+        '[roles.embedding]\nprovider = "lab"\nmodel = "nomic-embed-text"\n\n' + provider("lab", fake_openai.base_url)
+    )
     body = json.loads(run("model", "list", "--json").stdout)
     rows = {r["model"]: r for r in body["data"]}
-    assert body["errors"] == [] and set(rows) == {"text-embedding-3-small", "nomic-embed-text", "llama3.2",
-                                                  "gpt-4o-mini", "mystery"}
+    assert body["errors"] == [] and set(rows) == {
+        "text-embedding-3-small",
+        "nomic-embed-text",
+        "llama3.2",
+        "gpt-4o-mini",
+        "mystery",
+    }
     assert (rows["llama3.2"]["chat"], rows["llama3.2"]["embedding"]) == (True, False)
     assert (rows["nomic-embed-text"]["chat"], rows["nomic-embed-text"]["embedding"]) == (False, True)
     assert rows["mystery"]["type"] is None and rows["mystery"]["chat"] and rows["mystery"]["embedding"]
@@ -61,8 +67,9 @@ def test_list_marks_what_suits_chat_and_embeddings_and_which_role_uses_which(run
 
 
 def test_set_writes_the_role_and_show_and_list_reflect_it(run, fake_openai):
-    write_config('[roles.embedding]\nprovider = "lab"\nmodel = "nomic-embed-text"\n\n'
-                 + provider("lab", fake_openai.base_url))
+    write_config(
+        '[roles.embedding]\nprovider = "lab"\nmodel = "nomic-embed-text"\n\n' + provider("lab", fake_openai.base_url)
+    )
     r = run("model", "set", "chat", "lab", "llama3.2")
     assert r.exit_code == 0 and "chat model: llama3.2 via lab" in r.stdout
     saved = tomllib.loads(get_paths().config_file.read_text())

@@ -13,7 +13,11 @@ from fake_openai import FakeOpenAI
 from ingest_support import configure_provider, write_files
 from kbdesk import open_desk
 from kbdesk.providers import (
-    EmbedResult, InvalidVectorError, OpenAICompatProvider, ProviderResponseError, ProviderSettings,
+    EmbedResult,
+    InvalidVectorError,
+    OpenAICompatProvider,
+    ProviderResponseError,
+    ProviderSettings,
 )
 from kbdesk.providers.faults import check_result
 
@@ -28,8 +32,9 @@ def server():
 
 @pytest.fixture
 def provider(server):
-    with OpenAICompatProvider("local", ProviderSettings(base_url=server.base_url, timeout=5.0),
-                              sleep=lambda _: None) as client:
+    with OpenAICompatProvider(
+        "local", ProviderSettings(base_url=server.base_url, timeout=5.0), sleep=lambda _: None
+    ) as client:
         yield client
 
 
@@ -43,12 +48,16 @@ def sizes(server: FakeOpenAI) -> list[int]:
 
 # ── a malformed answer splits its batch ─────────────────────────────────────────
 
-@pytest.mark.parametrize(("kind", "detail"), [
-    ("malformed_json", "the server's answer is not JSON"),
-    ("wrong_count", "response had 0 vectors for 1 inputs"),
-    ("extra_vector", "response had 2 vectors for 1 inputs"),
-    ("not_object", "expected a JSON object with a 'data' list, got a JSON array"),
-])
+
+@pytest.mark.parametrize(
+    ("kind", "detail"),
+    [
+        ("malformed_json", "the server's answer is not JSON"),
+        ("wrong_count", "response had 0 vectors for 1 inputs"),
+        ("extra_vector", "response had 2 vectors for 1 inputs"),
+        ("not_object", "expected a JSON object with a 'data' list, got a JSON array"),
+    ],
+)
 def test_only_the_input_that_breaks_the_answer_fails(server, provider, kind, detail):
     inputs = texts(10)
     inputs[6] += " BREAKS-THE-SERVER"
@@ -92,11 +101,15 @@ def test_in_raise_mode_the_lone_bad_input_raises(server, provider):
 
 # ── a bad vector fails its input without another call ──────────────────────────
 
-@pytest.mark.parametrize(("kind", "reason"), [
-    ("inf", "contains NaN or infinity"),
-    ("non_numeric", "contains something that is not a number"),
-    ("short_vector", "has 7 dimensions, expected 8"),
-])
+
+@pytest.mark.parametrize(
+    ("kind", "reason"),
+    [
+        ("inf", "contains NaN or infinity"),
+        ("non_numeric", "contains something that is not a number"),
+        ("short_vector", "has 7 dimensions, expected 8"),
+    ],
+)
 def test_a_bad_vector_in_a_good_answer_fails_only_its_input(server, provider, kind, reason):
     inputs = texts(5)
     server.fail_next(kind, index=3)
@@ -121,20 +134,24 @@ def test_a_whole_answer_of_the_wrong_dimension_names_expected_and_got(server, pr
     server.dimensions = 12
     result = provider.embed(texts(3), MODEL, expect_dimensions=8, on_input_error="collect")
     assert [f.index for f in result.failures] == [0, 1, 2] and result.calls == 1  # splitting cannot fix it
-    assert str(result.failures[0].error) == (f"provider 'local', model '{MODEL}': the vector for input 0 has "
-                                             "12 dimensions, expected 8")
+    assert str(result.failures[0].error) == (
+        f"provider 'local', model '{MODEL}': the vector for input 0 has 12 dimensions, expected 8"
+    )
 
 
 # ── the check before the store, for any provider ────────────────────────────────
+
 
 def test_check_result_catches_what_any_provider_hands_back():
     result = EmbedResult([[1.0, 0.0], [1.0, 2.0, 3.0], [float("nan"), 1.0], None, [0.0, 0.0]], calls=1)
     checked = check_result(result, 5, provider="mine", model="m1", dimensions=2, on_input_error="collect")
     reasons = {f.index: str(f.error) for f in checked.failures}
-    assert reasons == {1: "provider 'mine', model 'm1': the vector for input 1 has 3 dimensions, expected 2",
-                       2: "provider 'mine', model 'm1': the vector for input 2 contains NaN or infinity",
-                       3: "provider 'mine', model 'm1': the vector for input 3 is missing",
-                       4: "provider 'mine', model 'm1': the vector for input 4 is all zeros"}
+    assert reasons == {
+        1: "provider 'mine', model 'm1': the vector for input 1 has 3 dimensions, expected 2",
+        2: "provider 'mine', model 'm1': the vector for input 2 contains NaN or infinity",
+        3: "provider 'mine', model 'm1': the vector for input 3 is missing",
+        4: "provider 'mine', model 'm1': the vector for input 4 is all zeros",
+    }
     assert checked.vectors == [[1.0, 0.0], None, None, None, None]
     with pytest.raises(ProviderResponseError, match="'mine', model 'm1': response had 5 vectors for 6 inputs"):
         check_result(result, 6, provider="mine", model="m1")
@@ -157,8 +174,10 @@ def test_a_vector_of_another_dimension_never_reaches_the_kb(tmp_path, server):
         desk.embedders.register("local", ShiftingProvider())  # same name, other model behind it
         report = desk.add("k", [folder / "b.txt"])
         assert len(report.failed) == 1 and report.failed[0][0] == "b.txt"
-        assert (f"provider 'local', model '{MODEL}': the vector for input 0 has 5 dimensions, expected 8"
-                in report.failed[0][1])
+        assert (
+            f"provider 'local', model '{MODEL}': the vector for input 0 has 5 dimensions, expected 8"
+            in report.failed[0][1]
+        )
         doc = next(d for d in desk.store.list_documents(desk.kb("k").id) if d.filename == "b.txt")
         assert doc.status == "error" and "5 dimensions, expected 8" in doc.error
         assert desk.kb("k").dimensions == 8

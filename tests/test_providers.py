@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import pytest
@@ -17,10 +17,22 @@ import pytest
 from fake_openai import FakeOpenAI
 from kbdesk.errors import ConfigError, KbdeskError
 from kbdesk.providers import (
-    EmptyInputError, InputTooLargeError, InvalidVectorError, ModelInfo, OpenAICompatProvider,
-    ProviderAuthError, ProviderConfigError, ProviderNotFoundError, ProviderRequestError,
-    ProviderResponseError, ProviderSettings, ProviderUnavailableError, embedding_candidates, plan_batches,
-    resolve_api_key, write_config_file,
+    EmptyInputError,
+    InputTooLargeError,
+    InvalidVectorError,
+    ModelInfo,
+    OpenAICompatProvider,
+    ProviderAuthError,
+    ProviderConfigError,
+    ProviderNotFoundError,
+    ProviderRequestError,
+    ProviderResponseError,
+    ProviderSettings,
+    ProviderUnavailableError,
+    embedding_candidates,
+    plan_batches,
+    resolve_api_key,
+    write_config_file,
 )
 from kbdesk.providers.retry import backoff_delay, parse_retry_after
 
@@ -61,8 +73,9 @@ def make(server, fake_time):
 
     def build(*, on_usage=None, **overrides) -> OpenAICompatProvider:
         options = {"kind": "custom", "base_url": server.base_url, "timeout": 5.0, **overrides}
-        provider = OpenAICompatProvider("fake", ProviderSettings(**options), sleep=fake_time.sleep,
-                                        clock=fake_time.clock, on_usage=on_usage)
+        provider = OpenAICompatProvider(
+            "fake", ProviderSettings(**options), sleep=fake_time.sleep, clock=fake_time.clock, on_usage=on_usage
+        )
         made.append(provider)
         return provider
 
@@ -76,6 +89,7 @@ def texts(n: int, prefix: str = "chunk") -> list[str]:
 
 
 # ── batching and order ──────────────────────────────────────────────────────────
+
 
 def test_250_inputs_go_in_three_calls_and_keep_their_order(server, make):
     inputs = texts(250)
@@ -140,6 +154,7 @@ def test_empty_input_list_makes_no_call(server, make):
 
 # ── retries ─────────────────────────────────────────────────────────────────────
 
+
 def test_429_waits_for_retry_after_then_succeeds(server, make, fake_time):
     server.fail_next("429", retry_after="7")
     result = make().embed(texts(3), MODEL)
@@ -148,14 +163,14 @@ def test_429_waits_for_retry_after_then_succeeds(server, make, fake_time):
 
 
 def test_429_with_an_http_date_retry_after(server, make, fake_time):
-    when = datetime.now(timezone.utc) + timedelta(seconds=30)
+    when = datetime.now(UTC) + timedelta(seconds=30)
     server.fail_next("429", retry_after=format_datetime(when, usegmt=True))
     make().embed(texts(1), MODEL)
     assert len(fake_time.sleeps) == 1 and 27 <= fake_time.sleeps[0] <= 30
 
 
 def test_parse_retry_after():
-    now = datetime(2025, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
+    now = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
     assert parse_retry_after("3") == 3.0
     assert parse_retry_after("0.5") == 0.5
     assert parse_retry_after("Wed, 01 Jan 2025 12:00:10 GMT", now=lambda: now) == 10.0
@@ -229,6 +244,7 @@ def test_nothing_listening_is_retried_then_named():
 
 # ── errors that are final at once ───────────────────────────────────────────────
 
+
 def test_401_fails_at_once_and_never_shows_the_key(server, make, fake_time, caplog):
     caplog.set_level(logging.DEBUG)
     server.api_key = "the-right-key"
@@ -288,12 +304,16 @@ def test_other_4xx_is_a_request_error_not_retried(server, make):
 
 # ── malformed responses ─────────────────────────────────────────────────────────
 
-@pytest.mark.parametrize(("kind", "expected"), [
-    ("nested", "one vector per token .* --pooling mean"),
-    ("base64", "base64"),
-    ("error_200", "answered with an error: something went wrong"),
-    ("html", "a web page, not JSON; is http://127.0.0.1:\\d+/v1 the API root"),
-])
+
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [
+        ("nested", "one vector per token .* --pooling mean"),
+        ("base64", "base64"),
+        ("error_200", "answered with an error: something went wrong"),
+        ("html", "a web page, not JSON; is http://127.0.0.1:\\d+/v1 the API root"),
+    ],
+)
 def test_answers_every_input_would_get_are_clear_errors_at_once(server, make, kind, expected):
     server.fail_next(kind)
     with pytest.raises(ProviderResponseError, match=expected) as caught:
@@ -304,8 +324,9 @@ def test_answers_every_input_would_get_are_clear_errors_at_once(server, make, ki
 
 def test_vectors_of_the_wrong_dimension_fail_their_inputs_without_another_call(server, make):
     server.fail_next("wrong_dimension")
-    with pytest.raises(InvalidVectorError, match="'fake', model '.*': the vector for input 0 has 7 dimensions, "
-                                                 "expected 8") as caught:
+    with pytest.raises(
+        InvalidVectorError, match="'fake', model '.*': the vector for input 0 has 7 dimensions, expected 8"
+    ) as caught:
         make().embed(texts(3), MODEL, dimensions=8)
     assert caught.value.index == 0 and len(server.requests) == 1
 
@@ -324,6 +345,7 @@ def test_a_bad_vector_fails_only_its_input(server, make, kind, reason):
 
 
 # ── batches that are too large ──────────────────────────────────────────────────
+
 
 def test_413_splits_the_batch(server, make):
     server.max_batch_inputs = 30
@@ -382,6 +404,7 @@ def test_empty_inputs_fail_alone_and_are_never_sent(server, make):
 
 # ── usage, models, settings and keys ────────────────────────────────────────────
 
+
 def test_usage_callback_once_per_successful_call(server, make):
     seen: list[dict] = []
     server.fail_next("429", retry_after="0")
@@ -395,8 +418,11 @@ def test_usage_callback_once_per_successful_call(server, make):
 def test_list_models_and_the_tolerant_embedding_filter(server, make):
     models = make().list_models()
     assert models == [
-        ModelInfo("text-embedding-3-small", None), ModelInfo("nomic-embed-text", "embedding"),
-        ModelInfo("llama3.2", "chat"), ModelInfo("gpt-4o-mini", "chat"), ModelInfo("mystery", None),
+        ModelInfo("text-embedding-3-small", None),
+        ModelInfo("nomic-embed-text", "embedding"),
+        ModelInfo("llama3.2", "chat"),
+        ModelInfo("gpt-4o-mini", "chat"),
+        ModelInfo("mystery", None),
     ]
     assert [m.id for m in embedding_candidates(models)] == ["nomic-embed-text", "text-embedding-3-small", "mystery"]
     assert server.requests[0].method == "GET" and server.requests[0].path == "/v1/models"

@@ -36,8 +36,12 @@ def build(db, tmp_path, vectors, *, quantize_above, backend="numpy", per_doc=500
     desk = open_desk(db, home=tmp_path / "home", config=config(quantize_above), backend=backend)
     desk.create_kb("big", model_id="m", dimensions=vectors.shape[1])
     for start in range(0, len(vectors), per_doc):
-        desk.add_document("big", f"part{start}.txt", [f"chunk {i}" for i in range(start, start + per_doc)],
-                          vectors=vectors[start:start + per_doc])
+        desk.add_document(
+            "big",
+            f"part{start}.txt",
+            [f"chunk {i}" for i in range(start, start + per_doc)],
+            vectors=vectors[start : start + per_doc],
+        )
     return desk
 
 
@@ -114,8 +118,9 @@ def test_results_have_the_same_shape_and_exact_similarities(tmp_path):
         exact = top(desk, q)
     assert quant.to_dict().keys() == exact.to_dict().keys()
     assert [r.to_dict().keys() for r in quant.results] == [r.to_dict().keys() for r in exact.results]
-    assert [type(v) for v in quant.results[0].to_dict().values()] == \
-        [type(v) for v in exact.results[0].to_dict().values()]
+    assert [type(v) for v in quant.results[0].to_dict().values()] == [
+        type(v) for v in exact.results[0].to_dict().values()
+    ]
     sims = {r.content: r.similarity for r in exact.results}
     for r in quant.results:  # rescored exactly: the same cosine as exact search reports
         assert r.similarity == pytest.approx(float(vectors[int(r.content.split()[1])] @ q), abs=1e-5)
@@ -152,8 +157,11 @@ def test_fresh_after_writes_deletes_and_raw_sql(tmp_path, backend):
         w.execute("UPDATE kb_chunks SET embedding = ? WHERE content = 'chunk 7'", (target.tobytes(),))
         seq = w.execute("SELECT max(seq) + 1 FROM kb_chunks").fetchone()[0]
         doc_id = w.execute("SELECT document_id FROM kb_chunks WHERE content = 'chunk 8'").fetchone()[0]
-        w.execute("INSERT INTO kb_chunks(seq, id, kb_id, document_id, chunk_index, content, embedding) "
-                  "VALUES (?, 'raw-chunk', ?, ?, 999, 'imported by hand', ?)", (seq, kb_id, doc_id, target.tobytes()))
+        w.execute(
+            "INSERT INTO kb_chunks(seq, id, kb_id, document_id, chunk_index, content, embedding) "
+            "VALUES (?, 'raw-chunk', ?, ?, 999, 'imported by hand', ?)",
+            (seq, kb_id, doc_id, target.tobytes()),
+        )
         w.execute("INSERT INTO kb_chunks_fts(rowid, content) VALUES (?, 'imported by hand')", (seq,))
         w.execute("UPDATE kb_vector_state SET version = version + 1 WHERE kb_id = ?", (kb_id,))
     assert conn.execute("SELECT count(*) FROM kb_vector_bits").fetchone()[0] == 1999  # chunk 7 lost its bits
@@ -172,8 +180,11 @@ def test_small_kbs_stay_exact_by_default(tmp_path):
     with open_desk(tmp_path / "small.db", home=tmp_path / "home", backend="numpy") as desk:
         desk.create_kb("big", model_id="m", dimensions=32)
         desk.add_document("big", "all.txt", [f"chunk {i}" for i in range(1000)], vectors=vectors)
-        assert desk.store.vectors.quantize_above == quantized.DEFAULT_QUANTIZE_ABOVE == \
-            parse_config({}).vector.quantize_above
+        assert (
+            desk.store.vectors.quantize_above
+            == quantized.DEFAULT_QUANTIZE_ABOVE
+            == parse_config({}).vector.quantize_above
+        )
         assert not desk.store.vectors.uses_quantized(desk.store, desk.kb("big").id)
         q = queries(vectors, 1)[0]
         got = [r.content for r in top(desk, q).results]

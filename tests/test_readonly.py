@@ -90,8 +90,10 @@ def test_a_read_only_database_is_searched_and_listed_and_refuses_every_write(mad
             with pytest.raises(ReadOnlyDatabaseError) as caught:
                 write()
             message = str(caught.value)
-            assert message == f"{made_db} is read-only (it was opened read-only): it can be searched and listed, " \
-                              "not changed"
+            assert (
+                message == f"{made_db} is read-only (it was opened read-only): it can be searched and listed, "
+                "not changed"
+            )
     finally:
         desk.close()
     assert _digest(made_db) == before
@@ -114,7 +116,8 @@ def test_a_read_only_database_that_needs_upgrading_says_so(tmp_path):
         SqliteStore(db, choose_driver("auto"), read_only=True)
     assert str(caught.value) == (
         f"{db} has schema version 3 and this kbdesk needs {len(MIGRATIONS)}, but it is read-only "
-        "(it was opened read-only): open it once where it can be written, to upgrade it")
+        "(it was opened read-only): open it once where it can be written, to upgrade it"
+    )
     assert _digest(db) == before
 
 
@@ -141,9 +144,13 @@ def _drop_permission_override() -> None:  # pragma: no cover - runs in the child
 
 def kbdesk_as_user(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """The real CLI, under permission bits (root without its override capabilities)."""
-    return subprocess.run([sys.executable, "-m", "kbdesk.cli.main", "--db", str(db), *args],
-                          capture_output=True, text=True, timeout=120,
-                          preexec_fn=_drop_permission_override if os.geteuid() == 0 else None)
+    return subprocess.run(
+        [sys.executable, "-m", "kbdesk.cli.main", "--db", str(db), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=_drop_permission_override if os.geteuid() == 0 else None,
+    )
 
 
 @pytest.fixture
@@ -162,9 +169,12 @@ def locked(made_db):
 
 def test_the_child_obeys_permission_bits(made_db, locked):
     locked(made_db.parent, 0o555)
-    probe = subprocess.run([sys.executable, "-c", f"open({str(made_db.parent / 'probe')!r}, 'w')"],
-                           capture_output=True, text=True,
-                           preexec_fn=_drop_permission_override if os.geteuid() == 0 else None)
+    probe = subprocess.run(
+        [sys.executable, "-c", f"open({str(made_db.parent / 'probe')!r}, 'w')"],
+        capture_output=True,
+        text=True,
+        preexec_fn=_drop_permission_override if os.geteuid() == 0 else None,
+    )
     assert probe.returncode != 0 and "Permission denied" in probe.stderr
 
 
@@ -181,8 +191,11 @@ def _reads_work(db: Path) -> None:
 
 
 def _writes_fail(db: Path, why: str) -> None:
-    for args in (["kb", "create", "more"], ["kb", "rename", "docs", "papers"],
-                 ["add", "docs", str(db.parent.parent / "corpus")]):
+    for args in (
+        ["kb", "create", "more"],
+        ["kb", "rename", "docs", "papers"],
+        ["add", "docs", str(db.parent.parent / "corpus")],
+    ):
         r = kbdesk_as_user(db, *args)
         assert r.returncode == 1, (args, r.stdout, r.stderr)
         assert r.stderr == f"Error: {db} is read-only ({why}): it can be searched and listed, not changed\n"
@@ -193,8 +206,10 @@ def test_a_database_in_a_read_only_folder(made_db, locked):
     before = _digest(made_db)
     locked(made_db.parent, 0o555)
     _reads_work(made_db)
-    _writes_fail(made_db, f"its folder {made_db.parent} is not writable by this user, and SQLite keeps its "
-                          "-wal and -shm files there")
+    _writes_fail(
+        made_db,
+        f"its folder {made_db.parent} is not writable by this user, and SQLite keeps its -wal and -shm files there",
+    )
     r = kbdesk_as_user(made_db, "doctor", "--json")
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout)

@@ -10,11 +10,17 @@ CAT, DOG, SSO, MONEY, YOUNG = 0, 1, 2, 3, 4
 CORPUS = {
     # filename: (text, vector, metadata)
     "cats.txt": ("Cats purr when content and sleep most of the day.", axis(CAT), {}),
-    "kittens.md": ("Young felines need frequent small meals.", axis(CAT, extra={YOUNG: 0.6}),
-                   {"headings": ["Care", "Kittens"]}),
+    "kittens.md": (
+        "Young felines need frequent small meals.",
+        axis(CAT, extra={YOUNG: 0.6}),
+        {"headings": ["Care", "Kittens"]},
+    ),
     "dogs.txt": ("Dogs bark at strangers and love long walks.", axis(DOG), {}),
-    "sso.md": ("To configure SSO, open Settings, then Security, then Single sign-on.", axis(SSO),
-               {"headings": ["Admin", "SSO"]}),
+    "sso.md": (
+        "To configure SSO, open Settings, then Security, then Single sign-on.",
+        axis(SSO),
+        {"headings": ["Admin", "SSO"]},
+    ),
     "q4.pdf": ("Q4 revenue grew 12 percent on strong subscription sales.", axis(MONEY), {"page": 12}),
 }
 
@@ -48,8 +54,13 @@ def test_result_shape_is_exactly_the_seeds(pets):
     assert body["query"] == "revenue" and body["searched_kbs"] == ["Pets", "Work"]
     first = body["results"][0]
     assert set(first) == {"content", "source", "kb", "similarity", "metadata"}
-    assert first == {"content": CORPUS["q4.pdf"][0], "source": "q4.pdf", "kb": "Work",
-                     "similarity": pytest.approx(1.0, abs=1e-5), "metadata": {"page": 12, "score_kind": "cosine"}}
+    assert first == {
+        "content": CORPUS["q4.pdf"][0],
+        "source": "q4.pdf",
+        "kb": "Work",
+        "similarity": pytest.approx(1.0, abs=1e-5),
+        "metadata": {"page": 12, "score_kind": "cosine"},
+    }
 
 
 def test_vector_search_ranks_by_cosine_and_drops_below_threshold(pets):
@@ -152,8 +163,7 @@ def test_bad_queries_are_clear_errors(pets):
 
 
 def test_explain_shows_ranks_fusion_and_what_the_threshold_cut(pets):
-    response = pets.search(["Pets", "Work"], "dogs bark felines", query_vector=axis(CAT), mode="hybrid",
-                           explain=True)
+    response = pets.search(["Pets", "Work"], "dogs bark felines", query_vector=axis(CAT), mode="hybrid", explain=True)
     by_source = {e["source"]: e for e in response.explain}
     dogs = by_source["dogs.txt"]  # the keyword #1, cosine 0: kept by its keyword side
     assert dogs["cut"] is None and dogs["keyword_rank"] == 1 and dogs["cosine"] == 0.0
@@ -164,8 +174,9 @@ def test_explain_shows_ranks_fusion_and_what_the_threshold_cut(pets):
     assert kittens["cut"] is None and kittens["vector_rank"] == 2 and kittens["keyword_rank"] is not None
     assert kittens["fused"] > by_source["cats.txt"]["fused"]  # both rankers agree on it
     assert [r.source for r in response.results] == [e["source"] for e in response.explain if e["cut"] is None]
-    limited = pets.search(["Pets", "Work"], "x", query_vector=axis(CAT), mode="vector", limit=1, threshold=-1,
-                          explain=True)
+    limited = pets.search(
+        ["Pets", "Work"], "x", query_vector=axis(CAT), mode="vector", limit=1, threshold=-1, explain=True
+    )
     assert [e["cut"] for e in limited.explain][:2] == [None, "limit"]
 
 

@@ -37,7 +37,7 @@ def test_defaults_are_a_prefix_of_the_threshold_off_ranking(desk):
     off = desk.search(["Mix"], query[0], query_vector=query[1], threshold=-1.0, limit=20)
     defaults = desk.search(["Mix"], query[0], query_vector=query[1])
     assert defaults.mode == "hybrid" and len(defaults.results) <= 5
-    assert sources(defaults) == sources(off)[:len(defaults.results)]
+    assert sources(defaults) == sources(off)[: len(defaults.results)]
     # the keyword #1 stays although its cosine is 0; no keyword support and a cosine
     # under the threshold is cut; a weak keyword match with cosine 0 is cut
     assert {"both.txt", "meaning.txt", "exact.txt"} <= set(sources(defaults))
@@ -70,8 +70,9 @@ def test_a_threshold_given_to_a_keyword_search_is_named_not_silently_dropped(des
 
 def test_keyword_scores_say_what_they_are_and_ignore_other_kbs(desk):
     desk.create_kb("Ops")
-    desk.add_document("Ops", "runbook.md", ["Rotate the TLS certificates every ninety days.",
-                                            "Certificates expire; renew them."])
+    desk.add_document(
+        "Ops", "runbook.md", ["Rotate the TLS certificates every ninety days.", "Certificates expire; renew them."]
+    )
     alone = desk.search(["Ops"], "rotate certificates", mode="keyword")
     assert sources(alone) == ["runbook.md", "runbook.md"]
     assert [r.similarity for r in alone.results] == [1.0, 0.5]  # both words, then one of two
@@ -130,4 +131,3 @@ def test_accents_fold_in_chunks_written_directly(desk):
     desk.create_kb("Direct")
     desk.add_document("Direct", "fr.txt", ["Le garçon a commandé un café."])
     assert sources(desk.search(["Direct"], "garcon commande cafe", mode="keyword")) == ["fr.txt"]
-

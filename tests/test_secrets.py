@@ -44,12 +44,18 @@ ECHOES = {
     "ok.txt": ("a plain document about lighthouses", None),
     "auth.txt": ("ECHO-401 the server echoes the Authorization header it got", "401"),
     "headers.txt": ("ECHO-HEADERS the server repeats every header", "echo_headers"),
-    "text.txt": ("ECHO-TEXT a plain-text answer with the headers in it", ("echo_headers", {"status": 200,
-                                                                                          "text": True})),
-    "url.txt": ("ECHO-URL the server repeats the URL and the password",
-                ("400", {"message": f"proxy refused http://{USER}:{SECRET}@127.0.0.1/v1 (password {SECRET})"})),
-    "retry.txt": ("ECHO-500 a retried error that names the header",
-                  ("500", {"message": f"upstream said Authorization: Basic {BASIC} is rate limited"})),
+    "text.txt": (
+        "ECHO-TEXT a plain-text answer with the headers in it",
+        ("echo_headers", {"status": 200, "text": True}),
+    ),
+    "url.txt": (
+        "ECHO-URL the server repeats the URL and the password",
+        ("400", {"message": f"proxy refused http://{USER}:{SECRET}@127.0.0.1/v1 (password {SECRET})"}),
+    ),
+    "retry.txt": (
+        "ECHO-500 a retried error that names the header",
+        ("500", {"message": f"upstream said Authorization: Basic {BASIC} is rate limited"}),
+    ),
     "inbody.txt": ("ECHO-200 an error object with a 200", ("error_200", {"message": f"bad key {SECRET}"})),
 }
 
@@ -72,8 +78,10 @@ def canary_config(server, kbdesk_home):
     port = server.base_url.split(":")[2].split("/")[0]
     path = get_paths().config_file
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f'[providers.canary]\nkind = "custom"\nbase_url = "http://{USER}:{SECRET}@127.0.0.1:{port}/v1"\n'
-                    "max_retries = 1\nretry_budget = 5.0\ntimeout = 5.0\n")
+    path.write_text(
+        f'[providers.canary]\nkind = "custom"\nbase_url = "http://{USER}:{SECRET}@127.0.0.1:{port}/v1"\n'
+        "max_retries = 1\nretry_budget = 5.0\ntimeout = 5.0\n"
+    )
     return path
 
 
@@ -117,10 +125,14 @@ def test_an_ingestion_through_desk_add_leaks_nothing(server, canary_config, corp
     assert "http://***@127.0.0.1" in errors["url.txt"] and "password ***" in errors["url.txt"]
     assert "Basic ***" in errors["text.txt"] and "not JSON" in errors["text.txt"]
     assert "Basic ***" in caplog.text  # the retried 500 was logged, masked
-    for text, where in [*((e, f"report error of {n}") for n, e in errors.items()),
-                        *((e, "kb_documents.error") for e in stored),
-                        (str(caught.value), "exception"), (repr(caught.value.args), "exception args"),
-                        (caplog.text, "log"), *((r.getMessage(), "log record") for r in caplog.records)]:
+    for text, where in [
+        *((e, f"report error of {n}") for n, e in errors.items()),
+        *((e, "kb_documents.error") for e in stored),
+        (str(caught.value), "exception"),
+        (repr(caught.value.args), "exception args"),
+        (caplog.text, "log"),
+        *((r.getMessage(), "log record") for r in caplog.records),
+    ]:
         assert_clean(text, where)
     out = capsys.readouterr()
     assert_clean(out.out + out.err, "stdout/stderr")
@@ -179,8 +191,7 @@ def test_a_real_cli_process_leaks_nothing_on_stderr_or_in_json(server, canary_co
 
 def test_chat_errors_are_masked_too(server):
     server.fail_next("echo_headers")
-    settings = ProviderSettings(base_url=server.base_url.replace("http://", f"http://{USER}:{SECRET}@"),
-                                max_retries=0)
+    settings = ProviderSettings(base_url=server.base_url.replace("http://", f"http://{USER}:{SECRET}@"), max_retries=0)
     with ChatClient("canary", settings) as client, pytest.raises(ProviderRequestError) as caught:
         list(client.stream([{"role": "user", "content": "hi"}], "llama3.2"))
     assert "Basic ***" in str(caught.value)
@@ -190,8 +201,11 @@ def test_chat_errors_are_masked_too(server):
 
 # ── refusing a URL with credentials where one is typed ──────────────────────────
 
-REFUSED = [f"http://{USER}:{SECRET}@127.0.0.1:8080/v1", f"https://{SECRET}@api.example.com/v1",
-           f"http://{USER}:{SECRET.lower()}%21@host/v1"]
+REFUSED = [
+    f"http://{USER}:{SECRET}@127.0.0.1:8080/v1",
+    f"https://{SECRET}@api.example.com/v1",
+    f"http://{USER}:{SECRET.lower()}%21@host/v1",
+]
 
 
 @pytest.mark.parametrize("url", REFUSED)
@@ -217,22 +231,37 @@ def test_the_tui_provider_form_refuses_it_by_the_same_rule(url, kbdesk_home):
 
 
 def test_a_plain_url_is_still_accepted(kbdesk_home):
-    result = CliRunner().invoke(cli, ["provider", "add", "x", "--kind", "custom", "--base-url",
-                                      " http://127.0.0.1:8080/v1 ", "--api-key-env", "X_KEY"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "provider",
+            "add",
+            "x",
+            "--kind",
+            "custom",
+            "--base-url",
+            " http://127.0.0.1:8080/v1 ",
+            "--api-key-env",
+            "X_KEY",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert 'base_url = "http://127.0.0.1:8080/v1"' in get_paths().config_file.read_text()
 
 
 # ── the masking itself ──────────────────────────────────────────────────────────
 
+
 def test_every_form_of_a_credential_is_masked(monkeypatch):
     monkeypatch.setenv("CANARY_KEY", "sk-canary-key-123456")
     settings = ProviderSettings(base_url="http://canary%40user:p%40ss%2Fword!@host/v1", api_key_env="CANARY_KEY")
     clean = Redactor.for_settings(settings)
     b64 = base64.b64encode(b"canary@user:p@ss/word!").decode()
-    said = (f"key sk-canary-key-123456; password p@ss/word! (p%40ss%2Fword!); pair canary@user:p@ss/word!; "
-            f"Authorization: Basic {b64}; unpadded {b64.rstrip('=')}; url http://canary%40user:p%40ss%2Fword!@host/v1;"
-            " Bearer some-other-token-42; mail admin@example.com; requires Basic authentication")
+    said = (
+        f"key sk-canary-key-123456; password p@ss/word! (p%40ss%2Fword!); pair canary@user:p@ss/word!; "
+        f"Authorization: Basic {b64}; unpadded {b64.rstrip('=')}; url http://canary%40user:p%40ss%2Fword!@host/v1;"
+        " Bearer some-other-token-42; mail admin@example.com; requires Basic authentication"
+    )
     masked = clean(said)
     for secret in ("sk-canary-key-123456", "p@ss/word!", "p%40ss%2Fword!", b64.rstrip("="), "some-other-token-42"):
         assert secret not in masked

@@ -37,7 +37,7 @@ RAW_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 def assert_inert(text: str) -> None:
     found = RAW_CONTROL.search(text)
-    assert found is None, f"raw {found.group(0)!r} in {text[max(0, found.start() - 40):found.start() + 40]!r}"
+    assert found is None, f"raw {found.group(0)!r} in {text[max(0, found.start() - 40) : found.start() + 40]!r}"
 
 
 @pytest.fixture
@@ -78,8 +78,7 @@ def test_search_results_show_the_sequences_escaped(shelf):
         assert r.exit_code == 0, r.output
         assert r.stdout.count("2 results") == 1
         # the text and both names are there, visibly: \x1b]0;PWNED\x07 and the rest
-        assert "\\x1b]0;PWNED\\x07 \\x1b[2J \\x1b]8;;http://evil\\x1b\\link\\x1b]8;;\\x1b\\ \\x9b31m \\x07" \
-            in r.stdout
+        assert "\\x1b]0;PWNED\\x07 \\x1b[2J \\x1b]8;;http://evil\\x1b\\link\\x1b]8;;\\x1b\\ \\x9b31m \\x07" in r.stdout
         assert "docs / raw\\x1b]0;PWNED\\x07" in r.stdout
         assert "docs / report\\x1b]0;PWNED\\x07" in r.stdout
 

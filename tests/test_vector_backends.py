@@ -13,8 +13,12 @@ def build(db, backend, n=600, dims=48, seed=7):
     with open_desk(db, backend=backend) as desk:
         desk.create_kb("rand", model_id="m", dimensions=dims)
         for start in range(0, n, 100):
-            desk.add_document("rand", f"part{start}.txt", [f"chunk {i}" for i in range(start, start + 100)],
-                              vectors=vectors[start:start + 100])
+            desk.add_document(
+                "rand",
+                f"part{start}.txt",
+                [f"chunk {i}" for i in range(start, start + 100)],
+                vectors=vectors[start : start + 100],
+            )
     return vectors
 
 
@@ -22,9 +26,15 @@ def ranked(db, backend, queries, limit=20, threshold=-1.0, matrix_files=True):
     with open_desk(db, backend=backend) as desk:
         assert desk.store.driver.backend == backend
         desk.store.vectors.matrices.enabled = matrix_files
-        return [[(r.content, r.similarity) for r in
-                 desk.search(["rand"], "", query_vector=q, mode="vector", limit=limit, threshold=threshold).results]
-                for q in queries]
+        return [
+            [
+                (r.content, r.similarity)
+                for r in desk.search(
+                    ["rand"], "", query_vector=q, mode="vector", limit=limit, threshold=threshold
+                ).results
+            ]
+            for q in queries
+        ]
 
 
 def test_both_backends_return_the_same_ids_in_the_same_order(tmp_path):
@@ -88,4 +98,6 @@ def test_numpy_sees_new_vectors_without_reopening(desk):
     desk.add_document("live", "a.txt", ["first"], vectors=[[1, 0, 0, 0]])
     assert desk.search(["live"], "", query_vector=[0, 1, 0, 0], mode="vector").results == []
     desk.add_document("live", "b.txt", ["second"], vectors=[[0, 1, 0, 0]])
-    assert [r.content for r in desk.search(["live"], "", query_vector=[0, 1, 0, 0], mode="vector").results] == ["second"]
+    assert [r.content for r in desk.search(["live"], "", query_vector=[0, 1, 0, 0], mode="vector").results] == [
+        "second"
+    ]

@@ -149,10 +149,13 @@ def test_polling_when_asked(live_desk, tmp_path):
 def test_falls_back_to_polling_when_file_events_are_refused(live_desk, tmp_path):
     """The system's refusal is simulated (raising the error watchfiles raises when the
     inotify watch limit is reached); the polling that follows is real."""
+
     def limited(*paths, force_polling, **options):
         if not force_polling:
-            raise OSError(f'OS file watch limit reached. about ["{paths[0]}"] '
-                          f'(Error {{ kind: MaxFilesWatch, paths: ["{paths[0]}"] }})')
+            raise OSError(
+                f'OS file watch limit reached. about ["{paths[0]}"] '
+                f'(Error {{ kind: MaxFilesWatch, paths: ["{paths[0]}"] }})'
+            )
         return watchfiles.watch(*paths, force_polling=True, **options)
 
     folder = write_files(tmp_path / "notes", {"a.txt": "a note"})
@@ -171,9 +174,12 @@ def test_watch_command_stops_on_ctrl_c(tmp_path):
         desk.create_kb("Live")
     out, err = tmp_path / "out.txt", tmp_path / "err.txt"
     with open(out, "w") as stdout, open(err, "w") as stderr:
-        proc = subprocess.Popen([sys.executable, "-c", "from kbdesk.cli.main import main; main()",
-                                 "watch", "Live", str(folder)], stdout=stdout, stderr=stderr,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "from kbdesk.cli.main import main; main()", "watch", "Live", str(folder)],
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+        )
     try:
         wait_for_text(out, "added a.txt", proc)
         write_files(folder, {"b.txt": "a second file, seen through file events"})

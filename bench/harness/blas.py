@@ -60,9 +60,14 @@ class OpenBlas:
         config.restype = ctypes.c_char_p
         core = self._fn("get_corename")
         core.restype = ctypes.c_char_p
-        return {"found": True, "api": "openblas", "library": Path(self.path).name,
-                "config": config().decode().strip(), "corename": core().decode().strip(),
-                "threads": self.get_threads()}
+        return {
+            "found": True,
+            "api": "openblas",
+            "library": Path(self.path).name,
+            "config": config().decode().strip(),
+            "corename": core().decode().strip(),
+            "threads": self.get_threads(),
+        }
 
 
 def blas_info() -> dict[str, Any]:
@@ -75,9 +80,17 @@ def blas_info() -> dict[str, Any]:
 
         for lib in threadpool_info():
             if lib.get("user_api") == "blas":
-                out.update({"found": True, "api": lib.get("internal_api"), "version": lib.get("version"),
-                            "threads": lib.get("num_threads"), "threading_layer": lib.get("threading_layer"),
-                            "corename": out.get("corename") or lib.get("architecture"), "via": "threadpoolctl"})
+                out.update(
+                    {
+                        "found": True,
+                        "api": lib.get("internal_api"),
+                        "version": lib.get("version"),
+                        "threads": lib.get("num_threads"),
+                        "threading_layer": lib.get("threading_layer"),
+                        "corename": out.get("corename") or lib.get("architecture"),
+                        "via": "threadpoolctl",
+                    }
+                )
                 break
     out.setdefault("via", "ctypes")
     return out
@@ -88,5 +101,7 @@ def blas_line(info: dict[str, Any]) -> str:
     if not info.get("found"):
         return "BLAS not identified"
     name = f"`{info['config']}`" if info.get("config") else f"{info.get('api')} {info.get('version') or ''}".strip()
-    return f"{'OpenBLAS ' if info.get('api') == 'openblas' else ''}{name} core {info.get('corename') or '?'}, " \
-           f"{info.get('threads')} threads"
+    return (
+        f"{'OpenBLAS ' if info.get('api') == 'openblas' else ''}{name} core {info.get('corename') or '?'}, "
+        f"{info.get('threads')} threads"
+    )

@@ -15,9 +15,12 @@ def parser(doc: str | None, *, quick: str | None = None, scifact: bool = False) 
     if quick:
         ap.add_argument("--quick", action="store_true", help=quick)
     if scifact:
-        ap.add_argument("--scifact", metavar="DIR",
-                        help="BEIR-layout SciFact folder (default: $KBDESK_BENCH_SCIFACT, else "
-                             "shared/eval/scifact beside the repository)")
+        ap.add_argument(
+            "--scifact",
+            metavar="DIR",
+            help="BEIR-layout SciFact folder (default: $KBDESK_BENCH_SCIFACT, else "
+            "shared/eval/scifact beside the repository)",
+        )
     return ap
 
 

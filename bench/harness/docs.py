@@ -18,7 +18,7 @@ def kept_section(path: Path, markers: tuple[str, str] = DISCUSSION, default: str
     except OSError:
         return default
     a, b = text.find(start), text.find(end)
-    return text[a + len(start):b].strip() if a >= 0 and b > a else default
+    return text[a + len(start) : b].strip() if a >= 0 and b > a else default
 
 
 def with_markers(body: str, markers: tuple[str, str] = DISCUSSION) -> str:

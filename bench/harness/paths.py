@@ -47,7 +47,9 @@ def require_scifact(explicit: str | Path | None = None) -> Path:
     is exported as ``$KBDESK_BENCH_SCIFACT``, so child processes read the same one."""
     path = scifact_dir(explicit)
     if not (path / "corpus.jsonl").is_file():
-        raise SystemExit(f"SciFact not found at {path} (no corpus.jsonl): pass --scifact DIR or set "
-                         f"{SCIFACT_ENV} to a BEIR-layout SciFact folder")
+        raise SystemExit(
+            f"SciFact not found at {path} (no corpus.jsonl): pass --scifact DIR or set "
+            f"{SCIFACT_ENV} to a BEIR-layout SciFact folder"
+        )
     os.environ[SCIFACT_ENV] = str(path)
     return path

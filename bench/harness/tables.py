@@ -19,8 +19,9 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def markdown_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None, *,
-                   align: str | None = None) -> str:
+def markdown_table(
+    rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None, *, align: str | None = None
+) -> str:
     """A Markdown table of ``rows`` (dicts: column header → cell).
 
     ``columns`` orders the columns (default: the first row's keys; a missing cell is "—").
@@ -32,7 +33,6 @@ def markdown_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | N
     align = align or "l" + "r" * (len(columns) - 1)
     if len(align) != len(columns):
         raise ValueError(f"align {align!r} has {len(align)} letters for {len(columns)} columns")
-    lines = ["| " + " | ".join(columns) + " |",
-             "|" + "".join("---|" if a == "l" else "---:|" for a in align)]
+    lines = ["| " + " | ".join(columns) + " |", "|" + "".join("---|" if a == "l" else "---:|" for a in align)]
     lines += ["| " + " | ".join(_cell(row.get(c)) for c in columns) + " |" for row in rows]
     return "\n".join(lines)

@@ -24,8 +24,13 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 def summary(samples_s: Sequence[float]) -> dict[str, float]:
     """p50, p95, mean and min in ms, and the number of samples."""
     ms = np.asarray(samples_s, dtype=np.float64) * 1e3
-    return {"p50": float(np.percentile(ms, 50)), "p95": float(np.percentile(ms, 95)), "mean": float(ms.mean()),
-            "min": float(ms.min()), "n": int(ms.size)}
+    return {
+        "p50": float(np.percentile(ms, 50)),
+        "p95": float(np.percentile(ms, 95)),
+        "mean": float(ms.mean()),
+        "min": float(ms.min()),
+        "n": int(ms.size),
+    }
 
 
 def repeat(fn: Callable[[Any], Any], inputs: Iterable[Any], warmup: int = 0) -> tuple[list[Any], list[float]]:
@@ -41,8 +46,9 @@ def repeat(fn: Callable[[Any], Any], inputs: Iterable[Any], warmup: int = 0) -> 
     return outputs, times
 
 
-def timed_rounds(methods: Mapping[str, Callable[[int], Any]], count: int, warmup: int,
-                 offset: int = 0) -> tuple[dict[str, list[float]], dict[str, list[Any]]]:
+def timed_rounds(
+    methods: Mapping[str, Callable[[int], Any]], count: int, warmup: int, offset: int = 0
+) -> tuple[dict[str, list[float]], dict[str, list[Any]]]:
     """Run every method on query i, in a fresh random order for each query (so noise, cache
     effects and whatever ran just before are shared by all columns); return per-method
     timings (s) and outputs of the ``count`` timed queries after ``warmup`` untimed ones."""
@@ -68,8 +74,15 @@ def paired_ratios(times: Mapping[str, Sequence[float]], base: str) -> dict[str, 
     return {name: float(np.median(np.asarray(ts) / ref)) for name, ts in times.items() if name != base}
 
 
-def best_of(fns: Sequence[Callable[[], Any]], rounds: int, *, budget: float = 0.0, max_rounds: int = 50,
-            clock: Callable[[], float] = time.perf_counter, collect: bool = False) -> tuple[list[float], list[Any]]:
+def best_of(
+    fns: Sequence[Callable[[], Any]],
+    rounds: int,
+    *,
+    budget: float = 0.0,
+    max_rounds: int = 50,
+    clock: Callable[[], float] = time.perf_counter,
+    collect: bool = False,
+) -> tuple[list[float], list[Any]]:
     """Best time of each function, and its last result. The functions take turns, so both sides of a
     comparison see the same machine load: at least ``rounds`` turns, more (up to ``max_rounds``)
     until each has run ``budget`` seconds in all. ``collect`` runs ``gc.collect()`` before each call;

@@ -12,7 +12,7 @@ from kbdesk.errors import KbdeskError
 
 __version__ = "0.1.0"
 
-__all__ = ["KbdeskError", "open_desk", "__version__"]
+__all__ = ["KbdeskError", "__version__", "open_desk"]
 
 
 def open_desk(*args, **kwargs):

@@ -169,8 +169,9 @@ def _check_ranges(cfg: Config) -> None:
     for role in ("embedding", "chat"):
         chosen = getattr(cfg.roles, role)
         if chosen.provider and chosen.provider not in cfg.providers:
-            raise ConfigError(f"config: roles.{role}.provider names '{chosen.provider}', which is not a "
-                              "[providers.NAME] table")
+            raise ConfigError(
+                f"config: roles.{role}.provider names '{chosen.provider}', which is not a [providers.NAME] table"
+            )
     if not 1 <= cfg.ingest.workers <= 32:
         raise ConfigError(f"config: ingest.workers must be between 1 and 32, got {cfg.ingest.workers}")
     if cfg.vector.quantize_above < 0:
@@ -183,8 +184,12 @@ def _check_ranges(cfg: Config) -> None:
 
 def _type_name(value: Any) -> str:
     return {
-        str: "a string", bool: "a boolean", int: "an integer", float: "a number",
-        dict: "a table", list: "an array",
+        str: "a string",
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        dict: "a table",
+        list: "an array",
     }.get(type(value), type(value).__name__)
 
 

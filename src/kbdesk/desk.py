@@ -72,11 +72,20 @@ class Desk:
         return self.paths.files_dir(self.db_path)
 
     # ── knowledge bases ────────────────────────────────────────────────────────
-    def create_kb(self, name: str, description: str = "", *, model_id: str | None = None,
-                  provider: str | None = None, dimensions: int | None = None,
-                  chunk_size: int | None = None, chunk_overlap: int | None = None,
-                  scope: str = "personal", team_id: str | None = None,
-                  keyword_only: bool = False) -> KnowledgeBase:
+    def create_kb(
+        self,
+        name: str,
+        description: str = "",
+        *,
+        model_id: str | None = None,
+        provider: str | None = None,
+        dimensions: int | None = None,
+        chunk_size: int | None = None,
+        chunk_overlap: int | None = None,
+        scope: str = "personal",
+        team_id: str | None = None,
+        keyword_only: bool = False,
+    ) -> KnowledgeBase:
         """Create a KB. Without ``model_id`` it takes the embedding role's model from the
         config, if one is set; ``keyword_only`` makes a KB without embeddings regardless."""
         role = self.config.roles.embedding
@@ -91,9 +100,13 @@ class Desk:
             "chunk_size": chunk_size if chunk_size is not None else self.config.chunking.chunk_size,
             "chunk_overlap": chunk_overlap if chunk_overlap is not None else self.config.chunking.chunk_overlap,
         }
-        return self.store.create_kb(name, description, embedding_config={k: v for k, v in config.items()
-                                                                         if v is not None},
-                                    scope=scope, team_id=team_id)
+        return self.store.create_kb(
+            name,
+            description,
+            embedding_config={k: v for k, v in config.items() if v is not None},
+            scope=scope,
+            team_id=team_id,
+        )
 
     def kb(self, ref: str) -> KnowledgeBase:
         return self.store.find_kb(ref)
@@ -130,8 +143,9 @@ class Desk:
         return self.store.recount(self.kb(ref).id)
 
     # ── documents (the ingestion pipeline builds on these) ─────────────────────
-    def add_document(self, ref: str, filename: str, chunks: Sequence[ChunkInput | str], *,
-                     vectors: Any = None, **kwargs: Any) -> Document:
+    def add_document(
+        self, ref: str, filename: str, chunks: Sequence[ChunkInput | str], *, vectors: Any = None, **kwargs: Any
+    ) -> Document:
         return self.store.add_document(self.kb(ref).id, filename, chunks, vectors=vectors, **kwargs)
 
     def delete_document(self, doc_id: str) -> Document:
@@ -179,9 +193,17 @@ class Desk:
         return ChatService(self)
 
     # ── search ─────────────────────────────────────────────────────────────────
-    def search(self, refs: Sequence[str], query: str, *, query_vector: Any = None,
-               limit: int | None = None, threshold: float | None = None,
-               mode: str | None = None, explain: bool = False) -> SearchResponse:
+    def search(
+        self,
+        refs: Sequence[str],
+        query: str,
+        *,
+        query_vector: Any = None,
+        limit: int | None = None,
+        threshold: float | None = None,
+        mode: str | None = None,
+        explain: bool = False,
+    ) -> SearchResponse:
         """Search the KBs named by ``refs`` (names, ids or id prefixes).
 
         Without ``query_vector`` the desk's query embedder (when a provider is set up)
@@ -194,15 +216,23 @@ class Desk:
         notes: list[str] = []
         if query_vector is None and mode != "keyword":
             query_vector, notes = self._embed_query(kbs, query)
-        response = search(self.store, kbs, query, query_vector,
-                          limit=limit if limit is not None else self.config.search.limit,
-                          threshold=threshold if threshold is not None else self.config.search.threshold,
-                          mode=mode, explain=explain, fusion=self.config.search.fusion,
-                          alpha=self.config.search.alpha)
+        response = search(
+            self.store,
+            kbs,
+            query,
+            query_vector,
+            limit=limit if limit is not None else self.config.search.limit,
+            threshold=threshold if threshold is not None else self.config.search.threshold,
+            mode=mode,
+            explain=explain,
+            fusion=self.config.search.fusion,
+            alpha=self.config.search.alpha,
+        )
         response.notes.extend(notes)
         if threshold is not None and response.mode == "keyword":  # asked for, and it cannot apply
-            response.notes.append("keyword search has no cosine: the threshold applies to vector and hybrid "
-                                  "search only")
+            response.notes.append(
+                "keyword search has no cosine: the threshold applies to vector and hybrid search only"
+            )
         return response
 
     def _embed_query(self, kbs: Sequence[KnowledgeBase], query: str) -> tuple[dict[str, Any] | None, list[str]]:
@@ -213,8 +243,9 @@ class Desk:
                 continue
             vector = self.query_embedder(kb, query) if self.query_embedder else None
             if vector is None:
-                notes.append(f"'{kb.name}' embeds with {kb.model_id}, but no provider for it is set up: "
-                             "keyword search only")
+                notes.append(
+                    f"'{kb.name}' embeds with {kb.model_id}, but no provider for it is set up: keyword search only"
+                )
             else:
                 vectors[kb.id] = vector
         return (vectors or None), notes
@@ -225,8 +256,13 @@ def _unique(kbs: list[KnowledgeBase]) -> list[KnowledgeBase]:
     return [kb for kb in kbs if not (kb.id in seen or seen.add(kb.id))]
 
 
-def open_desk(db: str | os.PathLike[str] | None = None, *, home: str | os.PathLike[str] | None = None,
-              config: Config | None = None, backend: str | None = None) -> Desk:
+def open_desk(
+    db: str | os.PathLike[str] | None = None,
+    *,
+    home: str | os.PathLike[str] | None = None,
+    config: Config | None = None,
+    backend: str | None = None,
+) -> Desk:
     """Build the desk: paths (``home`` / ``KBDESK_HOME``), config, database, services.
 
     ``db`` (or ``KBDESK_DB``, or ``storage.db`` in the config) selects the database

@@ -54,8 +54,9 @@ class KbEmbedder:
             result = self.provider.embed(items, self.model, expect_dimensions=expected, on_input_error=mode)
         else:  # a registered provider: embed(texts, model, on_input_error=...) is all it promises
             result = self.provider.embed(items, self.model, on_input_error=mode)
-        return check_result(result, len(items), provider=self.provider_name, model=self.model,
-                            dimensions=expected, on_input_error=mode)
+        return check_result(
+            result, len(items), provider=self.provider_name, model=self.model, dimensions=expected, on_input_error=mode
+        )
 
 
 class Embedders:
@@ -83,8 +84,9 @@ class Embedders:
                 settings = self.config.providers.get(name)
                 if settings is None:
                     raise ProviderConfigError(
-                        f"no provider named '{name}' in config.toml; add it with "
-                        f"'kbdesk provider add {name} --kind …'", provider=name)
+                        f"no provider named '{name}' in config.toml; add it with 'kbdesk provider add {name} --kind …'",
+                        provider=name,
+                    )
                 if settings.kind == "local":
                     self._providers[name] = LocalProvider(name, settings, on_usage=self._log)
                 else:
@@ -119,9 +121,14 @@ class Embedders:
         return embedder.embed([query]).vectors[0]
 
     def _log(self, usage: dict[str, Any]) -> None:
-        self.store.log_usage(usage.get("role", "embedding"), provider=usage.get("provider", ""),
-                             model=usage.get("model", ""), inputs=usage.get("inputs", 0),
-                             prompt_tokens=usage.get("prompt_tokens"), total_tokens=usage.get("total_tokens"))
+        self.store.log_usage(
+            usage.get("role", "embedding"),
+            provider=usage.get("provider", ""),
+            model=usage.get("model", ""),
+            inputs=usage.get("inputs", 0),
+            prompt_tokens=usage.get("prompt_tokens"),
+            total_tokens=usage.get("total_tokens"),
+        )
 
     def close(self) -> None:
         with self._lock:

@@ -27,9 +27,19 @@ from kbdesk.providers.settings import KEY_ENV_HINT, check_base_url, key_env_for
 KEY_NOT_SHOWN = "stored ••••••••"  # kept in config.toml, never shown
 
 
-def save_provider(config_path: str | os.PathLike[str], name: str, kind: str, *, base_url: str = "",
-                  api_key_env: str = "", api_key: str = "", original: str | None = None, forget_key: bool = False,
-                  settings: Mapping[str, Any] | None = None, key_hint: str = KEY_ENV_HINT) -> Config:
+def save_provider(
+    config_path: str | os.PathLike[str],
+    name: str,
+    kind: str,
+    *,
+    base_url: str = "",
+    api_key_env: str = "",
+    api_key: str = "",
+    original: str | None = None,
+    forget_key: bool = False,
+    settings: Mapping[str, Any] | None = None,
+    key_hint: str = KEY_ENV_HINT,
+) -> Config:
     """Add provider ``name`` (or change ``original``, renaming it) and return the new config."""
     name = name.strip()
     if not name:
@@ -72,8 +82,7 @@ def remove_provider(config_path: str | os.PathLike[str], name: str) -> Config:
             raise InvalidInputError(f"no provider named '{name}'")
         for role_name, role in raw.get("roles", {}).items():
             if isinstance(role, dict) and role.get("provider") == name:
-                raise InvalidInputError(f"the {role_name} role uses '{name}': choose another provider for it "
-                                        "first")
+                raise InvalidInputError(f"the {role_name} role uses '{name}': choose another provider for it first")
         del raw["providers"][name]
 
     return update_config(Path(config_path), change)

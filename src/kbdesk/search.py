@@ -159,15 +159,32 @@ class Candidate:
             "cut": self.cut,
         }
         if row:
-            out.update({"content": row["content"], "source": row["source"], "kb": row["kb"],
-                        "metadata": row["metadata"], "document_id": row["document_id"],
-                        "chunk_index": row["chunk_index"]})
+            out.update(
+                {
+                    "content": row["content"],
+                    "source": row["source"],
+                    "kb": row["kb"],
+                    "metadata": row["metadata"],
+                    "document_id": row["document_id"],
+                    "chunk_index": row["chunk_index"],
+                }
+            )
         return out
 
 
-def search(store: Any, kbs: Sequence[KnowledgeBase], query: str, query_vector: Any = None, *,
-           limit: int | None = None, threshold: float | None = None, mode: str = "auto",
-           explain: bool = False, fusion: str = DEFAULT_FUSION, alpha: float = DEFAULT_ALPHA) -> SearchResponse:
+def search(
+    store: Any,
+    kbs: Sequence[KnowledgeBase],
+    query: str,
+    query_vector: Any = None,
+    *,
+    limit: int | None = None,
+    threshold: float | None = None,
+    mode: str = "auto",
+    explain: bool = False,
+    fusion: str = DEFAULT_FUSION,
+    alpha: float = DEFAULT_ALPHA,
+) -> SearchResponse:
     """Search ``kbs`` for ``query``.
 
     ``query_vector`` is the query embedded with the KBs' model: one vector for all, or a
@@ -178,40 +195,88 @@ def search(store: Any, kbs: Sequence[KnowledgeBase], query: str, query_vector: A
     weight of the vector side) or "rrf" (reciprocal rank fusion).
     """
     limit = check_limit(limit)
-    mode, order, names = _rank(store, kbs, query, query_vector, limit=limit, threshold=threshold, mode=mode,
-                               depth=None if explain else limit, fusion=fusion, alpha=alpha)
+    mode, order, names = _rank(
+        store,
+        kbs,
+        query,
+        query_vector,
+        limit=limit,
+        threshold=threshold,
+        mode=mode,
+        depth=None if explain else limit,
+        fusion=fusion,
+        alpha=alpha,
+    )
     chosen = [c for c in order if c.cut is None]
     rows = store.result_rows([c.seq for c in (order if explain else chosen)])
     for c in order if explain else chosen:
         if c.seq in rows:
             rows[c.seq]["metadata"]["score_kind"] = c.score_kind
-    results = [SearchResult(rows[c.seq]["content"], rows[c.seq]["source"], rows[c.seq]["kb"],
-                            round(float(c.similarity), 6), rows[c.seq]["metadata"],
-                            document_id=rows[c.seq]["document_id"], chunk_index=rows[c.seq]["chunk_index"])
-               for c in chosen if c.seq in rows]  # a chunk deleted meanwhile is skipped
+    results = [
+        SearchResult(
+            rows[c.seq]["content"],
+            rows[c.seq]["source"],
+            rows[c.seq]["kb"],
+            round(float(c.similarity), 6),
+            rows[c.seq]["metadata"],
+            document_id=rows[c.seq]["document_id"],
+            chunk_index=rows[c.seq]["chunk_index"],
+        )
+        for c in chosen
+        if c.seq in rows
+    ]  # a chunk deleted meanwhile is skipped
     response = SearchResponse(results, (query or "").strip(), names, mode)
     if explain:
         response.explain = [c.to_dict(rows.get(c.seq)) for c in order if c.seq in rows]
     return response
 
 
-def rank(store: Any, kbs: Sequence[KnowledgeBase], query: str, query_vector: Any = None, *, depth: int,
-         threshold: float | None = None, mode: str = "auto", fusion: str = DEFAULT_FUSION,
-         alpha: float = DEFAULT_ALPHA) -> list[tuple[Candidate, dict[str, Any]]]:
+def rank(
+    store: Any,
+    kbs: Sequence[KnowledgeBase],
+    query: str,
+    query_vector: Any = None,
+    *,
+    depth: int,
+    threshold: float | None = None,
+    mode: str = "auto",
+    fusion: str = DEFAULT_FUSION,
+    alpha: float = DEFAULT_ALPHA,
+) -> list[tuple[Candidate, dict[str, Any]]]:
     """The first ``depth`` results with their rows, past the user-facing limit of 20.
 
     For evaluation (recall@100) and debugging; user-facing callers use :func:`search`.
     """
-    _, order, _ = _rank(store, kbs, query, query_vector, limit=depth, threshold=threshold, mode=mode,
-                        depth=depth, fusion=fusion, alpha=alpha)
+    _, order, _ = _rank(
+        store,
+        kbs,
+        query,
+        query_vector,
+        limit=depth,
+        threshold=threshold,
+        mode=mode,
+        depth=depth,
+        fusion=fusion,
+        alpha=alpha,
+    )
     chosen = [c for c in order if c.cut is None]
     rows = store.result_rows([c.seq for c in chosen])
     return [(c, rows[c.seq]) for c in chosen if c.seq in rows]
 
 
-def _rank(store: Any, kbs: Sequence[KnowledgeBase], query: str, query_vector: Any, *, limit: int,
-          threshold: float | None, mode: str, depth: int | None, fusion: str,
-          alpha: float) -> tuple[str, list[Candidate], list[str]]:
+def _rank(
+    store: Any,
+    kbs: Sequence[KnowledgeBase],
+    query: str,
+    query_vector: Any,
+    *,
+    limit: int,
+    threshold: float | None,
+    mode: str,
+    depth: int | None,
+    fusion: str,
+    alpha: float,
+) -> tuple[str, list[Candidate], list[str]]:
     """Validate, rank every candidate, mark what is cut; ``depth`` None means the full pool."""
     threshold = check_threshold(threshold)
     if mode not in MODES:
@@ -230,7 +295,8 @@ def _rank(store: Any, kbs: Sequence[KnowledgeBase], query: str, query_vector: An
     if mode in ("vector", "hybrid") and not qvecs:
         raise InvalidInputError(
             f"{mode} search needs vectors: none of {', '.join(repr(n) for n in names)} holds vectors "
-            "for this query (no embedding model or no query vector); use --mode keyword")
+            "for this query (no embedding model or no query vector); use --mode keyword"
+        )
     pool = max(limit * CANDIDATES_PER_RESULT, MIN_CANDIDATES)
     kb_ids = [kb.id for kb in kbs]
 
@@ -250,13 +316,18 @@ def _rank(store: Any, kbs: Sequence[KnowledgeBase], query: str, query_vector: An
                 c.cut = "keyword floor"
             elif c.cosine is not None:
                 c.similarity = c.cosine
-        _coverage_scores(store, [c for c in candidates if c.cut is None and c.cosine is None], query,
-                         None if depth is None else limit)
+        _coverage_scores(
+            store,
+            [c for c in candidates if c.cut is None and c.cosine is None],
+            query,
+            None if depth is None else limit,
+        )
         order = candidates
     else:
         order = _hybrid(store, kb_ids, query, qvecs, threshold, pool, fusion, alpha)
-        _coverage_scores(store, [c for c in order if c.cut is None and c.cosine is None], query,
-                         None if depth is None else limit)
+        _coverage_scores(
+            store, [c for c in order if c.cut is None and c.cosine is None], query, None if depth is None else limit
+        )
     kept = 0
     for c in order:
         if c.cut is None:
@@ -270,7 +341,9 @@ def _rank(store: Any, kbs: Sequence[KnowledgeBase], query: str, query_vector: An
 def _vector_candidates(store: Any, qvecs: dict[str, tuple[int, np.ndarray]], k: int) -> list[Candidate]:
     merged: list[Candidate] = []
     for kb_id, (dims, q) in qvecs.items():
-        merged.extend(Candidate(seq, cosine=sim, kb_id=kb_id) for seq, sim in store.vector_candidates(kb_id, dims, q, k))
+        merged.extend(
+            Candidate(seq, cosine=sim, kb_id=kb_id) for seq, sim in store.vector_candidates(kb_id, dims, q, k)
+        )
     merged.sort(key=lambda c: (-(c.cosine or 0.0), c.seq))
     for rank, c in enumerate(merged, start=1):
         c.vector_rank = rank
@@ -299,8 +372,16 @@ def _fill_cosines(store: Any, candidates: list[Candidate], qvecs: dict[str, tupl
             c.cosine = cos.get(c.seq)
 
 
-def _hybrid(store: Any, kb_ids: list[str], query: str, qvecs: dict[str, tuple[int, np.ndarray]],
-            threshold: float, pool: int, fusion: str, alpha: float) -> list[Candidate]:
+def _hybrid(
+    store: Any,
+    kb_ids: list[str],
+    query: str,
+    qvecs: dict[str, tuple[int, np.ndarray]],
+    threshold: float,
+    pool: int,
+    fusion: str,
+    alpha: float,
+) -> list[Candidate]:
     """Fuse the two rankings; keep what passes the threshold rule (module docstring)."""
     table: dict[int, Candidate] = {c.seq: c for c in _vector_candidates(store, qvecs, pool)}
     keyword = _keyword_candidates(store, kb_ids, query, pool)
@@ -353,8 +434,17 @@ def _convex(candidates: list[Candidate], best_kw: float, alpha: float) -> None:
 
 # ── keyword coverage ──────────────────────────────────────────────────────────
 _WORD = re.compile(r"\w+")
-_SUFFIXES = (("ingly", ""), ("edly", ""), ("ing", ""), ("ies", "y"), ("ied", "y"), ("ed", ""), ("es", ""),
-             ("ly", ""), ("s", ""))
+_SUFFIXES = (
+    ("ingly", ""),
+    ("edly", ""),
+    ("ing", ""),
+    ("ies", "y"),
+    ("ied", "y"),
+    ("ed", ""),
+    ("es", ""),
+    ("ly", ""),
+    ("s", ""),
+)
 
 
 def _light_stem(word: str) -> str:

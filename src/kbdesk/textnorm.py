@@ -17,6 +17,7 @@ from __future__ import annotations
 import unicodedata
 from functools import lru_cache
 
+
 def nfkc(text: str) -> str:
     """``text`` in Unicode NFKC (a no-op, and no copy, for text already in it)."""
     if text.isascii() or unicodedata.is_normalized("NFKC", text):
@@ -69,4 +70,3 @@ def fold_diacritics(text: str) -> str:
 def fold(text: str) -> str:
     """NFKC, case folded, diacritics removed: the form words are compared in."""
     return fold_diacritics(nfkc(text).casefold())
-

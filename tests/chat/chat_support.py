@@ -4,12 +4,21 @@ ambiguous when several test folders have a conftest.py)."""
 from __future__ import annotations
 
 from fake_chat import FakeChat
+
 from kbdesk.paths import get_paths
 
 
-def write_config(server: FakeChat, *, model: str = "tiny", embedding_model: str | None = None,
-                 api_key_env: str | None = None, max_retries: int = 0, timeout: float = 5.0,
-                 retrieval: str | None = "tool", extra: str = "") -> None:
+def write_config(
+    server: FakeChat,
+    *,
+    model: str = "tiny",
+    embedding_model: str | None = None,
+    api_key_env: str | None = None,
+    max_retries: int = 0,
+    timeout: float = 5.0,
+    retrieval: str | None = "tool",
+    extra: str = "",
+) -> None:
     """config.toml: one provider at ``server`` serving the chat role (and the embedding role).
 
     ``retrieval`` defaults to "tool" (the model alone decides whether to search), so a
@@ -19,8 +28,10 @@ def write_config(server: FakeChat, *, model: str = "tiny", embedding_model: str 
         text += "[chat]\n" + (f'retrieval = "{retrieval}"\n' if retrieval else "") + extra + "\n"
     if embedding_model:
         text += f'[roles.embedding]\nprovider = "local"\nmodel = "{embedding_model}"\n\n'
-    text += (f'[providers.local]\nkind = "custom"\nbase_url = "{server.base_url}"\n'
-             f"max_retries = {max_retries}\ntimeout = {timeout}\nretry_budget = 10.0\n")
+    text += (
+        f'[providers.local]\nkind = "custom"\nbase_url = "{server.base_url}"\n'
+        f"max_retries = {max_retries}\ntimeout = {timeout}\nretry_budget = 10.0\n"
+    )
     if api_key_env:
         text += f'api_key_env = "{api_key_env}"\n'
     path = get_paths().config_file

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
-from fake_chat import FakeChat
-from kbdesk import open_desk
 from chat_support import desk_on, write_config
+from fake_chat import FakeChat
+
+from kbdesk import open_desk
 
 
 @pytest.fixture

@@ -49,6 +49,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import strict_servers
+
 from fake_openai import FakeOpenAI
 
 TOOLS_REJECTED = "registry.ollama.ai/library/tiny:latest does not support tools"
@@ -85,8 +86,7 @@ class FakeChat:
     def __enter__(self) -> FakeChat:
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.fake = self
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
         return self
 
@@ -146,10 +146,19 @@ class FakeChat:
             self.requests.append(Recorded(handler.path, {k.lower(): v for k, v in handler.headers.items()}, body))
         if handler.path.endswith("/embeddings"):
             inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
-            data = [{"object": "embedding", "index": i, "embedding": FakeOpenAI.vector_for(t, self.dimensions)}
-                    for i, t in enumerate(inputs)]
-            return handler.json(200, {"object": "list", "data": data, "model": body["model"],
-                                      "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+            data = [
+                {"object": "embedding", "index": i, "embedding": FakeOpenAI.vector_for(t, self.dimensions)}
+                for i, t in enumerate(inputs)
+            ]
+            return handler.json(
+                200,
+                {
+                    "object": "list",
+                    "data": data,
+                    "model": body["model"],
+                    "usage": {"prompt_tokens": 1, "total_tokens": 1},
+                },
+            )
         if not handler.path.endswith("/chat/completions"):
             return self.route(handler, "POST")
         if self.rejects_tools and body.get("tools"):
@@ -204,8 +213,14 @@ class FakeChat:
         handler.json(status, {"error": {"message": message, "type": "server_error"}}, headers)
 
     def _whole(self, handler: _Handler, body: Any, text: str) -> None:
-        handler.json(200, {"id": "cmpl-1", "object": "chat.completion", "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]})
+        handler.json(
+            200,
+            {
+                "id": "cmpl-1",
+                "object": "chat.completion",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            },
+        )
 
     def _raw(self, handler: _Handler, body: Any, lines: list[str]) -> None:
         handler.start_stream()
@@ -218,9 +233,19 @@ class FakeChat:
         handler.send_chunk(_event({"delta": {"role": "assistant", "content": text}}))
         handler.close_connection = True  # no terminating chunk: the client sees the connection drop
 
-    def _reply(self, handler: _Handler, body: Any, text: str, tool_calls: list[tuple[str, Any]],
-               pieces: int = 3, delay: float = 0.0, finish: str | None = None, usage: dict[str, int] | None = None,
-               parallel_index_zero: bool = False, hold: float = 0.0) -> None:
+    def _reply(
+        self,
+        handler: _Handler,
+        body: Any,
+        text: str,
+        tool_calls: list[tuple[str, Any]],
+        pieces: int = 3,
+        delay: float = 0.0,
+        finish: str | None = None,
+        usage: dict[str, int] | None = None,
+        parallel_index_zero: bool = False,
+        hold: float = 0.0,
+    ) -> None:
         handler.start_stream()
         try:
             handler.send_chunk(_event({"delta": {"role": "assistant", "content": ""}}))
@@ -233,12 +258,26 @@ class FakeChat:
             for n, (name, args) in enumerate(tool_calls):
                 index = 0 if parallel_index_zero else n
                 arguments = args if isinstance(args, str) else json.dumps(args)
-                handler.send_chunk(_event({"delta": {"tool_calls": [{"index": index, "id": f"call_{n + 1}",
-                                                                     "type": "function",
-                                                                     "function": {"name": name, "arguments": ""}}]}}))
+                handler.send_chunk(
+                    _event(
+                        {
+                            "delta": {
+                                "tool_calls": [
+                                    {
+                                        "index": index,
+                                        "id": f"call_{n + 1}",
+                                        "type": "function",
+                                        "function": {"name": name, "arguments": ""},
+                                    }
+                                ]
+                            }
+                        }
+                    )
+                )
                 for fragment in _split(arguments, 3):
-                    handler.send_chunk(_event({"delta": {"tool_calls": [{"index": index,
-                                                                         "function": {"arguments": fragment}}]}}))
+                    handler.send_chunk(
+                        _event({"delta": {"tool_calls": [{"index": index, "function": {"arguments": fragment}}]}})
+                    )
             reason = finish or ("tool_calls" if tool_calls else "stop")
             handler.send_chunk(_event({"delta": {}, "finish_reason": reason}, usage))
             handler.send_chunk("data: [DONE]\n\n")
@@ -248,8 +287,13 @@ class FakeChat:
 
 
 def _event(choice: dict[str, Any], usage: dict[str, int] | None = None) -> str:
-    chunk: dict[str, Any] = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": "fake",
-                             "choices": [{"index": 0, "finish_reason": None, **choice}]}
+    chunk: dict[str, Any] = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "fake",
+        "choices": [{"index": 0, "finish_reason": None, **choice}],
+    }
     if usage:
         chunk["usage"] = usage
     return f"data: {json.dumps(chunk)}\n\n"
@@ -262,7 +306,7 @@ def _split(text: str, pieces: int) -> list[str]:
         words = text.split(" ")
         return [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words)]
     size = max(1, -(-len(text) // max(1, pieces)))
-    return [text[i:i + size] for i in range(0, len(text), size)]
+    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 class _Server(ThreadingHTTPServer):
@@ -279,10 +323,10 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     server: _Server
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self.server.fake.handle(self)
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self.server.fake.route(self, "GET")
 
     def json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
@@ -310,5 +354,5 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         pass

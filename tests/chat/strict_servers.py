@@ -33,8 +33,7 @@ VLLM_AUTO = '"auto" tool choice requires --enable-auto-tool-choice and --tool-ca
 
 
 def judge(flavour: str, body: Any) -> Refusal | None:
-    return {"llama-cpp-python": llama_cpp_python, "llama.cpp": llama_cpp, "openai": openai,
-            "vllm": vllm}[flavour](body)
+    return {"llama-cpp-python": llama_cpp_python, "llama.cpp": llama_cpp, "openai": openai, "vllm": vllm}[flavour](body)
 
 
 def prompt_tokens(body: Any) -> int:
@@ -43,6 +42,7 @@ def prompt_tokens(body: Any) -> int:
 
 
 # ── llama-cpp-python: pydantic over TypedDicts, errors as HTTP 500 ──────────────
+
 
 def llama_cpp_python(body: Any) -> Refusal | None:
     errors: list[dict[str, Any]] = []
@@ -54,16 +54,24 @@ def llama_cpp_python(body: Any) -> Refusal | None:
         if key not in holder:
             if required:
                 err("missing", loc + (key,), "Field required", holder)
-        elif holder[key] is None and not nullable or holder[key] is not None and not isinstance(holder[key], str):
+        elif (holder[key] is None and not nullable) or (holder[key] is not None and not isinstance(holder[key], str)):
             err("string_type", loc + (key,), "Input should be a valid string", holder[key])
 
-    models = {"system": "ChatCompletionRequestSystemMessage", "user": "ChatCompletionRequestUserMessage",
-              "assistant": "ChatCompletionRequestAssistantMessage", "tool": "ChatCompletionRequestToolMessage"}
+    models = {
+        "system": "ChatCompletionRequestSystemMessage",
+        "user": "ChatCompletionRequestUserMessage",
+        "assistant": "ChatCompletionRequestAssistantMessage",
+        "tool": "ChatCompletionRequestToolMessage",
+    }
     for i, message in enumerate(body.get("messages") or []):
         model = models.get(message.get("role"))
         if model is None:
-            err("literal_error", ("messages", i, "role"), "Input should be 'system', 'user', 'assistant' or "
-                "'tool'", message.get("role"))
+            err(
+                "literal_error",
+                ("messages", i, "role"),
+                "Input should be 'system', 'user', 'assistant' or 'tool'",
+                message.get("role"),
+            )
             continue
         loc = ("messages", i, model)
         if message["role"] == "assistant":
@@ -89,21 +97,27 @@ def llama_cpp_python(body: Any) -> Refusal | None:
         if not isinstance(function.get("parameters"), dict):
             err("missing", ("tools", n, "function", "parameters"), "Field required", function)
     choice = body.get("tool_choice")
-    if choice is not None and choice not in ("none", "auto", "required") and not (
-            isinstance(choice, dict) and choice.get("type") == "function"
-            and isinstance((choice.get("function") or {}).get("name"), str)):
+    if (
+        choice is not None
+        and choice not in ("none", "auto", "required")
+        and not (
+            isinstance(choice, dict)
+            and choice.get("type") == "function"
+            and isinstance((choice.get("function") or {}).get("name"), str)
+        )
+    ):
         err("union_tag_invalid", ("tool_choice",), "Input should be 'none', 'auto' or 'required'", choice)
     max_tokens = body.get("max_tokens")
     if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int)):
         err("int_type", ("max_tokens",), "Input should be a valid integer", max_tokens)
     if not errors:
         return None
-    text = f"{len(errors)} validation error{'s' if len(errors) > 1 else ''}:\n" + \
-        "".join(f"  {e!r}\n" for e in errors)
+    text = f"{len(errors)} validation error{'s' if len(errors) > 1 else ''}:\n" + "".join(f"  {e!r}\n" for e in errors)
     return 500, {"error": {"message": text, "type": "internal_server_error", "param": None, "code": None}}
 
 
 # ── llama.cpp's llama-server: nlohmann::json, errors as 400/500 ─────────────────
+
 
 def llama_cpp(body: Any) -> Refusal | None:
     for i, message in enumerate(body.get("messages") or []):
@@ -111,8 +125,11 @@ def llama_cpp(body: Any) -> Refusal | None:
         if "content" in message and content is not None and not isinstance(content, (str, list)):
             return _cpp(400, f"Invalid 'content' type: expected string or array, got {json.dumps(content)}")
         if "content" not in message and not message.get("tool_calls"):
-            return _cpp(400, "Expected 'content' or 'tool_calls' (ref: https://github.com/ggml-org/llama.cpp/"
-                             "issues/8367 & https://github.com/ggml-org/llama.cpp/issues/12279)")
+            return _cpp(
+                400,
+                "Expected 'content' or 'tool_calls' (ref: https://github.com/ggml-org/llama.cpp/"
+                "issues/8367 & https://github.com/ggml-org/llama.cpp/issues/12279)",
+            )
         strings = [message.get(k, "") for k in ("name", "tool_call_id")]
         strings += [call.get("id", "") for call in message.get("tool_calls") or []]
         if any(not isinstance(s, str) for s in strings):
@@ -134,20 +151,37 @@ def _cpp(status: int, message: str) -> Refusal:
 
 
 def llama_cpp_overflow() -> Refusal:
-    return 400, {"error": {"code": 400, "message": LLAMA_CPP_OVERFLOW, "type": "exceed_context_size_error",
-                           "n_prompt_tokens": 5000, "n_ctx": 4096}}
+    return 400, {
+        "error": {
+            "code": 400,
+            "message": LLAMA_CPP_OVERFLOW,
+            "type": "exceed_context_size_error",
+            "n_prompt_tokens": 5000,
+            "n_ctx": 4096,
+        }
+    }
 
 
 # ── hosted APIs ──────────────────────────────────────────────────────────────────
 
+
 def openai(body: Any) -> Refusal | None:
     for i, message in enumerate(body.get("messages") or []):
         if message.get("tool_calls") == []:
-            return 400, {"error": {"message": f"[] is too short - 'messages.{i}.tool_calls'",
-                                   "type": "invalid_request_error", "param": f"messages.[{i}].tool_calls"}}
+            return 400, {
+                "error": {
+                    "message": f"[] is too short - 'messages.{i}.tool_calls'",
+                    "type": "invalid_request_error",
+                    "param": f"messages.[{i}].tool_calls",
+                }
+            }
     if "tool_choice" in body and not body.get("tools"):
-        return 400, {"error": {"message": "Invalid value for 'tool_choice': 'tool_choice' is only allowed when "
-                                          "'tools' are specified.", "type": "invalid_request_error"}}
+        return 400, {
+            "error": {
+                "message": "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.",
+                "type": "invalid_request_error",
+            }
+        }
     return None
 
 

@@ -68,15 +68,15 @@ class Terminal:
                 return
             except AssertionError:
                 continue
-        raise AssertionError(f"{until!r} did not appear after Ctrl-C:\n{self.output[self.position:]!r}")
+        raise AssertionError(f"{until!r} did not appear after Ctrl-C:\n{self.output[self.position :]!r}")
 
     def expect(self, text: str, timeout: float = WAIT) -> str:
         """Wait until ``text`` appears after the previous match; returns what came before it."""
         deadline = time.monotonic() + timeout
         while (found := self.output.find(text, self.position)) < 0:
             if not self._read(deadline - time.monotonic()):
-                raise AssertionError(f"{text!r} did not appear; the terminal shows:\n{self.output[self.position:]!r}")
-        before = self.output[self.position:found]
+                raise AssertionError(f"{text!r} did not appear; the terminal shows:\n{self.output[self.position :]!r}")
+        before = self.output[self.position : found]
         self.position = found + len(text)
         return before
 
@@ -91,7 +91,7 @@ class Terminal:
                 self.status = os.waitstatus_to_exitcode(status)
                 return self.status
             self._read(0.1)
-        raise AssertionError(f"kbdesk did not exit; the terminal shows:\n{self.output[self.position:]!r}")
+        raise AssertionError(f"kbdesk did not exit; the terminal shows:\n{self.output[self.position :]!r}")
 
     def _read(self, timeout: float) -> bool:
         if timeout <= 0:

@@ -5,6 +5,7 @@ history, and the answer keeps room."""
 from __future__ import annotations
 
 from chat_support import write_config
+
 from kbdesk import open_desk
 from kbdesk.chat import TurnFinished
 from kbdesk.chat.budget import MIN_ANSWER, fit, message_tokens
@@ -65,9 +66,14 @@ def _msg(role, content, n):
 
 def test_tool_results_are_shortened_before_the_history_goes():
     previous = [_msg("user", "old question", 1), _msg("assistant", "old answer", 2)]
-    exchange = [{"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function",
-                 "function": {"name": "kb_search", "arguments": "{}"}}]},
-                {"role": "tool", "tool_call_id": "c1", "content": "passage " * 2000}]
+    exchange = [
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "kb_search", "arguments": "{}"}}],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "passage " * 2000},
+    ]
     fitted = fit("system", previous, "new question", exchange, None, window=2000, max_tokens=256)
     tool = next(m for m in fitted.messages if m["role"] == "tool")
     assert tool["content"].endswith("[shortened to fit the model's context]") and fitted.shortened == 1

@@ -4,9 +4,9 @@
 import json
 
 import pytest
+from chat_support import desk_on, write_config
 from click.testing import CliRunner
 
-from chat_support import desk_on, write_config
 from kbdesk.cli.main import cli
 
 
@@ -84,8 +84,18 @@ def test_ask_failure_is_one_clear_line_and_exit_1(run, chat_server):
 
 def test_kb_toggles_persona_and_project_commands(run, docs, chat_server):
     run("conversations", "list")
-    r = run("persona", "create", "Helper", "--prompt", "Be brief.", "--model", "helper-model",
-            "--auto-search", "HR", "--json")
+    r = run(
+        "persona",
+        "create",
+        "Helper",
+        "--prompt",
+        "Be brief.",
+        "--model",
+        "helper-model",
+        "--auto-search",
+        "HR",
+        "--json",
+    )
     assert json.loads(r.stdout)["knowledge_bases"][0]["auto_search"] is True
     run("project", "create", "Onboarding", "--kb", "Docs")
     chat_server.reply("Brief answer.")
@@ -94,8 +104,10 @@ def test_kb_toggles_persona_and_project_commands(run, docs, chat_server):
     assert sent["model"] == "helper-model" and sent["messages"][0]["content"].startswith("Be brief.")
     assert body["sources"][0]["via"] == "auto_search"
     toggles = json.loads(run("conversations", "kbs", body["conversation_id"], "--json").stdout)["data"]
-    assert {(t["name"], t["origin"], t["locked"]) for t in toggles} == {("Docs", "project", True),
-                                                                        ("HR", "persona", True)}
+    assert {(t["name"], t["origin"], t["locked"]) for t in toggles} == {
+        ("Docs", "project", True),
+        ("HR", "persona", True),
+    }
     r = run("conversations", "kbs", body["conversation_id"], "--off", "HR")
     assert r.exit_code == 1 and "comes from this conversation's persona" in r.output
     assert "Helper" in run("persona", "list").stdout and "Onboarding" in run("project", "list").stdout
@@ -139,15 +151,15 @@ def test_conversations_keep_their_old_chat_spellings(run, chat_server):
 
 def test_ask_retrieval_and_max_tokens_options_and_what_json_tells(run, docs, chat_server):
     chat_server.reply("Backups run every", finish="length")
-    body = json.loads(run("ask", "--json", "--kb", "Docs", "--retrieval", "off", "--max-tokens", "300",
-                          "When do backups run?").stdout)
+    body = json.loads(
+        run("ask", "--json", "--kb", "Docs", "--retrieval", "off", "--max-tokens", "300", "When do backups run?").stdout
+    )
     sent = chat_server.chat_requests[-1]
     assert "tools" not in sent and sent["max_tokens"] <= 300  # the default is 1024
     assert body["finish_reason"] == "length" and body["cut"] is True
     assert body["retrieval"] == "off" and body["trimmed"] == 0
     chat_server.reply("Nightly, at two.")
-    body = json.loads(run("ask", "--json", "--kb", "Docs", "--retrieval", "always",
-                          "When do backups run?").stdout)
+    body = json.loads(run("ask", "--json", "--kb", "Docs", "--retrieval", "always", "When do backups run?").stdout)
     assert body["retrieval"] == "auto" and body["cut"] is False and body["sources"][0]["source"] == "guide.md"
 
 
@@ -184,16 +196,14 @@ def test_without_a_chat_model_ask_and_chat_say_how_to_set_one(chat_server, kbdes
 
 
 def test_persona_retrieval_and_max_tokens(run, docs, chat_server):
-    made = json.loads(run("persona", "create", "Terse", "--retrieval", "off", "--max-tokens", "200",
-                          "--json").stdout)
+    made = json.loads(run("persona", "create", "Terse", "--retrieval", "off", "--max-tokens", "200", "--json").stdout)
     assert made["retrieval"] == "off" and made["max_tokens"] == 200
     assert "retrieval: off, max_tokens: 200" in run("persona", "show", "Terse").stdout
     chat_server.reply("Short.")
     run("ask", "--persona", "Terse", "When do backups run?")
     sent = chat_server.chat_requests[-1]
     assert "tools" not in sent and sent["max_tokens"] <= 200
-    edited = json.loads(run("persona", "edit", "Terse", "--retrieval", "default", "--max-tokens", "0",
-                            "--json").stdout)
+    edited = json.loads(run("persona", "edit", "Terse", "--retrieval", "default", "--max-tokens", "0", "--json").stdout)
     assert edited["retrieval"] is None and edited["max_tokens"] is None
     r = run("persona", "create", "Bad", "--retrieval", "sometimes")
     assert r.exit_code == 2 and "sometimes" in r.output

@@ -7,6 +7,7 @@ import time
 
 from chat_support import add_doc
 from fake_chat import TOOLS_REJECTED
+
 from kbdesk.chat import KB_SEARCH_TOOL, CancelToken, Notice, TextDelta, ToolCallFinished, TurnFinished
 
 SEED_TOOL = {
@@ -14,7 +15,7 @@ SEED_TOOL = {
     "function": {
         "name": "kb_search",
         "description": "Search knowledge bases for relevant information. "
-                       "Returns text passages from uploaded documents that match the query.",
+        "Returns text passages from uploaded documents that match the query.",
         "parameters": {
             "type": "object",
             "properties": {
@@ -40,8 +41,14 @@ def fenced_json(tool_content: str) -> dict:
 
 def docs_desk(cdesk):
     cdesk.create_kb("Docs")
-    add_doc(cdesk, "Docs", "guide.md", "Backups run every night at two.", "Restore with the snapshot name.",
-            metadata={"headings": ["Guide", "Backups"]})
+    add_doc(
+        cdesk,
+        "Docs",
+        "guide.md",
+        "Backups run every night at two.",
+        "Restore with the snapshot name.",
+        metadata={"headings": ["Guide", "Backups"]},
+    )
     add_doc(cdesk, "Docs", "faq.txt", "The office closes at six.")
     cdesk.create_kb("Wiki")
     add_doc(cdesk, "Wiki", "manual.pdf", "Backups are kept for thirty days.", metadata={"page": 4})
@@ -63,7 +70,9 @@ def test_plain_answer_streams_and_is_saved_without_tools(any_cdesk, chat_server)
     conv = cdesk.chat().conversation(answer.conversation_id)
     assert conv.title == "Hi!"
     assert [(m.role, m.content) for m in cdesk.chat().messages(conv.id)] == [
-        ("user", "Hi!"), ("assistant", "Hello there, friend.")]
+        ("user", "Hi!"),
+        ("assistant", "Hello there, friend."),
+    ]
 
 
 def test_kb_search_round_trip(any_cdesk, chat_server):
@@ -79,14 +88,21 @@ def test_kb_search_round_trip(any_cdesk, chat_server):
     assert first["tools"] == [SEED_TOOL] == [KB_SEARCH_TOOL]
     system = first["messages"][0]
     assert system["role"] == "system"
-    assert ('You have access to the following knowledge bases:\n- "Docs" (2 documents)\n- "Wiki" (1 document)\n'
-            "Use the kb_search tool to find relevant information from these sources.") in system["content"]
+    assert (
+        'You have access to the following knowledge bases:\n- "Docs" (2 documents)\n- "Wiki" (1 document)\n'
+        "Use the kb_search tool to find relevant information from these sources."
+    ) in system["content"]
 
     # the tool exchange goes back: the assistant's call, then the result as role "tool" with its id
     assistant, tool = second["messages"][-2:]
     assert assistant["role"] == "assistant" and assistant["content"] == "Let me look."
-    assert assistant["tool_calls"] == [{"id": "call_1", "type": "function", "function": {
-        "name": "kb_search", "arguments": json.dumps({"query": "backups", "max_results": 3})}}]
+    assert assistant["tool_calls"] == [
+        {
+            "id": "call_1",
+            "type": "function",
+            "function": {"name": "kb_search", "arguments": json.dumps({"query": "backups", "max_results": 3})},
+        }
+    ]
     assert tool["role"] == "tool" and tool["tool_call_id"] == "call_1"
     result = fenced_json(tool["content"])
     assert set(result) == {"results", "query", "searched_kbs"}
@@ -111,8 +127,9 @@ def test_kb_search_round_trip(any_cdesk, chat_server):
 
 def test_several_rounds_parallel_calls_and_bad_arguments(cdesk, chat_server):
     docs_desk(cdesk)
-    chat_server.reply(tool_calls=[("kb_search", '{"query": "backups"'), ("kb_lookup", {"query": "x"})],
-                      parallel_index_zero=True)  # broken JSON, an unknown tool, both at index 0
+    chat_server.reply(
+        tool_calls=[("kb_search", '{"query": "backups"'), ("kb_lookup", {"query": "x"})], parallel_index_zero=True
+    )  # broken JSON, an unknown tool, both at index 0
     chat_server.reply(tool_calls=[("kb_search", {"query": "office hours", "max_results": "50"})])
     chat_server.reply("The office closes at six.")
     answer = cdesk.chat().ask(None, "When does the office close?")
@@ -143,8 +160,9 @@ def test_tool_rounds_are_bounded(cdesk, chat_server):
 def test_auto_search_persona_and_fallback_when_tools_are_rejected(cdesk, chat_server):
     docs_desk(cdesk)
     chat = cdesk.chat()
-    chat.create_persona("Archivist", "You answer from the archive.", model="archive-model",
-                        kbs=["Docs"], auto_search=["Wiki"])
+    chat.create_persona(
+        "Archivist", "You answer from the archive.", model="archive-model", kbs=["Docs"], auto_search=["Wiki"]
+    )
     chat_server.rejects_tools = True
     chat_server.reply("Thirty days.")
     events = []
@@ -155,7 +173,7 @@ def test_auto_search_persona_and_fallback_when_tools_are_rejected(cdesk, chat_se
     assert rejected["tools"] and rejected["model"] == "archive-model"
     system = rejected["messages"][0]["content"]
     assert system.startswith("You answer from the archive.")
-    assert fenced_json(system[system.index("The block below"):])["results"][0]["source"] == "manual.pdf"
+    assert fenced_json(system[system.index("The block below") :])["results"][0]["source"] == "manual.pdf"
     assert "tools" not in retried
     system = retried["messages"][0]["content"]
     assert "Use the kb_search tool" not in system
@@ -206,15 +224,21 @@ def test_cancel_stops_a_slow_answer_and_keeps_the_partial_text(cdesk, chat_serve
     assert time.monotonic() - started < 2.0
     assert answer.status == "cancelled" and answer.text.startswith("one")
     saved = cdesk.chat().messages(answer.conversation_id)
-    assert [(m.role, m.status) for m in saved] == [("user", "complete"), ("assistant", "cancelled"),
-                                                   ("notice", "cancelled")]
+    assert [(m.role, m.status) for m in saved] == [
+        ("user", "complete"),
+        ("assistant", "cancelled"),
+        ("notice", "cancelled"),
+    ]
 
 
 def test_usage_is_logged_with_role_chat(cdesk, chat_server):
     chat_server.reply("Fine.", usage={"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15})
     cdesk.chat().ask(None, "How are you?")
-    row = cdesk.store.connection().execute(
-        "SELECT role, provider, model, prompt_tokens, completion_tokens, total_tokens FROM usage_log").fetchall()
+    row = (
+        cdesk.store.connection()
+        .execute("SELECT role, provider, model, prompt_tokens, completion_tokens, total_tokens FROM usage_log")
+        .fetchall()
+    )
     assert row == [("chat", "local", "tiny", 12, 3, 15)]
 
 
@@ -244,6 +268,7 @@ def test_model_output_is_cleaned_before_display(cdesk, chat_server):
 
 def test_cancel_during_a_retry_wait(chat_server, kbdesk_home):
     from chat_support import write_config
+
     from kbdesk import open_desk
 
     write_config(chat_server, max_retries=3)

@@ -4,8 +4,8 @@ import logging
 import socket
 
 import pytest
-
 from chat_support import write_config
+
 from kbdesk import open_desk
 from kbdesk.chat import Notice
 
@@ -22,15 +22,18 @@ def saved(desk, answer):
     return [(m.role, m.status, m.content) for m in desk.chat().messages(answer.conversation_id)]
 
 
-@pytest.mark.parametrize("script, expected", [
-    (lambda s: s.error(500, "The server had an error"), "HTTP 500: The server had an error"),
-    (lambda s: s.error(404, "model 'tiny' not found"), "was not found (HTTP 404)"),
-    (lambda s: s.error(400, "messages: field required"), "rejected the request (HTTP 400)"),
-    (lambda s: s.raw(["data: {not json at all"]), "malformed answer stream: a data line is not JSON"),
-    (lambda s: s.raw(['data: {"choices": [{"delta": {"content": "Hal"}}]}']), "ended before the answer"),
-    (lambda s: s.raw(['data: {"error": {"message": "model overloaded"}}']), "mid-answer: model overloaded"),
-    (lambda s: s.drop("Half an ans"), "connection dropped in the middle of the answer"),
-])
+@pytest.mark.parametrize(
+    "script, expected",
+    [
+        (lambda s: s.error(500, "The server had an error"), "HTTP 500: The server had an error"),
+        (lambda s: s.error(404, "model 'tiny' not found"), "was not found (HTTP 404)"),
+        (lambda s: s.error(400, "messages: field required"), "rejected the request (HTTP 400)"),
+        (lambda s: s.raw(["data: {not json at all"]), "malformed answer stream: a data line is not JSON"),
+        (lambda s: s.raw(['data: {"choices": [{"delta": {"content": "Hal"}}]}']), "ended before the answer"),
+        (lambda s: s.raw(['data: {"error": {"message": "model overloaded"}}']), "mid-answer: model overloaded"),
+        (lambda s: s.drop("Half an ans"), "connection dropped in the middle of the answer"),
+    ],
+)
 def test_server_failures_are_messages(cdesk, chat_server, script, expected):
     script(chat_server)
     answer, events = ask(cdesk)

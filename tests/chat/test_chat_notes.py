@@ -4,8 +4,8 @@ import json
 
 import numpy as np
 import pytest
-
 from chat_support import desk_on, write_config
+
 from kbdesk import open_desk
 from kbdesk.chat import NOTE_SEARCH_TOOL
 from kbdesk.errors import InvalidInputError, NotFoundError
@@ -104,7 +104,7 @@ def test_note_search_tool_in_chat(notes_desk, chat_server):
     assert "note_search" in first["messages"][0]["content"]
     tool = second["messages"][-1]
     assert tool["role"] == "tool" and tool["tool_call_id"] == "call_1"
-    result = json.loads(tool["content"][tool["content"].index("{"): tool["content"].rindex("}") + 1])
+    result = json.loads(tool["content"][tool["content"].index("{") : tool["content"].rindex("}") + 1])
     assert result["semantic"] is True and result["results"][0]["id"] == kitten.id
     assert [s.label for s in answer.sources] == ["note: Vet"]
     assert desk.chat().open_source(answer.sources[0])[0]["content"] == kitten.content

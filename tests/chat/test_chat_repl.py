@@ -10,18 +10,19 @@ import subprocess
 import sys
 
 import pytest
-from click.testing import CliRunner
-
 from chat_support import write_config
+from click.testing import CliRunner
+from terminal import WAIT, Terminal
+
 from kbdesk.chat import Answer, Notice, Source, TextDelta, TurnFinished, Waiting
 from kbdesk.cli.chat_turn import TurnView
 from kbdesk.cli.main import cli
-from terminal import WAIT, Terminal
 
 
 def kbdesk(*args: str, input: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kbdesk.cli.main", *args], input=input, capture_output=True,
-                          text=True, timeout=WAIT)
+    return subprocess.run(
+        [sys.executable, "-m", "kbdesk.cli.main", *args], input=input, capture_output=True, text=True, timeout=WAIT
+    )
 
 
 def cli_json(*args: str) -> dict:
@@ -42,8 +43,12 @@ def docs(chat_server, tmp_path):
     (folder / "guide.md").write_text("# Guide\n\n## Backups\n\nBackups run every night at two.\n")
     (folder / "hr.txt").write_text("Holidays are booked through the HR portal.")
     runner = CliRunner()
-    for args in (["kb", "create", "Docs", "--keyword-only"], ["kb", "create", "HR", "--keyword-only"],
-                 ["add", "Docs", str(folder / "guide.md")], ["add", "HR", str(folder / "hr.txt")]):
+    for args in (
+        ["kb", "create", "Docs", "--keyword-only"],
+        ["kb", "create", "HR", "--keyword-only"],
+        ["add", "Docs", str(folder / "guide.md")],
+        ["add", "HR", str(folder / "hr.txt")],
+    ):
         assert runner.invoke(cli, args).exit_code == 0
 
 
@@ -64,8 +69,12 @@ def test_piped_questions_share_one_conversation_with_sources_and_what_was_search
 
 def test_kbs_persona_and_retrieval_commands_change_the_next_answer(docs, chat_server):
     CliRunner().invoke(cli, ["persona", "create", "Helper", "--prompt", "Be brief.", "--model", "helper-model"])
-    script = "\n".join(["/kbs", "/kbs -HR", "Holidays?", "/retrieval off", "/persona Helper", "Backups?",
-                        "/persona", "/retrieval"]) + "\n"
+    script = (
+        "\n".join(
+            ["/kbs", "/kbs -HR", "Holidays?", "/retrieval off", "/persona Helper", "Backups?", "/persona", "/retrieval"]
+        )
+        + "\n"
+    )
     r = kbdesk("chat", input=script)
     assert r.returncode == 0, r.stderr
     assert " 1 ☑ Docs (1 doc)  (personal)" in r.stdout and " 2 ☑ HR (1 doc)  (personal)" in r.stdout
@@ -82,8 +91,24 @@ def test_kbs_persona_and_retrieval_commands_change_the_next_answer(docs, chat_se
 def test_new_history_sources_unknown_commands_and_exit(docs, chat_server):
     chat_server.reply(tool_calls=[("kb_search", {"query": "holidays"})])
     chat_server.reply("Use the HR portal [1].")
-    script = "\n".join(["How do I book holidays?", "/sources", "/sources 1", "/history", "/nonsense",
-                        "//etc is a folder?", "/new", "/history", "Another topic", "/exit", "Never asked"]) + "\n"
+    script = (
+        "\n".join(
+            [
+                "How do I book holidays?",
+                "/sources",
+                "/sources 1",
+                "/history",
+                "/nonsense",
+                "//etc is a folder?",
+                "/new",
+                "/history",
+                "Another topic",
+                "/exit",
+                "Never asked",
+            ]
+        )
+        + "\n"
+    )
     r = kbdesk("chat", input=script)
     assert r.returncode == 1, r.stderr  # piped: /nonsense failed, and a script learns it
     assert "[1] hr.txt — HR" in r.stdout and "Holidays are booked through the HR portal." in r.stdout
@@ -98,8 +123,7 @@ def test_new_history_sources_unknown_commands_and_exit(docs, chat_server):
 def test_several_lines_with_multi_or_a_trailing_backslash(docs, chat_server):
     r = kbdesk("chat", input="!multi\nline one\n\nline three\n!end\nfirst\\\nsecond\n")
     assert r.returncode == 0, r.stderr
-    assert [user_questions(req)[-1] for req in chat_server.chat_requests] == ["line one\n\nline three",
-                                                                             "first\nsecond"]
+    assert [user_questions(req)[-1] for req in chat_server.chat_requests] == ["line one\n\nline three", "first\nsecond"]
 
 
 def test_leaving_without_asking_saves_nothing(docs, chat_server):
@@ -155,8 +179,9 @@ def test_on_a_terminal_the_waiting_line_is_rewritten_in_place_and_cleared():
         view(Waiting(seconds))
     view(TextDelta("Here\x1b]0;pwned\x07 it is."))
     view(Notice("something to know", "warning"))
-    view(TurnFinished(Answer("c", "m", "Here it is.", "complete",
-                             sources=(Source(1, "chunk", "guide.md", kb="Docs"),))))
+    view(
+        TurnFinished(Answer("c", "m", "Here it is.", "complete", sources=(Source(1, "chunk", "guide.md", kb="Docs"),)))
+    )
     shown = err.getvalue()
     assert shown.count("\r\x1b[2Kwaiting for the model") == 3 and "(3 s)" in shown
     assert shown.index("(3 s)") < shown.rindex("\r\x1b[2K") < shown.index("note: something to know")
@@ -183,8 +208,10 @@ def test_ctrl_c_stops_a_streaming_answer_keeps_it_and_returns_to_the_prompt(docs
     conv = cli_json("conversations", "list")["data"][0]
     messages = cli_json("conversations", "show", conv["id"])["messages"]
     said = [(m["role"], m["status"], m["content"]) for m in messages if m["role"] == "assistant"]
-    assert said == [("assistant", "cancelled", "The first part of a long story."),
-                    ("assistant", "complete", "A short answer.")]
+    assert said == [
+        ("assistant", "cancelled", "The first part of a long story."),
+        ("assistant", "complete", "A short answer."),
+    ]
 
 
 def test_ctrl_c_at_the_prompt_clears_the_line_and_typed_lines_come_back_with_up(docs, chat_server):
@@ -226,4 +253,5 @@ def test_ctrl_c_stops_ask_mid_answer_with_status_130_and_keeps_the_part(docs, ch
     conv = cli_json("conversations", "list")["data"][0]
     messages = cli_json("conversations", "show", conv["id"])["messages"]
     assert [(m["status"], m["content"]) for m in messages if m["role"] == "assistant"] == [
-        ("cancelled", "Once upon a time")]
+        ("cancelled", "Once upon a time")
+    ]

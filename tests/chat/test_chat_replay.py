@@ -34,10 +34,10 @@ class Replay:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 self._answer("GET", None)
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 self._answer("POST", json.loads(raw) if raw else None)
 
@@ -55,7 +55,7 @@ class Replay:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 pass
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -82,8 +82,10 @@ def replay_desk():
         replay = Replay(recorded(*labels))
         config = get_paths().config_file
         config.parent.mkdir(parents=True, exist_ok=True)
-        config.write_text(f'[providers.llama]\nkind = "custom"\nbase_url = "{replay.base_url}"\ntimeout = 30\n\n'
-                          '[roles.chat]\nprovider = "llama"\nmodel = "smollm2"\n\n[chat]\nmax_tokens = 160\n')
+        config.write_text(
+            f'[providers.llama]\nkind = "custom"\nbase_url = "{replay.base_url}"\ntimeout = 30\n\n'
+            '[roles.chat]\nprovider = "llama"\nmodel = "smollm2"\n\n[chat]\nmax_tokens = 160\n'
+        )
         desk = open_desk()
         made.append((desk, replay))
         return desk, replay

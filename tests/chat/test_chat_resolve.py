@@ -3,8 +3,8 @@
 import json
 
 import pytest
-
 from chat_support import add_doc
+
 from fake_openai import FakeOpenAI
 from kbdesk.chat import kb_hint
 from kbdesk.errors import InvalidInputError
@@ -13,10 +13,15 @@ from kbdesk.errors import InvalidInputError
 @pytest.fixture
 def world(any_cdesk):
     cdesk = any_cdesk
-    for name, scope, discoverable in [("Personal One", "personal", True), ("Personal Two", "personal", True),
-                                      ("Personal Three", "personal", True), ("Hidden", "personal", False),
-                                      ("Hidden Unbound", "personal", False), ("Global", "global", True),
-                                      ("Global Two", "global", True)]:
+    for name, scope, discoverable in [
+        ("Personal One", "personal", True),
+        ("Personal Two", "personal", True),
+        ("Personal Three", "personal", True),
+        ("Hidden", "personal", False),
+        ("Hidden Unbound", "personal", False),
+        ("Global", "global", True),
+        ("Global Two", "global", True),
+    ]:
         cdesk.store.create_kb(name, scope=scope, discoverable=discoverable)
         add_doc(cdesk, name, f"{name.lower().replace(' ', '-')}.txt", f"launch notes kept in {name}")
     add_doc(cdesk, "Global", "extra.txt", "more launch notes")
@@ -39,11 +44,16 @@ def test_resolution_order_and_origins(world):
         ("Global Two", "conversation", False),
         ("Personal Three", "personal", False),  # Personal One is switched off here; Hidden Unbound is hidden
     ]
-    assert chat.hint(conv.id) == kb_hint(active) == (
-        "You have access to the following knowledge bases:\n"
-        '- "Hidden" (1 document)\n- "Personal Two" (1 document)\n- "Global" (2 documents)\n'
-        '- "Global Two" (1 document)\n- "Personal Three" (1 document)\n'
-        "Use the kb_search tool to find relevant information from these sources.")
+    assert (
+        chat.hint(conv.id)
+        == kb_hint(active)
+        == (
+            "You have access to the following knowledge bases:\n"
+            '- "Hidden" (1 document)\n- "Personal Two" (1 document)\n- "Global" (2 documents)\n'
+            '- "Global Two" (1 document)\n- "Personal Three" (1 document)\n'
+            "Use the kb_search tool to find relevant information from these sources."
+        )
+    )
     # a conversation without persona or project: personal, discoverable KBs only
     plain = chat.new_conversation("plain")
     assert [a.kb.name for a in chat.active_kbs(plain.id)] == ["Personal One", "Personal Three", "Personal Two"]
@@ -66,7 +76,10 @@ def test_toggle_popup_rows_and_rules(world):
     assert rows["Personal One"].enabled and not rows["Global Two"].enabled and not rows["Personal Three"].enabled
     assert rows["Hidden"].enabled and rows["Global"].enabled  # bindings are not the conversation's to change
     assert {b["kb_name"]: b["enabled"] for b in desk.store.channel_kbs(conv.id)} == {
-        "Personal One": True, "Personal Three": False, "Global Two": False}
+        "Personal One": True,
+        "Personal Three": False,
+        "Global Two": False,
+    }
 
 
 def test_kb_search_searches_exactly_the_resolved_kbs(world, chat_server):
@@ -77,7 +90,7 @@ def test_kb_search_searches_exactly_the_resolved_kbs(world, chat_server):
     first, second = chat_server.chat_requests
     assert first["messages"][0]["content"].startswith("You run operations.")
     tool = second["messages"][-1]["content"]
-    result = json.loads(tool[tool.index("{"): tool.rindex("}") + 1])
+    result = json.loads(tool[tool.index("{") : tool.rindex("}") + 1])
     names = ["Hidden", "Personal Two", "Global", "Global Two", "Personal Three"]
     assert result["searched_kbs"] == names
     assert {r["kb"] for r in result["results"]} == set(names)
@@ -98,5 +111,5 @@ def test_query_is_embedded_once_per_model(any_cdesk, chat_server):
     assert sorted(b["model"] for b in embedded) == ["emb-a", "emb-b"]  # A and A2 share one embedding
     assert all(b["input"] == ["who keeps the lighthouse"] for b in embedded)
     tool = chat_server.chat_requests[1]["messages"][-1]["content"]
-    result = json.loads(tool[tool.index("{"): tool.rindex("}") + 1])
+    result = json.loads(tool[tool.index("{") : tool.rindex("}") + 1])
     assert sorted(result["searched_kbs"]) == ["A", "A2", "B"]

@@ -16,7 +16,11 @@ from fake_openai import FakeOpenAI
 from kbdesk.providers import OpenAICompatProvider, ProviderResponseError
 from kbdesk.providers.chat import ChatClient, Completion, ContextOverflowError
 from kbdesk.providers.errors import (
-    ProviderAuthError, ProviderError, ProviderNotFoundError, ProviderRequestError, ProviderUnavailableError,
+    ProviderAuthError,
+    ProviderError,
+    ProviderNotFoundError,
+    ProviderRequestError,
+    ProviderUnavailableError,
 )
 from kbdesk.providers.settings import ProviderSettings
 
@@ -24,8 +28,9 @@ HI = [{"role": "user", "content": "hi"}]
 
 
 def ask(base_url: str, *, kind: str = "custom", max_retries: int = 3, retry_budget: float = 10.0, **options):
-    settings = ProviderSettings(kind=kind, base_url=base_url, max_retries=max_retries, retry_budget=retry_budget,
-                                timeout=5.0)
+    settings = ProviderSettings(
+        kind=kind, base_url=base_url, max_retries=max_retries, retry_budget=retry_budget, timeout=5.0
+    )
     with ChatClient("local", settings) as chat:
         items = list(chat.stream(HI, "tiny", **options))
     assert isinstance(items[-1], Completion)
@@ -48,10 +53,18 @@ def test_statuses_that_did_not_start_a_generation_are_retried(chat_server, statu
     assert len(chat_server.chat_requests) == 2
 
 
-@pytest.mark.parametrize(("status", "kind"), [
-    (400, ProviderRequestError), (401, ProviderAuthError), (403, ProviderAuthError), (404, ProviderNotFoundError),
-    (413, ProviderRequestError), (422, ProviderRequestError), (500, ProviderUnavailableError),
-])
+@pytest.mark.parametrize(
+    ("status", "kind"),
+    [
+        (400, ProviderRequestError),
+        (401, ProviderAuthError),
+        (403, ProviderAuthError),
+        (404, ProviderNotFoundError),
+        (413, ProviderRequestError),
+        (422, ProviderRequestError),
+        (500, ProviderUnavailableError),
+    ],
+)
 def test_statuses_retrying_cannot_fix_are_final_at_once(chat_server, status, kind):
     chat_server.error(status, "no")
     error = failure(chat_server.base_url)
@@ -87,15 +100,25 @@ def test_a_refused_connection_is_retried_then_named():
 
 # ── a prompt over the model's context ───────────────────────────────────────────
 
-@pytest.mark.parametrize(("status", "said"), [
-    (400, "This model's maximum context length is 2048 tokens. However, you requested 2100 tokens (2000 in the "
-          "messages, 100 in the completion). Please reduce the length of the messages or completion."),
-    (400, "the request exceeds the available context size, try increasing it"),
-    (400, "request (5000 tokens) exceeds the available context size (4096 tokens), try increasing it"),
-    (500, "Trying to keep the first 5000 tokens when context the overflows. However, the model is loaded with "
-          "context length of only 4096 tokens, which is not enough."),
-    (413, "too many tokens in the prompt"),
-])
+
+@pytest.mark.parametrize(
+    ("status", "said"),
+    [
+        (
+            400,
+            "This model's maximum context length is 2048 tokens. However, you requested 2100 tokens (2000 in the "
+            "messages, 100 in the completion). Please reduce the length of the messages or completion.",
+        ),
+        (400, "the request exceeds the available context size, try increasing it"),
+        (400, "request (5000 tokens) exceeds the available context size (4096 tokens), try increasing it"),
+        (
+            500,
+            "Trying to keep the first 5000 tokens when context the overflows. However, the model is loaded with "
+            "context length of only 4096 tokens, which is not enough.",
+        ),
+        (413, "too many tokens in the prompt"),
+    ],
+)
 def test_an_overflow_is_its_own_error_and_not_retried(chat_server, status, said):
     chat_server.error(status, said)
     error = failure(chat_server.base_url)
@@ -122,8 +145,12 @@ def test_llama_cpp_python_overflow_is_an_empty_stream(chat_server):
 def test_an_overflow_said_mid_stream(chat_server):
     chat_server.raw(['data: {"error": {"message": "context length exceeded", "type": "invalid_request_error"}}'])
     assert isinstance(failure(chat_server.base_url), ContextOverflowError)
-    chat_server.raw(['error: {"code": 400, "message": "the request exceeds the available context size", '
-                     '"type": "exceed_context_size_error"}'])
+    chat_server.raw(
+        [
+            'error: {"code": 400, "message": "the request exceeds the available context size", '
+            '"type": "exceed_context_size_error"}'
+        ]
+    )
     assert isinstance(failure(chat_server.base_url), ContextOverflowError)
 
 
@@ -135,6 +162,7 @@ def test_a_started_answer_that_ends_early_is_not_an_overflow(chat_server):
 
 # ── a base URL that is not the API ──────────────────────────────────────────────
 
+
 def test_an_html_page_is_a_base_url_problem(chat_server):
     chat_server.html()
     error = failure(chat_server.base_url)
@@ -145,15 +173,23 @@ def test_an_html_page_is_a_base_url_problem(chat_server):
 def test_embeddings_say_the_same_about_an_html_page():
     with FakeOpenAI(dimensions=8) as server:
         server.fail_next("html")
-        with OpenAICompatProvider("fake", ProviderSettings(base_url=server.base_url)) as provider, \
-                pytest.raises(ProviderResponseError, match="got an HTML page — is the base URL right"):
+        with (
+            OpenAICompatProvider("fake", ProviderSettings(base_url=server.base_url)) as provider,
+            pytest.raises(ProviderResponseError, match="got an HTML page — is the base URL right"),
+        ):
             provider.embed(["x"], "m")
 
 
-@pytest.mark.parametrize(("kind", "suffix", "hinted"), [
-    ("custom", "", True), ("ollama", "", True), ("llamacpp", "/", True), ("custom", "/v1", False),
-    ("openrouter", "", False),
-])
+@pytest.mark.parametrize(
+    ("kind", "suffix", "hinted"),
+    [
+        ("custom", "", True),
+        ("ollama", "", True),
+        ("llamacpp", "/", True),
+        ("custom", "/v1", False),
+        ("openrouter", "", False),
+    ],
+)
 def test_a_404_asks_whether_the_base_url_needs_v1(chat_server, kind, suffix, hinted):
     root = chat_server.base_url.removesuffix("/v1")
     chat_server.error(404, "not found")
@@ -165,8 +201,10 @@ def test_a_404_asks_whether_the_base_url_needs_v1(chat_server, kind, suffix, hin
 def test_per_token_embeddings_name_options_that_exist():
     with FakeOpenAI(dimensions=8) as server:
         server.fail_next("nested")
-        with OpenAICompatProvider("fake", ProviderSettings(base_url=server.base_url)) as provider, \
-                pytest.raises(ProviderResponseError) as caught:
+        with (
+            OpenAICompatProvider("fake", ProviderSettings(base_url=server.base_url)) as provider,
+            pytest.raises(ProviderResponseError) as caught,
+        ):
             provider.embed(["x"], "m")
     message = str(caught.value)
     assert "one vector per token" in message and "--pooling mean" in message

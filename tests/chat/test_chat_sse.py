@@ -26,23 +26,29 @@ def test_fragments_join_by_index():
 
 def test_server_quirks():
     # parallel calls all at index 0, told apart by a new id with a new name
-    assert assemble({"index": 0, "id": "a", "function": {"name": "kb_search", "arguments": "{}"}},
-                    {"index": 0, "id": "b", "function": {"name": "kb_search", "arguments": "{}"}}) == [
-        ("a", "kb_search", "{}"), ("b", "kb_search", "{}")]
+    assert assemble(
+        {"index": 0, "id": "a", "function": {"name": "kb_search", "arguments": "{}"}},
+        {"index": 0, "id": "b", "function": {"name": "kb_search", "arguments": "{}"}},
+    ) == [("a", "kb_search", "{}"), ("b", "kb_search", "{}")]
     # arguments as an object, the whole name repeated on every fragment, an id repeated
-    assert assemble({"index": 0, "id": "a", "function": {"name": "kb_search", "arguments": {"query": "z"}}},
-                    {"index": 0, "id": "a", "function": {"name": "kb_search"}}) == [
-        ("a", "kb_search", '{"query": "z"}')]
+    assert assemble(
+        {"index": 0, "id": "a", "function": {"name": "kb_search", "arguments": {"query": "z"}}},
+        {"index": 0, "id": "a", "function": {"name": "kb_search"}},
+    ) == [("a", "kb_search", '{"query": "z"}')]
     # no index at all, no id: one call; a missing id gets one
-    assert assemble({"function": {"name": "kb_", "arguments": "{"}}, {"function": {"name": "search", "arguments": "}"}}) \
-        == [("call_0", "kb_search", "{}")]
+    assert assemble(
+        {"function": {"name": "kb_", "arguments": "{"}}, {"function": {"name": "search", "arguments": "}"}}
+    ) == [("call_0", "kb_search", "{}")]
 
 
-@pytest.mark.parametrize("message", [
-    "registry.ollama.ai/library/tiny:latest does not support tools",
-    '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set',
-    "tools param requires --jinja flag",
-])
+@pytest.mark.parametrize(
+    "message",
+    [
+        "registry.ollama.ai/library/tiny:latest does not support tools",
+        '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set',
+        "tools param requires --jinja flag",
+    ],
+)
 def test_tool_refusals_are_recognised(message):
     assert says_tools_rejected(message)
 
@@ -53,9 +59,16 @@ def test_other_errors_are_not_tool_refusals():
 
 
 def test_sse_framing_comments_and_crlf(chat_server):
-    chat_server.raw([": keep-alive", "event: message", 'data: {"choices": [{"delta": {"content": "Hel"}}]}\r',
-                     "", 'data:{"choices": [{"delta": {"content": "lo"}, "finish_reason": "stop"}]}',
-                     "data: [DONE]"])
+    chat_server.raw(
+        [
+            ": keep-alive",
+            "event: message",
+            'data: {"choices": [{"delta": {"content": "Hel"}}]}\r',
+            "",
+            'data:{"choices": [{"delta": {"content": "lo"}, "finish_reason": "stop"}]}',
+            "data: [DONE]",
+        ]
+    )
     with ChatClient("local", ProviderSettings(base_url=chat_server.base_url, max_retries=0)) as client:
         items = list(client.stream([{"role": "user", "content": "hi"}], "tiny"))
     assert items[:-1] == ["Hel", "lo"]

@@ -55,16 +55,24 @@ def test_a_conversation_changes_and_goes_with_its_messages(store):
 def test_messages_keep_order_tool_calls_statuses_and_sources(store):
     conv = store.create_conversation("talk")
     store.add_message(conv.id, "user", "When do backups run?")
-    asked = store.add_message(conv.id, "assistant", "Let me look.", model="tiny",
-                              tool_calls=[("call_1", "kb_search", '{"query": "backups"}'),
-                                          ("call_2", "note_search", '{"query": "backups"}')])
+    asked = store.add_message(
+        conv.id,
+        "assistant",
+        "Let me look.",
+        model="tiny",
+        tool_calls=[("call_1", "kb_search", '{"query": "backups"}'), ("call_2", "note_search", '{"query": "backups"}')],
+    )
     assert [(c.call_id, c.status) for c in asked.tool_calls] == [("call_1", "pending"), ("call_2", "pending")]
     store.set_tool_call_status(asked.id, "call_1", "ok")
     store.set_tool_call_status(asked.id, "call_2", "error", "no notes")
     store.add_message(conv.id, "tool", "results", tool_call_id="call_1")
     answer = store.add_message(conv.id, "assistant", "Nightly", status="cancelled")
-    store.update_message(answer.id, content="Nightly at two.", status="complete",
-                         sources=[{"label": "guide.md", "kb": "Docs", "score": 0.8}])
+    store.update_message(
+        answer.id,
+        content="Nightly at two.",
+        status="complete",
+        sources=[{"label": "guide.md", "kb": "Docs", "score": 0.8}],
+    )
     with pytest.raises(InvalidInputError):
         store.add_message(conv.id, "system", "no such role")
     with pytest.raises(InvalidInputError):
@@ -73,7 +81,9 @@ def test_messages_keep_order_tool_calls_statuses_and_sources(store):
     assert [m.role for m in saved] == ["user", "assistant", "tool", "assistant"]
     calls = saved[1].tool_calls
     assert [(c.call_id, c.name, c.status, c.error) for c in calls] == [
-        ("call_1", "kb_search", "ok", None), ("call_2", "note_search", "error", "no notes")]
+        ("call_1", "kb_search", "ok", None),
+        ("call_2", "note_search", "error", "no notes"),
+    ]
     assert saved[1].model == "tiny" and saved[2].tool_call_id == "call_1"
     assert (saved[3].content, saved[3].status) == ("Nightly at two.", "complete")
     assert saved[3].sources == [{"label": "guide.md", "kb": "Docs", "score": 0.8}]
@@ -96,17 +106,26 @@ def test_kb_toggles_of_a_conversation(any_cdesk, store):
     assert [(b["kb_name"], b["enabled"]) for b in store.channel_kbs(conv.id)] == [("Alpha", False), ("beta", False)]
     store.set_channel_kbs(conv.id, [last.id, upper.id], disabled=[lower.id, last.id])  # named twice: on wins
     assert [(b["kb_name"], b["enabled"], b["document_count"]) for b in store.channel_kbs(conv.id)] == [
-        ("Alpha", True, 0), ("beta", False, 0), ("gamma", True, 0)]
+        ("Alpha", True, 0),
+        ("beta", False, 0),
+        ("gamma", True, 0),
+    ]
     any_cdesk.store.delete_kb(last.id)
     assert [b["kb_name"] for b in store.channel_kbs(conv.id)] == ["Alpha", "beta"]
 
 
 def test_personas_with_their_kbs_and_rules(any_cdesk, store):
     docs, wiki = any_cdesk.create_kb("Docs"), any_cdesk.create_kb("Wiki")
-    ops = store.create_persona("Ops", "You run operations.", provider="local", model="tiny", retrieval="tool",
-                               max_tokens=300)
+    ops = store.create_persona(
+        "Ops", "You run operations.", provider="local", model="tiny", retrieval="tool", max_tokens=300
+    )
     assert (ops.name, ops.system_prompt, ops.model, ops.retrieval, ops.max_tokens) == (
-        "Ops", "You run operations.", "tiny", "tool", 300)
+        "Ops",
+        "You run operations.",
+        "tiny",
+        "tool",
+        300,
+    )
     with pytest.raises(ConflictError, match="a persona named 'OPS' already exists"):
         store.create_persona("OPS")
     with pytest.raises(InvalidInputError):
@@ -117,8 +136,10 @@ def test_personas_with_their_kbs_and_rules(any_cdesk, store):
     updated = store.update_persona(ops.id, kbs=[(wiki.id, True), (docs.id, False)], model=None, retrieval=None)
     assert updated.kbs == [(docs.id, False), (wiki.id, True)]  # by KB name
     assert updated.model is None and updated.provider == "local" and updated.retrieval is None
-    assert updated.to_dict()["knowledge_bases"] == [{"kb_id": docs.id, "auto_search": False},
-                                                    {"kb_id": wiki.id, "auto_search": True}]
+    assert updated.to_dict()["knowledge_bases"] == [
+        {"kb_id": docs.id, "auto_search": False},
+        {"kb_id": wiki.id, "auto_search": True},
+    ]
     with pytest.raises(ConflictError):
         store.update_persona(ops.id, name="Analyst")
     assert store.update_persona(ops.id, name="ops").name == "ops"  # its own name in another case
@@ -158,8 +179,12 @@ def test_settings_are_kept(store):
 def test_note_keyword_scores_are_the_same_bm25_on_both_engines(pg_uri, tmp_path):
     """Notes rank by FTS5's bm25 on SQLite and by the same formula over their tsvector
     on Postgres: same words, same scores."""
-    texts = [("Groceries", "Buy milk, bread and milk powder"), ("", "The milk of the cat is warm"),
-             ("Cat care", "Brush the cat; feed the cats twice"), ("Taxes", "Send the invoice before the deadline")]
+    texts = [
+        ("Groceries", "Buy milk, bread and milk powder"),
+        ("", "The milk of the cat is warm"),
+        ("Cat care", "Brush the cat; feed the cats twice"),
+        ("Taxes", "Send the invoice before the deadline"),
+    ]
     scores = []
     for target in (tmp_path / "kb.db", pg_uri):
         with open_desk(target) as desk:

@@ -17,14 +17,18 @@ from kbdesk.providers.settings import ProviderSettings
 from kbdesk.providers.sse import ToolCall
 
 FLAVOURS = ["llama-cpp-python", "llama.cpp", "openai", "vllm"]
-KB_SEARCH = {"type": "function", "function": {"name": "kb_search", "description": "Search the KBs",
-                                              "parameters": {"type": "object",
-                                                             "properties": {"query": {"type": "string"}}}}}
+KB_SEARCH = {
+    "type": "function",
+    "function": {
+        "name": "kb_search",
+        "description": "Search the KBs",
+        "parameters": {"type": "object", "properties": {"query": {"type": "string"}}},
+    },
+}
 
 
 def client(server, **settings):
-    return ChatClient("local", ProviderSettings(base_url=server.base_url, max_retries=3, retry_budget=10,
-                                                **settings))
+    return ChatClient("local", ProviderSettings(base_url=server.base_url, max_retries=3, retry_budget=10, **settings))
 
 
 def answer(server, messages, **options):
@@ -37,12 +41,18 @@ def answer(server, messages, **options):
 def round_two(content=None, **call):
     """A second round as an engine builds it: the assistant's tool call (content None, as
     a model that only calls a tool produces it) and the tool's result."""
-    wire_call = {"id": "call__0_kb_search_cmpl-7f3a", "type": "function",
-                 "function": {"name": "kb_search", "arguments": '{"query": "backups"}'}, **call}
-    return [{"role": "system", "content": "Answer from the knowledge bases."},
-            {"role": "user", "content": "When do backups run?"},
-            {"role": "assistant", "content": content, "tool_calls": [wire_call]},
-            {"role": "tool", "tool_call_id": wire_call.get("id"), "content": "Backups run nightly at 02:00 — “ok”."}]
+    wire_call = {
+        "id": "call__0_kb_search_cmpl-7f3a",
+        "type": "function",
+        "function": {"name": "kb_search", "arguments": '{"query": "backups"}'},
+        **call,
+    }
+    return [
+        {"role": "system", "content": "Answer from the knowledge bases."},
+        {"role": "user", "content": "When do backups run?"},
+        {"role": "assistant", "content": content, "tool_calls": [wire_call]},
+        {"role": "tool", "tool_call_id": wire_call.get("id"), "content": "Backups run nightly at 02:00 — “ok”."},
+    ]
 
 
 def test_llama_cpp_python_really_refuses_a_null_content():
@@ -67,8 +77,13 @@ def test_a_tool_round_trip_passes_every_strict_server(chat_server, flavour):
     sent = chat_server.chat_requests[-1]["messages"]
     assert sent[2]["content"] == "" and sent[3]["content"].endswith("“ok”.")
     # the id is echoed exactly as the server gave it, in the call and in the result
-    assert sent[2]["tool_calls"] == [{"id": "call__0_kb_search_cmpl-7f3a", "type": "function",
-                                      "function": {"name": "kb_search", "arguments": '{"query": "backups"}'}}]
+    assert sent[2]["tool_calls"] == [
+        {
+            "id": "call__0_kb_search_cmpl-7f3a",
+            "type": "function",
+            "function": {"name": "kb_search", "arguments": '{"query": "backups"}'},
+        }
+    ]
     assert sent[3]["tool_call_id"] == "call__0_kb_search_cmpl-7f3a"
     assert len(chat_server.chat_requests) == 1
 
@@ -77,8 +92,8 @@ def test_a_tool_round_trip_passes_every_strict_server(chat_server, flavour):
 def test_messages_a_server_would_refuse_are_mended_before_they_are_sent(chat_server, flavour):
     chat_server.strict = flavour
     messages = round_two(None, function={"name": "kb_search", "arguments": '{"query": "back'})  # malformed
-    del messages[2]["content"]                        # no content key at all
-    messages[3]["name"] = None                        # a null llama.cpp would read into a string
+    del messages[2]["content"]  # no content key at all
+    messages[3]["name"] = None  # a null llama.cpp would read into a string
     messages.append({"role": "assistant", "content": None, "tool_calls": []})  # an empty list: OpenAI refuses
     messages.append({"role": "user", "content": [{"type": "text", "text": "And "}, {"type": "text", "text": "why?"}]})
     completion = answer(chat_server, messages, tools=[{"type": "function", "function": {"name": "kb_search"}}])
@@ -94,8 +109,10 @@ def test_messages_a_server_would_refuse_are_mended_before_they_are_sent(chat_ser
 def test_tool_calls_given_as_objects_or_with_dict_arguments_become_json_text(chat_server):
     chat_server.strict = "llama.cpp"
     messages = round_two(None)
-    messages[2]["tool_calls"] = [ToolCall("c1", "kb_search", '{"query": "x"}'),
-                                 {"id": "c2", "function": {"name": "kb_search", "arguments": {"query": "é"}}}]
+    messages[2]["tool_calls"] = [
+        ToolCall("c1", "kb_search", '{"query": "x"}'),
+        {"id": "c2", "function": {"name": "kb_search", "arguments": {"query": "é"}}},
+    ]
     answer(chat_server, messages)
     calls = chat_server.chat_requests[-1]["messages"][2]["tool_calls"]
     assert [c["type"] for c in calls] == ["function", "function"]
@@ -103,10 +120,16 @@ def test_tool_calls_given_as_objects_or_with_dict_arguments_become_json_text(cha
     assert json.loads(calls[1]["function"]["arguments"]) == {"query": "é"}
 
 
-@pytest.mark.parametrize(("choice", "sent"), [
-    (None, None), ("auto", None), ("required", "required"), ("none", "none"),
-    ("kb_search", {"type": "function", "function": {"name": "kb_search"}}),
-])
+@pytest.mark.parametrize(
+    ("choice", "sent"),
+    [
+        (None, None),
+        ("auto", None),
+        ("required", "required"),
+        ("none", "none"),
+        ("kb_search", {"type": "function", "function": {"name": "kb_search"}}),
+    ],
+)
 def test_tool_choice_is_sent_only_when_it_is_not_the_default(chat_server, choice, sent):
     chat_server.strict = "llama-cpp-python"
     answer(chat_server, [{"role": "user", "content": "hi"}], tools=[KB_SEARCH], tool_choice=choice)
@@ -138,16 +161,24 @@ def test_max_tokens_is_sent_and_a_cut_answer_says_length(chat_server):
 
 
 def test_openai_itself_gets_max_completion_tokens():
-    body = chat_payload([{"role": "user", "content": "hi"}], "gpt-4o-mini", kind="openai",
-                        base_url="https://api.openai.com/v1", max_tokens=300)
+    body = chat_payload(
+        [{"role": "user", "content": "hi"}],
+        "gpt-4o-mini",
+        kind="openai",
+        base_url="https://api.openai.com/v1",
+        max_tokens=300,
+    )
     assert body["max_completion_tokens"] == 300 and "max_tokens" not in body
-    body = chat_payload([{"role": "user", "content": "hi"}], "m", kind="openai", base_url="http://127.0.0.1:9/v1",
-                        max_tokens=300)
+    body = chat_payload(
+        [{"role": "user", "content": "hi"}], "m", kind="openai", base_url="http://127.0.0.1:9/v1", max_tokens=300
+    )
     assert body["max_tokens"] == 300
 
 
-@pytest.mark.parametrize(("kind", "asks_usage"), [("ollama", True), ("vllm", True), ("lmstudio", False),
-                                                   ("llamacpp", False), ("custom", False)])
+@pytest.mark.parametrize(
+    ("kind", "asks_usage"),
+    [("ollama", True), ("vllm", True), ("lmstudio", False), ("llamacpp", False), ("custom", False)],
+)
 def test_stream_options_only_where_documented(chat_server, kind, asks_usage):
     with ChatClient("local", ProviderSettings(kind=kind, base_url=chat_server.base_url)) as chat:
         list(chat.stream([{"role": "user", "content": "hi"}], "tiny"))
@@ -155,9 +186,12 @@ def test_stream_options_only_where_documented(chat_server, kind, asks_usage):
 
 
 def test_a_validation_error_is_one_line_and_never_sent_again(chat_server):
-    chat_server.error(500, "1 validation error:\n  {'type': 'string_type', 'loc': ('body', 'messages', 2, "
-                           "'ChatCompletionRequestAssistantMessage', 'content'), 'msg': 'Input should be a valid "
-                           "string', 'input': None}\n")
+    chat_server.error(
+        500,
+        "1 validation error:\n  {'type': 'string_type', 'loc': ('body', 'messages', 2, "
+        "'ChatCompletionRequestAssistantMessage', 'content'), 'msg': 'Input should be a valid "
+        "string', 'input': None}\n",
+    )
     with client(chat_server) as chat, pytest.raises(ProviderRequestError) as caught:
         list(chat.stream(round_two(""), "tiny", tools=[KB_SEARCH]))
     message = str(caught.value)

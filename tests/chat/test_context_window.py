@@ -33,8 +33,7 @@ def asked(server) -> list[str]:
 
 def ollama_show(num_ctx: int | None = None, trained: int = 131072) -> dict:
     parameters = 'stop "<|eot_id|>"' + (f"\nnum_ctx {num_ctx}" if num_ctx else "")
-    return {"parameters": parameters, "model_info": {"general.architecture": "llama",
-                                                     "llama.context_length": trained}}
+    return {"parameters": parameters, "model_info": {"general.architecture": "llama", "llama.context_length": trained}}
 
 
 def test_llama_cpp_props(chat_server):
@@ -43,13 +42,16 @@ def test_llama_cpp_props(chat_server):
     assert asked(chat_server) == ["/props"]  # at the root, not under /v1
 
 
-@pytest.mark.parametrize(("show", "running", "expected"), [
-    (ollama_show(num_ctx=8192), None, 8192),                      # the model sets num_ctx
-    (ollama_show(num_ctx=8192, trained=4096), None, 4096),        # never more than it was trained for
-    (ollama_show(), {"name": "tiny", "context_length": 32768}, 32768),  # what the loaded model runs with
-    (ollama_show(), None, OLLAMA_DEFAULT_CTX),                    # else Ollama's default
-    (ollama_show(trained=2048), None, 2048),
-])
+@pytest.mark.parametrize(
+    ("show", "running", "expected"),
+    [
+        (ollama_show(num_ctx=8192), None, 8192),  # the model sets num_ctx
+        (ollama_show(num_ctx=8192, trained=4096), None, 4096),  # never more than it was trained for
+        (ollama_show(), {"name": "tiny", "context_length": 32768}, 32768),  # what the loaded model runs with
+        (ollama_show(), None, OLLAMA_DEFAULT_CTX),  # else Ollama's default
+        (ollama_show(trained=2048), None, 2048),
+    ],
+)
 def test_ollama_show_and_ps(chat_server, show, running, expected):
     chat_server.routes[("POST", "/api/show")] = (200, show)
     chat_server.routes[("GET", "/api/ps")] = (200, {"models": [running] if running else []})
@@ -58,8 +60,16 @@ def test_ollama_show_and_ps(chat_server, show, running, expected):
 
 
 def test_lm_studio_loaded_instance_then_max(chat_server):
-    models = {"models": [{"type": "llm", "key": "tiny", "max_context_length": 32768,
-                          "loaded_instances": [{"id": "tiny", "config": {"context_length": 4096}}]}]}
+    models = {
+        "models": [
+            {
+                "type": "llm",
+                "key": "tiny",
+                "max_context_length": 32768,
+                "loaded_instances": [{"id": "tiny", "config": {"context_length": 4096}}],
+            }
+        ]
+    }
     chat_server.routes[("GET", "/api/v1/models")] = (200, models)
     assert window(chat_server, "lmstudio") == 4096
     forget_context_windows()
@@ -68,15 +78,24 @@ def test_lm_studio_loaded_instance_then_max(chat_server):
 
 
 def test_lm_studio_before_0_4_has_only_v0(chat_server):
-    chat_server.routes[("GET", "/api/v0/models")] = (200, {"object": "list", "data": [
-        {"id": "other", "max_context_length": 2048},
-        {"id": "tiny", "type": "llm", "state": "not-loaded", "max_context_length": 131072}]})
+    chat_server.routes[("GET", "/api/v0/models")] = (
+        200,
+        {
+            "object": "list",
+            "data": [
+                {"id": "other", "max_context_length": 2048},
+                {"id": "tiny", "type": "llm", "state": "not-loaded", "max_context_length": 131072},
+            ],
+        },
+    )
     assert window(chat_server, "lmstudio") == 131072
 
 
 def test_vllm_models_list(chat_server):
-    chat_server.routes[("GET", "/v1/models")] = (200, {"object": "list", "data": [
-        {"id": "tiny", "object": "model", "max_model_len": 16384}]})
+    chat_server.routes[("GET", "/v1/models")] = (
+        200,
+        {"object": "list", "data": [{"id": "tiny", "object": "model", "max_model_len": 16384}]},
+    )
     assert window(chat_server, "vllm") == 16384
 
 
@@ -103,8 +122,14 @@ def test_nothing_said_is_none_and_answers_are_cached(chat_server):
     assert window(chat_server, "llamacpp", model="other") == 8192 and len(chat_server.requests) == before + 1
 
 
-@pytest.mark.parametrize("body", [{"default_generation_settings": {"n_ctx": "big"}}, ["not", "an", "object"],
-                                  {"default_generation_settings": {"n_ctx": -1}}])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"default_generation_settings": {"n_ctx": "big"}},
+        ["not", "an", "object"],
+        {"default_generation_settings": {"n_ctx": -1}},
+    ],
+)
 def test_odd_answers_are_none(chat_server, body):
     chat_server.routes[("GET", "/props")] = (200, body)
     assert window(chat_server, "llamacpp") is None
@@ -136,23 +161,53 @@ def listed(server, kind: str) -> dict[str, str | None]:
 
 
 def test_ollama_families_tell_embedding_models_from_chat_models(chat_server):
-    chat_server.routes[("GET", "/v1/models")] = (200, {"object": "list", "data": [
-        {"id": "nomic-embed-text:latest", "object": "model"}, {"id": "llama3.2:3b", "object": "model"},
-        {"id": "mystery:1b", "object": "model"}]})
-    chat_server.routes[("GET", "/api/tags")] = (200, {"models": [
-        {"name": "nomic-embed-text:latest", "model": "nomic-embed-text:latest",
-         "details": {"family": "nomic-bert", "families": ["nomic-bert"]}},
-        {"name": "llama3.2:3b", "model": "llama3.2:3b", "details": {"family": "llama", "families": ["llama"]}},
-        {"name": "mystery:1b", "model": "mystery:1b", "details": {}}]})
-    assert listed(chat_server, "ollama") == {"nomic-embed-text:latest": "embedding", "llama3.2:3b": "chat",
-                                             "mystery:1b": None}  # no family: not guessed here
+    chat_server.routes[("GET", "/v1/models")] = (
+        200,
+        {
+            "object": "list",
+            "data": [
+                {"id": "nomic-embed-text:latest", "object": "model"},
+                {"id": "llama3.2:3b", "object": "model"},
+                {"id": "mystery:1b", "object": "model"},
+            ],
+        },
+    )
+    chat_server.routes[("GET", "/api/tags")] = (
+        200,
+        {
+            "models": [
+                {
+                    "name": "nomic-embed-text:latest",
+                    "model": "nomic-embed-text:latest",
+                    "details": {"family": "nomic-bert", "families": ["nomic-bert"]},
+                },
+                {"name": "llama3.2:3b", "model": "llama3.2:3b", "details": {"family": "llama", "families": ["llama"]}},
+                {"name": "mystery:1b", "model": "mystery:1b", "details": {}},
+            ]
+        },
+    )
+    assert listed(chat_server, "ollama") == {
+        "nomic-embed-text:latest": "embedding",
+        "llama3.2:3b": "chat",
+        "mystery:1b": None,
+    }  # no family: not guessed here
 
 
 def test_lm_studio_types_from_its_own_listing(chat_server):
-    chat_server.routes[("GET", "/v1/models")] = (200, {"object": "list", "data": [
-        {"id": "text-embedding-granite", "object": "model"}, {"id": "qwen3-4b", "object": "model"}]})
-    chat_server.routes[("GET", "/api/v0/models")] = (200, {"object": "list", "data": [
-        {"id": "text-embedding-granite", "type": "embeddings"}, {"id": "qwen3-4b", "type": "llm"}]})
+    chat_server.routes[("GET", "/v1/models")] = (
+        200,
+        {
+            "object": "list",
+            "data": [{"id": "text-embedding-granite", "object": "model"}, {"id": "qwen3-4b", "object": "model"}],
+        },
+    )
+    chat_server.routes[("GET", "/api/v0/models")] = (
+        200,
+        {
+            "object": "list",
+            "data": [{"id": "text-embedding-granite", "type": "embeddings"}, {"id": "qwen3-4b", "type": "llm"}],
+        },
+    )
     assert listed(chat_server, "lmstudio") == {"text-embedding-granite": "embedding", "qwen3-4b": "chat"}
 
 

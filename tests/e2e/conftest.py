@@ -26,7 +26,6 @@ from typing import Any
 
 import httpx
 import pytest
-
 from e2e_support import kbdesk
 
 RECORDED = Path(__file__).resolve().parent.parent / "chat" / "recorded" / "llamacpp.json"
@@ -54,9 +53,29 @@ def llama_server():
     """The real server's base URL (…/v1)."""
     port = _free_port()
     log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"kbdesk-llama-{port}.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", _gguf(), "--model_alias", MODEL,
-                             "--n_batch", "1", "--n_ctx", str(N_CTX), "--chat_format", "chatml-function-calling",
-                             "--host", "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            _gguf(),
+            "--model_alias",
+            MODEL,
+            "--n_batch",
+            "1",
+            "--n_ctx",
+            str(N_CTX),
+            "--chat_format",
+            "chatml-function-calling",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     base = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -91,18 +110,23 @@ class Recorder:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 self._forward("GET", None)
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 self._forward("POST", raw)
 
             def _forward(self, method: str, raw: bytes | None) -> None:
                 label = recorder.label  # the scenario this request belongs to (it may end before we do)
                 try:
-                    with httpx.stream(method, recorder.upstream + self.path, content=raw, timeout=300,
-                                      headers={"Content-Type": "application/json"} if raw else None) as answer:
+                    with httpx.stream(
+                        method,
+                        recorder.upstream + self.path,
+                        content=raw,
+                        timeout=300,
+                        headers={"Content-Type": "application/json"} if raw else None,
+                    ) as answer:
                         self.send_response(answer.status_code)
                         kind = answer.headers.get("content-type", "application/json")
                         self.send_header("Content-Type", kind)
@@ -119,12 +143,19 @@ class Recorder:
                     self.close_connection = True
                     return
                 with recorder.lock:
-                    recorder.exchanges.append({
-                        "label": label, "method": method, "path": self.path,
-                        "request": json.loads(raw) if raw else None,
-                        "status": answer.status_code, "content_type": kind, "body": body.decode("utf-8", "replace")})
+                    recorder.exchanges.append(
+                        {
+                            "label": label,
+                            "method": method,
+                            "path": self.path,
+                            "request": json.loads(raw) if raw else None,
+                            "status": answer.status_code,
+                            "content_type": kind,
+                            "body": body.decode("utf-8", "replace"),
+                        }
+                    )
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 pass
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -162,8 +193,10 @@ def e2e_home(tmp_path, recorder, monkeypatch):
     monkeypatch.setenv("KBDESK_HOME", str(home))
     config = home / "config" / "config.toml"
     config.parent.mkdir(parents=True)
-    config.write_text(f'[providers.llama]\nkind = "custom"\nbase_url = "{recorder.base_url}"\ntimeout = 300\n\n'
-                      f'[roles.chat]\nprovider = "llama"\nmodel = "{MODEL}"\n\n[chat]\nmax_tokens = 160\n')
+    config.write_text(
+        f'[providers.llama]\nkind = "custom"\nbase_url = "{recorder.base_url}"\ntimeout = 300\n\n'
+        f'[roles.chat]\nprovider = "llama"\nmodel = "{MODEL}"\n\n[chat]\nmax_tokens = 160\n'
+    )
     root = Path(__file__).resolve().parents[2]
     kbdesk("kb", "create", "demo")
     kbdesk("add", "demo", str(root / "assets" / "sample"), "-q")

@@ -8,8 +8,12 @@ import sys
 
 
 def kbdesk(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    run = subprocess.run([sys.executable, "-c", "from kbdesk.cli.main import main; main()", *args],
-                         capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [sys.executable, "-c", "from kbdesk.cli.main import main; main()", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if check:
         assert run.returncode == 0, run.stderr
     return run

@@ -7,7 +7,6 @@ import threading
 import time
 
 import pytest
-
 from e2e_support import kbdesk
 
 pytestmark = pytest.mark.e2e
@@ -29,8 +28,7 @@ def test_a_question_about_the_sample_kb_and_its_follow_up(e2e_home, recorder):
         result = next(m for m in sent_back if m["role"] == "tool")
         assert result["tool_call_id"] == call["tool_calls"][0]["id"]
     recorder.label = "follow-up"
-    second = json.loads(kbdesk("ask", "-c", first["conversation_id"], "And how often do backups run?",
-                               "--json").stdout)
+    second = json.loads(kbdesk("ask", "-c", first["conversation_id"], "And how often do backups run?", "--json").stdout)
     assert second["status"] == "complete" and second["answer"].strip()
     assert second["conversation_id"] == first["conversation_id"]
     recorder.label = None

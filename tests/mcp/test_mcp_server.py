@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 
 import anyio
-from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from ingest_support import write_files
 from kbdesk import open_desk
 from kbdesk.chat.tools import KB_SEARCH_TOOL, NOTE_SEARCH_TOOL
+from mcp import Client
 
 FILES = {
     "sso.md": "# Single sign-on\n\nTo configure SSO, open Settings > Security and paste the metadata URL.\n",
@@ -26,9 +26,11 @@ FILES = {
 
 def run_client(work, *args: str, mcp_args: tuple[str, ...] = ()) -> object:
     """``work(client)`` against ``kbdesk [args] mcp [mcp_args]`` in a child process."""
-    params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "kbdesk.cli.main", *args, "mcp", *mcp_args],
-                                   env={"KBDESK_HOME": os.environ["KBDESK_HOME"]})
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "kbdesk.cli.main", *args, "mcp", *mcp_args],
+        env={"KBDESK_HOME": os.environ["KBDESK_HOME"]},
+    )
     out: dict[str, object] = {}
 
     async def main() -> None:
@@ -63,8 +65,10 @@ def test_an_mcp_client_lists_the_tools_and_finds_the_passage_with_its_source(tmp
     tools, found, listed, notes = run_client(work)
     assert set(tools) == {"kb_search", "kb_list", "note_search"}
     spec = KB_SEARCH_TOOL["function"]
-    assert (tools["kb_search"].description, tools["kb_search"].input_schema) == (spec["description"],
-                                                                               spec["parameters"])
+    assert (tools["kb_search"].description, tools["kb_search"].input_schema) == (
+        spec["description"],
+        spec["parameters"],
+    )
     assert tools["note_search"].input_schema == NOTE_SEARCH_TOOL["function"]["parameters"]
 
     assert not found.is_error
@@ -151,6 +155,11 @@ def test_kb_chooses_what_the_client_may_reach(tmp_path, kbdesk_home):
     assert [r["source"] for r in found.structured_content["results"]] == ["soup.md"]
     assert [r["name"] for r in listed.structured_content["knowledge_bases"]] == ["Recipes"]
     assert names == ["soup.md"] and refused
-    missing = subprocess.run([sys.executable, "-m", "kbdesk.cli.main", "mcp", "--kb", "Nope"], capture_output=True,
-                             text=True, timeout=60, stdin=subprocess.DEVNULL)
+    missing = subprocess.run(
+        [sys.executable, "-m", "kbdesk.cli.main", "mcp", "--kb", "Nope"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert missing.returncode == 1 and "Nope" in missing.stderr and "Traceback" not in missing.stderr

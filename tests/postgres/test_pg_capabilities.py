@@ -20,8 +20,13 @@ def test_a_team_servers_own_channels_table_is_left_alone_and_chat_says_so(empty_
     sql(empty_pg_uri, "CREATE TABLE channels (id UUID PRIMARY KEY DEFAULT gen_random_uuid(), name TEXT)")
     with open_desk(empty_pg_uri) as desk:
         assert desk.store.capabilities == {BLOBS}
-        assert sorted(r[0] for r in sql(empty_pg_uri, "SELECT attname::text FROM pg_attribute WHERE attrelid = "
-                                                      "'channels'::regclass AND attnum > 0")) == ["id", "name"]
+        assert sorted(
+            r[0]
+            for r in sql(
+                empty_pg_uri,
+                "SELECT attname::text FROM pg_attribute WHERE attrelid = 'channels'::regclass AND attnum > 0",
+            )
+        ) == ["id", "name"]
         with pytest.raises(StoreError, match="keeps no conversations.*channels table is a team server's own"):
             desk.chat()
         from kbdesk.chat.notes import NoteService

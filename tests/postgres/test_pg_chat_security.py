@@ -12,6 +12,8 @@ from types import SimpleNamespace
 import numpy as np
 import psycopg
 import pytest
+from test_pg_security import Refused, count, raw
+from test_pg_security import server as server
 
 from kbdesk import open_desk
 from kbdesk.config import parse_config
@@ -19,14 +21,12 @@ from kbdesk.errors import NotFoundError, StoreError
 from kbdesk.store.notes import note_text
 from kbdesk.store.postgres.rls import CHAT_TABLES, secured_tables
 from pg_support import sql
-from test_pg_security import Refused, count, raw
-from test_pg_security import server as server  # noqa: F401 - the fixture, shared
 
 VECTOR = np.eye(8, dtype=np.float32)[2]
 
 
 @pytest.fixture
-def alices(server):  # noqa: F811
+def alices(server):
     """alice's chat: a conversation bound to her KB, with her persona and project, a
     message asking for a tool, a note with its vector, a setting."""
     alice = server.desk("alice")
@@ -43,32 +43,48 @@ def alices(server):  # noqa: F811
     note = s.create_note("the merger closes in May", "Merger")
     assert s.put_note_vectors("m", [(note.id, note_text(note.title, note.content), VECTOR)]) == 1
     s.set_setting("chat.remembered", "alice's")
-    return SimpleNamespace(store=s, kb=kb, persona=persona, project=project, conv=conv, message=asked, note=note,
-                           uid=server.uid("alice"))
+    return SimpleNamespace(
+        store=s, kb=kb, persona=persona, project=project, conv=conv, message=asked, note=note, uid=server.uid("alice")
+    )
 
 
 def whole(store, a) -> tuple:
     """What alice has, read through kbdesk."""
     conv = store.find_conversation(a.conv.id)
-    return (conv.title, conv.message_count, conv.persona_id, conv.project_id,
-            [m.content for m in store.messages(conv.id)], store.messages(conv.id)[1].tool_calls[0].call_id,
-            store.find_persona(a.persona.id).kbs, store.find_project(a.project.id).kbs,
-            [b["kb_id"] for b in store.channel_kbs(conv.id)], store.find_note(a.note.id).content,
-            store.note_keyword_candidates("merger", 5)[0][0], store.note_vector_candidates("m", VECTOR, 5),
-            store.get_setting("chat.remembered"))
+    return (
+        conv.title,
+        conv.message_count,
+        conv.persona_id,
+        conv.project_id,
+        [m.content for m in store.messages(conv.id)],
+        store.messages(conv.id)[1].tool_calls[0].call_id,
+        store.find_persona(a.persona.id).kbs,
+        store.find_project(a.project.id).kbs,
+        [b["kb_id"] for b in store.channel_kbs(conv.id)],
+        store.find_note(a.note.id).content,
+        store.note_keyword_candidates("merger", 5)[0][0],
+        store.note_vector_candidates("m", VECTOR, 5),
+        store.get_setting("chat.remembered"),
+    )
 
 
-def test_a_users_chat_is_theirs_alone_through_kbdesk(server, alices):  # noqa: F811
+def test_a_users_chat_is_theirs_alone_through_kbdesk(server, alices):
     a = alices
     before = whole(a.store, a)
     for who in ("bob", "root"):  # another member, and a system admin
         other = server.desk(who).store
         assert other.list_conversations() == [] and other.list_personas() == [] and other.list_projects() == []
         assert other.list_notes() == [] and other.note_count() == 0
-        for find, ref in [(other.find_conversation, a.conv.id), (other.find_conversation, "secret plans"),
-                          (other.find_conversation, a.conv.id[:8]), (other.get_message, a.message.id),
-                          (other.find_persona, a.persona.id), (other.find_persona, "Ops"),
-                          (other.find_project, a.project.id), (other.find_note, a.note.id)]:
+        for find, ref in [
+            (other.find_conversation, a.conv.id),
+            (other.find_conversation, "secret plans"),
+            (other.find_conversation, a.conv.id[:8]),
+            (other.get_message, a.message.id),
+            (other.find_persona, a.persona.id),
+            (other.find_persona, "Ops"),
+            (other.find_project, a.project.id),
+            (other.find_note, a.note.id),
+        ]:
             with pytest.raises(NotFoundError):
                 find(ref)
         assert other.messages(a.conv.id) == [] and other.channel_kbs(a.conv.id) == []
@@ -79,8 +95,10 @@ def test_a_users_chat_is_theirs_alone_through_kbdesk(server, alices):  # noqa: F
             other.update_conversation(a.conv.id, title="mine now")
         with pytest.raises(NotFoundError):
             other.delete_note(a.note.id)
-        for write in (lambda: other.add_message(a.conv.id, "user", "planted"),
-                      lambda: other.set_channel_kb(a.conv.id, a.kb.id, False)):
+        for write in (
+            lambda: other.add_message(a.conv.id, "user", "planted"),
+            lambda: other.set_channel_kb(a.conv.id, a.kb.id, False),
+        ):
             with pytest.raises(StoreError):  # the database refuses what kbdesk was not asked to check
                 write()
         assert other.put_note_vectors("m", [(a.note.id, note_text(a.note.title, a.note.content), VECTOR)]) == 0
@@ -104,9 +122,9 @@ def test_a_users_chat_is_theirs_alone_through_kbdesk(server, alices):  # noqa: F
     assert whole(a.store, a) == before
 
 
-def test_a_users_chat_is_theirs_alone_through_raw_sql(server, alices):  # noqa: F811
+def test_a_users_chat_is_theirs_alone_through_raw_sql(server, alices):
     a = alices
-    tables = {"channels": "title", "channel_knowledge_bases": "enabled", **{t: None for t in CHAT_TABLES}}
+    tables = {"channels": "title", "channel_knowledge_bases": "enabled", **dict.fromkeys(CHAT_TABLES)}
     assert set(CHAT_TABLES) <= set(secured_tables(psycopg.connect(server.uri, autocommit=True)))
     mine = {t: count(server.uris["alice"], f"SELECT count(*) FROM {t}") for t in tables}
     assert all(mine.values()), mine  # alice reads every row of hers
@@ -114,24 +132,39 @@ def test_a_users_chat_is_theirs_alone_through_raw_sql(server, alices):  # noqa: 
     for table in tables:
         assert count(bob_uri, f"SELECT count(*) FROM {table}") == 0, table
         assert raw(bob_uri, f"DELETE FROM {table}")[1] == 0, table
-    for table, column in [("channels", "title"), ("kbdesk_chat_messages", "content"), ("kbdesk_personas", "name"),
-                          ("kbdesk_projects", "name"), ("kbdesk_notes", "content"), ("kbdesk_user_settings", "value"),
-                          ("kbdesk_chat_tool_calls", "arguments")]:
+    for table, column in [
+        ("channels", "title"),
+        ("kbdesk_chat_messages", "content"),
+        ("kbdesk_personas", "name"),
+        ("kbdesk_projects", "name"),
+        ("kbdesk_notes", "content"),
+        ("kbdesk_user_settings", "value"),
+        ("kbdesk_chat_tool_calls", "arguments"),
+    ]:
         assert raw(bob_uri, f"UPDATE {table} SET {column} = 'bob was here'")[1] == 0, table
     bobs_kb = server.desk("bob").create_kb("Bob's")
-    bobs_persona = raw(bob_uri, "INSERT INTO kbdesk_personas(id, owner_id, name) VALUES (gen_random_uuid(), %s, "
-                                "'Mine') RETURNING id::text", bob)[0][0][0]
-    bobs_channel = raw(bob_uri, "INSERT INTO channels(title, owner_id) VALUES ('mine', %s) RETURNING id::text",
-                       bob)[0][0][0]
+    bobs_persona = raw(
+        bob_uri,
+        "INSERT INTO kbdesk_personas(id, owner_id, name) VALUES (gen_random_uuid(), %s, 'Mine') RETURNING id::text",
+        bob,
+    )[0][0][0]
+    bobs_channel = raw(bob_uri, "INSERT INTO channels(title, owner_id) VALUES ('mine', %s) RETURNING id::text", bob)[0][
+        0
+    ][0]
     for statement, args in [
         ("INSERT INTO kbdesk_chat_messages(id, channel_id, role) VALUES (gen_random_uuid(), %s, 'user')", (a.conv.id,)),
-        ("INSERT INTO kbdesk_chat_tool_calls(id, message_id, position, call_id, name) "
-         "VALUES (gen_random_uuid(), %s, 9, 'c9', 'kb_search')", (a.message.id,)),
+        (
+            "INSERT INTO kbdesk_chat_tool_calls(id, message_id, position, call_id, name) "
+            "VALUES (gen_random_uuid(), %s, 9, 'c9', 'kb_search')",
+            (a.message.id,),
+        ),
         ("INSERT INTO kbdesk_personas(id, owner_id, name) VALUES (gen_random_uuid(), %s, 'Planted')", (a.uid,)),
         ("INSERT INTO kbdesk_projects(id, owner_id, name) VALUES (gen_random_uuid(), %s, 'Planted')", (a.uid,)),
         ("INSERT INTO kbdesk_notes(id, owner_id, content) VALUES (gen_random_uuid(), %s, 'planted')", (a.uid,)),
-        ("INSERT INTO kbdesk_note_vectors(note_id, model, dimensions, embedding) VALUES (%s, 'm', 1, '\\x00000000')",
-         (a.note.id,)),
+        (
+            "INSERT INTO kbdesk_note_vectors(note_id, model, dimensions, embedding) VALUES (%s, 'm', 1, '\\x00000000')",
+            (a.note.id,),
+        ),
         ("INSERT INTO kbdesk_user_settings(owner_id, key, value) VALUES (%s, 'chat.remembered', 'evil')", (a.uid,)),
         # bindings: his persona to her KB, her persona or project to his KB
         ("INSERT INTO kbdesk_persona_knowledge_bases(persona_id, kb_id) VALUES (%s, %s)", (bobs_persona, a.kb.id)),

@@ -19,9 +19,8 @@ from pg_support import sql
 def test_team_scope_needs_a_team(pg_uri, kbdesk_home):
     from kbdesk.config import parse_config
 
-    with pytest.raises(InvalidInputError, match="team id"):
-        with open_desk(pg_uri) as desk:
-            desk.create_kb("t", scope="team")
+    with pytest.raises(InvalidInputError, match="team id"), open_desk(pg_uri) as desk:
+        desk.create_kb("t", scope="team")
     team = sql(pg_uri, "INSERT INTO teams(name) VALUES ('Eng') RETURNING id")[0][0]
     config = parse_config({"identity": {"username": "lead", "teams": {"Eng": "admin"}}})
     with open_desk(pg_uri, config=config) as desk:
@@ -51,8 +50,11 @@ def test_threads_that_end_give_their_connections_back(pg_desk):
 
 def test_a_dropped_connection_is_replaced(pg_desk, pg_uri):
     pg_desk.create_kb("survivor")
-    sql(pg_uri, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
-                "AND pid <> pg_backend_pid()")
+    sql(
+        pg_uri,
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
+        "AND pid <> pg_backend_pid()",
+    )
     with pytest.raises(Exception):  # the next statement on the dead connection fails…
         pg_desk.list_kbs()
     assert [kb.name for kb in pg_desk.list_kbs()] == ["survivor"]  # …and the one after reconnects

@@ -45,8 +45,11 @@ def _schema_once(uri: str) -> None:
     steps = sql(uri, "SELECT version, name FROM kbdesk_migrations ORDER BY version")
     assert steps == [(i, name) for i, (name, _) in enumerate(MIGRATIONS, start=1)]
     assert sql(uri, "SELECT count(*) FROM pg_extension WHERE extname = 'vector'") == [(1,)]
-    tables = sql(uri, "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = ANY(%s)",
-                 ["knowledge_bases", "kb_documents", "kb_chunks", "channel_knowledge_bases", "kbdesk_migrations"])
+    tables = sql(
+        uri,
+        "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = ANY(%s)",
+        ["knowledge_bases", "kb_documents", "kb_chunks", "channel_knowledge_bases", "kbdesk_migrations"],
+    )
     assert tables == [(5,)]
 
 
@@ -75,8 +78,16 @@ print("opened")
 
 
 def test_two_processes_opening_an_empty_database_together_both_succeed(empty_pg_uri):
-    procs = [subprocess.Popen([sys.executable, "-c", OPEN_SCRIPT, empty_pg_uri], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", OPEN_SCRIPT, empty_pg_uri],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     for p in procs:  # release both at once
         p.stdin.write("go\n")
         p.stdin.flush()

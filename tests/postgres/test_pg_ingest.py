@@ -52,7 +52,9 @@ def test_a_folder_is_ingested_updated_synced_rebuilt_and_reembedded(tmp_path, fa
 
         kb, changed = desk.ingestor().reembed("docs", "fake", "nomic-embed-text")
         assert kb.model_id == "nomic-embed-text" and changed.embedded_chunks > 0
-        assert desk.search(["docs"], "We moved the lighthouse launch to April.").results[0].source == "notes/meeting.txt"
+        assert (
+            desk.search(["docs"], "We moved the lighthouse launch to April.").results[0].source == "notes/meeting.txt"
+        )
 
 
 def test_an_interrupted_document_is_resumed(tmp_path, pg_uri, kbdesk_home):
@@ -63,8 +65,12 @@ def test_an_interrupted_document_is_resumed(tmp_path, pg_uri, kbdesk_home):
         doc = next(d for d in desk.store.list_documents(kb.id) if d.filename == "a.txt")
     # as a killed process leaves it: in flight, without chunks, claimed by a process that is gone
     sql(pg_uri, "DELETE FROM kb_chunks WHERE document_id = %s", doc.id)
-    sql(pg_uri, "UPDATE kb_documents SET status = 'embedding', claimed_by = %s WHERE id = %s",
-        f"{socket.gethostname()}:999999", doc.id)
+    sql(
+        pg_uri,
+        "UPDATE kb_documents SET status = 'embedding', claimed_by = %s WHERE id = %s",
+        f"{socket.gethostname()}:999999",
+        doc.id,
+    )
     with open_desk(pg_uri) as desk:
         report = desk.ingestor().resume("plain")
         assert report.resumed == ["a.txt"] and statuses(desk, "plain")["a.txt"] == "ready"

@@ -20,9 +20,12 @@ def test_the_database_refuses_a_second_row_for_a_path(open_db, pg_uri, tmp_path)
     import psycopg
 
     with pytest.raises(psycopg.errors.UniqueViolation):
-        sql(pg_uri, "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, "
-                    "uploaded_by, source_path) SELECT gen_random_uuid(), kb_id, filename, content_type, size_bytes, "
-                    "storage_key, uploaded_by, source_path FROM kb_documents")
+        sql(
+            pg_uri,
+            "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, "
+            "uploaded_by, source_path) SELECT gen_random_uuid(), kb_id, filename, content_type, size_bytes, "
+            "storage_key, uploaded_by, source_path FROM kb_documents",
+        )
     desk.close()
 
 
@@ -48,13 +51,21 @@ def test_a_database_with_two_rows_for_a_path_is_mended(open_db, pg_uri, tmp_path
     first = desk.add_document("docs", "a.txt", ["old words"], source_path="/x/a.txt")
     desk.close()
     sql(pg_uri, "DROP INDEX idx_kbdoc_source_path")
-    sql(pg_uri, "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, status, "
-                "uploaded_by, source_path, created_at) SELECT '00000000-0000-4000-8000-000000000002', kb_id, filename, "
-                "content_type, size_bytes, storage_key, 'ready', uploaded_by, source_path, now() + interval '1 day' "
-                "FROM kb_documents WHERE id = %s", first.id)
-    sql(pg_uri, "INSERT INTO kb_chunks(id, kb_id, document_id, chunk_index, content, token_count) SELECT "
-                "gen_random_uuid(), kb_id, '00000000-0000-4000-8000-000000000002', 0, 'newer words', 2 "
-                "FROM kb_documents WHERE id = %s", first.id)
+    sql(
+        pg_uri,
+        "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, status, "
+        "uploaded_by, source_path, created_at) SELECT '00000000-0000-4000-8000-000000000002', kb_id, filename, "
+        "content_type, size_bytes, storage_key, 'ready', uploaded_by, source_path, now() + interval '1 day' "
+        "FROM kb_documents WHERE id = %s",
+        first.id,
+    )
+    sql(
+        pg_uri,
+        "INSERT INTO kb_chunks(id, kb_id, document_id, chunk_index, content, token_count) SELECT "
+        "gen_random_uuid(), kb_id, '00000000-0000-4000-8000-000000000002', 0, 'newer words', 2 "
+        "FROM kb_documents WHERE id = %s",
+        first.id,
+    )
     with psycopg.connect(pg_uri, autocommit=True) as conn, conn.transaction():
         _m004_one_document_per_path(conn)
     desk = open_db()
@@ -63,7 +74,10 @@ def test_a_database_with_two_rows_for_a_path_is_mended(open_db, pg_uri, tmp_path
     assert desk.kb("docs").document_count == 1 and desk.kb("docs").chunk_count == 1
     assert [h.content for h in desk.search(["docs"], "words", mode="keyword").results] == ["newer words"]
     with pytest.raises(psycopg.errors.UniqueViolation):  # and the index is back
-        sql(pg_uri, "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, "
-                    "uploaded_by, source_path) SELECT gen_random_uuid(), kb_id, filename, content_type, size_bytes, "
-                    "storage_key, uploaded_by, source_path FROM kb_documents")
+        sql(
+            pg_uri,
+            "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, "
+            "uploaded_by, source_path) SELECT gen_random_uuid(), kb_id, filename, content_type, size_bytes, "
+            "storage_key, uploaded_by, source_path FROM kb_documents",
+        )
     desk.close()

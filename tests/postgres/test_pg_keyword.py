@@ -17,15 +17,51 @@ import psycopg
 import pytest
 
 from kbdesk import open_desk
-from kbdesk.models import ChunkInput
 from kbdesk.store.postgres import keyword
 from kbdesk.store.postgres.schema import MIGRATIONS, migrate
 from pg_support import sql
 
-WORDS = ("river stone garden lamp bridge harbor forest meadow candle window rivers stones gardens lamps bridges "
-         "copper silver marble orchard lantern valley summit canyon glacier covid-19 1.5 x-ray e-mail").split()
-QUERIES = ["river stone", "copper lantern valley", "rivers", "covid-19 x-ray", "1.5 marble", "glacier summit canyon",
-           "e-mail window candle forest", "the harbor of the valley", "orchard"]
+WORDS = [
+    "river",
+    "stone",
+    "garden",
+    "lamp",
+    "bridge",
+    "harbor",
+    "forest",
+    "meadow",
+    "candle",
+    "window",
+    "rivers",
+    "stones",
+    "gardens",
+    "lamps",
+    "bridges",
+    "copper",
+    "silver",
+    "marble",
+    "orchard",
+    "lantern",
+    "valley",
+    "summit",
+    "canyon",
+    "glacier",
+    "covid-19",
+    "1.5",
+    "x-ray",
+    "e-mail",
+]
+QUERIES = [
+    "river stone",
+    "copper lantern valley",
+    "rivers",
+    "covid-19 x-ray",
+    "1.5 marble",
+    "glacier summit canyon",
+    "e-mail window candle forest",
+    "the harbor of the valley",
+    "orchard",
+]
 
 
 def corpus(seed: int = 7, docs: int = 12) -> dict[str, list[str]]:
@@ -35,7 +71,7 @@ def corpus(seed: int = 7, docs: int = 12) -> dict[str, list[str]]:
         chunks = []
         for _ in range(rng.randint(1, 4)):
             words = [rng.choice(WORDS[: rng.randint(4, len(WORDS))]) for _ in range(rng.randint(3, 30))]
-            chunks.append("The " + " and the ".join(" ".join(words[i:i + 3]) for i in range(0, len(words), 3)) + ".")
+            chunks.append("The " + " and the ".join(" ".join(words[i : i + 3]) for i in range(0, len(words), 3)) + ".")
         out[f"doc{d:02d}.txt"] = chunks
     return out
 
@@ -84,8 +120,9 @@ def test_the_same_corpus_ranks_the_same_on_both_engines_with_the_same_scores(sql
     for query in QUERIES[:3]:
         a = sqlite_desk.search(["Notes"], query, mode="keyword", limit=20).results
         b = pg_desk.search(["Notes"], query, mode="keyword", limit=20).results
-        assert [(r.source, r.chunk_index, round(r.similarity, 6)) for r in a] == \
-               [(r.source, r.chunk_index, round(r.similarity, 6)) for r in b]
+        assert [(r.source, r.chunk_index, round(r.similarity, 6)) for r in a] == [
+            (r.source, r.chunk_index, round(r.similarity, 6)) for r in b
+        ]
 
 
 def test_scores_are_fts5_bm25_computed_by_hand(pg_desk):
@@ -160,8 +197,11 @@ def test_statistics_follow_inserts_deletes_and_a_kb_deletion(pg_desk):
     pg_desk.delete_kb("Notes")  # cascades: documents, chunks, statistics
     assert sql(pg_desk.store.uri, "SELECT count(*) FROM kbdesk_keyword_terms WHERE kb_id = %s", kb) == [(0,)]
     assert sql(pg_desk.store.uri, "SELECT count(*) FROM kbdesk_keyword_kbs WHERE kb_id = %s", kb) == [(0,)]
-    assert exact(pg_desk, other) == {"chunks": 2, "tokens": 5,
-                                     "terms": {"copper": 1, "lantern": 1, "covid": 1, "19": 1, "stone": 1}}
+    assert exact(pg_desk, other) == {
+        "chunks": 2,
+        "tokens": 5,
+        "terms": {"copper": 1, "lantern": 1, "covid": 1, "19": 1, "stone": 1},
+    }
 
 
 def test_statistics_follow_new_versions_of_files_and_a_rebuild(pg_desk, tmp_path):
@@ -262,8 +302,11 @@ def test_bounding_picks_the_same_terms_as_the_sqlite_store():
             self.df, self.rows = df, rows
 
         def _document_frequencies(self, terms, budget):
-            return None if len(terms) <= 1 or self.rows * len(terms) <= budget else \
-                {t: min(self.df[t], budget * 4 + 1) for t in terms}
+            return (
+                None
+                if len(terms) <= 1 or self.rows * len(terms) <= budget
+                else {t: min(self.df[t], budget * 4 + 1) for t in terms}
+            )
 
     df = {"rare": 10, "shared": 120, "common": 3000, "filler": 900}
     for terms in (["rare", "shared", "common"], ["common", "filler"], ["shared", "rare", "filler", "common"]):
@@ -299,21 +342,46 @@ def test_the_migration_indexes_chunks_already_stored_and_runs_again_unchanged(em
         migrate(conn, before)
         kb, doc = uuid.uuid4(), uuid.uuid4()
         conn.execute("INSERT INTO knowledge_bases(id, name) VALUES (%s, 'old')", (kb,))
-        conn.execute("INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, "
-                     "uploaded_by) VALUES (%s, %s, 'a.txt', 'text/plain', 1, 'k', %s)", (doc, kb, uuid.uuid4()))
-        conn.execute("INSERT INTO kb_chunks(kb_id, document_id, chunk_index, content) VALUES "
-                     "(%s, %s, 0, 'An x-ray of the covid-19 lung'), (%s, %s, 1, 'lung 1.5 cm')", (kb, doc, kb, doc))
+        conn.execute(
+            "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, "
+            "uploaded_by) VALUES (%s, %s, 'a.txt', 'text/plain', 1, 'k', %s)",
+            (doc, kb, uuid.uuid4()),
+        )
+        conn.execute(
+            "INSERT INTO kb_chunks(kb_id, document_id, chunk_index, content) VALUES "
+            "(%s, %s, 0, 'An x-ray of the covid-19 lung'), (%s, %s, 1, 'lung 1.5 cm')",
+            (kb, doc, kb, doc),
+        )
         migrate(conn)
         stats = keyword.statistics(conn, str(kb))
-        assert stats["stored"] == stats["counted"] == {
-            "chunks": 2, "tokens": 12, "terms": {"an": 1, "x": 1, "rai": 1, "of": 1, "the": 1, "covid": 1, "19": 1,
-                                                 "lung": 2, "1": 1, "5": 1, "cm": 1}}
+        assert (
+            stats["stored"]
+            == stats["counted"]
+            == {
+                "chunks": 2,
+                "tokens": 12,
+                "terms": {
+                    "an": 1,
+                    "x": 1,
+                    "rai": 1,
+                    "of": 1,
+                    "the": 1,
+                    "covid": 1,
+                    "19": 1,
+                    "lung": 2,
+                    "1": 1,
+                    "5": 1,
+                    "cm": 1,
+                },
+            }
+        )
         with conn.transaction():
             keyword.install(conn)  # again: same columns, same triggers, same numbers
         again = keyword.statistics(conn, str(kb))
         assert again["stored"] == stats["stored"]
-        triggers = conn.execute("SELECT count(*) FROM pg_trigger WHERE tgrelid = 'kb_chunks'::regclass "
-                                "AND tgname LIKE 'kbdesk_keyword_%'").fetchone()[0]
+        triggers = conn.execute(
+            "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'kb_chunks'::regclass AND tgname LIKE 'kbdesk_keyword_%'"
+        ).fetchone()[0]
         assert triggers == 4
 
 

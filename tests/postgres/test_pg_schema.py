@@ -55,21 +55,31 @@ SEED_INDEXES = {"idx_kb_scope", "idx_kb_owner", "idx_kb_team", "idx_kbdoc_kb", "
 
 
 def columns(uri):
-    rows = sql(uri, "SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, "
-                    "pg_get_expr(d.adbin, d.adrelid) FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
-                    "LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
-                    "WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r' AND a.attnum > 0 "
-                    "AND NOT a.attisdropped")
+    rows = sql(
+        uri,
+        "SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, "
+        "pg_get_expr(d.adbin, d.adrelid) FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+        "LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
+        "WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r' AND a.attnum > 0 "
+        "AND NOT a.attisdropped",
+    )
     return {(t, c): (ty, null, default) for t, c, ty, null, default in rows}
 
 
 def catalog(uri):
     """Everything a migration could change: columns, indexes, constraints, extensions."""
-    return (columns(uri),
-            sorted(sql(uri, "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'")),
-            sorted(sql(uri, "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint "
-                            "WHERE connamespace = 'public'::regnamespace")),
-            sorted(sql(uri, "SELECT extname, extversion FROM pg_extension")))
+    return (
+        columns(uri),
+        sorted(sql(uri, "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'")),
+        sorted(
+            sql(
+                uri,
+                "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint "
+                "WHERE connamespace = 'public'::regnamespace",
+            )
+        ),
+        sorted(sql(uri, "SELECT extname, extversion FROM pg_extension")),
+    )
 
 
 def test_an_empty_database_gets_the_seed_schema_and_minimal_tables(empty_pg_uri):
@@ -81,22 +91,37 @@ def test_an_empty_database_gets_the_seed_schema_and_minimal_tables(empty_pg_uri)
         assert cols[key] == expected, key
     assert sql(empty_pg_uri, "SELECT 1 FROM pg_extension WHERE extname = 'vector'")
     tables = {t for t, _ in cols}
-    assert {"users", "teams", "team_members", "channels", "kbdesk_migrations", "kbdesk_audit_log",
-            "kbdesk_usage_log", "kbdesk_embedding_cache", "kbdesk_document_blobs"} <= tables
+    assert {
+        "users",
+        "teams",
+        "team_members",
+        "channels",
+        "kbdesk_migrations",
+        "kbdesk_audit_log",
+        "kbdesk_usage_log",
+        "kbdesk_embedding_cache",
+        "kbdesk_document_blobs",
+    } <= tables
     indexes = {r[0] for r in sql(empty_pg_uri, "SELECT indexname FROM pg_indexes WHERE schemaname = 'public'")}
-    assert SEED_INDEXES <= indexes and "idx_kbchunk_tsv" in indexes
+    assert indexes >= SEED_INDEXES and "idx_kbchunk_tsv" in indexes
     check = sql(empty_pg_uri, "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = 'kb_scope_check'")
     assert "scope = 'global'::text" in check[0][0] and "owner_id IS NULL" in check[0][0]
-    cascades = sql(empty_pg_uri, "SELECT conrelid::regclass::text, confrelid::regclass::text, confdeltype "
-                                 "FROM pg_constraint WHERE contype = 'f'")
+    cascades = sql(
+        empty_pg_uri,
+        "SELECT conrelid::regclass::text, confrelid::regclass::text, confdeltype "
+        "FROM pg_constraint WHERE contype = 'f'",
+    )
     assert ("kb_chunks", "kb_documents", "c") in cascades and ("knowledge_bases", "teams", "c") in cascades
     assert ("channel_knowledge_bases", "channels", "c") in cascades
     steps = sql(empty_pg_uri, "SELECT version, name FROM kbdesk_migrations ORDER BY version")
     assert steps == [(i + 1, name) for i, (name, _) in enumerate(MIGRATIONS)]
     # kbdesk's additions to the seed's tables are nullable, defaulted, generated or identity:
     # a writer that only knows the seed's columns inserts rows unchanged
-    added = {k: v for k, v in cols.items() if k[0] in ("knowledge_bases", "kb_documents", "kb_chunks")
-             and k not in SEED_COLUMNS}
+    added = {
+        k: v
+        for k, v in cols.items()
+        if k[0] in ("knowledge_bases", "kb_documents", "kb_chunks") and k not in SEED_COLUMNS
+    }
     assert {c for _, c in added} >= {"discoverable", "content_hash", "seq", "content_tsv", "extracted_sections"}
     assert all(null or default or column == "seq" for (_, column), (_, null, default) in added.items())
 
@@ -166,17 +191,30 @@ def padded(vector):
 def test_a_team_servers_existing_tables_are_used_as_they_are(empty_pg_uri, kbdesk_home):
     for statement in SERVER_TABLES.strip().split(";\n"):
         sql(empty_pg_uri, statement)
-    kb_id, doc_id, server_user = sql(empty_pg_uri, """
+    kb_id, doc_id, server_user = sql(
+        empty_pg_uri,
+        """
         WITH kb AS (INSERT INTO knowledge_bases(name, embedding_config) VALUES
                     ('Handbook', '{"provider_config_id": "p1", "model_id": "m", "dimensions": 4}') RETURNING id),
              u AS (INSERT INTO users(email) VALUES ('ops@example.com') RETURNING id)
-        SELECT kb.id, gen_random_uuid(), u.id FROM kb, u""")[0]
-    sql(empty_pg_uri, "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, "
-                      "status, uploaded_by, extracted_text) VALUES (%s, %s, 'policy.md', 'text/markdown', 40, 'k', "
-                      "'ready', %s, 'Expenses are approved by the team lead.')", doc_id, kb_id, server_user)
-    sql(empty_pg_uri, f"INSERT INTO kb_chunks(kb_id, document_id, chunk_index, content, embedding) VALUES "
-                      f"(%s, %s, 0, 'Expenses are approved by the team lead.', '{padded([1, 0, 0, 0])}')",
-        kb_id, doc_id)
+        SELECT kb.id, gen_random_uuid(), u.id FROM kb, u""",
+    )[0]
+    sql(
+        empty_pg_uri,
+        "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, "
+        "status, uploaded_by, extracted_text) VALUES (%s, %s, 'policy.md', 'text/markdown', 40, 'k', "
+        "'ready', %s, 'Expenses are approved by the team lead.')",
+        doc_id,
+        kb_id,
+        server_user,
+    )
+    sql(
+        empty_pg_uri,
+        f"INSERT INTO kb_chunks(kb_id, document_id, chunk_index, content, embedding) VALUES "
+        f"(%s, %s, 0, 'Expenses are approved by the team lead.', '{padded([1, 0, 0, 0])}')",
+        kb_id,
+        doc_id,
+    )
     users_before = sorted(k for k in columns(empty_pg_uri) if k[0] in ("users", "teams", "channels"))
 
     with open_desk(empty_pg_uri) as desk:
@@ -196,12 +234,15 @@ def test_a_team_servers_existing_tables_are_used_as_they_are(empty_pg_uri, kbdes
     import psycopg
 
     with psycopg.connect(empty_pg_uri) as conn:
-        rows = conn.execute(SEED_SIMILARITY, {"q": padded([0, 1, 0, 0]), "kbs": [mine.id, str(kb_id)],
-                                              "threshold": 0.3, "limit": 5}).fetchall()
+        rows = conn.execute(
+            SEED_SIMILARITY, {"q": padded([0, 1, 0, 0]), "kbs": [mine.id, str(kb_id)], "threshold": 0.3, "limit": 5}
+        ).fetchall()
         assert [(r[0], r[2], r[3]) for r in rows] == [("the lighthouse keeper's log", "mine.txt", "Mine")]
         assert rows[0][4] == pytest.approx(1.0)
-        seed_view = conn.execute("SELECT id, name, scope, owner_id, embedding_config, document_count, chunk_count "
-                                 "FROM knowledge_bases WHERE name = 'Mine'").fetchone()
+        seed_view = conn.execute(
+            "SELECT id, name, scope, owner_id, embedding_config, document_count, chunk_count "
+            "FROM knowledge_bases WHERE name = 'Mine'"
+        ).fetchone()
         assert seed_view[2] == "personal" and seed_view[4]["dimensions"] == 4 and seed_view[5:] == (1, 1)
         stored = conn.execute("SELECT vector_dims(embedding) FROM kb_chunks WHERE kb_id = %s", (mine.id,)).fetchone()
         assert stored == (3072,)

@@ -100,8 +100,10 @@ def test_the_user_is_the_database_login_and_config_claims_gain_nothing(server):
     assert server.desk("root").store.identity.admin  # membership in kbdesk_admin
     assert server.desk("bob").store.identity.teams == {server.team: "admin"}
     # a config claiming to be root, a system admin and Eng's admin changes nothing
-    liar = server.desk("alice", {"username": server.logins["root"], "user_id": server.uid("root"), "admin": True,
-                                 "teams": {"Eng": "admin"}})
+    liar = server.desk(
+        "alice",
+        {"username": server.logins["root"], "user_id": server.uid("root"), "admin": True, "teams": {"Eng": "admin"}},
+    )
     assert liar.store.identity == who
     assert liar.store.describe()["identity"] == "database" and liar.store.describe()["login"] == who.username
     with pytest.raises(AccessDeniedError, match="only a system admin.*pg grant LOGIN --admin"):
@@ -187,17 +189,25 @@ def test_a_personal_kb_is_its_owners_alone_through_raw_sql(server, diary):
     alice_id = server.uid("alice")
     for who in ("bob", "root", "eve"):  # a team admin, a system admin, a nobody
         uri = server.uris[who]
-        for table, key in [("knowledge_bases", "id"), ("kb_documents", "kb_id"), ("kb_chunks", "kb_id"),
-                           ("kbdesk_audit_log", "kb_id")]:
+        for table, key in [
+            ("knowledge_bases", "id"),
+            ("kb_documents", "kb_id"),
+            ("kb_chunks", "kb_id"),
+            ("kbdesk_audit_log", "kb_id"),
+        ]:
             assert count(uri, f"SELECT count(*) FROM {table} WHERE {key} = %s", kb.id) == 0, (who, table)
         assert count(uri, "SELECT count(*) FROM kb_chunks WHERE content LIKE '%%secret%%'") == 0
         assert count(uri, "SELECT count(*) FROM kbdesk_document_blobs WHERE document_id = %s", doc.id) == 0
         if sql(server.uri, "SELECT to_regclass('kbdesk_keyword_terms')")[0][0]:
             assert count(uri, "SELECT count(*) FROM kbdesk_keyword_terms WHERE kb_id = %s", kb.id) == 0
         # the seed's own similarity query, pointed straight at alice's KB
-        hits, _ = raw(uri, "SELECT c.content FROM kb_chunks c JOIN knowledge_bases k ON k.id = c.kb_id "
-                           "WHERE c.kb_id = ANY(%s::uuid[]) ORDER BY c.embedding <=> %s::vector LIMIT 5",
-                      [kb.id], "[" + ",".join(["1"] + ["0"] * 3071) + "]")
+        hits, _ = raw(
+            uri,
+            "SELECT c.content FROM kb_chunks c JOIN knowledge_bases k ON k.id = c.kb_id "
+            "WHERE c.kb_id = ANY(%s::uuid[]) ORDER BY c.embedding <=> %s::vector LIMIT 5",
+            [kb.id],
+            "[" + ",".join(["1"] + ["0"] * 3071) + "]",
+        )
         assert hits == []
         for statement in [
             "UPDATE knowledge_bases SET name = 'pwned' WHERE id = %s",
@@ -211,22 +221,32 @@ def test_a_personal_kb_is_its_owners_alone_through_raw_sql(server, diary):
             assert raw(uri, statement, kb.id)[1] == 0, (who, statement)
         assert raw(uri, "DELETE FROM kbdesk_document_blobs WHERE document_id = %s", doc.id)[1] == 0
         for statement, args in [
-            ("INSERT INTO kb_documents(kb_id, filename, content_type, size_bytes, storage_key, uploaded_by) "
-             "VALUES (%s, 'planted.txt', 'text/plain', 1, 'k', %s)", (kb.id, alice_id)),
-            ("INSERT INTO kb_chunks(kb_id, document_id, chunk_index, content) VALUES (%s, %s, 9, 'planted')",
-             (kb.id, doc.id)),
-            ("INSERT INTO kbdesk_document_blobs(document_id, data) VALUES (%s, 'x') ON CONFLICT (document_id) "
-             "DO UPDATE SET data = excluded.data", (doc.id,)),
+            (
+                "INSERT INTO kb_documents(kb_id, filename, content_type, size_bytes, storage_key, uploaded_by) "
+                "VALUES (%s, 'planted.txt', 'text/plain', 1, 'k', %s)",
+                (kb.id, alice_id),
+            ),
+            (
+                "INSERT INTO kb_chunks(kb_id, document_id, chunk_index, content) VALUES (%s, %s, 9, 'planted')",
+                (kb.id, doc.id),
+            ),
+            (
+                "INSERT INTO kbdesk_document_blobs(document_id, data) VALUES (%s, 'x') ON CONFLICT (document_id) "
+                "DO UPDATE SET data = excluded.data",
+                (doc.id,),
+            ),
             ("INSERT INTO knowledge_bases(name, scope, owner_id) VALUES ('Planted', 'personal', %s)", (alice_id,)),
             ("INSERT INTO kbdesk_audit_log(user_id, action, kb_id) VALUES (%s, 'kb.delete', %s)", (alice_id, kb.id)),
             ("INSERT INTO kbdesk_usage_log(user_id, role) VALUES (%s, 'embedding')", (alice_id,)),
         ]:
             with pytest.raises(Refused):
                 raw(uri, statement, *args)
-    assert sql(server.uri, "SELECT name, document_count, chunk_count FROM knowledge_bases WHERE id = %s",
-               kb.id) == [("Notes", 1, 1)]
+    assert sql(server.uri, "SELECT name, document_count, chunk_count FROM knowledge_bases WHERE id = %s", kb.id) == [
+        ("Notes", 1, 1)
+    ]
     assert sql(server.uri, "SELECT content FROM kb_chunks WHERE kb_id = %s", kb.id) == [
-        ("my secret plans for the merger",)]
+        ("my secret plans for the merger",)
+    ]
 
 
 def test_a_user_cannot_give_away_promote_or_take_over_a_kb(server):
@@ -244,21 +264,37 @@ def test_a_user_cannot_give_away_promote_or_take_over_a_kb(server):
     # discoverable flag): neither by creating one owned, nor by taking one over
     team_kb = bob.create_kb("Runbooks", scope="team", team_id=server.team)
     with pytest.raises(Refused, match="only a system admin may give a team knowledge base an owner"):
-        raw(uri, "INSERT INTO knowledge_bases(name, scope, team_id, owner_id) VALUES ('Mine', 'team', %s, %s)",
-            server.team, server.uid("bob"))
+        raw(
+            uri,
+            "INSERT INTO knowledge_bases(name, scope, team_id, owner_id) VALUES ('Mine', 'team', %s, %s)",
+            server.team,
+            server.uid("bob"),
+        )
     with pytest.raises(Refused, match="only a system admin may change who owns"):
         raw(uri, "UPDATE knowledge_bases SET owner_id = %s WHERE id = %s", server.uid("bob"), team_kb.id)
     # nor plant a chunk of his KB beside someone else's document (or another KB's)
     doc = bob.add_document("Scratch", "mine.txt", ["mine"])
     other = bob.add_document("Runbooks", "deploy.md", ["Deploys go out on Tuesdays."])
     with pytest.raises(Refused):
-        raw(uri, "INSERT INTO kb_chunks(kb_id, document_id, chunk_index, content) VALUES (%s, %s, 7, 'x')",
-            kb.id, other.id)
-    raw(uri, "INSERT INTO kb_chunks(kb_id, document_id, chunk_index, content) VALUES (%s, %s, 7, 'more')",
-        kb.id, doc.id)  # beside his own document of that KB: fine
+        raw(
+            uri,
+            "INSERT INTO kb_chunks(kb_id, document_id, chunk_index, content) VALUES (%s, %s, 7, 'x')",
+            kb.id,
+            other.id,
+        )
+    raw(
+        uri, "INSERT INTO kb_chunks(kb_id, document_id, chunk_index, content) VALUES (%s, %s, 7, 'more')", kb.id, doc.id
+    )  # beside his own document of that KB: fine
     # a system admin may do both
-    assert raw(server.uris["root"], "UPDATE knowledge_bases SET owner_id = %s, discoverable = false WHERE id = %s",
-               server.uid("bob"), team_kb.id)[1] == 1
+    assert (
+        raw(
+            server.uris["root"],
+            "UPDATE knowledge_bases SET owner_id = %s, discoverable = false WHERE id = %s",
+            server.uid("bob"),
+            team_kb.id,
+        )[1]
+        == 1
+    )
 
 
 # ── team ───────────────────────────────────────────────────────────────────────
@@ -286,18 +322,26 @@ def test_team_kbs_are_read_by_members_and_managed_by_team_admins(server):
     uri = server.uris["alice"]
     assert count(uri, "SELECT count(*) FROM kb_chunks WHERE kb_id = %s", kb.id) == 1
     doc_id = raw(uri, "SELECT id::text FROM kb_documents WHERE kb_id = %s", kb.id)[0][0][0]
-    for statement in ["UPDATE knowledge_bases SET name = 'Mine now' WHERE id = %s",
-                      "UPDATE kb_chunks SET content = 'Deploys never go out.' WHERE kb_id = %s",
-                      "DELETE FROM kb_chunks WHERE kb_id = %s", "DELETE FROM kb_documents WHERE kb_id = %s",
-                      "DELETE FROM knowledge_bases WHERE id = %s"]:
+    for statement in [
+        "UPDATE knowledge_bases SET name = 'Mine now' WHERE id = %s",
+        "UPDATE kb_chunks SET content = 'Deploys never go out.' WHERE kb_id = %s",
+        "DELETE FROM kb_chunks WHERE kb_id = %s",
+        "DELETE FROM kb_documents WHERE kb_id = %s",
+        "DELETE FROM knowledge_bases WHERE id = %s",
+    ]:
         assert raw(uri, statement, kb.id)[1] == 0, statement
     with pytest.raises(Refused):
-        raw(uri, "INSERT INTO kb_chunks(kb_id, document_id, chunk_index, content) VALUES (%s, %s, 5, 'x')",
-            kb.id, doc_id)
+        raw(
+            uri,
+            "INSERT INTO kb_chunks(kb_id, document_id, chunk_index, content) VALUES (%s, %s, 5, 'x')",
+            kb.id,
+            doc_id,
+        )
     assert count(server.uris["eve"], "SELECT count(*) FROM kb_chunks WHERE kb_id = %s", kb.id) == 0
     # the team admin manages it, and so does a system admin
-    assert raw(server.uris["bob"], "UPDATE knowledge_bases SET description = 'how we ship' WHERE id = %s",
-               kb.id)[1] == 1
+    assert (
+        raw(server.uris["bob"], "UPDATE knowledge_bases SET description = 'how we ship' WHERE id = %s", kb.id)[1] == 1
+    )
     assert alice.kb("Runbooks").description == "how we ship"
     root.add_document("Runbooks", "rollback.md", ["Roll back with the previous tag."], vectors=[axis(2)])
     assert root.create_kb("Oncall", scope="team", team_id=team).scope == "team"
@@ -371,12 +415,20 @@ def test_channel_bindings_are_the_channel_owners_and_reach_only_readable_kbs(ser
     legal = root.create_kb("Legal", scope="global")
     root.edit_kb("Legal", discoverable=False)
     alice_uri, bob_uri = server.uris["alice"], server.uris["bob"]
-    channel = raw(alice_uri, "INSERT INTO channels(title, owner_id) VALUES ('chat', %s) RETURNING id::text",
-                  server.uid("alice"))[0][0][0]
-    raw(alice_uri, "INSERT INTO channel_knowledge_bases(channel_id, kb_id) VALUES (%s, %s), (%s, %s)",
-        channel, kb.id, channel, legal.id)  # her own KB, and a hidden global one
-    bobs = raw(bob_uri, "INSERT INTO channels(title, owner_id) VALUES ('mine', %s) RETURNING id::text",
-               server.uid("bob"))[0][0][0]
+    channel = raw(
+        alice_uri, "INSERT INTO channels(title, owner_id) VALUES ('chat', %s) RETURNING id::text", server.uid("alice")
+    )[0][0][0]
+    raw(
+        alice_uri,
+        "INSERT INTO channel_knowledge_bases(channel_id, kb_id) VALUES (%s, %s), (%s, %s)",
+        channel,
+        kb.id,
+        channel,
+        legal.id,
+    )  # her own KB, and a hidden global one
+    bobs = raw(
+        bob_uri, "INSERT INTO channels(title, owner_id) VALUES ('mine', %s) RETURNING id::text", server.uid("bob")
+    )[0][0][0]
     for statement, args in [
         ("INSERT INTO channel_knowledge_bases(channel_id, kb_id) VALUES (%s, %s)", (bobs, kb.id)),  # her KB
         ("INSERT INTO channel_knowledge_bases(channel_id, kb_id) VALUES (%s, %s)", (channel, legal.id)),  # her chat
@@ -416,16 +468,22 @@ def test_a_user_exports_a_local_kb_to_the_server_as_themselves(server, tmp_path)
 
     with open_desk(tmp_path / "laptop.db") as laptop:
         laptop.create_kb("Field notes", model_id="m", dimensions=8)
-        laptop.add_document("Field notes", "owls.txt", ["Barn owls nest in the old mill.", "They hunt at dusk."],
-                            vectors=[axis(0), axis(1)])
+        laptop.add_document(
+            "Field notes",
+            "owls.txt",
+            ["Barn owls nest in the old mill.", "They hunt at dusk."],
+            vectors=[axis(0), axis(1)],
+        )
         report = export_kb(laptop, "Field notes", server.uris["alice"])
         assert report.copied_chunks == 2
         assert export_kb(laptop, "Field notes", server.uris["alice"]).copied_chunks == 0  # idempotent
     alice = server.desk("alice")
     kb = alice.kb("Field notes")
     assert kb.owner_id == server.uid("alice") and kb.chunk_count == 2
-    assert alice.search(["Field notes"], "x", query_vector=axis(1), mode="vector").results[0].content == \
-        "They hunt at dusk."
+    assert (
+        alice.search(["Field notes"], "x", query_vector=axis(1), mode="vector").results[0].content
+        == "They hunt at dusk."
+    )
     assert names(server.desk("bob")) == []
     assert count(server.uris["bob"], "SELECT count(*) FROM kb_chunks WHERE kb_id = %s", kb.id) == 0
     with open_desk(tmp_path / "bob.db") as bobs_laptop:  # bob cannot import it
@@ -484,8 +542,16 @@ def test_setup_is_idempotent_and_secures_every_table(server):
     again = setup(server.uri)
     assert again["roles_created"] == [] and again["users"] == 4
     tables = secured_tables(psycopg.connect(server.uri, autocommit=True))
-    assert {"knowledge_bases", "kb_documents", "kb_chunks", "channel_knowledge_bases", "kbdesk_document_blobs",
-            "kbdesk_audit_log", "kbdesk_usage_log", "kbdesk_embedding_cache"} <= set(tables)
+    assert {
+        "knowledge_bases",
+        "kb_documents",
+        "kb_chunks",
+        "channel_knowledge_bases",
+        "kbdesk_document_blobs",
+        "kbdesk_audit_log",
+        "kbdesk_usage_log",
+        "kbdesk_embedding_cache",
+    } <= set(tables)
     flags = dict(sql(server.uri, "SELECT relname::text, relrowsecurity FROM pg_class WHERE relname = ANY(%s)", tables))
     assert all(flags[t] for t in tables), flags
     listed = {u["login"]: u for u in users(server.uri)}

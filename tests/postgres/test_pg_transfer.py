@@ -20,28 +20,42 @@ from kbdesk.transfer import ModelMismatchError, export_kb, import_kb
 from pg_support import sql, with_password
 
 QUERIES = ["restore snapshot", "who owns the rollout", "designer", "all systems green", "lighthouse March"]
-EXTRA = {"ledger.txt": "Invoices are paid within thirty days.\n\nLate fees apply after that.",
-         "faq.md": "# FAQ\n\n## Access\n\nAsk the admin for a badge.\n\n## Parking\n\nPark behind the lighthouse."}
+EXTRA = {
+    "ledger.txt": "Invoices are paid within thirty days.\n\nLate fees apply after that.",
+    "faq.md": "# FAQ\n\n## Access\n\nAsk the admin for a badge.\n\n## Parking\n\nPark behind the lighthouse.",
+}
 
 
 def pg_snapshot(uri):
     """Every row of every table, hashed per table: any change shows."""
     tables = [r[0] for r in sql(uri, "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")]
-    return {t: sql(uri, f'SELECT count(*), md5(coalesce(string_agg(x::text, \'|\' ORDER BY x::text), \'\')) '
-                        f'FROM "{t}" x')[0] for t in tables}
+    return {
+        t: sql(uri, f"SELECT count(*), md5(coalesce(string_agg(x::text, '|' ORDER BY x::text), '')) FROM \"{t}\" x")[0]
+        for t in tables
+    }
 
 
 def sqlite_snapshot(desk):
     conn = desk.store.connection()
-    names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE "
-                                        "'vec_kb_%' AND name NOT LIKE 'kb_chunks_fts%' AND name NOT LIKE 'sqlite_%'")]
+    names = [
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE "
+            "'vec_kb_%' AND name NOT LIKE 'kb_chunks_fts%' AND name NOT LIKE 'sqlite_%'"
+        )
+    ]
     return {n: sorted(map(repr, conn.execute(f'SELECT * FROM "{n}"').fetchall())) for n in names}
 
 
 def chunks_of(desk):
-    rows = desk.store.connection().execute(
-        "SELECT c.id, c.document_id, c.chunk_index, c.content, c.metadata, c.content_hash, c.embedding "
-        "FROM kb_chunks c ORDER BY c.id").fetchall()
+    rows = (
+        desk.store.connection()
+        .execute(
+            "SELECT c.id, c.document_id, c.chunk_index, c.content, c.metadata, c.content_hash, c.embedding "
+            "FROM kb_chunks c ORDER BY c.id"
+        )
+        .fetchall()
+    )
     return [(r[0], r[1], r[2], r[3], json.loads(r[4]), r[5], bytes(r[6]) if r[6] is not None else None) for r in rows]
 
 
@@ -64,8 +78,13 @@ def laptop(tmp_path, fake_openai, kbdesk_home):
     report = desk.add("docs", [folder])
     assert report.failed == []
     text = "scanned page\x00 with a NUL byte about invoices"
-    desk.add_document("docs", "scan.pdf", [ChunkInput(text, 9, {"page": 3, "ocr\x00": "yes\x00"})],
-                      vectors=[fake_openai.vector_for(text, fake_openai.dimensions)], extracted_text=text)
+    desk.add_document(
+        "docs",
+        "scan.pdf",
+        [ChunkInput(text, 9, {"page": 3, "ocr\x00": "yes\x00"})],
+        vectors=[fake_openai.vector_for(text, fake_openai.dimensions)],
+        extracted_text=text,
+    )
     yield desk
     desk.close()
 
@@ -82,14 +101,20 @@ def test_round_trip_keeps_vectors_files_and_search_results(laptop, pg_uri, fake_
     with open_desk(pg_uri) as server:
         kb = server.kb("docs")
         assert (kb.id, kb.document_count, kb.chunk_count, kb.status) == (
-            laptop.kb("docs").id, total, laptop.kb("docs").chunk_count, "active")
+            laptop.kb("docs").id,
+            total,
+            laptop.kb("docs").chunk_count,
+            "active",
+        )
         # searched there with the same results (vector ranking is the same function of the same vectors)
         for query in QUERIES:
             there, here = results(server, query, fake_openai, "vector"), results(laptop, query, fake_openai, "vector")
             assert [r[0] for r in there] == [r[0] for r in here]
             assert [r[2] for r in there] == pytest.approx([r[2] for r in here], abs=2e-6)
-            assert results(server, query, fake_openai, "hybrid")[0][0] == results(laptop, query, fake_openai,
-                                                                                 "hybrid")[0][0]
+            assert (
+                results(server, query, fake_openai, "hybrid")[0][0]
+                == results(laptop, query, fake_openai, "hybrid")[0][0]
+            )
         assert sql(pg_uri, "SELECT count(*) FROM kbdesk_document_blobs")[0][0] == report.copied_files
 
     # re-exported with zero changes
@@ -108,14 +133,21 @@ def test_round_trip_keeps_vectors_files_and_search_results(laptop, pg_uri, fake_
         assert [(c[3], c[4]) for c in got] == [(c[3].replace("\x00", ""), clean(c[4])) for c in want]
         for query in QUERIES:
             for mode in ("vector", "keyword", "hybrid"):
-                assert results(back, query, fake_openai, mode) == results(laptop, query, fake_openai, mode), \
-                    (query, mode)
+                assert results(back, query, fake_openai, mode) == results(laptop, query, fake_openai, mode), (
+                    query,
+                    mode,
+                )
         for doc in laptop.store.list_documents(laptop.kb("docs").id):
             copy = back.store.get_document(doc.id)
             assert (copy.filename, copy.content_hash, copy.size_bytes, copy.source_path) == (
-                doc.filename, doc.content_hash, doc.size_bytes, doc.source_path)
+                doc.filename,
+                doc.content_hash,
+                doc.size_bytes,
+                doc.source_path,
+            )
             assert back.store.document_sections(doc.id) == [
-                (t.replace("\x00", ""), m) for t, m in laptop.store.document_sections(doc.id)]
+                (t.replace("\x00", ""), m) for t, m in laptop.store.document_sections(doc.id)
+            ]
             original = laptop.files_dir / doc.storage_key
             if original.exists():
                 assert (back.files_dir / copy.storage_key).read_bytes() == original.read_bytes()
@@ -129,8 +161,11 @@ def test_an_interrupted_export_is_finished_by_running_it_again(laptop, pg_uri):
 
     def drop_connection(event):
         if event.kind == "batch" and event.docs_done == 2:
-            sql(pg_uri, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
-                        "AND pid <> pg_backend_pid()")
+            sql(
+                pg_uri,
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid()",
+            )
 
     with pytest.raises(StoreError, match="lost the connection"):
         export_kb(laptop, "docs", pg_uri, batch_docs=1, on_event=drop_connection)
@@ -140,7 +175,8 @@ def test_an_interrupted_export_is_finished_by_running_it_again(laptop, pg_uri):
     assert (report.unchanged_documents, report.copied_documents) == (2, total - 2)
     assert sql(pg_uri, "SELECT count(*) FROM kb_documents")[0][0] == total
     assert sql(pg_uri, "SELECT status, document_count, chunk_count FROM knowledge_bases") == [
-        ("active", total, laptop.kb("docs").chunk_count)]
+        ("active", total, laptop.kb("docs").chunk_count)
+    ]
 
 
 def test_a_killed_export_process_is_finished_by_running_it_again(tmp_path, pg_uri, kbdesk_home):
@@ -149,10 +185,23 @@ def test_a_killed_export_process_is_finished_by_running_it_again(tmp_path, pg_ur
         desk.create_kb("many", model_id="m", dimensions=32)
         rng = np.random.default_rng(5)
         for i in range(300):
-            desk.add_document("many", f"n{i}.txt", [f"note {i} part {j}" for j in range(4)],
-                              vectors=rng.standard_normal((4, 32)))
-    cmd = [sys.executable, "-m", "kbdesk.cli.main", "--db", str(db), "export", "many", "--to", pg_uri,
-           "--batch-size", "1", "--json"]
+            desk.add_document(
+                "many", f"n{i}.txt", [f"note {i} part {j}" for j in range(4)], vectors=rng.standard_normal((4, 32))
+            )
+    cmd = [
+        sys.executable,
+        "-m",
+        "kbdesk.cli.main",
+        "--db",
+        str(db),
+        "export",
+        "many",
+        "--to",
+        pg_uri,
+        "--batch-size",
+        "1",
+        "--json",
+    ]
     env = {**os.environ, "KBDESK_HOME": str(kbdesk_home)}
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
@@ -165,10 +214,17 @@ def test_a_killed_export_process_is_finished_by_running_it_again(tmp_path, pg_ur
     done = sql(pg_uri, "SELECT count(*) FROM kb_documents")[0][0]
     assert 20 <= done < 300, done
     # no half-written document: every row has all its chunks
-    assert sql(pg_uri, "SELECT count(*) FROM kb_documents d WHERE chunk_count <> "
-                       "(SELECT count(*) FROM kb_chunks c WHERE c.document_id = d.id)")[0][0] == 0
-    out = subprocess.run(cmd[:-3] + ["--batch-size", "50", "--json"], env=env, capture_output=True, text=True,
-                         timeout=120)
+    assert (
+        sql(
+            pg_uri,
+            "SELECT count(*) FROM kb_documents d WHERE chunk_count <> "
+            "(SELECT count(*) FROM kb_chunks c WHERE c.document_id = d.id)",
+        )[0][0]
+        == 0
+    )
+    out = subprocess.run(
+        cmd[:-3] + ["--batch-size", "50", "--json"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert report["unchanged_documents"] == done and report["copied_documents"] == 300 - done
@@ -190,8 +246,9 @@ def test_a_kb_re_embedded_since_its_export_is_refused_too(laptop, pg_uri):
     export_kb(laptop, "docs", pg_uri)
     kb = laptop.kb("docs")
     rng = np.random.default_rng(1)
-    laptop.store.put_cached_vectors("new-model", [(h, rng.standard_normal(12)) for h, _ in
-                                                  laptop.store.chunk_texts(kb.id)])
+    laptop.store.put_cached_vectors(
+        "new-model", [(h, rng.standard_normal(12)) for h, _ in laptop.store.chunk_texts(kb.id)]
+    )
     laptop.store.swap_embedding_model(kb.id, "fake", "new-model", "new-model")
     with pytest.raises(ModelMismatchError, match="text-embedding-3-small.*new-model"):
         export_kb(laptop, "docs", pg_uri)
@@ -203,8 +260,9 @@ def test_changed_removed_and_pruned_documents(laptop, pg_uri):
     export_kb(laptop, "docs", pg_uri)
     docs = {d.filename: d for d in laptop.store.list_documents(laptop.kb("docs").id)}
     laptop.delete_document(docs["people.csv"].id)
-    laptop.store.finish_document(docs["ledger.txt"].id, [ChunkInput("Invoices are paid within sixty days.")],
-                                 [np.ones(8)])
+    laptop.store.finish_document(
+        docs["ledger.txt"].id, [ChunkInput("Invoices are paid within sixty days.")], [np.ones(8)]
+    )
     report = export_kb(laptop, "docs", pg_uri)
     assert (report.copied_documents, report.extra_on_target, report.pruned_documents) == (1, 1, 0)
     pruned = export_kb(laptop, "docs", pg_uri, prune=True)
@@ -229,8 +287,22 @@ def test_cli_export_and_import_as_team_kb_never_write_the_password(laptop, pg_ur
     config.write_text(config.read_text() + '\n[identity]\nusername = "lead"\n[identity.teams]\nEng = "admin"\n')
     secret_uri = with_password(pg_uri, "hunter2-secret")
     runner = CliRunner()
-    out = runner.invoke(cli, ["--db", str(laptop.db_path), "export", "docs", "--to", secret_uri,
-                              "--scope", "team", "--team", "Eng", "--json"])
+    out = runner.invoke(
+        cli,
+        [
+            "--db",
+            str(laptop.db_path),
+            "export",
+            "docs",
+            "--to",
+            secret_uri,
+            "--scope",
+            "team",
+            "--team",
+            "Eng",
+            "--json",
+        ],
+    )
     assert out.exit_code == 0, out.output
     body = json.loads(out.output)
     assert body["kb_created"] and body["copied_documents"] == laptop.kb("docs").document_count
@@ -267,5 +339,6 @@ def test_a_keyword_only_kb_moves_both_ways(tmp_path, pg_uri, kbdesk_home):
         with open_desk(tmp_path / "copy.db") as copy:
             assert import_kb(copy, pg_uri, "plain").copied_documents == len(GOOD_FILES)
             for query in QUERIES:
-                assert [(r.source, r.content, r.similarity) for r in copy.search(["plain"], query).results] == \
-                    [(r.source, r.content, r.similarity) for r in laptop.search(["plain"], query).results]
+                assert [(r.source, r.content, r.similarity) for r in copy.search(["plain"], query).results] == [
+                    (r.source, r.content, r.similarity) for r in laptop.search(["plain"], query).results
+                ]

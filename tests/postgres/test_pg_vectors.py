@@ -18,9 +18,10 @@ def clustered(n, dims, seed=7, clusters=40):
 def load(desk, name, data, per_doc=250):
     desk.create_kb(name, model_id="m", dimensions=data.shape[1])
     for start in range(0, len(data), per_doc):
-        block = data[start:start + per_doc]
-        desk.add_document(name, f"part{start}.txt", [f"{name} vector {start + i}" for i in range(len(block))],
-                          vectors=block)
+        block = data[start : start + per_doc]
+        desk.add_document(
+            name, f"part{start}.txt", [f"{name} vector {start + i}" for i in range(len(block))], vectors=block
+        )
     return desk.kb(name)
 
 
@@ -72,25 +73,35 @@ def test_wide_models_are_indexed_as_halfvec(pg_desk, pg_uri):
 def test_vectors_are_stored_zero_padded_at_3072(pg_desk, pg_uri):
     pg_desk.create_kb("pad", model_id="m", dimensions=3)
     pg_desk.add_document("pad", "a.txt", ["three numbers"], vectors=[[3.0, 4.0, 0.0]])
-    dims, head, tail = sql(pg_uri, "SELECT vector_dims(embedding), subvector(embedding, 1, 3)::text, "
-                                   "subvector(embedding, 4, 3069)::text FROM kb_chunks")[0]
+    dims, head, tail = sql(
+        pg_uri,
+        "SELECT vector_dims(embedding), subvector(embedding, 1, 3)::text, "
+        "subvector(embedding, 4, 3069)::text FROM kb_chunks",
+    )[0]
     assert dims == 3072 and head == "[0.6,0.8,0]" and set(tail.strip("[]").split(",")) == {"0"}
     assert sql(pg_uri, "SELECT embedding_config->>'dimensions' FROM knowledge_bases")[0][0] == "3"
 
 
 def test_nul_bytes_and_lone_surrogates_never_fail_a_write(pg_desk, pg_uri):
     kb = pg_desk.create_kb("dirty")
-    doc = pg_desk.add_document("dirty", "scan.pdf", [
-        ChunkInput("page one\x00 text with\x00 NULs", metadata={"page": 1, "note\x00": "a\x00b", "bad": "\ud800x"}),
-        ChunkInput("lone \udc80 surrogate")], extracted_text="raw\x00 text")
+    doc = pg_desk.add_document(
+        "dirty",
+        "scan.pdf",
+        [
+            ChunkInput("page one\x00 text with\x00 NULs", metadata={"page": 1, "note\x00": "a\x00b", "bad": "\ud800x"}),
+            ChunkInput("lone \udc80 surrogate"),
+        ],
+        extracted_text="raw\x00 text",
+    )
     rows = sql(pg_uri, "SELECT content, metadata FROM kb_chunks ORDER BY chunk_index")
     assert rows[0] == ("page one text with NULs", {"page": 1, "note": "ab", "bad": "\ufffdx"})
     assert rows[1][0] == "lone \ufffd surrogate"
     assert pg_desk.search(["dirty"], "NULs").results[0].source == "scan.pdf"
     # extracted text through the ingestion lifecycle: sections move with the removed NULs
     new = pg_desk.store.create_document(kb.id, "notes.txt", size_bytes=10)
-    pg_desk.store.set_document_status(new.id, "chunking", extracted_text="ab\x00\x00cd\x00ef",
-                                      sections=[(0, 6, {"page": 1}), (6, 9, {"page": 2})])
+    pg_desk.store.set_document_status(
+        new.id, "chunking", extracted_text="ab\x00\x00cd\x00ef", sections=[(0, 6, {"page": 1}), (6, 9, {"page": 2})]
+    )
     assert pg_desk.store.document_sections(new.id) == [("abcd", {"page": 1}), ("ef", {"page": 2})]
     pg_desk.store.set_document_status(new.id, "error", error="bad\x00 byte")
     assert pg_desk.store.get_document(new.id).error == "bad byte"

@@ -16,8 +16,10 @@ from pathlib import Path
 import httpx
 
 KBDESK = [sys.executable, "-m", "kbdesk.cli.main"]
-MARKDOWN = ("# Admin guide\n\n## SSO\n\nTo configure SSO, navigate to Settings > Security and paste the identity "
-            "provider metadata URL.\n\n## Backups\n\nBackups run nightly at 02:00 and are kept for 30 days.\n")
+MARKDOWN = (
+    "# Admin guide\n\n## SSO\n\nTo configure SSO, navigate to Settings > Security and paste the identity "
+    "provider metadata URL.\n\n## Backups\n\nBackups run nightly at 02:00 and are kept for 30 days.\n"
+)
 
 
 def free_port() -> int:
@@ -40,14 +42,19 @@ def make_token(*args: str, env: dict[str, str] | None = None) -> str:
 class ServeProcess:
     """``kbdesk serve`` in a child process, answering on ``base``."""
 
-    def __init__(self, tmp_path: Path, *args: str, serve_args: tuple[str, ...] = (),
-                 env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, tmp_path: Path, *args: str, serve_args: tuple[str, ...] = (), env: dict[str, str] | None = None
+    ) -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = tmp_path / f"serve-{self.port}.log"
         self._log = open(self.log, "w")
-        self.proc = subprocess.Popen([*KBDESK, *args, "serve", "--port", str(self.port), *serve_args],
-                                     stdout=self._log, stderr=subprocess.STDOUT, env=env or dict(os.environ))
+        self.proc = subprocess.Popen(
+            [*KBDESK, *args, "serve", "--port", str(self.port), *serve_args],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=env or dict(os.environ),
+        )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -103,7 +110,8 @@ def app_client(desk, permissions: tuple[str, ...] | None = None, user: str = "me
     from kbdesk.store.tokens import PERMISSIONS, Tokens
 
     who = token_user(desk, user)
-    _token, secret = Tokens(desk.store).create(who.user_id, who.username,
-                                                  PERMISSIONS if permissions is None else permissions)
+    _token, secret = Tokens(desk.store).create(
+        who.user_id, who.username, PERMISSIONS if permissions is None else permissions
+    )
     client = TestClient(create_app(desk), base_url="http://127.0.0.1/api", raise_server_exceptions=False)
     return client, {"Authorization": f"Bearer {secret}"}

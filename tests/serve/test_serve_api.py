@@ -6,11 +6,11 @@ from __future__ import annotations
 import time
 
 import pytest
+from serve_support import MARKDOWN, app_client
 
 from kbdesk import open_desk
 from kbdesk.serve import create_app
 from kbdesk.store.tokens import Tokens
-from serve_support import MARKDOWN, app_client
 
 
 @pytest.fixture
@@ -125,14 +125,17 @@ def test_a_channel_is_a_conversation_and_its_kbs_can_be_set(api, desk):
     b = api.post("/knowledge-bases", json={"name": "beta"}).json()
     conv = desk.chat().new_conversation("planning")
     rows = api.get(f"/channels/{conv.id}/knowledge-bases").json()["data"]
-    assert {(r["kb_name"], r["enabled"], r["origin"]) for r in rows} == {("alpha", True, "personal"),
-                                                                        ("beta", True, "personal")}
+    assert {(r["kb_name"], r["enabled"], r["origin"]) for r in rows} == {
+        ("alpha", True, "personal"),
+        ("beta", True, "personal"),
+    }
     assert set(rows[0]) >= {"kb_id", "kb_name", "enabled", "document_count"}
     only_beta = api.put(f"/channels/{conv.id}/knowledge-bases", json={"kb_ids": [b["id"]]}).json()["data"]
     assert {(r["kb_name"], r["enabled"]) for r in only_beta} == {("alpha", False), ("beta", True)}
     assert [(a.kb.name, a.origin) for a in desk.chat().active_kbs(conv.id)] == [("beta", "conversation")]
-    unknown = api.put(f"/channels/{conv.id}/knowledge-bases",
-                      json={"kb_ids": [a["id"], "00000000-0000-4000-8000-000000000000"]})
+    unknown = api.put(
+        f"/channels/{conv.id}/knowledge-bases", json={"kb_ids": [a["id"], "00000000-0000-4000-8000-000000000000"]}
+    )
     assert unknown.status_code == 404
     assert api.get(f"/channels/{conv.id}/knowledge-bases").json()["data"] == only_beta  # unchanged
     assert api.put(f"/channels/{conv.id}/knowledge-bases", json={"kb_ids": "beta"}).status_code == 400
@@ -148,9 +151,15 @@ def test_uploading_to_a_kb_whose_model_has_no_provider_is_412_and_stores_nothing
 
 def test_the_openapi_document_and_the_index_are_served(api):
     spec = api.get("/openapi.json", headers={"Authorization": ""}).json()
-    assert {"/api/knowledge-bases", "/api/knowledge-bases/{kb_id}/documents", "/api/knowledge-bases/{kb_id}/search",
-            "/api/knowledge-bases/{kb_id}/rebuild", "/api/channels/{channel_id}/knowledge-bases",
-            "/api/knowledge-bases-discoverable", "/api/knowledge-bases/{kb_id}/discoverable"} <= set(spec["paths"])
+    assert {
+        "/api/knowledge-bases",
+        "/api/knowledge-bases/{kb_id}/documents",
+        "/api/knowledge-bases/{kb_id}/search",
+        "/api/knowledge-bases/{kb_id}/rebuild",
+        "/api/channels/{channel_id}/knowledge-bases",
+        "/api/knowledge-bases-discoverable",
+        "/api/knowledge-bases/{kb_id}/discoverable",
+    } <= set(spec["paths"])
     assert "SearchRequest" in spec["components"]["schemas"]
     index = api.get("", headers={"Authorization": ""}).json()
     assert "POST /api/knowledge-bases/{kb_id}/search" in index["endpoints"]
@@ -160,8 +169,11 @@ def test_the_openapi_document_and_the_index_are_served(api):
 def test_no_cross_origin_access_unless_configured(desk):
     from starlette.testclient import TestClient
 
-    preflight = {"Origin": "https://evil.example", "Access-Control-Request-Method": "GET",
-                 "Access-Control-Request-Headers": "authorization"}
+    preflight = {
+        "Origin": "https://evil.example",
+        "Access-Control-Request-Method": "GET",
+        "Access-Control-Request-Headers": "authorization",
+    }
     with TestClient(create_app(desk), base_url="http://127.0.0.1/api") as plain:
         assert "access-control-allow-origin" not in plain.options("/knowledge-bases", headers=preflight).headers
     with TestClient(create_app(desk, cors_origins=["https://app.example"]), base_url="http://127.0.0.1/api") as web:
@@ -185,12 +197,13 @@ def test_a_token_without_kb_write_reads_and_searches_but_changes_nothing(desk, p
         assert sources(reader, kb["id"], "configure SSO") == ["guide.md"]
         doc_id = reader.get(f"/knowledge-bases/{kb['id']}/documents").json()["data"][0]["id"]
         for method, path, kwargs in [
-                ("POST", f"/knowledge-bases/{kb['id']}/documents", {"files": {"file": ("x.md", "# x")}}),
-                ("PUT", f"/knowledge-bases/{kb['id']}", {"json": {"name": "mine"}}),
-                ("DELETE", f"/knowledge-bases/{kb['id']}", {}),
-                ("DELETE", f"/knowledge-bases/{kb['id']}/documents/{doc_id}", {}),
-                ("POST", f"/knowledge-bases/{kb['id']}/rebuild", {}),
-                ("PUT", f"/knowledge-bases/{kb['id']}/discoverable", {"json": {"discoverable": False}})]:
+            ("POST", f"/knowledge-bases/{kb['id']}/documents", {"files": {"file": ("x.md", "# x")}}),
+            ("PUT", f"/knowledge-bases/{kb['id']}", {"json": {"name": "mine"}}),
+            ("DELETE", f"/knowledge-bases/{kb['id']}", {}),
+            ("DELETE", f"/knowledge-bases/{kb['id']}/documents/{doc_id}", {}),
+            ("POST", f"/knowledge-bases/{kb['id']}/rebuild", {}),
+            ("PUT", f"/knowledge-bases/{kb['id']}/discoverable", {"json": {"discoverable": False}}),
+        ]:
             answer = reader.request(method, path, **kwargs)
             assert answer.status_code == 403 and "kb.write" in answer.json()["message"], (method, path)
         created = reader.post("/knowledge-bases", json={"name": "new"})
@@ -221,8 +234,9 @@ def test_an_upload_that_cannot_get_its_turn_is_refused_and_never_runs_later(kbde
     with client:
         client.headers.update(auth)
         first = upload(client, kb.id, "plan.md", "# Plan\n\nThe glacier plan: walrus.\n", wait=False)
-        busy = client.post(f"/knowledge-bases/{kb.id}/documents",
-                           files={"file": ("plan.md", "# Plan\n\nThe narwhal plan.\n")})
+        busy = client.post(
+            f"/knowledge-bases/{kb.id}/documents", files={"file": ("plan.md", "# Plan\n\nThe narwhal plan.\n")}
+        )
         assert busy.status_code == 503 and busy.headers["retry-after"] == "10"
         assert "still being indexed" in busy.json()["message"]
         for _ in range(400):

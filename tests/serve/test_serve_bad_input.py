@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 
 import pytest
+from serve_support import MARKDOWN, app_client
 
 from kbdesk import open_desk
-from serve_support import MARKDOWN, app_client
 
 
 @pytest.fixture
@@ -51,49 +51,61 @@ def refused(answer, status: int, *words: str) -> None:
     assert "Traceback" not in answer.text and "/kbdesk/" not in answer.text and "/tmp" not in answer.text
 
 
-@pytest.mark.parametrize(("method", "path", "body", "status", "words"), [
-    ("post", "/knowledge-bases", b"{not json", 400, ["not valid JSON"]),
-    ("post", "/knowledge-bases", b"[1, 2]", 400, []),
-    ("post", "/knowledge-bases", b'{"name": 7}', 400, ["name"]),
-    ("post", "/knowledge-bases", b'{"name": "x", "colour": "red"}', 400, ["unknown field 'colour'"]),
-    ("post", "/knowledge-bases", b'{"name": ""}', 400, ["name"]),
-    ("post", "/knowledge-bases", b'{"description": "no name"}', 400, ["'name' is required"]),
-    ("post", "/knowledge-bases", b'{"name": "x", "scope": "galactic"}', 400, ["scope"]),
-    ("post", "/knowledge-bases", b'{"name": "x", "scope": "team"}', 400, ["team_id"]),
-    ("post", "/knowledge-bases", b'{"name": "docs"}', 409, ["docs"]),
-    ("post", "/knowledge-bases", b'{"name": "bad\\u001b[31mname"}', 400, []),
-    ("put", "/knowledge-bases/{kb}", b"{}", 400, ["nothing to change"]),
-    ("put", "/knowledge-bases/{kb}", b'{"name": null}', 400, ["null"]),
-    ("put", "/knowledge-bases/{kb}", b'{"name": "x", "owner_id": "me"}', 400, ["unknown field 'owner_id'"]),
-    ("put", "/knowledge-bases/{kb}/discoverable", b'{"discoverable": "no"}', 400, ["discoverable"]),
-    ("put", "/knowledge-bases/{kb}/discoverable", b"{}", 400, ["'discoverable' is required"]),
-    ("post", "/knowledge-bases/{kb}/search", b'{"query": ""}', 400, ["query"]),
-    ("post", "/knowledge-bases/{kb}/search", b'{"query": "x", "limit": "5"}', 400, ["limit"]),
-    ("post", "/knowledge-bases/{kb}/search", b'{"query": "x", "limit": 21}', 400, ["limit"]),
-    ("post", "/knowledge-bases/{kb}/search", b'{"query": "x", "limit": 0}', 400, ["limit"]),
-    ("post", "/knowledge-bases/{kb}/search", b'{"query": "x", "threshold": 2}', 400, ["threshold"]),
-    ("post", "/knowledge-bases/{kb}/search", b'{"query": "x", "top_k": 3}', 400, ["unknown field 'top_k'"]),
-    ("post", "/knowledge-bases/{kb}/search", b'{"query": "x", "mode": "keyword", "threshold": 0.5}', 400,
-     ["keyword search has no cosine"]),
-])
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status", "words"),
+    [
+        ("post", "/knowledge-bases", b"{not json", 400, ["not valid JSON"]),
+        ("post", "/knowledge-bases", b"[1, 2]", 400, []),
+        ("post", "/knowledge-bases", b'{"name": 7}', 400, ["name"]),
+        ("post", "/knowledge-bases", b'{"name": "x", "colour": "red"}', 400, ["unknown field 'colour'"]),
+        ("post", "/knowledge-bases", b'{"name": ""}', 400, ["name"]),
+        ("post", "/knowledge-bases", b'{"description": "no name"}', 400, ["'name' is required"]),
+        ("post", "/knowledge-bases", b'{"name": "x", "scope": "galactic"}', 400, ["scope"]),
+        ("post", "/knowledge-bases", b'{"name": "x", "scope": "team"}', 400, ["team_id"]),
+        ("post", "/knowledge-bases", b'{"name": "docs"}', 409, ["docs"]),
+        ("post", "/knowledge-bases", b'{"name": "bad\\u001b[31mname"}', 400, []),
+        ("put", "/knowledge-bases/{kb}", b"{}", 400, ["nothing to change"]),
+        ("put", "/knowledge-bases/{kb}", b'{"name": null}', 400, ["null"]),
+        ("put", "/knowledge-bases/{kb}", b'{"name": "x", "owner_id": "me"}', 400, ["unknown field 'owner_id'"]),
+        ("put", "/knowledge-bases/{kb}/discoverable", b'{"discoverable": "no"}', 400, ["discoverable"]),
+        ("put", "/knowledge-bases/{kb}/discoverable", b"{}", 400, ["'discoverable' is required"]),
+        ("post", "/knowledge-bases/{kb}/search", b'{"query": ""}', 400, ["query"]),
+        ("post", "/knowledge-bases/{kb}/search", b'{"query": "x", "limit": "5"}', 400, ["limit"]),
+        ("post", "/knowledge-bases/{kb}/search", b'{"query": "x", "limit": 21}', 400, ["limit"]),
+        ("post", "/knowledge-bases/{kb}/search", b'{"query": "x", "limit": 0}', 400, ["limit"]),
+        ("post", "/knowledge-bases/{kb}/search", b'{"query": "x", "threshold": 2}', 400, ["threshold"]),
+        ("post", "/knowledge-bases/{kb}/search", b'{"query": "x", "top_k": 3}', 400, ["unknown field 'top_k'"]),
+        (
+            "post",
+            "/knowledge-bases/{kb}/search",
+            b'{"query": "x", "mode": "keyword", "threshold": 0.5}',
+            400,
+            ["keyword search has no cosine"],
+        ),
+    ],
+)
 def test_malformed_bodies_are_refused_and_change_nothing(api, method, path, body, status, words):
     before = state(api)
-    answer = api.request(method.upper(), path.format(kb=api.kb["id"]), content=body,
-                         headers={"content-type": "application/json"})
+    answer = api.request(
+        method.upper(), path.format(kb=api.kb["id"]), content=body, headers={"content-type": "application/json"}
+    )
     refused(answer, status, *words)
     assert state(api) == before
 
 
-@pytest.mark.parametrize(("files", "data", "status", "words"), [
-    ({"document": ("a.md", b"# hi")}, None, 400, ["multipart/form-data field 'file'"]),
-    (None, {"file": "just text"}, 400, ["'file'"]),
-    ({"file": ("../../etc/passwd.md", b"# hi")}, None, 400, ["not a path"]),
-    ({"file": ("..", b"# hi")}, None, 400, ["not a path"]),
-    ({"file": ("sub/dir.md", b"# hi")}, None, 400, ["not a path"]),
-    ({"file": ("empty.md", b"")}, None, 400, ["empty"]),
-    ({"file": ("x" * 300 + ".md", b"# hi")}, None, 400, ["longer than 255 bytes"]),
-    ({"file": ("program.exe", b"MZ")}, None, 415, ["'.exe'"]),
-])
+@pytest.mark.parametrize(
+    ("files", "data", "status", "words"),
+    [
+        ({"document": ("a.md", b"# hi")}, None, 400, ["multipart/form-data field 'file'"]),
+        (None, {"file": "just text"}, 400, ["'file'"]),
+        ({"file": ("../../etc/passwd.md", b"# hi")}, None, 400, ["not a path"]),
+        ({"file": ("..", b"# hi")}, None, 400, ["not a path"]),
+        ({"file": ("sub/dir.md", b"# hi")}, None, 400, ["not a path"]),
+        ({"file": ("empty.md", b"")}, None, 400, ["empty"]),
+        ({"file": ("x" * 300 + ".md", b"# hi")}, None, 400, ["longer than 255 bytes"]),
+        ({"file": ("program.exe", b"MZ")}, None, 415, ["'.exe'"]),
+    ],
+)
 def test_bad_uploads_are_refused_and_store_nothing(api, files, data, status, words):
     before = state(api)
     refused(api.post(f"/knowledge-bases/{api.kb['id']}/documents", files=files, data=data), status, *words)
@@ -103,18 +115,22 @@ def test_bad_uploads_are_refused_and_store_nothing(api, files, data, status, wor
 
 def multipart(filename: bytes, data: bytes = b"# hi") -> tuple[bytes, dict[str, str]]:
     """A multipart body with the file name exactly as given (clients escape some bytes)."""
-    body = (b'--b0undary\r\nContent-Disposition: form-data; name="file"; filename="' + filename + b'"\r\n'
-            b"Content-Type: text/markdown\r\n\r\n" + data + b"\r\n--b0undary--\r\n")
+    body = (
+        b'--b0undary\r\nContent-Disposition: form-data; name="file"; filename="' + filename + b'"\r\n'
+        b"Content-Type: text/markdown\r\n\r\n" + data + b"\r\n--b0undary--\r\n"
+    )
     return body, {"content-type": "multipart/form-data; boundary=b0undary"}
 
 
-@pytest.mark.parametrize("filename", [b"bad\x1b[2Jname.md", b"tab\tname.md", b"nul\x00.md", b"bell\x07.md",
-                                      b"rtl\xe2\x80\xaename.md"])
+@pytest.mark.parametrize(
+    "filename", [b"bad\x1b[2Jname.md", b"tab\tname.md", b"nul\x00.md", b"bell\x07.md", b"rtl\xe2\x80\xaename.md"]
+)
 def test_file_names_with_control_characters_are_refused(api, filename):
     before = state(api)
     body, headers = multipart(filename)
-    refused(api.post(f"/knowledge-bases/{api.kb['id']}/documents", content=body, headers=headers), 400,
-            "control characters")
+    refused(
+        api.post(f"/knowledge-bases/{api.kb['id']}/documents", content=body, headers=headers), 400, "control characters"
+    )
     assert state(api) == before
 
 
@@ -128,11 +144,21 @@ def test_a_body_over_the_limit_is_refused_while_it_streams(api):
             yield b"a" * (1024 * 1024)
         yield b"\r\n--b0undary--\r\n"
 
-    answer = api.post(f"/knowledge-bases/{api.kb['id']}/documents", content=chunks(),
-                      headers={"content-type": "multipart/form-data; boundary=b0undary"})
+    answer = api.post(
+        f"/knowledge-bases/{api.kb['id']}/documents",
+        content=chunks(),
+        headers={"content-type": "multipart/form-data; boundary=b0undary"},
+    )
     refused(answer, 413, "10 MB")
-    refused(api.post("/knowledge-bases", content=b'{"name": "' + b"x" * (2 * 1024 * 1024) + b'"}',
-                     headers={"content-type": "application/json"}), 413, "1024 KB")
+    refused(
+        api.post(
+            "/knowledge-bases",
+            content=b'{"name": "' + b"x" * (2 * 1024 * 1024) + b'"}',
+            headers={"content-type": "application/json"},
+        ),
+        413,
+        "1024 KB",
+    )
     assert state(api) == before
 
 
@@ -141,14 +167,18 @@ def test_ids_that_do_not_exist_or_are_not_ids_are_404(api):
     other = api.post("/knowledge-bases", json={"name": "other"}).json()["id"]
     before = state(api)
     missing = "00000000-0000-4000-8000-000000000000"
-    for method, path in [("GET", f"/knowledge-bases/{missing}"), ("GET", "/knowledge-bases/docs"),
-                         ("GET", f"/knowledge-bases/{kb[:8]}"), ("DELETE", f"/knowledge-bases/{missing}"),
-                         ("GET", f"/knowledge-bases/{kb}/documents/{missing}/status"),
-                         ("GET", f"/knowledge-bases/{kb}/documents/guide.md/status"),
-                         ("GET", f"/knowledge-bases/{other}/documents/{doc}/status"),  # another KB's document
-                         ("DELETE", f"/knowledge-bases/{other}/documents/{doc}"),
-                         ("POST", f"/knowledge-bases/{missing}/rebuild"),
-                         ("GET", f"/channels/{missing}/knowledge-bases")]:
+    for method, path in [
+        ("GET", f"/knowledge-bases/{missing}"),
+        ("GET", "/knowledge-bases/docs"),
+        ("GET", f"/knowledge-bases/{kb[:8]}"),
+        ("DELETE", f"/knowledge-bases/{missing}"),
+        ("GET", f"/knowledge-bases/{kb}/documents/{missing}/status"),
+        ("GET", f"/knowledge-bases/{kb}/documents/guide.md/status"),
+        ("GET", f"/knowledge-bases/{other}/documents/{doc}/status"),  # another KB's document
+        ("DELETE", f"/knowledge-bases/{other}/documents/{doc}"),
+        ("POST", f"/knowledge-bases/{missing}/rebuild"),
+        ("GET", f"/channels/{missing}/knowledge-bases"),
+    ]:
         refused(api.request(method, path), 404)
     refused(api.post(f"/knowledge-bases/{missing}/search", json={"query": "sso"}), 404)
     refused(api.get("/no-such-thing"), 404, "GET /api")
@@ -159,13 +189,20 @@ def test_ids_that_do_not_exist_or_are_not_ids_are_404(api):
 def test_without_a_valid_token_nothing_is_answered_or_changed(api):
     auth = api.headers.pop("Authorization")
     before = state(api)
-    for headers in ({}, {"Authorization": "Bearer"}, {"Authorization": "Basic dXNlcjpwYXNz"},
-                    {"Authorization": "Bearer kbd_" + "x" * 43}, {"Authorization": auth + "x"},
-                    {"Authorization": "bearer " + auth.split()[1][:-1]}):
+    for headers in (
+        {},
+        {"Authorization": "Bearer"},
+        {"Authorization": "Basic dXNlcjpwYXNz"},
+        {"Authorization": "Bearer kbd_" + "x" * 43},
+        {"Authorization": auth + "x"},
+        {"Authorization": "bearer " + auth.split()[1][:-1]},
+    ):
         refused(api.get("/knowledge-bases", headers=headers), 401)
         refused(api.delete(f"/knowledge-bases/{api.kb['id']}", headers=headers), 401)
-        refused(api.post(f"/knowledge-bases/{api.kb['id']}/documents", headers=headers,
-                         files={"file": ("x.md", b"# x")}), 401)
+        refused(
+            api.post(f"/knowledge-bases/{api.kb['id']}/documents", headers=headers, files={"file": ("x.md", b"# x")}),
+            401,
+        )
     assert api.get("/knowledge-bases", headers={"Authorization": auth.replace("Bearer", "bearer")}).status_code == 200
     assert state(api) == before
 

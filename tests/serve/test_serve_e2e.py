@@ -5,8 +5,9 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from ingest_support import configure_provider
 from serve_support import MARKDOWN, ServeProcess, cli, make_token, wait_ready
+
+from ingest_support import configure_provider
 
 
 def test_a_fresh_home_creates_uploads_polls_and_finds_a_document(tmp_path, kbdesk_home):
@@ -25,12 +26,18 @@ def test_a_fresh_home_creates_uploads_polls_and_finds_a_document(tmp_path, kbdes
             assert kb["name"] == "Product Docs" and kb["scope"] == "personal" and kb["document_count"] == 0
             assert "discoverable" not in kb
 
-            upload = api.post(f"/knowledge-bases/{kb['id']}/documents",
-                              files={"file": ("admin-guide.md", MARKDOWN.encode(), "text/markdown")})
+            upload = api.post(
+                f"/knowledge-bases/{kb['id']}/documents",
+                files={"file": ("admin-guide.md", MARKDOWN.encode(), "text/markdown")},
+            )
             assert upload.status_code == 202
             doc = upload.json()
-            assert (doc["filename"], doc["kb_id"], doc["content_type"], doc["size_bytes"]) == \
-                ("admin-guide.md", kb["id"], "text/markdown", len(MARKDOWN.encode()))
+            assert (doc["filename"], doc["kb_id"], doc["content_type"], doc["size_bytes"]) == (
+                "admin-guide.md",
+                kb["id"],
+                "text/markdown",
+                len(MARKDOWN.encode()),
+            )
             assert doc["status"] in ("pending", "extracting", "chunking", "embedding", "ready")
             assert "source_path" not in doc  # where it is kept on the server is not shown
 
@@ -48,8 +55,10 @@ def test_a_fresh_home_creates_uploads_polls_and_finds_a_document(tmp_path, kbdes
             assert (best["source"], best["kb"]) == ("admin-guide.md", "Product Docs")
             assert 0 < best["similarity"] <= 1
 
-            big = api.post(f"/knowledge-bases/{kb['id']}/documents",
-                           files={"file": ("big.md", b"a" * (11 * 1024 * 1024), "text/markdown")})
+            big = api.post(
+                f"/knowledge-bases/{kb['id']}/documents",
+                files={"file": ("big.md", b"a" * (11 * 1024 * 1024), "text/markdown")},
+            )
             assert big.status_code == 413
             assert big.json() == {"error": "payload_too_large", "message": "the file is over the 10 MB limit"}
             listed = api.get(f"/knowledge-bases/{kb['id']}/documents").json()
@@ -66,12 +75,16 @@ def test_search_by_meaning_over_http_uses_the_kbs_embedding_model(tmp_path, kbde
     try:
         with server.client(token) as api:
             kb = api.get("/knowledge-bases").json()["data"][0]
-            doc = api.post(f"/knowledge-bases/{kb['id']}/documents",
-                           files={"file": ("note.txt", b"The lighthouse keeper logs every ship.")}).json()
+            doc = api.post(
+                f"/knowledge-bases/{kb['id']}/documents",
+                files={"file": ("note.txt", b"The lighthouse keeper logs every ship.")},
+            ).json()
             assert wait_ready(api, kb["id"], doc["id"])["status"] == "ready"
             # the fake provider's vectors are seeded by the text: the same text, similarity 1
-            body = api.post(f"/knowledge-bases/{kb['id']}/search",
-                            json={"query": "The lighthouse keeper logs every ship.", "mode": "vector"}).json()
+            body = api.post(
+                f"/knowledge-bases/{kb['id']}/search",
+                json={"query": "The lighthouse keeper logs every ship.", "mode": "vector"},
+            ).json()
             assert body["mode"] == "vector" and body["total"] == 1
             assert abs(body["data"][0]["similarity"] - 1.0) < 1e-5
     finally:
@@ -84,8 +97,9 @@ def test_many_searches_and_uploads_at_once_without_an_error_or_a_duplicate(tmp_p
     try:
         with server.client(token) as api:
             kb = api.post("/knowledge-bases", json={"name": "busy"}).json()
-            seed = api.post(f"/knowledge-bases/{kb['id']}/documents",
-                            files={"file": ("seed.md", MARKDOWN.encode())}).json()
+            seed = api.post(
+                f"/knowledge-bases/{kb['id']}/documents", files={"file": ("seed.md", MARKDOWN.encode())}
+            ).json()
             assert wait_ready(api, kb["id"], seed["id"])["status"] == "ready"
             start = threading.Barrier(65)
             words = ["alpaca", "bison", "camel", "dingo", "eland"]
@@ -93,21 +107,26 @@ def test_many_searches_and_uploads_at_once_without_an_error_or_a_duplicate(tmp_p
             def search(_i: int) -> int:
                 with server.client(token) as own:
                     start.wait()
-                    return own.post(f"/knowledge-bases/{kb['id']}/search", json={"query": "backups nightly"}
-                                    ).status_code
+                    return own.post(
+                        f"/knowledge-bases/{kb['id']}/search", json={"query": "backups nightly"}
+                    ).status_code
 
             def upload(i: int) -> tuple[int, str]:
                 with server.client(token) as own:
                     start.wait()
-                    answer = own.post(f"/knowledge-bases/{kb['id']}/documents",
-                                      files={"file": (f"page-{i}.md", f"# Page {i}\n\nZebra number {i}.\n".encode())})
+                    answer = own.post(
+                        f"/knowledge-bases/{kb['id']}/documents",
+                        files={"file": (f"page-{i}.md", f"# Page {i}\n\nZebra number {i}.\n".encode())},
+                    )
                     return answer.status_code, answer.json()["id"]
 
             def same_name(word: str) -> tuple[int, str]:  # five versions of one file at once
                 with server.client(token) as own:
                     start.wait()
-                    answer = own.post(f"/knowledge-bases/{kb['id']}/documents",
-                                      files={"file": ("same.md", f"# Same\n\nThe {word} grazes.\n".encode())})
+                    answer = own.post(
+                        f"/knowledge-bases/{kb['id']}/documents",
+                        files={"file": ("same.md", f"# Same\n\nThe {word} grazes.\n".encode())},
+                    )
                     return answer.status_code, answer.json()["id"]
 
             with ThreadPoolExecutor(65) as pool:
@@ -128,8 +147,9 @@ def test_many_searches_and_uploads_at_once_without_an_error_or_a_duplicate(tmp_p
             names = sorted(d["filename"] for d in docs)
             assert names == sorted(["seed.md", "same.md", *(f"page-{i}.md" for i in range(10))])
             assert api.get(f"/knowledge-bases/{kb['id']}").json()["document_count"] == 12
-            found = [w for w in words if api.post(f"/knowledge-bases/{kb['id']}/search",
-                                                  json={"query": w}).json()["total"]]
+            found = [
+                w for w in words if api.post(f"/knowledge-bases/{kb['id']}/search", json={"query": w}).json()["total"]
+            ]
             assert len(found) == 1  # one current version of the file, whichever came last
             hits = api.post(f"/knowledge-bases/{kb['id']}/search", json={"query": "Zebra number 7"}).json()["data"]
             assert hits[0]["source"] == "page-7.md"
@@ -145,8 +165,10 @@ def test_an_upload_a_crash_interrupted_is_finished_by_the_next_start(tmp_path, k
     server = ServeProcess(tmp_path)
     with server.client(token) as api:
         kb = api.get("/knowledge-bases").json()["data"][0]
-        doc = api.post(f"/knowledge-bases/{kb['id']}/documents",
-                       files={"file": ("glacier.md", b"# Glacier\n\nThe glacier moves a metre a day.\n")}).json()
+        doc = api.post(
+            f"/knowledge-bases/{kb['id']}/documents",
+            files={"file": ("glacier.md", b"# Glacier\n\nThe glacier moves a metre a day.\n")},
+        ).json()
         seen = []
         for _ in range(600):  # until its embedding request is stuck at the provider
             seen.append(api.get(f"/knowledge-bases/{kb['id']}/documents/{doc['id']}/status").json()["status"])

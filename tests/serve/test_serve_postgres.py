@@ -8,6 +8,7 @@ import uuid
 
 import psycopg
 import pytest
+from serve_support import MARKDOWN
 from starlette.testclient import TestClient
 
 from kbdesk import open_desk
@@ -17,7 +18,6 @@ from kbdesk.serve.users import token_user
 from kbdesk.store.postgres.admin import TeamGrant, grant, revoke, setup
 from kbdesk.store.tokens import Tokens
 from pg_support import as_login, create_login, sql
-from serve_support import MARKDOWN
 
 PASSWORD = "s3cret-Pw"
 
@@ -81,13 +81,14 @@ def test_personal_kbs_are_their_owners_alone(team):
     assert ready(team.alice, kb["id"], doc.json()["id"])["status"] == "ready"
     for other in (team.eve, team.bob):
         assert other.get("/knowledge-bases").json()["total"] == 0
-        for method, path, kw in [("get", f"/knowledge-bases/{kb['id']}", {}),
-                                 ("post", f"/knowledge-bases/{kb['id']}/search", {"json": {"query": "SSO"}}),
-                                 ("get", f"/knowledge-bases/{kb['id']}/documents", {}),
-                                 ("post", f"/knowledge-bases/{kb['id']}/documents",
-                                  {"files": {"file": ("x.md", "# planted")}}),
-                                 ("delete", f"/knowledge-bases/{kb['id']}", {}),
-                                 ("delete", f"/knowledge-bases/{kb['id']}/documents/{doc.json()['id']}", {})]:
+        for method, path, kw in [
+            ("get", f"/knowledge-bases/{kb['id']}", {}),
+            ("post", f"/knowledge-bases/{kb['id']}/search", {"json": {"query": "SSO"}}),
+            ("get", f"/knowledge-bases/{kb['id']}/documents", {}),
+            ("post", f"/knowledge-bases/{kb['id']}/documents", {"files": {"file": ("x.md", "# planted")}}),
+            ("delete", f"/knowledge-bases/{kb['id']}", {}),
+            ("delete", f"/knowledge-bases/{kb['id']}/documents/{doc.json()['id']}", {}),
+        ]:
             answer = getattr(other, method)(path, **kw)
             assert answer.status_code == 404, (method, path, answer.text)  # not even said to exist
     assert [d.filename for d in team.desk.store.list_documents(kb["id"])] == ["diary.md"]
@@ -105,11 +106,13 @@ def test_team_kbs_are_read_by_members_and_changed_by_team_admins(team):
     assert ready(team.bob, kb["id"], doc["id"])["status"] == "ready"
     assert [k["name"] for k in team.alice.get("/knowledge-bases").json()["data"]] == ["Runbooks"]
     assert team.alice.post(f"/knowledge-bases/{kb['id']}/search", json={"query": "SSO"}).json()["total"] >= 1
-    for method, path, kw in [("post", f"/knowledge-bases/{kb['id']}/documents", {"files": {"file": ("x.md", "# x")}}),
-                             ("put", f"/knowledge-bases/{kb['id']}", {"json": {"name": "Mine"}}),
-                             ("delete", f"/knowledge-bases/{kb['id']}/documents/{doc['id']}", {}),
-                             ("post", f"/knowledge-bases/{kb['id']}/rebuild", {}),
-                             ("delete", f"/knowledge-bases/{kb['id']}", {})]:
+    for method, path, kw in [
+        ("post", f"/knowledge-bases/{kb['id']}/documents", {"files": {"file": ("x.md", "# x")}}),
+        ("put", f"/knowledge-bases/{kb['id']}", {"json": {"name": "Mine"}}),
+        ("delete", f"/knowledge-bases/{kb['id']}/documents/{doc['id']}", {}),
+        ("post", f"/knowledge-bases/{kb['id']}/rebuild", {}),
+        ("delete", f"/knowledge-bases/{kb['id']}", {}),
+    ]:
         answer = getattr(team.alice, method)(path, **kw)
         assert answer.status_code == 403, (method, path, answer.text)
         assert "only an admin of its team" in answer.json()["message"]
@@ -201,8 +204,10 @@ def test_idle_users_desks_are_closed_beyond_the_cap(team, monkeypatch):
     desks = team.alice.client.app.app.app.state.kbdesk.desks  # Headers → BodyLimit → FastAPI
 
     def connections() -> int:
-        return sql(team.uri, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                             "AND application_name = 'kbdesk'")[0][0]
+        return sql(
+            team.uri,
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'kbdesk'",
+        )[0][0]
 
     kb = team.alice.post("/knowledge-bases", json={"name": "Diary"}).json()
     for who in (team.bob, team.eve, team.root, team.alice, team.bob):

@@ -29,7 +29,9 @@ def test_a_token_is_printed_once_and_only_its_hash_is_kept(kbdesk_home):
 
     listed = json.loads(kbdesk("token", "list", "--json").stdout)
     assert [(t["user"], t["permissions"], t["prefix"]) for t in listed] == [
-        ("me", ["kb.create", "kb.write"], secret[:12]), ("ci", [], plain.stdout.strip()[:12])]
+        ("me", ["kb.create", "kb.write"], secret[:12]),
+        ("ci", [], plain.stdout.strip()[:12]),
+    ]
     assert all("token" not in t and "token_hash" not in t for t in listed)
     shown = kbdesk("token", "list")
     assert secret[:12] in shown.stdout and secret[12:] not in shown.stdout and "\x1b" not in shown.stdout
@@ -49,10 +51,12 @@ def test_revoking_a_token_by_its_prefix(kbdesk_home):
 
 
 def test_bad_token_requests_are_one_line_errors(kbdesk_home):
-    for args, words in [(["token", "create"], "--user"),
-                        (["token", "create", "--user", "me", "-p", "kb.admin"], "kb.admin"),
-                        (["token", "create", "--user", "me", "--read-only", "-p", "kb.write"], "exclude"),
-                        (["token", "create", "--user", "line\nbreak"], "one line")]:
+    for args, words in [
+        (["token", "create"], "--user"),
+        (["token", "create", "--user", "me", "-p", "kb.admin"], "kb.admin"),
+        (["token", "create", "--user", "me", "--read-only", "-p", "kb.write"], "exclude"),
+        (["token", "create", "--user", "line\nbreak"], "one line"),
+    ]:
         result = CliRunner().invoke(cli, args)
         assert result.exit_code != 0 and words in result.stderr, (args, result.stderr)
         assert "Traceback" not in result.stderr

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from textual.command import CommandList
-
 from tui_support import gated_kb, settle, type_text, wait_until
+
 from kbdesk.tui.app import KbdeskApp, make_app
 from kbdesk.tui.screens.confirm import ConfirmScreen
 from kbdesk.tui.screens.help import HelpScreen
@@ -59,14 +59,35 @@ async def test_help_and_settings_keys(tui_desk):
 
 def test_every_binding_has_an_id():
     from kbdesk.tui.screens import (
-        add_files, choose_kbs, chunk, confirm, help, kb_detail, kb_form, kb_list, provider_form, reembed, search,
+        add_files,
+        choose_kbs,
+        chunk,
+        confirm,
+        help,
+        kb_detail,
+        kb_form,
+        kb_list,
+        provider_form,
+        reembed,
+        search,
         settings,
     )
 
-    classes = [KbdeskApp, add_files.AddFilesScreen, choose_kbs.ChooseKbsScreen, chunk.ChunkScreen,
-               confirm.ConfirmScreen, help.HelpScreen, kb_detail.KbDetailScreen, kb_form.KbFormScreen,
-               kb_list.KbListScreen, provider_form.ProviderFormScreen, reembed.ReembedScreen,
-               search.SearchScreen, settings.SettingsScreen]
+    classes = [
+        KbdeskApp,
+        add_files.AddFilesScreen,
+        choose_kbs.ChooseKbsScreen,
+        chunk.ChunkScreen,
+        confirm.ConfirmScreen,
+        help.HelpScreen,
+        kb_detail.KbDetailScreen,
+        kb_form.KbFormScreen,
+        kb_list.KbListScreen,
+        provider_form.ProviderFormScreen,
+        reembed.ReembedScreen,
+        search.SearchScreen,
+        settings.SettingsScreen,
+    ]
     ids = []
     for cls in classes:
         for binding in cls.BINDINGS:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import time
 
 from textual.widgets import Input, OptionList, Select, SelectionList, Static, TextArea
-
 from tui_chat_support import chat_desk, chat_server, docs, open_chat, shown  # noqa: F401 - fixtures
 from tui_support import notifications, settle, type_text, wait_until
+
 from kbdesk.chat import TextDelta
 from kbdesk.errors import InvalidInputError
 from kbdesk.tui.app import KbdeskApp, make_app
@@ -269,7 +269,9 @@ async def test_kb_popup_switches_kbs_for_the_conversation(chat_desk, chat_server
         await pilot.press("up", "space")  # Docs off
         await settle(pilot)
         assert [(t.name, t.enabled, t.origin) for t in chat.kb_toggles(screen.conv.id)] == [
-            ("Docs", False, None), ("Wiki", True, "conversation")]
+            ("Docs", False, None),
+            ("Wiki", True, "conversation"),
+        ]
         assert sorted(toggles.selected) == [chat_desk.kb("Wiki").id]
         await pilot.press("escape")
         await settle(pilot)
@@ -405,15 +407,43 @@ async def test_chat_and_notes_keys_come_back_to_the_open_screen(chat_desk):
 
 def test_new_bindings_have_unique_ids():
     from kbdesk.tui.screens import (
-        add_files, choose_kbs, chunk, confirm, help, kb_detail, kb_form, kb_list, provider_form, reembed, search,
+        add_files,
+        choose_kbs,
+        chunk,
+        confirm,
+        help,
+        kb_detail,
+        kb_form,
+        kb_list,
+        provider_form,
+        reembed,
+        search,
         settings,
     )
 
-    classes = [KbdeskApp, add_files.AddFilesScreen, choose_kbs.ChooseKbsScreen, chunk.ChunkScreen,
-               confirm.ConfirmScreen, help.HelpScreen, kb_detail.KbDetailScreen, kb_form.KbFormScreen,
-               kb_list.KbListScreen, provider_form.ProviderFormScreen, reembed.ReembedScreen,
-               search.SearchScreen, settings.SettingsScreen, ChatScreen, ConversationList, KbPopupScreen,
-               SourcesScreen, SourceScreen, NotesScreen, NoteFormScreen, PromptScreen]
+    classes = [
+        KbdeskApp,
+        add_files.AddFilesScreen,
+        choose_kbs.ChooseKbsScreen,
+        chunk.ChunkScreen,
+        confirm.ConfirmScreen,
+        help.HelpScreen,
+        kb_detail.KbDetailScreen,
+        kb_form.KbFormScreen,
+        kb_list.KbListScreen,
+        provider_form.ProviderFormScreen,
+        reembed.ReembedScreen,
+        search.SearchScreen,
+        settings.SettingsScreen,
+        ChatScreen,
+        ConversationList,
+        KbPopupScreen,
+        SourcesScreen,
+        SourceScreen,
+        NotesScreen,
+        NoteFormScreen,
+        PromptScreen,
+    ]
     ids = []
     for cls in classes:
         for binding in cls.BINDINGS:
@@ -437,7 +467,10 @@ async def test_quitting_while_an_answer_streams_stops_it(chat_desk, chat_server)
     assert time.monotonic() - started < 15
     [conv] = chat_desk.chat().conversations()  # what came is saved, marked as stopped
     assert [(m.role, m.status) for m in chat_desk.chat().messages(conv.id)] == [
-        ("user", "complete"), ("assistant", "cancelled"), ("notice", "cancelled")]
+        ("user", "complete"),
+        ("assistant", "cancelled"),
+        ("notice", "cancelled"),
+    ]
 
 
 async def test_a_store_without_conversations_is_reported(chat_desk, monkeypatch):

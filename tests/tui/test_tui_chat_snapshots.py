@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 from textual.widgets import Input
-
 from tui_chat_support import ScriptedAsk, chat_desk, chat_server, docs, shown  # noqa: F401 - fixtures
 from tui_support import settle, type_text, wait_until
+
 from kbdesk.chat import TurnStarted, Waiting
 from kbdesk.tui.app import make_app
 
@@ -60,8 +60,9 @@ def test_chat_with_an_answer_and_its_sources(snap_compare, answered):
 
 
 def test_chat_new_conversation(snap_compare, answered):
-    assert snap_compare(make_app(answered), terminal_size=SIZE,
-                        run_before=before(_open_chat, lambda p: p.press("ctrl+n")))
+    assert snap_compare(
+        make_app(answered), terminal_size=SIZE, run_before=before(_open_chat, lambda p: p.press("ctrl+n"))
+    )
 
 
 def test_kb_popup(snap_compare, answered):
@@ -70,24 +71,31 @@ def test_kb_popup(snap_compare, answered):
         conv = chat.conversations()[0]
         chat.set_persona(conv.id, "Tutor")
 
-    assert snap_compare(make_app(answered), terminal_size=SIZE,
-                        run_before=before(persona, _open_chat, lambda p: p.press("ctrl+o")))
+    assert snap_compare(
+        make_app(answered), terminal_size=SIZE, run_before=before(persona, _open_chat, lambda p: p.press("ctrl+o"))
+    )
 
 
 def test_sources(snap_compare, answered):
-    assert snap_compare(make_app(answered), terminal_size=SIZE,
-                        run_before=before(_open_chat, lambda p: p.press("ctrl+y")))
+    assert snap_compare(
+        make_app(answered), terminal_size=SIZE, run_before=before(_open_chat, lambda p: p.press("ctrl+y"))
+    )
 
 
 def test_source_passage(snap_compare, answered):
-    assert snap_compare(make_app(answered), terminal_size=SIZE,
-                        run_before=before(_open_chat, lambda p: p.press("ctrl+y"), lambda p: p.press("enter")))
+    assert snap_compare(
+        make_app(answered),
+        terminal_size=SIZE,
+        run_before=before(_open_chat, lambda p: p.press("ctrl+y"), lambda p: p.press("enter")),
+    )
 
 
 def test_chat_markdown_answer(snap_compare, chat_desk, chat_server):
     docs(chat_desk)
-    chat_server.reply("**Backups** run nightly at two [1].\n\n- kept for *30 days*\n- restore with "
-                      "`kbdesk restore`\n\nSee [the guide](https://example.com/guide); <b>html</b> stays text.")
+    chat_server.reply(
+        "**Backups** run nightly at two [1].\n\n- kept for *30 days*\n- restore with "
+        "`kbdesk restore`\n\nSee [the guide](https://example.com/guide); <b>html</b> stays text."
+    )
     chat_desk.chat().ask(None, "When do backups run?")
     assert snap_compare(make_app(chat_desk), terminal_size=SIZE, run_before=before(_open_chat))
 

@@ -6,12 +6,28 @@ from __future__ import annotations
 import threading
 
 from kbdesk.chat import (
-    Answer, Notice, Retrieval, Source, TextDelta, ToolCallFinished, ToolCallInfo, ToolCallStarted, TurnFinished,
-    TurnStarted, Waiting,
+    Answer,
+    Notice,
+    Retrieval,
+    Source,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallInfo,
+    ToolCallStarted,
+    TurnFinished,
+    TurnStarted,
+    Waiting,
 )
 from kbdesk.store.chat import ChatMessage, ToolCallRecord
 from kbdesk.tui.chat_state import (
-    AnswerState, CallLine, NoticePart, TextPart, TurnRelay, UserBlock, blocks_from_messages, source_groups,
+    AnswerState,
+    CallLine,
+    NoticePart,
+    TextPart,
+    TurnRelay,
+    UserBlock,
+    blocks_from_messages,
+    source_groups,
 )
 
 
@@ -62,10 +78,14 @@ def test_answer_state_follows_the_events():
     state = AnswerState()
     source = Source(1, "chunk", "guide.md", kb="Docs", document_id="d", chunk_index=0, heading="Backups")
     call = ToolCallInfo("c1", "kb_search", '{"query": "backups"}')
-    for event in [TextDelta("Let me ", 1), TextDelta("look.\x1b[2J", 1), ToolCallStarted(call),
-                  ToolCallFinished(ToolCallInfo("c1", "kb_search", call.arguments, True, "1 result from Docs"),
-                                   (source,)),
-                  TextDelta("Nightly [1].", 2), Notice("a warning", "warning")]:
+    for event in [
+        TextDelta("Let me ", 1),
+        TextDelta("look.\x1b[2J", 1),
+        ToolCallStarted(call),
+        ToolCallFinished(ToolCallInfo("c1", "kb_search", call.arguments, True, "1 result from Docs"), (source,)),
+        TextDelta("Nightly [1].", 2),
+        Notice("a warning", "warning"),
+    ]:
         state.apply(event)
     assert state.streaming and state.text == "Let me look.\n\nNightly [1]."  # escape sequences stripped
     assert [type(p) for p in state.parts] == [TextPart, CallLine, TextPart, NoticePart]
@@ -93,16 +113,20 @@ def test_answer_state_says_what_the_turn_is_doing_and_how_it_went():
     assert state.live == "stopped"
     state.apply(TurnFinished(Answer("conv", "m", "Some", "cancelled", finish_reason="length", trimmed=1)))
     assert state.live == ""  # over: the notes and notices say the rest
-    assert state.notes == ["searched Docs (kb_search)", "cut at the length limit",
-                           "1 earlier question left out to fit the model's context"]
+    assert state.notes == [
+        "searched Docs (kb_search)",
+        "cut at the length limit",
+        "1 earlier question left out to fit the model's context",
+    ]
     finished = AnswerState()
     finished.apply(TurnFinished(Answer("conv", "m", "x", "complete", finish_reason="stop", trimmed=3)))
     assert finished.notes == ["3 earlier questions left out to fit the model's context"]
 
 
 def _message(role, content="", *, status="complete", sources=(), calls=(), model=None):
-    return ChatMessage("id", "conv", role, content, None, status, model, list(sources), "t",
-                       [ToolCallRecord(*c) for c in calls])
+    return ChatMessage(
+        "id", "conv", role, content, None, status, model, list(sources), "t", [ToolCallRecord(*c) for c in calls]
+    )
 
 
 def test_saved_messages_become_questions_and_answers():

@@ -13,14 +13,20 @@ import threading
 import pytest
 from textual.widgets import Input, Static, TabbedContent
 from textual.widgets._markdown import MarkdownBlock, MarkdownParagraph
-
 from tui_chat_support import (  # noqa: F401 - fixtures
-    ScriptedAsk, chat_desk, chat_server, docs, open_chat, screen_text, shown, write_config,
+    ScriptedAsk,
+    chat_desk,
+    chat_server,
+    docs,
+    open_chat,
+    screen_text,
+    shown,
+    write_config,
 )
 from tui_support import notifications, settle, type_text, wait_until
+
 from kbdesk.chat import Answer, Retrieval, TextDelta, TurnFinished, TurnStarted, Waiting
 from kbdesk.tui.app import make_app
-from kbdesk.tui.screens.chat import ChatScreen
 from kbdesk.tui.screens.kb_list import KbListScreen
 from kbdesk.tui.screens.settings import SettingsScreen
 from kbdesk.tui.widgets.answer_view import AnswerMarkdown, AnswerView
@@ -58,11 +64,14 @@ def enabled(screen) -> set[str]:
     return {b.binding.action for b in screen.active_bindings.values() if b.enabled}
 
 
-async def test_an_answer_renders_as_markdown_while_it_streams_and_links_open_nothing(chat_desk, chat_server,
-                                                                                     monkeypatch):
+async def test_an_answer_renders_as_markdown_while_it_streams_and_links_open_nothing(
+    chat_desk, chat_server, monkeypatch
+):
     chat_server.reply("**Backups** run nightly.\n\n- daily at two\n- weekly", pieces=8, hold=30)  # then silence
-    chat_server.reply("Read [the guide](https://example.com/guide) or run `kbdesk restore`; <b>not html</b>, "
-                      "[bold]not markup[/bold].\n\n1. first\n2. second")
+    chat_server.reply(
+        "Read [the guide](https://example.com/guide) or run `kbdesk restore`; <b>not html</b>, "
+        "[bold]not markup[/bold].\n\n1. first\n2. second"
+    )
     opened: list[str] = []
     app = make_app(chat_desk)
     monkeypatch.setattr(app, "open_url", lambda url, **kw: opened.append(url))
@@ -245,14 +254,24 @@ async def test_the_turn_state_shows_under_the_answer(chat_desk):
         scripted.send(TextDelta("Because **reasons**"))
         assert await wait_until(pilot, lambda: "Because reasons" in shown(turn.view))
         assert "waiting for the model" not in shown(turn.view)
-        answer = Answer(turn.conversation_id, "m1", "Because **reasons**", "complete", model="tiny",
-                        finish_reason="length", retrieval="skipped", trimmed=2)
+        answer = Answer(
+            turn.conversation_id,
+            "m1",
+            "Because **reasons**",
+            "complete",
+            model="tiny",
+            finish_reason="length",
+            retrieval="skipped",
+            trimmed=2,
+        )
         scripted.send(Retrieval("skipped", ("Docs",), "the model did not search Docs"), TurnFinished(answer))
         assert await wait_until(pilot, lambda: screen.turn is None)
         await settle(pilot)
         text = shown(turn.view)
-        assert text.endswith("Because reasons\nthe model did not search Docs\ncut at the length limit\n"
-                             "2 earlier questions left out to fit the model's context")
+        assert text.endswith(
+            "Because reasons\nthe model did not search Docs\ncut at the length limit\n"
+            "2 earlier questions left out to fit the model's context"
+        )
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])
@@ -267,8 +286,8 @@ async def test_no_model_message_fits_the_screen_and_its_key_opens_model_roles(tu
         # on screen whole: every word of it, within the screen's width, wrapped over lines
         region = banner.region
         assert region.right <= size[0] and region.height >= message.count("\n") + 2
-        rows = screen_text(app).splitlines()[region.y:region.bottom]
-        seen = " ".join(row[region.x:region.right].replace("▌", " ") for row in rows)
+        rows = screen_text(app).splitlines()[region.y : region.bottom]
+        seen = " ".join(row[region.x : region.right].replace("▌", " ") for row in rows)
         assert " ".join(seen.split()) == " ".join(message.split())
         assert "no chat model" in status(screen)
         await pilot.press("ctrl+g")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from textual.widgets import Input, Static
-
 from tui_support import notifications, settle, type_text
+
 from kbdesk.tui.app import make_app
 from kbdesk.tui.screens.add_files import AddFilesScreen
 from kbdesk.tui.screens.confirm import ConfirmScreen
@@ -73,7 +73,8 @@ async def test_add_a_folder_and_watch_every_document_finish(tui_desk, corpus):
         rows = {row.path: row for row in table.rows_by_id.values()}
         assert set(rows) == {"guide.md", "notes/meeting.txt", "people.csv", "page.html", "broken.pdf"}
         assert {name: row.status for name, row in rows.items() if name != "broken.pdf"} == dict.fromkeys(
-            ["guide.md", "notes/meeting.txt", "people.csv", "page.html"], "ready")
+            ["guide.md", "notes/meeting.txt", "people.csv", "page.html"], "ready"
+        )
         broken = rows["broken.pdf"]
         assert broken.status == "error" and broken.error
         assert all(row.size and row.chunks for name, row in rows.items() if name != "broken.pdf")
@@ -108,7 +109,8 @@ async def test_remove_a_document_then_delete_the_kb(tui_desk, corpus):
         await pilot.press("y")
         await settle(pilot)
         assert [d.filename for d in tui_desk.store.list_documents(tui_desk.kb("docs").id)] == (
-            [name for name in ("guide.md", "people.csv") if name != target])
+            [name for name in ("guide.md", "people.csv") if name != target]
+        )
         assert table.row_count == 1
         await pilot.press("escape")
         await settle(pilot)
@@ -182,11 +184,14 @@ async def test_create_with_a_model_then_rebuild_and_reembed(vector_desk, corpus)
         kb = vector_desk.kb("docs")
         assert (kb.embedding_config["provider"], kb.model_id) == ("fake", "text-embedding-3-small")
         detail = app.screen
-        detail._add(type("Request", (), {"paths": [str(corpus)], "include": ["*.md", "*.txt"], "exclude": [],
-                                         "sync": False})())
+        detail._add(
+            type("Request", (), {"paths": [str(corpus)], "include": ["*.md", "*.txt"], "exclude": [], "sync": False})()
+        )
         await settle(pilot)
         assert sorted(r.path for r in detail.query_one(DocumentsTable).rows_by_id.values()) == [
-            "guide.md", "notes/meeting.txt"]
+            "guide.md",
+            "notes/meeting.txt",
+        ]
         # rebuild, after a confirmation
         await pilot.press("b")
         await settle(pilot)

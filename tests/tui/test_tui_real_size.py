@@ -11,8 +11,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from tui_support import gated_kb, notifications, press_into, settle, wait_until
+
 from ingest_support import write_files
 from kbdesk import open_desk
 from kbdesk.tui.app import make_app
@@ -31,8 +31,9 @@ SIZES = [(80, 24), (120, 40)]
 def big_home(tmp_path_factory) -> Path:
     home = tmp_path_factory.mktemp("big") / "home"
     corpus = home.parent / "corpus"
-    files: dict[str, str | bytes] = {f"d{i % 50:02d}/note{i // 50:04d}.txt": f"Note {i} on topic {i % 97}."
-                                     for i in range(DOCS - len(BROKEN))}
+    files: dict[str, str | bytes] = {
+        f"d{i % 50:02d}/note{i // 50:04d}.txt": f"Note {i} on topic {i % 97}." for i in range(DOCS - len(BROKEN))
+    }
     files.update(dict.fromkeys(BROKEN, b"%PDF-1.4\nnot really a pdf\n%%EOF\n"))
     write_files(corpus, files)
     with open_desk(home=home) as desk:
@@ -53,8 +54,11 @@ def big_desk(big_home, kbdesk_home):
 def leave_unfinished(desk, count: int) -> None:
     """As a killed run leaves them: in-between statuses, no live runner."""
     with desk.store.write() as conn:
-        conn.execute("UPDATE kb_documents SET status = 'embedding', claimed_by = NULL WHERE id IN "
-                     "(SELECT id FROM kb_documents WHERE status = 'ready' ORDER BY filename LIMIT ?)", (count,))
+        conn.execute(
+            "UPDATE kb_documents SET status = 'embedding', claimed_by = NULL WHERE id IN "
+            "(SELECT id FROM kb_documents WHERE status = 'ready' ORDER BY filename LIMIT ?)",
+            (count,),
+        )
 
 
 async def open_big(pilot) -> KbDetailScreen:

@@ -6,8 +6,8 @@ import time
 
 from click.testing import CliRunner
 from textual.widgets import Input
-
 from tui_support import gated_kb, settle, type_text, wait_until
+
 from ingest_support import write_files
 from kbdesk.ingest.events import IngestEvent
 from kbdesk.tui.app import make_app
@@ -21,8 +21,11 @@ FILES = 150
 
 
 async def test_keys_are_handled_while_ingestion_runs(tui_desk, tmp_path):
-    folder = write_files(tmp_path / "many", {f"doc{i:03}.txt": f"Document {i} about topic {i % 7}." for i in range(FILES)})
+    folder = write_files(
+        tmp_path / "many", {f"doc{i:03}.txt": f"Document {i} about topic {i % 7}." for i in range(FILES)}
+    )
     provider, _ = gated_kb(tui_desk)
+
     def hook(message):
         if isinstance(message, IngestProgress):
             hook.ticks.append(message)
@@ -84,8 +87,7 @@ async def _drive(app, hook, provider, folder, tui_desk) -> None:
 def test_tracker_coalesces_and_keeps_the_latest_state():
     now = [0.0]
     notified: list[int] = []
-    tracker = IngestTracker("kb", "docs", "Indexing", lambda: notified.append(1), interval=0.25,
-                            clock=lambda: now[0])
+    tracker = IngestTracker("kb", "docs", "Indexing", lambda: notified.append(1), interval=0.25, clock=lambda: now[0])
     for i in range(100):
         tracker.on_event(IngestEvent("queued", f"f{i}", f"d{i}", "pending"))
     assert len(notified) == 1

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from textual.widgets import Input, Select, Static
-
 from tui_support import settle, type_text
+
 from kbdesk.tui.app import make_app
 from kbdesk.tui.screens.chunk import ChunkScreen
 from kbdesk.tui.screens.search import SearchScreen

@@ -6,8 +6,8 @@ import socket
 import stat
 
 from textual.widgets import DataTable, Input, Select, Static, TabbedContent
-
 from tui_support import notifications, press_into, settle
+
 from ingest_support import configure_provider
 from kbdesk.paths import get_paths
 from kbdesk.tui.app import make_app
@@ -116,8 +116,10 @@ async def test_unreachable_provider_picker_and_connection_test():
 
     path = get_paths().config_file
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f'[providers.gone]\nkind = "custom"\nbase_url = "{closed_port_url()}"\n'
-                    '[roles.embedding]\nprovider = "gone"\nmodel = "bge-small"\n')
+    path.write_text(
+        f'[providers.gone]\nkind = "custom"\nbase_url = "{closed_port_url()}"\n'
+        '[roles.embedding]\nprovider = "gone"\nmodel = "bge-small"\n'
+    )
     with open_desk() as desk:
         app = make_app(desk)
         async with app.run_test(size=(80, 24)) as pilot:

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 from textual.widgets import Input, TabbedContent
-
 from tui_support import settle, type_text
+
 from kbdesk.paths import get_paths
 from kbdesk.tui.app import make_app
 from kbdesk.tui.screens.add_files import AddFilesScreen
@@ -76,13 +76,15 @@ def test_confirm_delete(snap_compare, filled):
 
 
 def test_add_files_dialog(snap_compare, filled):
-    assert snap_compare(make_app(filled), terminal_size=SIZE,
-                        run_before=before(lambda p: p.app.push_screen(AddFilesScreen("docs"))))
+    assert snap_compare(
+        make_app(filled), terminal_size=SIZE, run_before=before(lambda p: p.app.push_screen(AddFilesScreen("docs")))
+    )
 
 
 def test_new_kb_form_with_model_picker(snap_compare, vector_desk):
-    assert snap_compare(make_app(vector_desk), terminal_size=SIZE,
-                        run_before=before(lambda p: p.app.push_screen(KbFormScreen())))
+    assert snap_compare(
+        make_app(vector_desk), terminal_size=SIZE, run_before=before(lambda p: p.app.push_screen(KbFormScreen()))
+    )
 
 
 @pytest.fixture
@@ -104,8 +106,7 @@ def _search(query: str, threshold: str = "0"):
 
 
 def test_search_results(snap_compare, vector_filled):
-    assert snap_compare(make_app(vector_filled), terminal_size=SIZE,
-                        run_before=before(_search("restore a backup")))
+    assert snap_compare(make_app(vector_filled), terminal_size=SIZE, run_before=before(_search("restore a backup")))
 
 
 def test_chunk_with_neighbours(snap_compare, vector_filled):
@@ -113,8 +114,9 @@ def test_chunk_with_neighbours(snap_compare, vector_filled):
         pilot.app.screen.query_one(ResultsTable).focus()
         return pilot.press("enter")
 
-    assert snap_compare(make_app(vector_filled), terminal_size=SIZE,
-                        run_before=before(_search("restore a backup"), open_first))
+    assert snap_compare(
+        make_app(vector_filled), terminal_size=SIZE, run_before=before(_search("restore a backup"), open_first)
+    )
 
 
 @pytest.fixture
@@ -124,24 +126,24 @@ def providers_desk(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     path = get_paths().config_file
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text('[providers.local]\nkind = "ollama"\n\n'
-                    '[providers.openai]\nkind = "openai"\napi_key = "sk-never-shown-0123456789"\n')
+    path.write_text(
+        '[providers.local]\nkind = "ollama"\n\n'
+        '[providers.openai]\nkind = "openai"\napi_key = "sk-never-shown-0123456789"\n'
+    )
     desk = open_desk()
     yield desk
     desk.close()
 
 
 def test_settings_providers(snap_compare, providers_desk):
-    assert snap_compare(make_app(providers_desk), terminal_size=SIZE,
-                        run_before=before(lambda p: p.press("s")))
+    assert snap_compare(make_app(providers_desk), terminal_size=SIZE, run_before=before(lambda p: p.press("s")))
 
 
 def test_settings_model_roles(snap_compare, vector_desk):
     def roles(pilot):
         pilot.app.screen.query_one(TabbedContent).active = "roles"
 
-    assert snap_compare(make_app(vector_desk), terminal_size=SIZE,
-                        run_before=before(lambda p: p.press("s"), roles))
+    assert snap_compare(make_app(vector_desk), terminal_size=SIZE, run_before=before(lambda p: p.press("s"), roles))
 
 
 def test_help(snap_compare, filled):

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 
 from textual.widgets import DataTable, Input, Select, Static
-
 from tui_support import notifications, settle, type_text
+
 from kbdesk.tui.app import make_app
 from kbdesk.tui.screens.chunk import ChunkScreen
 from kbdesk.tui.screens.confirm import ConfirmScreen
@@ -30,7 +30,7 @@ RAW_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 def assert_inert(text: str) -> None:
     found = RAW_CONTROL.search(text)
-    assert found is None, f"raw {found.group(0)!r} in {text[max(0, found.start() - 40):found.start() + 40]!r}"
+    assert found is None, f"raw {found.group(0)!r} in {text[max(0, found.start() - 40) : found.start() + 40]!r}"
 
 
 def assert_screen_inert(app) -> None:

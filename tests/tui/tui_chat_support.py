@@ -17,8 +17,17 @@ if _CHAT_TESTS not in sys.path:
 from chat_support import add_doc, write_config  # noqa: E402
 from fake_chat import FakeChat  # noqa: E402
 
-__all__ = ["FakeChat", "ScriptedAsk", "add_doc", "chat_desk", "chat_server", "docs", "screen_text", "shown",
-           "write_config"]
+__all__ = [
+    "FakeChat",
+    "ScriptedAsk",
+    "add_doc",
+    "chat_desk",
+    "chat_server",
+    "docs",
+    "screen_text",
+    "shown",
+    "write_config",
+]
 
 
 @pytest.fixture
@@ -41,8 +50,14 @@ def chat_desk(chat_server):
 def docs(desk):
     """Two keyword KBs: Docs (2 documents, personal: on by default) and Wiki (global: off)."""
     desk.create_kb("Docs")
-    add_doc(desk, "Docs", "guide.md", "Backups run every night at two.", "Restore with the snapshot name.",
-            metadata={"headings": ["Guide", "Backups"]})
+    add_doc(
+        desk,
+        "Docs",
+        "guide.md",
+        "Backups run every night at two.",
+        "Restore with the snapshot name.",
+        metadata={"headings": ["Guide", "Backups"]},
+    )
     add_doc(desk, "Docs", "faq.txt", "The office closes at six.")
     desk.store.create_kb("Wiki", scope="global")
     add_doc(desk, "Wiki", "manual.pdf", "Backups are kept for thirty days.", metadata={"page": 4})
@@ -56,8 +71,11 @@ def shown(widget) -> str:
 
     parts = []
     for node in [widget, *widget.query("*")]:
-        if isinstance(node, Static) and node.display and all(a.display for a in node.ancestors_with_self
-                                                             if hasattr(a, "display")):
+        if (
+            isinstance(node, Static)
+            and node.display
+            and all(a.display for a in node.ancestors_with_self if hasattr(a, "display"))
+        ):
             text = str(node.render())
             if text.strip():
                 parts.append(text)

@@ -10,14 +10,16 @@ import numpy as np
 
 CORPUS = {
     "guide.md": "# Guide\n\n## Backups\n\nBackups run every night at two.\n\n## Restore\n\n"
-                "Run the restore command with the snapshot name to restore a backup.\n",
+    "Run the restore command with the snapshot name to restore a backup.\n",
     "notes/meeting.txt": "We agreed to ship the lighthouse feature in March.\n\nAlice owns the rollout.",
     "people.csv": "name,role\nAlice,engineer\nBob,designer\n",
     "page.html": "<html><head><title>Status</title></head><body><h1>Status</h1>"
-                 "<p>All systems are green [not markup].</p></body></html>",
+    "<p>All systems are green [not markup].</p></body></html>",
     # not a PDF at all: ends in error with a readable reason, and stops nothing else
     "broken.pdf": b"%PDF-1.4\nthis is not really a pdf\n%%EOF\n",
 }
+
+
 async def settle(pilot: Any, rounds: int = 50) -> None:
     """Wait until no worker runs and the message queues are drained."""
     from textual.worker import WorkerFailed

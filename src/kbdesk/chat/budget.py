@@ -52,9 +52,18 @@ class Fitted:
     prompt_tokens: int  # the estimate of what is sent
 
 
-def fit(system: str, previous: Sequence[Any], question: str, exchange: Sequence[dict[str, Any]],
-        tools: Sequence[dict[str, Any]] | None, *, window: int, max_tokens: int, use_tools: bool = True,
-        history_share: float = 1.0) -> Fitted:
+def fit(
+    system: str,
+    previous: Sequence[Any],
+    question: str,
+    exchange: Sequence[dict[str, Any]],
+    tools: Sequence[dict[str, Any]] | None,
+    *,
+    window: int,
+    max_tokens: int,
+    use_tools: bool = True,
+    history_share: float = 1.0,
+) -> Fitted:
     """The wire messages of one round, fitted into ``window`` tokens with room for an
     answer of up to ``max_tokens`` (shrunk to what is left, but not below MIN_ANSWER
     unless ``max_tokens`` itself is smaller).
@@ -66,8 +75,9 @@ def fit(system: str, previous: Sequence[Any], question: str, exchange: Sequence[
     room = window - answer_room - fixed
     # the conversation so far keeps up to HISTORY_SHARE of the room while this turn's tool
     # results need it; whatever the results leave over goes to the history too
-    first, _ = fit_history(previous, tools=use_tools,
-                           budget=int(max(0, room) * HISTORY_SHARE * CHARS_PER_TOKEN * history_share))
+    first, _ = fit_history(
+        previous, tools=use_tools, budget=int(max(0, room) * HISTORY_SHARE * CHARS_PER_TOKEN * history_share)
+    )
     turn, shortened = _shorten_results(list(exchange), room - message_tokens(first))
     budget_chars = int(max(0, room - message_tokens(turn)) * CHARS_PER_TOKEN * history_share)
     past, trimmed = fit_history(previous, tools=use_tools, budget=budget_chars)

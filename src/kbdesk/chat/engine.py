@@ -27,8 +27,17 @@ from typing import Any
 
 from kbdesk.chat.budget import CHARS_PER_TOKEN, fit, window_for
 from kbdesk.chat.events import (
-    Answer, ChatEvent, Notice, Source, TextDelta, ToolCallFinished, ToolCallInfo, ToolCallStarted, TurnFinished,
-    TurnStarted, Waiting,
+    Answer,
+    ChatEvent,
+    Notice,
+    Source,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallInfo,
+    ToolCallStarted,
+    TurnFinished,
+    TurnStarted,
+    Waiting,
 )
 from kbdesk.chat.notes import NoteService
 from kbdesk.chat.prompt import system_prompt
@@ -57,24 +66,31 @@ class ChatTarget:
     model: str
 
 
-def chat_target(config: Config, persona: Any = None, *, model: str | None = None,
-                provider: str | None = None) -> ChatTarget:
+def chat_target(
+    config: Config, persona: Any = None, *, model: str | None = None, provider: str | None = None
+) -> ChatTarget:
     """The provider and model of a turn: explicit > persona > ``roles.chat`` in config.toml."""
     role = config.roles.chat
     model = model or (persona.model if persona else None) or role.model
     name = provider or (persona.provider if persona else None) or role.provider
     if not model:
-        raise ProviderConfigError("no chat model is set: choose one in Settings → Model roles, with "
-                                  "'kbdesk model set chat PROVIDER MODEL', or give the persona a model")
+        raise ProviderConfigError(
+            "no chat model is set: choose one in Settings → Model roles, with "
+            "'kbdesk model set chat PROVIDER MODEL', or give the persona a model"
+        )
     if not name:
         if len(config.providers) != 1:
-            raise ProviderConfigError("no chat provider is set: set roles.chat.provider in config.toml "
-                                      f"(providers: {', '.join(sorted(config.providers)) or 'none yet'})")
+            raise ProviderConfigError(
+                "no chat provider is set: set roles.chat.provider in config.toml "
+                f"(providers: {', '.join(sorted(config.providers)) or 'none yet'})"
+            )
         name = next(iter(config.providers))
     settings = config.providers.get(name)
     if settings is None:
-        raise ProviderConfigError(f"no provider named '{name}' in config.toml; add it with "
-                                  f"'kbdesk provider add {name} --kind …'", provider=name)
+        raise ProviderConfigError(
+            f"no provider named '{name}' in config.toml; add it with 'kbdesk provider add {name} --kind …'",
+            provider=name,
+        )
     return ChatTarget(name, settings, model)
 
 
@@ -109,18 +125,32 @@ class _State:
     def add_sources(self, found: list[dict[str, Any]]) -> tuple[Source, ...]:
         out = []
         for item in found:
-            key = (item.get("note_id"),) if item.get("kind") == "note" else \
-                (item.get("document_id"), item.get("chunk_index"), item.get("source"), item.get("kb"))
+            key = (
+                (item.get("note_id"),)
+                if item.get("kind") == "note"
+                else (item.get("document_id"), item.get("chunk_index"), item.get("source"), item.get("kb"))
+            )
             if key not in self.sources:
                 self.sources[key] = Source(n=len(self.sources) + 1, **item)
             out.append(self.sources[key])
         return tuple(out)
 
-    def answer(self, message_id: str | None, status: str, error: str | None = None,
-               retrieval: str = "none") -> Answer:
-        return Answer(self.conversation_id, message_id, "\n\n".join(t for t in self.shown if t.strip()), status,
-                      self.model, tuple(self.sources.values()), tuple(self.calls), tuple(self.notices), error,
-                      self.rounds, self.finish, retrieval, self.trimmed)  # type: ignore[arg-type]
+    def answer(self, message_id: str | None, status: str, error: str | None = None, retrieval: str = "none") -> Answer:
+        return Answer(
+            self.conversation_id,
+            message_id,
+            "\n\n".join(t for t in self.shown if t.strip()),
+            status,
+            self.model,
+            tuple(self.sources.values()),
+            tuple(self.calls),
+            tuple(self.notices),
+            error,
+            self.rounds,
+            self.finish,
+            retrieval,
+            self.trimmed,
+        )  # type: ignore[arg-type]
 
 
 @dataclass
@@ -140,8 +170,9 @@ class _Plan:
         return int(self.window * CHARS_PER_TOKEN / 3)
 
 
-def run_turn(desk: Any, conversation: Any, text: str, options: TurnOptions | None = None,
-             cancel: CancelToken | None = None) -> Iterator[ChatEvent]:
+def run_turn(
+    desk: Any, conversation: Any, text: str, options: TurnOptions | None = None, cancel: CancelToken | None = None
+) -> Iterator[ChatEvent]:
     """Ask ``text`` in ``conversation`` (already saved); yields events, ends with TurnFinished."""
     options = options or TurnOptions()
     cancel = cancel or CancelToken()
@@ -157,15 +188,17 @@ def run_turn(desk: Any, conversation: Any, text: str, options: TurnOptions | Non
         persona = store.find_persona(options.persona_id) if options.persona_id else None
         target = chat_target(desk.config, persona, model=options.model, provider=options.provider)
         state.model = target.model
-        active = resolve_kbs(store, conversation_id=conversation.id, persona_id=options.persona_id,
-                             project_id=options.project_id)
+        active = resolve_kbs(
+            store, conversation_id=conversation.id, persona_id=options.persona_id, project_id=options.project_id
+        )
         notes = NoteService(desk) if store.note_count() else None
         state.attached = tuple(a.kb.name for a in active)
         yield TurnStarted(conversation.id, user.id, target.model, target.provider, state.attached)
         with ChatClient(target.provider, target.settings) as client:
             plan = _plan(desk, target, conversation, persona, options, active)
-            toolbox = Toolbox(desk, [a.kb for a in plan.searchable] if plan.kb_tools else [], notes=notes,
-                              max_chars=plan.result_chars)
+            toolbox = Toolbox(
+                desk, [a.kb for a in plan.searchable] if plan.kb_tools else [], notes=notes, max_chars=plan.result_chars
+            )
             reference = ""
             first = [a for a in plan.searchable if a.auto_search] if plan.policy != "off" else []
             if plan.policy == "always" or (plan.policy == "auto" and plan.kb_tools and not plan.force):
@@ -178,18 +211,29 @@ def run_turn(desk: Any, conversation: Any, text: str, options: TurnOptions | Non
                 state.rounds += 1
                 cancel.check()
                 hint = kb_hint(plan.searchable if plan.kb_tools else [], tools=tools_ok)
-                system = system_prompt(persona.system_prompt if persona else "", hint,
-                                       notes=notes is not None and tools_ok, reference=reference)
+                system = system_prompt(
+                    persona.system_prompt if persona else "",
+                    hint,
+                    notes=notes is not None and tools_ok,
+                    reference=reference,
+                )
                 tools = toolbox.definitions() if tools_ok else None
-                fitted = fit(system, previous, text, state.exchange, tools, window=plan.window,
-                             max_tokens=plan.max_tokens, use_tools=tools_ok, history_share=0.0 if retried_overflow
-                             else 1.0)
+                fitted = fit(
+                    system,
+                    previous,
+                    text,
+                    state.exchange,
+                    tools,
+                    window=plan.window,
+                    max_tokens=plan.max_tokens,
+                    use_tools=tools_ok,
+                    history_share=0.0 if retried_overflow else 1.0,
+                )
                 state.trimmed = max(state.trimmed, fitted.trimmed)
                 forcing = plan.force and state.rounds == 1 and bool(tools)
                 round_text = []
                 completion = None
-                options_wire: dict[str, Any] = {"max_tokens": fitted.max_tokens,
-                                                "wait_limit": desk.config.chat.timeout}
+                options_wire: dict[str, Any] = {"max_tokens": fitted.max_tokens, "wait_limit": desk.config.chat.timeout}
                 if forcing:
                     # a named function is the widest way to force a call; llama.cpp's llama-server
                     # reads a named choice as "auto", but honours "required" (with only kb_search offered)
@@ -199,8 +243,15 @@ def run_turn(desk: Any, conversation: Any, text: str, options: TurnOptions | Non
                     else:
                         options_wire["tool_choice"] = "kb_search"
                 try:
-                    for item in stream_round(client, fitted.messages, target.model, tools=tools, cancel=cancel,
-                                             round_no=state.rounds, **options_wire):
+                    for item in stream_round(
+                        client,
+                        fitted.messages,
+                        target.model,
+                        tools=tools,
+                        cancel=cancel,
+                        round_no=state.rounds,
+                        **options_wire,
+                    ):
                         if isinstance(item, Waiting):
                             yield item
                         elif isinstance(item, str):
@@ -215,11 +266,15 @@ def run_turn(desk: Any, conversation: Any, text: str, options: TurnOptions | Non
                                 if not forcing:
                                     yield TextDelta(round_text[0], state.rounds)
                 except ContextOverflowError:
-                    if retried_overflow or not previous and not state.exchange:
+                    if retried_overflow or (not previous and not state.exchange):
                         raise
                     retried_overflow, state.rounds = True, state.rounds - 1
-                    yield _notice(state, "the conversation did not fit the model's context: asking again with "
-                                  "the earlier questions left out", "warning")
+                    yield _notice(
+                        state,
+                        "the conversation did not fit the model's context: asking again with "
+                        "the earlier questions left out",
+                        "warning",
+                    )
                     continue
                 except ProviderError as exc:
                     if not isinstance(exc, ToolsRejectedError):
@@ -245,8 +300,9 @@ def run_turn(desk: Any, conversation: Any, text: str, options: TurnOptions | Non
                     searched = {a.kb.id for a in first}
                     rest = [a for a in plan.searchable if a.kb.id not in searched] if plan.kb_tools else []
                     what = "kbdesk searched the knowledge bases itself" if rest else "answering without tools"
-                    yield _notice(state, f"{target.model} does not accept tools ({one_line(exc, 200)}); {what}",
-                                  "warning")
+                    yield _notice(
+                        state, f"{target.model} does not accept tools ({one_line(exc, 200)}); {what}", "warning"
+                    )
                     if rest:
                         found = yield from _auto_search(desk, rest, text, state, plan.result_chars)
                         reference = "\n\n".join(r for r in (reference, found) if r)
@@ -268,8 +324,11 @@ def run_turn(desk: Any, conversation: Any, text: str, options: TurnOptions | Non
                 round_text = []  # saved below or with the tool calls, not again by _finish
                 if calls and tools:
                     if state.rounds >= options.max_rounds:
-                        yield _notice(state, f"the model still asked for tools after {options.max_rounds} rounds; "
-                                      "stopped here", "warning")
+                        yield _notice(
+                            state,
+                            f"the model still asked for tools after {options.max_rounds} rounds; stopped here",
+                            "warning",
+                        )
                         if not "".join(state.shown).strip():
                             raise _Stop(f"no answer after {options.max_rounds} rounds of tool calls")
                         break
@@ -279,33 +338,55 @@ def run_turn(desk: Any, conversation: Any, text: str, options: TurnOptions | Non
         if not "".join(state.shown).strip():
             yield _notice(state, "the model returned an empty answer", "warning")
         if state.finish == "length":
-            yield _notice(state, f"the answer was cut at the length limit ({plan.max_tokens} tokens; "
-                          "[chat] max_tokens or the persona's)", "warning")
+            yield _notice(
+                state,
+                f"the answer was cut at the length limit ({plan.max_tokens} tokens; "
+                "[chat] max_tokens or the persona's)",
+                "warning",
+            )
         if state.trimmed:
-            yield _notice(state, f"{state.trimmed} earlier question{'' if state.trimmed == 1 else 's'} left out "
-                          "to fit the model's context", "info")
+            yield _notice(
+                state,
+                f"{state.trimmed} earlier question{'' if state.trimmed == 1 else 's'} left out "
+                "to fit the model's context",
+                "info",
+            )
         how = _how(plan, state)
         if state.attached:
             yield describe(how, [a.kb.name for a in plan.searchable] or list(state.attached))
-        message = store.add_message(conversation.id, "assistant", final, model=target.model,
-                                    sources=[s.to_dict() for s in state.sources.values()])
+        message = store.add_message(
+            conversation.id,
+            "assistant",
+            final,
+            model=target.model,
+            sources=[s.to_dict() for s in state.sources.values()],
+        )
         yield TurnFinished(state.answer(message.id, "complete", retrieval=how))
     except ChatCancelled:
         yield from _finish(store, state, round_text, "cancelled", "stopped by the user", plan)
     except ContextOverflowError as exc:
-        yield from _finish(store, state, round_text, "error", f"{one_line(exc, 400)} (the question and its "
-                           "passages alone are too long for this model: ask a shorter question, or raise "
-                           "[chat] context_window if the server allows more)", plan)
+        yield from _finish(
+            store,
+            state,
+            round_text,
+            "error",
+            f"{one_line(exc, 400)} (the question and its "
+            "passages alone are too long for this model: ask a shorter question, or raise "
+            "[chat] context_window if the server allows more)",
+            plan,
+        )
     except (KbdeskError, _Stop) as exc:
         yield from _finish(store, state, round_text, "error", one_line(exc, 600), plan)
     except Exception as exc:  # a bug: still a message, never a traceback in the conversation
         log.debug("chat turn failed", exc_info=True)
-        yield from _finish(store, state, round_text, "error", f"internal error: {type(exc).__name__}: "
-                                                               f"{one_line(exc, 300)}", plan)
+        yield from _finish(
+            store, state, round_text, "error", f"internal error: {type(exc).__name__}: {one_line(exc, 300)}", plan
+        )
 
 
-def _plan(desk: Any, target: ChatTarget, conversation: Any, persona: Any, options: TurnOptions,
-          active: list[ActiveKB]) -> _Plan:
+def _plan(
+    desk: Any, target: ChatTarget, conversation: Any, persona: Any, options: TurnOptions, active: list[ActiveKB]
+) -> _Plan:
     chat = desk.config.chat
     policy = policy_for(options.retrieval, conversation, persona, chat.retrieval)
     searchable = [a for a in active if a.searchable > 0]
@@ -341,17 +422,18 @@ def _notice(state: _State, text: str, level: str = "info") -> Notice:
     return Notice(text, level)  # type: ignore[arg-type]
 
 
-def _auto_search(desk: Any, active: list[ActiveKB], text: str, state: _State,
-                 max_chars: int) -> Iterator[ChatEvent]:
+def _auto_search(desk: Any, active: list[ActiveKB], text: str, state: _State, max_chars: int) -> Iterator[ChatEvent]:
     """Search ``active`` for the question; yields the events, returns the reference block."""
     names = [a.kb.name for a in active]
-    info = ToolCallInfo(f"auto-{len(state.calls) + 1}", "auto_search",
-                        json.dumps({"query": one_line(text, 1000), "kbs": names}, ensure_ascii=False),
-                        round=state.rounds)
+    info = ToolCallInfo(
+        f"auto-{len(state.calls) + 1}",
+        "auto_search",
+        json.dumps({"query": one_line(text, 1000), "kbs": names}, ensure_ascii=False),
+        round=state.rounds,
+    )
     yield ToolCallStarted(info)
     outcome: Outcome = Toolbox(desk, [a.kb for a in active], max_chars=max_chars).run_auto(one_line(text, 1000))
-    done = ToolCallInfo(info.call_id, info.name, info.arguments, outcome.ok, outcome.summary, outcome.error,
-                        info.round)
+    done = ToolCallInfo(info.call_id, info.name, info.arguments, outcome.ok, outcome.summary, outcome.error, info.round)
     state.calls.append(done)
     if outcome.ok and not state.searched:
         state.searched = "auto"
@@ -359,11 +441,17 @@ def _auto_search(desk: Any, active: list[ActiveKB], text: str, state: _State,
     return outcome.content if outcome.ok else ""
 
 
-def _run_tools(store: Any, toolbox: Toolbox, completion: Any, text: str, state: _State,
-               cancel: CancelToken) -> Iterator[ChatEvent]:
+def _run_tools(
+    store: Any, toolbox: Toolbox, completion: Any, text: str, state: _State, cancel: CancelToken
+) -> Iterator[ChatEvent]:
     calls = completion.tool_calls
-    asked = store.add_message(state.conversation_id, "assistant", text, model=state.model,
-                              tool_calls=[(c.id, c.name, c.arguments) for c in calls])
+    asked = store.add_message(
+        state.conversation_id,
+        "assistant",
+        text,
+        model=state.model,
+        tool_calls=[(c.id, c.name, c.arguments) for c in calls],
+    )
     state.exchange.append({"role": "assistant", "content": text or "", "tool_calls": [c.to_wire() for c in calls]})
     for call in calls:
         cancel.check()
@@ -375,35 +463,46 @@ def _run_tools(store: Any, toolbox: Toolbox, completion: Any, text: str, state: 
         store.add_message(state.conversation_id, "tool", outcome.content, tool_call_id=call.id)
         store.set_tool_call_status(asked.id, call.id, "ok" if outcome.ok else "error", outcome.error)
         state.exchange.append({"role": "tool", "tool_call_id": call.id, "content": outcome.content})
-        done = ToolCallInfo(info.call_id, info.name, info.arguments, outcome.ok, outcome.summary, outcome.error,
-                            info.round)
+        done = ToolCallInfo(
+            info.call_id, info.name, info.arguments, outcome.ok, outcome.summary, outcome.error, info.round
+        )
         state.calls.append(done)
         yield ToolCallFinished(done, state.add_sources(outcome.sources))
 
 
-def _finish(store: Any, state: _State, round_text: list[str], status: str, error: str,
-            plan: _Plan | None) -> Iterator[ChatEvent]:
+def _finish(
+    store: Any, state: _State, round_text: list[str], status: str, error: str, plan: _Plan | None
+) -> Iterator[ChatEvent]:
     partial = "".join(round_text)
     message_id = None
     if partial.strip():
         state.shown.append(partial)
-        message_id = store.add_message(state.conversation_id, "assistant", partial, status=status,
-                                       model=state.model,
-                                       sources=[s.to_dict() for s in state.sources.values()]).id
+        message_id = store.add_message(
+            state.conversation_id,
+            "assistant",
+            partial,
+            status=status,
+            model=state.model,
+            sources=[s.to_dict() for s in state.sources.values()],
+        ).id
     store.add_message(state.conversation_id, "notice", error, status=status)
     yield _notice(state, error, "warning" if status == "cancelled" else "error")
     how = _how(plan, state)
     if state.attached:
-        yield describe(how, [a.kb.name for a in plan.searchable] if plan and plan.searchable else
-                       list(state.attached))
+        yield describe(how, [a.kb.name for a in plan.searchable] if plan and plan.searchable else list(state.attached))
     yield TurnFinished(state.answer(message_id, status, error, retrieval=how))
 
 
 def _log_usage(store: Any, target: ChatTarget, completion: Any) -> None:
     usage = completion.usage if completion is not None else {}
     try:
-        store.log_usage("chat", provider=target.provider, model=target.model,
-                        prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"),
-                        total_tokens=usage.get("total_tokens"))
+        store.log_usage(
+            "chat",
+            provider=target.provider,
+            model=target.model,
+            prompt_tokens=usage.get("prompt_tokens"),
+            completion_tokens=usage.get("completion_tokens"),
+            total_tokens=usage.get("total_tokens"),
+        )
     except KbdeskError as exc:  # the answer matters more than its bookkeeping
         log.warning("chat usage not logged: %s", exc)

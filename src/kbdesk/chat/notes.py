@@ -46,8 +46,12 @@ class NoteSearch:
     """What the user should know (no embedding model, so keyword only...)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"results": [h.to_dict() for h in self.hits], "query": self.query, "semantic": self.semantic,
-                "notes": list(self.notes)}
+        return {
+            "results": [h.to_dict() for h in self.hits],
+            "query": self.query,
+            "semantic": self.semantic,
+            "notes": list(self.notes),
+        }
 
 
 def require_chat(store: Any) -> None:
@@ -56,8 +60,10 @@ def require_chat(store: Any) -> None:
     from kbdesk.store.api import CHAT
 
     if CHAT not in store.capabilities:
-        raise StoreError(f"this {store.kind} database keeps no conversations, personas, projects or notes: its "
-                         "channels table is a team server's own, which kbdesk leaves as it is")
+        raise StoreError(
+            f"this {store.kind} database keeps no conversations, personas, projects or notes: its "
+            "channels table is a team server's own, which kbdesk leaves as it is"
+        )
 
 
 class NoteService:
@@ -86,8 +92,9 @@ class NoteService:
         return self.store.list_notes(limit)
 
     # ── searching ──────────────────────────────────────────────────────────────
-    def search(self, query: str, *, semantic: bool = False, limit: int | None = None,
-               threshold: float = DEFAULT_THRESHOLD) -> NoteSearch:
+    def search(
+        self, query: str, *, semantic: bool = False, limit: int | None = None, threshold: float = DEFAULT_THRESHOLD
+    ) -> NoteSearch:
         """Keyword matches; with ``semantic`` also matches by meaning, fused by reciprocal
         rank (a note found both ways appears once, ranked higher)."""
         limit = check_limit(limit)

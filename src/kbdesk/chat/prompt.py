@@ -41,8 +41,9 @@ def history(messages: Sequence[Any], *, tools: bool = True, budget: int = HISTOR
     return fit_history(messages, tools=tools, budget=budget)[0]
 
 
-def fit_history(messages: Sequence[Any], *, tools: bool = True,
-                budget: int = HISTORY_CHARS) -> tuple[list[dict[str, Any]], int]:
+def fit_history(
+    messages: Sequence[Any], *, tools: bool = True, budget: int = HISTORY_CHARS
+) -> tuple[list[dict[str, Any]], int]:
     """:func:`history` and how many earlier answered questions did not fit ``budget``
     (characters)."""
     groups: list[list[dict[str, Any]]] = []  # one group per answered question
@@ -71,8 +72,13 @@ def fit_history(messages: Sequence[Any], *, tools: bool = True,
                 results.append({"role": "tool", "tool_call_id": msg.tool_call_id, "content": msg.content})
                 wanted = [c.call_id for c in pending.tool_calls]
                 if tools and [r["tool_call_id"] for r in results] == wanted:
-                    current.append({"role": "assistant", "content": pending.content or "",
-                                    "tool_calls": [_wire_call(c) for c in pending.tool_calls]})
+                    current.append(
+                        {
+                            "role": "assistant",
+                            "content": pending.content or "",
+                            "tool_calls": [_wire_call(c) for c in pending.tool_calls],
+                        }
+                    )
                     current.extend(results)
                     pending, results = None, []
             continue

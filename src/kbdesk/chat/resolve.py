@@ -59,8 +59,9 @@ class KbToggle:
         return dict(self.__dict__)
 
 
-def resolve_kbs(store: Any, *, conversation_id: str | None = None, persona_id: str | None = None,
-                project_id: str | None = None) -> list[ActiveKB]:
+def resolve_kbs(
+    store: Any, *, conversation_id: str | None = None, persona_id: str | None = None, project_id: str | None = None
+) -> list[ActiveKB]:
     """The KBs active for a turn, in priority order."""
     kbs = {kb.id: kb for kb in store.list_kbs()}
     counts = store.searchable_counts()
@@ -92,24 +93,40 @@ def resolve_kbs(store: Any, *, conversation_id: str | None = None, persona_id: s
 def kb_toggles(store: Any, conversation: Any) -> list[KbToggle]:
     """Every KB the user can pick for ``conversation`` plus those its persona or project
     bind, with whether each is on, by name."""
-    active = {a.kb.id: a for a in resolve_kbs(store, conversation_id=conversation.id,
-                                              persona_id=conversation.persona_id,
-                                              project_id=conversation.project_id)}
+    active = {
+        a.kb.id: a
+        for a in resolve_kbs(
+            store,
+            conversation_id=conversation.id,
+            persona_id=conversation.persona_id,
+            project_id=conversation.project_id,
+        )
+    }
     rows = []
     for kb in store.list_kbs():
         on = active.get(kb.id)
         if not kb.discoverable and on is None:
             continue
-        rows.append(KbToggle(kb.id, kb.name, kb.document_count, on is not None, on.origin if on else None,
-                             bool(on and on.origin in ("persona", "project")), bool(on and on.auto_search)))
+        rows.append(
+            KbToggle(
+                kb.id,
+                kb.name,
+                kb.document_count,
+                on is not None,
+                on.origin if on else None,
+                bool(on and on.origin in ("persona", "project")),
+                bool(on and on.auto_search),
+            )
+        )
     return rows
 
 
 def check_switchable(toggles: Sequence[KbToggle], kb: KnowledgeBase) -> None:
     row = next((t for t in toggles if t.kb_id == kb.id), None)
     if row is None:
-        raise InvalidInputError(f"'{kb.name}' is not discoverable: it can be used only through a persona or "
-                                "project binding")
+        raise InvalidInputError(
+            f"'{kb.name}' is not discoverable: it can be used only through a persona or project binding"
+        )
     if row.locked:
         raise InvalidInputError(f"'{kb.name}' comes from this conversation's {row.origin}; change it there")
 
@@ -123,6 +140,9 @@ def kb_hint(active: Sequence[ActiveKB], *, tools: bool = True) -> str:
     for item in active:
         count = item.searchable
         lines.append(f"- {json.dumps(item.kb.name, ensure_ascii=False)} ({count} document{'' if count == 1 else 's'})")
-    lines.append("Use the kb_search tool to find relevant information from these sources." if tools else
-                 "Passages kbdesk retrieved from these sources for the latest question are included below.")
+    lines.append(
+        "Use the kb_search tool to find relevant information from these sources."
+        if tools
+        else "Passages kbdesk retrieved from these sources for the latest question are included below."
+    )
     return "\n".join(lines)

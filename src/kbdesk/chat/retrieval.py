@@ -29,8 +29,7 @@ _IGNORES_KEY = "chat.ignores_forced_tool_choice"
 
 
 def policy_for(option: str | None, conversation: Any, persona: Any, configured: str) -> str:
-    for value in (option, getattr(conversation, "retrieval", None), getattr(persona, "retrieval", None),
-                  configured):
+    for value in (option, getattr(conversation, "retrieval", None), getattr(persona, "retrieval", None), configured):
         if value:
             return str(value)
     return "auto"

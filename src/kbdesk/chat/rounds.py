@@ -23,8 +23,16 @@ POLL = 0.25  # seconds between looks at the cancel token while waiting
 WAIT_EVERY = 1.0  # seconds between Waiting events
 
 
-def stream_round(client: Any, messages: list[dict[str, Any]], model: str, *, tools: Any, cancel: CancelToken,
-                 round_no: int, **options: Any) -> Iterator[Any]:
+def stream_round(
+    client: Any,
+    messages: list[dict[str, Any]],
+    model: str,
+    *,
+    tools: Any,
+    cancel: CancelToken,
+    round_no: int,
+    **options: Any,
+) -> Iterator[Any]:
     """Items of ``client.stream(...)`` (text, then the Completion) with Waiting events
     in between while the model is silent; ``options`` go to ``client.stream``."""
     box: queue.Queue[tuple[str, Any]] = queue.Queue()

@@ -50,10 +50,12 @@ class ChatService:
         self.notes = NoteService(desk)
 
     # ── conversations ──────────────────────────────────────────────────────────
-    def new_conversation(self, title: str = "", *, persona: str | None = None,
-                         project: str | None = None) -> Conversation:
-        return self.store.create_conversation(title, persona_id=self._persona_id(persona),
-                                              project_id=self._project_id(project))
+    def new_conversation(
+        self, title: str = "", *, persona: str | None = None, project: str | None = None
+    ) -> Conversation:
+        return self.store.create_conversation(
+            title, persona_id=self._persona_id(persona), project_id=self._project_id(project)
+        )
 
     def conversation(self, ref: str) -> Conversation:
         return self.store.find_conversation(ref)
@@ -78,8 +80,9 @@ class ChatService:
         follow its persona's or ``[chat] retrieval``."""
         return self.store.update_conversation(self.conversation(ref).id, retrieval=policy)
 
-    def context(self, conversation: str | None = None, *, persona: str | None = None,
-                project: str | None = None) -> TurnContext:
+    def context(
+        self, conversation: str | None = None, *, persona: str | None = None, project: str | None = None
+    ) -> TurnContext:
         """What a turn would use now (see :class:`TurnContext`); without a conversation,
         for a new one with ``persona`` and ``project``."""
         from kbdesk.chat.engine import chat_target
@@ -89,8 +92,9 @@ class ChatService:
         conv = self.conversation(conversation) if conversation is not None else None
         persona_id = conv.persona_id if conv else self._persona_id(persona)
         project_id = conv.project_id if conv else self._project_id(project)
-        active = resolve_kbs(self.store, conversation_id=conv.id if conv else None, persona_id=persona_id,
-                             project_id=project_id)
+        active = resolve_kbs(
+            self.store, conversation_id=conv.id if conv else None, persona_id=persona_id, project_id=project_id
+        )
         persona_row = self.store.find_persona(persona_id) if persona_id else None
         policy = policy_for(None, conv, persona_row, self.desk.config.chat.retrieval)
         try:
@@ -113,8 +117,7 @@ class ChatService:
     # ── KBs of a conversation (seed 000 §8, seed 002) ──────────────────────────
     def active_kbs(self, ref: str) -> list[ActiveKB]:
         conv = self.conversation(ref)
-        return resolve_kbs(self.store, conversation_id=conv.id, persona_id=conv.persona_id,
-                           project_id=conv.project_id)
+        return resolve_kbs(self.store, conversation_id=conv.id, persona_id=conv.persona_id, project_id=conv.project_id)
 
     def hint(self, ref: str) -> str:
         return kb_hint(self.active_kbs(ref))
@@ -142,12 +145,21 @@ class ChatService:
         return self.kb_toggles(conv.id)
 
     # ── personas and projects ──────────────────────────────────────────────────
-    def create_persona(self, name: str, system_prompt: str = "", *, model: str | None = None,
-                       provider: str | None = None, kbs: Sequence[str] = (),
-                       auto_search: Sequence[str] = (), retrieval: str | None = None,
-                       max_tokens: int | None = None) -> Persona:
-        persona = self.store.create_persona(name, system_prompt, provider=provider, model=model,
-                                            retrieval=retrieval, max_tokens=max_tokens)
+    def create_persona(
+        self,
+        name: str,
+        system_prompt: str = "",
+        *,
+        model: str | None = None,
+        provider: str | None = None,
+        kbs: Sequence[str] = (),
+        auto_search: Sequence[str] = (),
+        retrieval: str | None = None,
+        max_tokens: int | None = None,
+    ) -> Persona:
+        persona = self.store.create_persona(
+            name, system_prompt, provider=provider, model=model, retrieval=retrieval, max_tokens=max_tokens
+        )
         if kbs or auto_search:
             persona = self.store.update_persona(persona.id, kbs=self._bindings(kbs, auto_search))
         return persona
@@ -158,15 +170,32 @@ class ChatService:
     def personas(self) -> list[Persona]:
         return self.store.list_personas()
 
-    def edit_persona(self, ref: str, *, name: str | None = None, system_prompt: str | None = None,
-                     model: Any = UNSET, provider: Any = UNSET, kbs: Sequence[str] | None = None,
-                     auto_search: Sequence[str] = (), retrieval: Any = UNSET, max_tokens: Any = UNSET) -> Persona:
+    def edit_persona(
+        self,
+        ref: str,
+        *,
+        name: str | None = None,
+        system_prompt: str | None = None,
+        model: Any = UNSET,
+        provider: Any = UNSET,
+        kbs: Sequence[str] | None = None,
+        auto_search: Sequence[str] = (),
+        retrieval: Any = UNSET,
+        max_tokens: Any = UNSET,
+    ) -> Persona:
         """Change a persona; ``kbs`` (with ``auto_search`` a subset, or extra) replaces its bindings."""
         persona = self.persona(ref)
         bindings = self._bindings(kbs or (), auto_search) if kbs is not None or auto_search else None
-        return self.store.update_persona(persona.id, name=name, system_prompt=system_prompt, model=model,
-                                         provider=provider, kbs=bindings, retrieval=retrieval,
-                                         max_tokens=max_tokens)
+        return self.store.update_persona(
+            persona.id,
+            name=name,
+            system_prompt=system_prompt,
+            model=model,
+            provider=provider,
+            kbs=bindings,
+            retrieval=retrieval,
+            max_tokens=max_tokens,
+        )
 
     def delete_persona(self, ref: str) -> Persona:
         return self.store.delete_persona(self.persona(ref).id)
@@ -183,20 +212,35 @@ class ChatService:
     def projects(self) -> list[Project]:
         return self.store.list_projects()
 
-    def edit_project(self, ref: str, *, name: str | None = None, description: str | None = None,
-                     kbs: Sequence[str] | None = None) -> Project:
-        return self.store.update_project(self.project(ref).id, name=name, description=description,
-                                         kbs=None if kbs is None else [self.desk.kb(r).id for r in kbs])
+    def edit_project(
+        self, ref: str, *, name: str | None = None, description: str | None = None, kbs: Sequence[str] | None = None
+    ) -> Project:
+        return self.store.update_project(
+            self.project(ref).id,
+            name=name,
+            description=description,
+            kbs=None if kbs is None else [self.desk.kb(r).id for r in kbs],
+        )
 
     def delete_project(self, ref: str) -> Project:
         return self.store.delete_project(self.project(ref).id)
 
     # ── turns ──────────────────────────────────────────────────────────────────
-    def stream(self, conversation: str | None, question: str, *, persona: str | None = None,
-               project: str | None = None, kbs: Sequence[str] | None = None, model: str | None = None,
-               provider: str | None = None, max_rounds: int = MAX_ROUNDS,
-               cancel: CancelToken | None = None, retrieval: str | None = None,
-               max_tokens: int | None = None) -> Iterator[ChatEvent]:
+    def stream(
+        self,
+        conversation: str | None,
+        question: str,
+        *,
+        persona: str | None = None,
+        project: str | None = None,
+        kbs: Sequence[str] | None = None,
+        model: str | None = None,
+        provider: str | None = None,
+        max_rounds: int = MAX_ROUNDS,
+        cancel: CancelToken | None = None,
+        retrieval: str | None = None,
+        max_tokens: int | None = None,
+    ) -> Iterator[ChatEvent]:
         """Ask ``question`` in ``conversation`` (a new one when None) and yield the turn's
         events. ``persona`` / ``project`` set them on the conversation; ``kbs`` sets its
         KB toggles to exactly those KBs first; ``retrieval`` and ``max_tokens`` apply to
@@ -225,8 +269,14 @@ class ChatService:
         options = TurnOptions(conv.persona_id, conv.project_id, model, provider, max_rounds, retrieval, max_tokens)
         yield from run_turn(self.desk, conv, question, options, cancel)
 
-    def ask(self, conversation: str | None, question: str, *, on_event: Callable[[ChatEvent], None] | None = None,
-            **kwargs: Any) -> Answer:
+    def ask(
+        self,
+        conversation: str | None,
+        question: str,
+        *,
+        on_event: Callable[[ChatEvent], None] | None = None,
+        **kwargs: Any,
+    ) -> Answer:
         """:meth:`stream` run to its end; ``on_event`` sees every event. Returns the answer."""
         answer = None
         for event in self.stream(conversation, question, **kwargs):
@@ -248,8 +298,9 @@ class ChatService:
             raise InvalidInputError("this source does not point at a chunk")
         rows = self.store.chunk_neighbours(data["document_id"], int(data["chunk_index"]), radius)
         if not rows:
-            raise InvalidInputError(f"the passage from {data.get('source')} is gone (the document was removed "
-                                    "or rebuilt)")
+            raise InvalidInputError(
+                f"the passage from {data.get('source')} is gone (the document was removed or rebuilt)"
+            )
         return [{**r, "content": clean(r["content"])} for r in rows]
 
     # ── helpers ────────────────────────────────────────────────────────────────

@@ -30,8 +30,10 @@ KB_SEARCH_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "kb_search",
-        "description": ("Search knowledge bases for relevant information. "
-                        "Returns text passages from uploaded documents that match the query."),
+        "description": (
+            "Search knowledge bases for relevant information. "
+            "Returns text passages from uploaded documents that match the query."
+        ),
         "parameters": {
             "type": "object",
             "properties": {
@@ -47,14 +49,18 @@ NOTE_SEARCH_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "note_search",
-        "description": ("Search the user's notes. Returns short notes that match the query; set semantic "
-                        "to true to also find notes by meaning, not only by their words."),
+        "description": (
+            "Search the user's notes. Returns short notes that match the query; set semantic "
+            "to true to also find notes by meaning, not only by their words."
+        ),
         "parameters": {
             "type": "object",
             "properties": {
                 "query": {"type": "string", "description": "Search query — use natural language"},
-                "semantic": {"type": "boolean",
-                             "description": "Also search by meaning (vector similarity); default false"},
+                "semantic": {
+                    "type": "boolean",
+                    "description": "Also search by meaning (vector similarity); default false",
+                },
                 "max_results": {"type": "integer", "description": "Maximum results to return (1-20, default 5)"},
             },
             "required": ["query"],
@@ -85,8 +91,9 @@ class _KeywordOnly(Exception):
 class Toolbox:
     """The tools of one turn, bound to its active KBs."""
 
-    def __init__(self, desk: Any, kbs: Sequence[KnowledgeBase], *, notes: Any = None,
-                 max_chars: int = MAX_RESULT_CHARS) -> None:
+    def __init__(
+        self, desk: Any, kbs: Sequence[KnowledgeBase], *, notes: Any = None, max_chars: int = MAX_RESULT_CHARS
+    ) -> None:
         self.desk = desk
         self.kbs = list(kbs)
         self.notes = notes  # a NoteService, or None when the user has no notes
@@ -102,8 +109,9 @@ class Toolbox:
         offered = [t["function"]["name"] for t in self.definitions()]
         try:
             if name not in offered:
-                raise BadArguments(f"there is no tool named {one_line(name, 60)!r}; the tools are: "
-                                   f"{', '.join(offered) or 'none'}")
+                raise BadArguments(
+                    f"there is no tool named {one_line(name, 60)!r}; the tools are: {', '.join(offered) or 'none'}"
+                )
             args = parse_arguments(arguments)
             if name == "kb_search":
                 return self.kb_search(_query(args, name), _limit(args))
@@ -137,8 +145,15 @@ class Toolbox:
         results, sources = [], []
         for result in response.results:
             metadata = {k: _clean_meta(v) for k, v in result.metadata.items() if k in _META_KEYS}
-            results.append({"content": bounded(clean(result.content), MAX_PASSAGE_CHARS), "source": clean(result.source),
-                            "kb": result.kb, "similarity": result.similarity, "metadata": metadata})
+            results.append(
+                {
+                    "content": bounded(clean(result.content), MAX_PASSAGE_CHARS),
+                    "source": clean(result.source),
+                    "kb": result.kb,
+                    "similarity": result.similarity,
+                    "metadata": metadata,
+                }
+            )
             sources.append(_chunk_source(result, metadata, via, self.kbs))
         payload: dict[str, Any] = {"results": results, "query": query, "searched_kbs": response.searched_kbs}
         _fit(payload, self.max_chars)
@@ -162,12 +177,15 @@ class Toolbox:
             try:
                 vector = self.desk.query_embedder(kbs[0], query) if self.desk.query_embedder else None
             except KbdeskError as exc:
-                notes.append(f"the query could not be embedded with {model} ({one_line(exc, 160)}): "
-                             f"keyword search only in {', '.join(kb.name for kb in kbs)}")
+                notes.append(
+                    f"the query could not be embedded with {model} ({one_line(exc, 160)}): "
+                    f"keyword search only in {', '.join(kb.name for kb in kbs)}"
+                )
                 continue
             if vector is None:
-                notes.append(f"no provider is set up for {model}: keyword search only in "
-                             f"{', '.join(kb.name for kb in kbs)}")
+                notes.append(
+                    f"no provider is set up for {model}: keyword search only in {', '.join(kb.name for kb in kbs)}"
+                )
                 continue
             vectors.update({kb.id: vector for kb in kbs})
         return (vectors or None), notes
@@ -175,15 +193,31 @@ class Toolbox:
     # ── note_search ────────────────────────────────────────────────────────────
     def note_search(self, query: str, limit: int = DEFAULT_LIMIT, semantic: bool = False) -> Outcome:
         found = self.notes.search(query, semantic=semantic, limit=limit)
-        results = [{"id": h.note.id, "title": clean(h.note.title), "content": bounded(clean(h.note.content),
-                                                                                      MAX_PASSAGE_CHARS),
-                    "score": round(h.score, 6), "matched": list(h.matched)} for h in found.hits]
+        results = [
+            {
+                "id": h.note.id,
+                "title": clean(h.note.title),
+                "content": bounded(clean(h.note.content), MAX_PASSAGE_CHARS),
+                "score": round(h.score, 6),
+                "matched": list(h.matched),
+            }
+            for h in found.hits
+        ]
         payload: dict[str, Any] = {"results": results, "query": query, "semantic": semantic}
         _fit(payload, self.max_chars)
-        sources = [{"kind": "note", "source": one_line(h.note.title or h.note.content, 60), "note_id": h.note.id,
-                    "similarity": round(h.score, 6), "via": "note_search"} for h in found.hits[: len(results)]]
-        summary = f"{len(payload['results'])} note{'' if len(payload['results']) == 1 else 's'}" + \
-            (" (keyword + meaning)" if semantic else "")
+        sources = [
+            {
+                "kind": "note",
+                "source": one_line(h.note.title or h.note.content, 60),
+                "note_id": h.note.id,
+                "similarity": round(h.score, 6),
+                "via": "note_search",
+            }
+            for h in found.hits[: len(results)]
+        ]
+        summary = f"{len(payload['results'])} note{'' if len(payload['results']) == 1 else 's'}" + (
+            " (keyword + meaning)" if semantic else ""
+        )
         if found.notes:
             summary += f" ({'; '.join(found.notes)})"
         return Outcome(reference_block(payload, what="notes", label="note_search results"), True, summary, sources)
@@ -196,8 +230,10 @@ def parse_arguments(arguments: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
     except ValueError as exc:
-        raise BadArguments(f"the arguments are not valid JSON ({exc.msg} at character {exc.pos}); send a JSON "
-                           'object such as {"query": "..."}') from None
+        raise BadArguments(
+            f"the arguments are not valid JSON ({exc.msg} at character {exc.pos}); send a JSON "
+            'object such as {"query": "..."}'
+        ) from None
     if not isinstance(value, dict):
         raise BadArguments('the arguments must be a JSON object such as {"query": "..."}')
     return value
@@ -252,9 +288,18 @@ def _chunk_source(result: Any, metadata: dict[str, Any], via: str, kbs: Sequence
     heading = " › ".join(str(h) for h in headings) if isinstance(headings, list) and headings else None
     page = metadata.get("page") if isinstance(metadata.get("page"), int) else None
     kb_id = next((kb.id for kb in kbs if kb.name == result.kb), None)
-    return {"kind": "chunk", "source": clean(result.source), "kb": result.kb, "kb_id": kb_id,
-            "document_id": result.document_id, "chunk_index": result.chunk_index,
-            "page": page, "heading": heading, "similarity": result.similarity, "via": via}
+    return {
+        "kind": "chunk",
+        "source": clean(result.source),
+        "kb": result.kb,
+        "kb_id": kb_id,
+        "document_id": result.document_id,
+        "chunk_index": result.chunk_index,
+        "page": page,
+        "heading": heading,
+        "similarity": result.similarity,
+        "via": via,
+    }
 
 
 def _failed(name: str, message: str) -> Outcome:

@@ -21,19 +21,39 @@ EXIT_INTERRUPTED = 130
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 
 turn_options = [
-    click.option("--kb", "kbs", multiple=True, metavar="KB",
-                 help="Use exactly these KBs in the conversation (repeatable; default: your personal KBs)."),
+    click.option(
+        "--kb",
+        "kbs",
+        multiple=True,
+        metavar="KB",
+        help="Use exactly these KBs in the conversation (repeatable; default: your personal KBs).",
+    ),
     click.option("--persona", metavar="NAME", help="Answer as this persona (its prompt, model and KBs)."),
     click.option("--project", metavar="NAME", help="Put the conversation in this project (its KBs apply)."),
-    click.option("--model", metavar="MODEL", help="Chat model (default: the persona's, else roles.chat; "
-                                                  "set it with 'kbdesk model set chat')."),
+    click.option(
+        "--model",
+        metavar="MODEL",
+        help="Chat model (default: the persona's, else roles.chat; set it with 'kbdesk model set chat').",
+    ),
     click.option("--provider", metavar="NAME", help="Provider of the chat model (default: roles.chat.provider)."),
-    click.option("--retrieval", type=click.Choice(RETRIEVAL_POLICIES),
-                 help=RETRIEVAL_HELP + " Default: the conversation's, persona's, else [chat] retrieval."),
-    click.option("--max-tokens", type=click.IntRange(1, 1_000_000), metavar="N",
-                 help="Longest answer in tokens (default: the persona's, else [chat] max_tokens)."),
-    click.option("--max-rounds", type=click.IntRange(1, 20), default=5, show_default=True,
-                 help="Most rounds of tool calls before the answer."),
+    click.option(
+        "--retrieval",
+        type=click.Choice(RETRIEVAL_POLICIES),
+        help=RETRIEVAL_HELP + " Default: the conversation's, persona's, else [chat] retrieval.",
+    ),
+    click.option(
+        "--max-tokens",
+        type=click.IntRange(1, 1_000_000),
+        metavar="N",
+        help="Longest answer in tokens (default: the persona's, else [chat] max_tokens).",
+    ),
+    click.option(
+        "--max-rounds",
+        type=click.IntRange(1, 20),
+        default=5,
+        show_default=True,
+        help="Most rounds of tool calls before the answer.",
+    ),
 ]
 
 
@@ -42,11 +62,13 @@ def with_options(options: list[Any]) -> Any:
         for option in reversed(options):
             fn = option(fn)
         return fn
+
     return wrap
 
 
-def turn_kwargs(*, model: str | None, provider: str | None, max_rounds: int, retrieval: str | None,
-                max_tokens: int | None) -> dict[str, Any]:
+def turn_kwargs(
+    *, model: str | None, provider: str | None, max_rounds: int, retrieval: str | None, max_tokens: int | None
+) -> dict[str, Any]:
     """Keyword arguments of ``ChatService.ask`` for one turn (unset ones left to the engine)."""
     out: dict[str, Any] = {"model": model, "provider": provider, "max_rounds": max_rounds}
     if retrieval is not None:
@@ -62,8 +84,9 @@ def turn_kwargs(*, model: str | None, provider: str | None, max_rounds: int, ret
 @with_options(turn_options)
 @json_option
 @click.pass_obj
-def ask_command(state, question, conversation, kbs, persona, project, model, provider, retrieval, max_tokens,
-                max_rounds, as_json) -> None:
+def ask_command(
+    state, question, conversation, kbs, persona, project, model, provider, retrieval, max_tokens, max_rounds, as_json
+) -> None:
     """Ask QUESTION; the answer streams to stdout, then its sources. What was searched,
     tool calls and notes (an answer cut at the length limit, history left out to fit the
     model's context) go to stderr. A new conversation is saved unless --conversation
@@ -73,10 +96,19 @@ def ask_command(state, question, conversation, kbs, persona, project, model, pro
     chat = state.desk().chat()
     require_chat_model(chat, model=model, persona=persona, conversation=conversation)
     view = TurnView(quiet=as_json)
-    answer = run_turn(chat, conversation, question, view, on_interrupt=view.stopping, persona=persona,
-                      project=project, kbs=list(kbs) or None,
-                      **turn_kwargs(model=model, provider=provider, max_rounds=max_rounds, retrieval=retrieval,
-                                    max_tokens=max_tokens))
+    answer = run_turn(
+        chat,
+        conversation,
+        question,
+        view,
+        on_interrupt=view.stopping,
+        persona=persona,
+        project=project,
+        kbs=list(kbs) or None,
+        **turn_kwargs(
+            model=model, provider=provider, max_rounds=max_rounds, retrieval=retrieval, max_tokens=max_tokens
+        ),
+    )
     if as_json:
         print_json(answer.to_dict())
     if answer.status == "cancelled":
@@ -113,8 +145,9 @@ class ChatCommand(click.Command):
 @click.option("-c", "--continue", "latest", is_flag=True, help="Continue the latest conversation.")
 @with_options(turn_options)
 @click.pass_obj
-def chat_command(state, conversation, latest, kbs, persona, project, model, provider, retrieval, max_tokens,
-                 max_rounds) -> None:
+def chat_command(
+    state, conversation, latest, kbs, persona, project, model, provider, retrieval, max_tokens, max_rounds
+) -> None:
     """Chat in the terminal: a new conversation, the latest (--continue) or CONVERSATION
     (id, prefix or title). Answers stream in with their sources and what was searched.
 
@@ -149,9 +182,20 @@ def chat_command(state, conversation, latest, kbs, persona, project, model, prov
     elif conversation:
         conv_id = chat.conversation(conversation).id
     require_chat_model(chat, model=model, persona=persona, conversation=conv_id)
-    session = ChatSession(chat, conv_id, persona=persona, project=project, kbs=list(kbs), model=model,
-                          provider=provider, retrieval=retrieval, max_tokens=max_tokens, max_rounds=max_rounds,
-                          interactive=sys.stdin.isatty(), history_file=desk.paths.data_dir / "chat-history")
+    session = ChatSession(
+        chat,
+        conv_id,
+        persona=persona,
+        project=project,
+        kbs=list(kbs),
+        model=model,
+        provider=provider,
+        retrieval=retrieval,
+        max_tokens=max_tokens,
+        max_rounds=max_rounds,
+        interactive=sys.stdin.isatty(),
+        history_file=desk.paths.data_dir / "chat-history",
+    )
     code = session.run()
     if code:
         raise SystemExit(code)

@@ -50,8 +50,7 @@ def note_add(state, text, title, as_json) -> None:
 @click.pass_obj
 def note_edit(state, note, text, title, as_json) -> None:
     """Change a note's TEXT (or - for stdin) and/or title."""
-    updated, warning = state.desk().chat().notes.edit(note, content=None if text is None else _text(text),
-                                                      title=title)
+    updated, warning = state.desk().chat().notes.edit(note, content=None if text is None else _text(text), title=title)
     _warn(warning)
     print_json(updated.to_dict()) if as_json else stdout().print(plain(f"Updated note {updated.id[:8]}"))
 
@@ -131,24 +130,33 @@ def _print_persona(state, persona, as_json) -> None:
     names = {kb.id: kb.name for kb in state.desk().list_kbs()}
     console = stdout()
     console.print(Text(persona.name, style="bold"))
-    console.print(plain(f"model: {persona.model or '(roles.chat)'}"
-                        f"{' via ' + persona.provider if persona.provider else ''}"))
+    console.print(
+        plain(f"model: {persona.model or '(roles.chat)'}{' via ' + persona.provider if persona.provider else ''}")
+    )
     if persona.retrieval or persona.max_tokens:
-        console.print(plain(f"retrieval: {persona.retrieval or '(default)'}, "
-                            f"max_tokens: {persona.max_tokens or '(default)'}"))
+        console.print(
+            plain(f"retrieval: {persona.retrieval or '(default)'}, max_tokens: {persona.max_tokens or '(default)'}")
+        )
     for kb_id, auto in persona.kbs:
         console.print(plain(f"KB: {names.get(kb_id, kb_id)}{'  (auto-search)' if auto else ''}"))
     if persona.system_prompt:
         console.print(Text(persona.system_prompt, style="dim"))
 
 
-RETRIEVAL_HELP = ("How its chats consult the KBs: auto (the model may search; if it does not, kbdesk does), "
-                  "tool (only when the model searches), always (kbdesk searches first) or off")
+RETRIEVAL_HELP = (
+    "How its chats consult the KBs: auto (the model may search; if it does not, kbdesk does), "
+    "tool (only when the model searches), always (kbdesk searches first) or off"
+)
 
 persona_kb_options = [
     click.option("--kb", "kbs", multiple=True, metavar="KB", help="Bind this KB (repeatable)."),
-    click.option("--auto-search", "auto", multiple=True, metavar="KB",
-                 help="Bind this KB with auto-search: its top passages go into every prompt (repeatable)."),
+    click.option(
+        "--auto-search",
+        "auto",
+        multiple=True,
+        metavar="KB",
+        help="Bind this KB with auto-search: its top passages go into every prompt (repeatable).",
+    ),
 ]
 
 
@@ -157,6 +165,7 @@ def _with(options):
         for option in reversed(options):
             fn = option(fn)
         return fn
+
     return wrap
 
 
@@ -165,18 +174,26 @@ def _with(options):
 @click.option("-p", "--prompt", default="", help="System prompt (- reads stdin).")
 @click.option("--model", help="Chat model (default: roles.chat.model).")
 @click.option("--provider", help="Provider of the model (default: roles.chat.provider).")
-@click.option("--retrieval", type=click.Choice(RETRIEVAL_POLICIES),
-              help=RETRIEVAL_HELP + " (default: [chat] retrieval).")
-@click.option("--max-tokens", type=click.IntRange(1, 1_000_000), metavar="N",
-              help="Longest answer in tokens (default: [chat] max_tokens).")
+@click.option(
+    "--retrieval", type=click.Choice(RETRIEVAL_POLICIES), help=RETRIEVAL_HELP + " (default: [chat] retrieval)."
+)
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(1, 1_000_000),
+    metavar="N",
+    help="Longest answer in tokens (default: [chat] max_tokens).",
+)
 @_with(persona_kb_options)
 @json_option
 @click.pass_obj
 def persona_create(state, name, prompt, model, provider, retrieval, max_tokens, kbs, auto, as_json) -> None:
     """Create a persona."""
     limits = {k: v for k, v in (("retrieval", retrieval), ("max_tokens", max_tokens)) if v is not None}
-    persona = state.desk().chat().create_persona(name, _text(prompt), model=model, provider=provider, kbs=kbs,
-                                                 auto_search=auto, **limits)
+    persona = (
+        state.desk()
+        .chat()
+        .create_persona(name, _text(prompt), model=model, provider=provider, kbs=kbs, auto_search=auto, **limits)
+    )
     _print_persona(state, persona, as_json)
 
 
@@ -186,26 +203,44 @@ def persona_create(state, name, prompt, model, provider, retrieval, max_tokens, 
 @click.option("-p", "--prompt", default=None, help="New system prompt (- reads stdin).")
 @click.option("--model", default=None, help="New chat model ('' for roles.chat).")
 @click.option("--provider", default=None, help="New provider ('' for roles.chat).")
-@click.option("--retrieval", type=click.Choice([*RETRIEVAL_POLICIES, "default"]),
-              help=RETRIEVAL_HELP + "; default: [chat] retrieval.")
-@click.option("--max-tokens", type=click.IntRange(0, 1_000_000), metavar="N",
-              help="Longest answer in tokens (0: [chat] max_tokens).")
+@click.option(
+    "--retrieval",
+    type=click.Choice([*RETRIEVAL_POLICIES, "default"]),
+    help=RETRIEVAL_HELP + "; default: [chat] retrieval.",
+)
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(0, 1_000_000),
+    metavar="N",
+    help="Longest answer in tokens (0: [chat] max_tokens).",
+)
 @_with(persona_kb_options)
 @click.option("--no-kbs", is_flag=True, help="Remove every KB binding.")
 @json_option
 @click.pass_obj
-def persona_edit(state, persona, name, prompt, model, provider, retrieval, max_tokens, kbs, auto, no_kbs,
-                 as_json) -> None:
+def persona_edit(
+    state, persona, name, prompt, model, provider, retrieval, max_tokens, kbs, auto, no_kbs, as_json
+) -> None:
     """Change a persona; --kb/--auto-search replace its KB bindings."""
     limits: dict = {}
     if retrieval is not None:
         limits["retrieval"] = None if retrieval == "default" else retrieval
     if max_tokens is not None:
         limits["max_tokens"] = max_tokens or None
-    updated = state.desk().chat().edit_persona(
-        persona, name=name, system_prompt=None if prompt is None else _text(prompt),
-        model=UNSET if model is None else model, provider=UNSET if provider is None else provider,
-        kbs=[] if no_kbs else (list(kbs) if kbs or auto else None), auto_search=auto, **limits)
+    updated = (
+        state.desk()
+        .chat()
+        .edit_persona(
+            persona,
+            name=name,
+            system_prompt=None if prompt is None else _text(prompt),
+            model=UNSET if model is None else model,
+            provider=UNSET if provider is None else provider,
+            kbs=[] if no_kbs else (list(kbs) if kbs or auto else None),
+            auto_search=auto,
+            **limits,
+        )
+    )
     _print_persona(state, updated, as_json)
 
 
@@ -220,7 +255,9 @@ def persona_list(state, as_json) -> None:
         return
     t = table("name", "model", "KBs", "prompt")
     for p in personas:
-        t.add_row(plain(p.name), plain(p.model or "(roles.chat)"), str(len(p.kbs)), plain(one_line(p.system_prompt, 50)))
+        t.add_row(
+            plain(p.name), plain(p.model or "(roles.chat)"), str(len(p.kbs)), plain(one_line(p.system_prompt, 50))
+        )
     stdout().print(t)
 
 
@@ -281,8 +318,11 @@ def project_create(state, name, description, kbs, as_json) -> None:
 @click.pass_obj
 def project_edit(state, project, name, description, kbs, no_kbs, as_json) -> None:
     """Change a project."""
-    updated = state.desk().chat().edit_project(project, name=name, description=description,
-                                               kbs=[] if no_kbs else (list(kbs) if kbs else None))
+    updated = (
+        state.desk()
+        .chat()
+        .edit_project(project, name=name, description=description, kbs=[] if no_kbs else (list(kbs) if kbs else None))
+    )
     _print_project(state, updated, as_json)
 
 

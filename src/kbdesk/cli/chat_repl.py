@@ -48,11 +48,23 @@ HELP = [
 class ChatSession:
     """One ``kbdesk chat`` run. :meth:`run` returns the exit status."""
 
-    def __init__(self, chat: Any, conversation: str | None, *, persona: str | None = None,
-                 project: str | None = None, kbs: list[str] | None = None, model: str | None = None,
-                 provider: str | None = None, retrieval: str | None = None, max_tokens: int | None = None,
-                 max_rounds: int = 5, interactive: bool = False, history_file: Path | None = None,
-                 stdin: Any = None) -> None:
+    def __init__(
+        self,
+        chat: Any,
+        conversation: str | None,
+        *,
+        persona: str | None = None,
+        project: str | None = None,
+        kbs: list[str] | None = None,
+        model: str | None = None,
+        provider: str | None = None,
+        retrieval: str | None = None,
+        max_tokens: int | None = None,
+        max_rounds: int = 5,
+        interactive: bool = False,
+        history_file: Path | None = None,
+        stdin: Any = None,
+    ) -> None:
         self.chat = chat
         self.conversation = conversation
         self.created: str | None = None  # the conversation this session created (removed if left empty)
@@ -65,9 +77,16 @@ class ChatSession:
         self.readline: Any = None
         self.failed = False
         self.commands: dict[str, Callable[[str], bool]] = {
-            "kbs": self.cmd_kbs, "persona": self.cmd_persona, "project": self.cmd_project,
-            "retrieval": self.cmd_retrieval, "new": self.cmd_new, "history": self.cmd_history,
-            "sources": self.cmd_sources, "help": self.cmd_help, "exit": self.cmd_exit, "quit": self.cmd_exit,
+            "kbs": self.cmd_kbs,
+            "persona": self.cmd_persona,
+            "project": self.cmd_project,
+            "retrieval": self.cmd_retrieval,
+            "new": self.cmd_new,
+            "history": self.cmd_history,
+            "sources": self.cmd_sources,
+            "help": self.cmd_help,
+            "exit": self.cmd_exit,
+            "quit": self.cmd_exit,
         }
 
     # ── the loop ───────────────────────────────────────────────────────────────
@@ -136,8 +155,7 @@ class ChatSession:
             if command is not None:
                 return command(rest.strip())
             if _COMMAND.fullmatch(name):
-                self.error(f"no command /{name}: /help lists them (start with // to ask something that "
-                           "begins with /)")
+                self.error(f"no command /{name}: /help lists them (start with // to ask something that begins with /)")
                 return True
         return self.ask(text)
 
@@ -162,8 +180,11 @@ class ChatSession:
         toggles = self.chat.kb_toggles(conv)
         for token in _split(args):
             sign, ref = (token[0], token[1:]) if token[0] in "+-" and len(token) > 1 else ("", token)
-            row = toggles[int(ref) - 1] if ref.isdigit() and 1 <= int(ref) <= len(toggles) else \
-                next((t for t in toggles if t.name.casefold() == ref.casefold()), None)
+            row = (
+                toggles[int(ref) - 1]
+                if ref.isdigit() and 1 <= int(ref) <= len(toggles)
+                else next((t for t in toggles if t.name.casefold() == ref.casefold()), None)
+            )
             enabled = sign == "+" if sign else not (row.enabled if row else False)
             self.chat.set_kb_enabled(conv, row.kb_id if row else ref, enabled)
             toggles = self.chat.kb_toggles(conv)
@@ -225,8 +246,11 @@ class ChatSession:
         return True
 
     def cmd_sources(self, args: str) -> bool:
-        answers = [m for m in self.chat.messages(self.conversation) if m.role == "assistant" and m.sources] \
-            if self.conversation else []
+        answers = (
+            [m for m in self.chat.messages(self.conversation) if m.role == "assistant" and m.sources]
+            if self.conversation
+            else []
+        )
         if not answers:
             self.note("no answer with sources yet")
         elif args:
@@ -351,4 +375,3 @@ def _split(args: str) -> list[str]:
         return shlex.split(args)
     except ValueError as exc:  # an unclosed quote
         raise InvalidInputError(f"cannot read {args!r}: {exc}") from None
-

@@ -25,7 +25,14 @@ from typing import Any, TextIO
 from rich.text import Text
 
 from kbdesk.chat.events import (
-    Answer, Notice, Retrieval, TextDelta, ToolCallFinished, ToolCallStarted, TurnFinished, Waiting,
+    Answer,
+    Notice,
+    Retrieval,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnFinished,
+    Waiting,
 )
 from kbdesk.chat.safety import one_line
 from kbdesk.cli.output import InertConsole, passage, plain
@@ -35,10 +42,14 @@ from kbdesk.providers.chat import CancelToken
 from kbdesk.textsafe import inert_line
 
 RETRIEVAL_POLICIES: tuple[str, ...] = typing.get_args(RetrievalPolicy)
-RETRIEVAL_HELP = ("How the KBs are consulted: auto (the model may search; if it does not, kbdesk does), "
-                  "tool (only when the model searches), always (kbdesk searches first) or off.")
-NO_MODEL = ("no chat model is set: run 'kbdesk model set chat PROVIDER MODEL' ('kbdesk model list' shows the "
-            "models), or choose one in the TUI under Settings → Model roles")
+RETRIEVAL_HELP = (
+    "How the KBs are consulted: auto (the model may search; if it does not, kbdesk does), "
+    "tool (only when the model searches), always (kbdesk searches first) or off."
+)
+NO_MODEL = (
+    "no chat model is set: run 'kbdesk model set chat PROVIDER MODEL' ('kbdesk model list' shows the "
+    "models), or choose one in the TUI under Settings → Model roles"
+)
 SPARSE_WAITING = 10.0
 """Seconds between two "waiting for the model" lines when they cannot be rewritten in place."""
 
@@ -46,9 +57,16 @@ _END = object()
 _STYLES = {"error": "red", "warning": "yellow", "info": "dim"}
 
 
-def run_turn(chat: Any, conversation: str | None, question: str, on_event: Callable[[Any], None], *,
-             token: CancelToken | None = None, on_interrupt: Callable[[], None] | None = None,
-             **kwargs: Any) -> Answer:
+def run_turn(
+    chat: Any,
+    conversation: str | None,
+    question: str,
+    on_event: Callable[[Any], None],
+    *,
+    token: CancelToken | None = None,
+    on_interrupt: Callable[[], None] | None = None,
+    **kwargs: Any,
+) -> Answer:
     """``chat.ask(...)`` in a worker thread; ``on_event`` sees each event in this thread.
 
     Ctrl-C (KeyboardInterrupt here) cancels the turn and keeps waiting for it to end,
@@ -93,8 +111,9 @@ def run_turn(chat: Any, conversation: str | None, question: str, on_event: Calla
     return box["answer"]
 
 
-def require_chat_model(chat: Any, *, model: str | None, persona: str | None = None,
-                       conversation: str | None = None) -> None:
+def require_chat_model(
+    chat: Any, *, model: str | None, persona: str | None = None, conversation: str | None = None
+) -> None:
     """One line on how to set a chat model when none applies to this turn."""
     if model or chat.desk.config.roles.chat.model:
         return
@@ -113,8 +132,9 @@ class TurnView:
     an answer's line it waits :data:`SPARSE_WAITING` seconds before breaking that line.
     """
 
-    def __init__(self, *, quiet: bool = False, out: TextIO | None = None, err: TextIO | None = None,
-                 live: bool | None = None) -> None:
+    def __init__(
+        self, *, quiet: bool = False, out: TextIO | None = None, err: TextIO | None = None, live: bool | None = None
+    ) -> None:
         self.quiet = quiet
         self.out_file = out or sys.stdout
         self.err_file = err or sys.stderr

@@ -53,8 +53,13 @@ def conversations_show(state, conversation, as_json) -> None:
     chat = state.desk().chat()
     conv = chat.conversation(conversation)
     if as_json:
-        print_json({**conv.to_dict(), "messages": [m.to_dict() for m in chat.messages(conv.id)],
-                    "knowledge_bases": [t.to_dict() for t in chat.kb_toggles(conv.id)]})
+        print_json(
+            {
+                **conv.to_dict(),
+                "messages": [m.to_dict() for m in chat.messages(conv.id)],
+                "knowledge_bases": [t.to_dict() for t in chat.kb_toggles(conv.id)],
+            }
+        )
         return
     stdout().print(Text(clean(conv.title) or "(untitled)", style="bold"))
     print_messages(chat, conv.id)
@@ -165,8 +170,9 @@ def print_source(chat: Any, conversation: str, number: int) -> None:
 
 
 # ``kbdesk conv …``: the same commands under a short name, not listed in --help
-conv_alias = click.Group("conv", commands=conversations_group.commands, hidden=True,
-                         help="Short for 'kbdesk conversations'.")
+conv_alias = click.Group(
+    "conv", commands=conversations_group.commands, hidden=True, help="Short for 'kbdesk conversations'."
+)
 
 LEGACY = ("list", "show", "rename", "rm", "kbs", "source")
 """``kbdesk chat NAME …`` spellings kept for scripts written before ``kbdesk chat`` chatted."""

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+
 from kbdesk import __version__
 from kbdesk.cli.output import plain, print_json, stdout, table
 from kbdesk.errors import KbdeskError
@@ -22,10 +23,12 @@ def damaged_advice(path: Path, problems: list[str]) -> str:
     more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
     db = shlex.quote(str(path))
     rescued = shlex.quote(str(path) + ".recovered")
-    return (f"{path} is damaged: {first}{more}. Stop writing to it and restore it from a backup; or copy what "
-            f"SQLite can still read into a new file: sqlite3 {db} .recover | sqlite3 {rescued} "
-            f"(then kbdesk --db {rescued} doctor), or kbdesk --db {db} export KB --to FILE for each KB "
-            "that still reads")
+    return (
+        f"{path} is damaged: {first}{more}. Stop writing to it and restore it from a backup; or copy what "
+        f"SQLite can still read into a new file: sqlite3 {db} .recover | sqlite3 {rescued} "
+        f"(then kbdesk --db {rescued} doctor), or kbdesk --db {db} export KB --to FILE for each KB "
+        "that still reads"
+    )
 
 
 def _integrity(state: Any, paths: Any, config: Any, report: dict[str, Any], seconds: float) -> bool:
@@ -63,11 +66,13 @@ def gather(state: Any, check_seconds: float = 5.0) -> dict[str, Any]:
     from kbdesk.config import load_config, vector_backend_override
     from kbdesk.paths import get_paths, resolve_db
 
-    report: dict[str, Any] = {"kbdesk": __version__, "python": platform.python_version(), "ok": True,
-                              "problems": []}
+    report: dict[str, Any] = {"kbdesk": __version__, "python": platform.python_version(), "ok": True, "problems": []}
     paths = get_paths(state.home)
-    report["paths"] = {"config_file": str(paths.config_file), "data_dir": str(paths.data_dir),
-                       "cache_dir": str(paths.cache_dir)}
+    report["paths"] = {
+        "config_file": str(paths.config_file),
+        "data_dir": str(paths.data_dir),
+        "cache_dir": str(paths.cache_dir),
+    }
     config = None
     try:
         config = load_config(paths.config_file)
@@ -94,14 +99,19 @@ def gather(state: Any, check_seconds: float = 5.0) -> dict[str, Any]:
     store = desk.store
     report["paths"]["db"] = str(desk.db_path)
     report["paths"]["files"] = str(desk.files_dir)
-    report["database"] = {"path": str(desk.db_path), "schema_version": store.schema_version(),
-                          "knowledge_bases": len(desk.list_kbs()),
-                          "read_only": getattr(store, "read_only_reason", None)}
+    report["database"] = {
+        "path": str(desk.db_path),
+        "schema_version": store.schema_version(),
+        "knowledge_bases": len(desk.list_kbs()),
+        "read_only": getattr(store, "read_only_reason", None),
+    }
     report.update(_driver(store.driver))
     if getattr(store, "read_only", False) and report["vector_backend"]["active"] != "numpy":
         report["vector_backend"]["active"] = "numpy"
-        report["vector_backend"]["reason"] = ("the database is read-only: numpy reads the stored vectors "
-                                              "(sqlite-vec's index may need rebuilding first, which is a write)")
+        report["vector_backend"]["reason"] = (
+            "the database is read-only: numpy reads the stored vectors "
+            "(sqlite-vec's index may need rebuilding first, which is a write)"
+        )
     vectors = getattr(store, "vectors", None)
     if vectors is not None and hasattr(vectors, "exact_path"):
         report["vector_backend"]["exact_search"] = vectors.exact_path(store)
@@ -115,14 +125,18 @@ def gather(state: Any, check_seconds: float = 5.0) -> dict[str, Any]:
 def _driver(driver: Any) -> dict[str, Any]:
     return {
         "sqlite": {"driver": driver.name, "version": driver.sqlite_version},
-        "vector_backend": {"active": driver.backend, "reason": driver.reason,
-                           "sqlite_vec": driver.vec_version},
+        "vector_backend": {"active": driver.backend, "reason": driver.reason, "sqlite_vec": driver.vec_version},
     }
 
 
 @click.command("doctor")
-@click.option("--check-seconds", type=click.FloatRange(0), default=5.0, show_default=True,
-              help="Time the database check may take before it stops and says so.")
+@click.option(
+    "--check-seconds",
+    type=click.FloatRange(0),
+    default=5.0,
+    show_default=True,
+    help="Time the database check may take before it stops and says so.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
 def doctor_command(state, check_seconds, as_json) -> None:
@@ -145,8 +159,11 @@ def doctor_command(state, check_seconds, as_json) -> None:
                 t.add_row("access", plain(f"read-only: {db['read_only']}"))
         if "integrity" in report:
             check = report["integrity"]
-            verdict = {"ok": "pages ok (quick_check)", "damaged": "DAMAGED (see below)",
-                       "unfinished": f"not finished within {check_seconds:g} s (--check-seconds allows more)"}
+            verdict = {
+                "ok": "pages ok (quick_check)",
+                "damaged": "DAMAGED (see below)",
+                "unfinished": f"not finished within {check_seconds:g} s (--check-seconds allows more)",
+            }
             t.add_row("integrity", verdict.get(check["status"], check["status"]))
         if "sqlite" in report:
             t.add_row("sqlite", f"{report['sqlite']['version']} via {report['sqlite']['driver']}")

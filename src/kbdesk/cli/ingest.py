@@ -42,16 +42,16 @@ def _show_progress(as_json: bool, quiet: bool) -> bool:
     return not as_json and not quiet and sys.stderr.isatty()
 
 
-def _summary(report: IngestReport, as_json: bool, extra: dict | None = None, headline: bool = True,
-             missing: Sequence[str] = ()) -> None:
+def _summary(
+    report: IngestReport, as_json: bool, extra: dict | None = None, headline: bool = True, missing: Sequence[str] = ()
+) -> None:
     known = list(getattr(report, "known_failures", []))
     by_other = list(getattr(report, "by_other", []))
     if as_json:
         print_json({**report.to_dict(), "missing": list(missing), **(extra or {})})
     else:
         out = stdout()
-        parts = [f"{len(report.added)} added", f"{len(report.updated)} updated",
-                 f"{len(report.unchanged)} unchanged"]
+        parts = [f"{len(report.added)} added", f"{len(report.updated)} updated", f"{len(report.unchanged)} unchanged"]
         if report.resumed:
             parts.append(f"{len(report.resumed)} resumed")
         if by_other:
@@ -62,16 +62,21 @@ def _summary(report: IngestReport, as_json: bool, extra: dict | None = None, hea
         if known:
             parts.append(f"{len(known)} failed before and unchanged")
         if headline:
-            out.print(Text(", ".join(parts) + f"; {report.embedded_chunks} chunks embedded "
-                           f"({report.cached_chunks} from cache, {report.embedding_calls} provider calls)"))
+            out.print(
+                Text(
+                    ", ".join(parts) + f"; {report.embedded_chunks} chunks embedded "
+                    f"({report.cached_chunks} from cache, {report.embedding_calls} provider calls)"
+                )
+            )
         err = stderr()  # failures are errors: on stderr, one line each
         for name, reason in report.failed:
             err.print(Text(f"  failed  {inert_line(name)}: {inert_line(reason)}", style="red"))
         for name, reason in known:
             err.print(Text(f"  failed before  {inert_line(name)}: {inert_line(reason)}", style="red"))
         if known:
-            err.print(Text("  (unchanged since they failed, so not tried again: --retry-failed tries them)",
-                           style="dim"))
+            err.print(
+                Text("  (unchanged since they failed, so not tried again: --retry-failed tries them)", style="dim")
+            )
         for path, reason in report.skipped:
             if path not in missing:
                 out.print(Text(f"  skipped {inert_line(path)}: {inert_line(reason)}", style="dim"))
@@ -104,8 +109,13 @@ def _leave(code: int, at_once: bool) -> None:
     raise SystemExit(code)
 
 
-def _run_interruptibly(work: Callable[[], T], *, cancel: Callable[[], None],
-                       stopped: Callable[[T | None], None], exit_code: int = EXIT_INTERRUPTED) -> T:
+def _run_interruptibly(
+    work: Callable[[], T],
+    *,
+    cancel: Callable[[], None],
+    stopped: Callable[[T | None], None],
+    exit_code: int = EXIT_INTERRUPTED,
+) -> T:
     """``work()`` in a worker thread; returns its result or re-raises its error.
 
     On Ctrl-C: ``cancel()``, wait up to GRACE_SECONDS for ``work`` to return, call
@@ -154,13 +164,19 @@ def _interrupted(ledger: Ledger, report: IngestReport | None, next_step: str, as
     if report is not None:  # the run returned: it also knows documents it never started
         left += [name for name in report.cancelled if name not in left]
     if as_json:
-        print_json({"interrupted": True, "finished": finished,
-                    "failed": [{"file": f, "error": e} for f, e in failed], "left": left,
-                    "unchanged": ledger.unchanged, "next": next_step})
+        print_json(
+            {
+                "interrupted": True,
+                "finished": finished,
+                "failed": [{"file": f, "error": e} for f, e in failed],
+                "left": left,
+                "unchanged": ledger.unchanged,
+                "next": next_step,
+            }
+        )
         return
     out = stdout()
-    out.print(Text(f"Interrupted: {len(finished)} finished, {len(failed)} failed, "
-                   f"{len(left)} left for the next run."))
+    out.print(Text(f"Interrupted: {len(finished)} finished, {len(failed)} failed, {len(left)} left for the next run."))
     if finished:
         out.print(Text(f"  finished  {_names(finished)}"))
     for name, reason in failed[:NAMES_SHOWN]:
@@ -197,8 +213,7 @@ def _q(text: str) -> str:
 @click.option("-x", "--exclude", multiple=True, metavar="GLOB", help="Skip files matching GLOB (repeatable).")
 @click.option("--hidden", is_flag=True, help="Also take hidden files and folders.")
 @click.option("--sync", is_flag=True, help="Remove documents whose files are gone from the folders given.")
-@click.option("--retry-failed", is_flag=True,
-              help="Also try files that failed before and have not changed since.")
+@click.option("--retry-failed", is_flag=True, help="Also try files that failed before and have not changed since.")
 @click.option("-w", "--workers", type=click.IntRange(1, 32), help="Documents processed at once (default 3).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
@@ -219,14 +234,21 @@ def add_command(state, kb, paths, include, exclude, hidden, sync, retry_failed, 
     missing = [p for p in paths if not os.path.exists(os.path.expanduser(p))]
     for path in missing:
         click.echo(f"Error: no such file or folder: {inert_line(path)}", err=True)
-    next_step = (f"Next: `kbdesk resume {_q(kb)}` finishes the documents left; the same `kbdesk add` "
-                 f"again does too, and also takes files not reached yet.")
+    next_step = (
+        f"Next: `kbdesk resume {_q(kb)}` finishes the documents left; the same `kbdesk add` "
+        f"again does too, and also takes files not reached yet."
+    )
     with IngestProgress(_show_progress(as_json, quiet)) as progress:
         ingestor = desk.ingestor(on_event=progress, workers=workers)
-        report = _ingest(ingestor, progress,
-                         lambda: ingestor.add(kb, list(paths), include=include, exclude=exclude, hidden=hidden,
-                                              sync=sync, retry_failed=retry_failed),
-                         next_step, as_json)
+        report = _ingest(
+            ingestor,
+            progress,
+            lambda: ingestor.add(
+                kb, list(paths), include=include, exclude=exclude, hidden=hidden, sync=sync, retry_failed=retry_failed
+            ),
+            next_step,
+            as_json,
+        )
     _summary(report, as_json, missing=missing)
 
 
@@ -249,15 +271,21 @@ def resume_command(state, kb, as_json) -> None:
 @click.pass_obj
 def rebuild_command(state, kb, as_json) -> None:
     """Re-chunk and re-embed every document of KB that has stored text."""
-    next_step = (f"Next: `kbdesk resume {_q(kb)}` finishes the documents left half-way; "
-                 f"`kbdesk rebuild {_q(kb)}` again rebuilds every document.")
+    next_step = (
+        f"Next: `kbdesk resume {_q(kb)}` finishes the documents left half-way; "
+        f"`kbdesk rebuild {_q(kb)}` again rebuilds every document."
+    )
     with IngestProgress(_show_progress(as_json, False)) as progress:
         ingestor = state.desk().ingestor(on_event=progress)
         counts, report = _ingest(ingestor, progress, lambda: ingestor.rebuild(kb), next_step, as_json)
     if not as_json:
-        stdout().print(Text(f"{counts['total_docs']} documents: {counts['rebuilding']} rebuilt, "
-                            f"{counts['skipped']} skipped (no stored text); {report.embedded_chunks} chunks "
-                            f"embedded ({report.cached_chunks} from cache)"))
+        stdout().print(
+            Text(
+                f"{counts['total_docs']} documents: {counts['rebuilding']} rebuilt, "
+                f"{counts['skipped']} skipped (no stored text); {report.embedded_chunks} chunks "
+                f"embedded ({report.cached_chunks} from cache)"
+            )
+        )
     _summary(report, as_json, {"message": "rebuild finished", **counts}, headline=False)
 
 
@@ -267,11 +295,15 @@ def rebuild_command(state, kb, as_json) -> None:
 @click.option("-i", "--include", multiple=True, metavar="GLOB", help="Only files matching GLOB (repeatable).")
 @click.option("-x", "--exclude", multiple=True, metavar="GLOB", help="Skip files matching GLOB (repeatable).")
 @click.option("--hidden", is_flag=True, help="Also take hidden files and folders.")
-@click.option("--poll", is_flag=True,
-              help="Look for changes every --interval seconds instead of using OS file events "
-                   "(network drives; used anyway when file events are unavailable).")
-@click.option("--interval", type=click.FloatRange(0.2), default=2.0, show_default=True,
-              help="Seconds between looks when polling.")
+@click.option(
+    "--poll",
+    is_flag=True,
+    help="Look for changes every --interval seconds instead of using OS file events "
+    "(network drives; used anyway when file events are unavailable).",
+)
+@click.option(
+    "--interval", type=click.FloatRange(0.2), default=2.0, show_default=True, help="Seconds between looks when polling."
+)
 @click.option("--passes", type=click.IntRange(1), hidden=True, help="Stop after this many passes (tests).")
 @click.pass_obj
 def watch_command(state, kb, folder, include, exclude, hidden, poll, interval, passes) -> None:
@@ -305,16 +337,33 @@ def watch_command(state, kb, folder, include, exclude, hidden, poll, interval, p
     def stopped(_passes: Any) -> None:
         out.print(Text("Stopped."))
 
-    _run_interruptibly(lambda: watch_folder(ingestor, kb, folder, stop=stop, on_event=show, include=include,
-                                            exclude=exclude, hidden=hidden, poll=poll, poll_interval=interval,
-                                            max_passes=passes),
-                       cancel=cancel, stopped=stopped, exit_code=0)
+    _run_interruptibly(
+        lambda: watch_folder(
+            ingestor,
+            kb,
+            folder,
+            stop=stop,
+            on_event=show,
+            include=include,
+            exclude=exclude,
+            hidden=hidden,
+            poll=poll,
+            poll_interval=interval,
+            max_passes=passes,
+        ),
+        cancel=cancel,
+        stopped=stopped,
+        exit_code=0,
+    )
 
 
 @click.command("docs")
 @click.argument("kb")
-@click.option("--status", type=click.Choice(["pending", "extracting", "chunking", "embedding", "ready", "error"]),
-              help="Only documents in this status.")
+@click.option(
+    "--status",
+    type=click.Choice(["pending", "extracting", "chunking", "embedding", "ready", "error"]),
+    help="Only documents in this status.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
 def docs_command(state, kb, status, as_json) -> None:
@@ -330,8 +379,9 @@ def docs_command(state, kb, status, as_json) -> None:
         return
     t = table("filename", "id", "status", "chunks", "size", "error")
     for d in docs:
-        t.add_row(plain(d.filename), d.id[:8], _status(d), str(d.chunk_count), human_bytes(d.size_bytes),
-                  plain(d.error or ""))
+        t.add_row(
+            plain(d.filename), d.id[:8], _status(d), str(d.chunk_count), human_bytes(d.size_bytes), plain(d.error or "")
+        )
     stdout().print(t)
 
 
@@ -349,8 +399,13 @@ def doc_status(state, kb, doc, as_json) -> None:
     """Status of DOC (id, id prefix or filename) in KB: id, status, chunk count, error."""
     desk = state.desk()
     found = desk.document(kb, doc)
-    view = {"id": found.id, "status": found.status, "chunk_count": found.chunk_count,
-            "error": found.error, "filename": found.filename}
+    view = {
+        "id": found.id,
+        "status": found.status,
+        "chunk_count": found.chunk_count,
+        "error": found.error,
+        "filename": found.filename,
+    }
     if as_json:
         print_json(view)
     else:

@@ -30,8 +30,12 @@ def kb_group() -> None:
 @kb_group.command("create")
 @click.argument("name")
 @click.option("-d", "--description", default="", help="What the KB holds.")
-@click.option("--model", "model_id", metavar="MODEL_ID",
-              help="Embedding model, fixed at creation (default: the embedding role's, if set).")
+@click.option(
+    "--model",
+    "model_id",
+    metavar="MODEL_ID",
+    help="Embedding model, fixed at creation (default: the embedding role's, if set).",
+)
 @click.option("--keyword-only", is_flag=True, help="No embeddings: keyword search only.")
 @click.option("--provider", metavar="NAME", help="Provider that serves the embedding model.")
 @click.option("--dimensions", type=click.IntRange(1, 16000), help="Vector dimensions, if known in advance.")
@@ -39,15 +43,24 @@ def kb_group() -> None:
 @click.option("--chunk-overlap", type=click.IntRange(0), help="Characters shared by neighbouring chunks (default 200).")
 @json_option
 @click.pass_obj
-def create(state, name, description, model_id, keyword_only, provider, dimensions, chunk_size, chunk_overlap,
-           as_json) -> None:
+def create(
+    state, name, description, model_id, keyword_only, provider, dimensions, chunk_size, chunk_overlap, as_json
+) -> None:
     """Create a knowledge base called NAME."""
     if provider and not model_id:
         raise InvalidInputError("--provider needs --model")
     if keyword_only and model_id:
         raise InvalidInputError("--keyword-only and --model exclude each other")
-    kb = state.desk().create_kb(name, description, model_id=model_id, provider=provider, dimensions=dimensions,
-                                chunk_size=chunk_size, chunk_overlap=chunk_overlap, keyword_only=keyword_only)
+    kb = state.desk().create_kb(
+        name,
+        description,
+        model_id=model_id,
+        provider=provider,
+        dimensions=dimensions,
+        chunk_size=chunk_size,
+        chunk_overlap=chunk_overlap,
+        keyword_only=keyword_only,
+    )
     if as_json:
         print_json(kb.to_dict())
     else:
@@ -68,8 +81,16 @@ def list_(state, as_json) -> None:
         return
     t = table("name", "id", "scope", "docs", "chunks", "size", "status", "embedding")
     for kb in kbs:
-        t.add_row(plain(kb.name), plain(kb.id[:8]), plain(kb.scope), str(kb.document_count), str(kb.chunk_count),
-                  human_bytes(kb.total_bytes), plain(kb.status), plain(_model(kb)))
+        t.add_row(
+            plain(kb.name),
+            plain(kb.id[:8]),
+            plain(kb.scope),
+            str(kb.document_count),
+            str(kb.chunk_count),
+            human_bytes(kb.total_bytes),
+            plain(kb.status),
+            plain(_model(kb)),
+        )
     stdout().print(t)
 
 
@@ -85,11 +106,18 @@ def show(state, kb, as_json) -> None:
         return
     t = table("field", "value")
     rows = [
-        ("name", found.name), ("id", found.id), ("description", found.description or "—"),
-        ("scope", found.scope), ("status", found.status), ("embedding", _model(found)),
+        ("name", found.name),
+        ("id", found.id),
+        ("description", found.description or "—"),
+        ("scope", found.scope),
+        ("status", found.status),
+        ("embedding", _model(found)),
         ("chunking", f"{found.chunk_size} chars, overlap {found.chunk_overlap}"),
-        ("documents", found.document_count), ("chunks", found.chunk_count),
-        ("size", human_bytes(found.total_bytes)), ("created", found.created_at), ("updated", found.updated_at),
+        ("documents", found.document_count),
+        ("chunks", found.chunk_count),
+        ("size", human_bytes(found.total_bytes)),
+        ("created", found.created_at),
+        ("updated", found.updated_at),
     ]
     for key, value in rows:
         t.add_row(key, plain(value))  # a description may hold line breaks: shown as \n
@@ -134,8 +162,12 @@ def recount(state, kb, as_json) -> None:
     if as_json:
         print_json(updated.to_dict())
     else:
-        stdout().print(plain(f"'{updated.name}': {updated.document_count} documents, "
-                             f"{updated.chunk_count} chunks, {human_bytes(updated.total_bytes)}"))
+        stdout().print(
+            plain(
+                f"'{updated.name}': {updated.document_count} documents, "
+                f"{updated.chunk_count} chunks, {human_bytes(updated.total_bytes)}"
+            )
+        )
 
 
 @kb_group.command("rm")
@@ -150,8 +182,10 @@ def remove(state, kb, yes, as_json) -> None:
     if not yes:
         if not sys.stdin.isatty():
             raise InvalidInputError(f"deleting '{found.name}' needs confirmation: add --yes")
-        click.confirm(f"Delete '{inert_line(found.name)}' with {found.document_count} documents and "
-                      f"{found.chunk_count} chunks?", abort=True)
+        click.confirm(
+            f"Delete '{inert_line(found.name)}' with {found.document_count} documents and {found.chunk_count} chunks?",
+            abort=True,
+        )
     deleted = desk.delete_kb(found.id)
     if as_json:
         print_json({"deleted": True, "id": deleted.id, "name": deleted.name})
@@ -175,12 +209,15 @@ def set_model(state, kb, model_id, provider, yes, as_json) -> None:
     if not yes:
         if not sys.stdin.isatty():
             raise InvalidInputError(f"re-embedding '{found.name}' needs confirmation: add --yes")
-        click.confirm(f"Re-embed {found.chunk_count} chunks of '{inert_line(found.name)}' with {model_id}?",
-                      abort=True)
+        click.confirm(f"Re-embed {found.chunk_count} chunks of '{inert_line(found.name)}' with {model_id}?", abort=True)
     with IngestProgress(enabled=not as_json and sys.stderr.isatty()) as progress:
         updated, report = desk.ingestor(on_event=progress).reembed(found.id, provider, model_id)
     if as_json:
         print_json({"kb": updated.to_dict(), **report.to_dict()})
     else:
-        stdout().print(plain(f"'{updated.name}' now embeds with {_model(updated)}: {report.embedded_chunks} "
-                             f"chunks embedded, {report.cached_chunks} from cache"))
+        stdout().print(
+            plain(
+                f"'{updated.name}' now embeds with {_model(updated)}: {report.embedded_chunks} "
+                f"chunks embedded, {report.cached_chunks} from cache"
+            )
+        )

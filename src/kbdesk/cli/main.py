@@ -57,15 +57,21 @@ class KbdeskGroup(click.Group):
         except Exception as exc:
             if os.environ.get("KBDESK_DEBUG"):
                 raise
-            raise click.ClickException(inert_line(
-                f"internal error: {type(exc).__name__}: {exc} (set KBDESK_DEBUG=1 for the traceback)")) from None
+            raise click.ClickException(
+                inert_line(f"internal error: {type(exc).__name__}: {exc} (set KBDESK_DEBUG=1 for the traceback)")
+            ) from None
 
 
 @click.group(cls=KbdeskGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--db", metavar="PATH", envvar="KBDESK_DB",
-              help="Database file, or a postgresql:// URI (default: kbdesk.db in the data directory; env KBDESK_DB).")
-@click.option("--home", metavar="DIR", envvar="KBDESK_HOME",
-              help="Put config, data and cache under DIR (env KBDESK_HOME).")
+@click.option(
+    "--db",
+    metavar="PATH",
+    envvar="KBDESK_DB",
+    help="Database file, or a postgresql:// URI (default: kbdesk.db in the data directory; env KBDESK_DB).",
+)
+@click.option(
+    "--home", metavar="DIR", envvar="KBDESK_HOME", help="Put config, data and cache under DIR (env KBDESK_HOME)."
+)
 @click.version_option(__version__, prog_name="kbdesk")
 @click.pass_context
 def cli(ctx: click.Context, db: str | None, home: str | None) -> None:
@@ -88,14 +94,28 @@ def _register() -> None:
     cli.add_command(kb.kb_group)
     cli.add_command(search.search_command)
     cli.add_command(doctor.doctor_command)
-    for command in (ingest.add_command, ingest.resume_command, ingest.rebuild_command, ingest.watch_command,
-                    ingest.docs_command, ingest.doc_group, providers.provider_group):
+    for command in (
+        ingest.add_command,
+        ingest.resume_command,
+        ingest.rebuild_command,
+        ingest.watch_command,
+        ingest.docs_command,
+        ingest.doc_group,
+        providers.provider_group,
+    ):
         cli.add_command(command)
     from kbdesk.cli import chat, chat_manage, conversations, model
 
-    for command in (chat.ask_command, chat.chat_command, conversations.conversations_group,
-                    conversations.conv_alias, chat_manage.note_group, chat_manage.persona_group,
-                    chat_manage.project_group, model.model_group):
+    for command in (
+        chat.ask_command,
+        chat.chat_command,
+        conversations.conversations_group,
+        conversations.conv_alias,
+        chat_manage.note_group,
+        chat_manage.persona_group,
+        chat_manage.project_group,
+        model.model_group,
+    ):
         cli.add_command(command)
 
     from kbdesk.cli import pg, transfer

@@ -18,8 +18,10 @@ from kbdesk.providers.models import ROLES, list_models, model_rows, set_role
 from kbdesk.textsafe import inert_line
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
-ROLE_USE = {"chat": "kbdesk ask, kbdesk chat and the TUI's chat",
-            "embedding": "new knowledge bases (each KB keeps its own: 'kbdesk kb set-model' changes one)"}
+ROLE_USE = {
+    "chat": "kbdesk ask, kbdesk chat and the TUI's chat",
+    "embedding": "new knowledge bases (each KB keeps its own: 'kbdesk kb set-model' changes one)",
+}
 
 
 def _config_path(state: Any):
@@ -50,12 +52,15 @@ def model_list(state, provider, as_json) -> None:
     Exit status 1 when a provider could not be asked."""
     config = _load(state)
     if provider is not None and provider not in config.providers:
-        raise InvalidInputError(f"no provider named '{provider}' (providers: "
-                                f"{', '.join(sorted(config.providers)) or 'none yet'})")
+        raise InvalidInputError(
+            f"no provider named '{provider}' (providers: {', '.join(sorted(config.providers)) or 'none yet'})"
+        )
     names = [provider] if provider else sorted(config.providers)
     if not names:
-        raise InvalidInputError("no providers yet: add one with 'kbdesk provider add NAME --kind ollama' "
-                                "(or lmstudio, llamacpp, vllm, openai, custom --base-url …)")
+        raise InvalidInputError(
+            "no providers yet: add one with 'kbdesk provider add NAME --kind ollama' "
+            "(or lmstudio, llamacpp, vllm, openai, custom --base-url …)"
+        )
     rows: list[Any] = []
     errors: list[tuple[str, str]] = []
     for name in names:
@@ -64,8 +69,13 @@ def model_list(state, provider, as_json) -> None:
         except KbdeskError as exc:
             errors.append((name, str(exc)))
     if as_json:
-        print_json({"data": [r.to_dict() for r in rows], "total": len(rows),
-                    "errors": [{"provider": n, "error": e} for n, e in errors]})
+        print_json(
+            {
+                "data": [r.to_dict() for r in rows],
+                "total": len(rows),
+                "errors": [{"provider": n, "error": e} for n, e in errors],
+            }
+        )
     else:
         _print_rows(rows, names, errors)
     for _, error in errors:
@@ -84,9 +94,14 @@ def _print_rows(rows: list[Any], names: list[str], errors: list[tuple[str, str]]
         return
     t = table("provider", "model", "type", "chat", "embedding", "role")
     for r in rows:
-        t.add_row(plain(r.provider), plain(r.model), plain(r.model_type or "?"),
-                  "✓" if "chat" in r.suits else "", "✓" if "embedding" in r.suits else "",
-                  plain(", ".join(r.roles)))
+        t.add_row(
+            plain(r.provider),
+            plain(r.model),
+            plain(r.model_type or "?"),
+            "✓" if "chat" in r.suits else "",
+            "✓" if "embedding" in r.suits else "",
+            plain(", ".join(r.roles)),
+        )
     out.print(t)
     if any(r.model_type is None for r in rows):
         out.print(Text("?: the server does not say what the model is; it is offered for both roles", style="dim"))
@@ -113,10 +128,16 @@ def model_set(state, role, provider, model) -> None:
 def model_show(state, as_json) -> None:
     """Print the model roles and the [chat] settings."""
     config = _load(state)
-    roles = {role: {"provider": getattr(config.roles, role).provider, "model": getattr(config.roles, role).model}
-             for role in ROLES}
-    chat = {"retrieval": config.chat.retrieval, "max_tokens": config.chat.max_tokens,
-            "context_window": config.chat.context_window, "timeout": config.chat.timeout}
+    roles = {
+        role: {"provider": getattr(config.roles, role).provider, "model": getattr(config.roles, role).model}
+        for role in ROLES
+    }
+    chat = {
+        "retrieval": config.chat.retrieval,
+        "max_tokens": config.chat.max_tokens,
+        "context_window": config.chat.context_window,
+        "timeout": config.chat.timeout,
+    }
     if as_json:
         print_json({"roles": roles, "chat": chat})
         return
@@ -129,5 +150,9 @@ def model_show(state, as_json) -> None:
             line = f"{role}: not set — kbdesk model set {role} PROVIDER MODEL"
         out.print(plain(line))
     window = chat["context_window"] or "asked of the server (else 4096)"
-    out.print(plain(f"[chat] retrieval {chat['retrieval']}, max_tokens {chat['max_tokens']}, "
-                    f"context_window {window}, timeout {chat['timeout']:g} s"))
+    out.print(
+        plain(
+            f"[chat] retrieval {chat['retrieval']}, max_tokens {chat['max_tokens']}, "
+            f"context_window {window}, timeout {chat['timeout']:g} s"
+        )
+    )

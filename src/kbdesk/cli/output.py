@@ -76,8 +76,7 @@ def human_bytes(n: int) -> str:
 
 
 def table(*columns: str, title: str | None = None) -> Table:
-    t = Table(title=None if title is None else plain(title), show_edge=False, header_style="bold",
-              pad_edge=False)
+    t = Table(title=None if title is None else plain(title), show_edge=False, header_style="bold", pad_edge=False)
     for col in columns:
         t.add_column(col, overflow="fold")
     return t

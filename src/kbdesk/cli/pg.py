@@ -27,8 +27,9 @@ def _uri(state: Any) -> str:
 
         uri = load_config(get_paths(state.home).config_file).storage.db
     if not is_postgres_uri(uri):
-        raise InvalidInputError("kbdesk pg works on a PostgreSQL server: give it as "
-                                "kbdesk --db postgresql://OWNER@HOST/DB pg …")
+        raise InvalidInputError(
+            "kbdesk pg works on a PostgreSQL server: give it as kbdesk --db postgresql://OWNER@HOST/DB pg …"
+        )
     return str(uri)
 
 
@@ -56,10 +57,18 @@ def setup_command(state: Any, as_json: bool) -> None:
         return
     out = stdout()
     made = ", ".join(report["roles_created"])
-    out.print(plain(f"{report['database']} is ready for kbdesk users: row-level security on "
-                    f"{len(report['tables'])} tables" + (f"; roles {made} created" if made else "")))
-    out.print(plain(f"{report['users']} kbdesk users; {report['indexes_built']} vector indexes built. "
-                    "Next: kbdesk --db URI pg grant LOGIN [--admin] [--team NAME[:admin]]"))
+    out.print(
+        plain(
+            f"{report['database']} is ready for kbdesk users: row-level security on "
+            f"{len(report['tables'])} tables" + (f"; roles {made} created" if made else "")
+        )
+    )
+    out.print(
+        plain(
+            f"{report['users']} kbdesk users; {report['indexes_built']} vector indexes built. "
+            "Next: kbdesk --db URI pg grant LOGIN [--admin] [--team NAME[:admin]]"
+        )
+    )
     for line in report["warnings"]:
         out.print(plain(f"  warning: {line}"), style="yellow")
 
@@ -67,20 +76,28 @@ def setup_command(state: Any, as_json: bool) -> None:
 @pg_group.command("grant")
 @click.argument("login")
 @click.option("--admin", is_flag=True, help="Also a system admin (global KBs, anyone's discoverable flag).")
-@click.option("--team", "teams", multiple=True, metavar="NAME[:admin]",
-              help="Member of this team (by name or id; ':admin' for a team admin). Repeatable; kbdesk's own "
-                   "teams table gets the team if it has none of that name.")
-@click.option("--user-id", metavar="UUID",
-              help="The user's id in a team server's own users table (default: the row named LOGIN, or a new one).")
+@click.option(
+    "--team",
+    "teams",
+    multiple=True,
+    metavar="NAME[:admin]",
+    help="Member of this team (by name or id; ':admin' for a team admin). Repeatable; kbdesk's own "
+    "teams table gets the team if it has none of that name.",
+)
+@click.option(
+    "--user-id",
+    metavar="UUID",
+    help="The user's id in a team server's own users table (default: the row named LOGIN, or a new one).",
+)
 @json_option
 @click.pass_obj
-def grant_command(state: Any, login: str, admin: bool, teams: tuple[str, ...], user_id: str | None,
-                  as_json: bool) -> None:
+def grant_command(
+    state: Any, login: str, admin: bool, teams: tuple[str, ...], user_id: str | None, as_json: bool
+) -> None:
     """Make an existing login role a kbdesk user (adds to what it has; run again to add more)."""
     from kbdesk.store.postgres.admin import TeamGrant, grant
 
-    _show(grant(_uri(state), login, admin=admin, teams=[TeamGrant.parse(t) for t in teams], user_id=user_id),
-          as_json)
+    _show(grant(_uri(state), login, admin=admin, teams=[TeamGrant.parse(t) for t in teams], user_id=user_id), as_json)
 
 
 @pg_group.command("revoke")
@@ -113,8 +130,9 @@ def users_command(state: Any, as_json: bool) -> None:
         return
     t = table("Login", "User id", "Admin", "Teams")
     for row in rows:
-        t.add_row(plain(row["login"]), plain(row["user_id"]), "yes" if row["admin"] else "",
-                  plain(_teams(row["teams"])))
+        t.add_row(
+            plain(row["login"]), plain(row["user_id"]), "yes" if row["admin"] else "", plain(_teams(row["teams"]))
+        )
     stdout().print(t)
 
 

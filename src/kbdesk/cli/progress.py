@@ -31,7 +31,9 @@ class Ledger:
     @property
     def left(self) -> list[str]:
         """Documents this run took up but did not finish: the next run picks them up."""
-        return [name for doc_id, name in self.names.items() if doc_id not in self.finished and doc_id not in self.failed]
+        return [
+            name for doc_id, name in self.names.items() if doc_id not in self.finished and doc_id not in self.failed
+        ]
 
 
 class IngestProgress:
@@ -44,9 +46,16 @@ class IngestProgress:
         self._lock = threading.Lock()
         self._chunks: dict[str, tuple[int, int]] = {}
         self._stopped = False
-        self.progress = Progress(TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("{task.fields[note]}", style="dim"), TimeElapsedColumn(),
-                                 console=self.console, transient=False, disable=not enabled)
+        self.progress = Progress(
+            TextColumn("{task.description:<16}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[note]}", style="dim"),
+            TimeElapsedColumn(),
+            console=self.console,
+            transient=False,
+            disable=not enabled,
+        )
         self.docs = self.progress.add_task("documents", total=0, note="")
         self.embed = self.progress.add_task("chunks embedded", total=0, note="", visible=False)
 

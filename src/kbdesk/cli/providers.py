@@ -10,8 +10,8 @@ from rich.text import Text
 
 from kbdesk.cli.output import plain, print_json, stdout, table
 from kbdesk.errors import InvalidInputError
-from kbdesk.providers import DEFAULT_BASE_URLS, OpenAICompatProvider, embedding_candidates
 from kbdesk.provider_config import key_source
+from kbdesk.providers import DEFAULT_BASE_URLS, OpenAICompatProvider, embedding_candidates
 from kbdesk.providers.settings import display_url
 
 KINDS = ["openai", "ollama", "lmstudio", "llamacpp", "vllm", "openrouter", "custom", "local"]
@@ -36,12 +36,20 @@ def provider_group() -> None:
 
 @provider_group.command("add")
 @click.argument("name")
-@click.option("--kind", type=click.Choice(KINDS), default="custom", show_default=True,
-              help="Preset that picks the default base URL.")
+@click.option(
+    "--kind",
+    type=click.Choice(KINDS),
+    default="custom",
+    show_default=True,
+    help="Preset that picks the default base URL.",
+)
 @click.option("--base-url", help="API root ending in /v1 (default: the kind's); no user:password in it.")
 @click.option("--api-key-env", metavar="VAR", help="Environment variable holding the API key (preferred).")
-@click.option("--store-key", is_flag=True,
-              help="Ask for the API key (or read it from stdin) and keep it in config.toml (mode 0600).")
+@click.option(
+    "--store-key",
+    is_flag=True,
+    help="Ask for the API key (or read it from stdin) and keep it in config.toml (mode 0600).",
+)
 @click.option("--timeout", type=click.FloatRange(min=0.1), help="Seconds per request.")
 @click.option("--batch-size", type=click.IntRange(1, 100), help="Inputs per embedding request.")
 @click.pass_obj
@@ -60,9 +68,15 @@ def add(state, name, kind, base_url, api_key_env, store_key, timeout, batch_size
             key = sys.stdin.readline().strip()
         if not key:
             raise InvalidInputError("no API key given")
-    provider_config.save_provider(_config_path(state), name, kind, base_url=base_url or "",
-                                  api_key_env=api_key_env or "", api_key=key or "",
-                                  settings={"timeout": timeout, "batch_size": batch_size})
+    provider_config.save_provider(
+        _config_path(state),
+        name,
+        kind,
+        base_url=base_url or "",
+        api_key_env=api_key_env or "",
+        api_key=key or "",
+        settings={"timeout": timeout, "batch_size": batch_size},
+    )
     url = base_url or DEFAULT_BASE_URLS.get(kind, "")
     where = display_url(url) if url else "in this process"
     stdout().print(plain(f"Provider '{name}' ({kind}, {where}) saved to {_config_path(state)}"))
@@ -87,10 +101,15 @@ def list_(state, as_json) -> None:
     from kbdesk.providers import base_url_for
 
     providers = _load(state).providers
-    rows = [{"name": name, "kind": s.kind,
-             "base_url": "(in this process)" if s.kind == "local" else display_url(base_url_for(s, name)),
-             "key": key_source(s)}
-            for name, s in sorted(providers.items())]
+    rows = [
+        {
+            "name": name,
+            "kind": s.kind,
+            "base_url": "(in this process)" if s.kind == "local" else display_url(base_url_for(s, name)),
+            "key": key_source(s),
+        }
+        for name, s in sorted(providers.items())
+    ]
     if as_json:
         print_json({"data": rows, "total": len(rows)})
         return
@@ -123,8 +142,11 @@ def test(state, name, model, as_json) -> None:
     with opened as provider:
         models = provider.list_models()
         candidates = embedding_candidates(models)
-        result: dict[str, Any] = {"provider": name, "models": [m.id for m in models],
-                                  "embedding_candidates": [m.id for m in candidates]}
+        result: dict[str, Any] = {
+            "provider": name,
+            "models": [m.id for m in models],
+            "embedding_candidates": [m.id for m in candidates],
+        }
         if model:
             embedded = provider.embed(["kbdesk connection test"], model)
             result["model"] = model

@@ -16,12 +16,20 @@ SNIPPET = 400
 @click.argument("kbs", nargs=-1, required=True, metavar="KB...")
 @click.argument("query")
 @click.option("-n", "--limit", type=int, help=f"Results to return (1-{MAX_LIMIT}, default 5).")
-@click.option("-t", "--threshold", type=float, help="Vector: minimum cosine; hybrid: floor on the fused score (default 0.3). Not in keyword mode.")
+@click.option(
+    "-t",
+    "--threshold",
+    type=float,
+    help="Vector: minimum cosine; hybrid: floor on the fused score (default 0.3). Not in keyword mode.",
+)
 @click.option("-m", "--mode", type=click.Choice(MODES), help="auto (default), vector, keyword or hybrid.")
 @click.option("--full", is_flag=True, help="Print whole chunks, not snippets.")
-@click.option("--explain", is_flag=True,
-              help="Show every candidate: vector and keyword rank, fused score, and what cut it.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON: results as {content, source, kb, similarity, metadata}.")
+@click.option(
+    "--explain", is_flag=True, help="Show every candidate: vector and keyword rank, fused score, and what cut it."
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print JSON: results as {content, source, kb, similarity, metadata}."
+)
 @click.pass_obj
 def search_command(state, kbs, query, limit, threshold, mode, full, explain, as_json) -> None:
     """Search one or more knowledge bases (KB... names or ids) for QUERY."""
@@ -62,12 +70,26 @@ def _rank(value) -> str:
 
 
 def _print_explain(console, response) -> None:
-    t = table("#", "sim", "vec rank", "kw rank", "fused", "verdict", "source",
-              title=f"{response.mode} search: every candidate")
+    t = table(
+        "#",
+        "sim",
+        "vec rank",
+        "kw rank",
+        "fused",
+        "verdict",
+        "source",
+        title=f"{response.mode} search: every candidate",
+    )
     for i, c in enumerate(response.explain or [], start=1):
         verdict = "result" if c["cut"] is None else f"cut: {c['cut']}"
         snippet = c["content"][:40].replace("\n", " ")
-        t.add_row(str(i), f"{c['similarity']:.3f}", _rank(c["vector_rank"]), _rank(c["keyword_rank"]),
-                  "—" if c["fused"] is None else f"{c['fused']:.4f}", verdict,
-                  plain(f"{c['kb']} / {c['source']} #{c['chunk_index']}: {snippet}"))
+        t.add_row(
+            str(i),
+            f"{c['similarity']:.3f}",
+            _rank(c["vector_rank"]),
+            _rank(c["keyword_rank"]),
+            "—" if c["fused"] is None else f"{c['fused']:.4f}",
+            verdict,
+            plain(f"{c['kb']} / {c['source']} #{c['chunk_index']}: {snippet}"),
+        )
     console.print(t)

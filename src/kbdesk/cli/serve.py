@@ -24,17 +24,31 @@ def is_loopback(host: str) -> bool:
 
 
 @click.command("serve")
-@click.option("--host", default=DEFAULT_HOST, show_default=True,
-              help="Address to listen on. Anything but this machine (loopback) needs --allow-remote.")
+@click.option(
+    "--host",
+    default=DEFAULT_HOST,
+    show_default=True,
+    help="Address to listen on. Anything but this machine (loopback) needs --allow-remote.",
+)
 @click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(1, 65535))
-@click.option("--allow-remote", is_flag=True,
-              help="Listen on an address other machines can reach (tokens protect it; use TLS).")
-@click.option("--cors-origin", "cors_origins", multiple=True, metavar="URL",
-              help="Let web pages from URL call the API from a browser (repeatable; default: none).")
+@click.option(
+    "--allow-remote", is_flag=True, help="Listen on an address other machines can reach (tokens protect it; use TLS)."
+)
+@click.option(
+    "--cors-origin",
+    "cors_origins",
+    multiple=True,
+    metavar="URL",
+    help="Let web pages from URL call the API from a browser (repeatable; default: none).",
+)
 @click.option("--ssl-certfile", type=click.Path(exists=True, dir_okay=False), help="Serve HTTPS with this certificate.")
 @click.option("--ssl-keyfile", type=click.Path(exists=True, dir_okay=False), help="The certificate's private key.")
-@click.option("--log-level", default="info", show_default=True,
-              type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+@click.option(
+    "--log-level",
+    default="info",
+    show_default=True,
+    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+)
 @click.pass_obj
 def serve_command(state, host, port, allow_remote, cors_origins, ssl_certfile, ssl_keyfile, log_level) -> None:
     """Serve the knowledge bases over HTTP under /api (OpenAPI at /api/docs).
@@ -50,8 +64,10 @@ def serve_command(state, host, port, allow_remote, cors_origins, ssl_certfile, s
     from kbdesk.store.tokens import Tokens
 
     if not is_loopback(host) and not allow_remote:
-        raise InvalidInputError(f"{host} can be reached from other machines: add --allow-remote to listen there on "
-                                f"purpose (the default, {DEFAULT_HOST}, is this machine only)")
+        raise InvalidInputError(
+            f"{host} can be reached from other machines: add --allow-remote to listen there on "
+            f"purpose (the default, {DEFAULT_HOST}, is this machine only)"
+        )
     if bool(ssl_certfile) != bool(ssl_keyfile):
         raise InvalidInputError("--ssl-certfile and --ssl-keyfile go together")
     _check_free(host, port)
@@ -65,20 +81,40 @@ def serve_command(state, host, port, allow_remote, cors_origins, ssl_certfile, s
     err = stderr()
     err.print(plain(f"kbdesk serving {_label(desk)} at {scheme}://{shown}:{port}/api (OpenAPI: /api/docs)"))
     if active == 0:
-        err.print(plain("No tokens yet, so every request is refused: make one with kbdesk token create --user NAME"),
-                  style="yellow")
+        err.print(
+            plain("No tokens yet, so every request is refused: make one with kbdesk token create --user NAME"),
+            style="yellow",
+        )
     if not is_loopback(host):
-        err.print(plain(f"Reachable from other machines. Protected by: bearer tokens ({active} active; kbdesk "
-                        "token list), per-token permissions" + (", TLS" if ssl_certfile else "") + "."),
-                  style="yellow")
+        err.print(
+            plain(
+                f"Reachable from other machines. Protected by: bearer tokens ({active} active; kbdesk "
+                "token list), per-token permissions" + (", TLS" if ssl_certfile else "") + "."
+            ),
+            style="yellow",
+        )
         if not ssl_certfile:
-            err.print(plain("Traffic is not encrypted: tokens and documents cross the network in clear. Put a TLS "
-                            "proxy in front, or pass --ssl-certfile and --ssl-keyfile."), style="yellow")
+            err.print(
+                plain(
+                    "Traffic is not encrypted: tokens and documents cross the network in clear. Put a TLS "
+                    "proxy in front, or pass --ssl-certfile and --ssl-keyfile."
+                ),
+                style="yellow",
+            )
     if cors_origins:
         err.print(plain(f"Browsers may call it from: {', '.join(cors_origins)}"))
     _log_to_stderr(log_level)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, server_header=False, proxy_headers=False,
-                ssl_certfile=ssl_certfile, ssl_keyfile=ssl_keyfile, timeout_graceful_shutdown=30)
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        server_header=False,
+        proxy_headers=False,
+        ssl_certfile=ssl_certfile,
+        ssl_keyfile=ssl_keyfile,
+        timeout_graceful_shutdown=30,
+    )
 
 
 def _check_free(host: str, port: int) -> None:
@@ -114,8 +150,13 @@ def _label(desk) -> str:
 
 
 @click.command("mcp")
-@click.option("--kb", "kbs", multiple=True, metavar="KB",
-              help="Offer only this KB (name or id; repeatable). Default: every discoverable KB.")
+@click.option(
+    "--kb",
+    "kbs",
+    multiple=True,
+    metavar="KB",
+    help="Offer only this KB (name or id; repeatable). Default: every discoverable KB.",
+)
 @click.pass_obj
 def mcp_command(state, kbs) -> None:
     """Run an MCP server over stdio (for editors, agents and desktop assistants).
@@ -130,8 +171,13 @@ def mcp_command(state, kbs) -> None:
     chosen = [desk.kb(ref).id for ref in kbs]  # an unknown KB: one line now, not a failing tool later
     _log_to_stderr("warning")
     if sys.stdin.isatty():
-        stderr().print(plain("kbdesk mcp speaks the Model Context Protocol on stdin/stdout: an MCP client starts "
-                             "it (see the README). Waiting for a client; Ctrl-D ends."), style="dim")
+        stderr().print(
+            plain(
+                "kbdesk mcp speaks the Model Context Protocol on stdin/stdout: an MCP client starts "
+                "it (see the README). Waiting for a client; Ctrl-D ends."
+            ),
+            style="dim",
+        )
     run(desk, chosen or None)
 
 

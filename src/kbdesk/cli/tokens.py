@@ -23,10 +23,21 @@ def token_group() -> None:
 
 
 @token_group.command("create")
-@click.option("--user", "user", required=True, metavar="NAME",
-              help="Who the token is for (on Postgres: a kbdesk user's login, see kbdesk pg grant).")
-@click.option("--permission", "-p", "permissions", multiple=True, type=click.Choice(PERMISSIONS),
-              help="What it may do beyond reading and searching (repeatable; default: kb.create and kb.write).")
+@click.option(
+    "--user",
+    "user",
+    required=True,
+    metavar="NAME",
+    help="Who the token is for (on Postgres: a kbdesk user's login, see kbdesk pg grant).",
+)
+@click.option(
+    "--permission",
+    "-p",
+    "permissions",
+    multiple=True,
+    type=click.Choice(PERMISSIONS),
+    help="What it may do beyond reading and searching (repeatable; default: kb.create and kb.write).",
+)
 @click.option("--read-only", is_flag=True, help="Only read and search: no permission at all.")
 @click.option("--label", default="", metavar="TEXT", help="A note to tell tokens apart (where it is used).")
 @click.option("--json", "as_json", is_flag=True, help='Print {"token": …} and the token\'s details as JSON.')
@@ -46,8 +57,12 @@ def create(state, user, permissions, read_only, label, as_json) -> None:
         return
     click.echo(secret)
     perms = ", ".join(sorted(token.permissions)) or "read and search only"
-    stderr().print(plain(f"Token {token.prefix}… for {who.username} ({perms}). It is shown only now: keep it "
-                         "somewhere safe; kbdesk token revoke ends it."))
+    stderr().print(
+        plain(
+            f"Token {token.prefix}… for {who.username} ({perms}). It is shown only now: keep it "
+            "somewhere safe; kbdesk token revoke ends it."
+        )
+    )
 
 
 @token_group.command("list")
@@ -66,9 +81,14 @@ def list_(state, include_revoked, as_json) -> None:
     out = table("token", "user", "permissions", "last used", "state", "label")
     out.columns[0].no_wrap = True
     for t in tokens:
-        out.add_row(plain(t.prefix + "…"), plain(t.username), ", ".join(sorted(t.permissions)) or "read-only",
-                    (t.last_used_at or "never")[:16].replace("T", " "), "revoked" if t.revoked_at else "active",
-                    plain(t.label))
+        out.add_row(
+            plain(t.prefix + "…"),
+            plain(t.username),
+            ", ".join(sorted(t.permissions)) or "read-only",
+            (t.last_used_at or "never")[:16].replace("T", " "),
+            "revoked" if t.revoked_at else "active",
+            plain(t.label),
+        )
     stdout().print(out)
 
 

@@ -17,9 +17,15 @@ class TransferProgress:
     """One bar of chunks copied (documents in its label), on stderr."""
 
     def __init__(self, enabled: bool) -> None:
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("{task.fields[docs]}", style="dim"), TimeElapsedColumn(),
-                                 console=Console(file=sys.stderr, highlight=False), disable=not enabled)
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[docs]}", style="dim"),
+            TimeElapsedColumn(),
+            console=Console(file=sys.stderr, highlight=False),
+            disable=not enabled,
+        )
         self.task: Any = None
 
     def __enter__(self) -> TransferProgress:
@@ -38,16 +44,26 @@ class TransferProgress:
 
 
 def _options(func: Any) -> Any:
-    for option in reversed([
-        click.option("--scope", type=click.Choice(["personal", "team", "global"]),
-                     help="Scope of the KB when it is created on the target (default: personal)."),
-        click.option("--team", "team_id", metavar="TEAM", help="Team (id or name) of a --scope team KB."),
-        click.option("--prune", is_flag=True, help="Remove target documents the source does not have."),
-        click.option("--batch-size", type=click.IntRange(1, 10_000), default=200, show_default=True,
-                     help="Documents per batch (each batch is one transaction)."),
-        click.option("-q", "--quiet", is_flag=True, help="No progress bar."),
-        click.option("--json", "as_json", is_flag=True, help="Print the report as JSON."),
-    ]):
+    for option in reversed(
+        [
+            click.option(
+                "--scope",
+                type=click.Choice(["personal", "team", "global"]),
+                help="Scope of the KB when it is created on the target (default: personal).",
+            ),
+            click.option("--team", "team_id", metavar="TEAM", help="Team (id or name) of a --scope team KB."),
+            click.option("--prune", is_flag=True, help="Remove target documents the source does not have."),
+            click.option(
+                "--batch-size",
+                type=click.IntRange(1, 10_000),
+                default=200,
+                show_default=True,
+                help="Documents per batch (each batch is one transaction).",
+            ),
+            click.option("-q", "--quiet", is_flag=True, help="No progress bar."),
+            click.option("--json", "as_json", is_flag=True, help="Print the report as JSON."),
+        ]
+    ):
         func = option(func)
     return func
 
@@ -62,19 +78,32 @@ def _run(action: Any, as_json: bool, quiet: bool, **options: Any) -> None:
     out = stdout()
     out.print(plain(report.summary()))
     if report.seconds and report.copied_chunks:
-        out.print(plain(f"{report.copied_chunks / report.seconds:,.0f} chunks/s over {report.batches} batches, "
-                        f"{report.copied_files} original files"))
+        out.print(
+            plain(
+                f"{report.copied_chunks / report.seconds:,.0f} chunks/s over {report.batches} batches, "
+                f"{report.copied_files} original files"
+            )
+        )
     for item in report.skipped:
         out.print(plain(f"  skipped {item['document']}: {item['reason']}"), style="dim")
     if report.extra_on_target and not report.pruned_documents:
-        out.print(plain(f"  {report.extra_on_target} documents on the target are not in the source "
-                        "(kept; --prune removes them)"), style="dim")
+        out.print(
+            plain(
+                f"  {report.extra_on_target} documents on the target are not in the source (kept; --prune removes them)"
+            ),
+            style="dim",
+        )
 
 
 @click.command("export")
 @click.argument("kb")
-@click.option("--to", "to", required=True, metavar="URI_OR_PATH",
-              help="Target: a postgresql:// URI or a kbdesk SQLite file (created if missing).")
+@click.option(
+    "--to",
+    "to",
+    required=True,
+    metavar="URI_OR_PATH",
+    help="Target: a postgresql:// URI or a kbdesk SQLite file (created if missing).",
+)
 @_options
 @click.pass_obj
 def export_command(state, kb, to, scope, team_id, prune, batch_size, quiet, as_json) -> None:
@@ -86,13 +115,25 @@ def export_command(state, kb, to, scope, team_id, prune, batch_size, quiet, as_j
     from kbdesk.transfer import export_kb
 
     desk = state.desk()
-    _run(lambda **kw: export_kb(desk, kb, to, **kw), as_json, quiet, scope=scope, team_id=team_id, prune=prune,
-         batch_docs=batch_size)
+    _run(
+        lambda **kw: export_kb(desk, kb, to, **kw),
+        as_json,
+        quiet,
+        scope=scope,
+        team_id=team_id,
+        prune=prune,
+        batch_docs=batch_size,
+    )
 
 
 @click.command("import")
-@click.option("--from", "source", required=True, metavar="URI_OR_PATH",
-              help="Source: a postgresql:// URI or a kbdesk SQLite file.")
+@click.option(
+    "--from",
+    "source",
+    required=True,
+    metavar="URI_OR_PATH",
+    help="Source: a postgresql:// URI or a kbdesk SQLite file.",
+)
 @click.argument("kb")
 @_options
 @click.pass_obj
@@ -101,5 +142,12 @@ def import_command(state, source, kb, scope, team_id, prune, batch_size, quiet, 
     from kbdesk.transfer import import_kb
 
     desk = state.desk()
-    _run(lambda **kw: import_kb(desk, source, kb, **kw), as_json, quiet, scope=scope, team_id=team_id, prune=prune,
-         batch_docs=batch_size)
+    _run(
+        lambda **kw: import_kb(desk, source, kb, **kw),
+        as_json,
+        quiet,
+        scope=scope,
+        team_id=team_id,
+        prune=prune,
+        batch_docs=batch_size,
+    )

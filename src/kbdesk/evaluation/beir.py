@@ -42,8 +42,10 @@ def load_dataset(folder: str | Path, split: str = "train") -> Dataset:
     for path in (folder / "corpus.jsonl", folder / "queries.jsonl", qrels_path):
         if not path.is_file():
             raise InvalidInputError(f"not a BEIR dataset: {path} is missing")
-    corpus = {str(d["_id"]): {"title": d.get("title") or "", "text": d.get("text") or ""}
-              for d in _jsonl(folder / "corpus.jsonl")}
+    corpus = {
+        str(d["_id"]): {"title": d.get("title") or "", "text": d.get("text") or ""}
+        for d in _jsonl(folder / "corpus.jsonl")
+    }
     queries = {str(q["_id"]): q["text"] for q in _jsonl(folder / "queries.jsonl")}
     qrels: dict[str, dict[str, int]] = {}
     with qrels_path.open(encoding="utf-8", newline="") as handle:
@@ -76,27 +78,44 @@ def write_corpus(dataset: Dataset, folder: Path) -> dict[str, str]:
     return names
 
 
-def run_queries(desk: Any, kb_ref: str, dataset: Dataset, names: dict[str, str], *, mode: str, depth: int = 100,
-                threshold: float = -1.0, fusion: str = "rrf", alpha: float = 0.5,
-                query_vectors: dict[str, Any] | None = None,
-                on_query: Callable[[int, int], None] | None = None,
-                first_chunks: dict[str, list[str]] | None = None) -> dict[str, list[str]]:
+def run_queries(
+    desk: Any,
+    kb_ref: str,
+    dataset: Dataset,
+    names: dict[str, str],
+    *,
+    mode: str,
+    depth: int = 100,
+    threshold: float = -1.0,
+    fusion: str = "rrf",
+    alpha: float = 0.5,
+    query_vectors: dict[str, Any] | None = None,
+    on_query: Callable[[int, int], None] | None = None,
+    first_chunks: dict[str, list[str]] | None = None,
+) -> dict[str, list[str]]:
     """Ranked document ids per judged query (chunks folded into their documents).
 
     With ``first_chunks`` (a dict, filled in) also the documents of each query's first
     :data:`kbdesk.search.DEFAULT_LIMIT` chunks, in order: what a search with the default
     limit shows (:func:`hit_at`)."""
-    from kbdesk.search import DEFAULT_LIMIT
-
-    from kbdesk.search import rank
+    from kbdesk.search import DEFAULT_LIMIT, rank
 
     kb = desk.kb(kb_ref)
     runs: dict[str, list[str]] = {}
     judged = [q for q in dataset.qrels if q in dataset.queries]
     for i, qid in enumerate(judged):
         vector = query_vectors.get(qid) if query_vectors else None
-        hits = rank(desk.store, [kb], dataset.queries[qid], vector, depth=depth * 3, threshold=threshold,
-                    mode=mode, fusion=fusion, alpha=alpha)
+        hits = rank(
+            desk.store,
+            [kb],
+            dataset.queries[qid],
+            vector,
+            depth=depth * 3,
+            threshold=threshold,
+            mode=mode,
+            fusion=fusion,
+            alpha=alpha,
+        )
         if first_chunks is not None:
             first_chunks[qid] = [names.get(row["source"], "") for _, row in hits[:DEFAULT_LIMIT]]
         ranking: list[str] = []

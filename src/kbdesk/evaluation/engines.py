@@ -49,8 +49,17 @@ def with_database(uri: str, name: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, parts.fragment))
 
 
-def prepare_kb(desk: Any, name: str, dataset: Dataset, files: Path, *, keyword_only: bool, model_id: str | None = None,
-               provider: str | None = None, rebuild: bool = False) -> float | None:
+def prepare_kb(
+    desk: Any,
+    name: str,
+    dataset: Dataset,
+    files: Path,
+    *,
+    keyword_only: bool,
+    model_id: str | None = None,
+    provider: str | None = None,
+    rebuild: bool = False,
+) -> float | None:
     """The dataset in KB ``name`` of ``desk`` (created, or finished when interrupted);
     the ingestion's seconds when it added anything, else None."""
     existing = {kb.name for kb in desk.list_kbs()}
@@ -82,12 +91,22 @@ class KeywordRuns:
         ordered = sorted(self.ms)
         if not ordered:
             return {"p50": 0.0, "p95": 0.0, "mean": 0.0}
-        return {"p50": ordered[len(ordered) // 2], "p95": ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))],
-                "mean": statistics.fmean(ordered)}
+        return {
+            "p50": ordered[len(ordered) // 2],
+            "p95": ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))],
+            "mean": statistics.fmean(ordered),
+        }
 
 
-def keyword_runs(desk: Any, kb_ref: str, dataset: Dataset, names: dict[str, str], *, k: int = 100,
-                 queries: Sequence[str] | None = None) -> KeywordRuns:
+def keyword_runs(
+    desk: Any,
+    kb_ref: str,
+    dataset: Dataset,
+    names: dict[str, str],
+    *,
+    k: int = 100,
+    queries: Sequence[str] | None = None,
+) -> KeywordRuns:
     """Ask the store's ``keyword_candidates`` for the top ``k`` chunks of every judged query
     (a chunk's document: its file in ``names``, or the ``doc`` of its metadata)."""
     kb = desk.kb(kb_ref)
@@ -135,7 +154,7 @@ def fill_kb(desk: Any, name: str, texts: Sequence[tuple[str, str]], doc_chunks: 
     desk.create_kb(name, keyword_only=True)
     start = time.perf_counter()
     for part, first in enumerate(range(0, len(texts), doc_chunks)):
-        chunks = [ChunkInput(text, metadata={"doc": doc}) for doc, text in texts[first:first + doc_chunks]]
+        chunks = [ChunkInput(text, metadata={"doc": doc}) for doc, text in texts[first : first + doc_chunks]]
         desk.add_document(name, f"part{part:04d}.txt", chunks)
     return time.perf_counter() - start
 
@@ -163,10 +182,9 @@ def statistics_cost(uri: str, kb_id: str, queries: Sequence[str], texts: Sequenc
     - the sizes of the keyword index and of the statistics.
     """
     import psycopg
+    from pgvector.psycopg import register_vector
 
     from kbdesk.store.postgres import keyword
-
-    from pgvector.psycopg import register_vector
 
     out: dict[str, float] = {}
     with psycopg.connect(uri, autocommit=True) as conn:
@@ -176,24 +194,32 @@ def statistics_cost(uri: str, kb_id: str, queries: Sequence[str], texts: Sequenc
         start = time.perf_counter()
         for lex in lexemes:
             for one in lex:
-                conn.execute("SELECT count(*) FROM kb_chunks WHERE kb_id = %s AND content_tsv @@ %s::tsquery",
-                             (kb_id, keyword.tsquery_text([one]))).fetchone()
+                conn.execute(
+                    "SELECT count(*) FROM kb_chunks WHERE kb_id = %s AND content_tsv @@ %s::tsquery",
+                    (kb_id, keyword.tsquery_text([one])),
+                ).fetchone()
             conn.execute("SELECT count(*), sum(keyword_length) FROM kb_chunks WHERE kb_id = %s", (kb_id,)).fetchone()
         out["query-time df + avgdl (ms/query)"] = (time.perf_counter() - start) * 1000 / max(1, len(lexemes))
         start = time.perf_counter()
-        conn.execute("SELECT count(*) FROM ts_stat(format('SELECT content_tsv FROM kb_chunks WHERE kb_id = %%L', "
-                     "%s::text))", (kb_id,)).fetchone()
+        conn.execute(
+            "SELECT count(*) FROM ts_stat(format('SELECT content_tsv FROM kb_chunks WHERE kb_id = %%L', %s::text))",
+            (kb_id,),
+        ).fetchone()
         out["ts_stat over the KB (ms/query)"] = (time.perf_counter() - start) * 1000
         sizes = conn.execute(
             "SELECT pg_relation_size('idx_kbchunk_tsv'), pg_total_relation_size('kbdesk_keyword_terms'), "
             "(SELECT count(*) FROM kbdesk_keyword_terms), (SELECT count(*) FROM kb_chunks), "
-            "(SELECT avg(pg_column_size(content_tsv)) FROM kb_chunks WHERE kb_id = %s)", (kb_id,)).fetchone()
+            "(SELECT avg(pg_column_size(content_tsv)) FROM kb_chunks WHERE kb_id = %s)",
+            (kb_id,),
+        ).fetchone()
         out["GIN index on content_tsv, whole table (MB)"] = sizes[0] / 2**20
         out["kbdesk_keyword_terms, whole table (MB)"] = sizes[1] / 2**20
         out["kbdesk_keyword_terms rows / kb_chunks rows"] = sizes[2] / max(1, sizes[3])
         out["content_tsv bytes per chunk"] = float(sizes[4] or 0)
-        for label, disable in (("insert with statistics (ms/1000 chunks)", False),
-                               ("insert without statistics (ms/1000 chunks)", True)):
+        for label, disable in (
+            ("insert with statistics (ms/1000 chunks)", False),
+            ("insert without statistics (ms/1000 chunks)", True),
+        ):
             out[label] = _insert_cost(conn, kb_id, texts, disable)
     return out
 
@@ -201,20 +227,28 @@ def statistics_cost(uri: str, kb_id: str, queries: Sequence[str], texts: Sequenc
 def _insert_cost(conn: Any, kb_id: str, texts: Sequence[str], disable: bool) -> float:
     import uuid
 
-    from kbdesk.store.postgres.chunks import copy_chunks
     from psycopg.types.json import Jsonb
+
+    from kbdesk.store.postgres.chunks import copy_chunks
 
     try:
         with conn.transaction():
             if disable:
                 conn.execute("ALTER TABLE kb_chunks DISABLE TRIGGER kbdesk_keyword_ai")
             doc = uuid.uuid4()
-            conn.execute("INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, "
-                         "uploaded_by) VALUES (%s, %s, 'cost.txt', 'text/plain', 0, 'cost', %s)",
-                         (doc, kb_id, uuid.uuid4()))
+            conn.execute(
+                "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, "
+                "uploaded_by) VALUES (%s, %s, 'cost.txt', 'text/plain', 0, 'cost', %s)",
+                (doc, kb_id, uuid.uuid4()),
+            )
             start = time.perf_counter()
-            copy_chunks(conn, ((uuid.uuid4(), uuid.UUID(kb_id), doc, i, text, 0, None, Jsonb({}), None)
-                               for i, text in enumerate(texts)))
+            copy_chunks(
+                conn,
+                (
+                    (uuid.uuid4(), uuid.UUID(kb_id), doc, i, text, 0, None, Jsonb({}), None)
+                    for i, text in enumerate(texts)
+                ),
+            )
             conn.execute("SELECT 1").fetchone()  # the statement-level trigger has run
             elapsed = (time.perf_counter() - start) * 1000 * 1000 / max(1, len(texts))
             raise _Rollback(elapsed)
@@ -254,7 +288,11 @@ def compare(a: KeywordRuns, b: KeywordRuns, k: int = 10) -> dict[str, float]:
             if (f, i) in scores_b:
                 diffs.append(abs(s - scores_b[(f, i)]) / max(abs(s), 1e-12))
     n = max(1, len(queries))
-    return {"queries": len(queries), f"documents overlap@{k}": sum(doc_overlap) / n,
-            f"chunks overlap@{k}": sum(chunk_overlap) / n, f"same top-{k} order": same_order / n,
-            "score rel. diff median": statistics.median(diffs) if diffs else 0.0,
-            "score rel. diff max": max(diffs) if diffs else 0.0}
+    return {
+        "queries": len(queries),
+        f"documents overlap@{k}": sum(doc_overlap) / n,
+        f"chunks overlap@{k}": sum(chunk_overlap) / n,
+        f"same top-{k} order": same_order / n,
+        "score rel. diff median": statistics.median(diffs) if diffs else 0.0,
+        "score rel. diff max": max(diffs) if diffs else 0.0,
+    }

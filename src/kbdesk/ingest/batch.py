@@ -23,15 +23,15 @@ from typing import Any
 from kbdesk.errors import KbdeskError
 from kbdesk.ingest import chunker
 from kbdesk.ingest.copies import write_copy
-from kbdesk.ingest.sections import Section
 from kbdesk.ingest.events import EventSink, IngestEvent
 from kbdesk.ingest.extract import ExtractionError, extract_bytes
 from kbdesk.ingest.helper import Helper
-from kbdesk.ingest.offload import Prepared, chunks_of
-from kbdesk.models import ChunkInput, Document, KnowledgeBase
 from kbdesk.ingest.names import path_of
+from kbdesk.ingest.offload import Prepared, chunks_of
 from kbdesk.ingest.pdf_text import ExtractionCancelled
+from kbdesk.ingest.sections import Section
 from kbdesk.ingest.writer import Ready, Tally, Writer
+from kbdesk.models import ChunkInput, Document, KnowledgeBase
 from kbdesk.store.doc_types import StatusUpdate
 
 log = logging.getLogger("kbdesk.ingest")
@@ -74,8 +74,12 @@ class BatchResult:
         t = self.tally
         if self.cancelled:
             return [Outcome(job, t.reason(job.doc.id), cancelled=job.doc.id not in t.failed) for job in self.jobs]
-        return [Outcome(job, t.reason(job.doc.id), superseded=job.doc.id in t.superseded,
-                        cancelled=job.doc.id in t.interrupted) for job in self.jobs]
+        return [
+            Outcome(
+                job, t.reason(job.doc.id), superseded=job.doc.id in t.superseded, cancelled=job.doc.id in t.interrupted
+            )
+            for job in self.jobs
+        ]
 
 
 class Feeder:
@@ -120,8 +124,17 @@ class BatchRunner:
     """Runs one batch in a worker thread: reads, extracts, chunks and embeds; everything
     to write goes to the run's one :class:`~kbdesk.ingest.writer.Writer`."""
 
-    def __init__(self, store: Any, files_dir: Path, config: Any, max_bytes: int, on_event: EventSink,
-                 writer: Writer, cancelled: Any = None, helper: Helper | None = None) -> None:
+    def __init__(
+        self,
+        store: Any,
+        files_dir: Path,
+        config: Any,
+        max_bytes: int,
+        on_event: EventSink,
+        writer: Writer,
+        cancelled: Any = None,
+        helper: Helper | None = None,
+    ) -> None:
         self.cancelled = cancelled or (lambda: False)
         self.helper = helper or Helper(process=False)  # a run passes its own (and closes it)
         self.store = store
@@ -212,24 +225,33 @@ class BatchRunner:
         doc = job.doc
         data = self._stored_bytes(job)  # file work, done without the turn (it holds no interpreter lock)
         with self._turn if job.doc.content_type != PDF else contextlib.nullcontext():
-            extracted = extract_bytes(data, doc.filename, max_bytes=self.max_bytes,
-                                      pdf_timeout=self.config.ingest.pdf_timeout,
-                                      pdf_memory_mb=self.config.ingest.pdf_memory_mb, cancelled=self.cancelled)
-        return extracted.sections, StatusUpdate(doc.id, "chunking", extracted_text=extracted.text,
-                                                sections=extracted.spans, version=doc.version)
+            extracted = extract_bytes(
+                data,
+                doc.filename,
+                max_bytes=self.max_bytes,
+                pdf_timeout=self.config.ingest.pdf_timeout,
+                pdf_memory_mb=self.config.ingest.pdf_memory_mb,
+                cancelled=self.cancelled,
+            )
+        return extracted.sections, StatusUpdate(
+            doc.id, "chunking", extracted_text=extracted.text, sections=extracted.spans, version=doc.version
+        )
 
-    def _prepare_in_helper(self, kb: KnowledgeBase, jobs: list[Job], failed: Tally
-                           ) -> dict[str, tuple[Prepared, StatusUpdate]]:
+    def _prepare_in_helper(
+        self, kb: KnowledgeBase, jobs: list[Job], failed: Tally
+    ) -> dict[str, tuple[Prepared, StatusUpdate]]:
         """Copy, extract and chunk the batch's files whose bytes the run holds in the
         helper process, on another core (:mod:`kbdesk.ingest.offload`): by document id,
         its chunks and its status update. Empty when the batch is small or the helper
         cannot take it: then the run does the work itself."""
-        held = [j for j in jobs if j.data is not None and not j.copied and j.kind != "rebuild"
-                and j.doc.content_type != PDF]
+        held = [
+            j for j in jobs if j.data is not None and not j.copied and j.kind != "rebuild" and j.doc.content_type != PDF
+        ]
         if not held or self.cancelled():
             return {}
-        results = self.helper.prepare([(*self._copy_of(j), j.doc.filename) for j in held],
-                                      kb.chunk_size, kb.chunk_overlap, self.max_bytes)
+        results = self.helper.prepare(
+            [(*self._copy_of(j), j.doc.filename) for j in held], kb.chunk_size, kb.chunk_overlap, self.max_bytes
+        )
         if results is None:
             return {}
         out: dict[str, tuple[Prepared, StatusUpdate]] = {}
@@ -238,9 +260,10 @@ class BatchRunner:
             job.copied, job.data = result[0] != "copy", None  # done with, whatever became of it
             if result[0] == "ok":
                 _, text, spans, rows = result
-                out[doc.id] = (Prepared(chunks_of(rows)),
-                               StatusUpdate(doc.id, "chunking", extracted_text=text, sections=spans,
-                                            version=doc.version))
+                out[doc.id] = (
+                    Prepared(chunks_of(rows)),
+                    StatusUpdate(doc.id, "chunking", extracted_text=text, sections=spans, version=doc.version),
+                )
             elif result[0] == "copy":
                 failed.fail(doc.id, f"cannot store a copy of the file ({result[2]})", "store")
             elif result[0] == "file":
@@ -305,8 +328,9 @@ class BatchRunner:
                 raise _Changed("the file changed while it was being indexed; the next add takes the new version")
         raise ExtractionError("the stored copy of this file is missing and its source is gone")
 
-    def _chunk_all(self, kb: KnowledgeBase, live: list[tuple[Job, Any]],
-                   failed: Tally) -> list[tuple[Job, list[ChunkInput]]]:
+    def _chunk_all(
+        self, kb: KnowledgeBase, live: list[tuple[Job, Any]], failed: Tally
+    ) -> list[tuple[Job, list[ChunkInput]]]:
         out = []
         for job, sections in live:
             if isinstance(sections, Prepared):
@@ -320,8 +344,9 @@ class BatchRunner:
                 failed.fail(job.doc.id, "no text to index", "file")
         return out
 
-    def _embed_all(self, embedder: Any, chunked: list[tuple[Job, list[ChunkInput]]], failed: Tally,
-                   result: BatchResult) -> dict[str, list[Any]]:
+    def _embed_all(
+        self, embedder: Any, chunked: list[tuple[Job, list[ChunkInput]]], failed: Tally, result: BatchResult
+    ) -> dict[str, list[Any]]:
         names = {j.doc.id: j.doc.filename for j, _ in chunked}
         self._statuses([StatusUpdate(j.doc.id, "embedding", version=j.doc.version) for j, _ in chunked], names)
         texts: dict[str, str] = {}
@@ -340,7 +365,7 @@ class BatchRunner:
         for start in range(0, len(missing), EMBED_GROUP):
             if self.cancelled():
                 break  # what is embedded so far stays staged for the next run
-            group = missing[start:start + EMBED_GROUP]
+            group = missing[start : start + EMBED_GROUP]
             response = embedder.embed([texts[h] for h in group], collect=True)
             result.calls += response.calls
             for failure in response.failures:
@@ -351,39 +376,70 @@ class BatchRunner:
             result.embedded += len(group) - len(response.failures)
             done += len(group)
             for job, _ in chunked:
-                self.on_event(IngestEvent("embedded", job.doc.filename, job.doc.id, "embedding",
-                                          done=min(done, total), total=total))
+                self.on_event(
+                    IngestEvent(
+                        "embedded", job.doc.filename, job.doc.id, "embedding", done=min(done, total), total=total
+                    )
+                )
         out: dict[str, list[Any]] = {}
         for job, chunks in chunked:
             hashes = [c.content_hash for c in chunks]
             broken = next((i for i, h in enumerate(hashes) if h in bad), None)
             if broken is not None:
-                failed.fail(job.doc.id, f"chunk {broken + 1} of {len(chunks)} could not be embedded: "
-                                        f"{bad[hashes[broken]]}", "provider")
+                failed.fail(
+                    job.doc.id,
+                    f"chunk {broken + 1} of {len(chunks)} could not be embedded: {bad[hashes[broken]]}",
+                    "provider",
+                )
                 continue
             if any(h not in vectors for h in hashes):
                 continue  # cancelled before all were embedded: left for the next run
             out[job.doc.id] = [vectors[h] for h in hashes]
         return out
 
-    def _finish_all(self, chunked: list[tuple[Job, list[ChunkInput]]], vectors: dict[str, list[Any]],
-                    failed: Tally, embedder: Any) -> None:
-        items = [Ready(job.doc.id, job.doc.filename, chunks,
-                       vectors.get(job.doc.id) if embedder is not None else None, job.doc.version, failed,
-                       [c.content_hash for c in chunks] if embedder is not None else [])
-                 for job, chunks in chunked if job.doc.id not in failed.failed]
+    def _finish_all(
+        self, chunked: list[tuple[Job, list[ChunkInput]]], vectors: dict[str, list[Any]], failed: Tally, embedder: Any
+    ) -> None:
+        items = [
+            Ready(
+                job.doc.id,
+                job.doc.filename,
+                chunks,
+                vectors.get(job.doc.id) if embedder is not None else None,
+                job.doc.version,
+                failed,
+                [c.content_hash for c in chunks] if embedder is not None else [],
+            )
+            for job, chunks in chunked
+            if job.doc.id not in failed.failed
+        ]
         self.writer.ready(items, STAGED + embedder.model_key if embedder is not None else None)
 
     def _record_failures(self, jobs: list[Job], failed: Tally) -> None:
-        self.writer.fail([(StatusUpdate(j.doc.id, "error", error=failed.failed[j.doc.id][0], version=j.doc.version,
-                                        error_kind=failed.failed[j.doc.id][1]), j.doc.filename)
-                          for j in jobs if j.doc.id in failed.failed])
+        self.writer.fail(
+            [
+                (
+                    StatusUpdate(
+                        j.doc.id,
+                        "error",
+                        error=failed.failed[j.doc.id][0],
+                        version=j.doc.version,
+                        error_kind=failed.failed[j.doc.id][1],
+                    ),
+                    j.doc.filename,
+                )
+                for j in jobs
+                if j.doc.id in failed.failed
+            ]
+        )
 
 
 def chunk_sections(kb: KnowledgeBase, sections: list[Any]) -> list[ChunkInput]:
     """A document's chunks at the KB's chunk size, offsets into its whole text."""
-    return [ChunkInput(c.content, c.token_count, c.metadata)
-            for c in chunker.chunk_sections(sections, kb.chunk_size, kb.chunk_overlap)]
+    return [
+        ChunkInput(c.content, c.token_count, c.metadata)
+        for c in chunker.chunk_sections(sections, kb.chunk_size, kb.chunk_overlap)
+    ]
 
 
 class _Changed(ExtractionError):

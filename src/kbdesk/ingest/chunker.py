@@ -175,11 +175,13 @@ def _merged_chunk(offset: int, group: list[_Piece], filled: list[_Piece], index:
     """One chunk of whole sections that fit together: the document's text from the first
     section with text to the last, metadata of the first plus ``sections``."""
     start, end = _bounds(filled[0])[0], _bounds(filled[-1])[1]
-    content = SECTION_GAP.join(piece[2] for piece in group)[start - offset:end - offset]
+    content = SECTION_GAP.join(piece[2] for piece in group)[start - offset : end - offset]
     metadata = _copy(filled[0][3])
     metadata["start"], metadata["end"] = start, end
-    metadata["sections"] = [{"headings": _copy(piece[3].get("headings") or []),
-                             "start": _bounds(piece)[0], "end": _bounds(piece)[1]} for piece in filled]
+    metadata["sections"] = [
+        {"headings": _copy(piece[3].get("headings") or []), "start": _bounds(piece)[0], "end": _bounds(piece)[1]}
+        for piece in filled
+    ]
     return Chunk(content, index, estimate_tokens(content), metadata)
 
 
@@ -208,8 +210,7 @@ def _check(chunk_size: Any, chunk_overlap: Any, separators: Sequence[str]) -> tu
         raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
     if not 0 <= chunk_overlap < chunk_size:
         raise ValueError(
-            f"chunk_overlap must be at least 0 and smaller than chunk_size ({chunk_size}), "
-            f"got {chunk_overlap}"
+            f"chunk_overlap must be at least 0 and smaller than chunk_size ({chunk_size}), got {chunk_overlap}"
         )
     if separators is DEFAULT_SEPARATORS:
         return DEFAULT_SEPARATORS
@@ -262,8 +263,9 @@ def _chunk_end(text: str, start: int, done: int, size: int, overlap: int, seps: 
     return limit
 
 
-def _overlap_start(text: str, prev_start: int, prev_end: int, fallback: int, overlap: int,
-                   seps: tuple[str, ...]) -> int:
+def _overlap_start(
+    text: str, prev_start: int, prev_end: int, fallback: int, overlap: int, seps: tuple[str, ...]
+) -> int:
     """Where the chunk after ``text[prev_start:prev_end]`` starts (*fallback*: no overlap).
 
     The start lies after *prev_start* and at most *overlap* characters before *prev_end*.

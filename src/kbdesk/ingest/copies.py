@@ -52,7 +52,7 @@ def _write_fd(path: str | Path, data: bytes, flags: int) -> None:
     try:
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
     finally:
         os.close(fd)
 

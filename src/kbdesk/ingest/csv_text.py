@@ -41,9 +41,13 @@ def extract_csv(text: str) -> list[Section]:
                 prefixes += [f"column {i + 1}: " for i in range(width, len(row))]
                 width = len(prefixes)
             # a cell counts if it has a non-space character (what survives the collapse)
-            line = "; ".join([prefix + " ".join(value.split())
-                              for prefix, value in zip(prefixes, row)
-                              if value and not value.isspace()])
+            line = "; ".join(
+                [
+                    prefix + " ".join(value.split())
+                    for prefix, value in zip(prefixes, row)
+                    if value and not value.isspace()
+                ]
+            )
             if line:
                 append(line)
     except csv.Error as exc:

@@ -39,26 +39,40 @@ from kbdesk.ingest.sections import Extracted, ExtractionError, Section
 from kbdesk.ingest.text_decode import decode_text, is_binary
 from kbdesk.textnorm import nfkc
 
-__all__ = ["ExtractionError", "Section", "Extracted", "SUPPORTED_SUFFIXES", "content_type_for",
-           "extract_bytes", "extract_file", "decode_text"]
+__all__ = [
+    "SUPPORTED_SUFFIXES",
+    "Extracted",
+    "ExtractionError",
+    "Section",
+    "content_type_for",
+    "decode_text",
+    "extract_bytes",
+    "extract_file",
+]
 
 _TYPES = {
-    ".txt": "text/plain", ".text": "text/plain",
+    ".txt": "text/plain",
+    ".text": "text/plain",
     # reStructuredText, logs and AsciiDoc are prose read as-is. JSON/XML/YAML are left
     # out: usually data or config (lockfiles, dumps) that would flood a folder import.
-    ".rst": "text/plain", ".log": "text/plain", ".adoc": "text/plain",
-    ".md": "text/markdown", ".markdown": "text/markdown",
+    ".rst": "text/plain",
+    ".log": "text/plain",
+    ".adoc": "text/plain",
+    ".md": "text/markdown",
+    ".markdown": "text/markdown",
     # .tsv is CSV with tabs; the delimiter is sniffed either way
-    ".csv": "text/csv", ".tsv": "text/csv",
-    ".html": "text/html", ".htm": "text/html", ".xhtml": "text/html",
+    ".csv": "text/csv",
+    ".tsv": "text/csv",
+    ".html": "text/html",
+    ".htm": "text/html",
+    ".xhtml": "text/html",
     ".pdf": "application/pdf",
 }
 SUPPORTED_SUFFIXES: frozenset[str] = frozenset(_TYPES)
 
 _MB = 1024 * 1024
 
-_TEXT_EXTRACTORS = {"text/markdown": extract_markdown, "text/html": extract_html,
-                    "text/csv": extract_csv}
+_TEXT_EXTRACTORS = {"text/markdown": extract_markdown, "text/html": extract_html, "text/csv": extract_csv}
 
 
 def content_type_for(filename: str) -> str | None:
@@ -86,13 +100,18 @@ def _type_or_raise(filename: str) -> str:
     ctype = content_type_for(filename)
     if ctype is None:
         suffix = os.path.splitext(filename)[1].lower()
-        raise ExtractionError(f"unsupported file type '{suffix}'" if suffix
-                              else "unsupported file type (no extension)")
+        raise ExtractionError(f"unsupported file type '{suffix}'" if suffix else "unsupported file type (no extension)")
     return ctype
 
 
-def extract_file(path, *, max_bytes: int = 10 * _MB, pdf_timeout: float = 30.0,
-                 pdf_memory_mb: int = 512, cancelled: Callable[[], bool] | None = None) -> Extracted:
+def extract_file(
+    path,
+    *,
+    max_bytes: int = 10 * _MB,
+    pdf_timeout: float = 30.0,
+    pdf_memory_mb: int = 512,
+    cancelled: Callable[[], bool] | None = None,
+) -> Extracted:
     """Extract a file on disk; the size is checked before anything is read."""
     name = os.path.basename(os.fspath(path))
     _type_or_raise(name)
@@ -107,13 +126,20 @@ def extract_file(path, *, max_bytes: int = 10 * _MB, pdf_timeout: float = 30.0,
             data = f.read(max_bytes + 1)  # the file may have grown since fstat
     except OSError as exc:
         raise ExtractionError(f"cannot read file ({exc.strerror or exc})") from None
-    return extract_bytes(data, name, max_bytes=max_bytes, pdf_timeout=pdf_timeout,
-                         pdf_memory_mb=pdf_memory_mb, cancelled=cancelled)
+    return extract_bytes(
+        data, name, max_bytes=max_bytes, pdf_timeout=pdf_timeout, pdf_memory_mb=pdf_memory_mb, cancelled=cancelled
+    )
 
 
-def extract_bytes(data: bytes, filename: str, *, max_bytes: int = 10 * _MB,
-                  pdf_timeout: float = 30.0, pdf_memory_mb: int = 512,
-                  cancelled: Callable[[], bool] | None = None) -> Extracted:
+def extract_bytes(
+    data: bytes,
+    filename: str,
+    *,
+    max_bytes: int = 10 * _MB,
+    pdf_timeout: float = 30.0,
+    pdf_memory_mb: int = 512,
+    cancelled: Callable[[], bool] | None = None,
+) -> Extracted:
     """Extract ``data`` according to the suffix of ``filename``; raises ExtractionError
     (or ExtractionCancelled when ``cancelled()`` turned true during a PDF)."""
     ctype = _type_or_raise(filename)
@@ -137,5 +163,6 @@ def extract_bytes(data: bytes, filename: str, *, max_bytes: int = 10 * _MB,
             section.metadata["headings"] = [nfkc(h) for h in section.metadata["headings"]]
         if section.metadata.get("title"):
             section.metadata["title"] = nfkc(section.metadata["title"])
-    return Extracted(text="\n\n".join(s.text for s in sections), content_type=ctype,
-                     sections=sections, warnings=warnings)
+    return Extracted(
+        text="\n\n".join(s.text for s in sections), content_type=ctype, sections=sections, warnings=warnings
+    )

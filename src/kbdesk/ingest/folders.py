@@ -66,8 +66,14 @@ def _protected(path: Path | str, protect: Iterable[Path]) -> bool:
     return False
 
 
-def scan(paths: Sequence[str | os.PathLike[str]], *, include: Sequence[str] = (), exclude: Sequence[str] = (),
-         hidden: bool = False, protect: Iterable[Path] = ()) -> Scan:
+def scan(
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    hidden: bool = False,
+    protect: Iterable[Path] = (),
+) -> Scan:
     """Files under ``paths``; globs match the path relative to its root or the basename."""
     out = Scan()
     protect = [Path(p).resolve() for p in protect]
@@ -97,8 +103,16 @@ def scan(paths: Sequence[str | os.PathLike[str]], *, include: Sequence[str] = ()
     return out
 
 
-def _walk(root: Path, real_root: Path, out: Scan, include: Sequence[str], exclude: Sequence[str],
-          hidden: bool, protect: list[Path], seen: set[str]) -> None:
+def _walk(
+    root: Path,
+    real_root: Path,
+    out: Scan,
+    include: Sequence[str],
+    exclude: Sequence[str],
+    hidden: bool,
+    protect: list[Path],
+    seen: set[str],
+) -> None:
     """Walk ``root``; each folder is carried with its real path and its path relative to
     the root as text, so an entry that is not a symlink costs one ``stat`` and no
     ``realpath`` (which takes an ``lstat`` per component of the path)."""

@@ -41,7 +41,7 @@ _LENGTH = struct.Struct("<I")  # every request and reply: its length in bytes, t
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def _read_exact(fd: int, size: int) -> bytes:
@@ -95,19 +95,23 @@ class Helper:
         if len(items) >= MIN_FILES:
             replies = self._call(COPIES, [(os.path.abspath(path), data, fresh) for path, data, fresh in items])
             if replies is not None:
-                return [None if reply is None else OSError(reply[0], reply[1], str(path))
-                        for (path, _, _), reply in zip(items, replies)]
+                return [
+                    None if reply is None else OSError(reply[0], reply[1], str(path))
+                    for (path, _, _), reply in zip(items, replies)
+                ]
         return write_each(items)
 
-    def prepare(self, items: list[tuple[str, bytes, bool, str]], chunk_size: int, overlap: int,
-                max_bytes: int) -> list[tuple[Any, ...]] | None:
+    def prepare(
+        self, items: list[tuple[str, bytes, bool, str]], chunk_size: int, overlap: int, max_bytes: int
+    ) -> list[tuple[Any, ...]] | None:
         """Copy, extract and chunk ``(path, data, fresh, filename)`` files
         (:func:`kbdesk.ingest.offload.prepare_each`): one result per file, or None when
         the batch is small or the helper cannot take it (the caller does the work)."""
         if len(items) < MIN_FILES and sum(len(item[1]) for item in items) < MIN_BYTES:
             return None
-        return self._call(PREPARE, ([(os.path.abspath(p), d, f, n) for p, d, f, n in items], chunk_size, overlap,
-                                    max_bytes))
+        return self._call(
+            PREPARE, ([(os.path.abspath(p), d, f, n) for p, d, f, n in items], chunk_size, overlap, max_bytes)
+        )
 
     def _call(self, kind: str, args: Any) -> Any:
         """The helper's reply to one request; None when there is no helper or it failed
@@ -129,8 +133,13 @@ class Helper:
             # find first), so both ends speak the same requests
             here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
             env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])))
-            self._proc = subprocess.Popen([sys.executable, "-m", "kbdesk.ingest.helper"], stdin=subprocess.PIPE,
-                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "kbdesk.ingest.helper"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=env,
+            )
         return self._proc
 
     def _failed(self) -> None:

@@ -38,35 +38,75 @@ from kbdesk.ingest.sections import ExtractionError, Section, sections_from_block
 from kbdesk.ingest.text_decode import normalise_newlines
 
 _SKIP = frozenset({"script", "style", "template", "noscript", "svg", "iframe", "object"})
-_VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
-                   "param", "source", "track", "wbr"})
+_VOID = frozenset(
+    {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track", "wbr"}
+)
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _PARAGRAPH = _HEADINGS | {"p", "pre", "blockquote", "table", "ul", "ol", "dl", "figure", "hr"}
-_BLOCK = _PARAGRAPH | {"address", "article", "aside", "caption", "dd", "details", "dialog",
-                       "div", "dt", "fieldset", "figcaption", "footer", "form", "header", "li",
-                       "main", "nav", "section", "summary", "tr"}
+_BLOCK = _PARAGRAPH | {
+    "address",
+    "article",
+    "aside",
+    "caption",
+    "dd",
+    "details",
+    "dialog",
+    "div",
+    "dt",
+    "fieldset",
+    "figcaption",
+    "footer",
+    "form",
+    "header",
+    "li",
+    "main",
+    "nav",
+    "section",
+    "summary",
+    "tr",
+}
 # start tag → open elements it closes implicitly, and the ancestors that stop the search
-_IMPLIED = {"li": ({"li"}, {"ul", "ol"}), "dt": ({"dt", "dd"}, {"dl"}),
-            "dd": ({"dt", "dd"}, {"dl"}), "tr": ({"tr", "td", "th"}, {"table"}),
-            "td": ({"td", "th"}, {"tr", "table"}), "th": ({"td", "th"}, {"tr", "table"}),
-            "option": ({"option"}, {"select"}),
-            **{h: (_HEADINGS, {"body"}) for h in _HEADINGS}}
+_IMPLIED = {
+    "li": ({"li"}, {"ul", "ol"}),
+    "dt": ({"dt", "dd"}, {"dl"}),
+    "dd": ({"dt", "dd"}, {"dl"}),
+    "tr": ({"tr", "td", "th"}, {"table"}),
+    "td": ({"td", "th"}, {"tr", "table"}),
+    "th": ({"td", "th"}, {"tr", "table"}),
+    "option": ({"option"}, {"select"}),
+    **{h: (_HEADINGS, {"body"}) for h in _HEADINGS},
+}
 _HIDING_ATTRIBUTES = frozenset({"hidden", "aria-hidden", "style"})
 _CHROME_TAGS = frozenset({"nav"})
 _EDGE_TAGS = frozenset({"header", "footer", "aside"})  # chrome outside <main>/<article>
 _CHROME_ROLES = frozenset({"navigation", "search", "banner", "contentinfo", "complementary"})
-_CHROME_CLASSES = frozenset({
-    "navheader", "navfooter", "toc",  # DocBook: Prev/Up/Home/Next bars, a page's mini-TOC
-    "sphinxsidebar", "sphinxsidebarwrapper", "related", "footer", "headerlink",  # Sphinx
-    "toctree-wrapper",  # Sphinx: a page's table of contents
-    "mobile-nav", "breadcrumb", "breadcrumbs", "navbar", "skip-link", "edit-this-page",
-})
-_ADMONITION_CLASSES = frozenset({"note", "tip", "warning", "caution", "important", "admonition", "seealso",
-                                 "hint", "danger", "attention", "error"})
+_CHROME_CLASSES = frozenset(
+    {
+        "navheader",
+        "navfooter",
+        "toc",  # DocBook: Prev/Up/Home/Next bars, a page's mini-TOC
+        "sphinxsidebar",
+        "sphinxsidebarwrapper",
+        "related",
+        "footer",
+        "headerlink",  # Sphinx
+        "toctree-wrapper",  # Sphinx: a page's table of contents
+        "mobile-nav",
+        "breadcrumb",
+        "breadcrumbs",
+        "navbar",
+        "skip-link",
+        "edit-this-page",
+    }
+)
+_ADMONITION_CLASSES = frozenset(
+    {"note", "tip", "warning", "caution", "important", "admonition", "seealso", "hint", "danger", "attention", "error"}
+)
 _MAIN = re.compile(r"<main[\s>]|role\s*=\s*[\"']?main\b", re.IGNORECASE)
 # a generated index: DocBook's <div class="index">, Sphinx's index tables and letter bars
-_INDEX_CLASSES = frozenset({"index", "indextable", "genindextable", "modindextable", "genindex-jumpbox",
-                            "modindex-jumpbox"})
+_INDEX_CLASSES = frozenset(
+    {"index", "indextable", "genindextable", "modindextable", "genindex-jumpbox", "modindex-jumpbox"}
+)
 INDEX_LINK_SHARE = 0.8
 INDEX_MIN_LINKS = 30
 SEARCH_PAGE_MAX_WORDS = 100
@@ -75,16 +115,36 @@ _BLANK_LINES = re.compile(r"\n{3,}")
 
 # What a tag is, as bits, so that each tag costs one dict look-up; ordinary inline
 # elements (<a>, <b>, <span>, ...) are 0.
-(_K_BLOCK, _K_PARAGRAPH, _K_HEADING, _K_VOID, _K_SKIP, _K_IMPLIED, _K_CELL, _K_PRE, _K_TITLE,
- _K_BREAK, _K_MAIN, _K_ADMONITION) = (1 << n for n in range(12))  # the last two: set per element
+(
+    _K_BLOCK,
+    _K_PARAGRAPH,
+    _K_HEADING,
+    _K_VOID,
+    _K_SKIP,
+    _K_IMPLIED,
+    _K_CELL,
+    _K_PRE,
+    _K_TITLE,
+    _K_BREAK,
+    _K_MAIN,
+    _K_ADMONITION,
+) = (1 << n for n in range(12))  # the last two: set per element
 
 
 def _kinds() -> dict[str, int]:
     kinds: dict[str, int] = {}
-    for bit, tags in ((_K_BLOCK, _BLOCK), (_K_PARAGRAPH, _PARAGRAPH), (_K_HEADING, _HEADINGS),
-                      (_K_VOID, _VOID), (_K_SKIP, _SKIP), (_K_IMPLIED, _IMPLIED),
-                      (_K_CELL, ("td", "th")), (_K_PRE, ("pre",)), (_K_TITLE, ("title",)),
-                      (_K_BREAK, ("br", "hr"))):
+    for bit, tags in (
+        (_K_BLOCK, _BLOCK),
+        (_K_PARAGRAPH, _PARAGRAPH),
+        (_K_HEADING, _HEADINGS),
+        (_K_VOID, _VOID),
+        (_K_SKIP, _SKIP),
+        (_K_IMPLIED, _IMPLIED),
+        (_K_CELL, ("td", "th")),
+        (_K_PRE, ("pre",)),
+        (_K_TITLE, ("title",)),
+        (_K_BREAK, ("br", "hr")),
+    ):
         for tag in tags:
             kinds[tag] = kinds.get(tag, 0) | bit
     return kinds
@@ -121,8 +181,9 @@ def _attribute_flags(attrs: list[tuple[str, str | None]]) -> int:
                 flags |= _MAIN_CONTENT
         elif name in _HIDING_ATTRIBUTES:
             value = value.lower()
-            if name == "hidden" or (value.strip() == "true" if name == "aria-hidden"
-                                    else _HIDDEN_STYLE.search(value) is not None):
+            if name == "hidden" or (
+                value.strip() == "true" if name == "aria-hidden" else _HIDDEN_STYLE.search(value) is not None
+            ):
                 return _HIDE
     return flags
 
@@ -207,8 +268,11 @@ class _HtmlText(HTMLParser):
             if kind & _K_BREAK and not self.hidden:
                 self._break(blank=tag == "hr")
             return
-        hidden = 1 if (kind & _K_SKIP or flags & _HIDE or tag in _CHROME_TAGS
-                       or (tag in _EDGE_TAGS and not self.main)) else 0
+        hidden = (
+            1
+            if (kind & _K_SKIP or flags & _HIDE or tag in _CHROME_TAGS or (tag in _EDGE_TAGS and not self.main))
+            else 0
+        )
         if not hidden and (tag == "main" or tag == "article" or flags & _MAIN_CONTENT):
             kind |= _K_MAIN
             if self.main == 0 and self.outside:
@@ -318,10 +382,11 @@ def extract_html(text: str) -> list[Section]:
 
 
 def _page_kind(parser: _HtmlText) -> str | None:
-    """"index" for a page of links (an index, a table of contents), "search" for a
+    """ "index" for a page of links (an index, a table of contents), "search" for a
     search form with almost no text, else None (a page of content)."""
-    if parser.index_marker or (parser.links >= INDEX_MIN_LINKS
-                               and parser.link_words >= INDEX_LINK_SHARE * parser.text_words):
+    if parser.index_marker or (
+        parser.links >= INDEX_MIN_LINKS and parser.link_words >= INDEX_LINK_SHARE * parser.text_words
+    ):
         return "index"
     if parser.search_form and sum(len(t.split()) for _, t, _ in parser.blocks) <= SEARCH_PAGE_MAX_WORDS:
         return "search"

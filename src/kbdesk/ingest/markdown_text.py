@@ -113,15 +113,27 @@ _Heading = tuple[int, int, int, str]
 def _headings_in(tokens, chunk: str, base: int, before_line: int | None = None) -> list[_Heading]:
     """Top-level headings among ``tokens`` (parsed from ``chunk``, which starts at
     offset ``base``), those starting before line ``before_line`` if given."""
-    found = [(i, tok) for i, tok in enumerate(tokens)
-             if tok.type == "heading_open" and tok.level == 0 and tok.map
-             and (before_line is None or tok.map[0] < before_line)]
+    found = [
+        (i, tok)
+        for i, tok in enumerate(tokens)
+        if tok.type == "heading_open"
+        and tok.level == 0
+        and tok.map
+        and (before_line is None or tok.map[0] < before_line)
+    ]
     if not found:
         return []
     starts = _line_starts(chunk)
     starts.append(len(chunk))
-    return [(base + starts[tok.map[0]], base + starts[min(tok.map[1], len(starts) - 1)],
-             int(tok.tag[1]), tokens[i + 1].content) for i, tok in found]
+    return [
+        (
+            base + starts[tok.map[0]],
+            base + starts[min(tok.map[1], len(starts) - 1)],
+            int(tok.tag[1]),
+            tokens[i + 1].content,
+        )
+        for i, tok in found
+    ]
 
 
 def _atx(line: str) -> tuple[int, str] | None:
@@ -152,8 +164,11 @@ def _headings(src: str) -> list[_Heading]:
     deep = parser.options.maxNesting - 1  # a token this deep: nesting may have cut the parse
     end = len(src)
     restarts = [0] + [m.end() for m in _RESTART.finditer(src)]
-    wanted = {bisect_right(restarts, m.start()) - 1
-              for pattern in (_MAYBE_HEADING, _MAYBE_SPANNING) for m in pattern.finditer(src)}
+    wanted = {
+        bisect_right(restarts, m.start()) - 1
+        for pattern in (_MAYBE_HEADING, _MAYBE_SPANNING)
+        for m in pattern.finditer(src)
+    }
     for m in _CONTAINER_PREFIX.finditer(src):
         prefix = m.group()
         if len(prefix) + 3 * prefix.count("\t") >= deep - 3:  # columns, a tab counting 4
@@ -186,11 +201,14 @@ def _headings(src: str) -> list[_Heading]:
             if any(tok.level >= deep for tok in tokens):
                 return _headings_whole(src)
             # the last top-level block: did it run into the end of the stretch?
-            last_block = next((tok for tok in reversed(tokens)
-                               if tok.level == 0 and tok.nesting != -1), None)
-            if (stop < end and last_block is not None and last_block.map
-                    and last_block.type in ("fence", "html_block")
-                    and last_block.map[1] >= chunk.count("\n")):
+            last_block = next((tok for tok in reversed(tokens) if tok.level == 0 and tok.nesting != -1), None)
+            if (
+                stop < end
+                and last_block is not None
+                and last_block.map
+                and last_block.type in ("fence", "html_block")
+                and last_block.map[1] >= chunk.count("\n")
+            ):
                 # Unclosed at the cut: keep what came before it, parse again from the
                 # block's first line (a top-level block start), twice as far.
                 headings += _headings_in(tokens, chunk, start, before_line=last_block.map[0])
@@ -209,8 +227,9 @@ def extract_markdown(text: str) -> list[Section]:
     # last key a setext heading).
     front = _FRONT_MATTER.match(text)
     offset = min(len(front.group(0).rstrip("\n")) + 1, len(text)) if front else 0
-    headings = [(start + offset, stop + offset, level, content)
-                for start, stop, level, content in _headings(text[offset:])]
+    headings = [
+        (start + offset, stop + offset, level, content) for start, stop, level, content in _headings(text[offset:])
+    ]
     first = headings[0][0] if headings else len(text)
     blocks = [([], text[:first].strip(), True)]
     stack: list[tuple[int, str]] = []

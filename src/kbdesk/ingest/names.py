@@ -56,6 +56,7 @@ def path_of(source: str) -> Path:
     path = Path(source)
     if "\\x" not in source or os.path.lexists(path):
         return path
-    raw = _ESCAPED_BYTE.sub(lambda m: chr(0xDC00 + int(m.group(1), 16)) if int(m.group(1), 16) >= 0x80
-                            else m.group(0), source)
+    raw = _ESCAPED_BYTE.sub(
+        lambda m: chr(0xDC00 + int(m.group(1), 16)) if int(m.group(1), 16) >= 0x80 else m.group(0), source
+    )
     return Path(raw)

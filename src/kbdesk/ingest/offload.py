@@ -27,8 +27,9 @@ from kbdesk.ingest.extract import extract_bytes
 from kbdesk.models import ChunkInput
 
 
-def prepare_each(items: list[tuple[str, bytes, bool, str]], chunk_size: int, overlap: int,
-                 max_bytes: int) -> list[tuple[Any, ...]]:
+def prepare_each(
+    items: list[tuple[str, bytes, bool, str]], chunk_size: int, overlap: int, max_bytes: int
+) -> list[tuple[Any, ...]]:
     """``items``: (stored copy's path, the file's bytes, a new document?, file name)."""
     out: list[tuple[Any, ...]] = []
     for path, data, fresh, filename in items:
@@ -39,8 +40,10 @@ def prepare_each(items: list[tuple[str, bytes, bool, str]], chunk_size: int, ove
             continue
         try:
             extracted = extract_bytes(data, filename, max_bytes=max_bytes)
-            pieces = [ChunkInput(c.content, c.token_count, c.metadata)
-                      for c in chunker.chunk_sections(extracted.sections, chunk_size, overlap)]
+            pieces = [
+                ChunkInput(c.content, c.token_count, c.metadata)
+                for c in chunker.chunk_sections(extracted.sections, chunk_size, overlap)
+            ]
             chunks = [(c.content, c.token_count, c.metadata, c.content_hash, c.metadata_json) for c in pieces]
         except KbdeskError as exc:
             out.append(("file", str(exc)))

@@ -32,15 +32,17 @@ def page_warnings(errors: list[str]) -> list[str]:
     warnings = []
     for error in errors[:MAX_PAGE_WARNINGS]:
         match = _PAGE_ERROR.fullmatch(error)
-        warnings.append(f"page {match[1]} could not be read: {match[2]}" if match
-                        else f"a page could not be read: {error}")
+        warnings.append(
+            f"page {match[1]} could not be read: {match[2]}" if match else f"a page could not be read: {error}"
+        )
     if len(errors) > MAX_PAGE_WARNINGS:
         warnings.append(f"{len(errors) - MAX_PAGE_WARNINGS} more pages could not be read")
     return warnings
 
 
-def extract_pdf(data: bytes, timeout: float, memory_mb: int,
-                cancelled: Callable[[], bool] | None = None) -> tuple[list[Section], list[str]]:
+def extract_pdf(
+    data: bytes, timeout: float, memory_mb: int, cancelled: Callable[[], bool] | None = None
+) -> tuple[list[Section], list[str]]:
     """(sections, warnings); raises ExtractionError when no page has text, and
     ExtractionCancelled when ``cancelled()`` turned true (or the child was killed)."""
     if b"%PDF-" not in data[:1024]:
@@ -51,8 +53,11 @@ def extract_pdf(data: bytes, timeout: float, memory_mb: int,
         raise ExtractionCancelled(str(exc)) from None
     except PdfWorkerError as exc:
         raise ExtractionError(str(exc)) from None
-    sections = [Section(normalise_newlines(text).strip(), {"page": number})
-                for number, text in enumerate(result.pages, start=1) if text.strip()]
+    sections = [
+        Section(normalise_newlines(text).strip(), {"page": number})
+        for number, text in enumerate(result.pages, start=1)
+        if text.strip()
+    ]
     if not sections:
         if result.errors:
             raise ExtractionError(f"PDF could not be read ({result.errors[0]})")

@@ -93,8 +93,9 @@ def running_pdf_workers() -> list[int]:
     return [pid for pid, proc in _running.copy().items() if proc.returncode is None]
 
 
-def run_pdf_worker(data: bytes, *, timeout: float, memory_mb: int,
-                   cancelled: Callable[[], bool] | None = None) -> PdfPages:
+def run_pdf_worker(
+    data: bytes, *, timeout: float, memory_mb: int, cancelled: Callable[[], bool] | None = None
+) -> PdfPages:
     """Extract the text of each page of ``data`` in a child process.
 
     Raises :class:`PdfWorkerError` (one line) when the PDF cannot be read, and
@@ -111,8 +112,13 @@ def run_pdf_worker(data: bytes, *, timeout: float, memory_mb: int,
     try:
         # its own process group: a Ctrl-C in the terminal goes to kbdesk's group, and
         # kbdesk decides what stops (a child killed by it would look like a broken PDF)
-        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                process_group=0 if os.name == "posix" else None)
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            process_group=0 if os.name == "posix" else None,
+        )
     except OSError as exc:  # e.g. a frozen app whose sys.executable is not a Python
         raise PdfWorkerError(f"cannot start the PDF reader process ({exc.strerror or exc})") from None
     with _running_lock:
@@ -143,8 +149,9 @@ def run_pdf_worker(data: bytes, *, timeout: float, memory_mb: int,
     return PdfPages(pages=list(result["pages"]), errors=list(result["errors"]))
 
 
-def _communicate(proc: subprocess.Popen, data: bytes, timeout: float,
-                 cancelled: Callable[[], bool] | None) -> tuple[bytes, bytes]:
+def _communicate(
+    proc: subprocess.Popen, data: bytes, timeout: float, cancelled: Callable[[], bool] | None
+) -> tuple[bytes, bytes]:
     """Feed ``data``, read the answer; kill the child on timeout, cancel or an exception."""
     deadline = time.monotonic() + timeout
     feed: bytes | None = data
@@ -212,9 +219,11 @@ def _limit_resources(memory_mb: int, cpu_seconds: int) -> None:
         import resource
     except ImportError:  # Windows: no rlimits; the parent's wall-clock kill still applies
         return
-    for which, value in ((resource.RLIMIT_AS, memory_mb * 1024 * 1024),
-                         (resource.RLIMIT_CPU, cpu_seconds),
-                         (resource.RLIMIT_CORE, 0)):
+    for which, value in (
+        (resource.RLIMIT_AS, memory_mb * 1024 * 1024),
+        (resource.RLIMIT_CPU, cpu_seconds),
+        (resource.RLIMIT_CORE, 0),
+    ):
         _soft, hard = resource.getrlimit(which)
         if hard != resource.RLIM_INFINITY:
             value = min(value, hard)
@@ -239,8 +248,7 @@ def _limit_message(exc: BaseException) -> str:
 def _out_of_memory(exc: BaseException) -> bool:
     # zlib reports a failed allocation as zlib.error, not MemoryError
     text = str(exc).lower()
-    return isinstance(exc, MemoryError) or (type(exc).__name__ == "error" and
-                                            ("allocate" in text or "memory" in text))
+    return isinstance(exc, MemoryError) or (type(exc).__name__ == "error" and ("allocate" in text or "memory" in text))
 
 
 def _clean(text: str) -> str:

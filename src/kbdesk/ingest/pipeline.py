@@ -15,16 +15,16 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import closing, contextmanager
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kbdesk.ingest.batch import EMBED_GROUP, STAGED, BatchRunner, Feeder, Job
-from kbdesk.ingest.helper import Helper
 from kbdesk.ingest.events import EventSink, IngestEvent, ignore
 from kbdesk.ingest.folders import FoundFile, scan
+from kbdesk.ingest.helper import Helper
 from kbdesk.ingest.names import path_of
 from kbdesk.ingest.prepare import Preparer
 from kbdesk.ingest.writer import Writer
@@ -87,13 +87,20 @@ class IngestReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "added": self.added, "updated": self.updated, "unchanged": self.unchanged, "resumed": self.resumed,
+            "added": self.added,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "resumed": self.resumed,
             "failed": [{"file": f, "error": e} for f, e in self.failed],
             "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
-            "removed": self.removed, "cancelled": self.cancelled,
+            "removed": self.removed,
+            "cancelled": self.cancelled,
             "known_failures": [{"file": f, "error": e} for f, e in self.known_failures],
-            "by_other": self.by_other, "missing": self.missing, "embedded_chunks": self.embedded_chunks,
-            "cached_chunks": self.cached_chunks, "embedding_calls": self.embedding_calls,
+            "by_other": self.by_other,
+            "missing": self.missing,
+            "embedded_chunks": self.embedded_chunks,
+            "cached_chunks": self.cached_chunks,
+            "embedding_calls": self.embedding_calls,
         }
 
 
@@ -121,9 +128,17 @@ class Ingestor:
         self._cancel.set()
 
     # ── public entry points ────────────────────────────────────────────────────
-    def add(self, kb_ref: str, paths: Sequence[str | os.PathLike[str]], *, include: Sequence[str] = (),
-            exclude: Sequence[str] = (), hidden: bool = False, sync: bool = False,
-            retry_failed: bool = False) -> IngestReport:
+    def add(
+        self,
+        kb_ref: str,
+        paths: Sequence[str | os.PathLike[str]],
+        *,
+        include: Sequence[str] = (),
+        exclude: Sequence[str] = (),
+        hidden: bool = False,
+        sync: bool = False,
+        retry_failed: bool = False,
+    ) -> IngestReport:
         """Ingest files and folders into a KB; unchanged files cost nothing, files that
         failed for a reason of their own are not tried again until they change (or
         ``retry_failed``). Files another live kbdesk run is indexing are waited for."""
@@ -138,10 +153,12 @@ class Ingestor:
         claim = new_claim()
         try:
             held = {doc.id: doc for doc in self.store.claim_documents(self.store.unfinished_documents(kb.id), claim)}
-            preparer = Preparer(self.store, self.files_dir, self.max_bytes, self.on_event, report, claim,
-                                retry_failed=retry_failed)
-            prepared = self._run(kb, [], report,
-                                 lambda on_jobs, first: preparer.prepare(kb, found.files, held, on_jobs, first))
+            preparer = Preparer(
+                self.store, self.files_dir, self.max_bytes, self.on_event, report, claim, retry_failed=retry_failed
+            )
+            prepared = self._run(
+                kb, [], report, lambda on_jobs, first: preparer.prepare(kb, found.files, held, on_jobs, first)
+            )
             if prepared.elsewhere:
                 self._wait_for_others(kb, prepared.elsewhere, claim, report)
             if sync and not self._cancel.is_set():
@@ -166,9 +183,14 @@ class Ingestor:
                     # a file that moved on since is taken at its newest version
                     files = [f for f in (_found(doc) for doc in held) if f is not None]
                     preparer = Preparer(self.store, self.files_dir, self.max_bytes, self.on_event, report, claim)
-                    self._run(kb, [], report,
-                              lambda on_jobs, first: preparer.prepare(kb, files, {doc.id: doc for doc in held},
-                                                                      on_jobs, first))
+                    self._run(
+                        kb,
+                        [],
+                        report,
+                        lambda on_jobs, first: preparer.prepare(
+                            kb, files, {doc.id: doc for doc in held}, on_jobs, first
+                        ),
+                    )
             finally:
                 self.store.release_claims(claim)
                 end_claim(claim)
@@ -206,13 +228,23 @@ class Ingestor:
         report = IngestReport()
         claim = new_claim()
         try:
-            free = [d for d in docs if d.status in ("ready", "error") and not claim_alive(d.claimed_by, d.updated_at)
-                    and self.store.document_text(d.id) is not None]
+            free = [
+                d
+                for d in docs
+                if d.status in ("ready", "error")
+                and not claim_alive(d.claimed_by, d.updated_at)
+                and self.store.document_text(d.id) is not None
+            ]
             jobs = [Job(doc, "rebuild") for doc in self.store.claim_documents(free, claim)]
             skipped = len(docs) - len(jobs)
             with self.store.write() as conn:
-                self.store.audit(conn, "kb.rebuild", kb.id, kb.name,
-                                 {"total_docs": len(docs), "rebuilding": len(jobs), "skipped": skipped})
+                self.store.audit(
+                    conn,
+                    "kb.rebuild",
+                    kb.id,
+                    kb.name,
+                    {"total_docs": len(docs), "rebuilding": len(jobs), "skipped": skipped},
+                )
             self._run(kb, jobs, report)
         finally:
             self.store.release_claims(claim)
@@ -224,8 +256,9 @@ class Ingestor:
         from dataclasses import replace
 
         kb = self.desk.kb(kb_ref)
-        target = replace(kb, embedding_config={**kb.embedding_config, "provider": provider, "model_id": model_id,
-                                               "dimensions": None})
+        target = replace(
+            kb, embedding_config={**kb.embedding_config, "provider": provider, "model_id": model_id, "dimensions": None}
+        )
         embedder = self.desk.embedders.for_kb(target)
         report = IngestReport()
         texts = self.store.chunk_texts(kb.id)
@@ -233,26 +266,43 @@ class Ingestor:
         self.store.put_cached_vectors(embedder.model_key, list(cached.items()))  # stage the known ones too
         todo = [(h, c) for h, c in texts if h not in cached]
         report.cached_chunks = len(texts) - len(todo)
-        self.on_event(IngestEvent("embedded", kb.name, kb.id, "embedding", done=report.cached_chunks,
-                                  total=len(texts)))
+        self.on_event(IngestEvent("embedded", kb.name, kb.id, "embedding", done=report.cached_chunks, total=len(texts)))
         for start in range(0, len(todo), EMBED_GROUP):
-            group = todo[start:start + EMBED_GROUP]
+            group = todo[start : start + EMBED_GROUP]
             result = embedder.embed([c for _, c in group])
             report.embedding_calls += result.calls
             self.store.put_cached_vectors(embedder.model_key, [(h, v) for (h, _), v in zip(group, result.vectors)])
             report.embedded_chunks += len(group)
-            self.on_event(IngestEvent("embedded", kb.name, kb.id, "embedding",
-                                      done=report.cached_chunks + report.embedded_chunks, total=len(texts)))
+            self.on_event(
+                IngestEvent(
+                    "embedded",
+                    kb.name,
+                    kb.id,
+                    "embedding",
+                    done=report.cached_chunks + report.embedded_chunks,
+                    total=len(texts),
+                )
+            )
         return self.store.swap_embedding_model(kb.id, embedder.provider_name, model_id, embedder.model_key), report
 
     # ── running ────────────────────────────────────────────────────────────────
     def _protected(self) -> list[Path]:
         db = self.desk.db_path
-        return [db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm"),
-                self.files_dir / "kb", self.desk.paths.data_dir]
+        return [
+            db,
+            db.with_name(db.name + "-wal"),
+            db.with_name(db.name + "-shm"),
+            self.files_dir / "kb",
+            self.desk.paths.data_dir,
+        ]
 
-    def _run(self, kb: KnowledgeBase, jobs: list[Job], report: IngestReport,
-             prepare: Callable[[Callable[[list[Job]], None], Any], Any] | None = None) -> Any:
+    def _run(
+        self,
+        kb: KnowledgeBase,
+        jobs: list[Job],
+        report: IngestReport,
+        prepare: Callable[[Callable[[list[Job]], None], Any], Any] | None = None,
+    ) -> Any:
         """Run ``jobs``, and those ``prepare`` hands over as it claims them (while it is
         still scanning; it gets the hand-over and the writer's :meth:`Writer.first`);
         returns what ``prepare`` returned."""
@@ -265,10 +315,22 @@ class Ingestor:
 
         results: list[Any] = []
         prepared = None
-        with short_switches(), closing(Helper()) as helper, Writer(self.store, self.on_event) as writer, \
-                ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="kbdesk-ingest") as pool:
-            runner = BatchRunner(self.store, self.files_dir, self.config, self.max_bytes, self.on_event, writer,
-                                 cancelled=self._cancel.is_set, helper=helper)
+        with (
+            short_switches(),
+            closing(Helper()) as helper,
+            Writer(self.store, self.on_event) as writer,
+            ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="kbdesk-ingest") as pool,
+        ):
+            runner = BatchRunner(
+                self.store,
+                self.files_dir,
+                self.config,
+                self.max_bytes,
+                self.on_event,
+                writer,
+                cancelled=self._cancel.is_set,
+                helper=helper,
+            )
             feeder = Feeder(start, ahead=2 * self.workers)
             feeder.add(jobs)
             try:
@@ -299,8 +361,14 @@ class Ingestor:
         goes into the report); one whose runner dies meanwhile is taken over."""
         waiting = {doc.id: doc for doc in docs}
         holders = sorted({describe(doc.claimed_by) for doc in docs})
-        self.on_event(IngestEvent("waiting", kb.name, detail=f"{len(waiting)} documents are being indexed by "
-                                  f"{', '.join(holders)}; waiting for them", total=len(waiting)))
+        self.on_event(
+            IngestEvent(
+                "waiting",
+                kb.name,
+                detail=f"{len(waiting)} documents are being indexed by {', '.join(holders)}; waiting for them",
+                total=len(waiting),
+            )
+        )
         while waiting and not self._cancel.is_set():
             current = self.store.get_documents(list(waiting))
             orphaned = []

@@ -59,8 +59,17 @@ def failure_remembered(doc: Document) -> bool:
 
 
 class Preparer:
-    def __init__(self, store: Any, files_dir: Path, max_bytes: int, on_event: EventSink, report: Any,
-                 claim: str, *, retry_failed: bool = False) -> None:
+    def __init__(
+        self,
+        store: Any,
+        files_dir: Path,
+        max_bytes: int,
+        on_event: EventSink,
+        report: Any,
+        claim: str,
+        *,
+        retry_failed: bool = False,
+    ) -> None:
         self.store = store
         self.files_dir = files_dir
         self.max_bytes = max_bytes
@@ -71,9 +80,14 @@ class Preparer:
         self.on_jobs: Callable[[list[Job]], None] | None = None
         self.first: Callable[[], AbstractContextManager[Any]] = nullcontext
 
-    def prepare(self, kb: KnowledgeBase, files: list[FoundFile], held: dict[str, Document],
-                on_jobs: Callable[[list[Job]], None] | None = None,
-                first: Callable[[], AbstractContextManager[Any]] = nullcontext) -> Prepared:
+    def prepare(
+        self,
+        kb: KnowledgeBase,
+        files: list[FoundFile],
+        held: dict[str, Document],
+        on_jobs: Callable[[list[Job]], None] | None = None,
+        first: Callable[[], AbstractContextManager[Any]] = nullcontext,
+    ) -> Prepared:
         """Jobs for ``files``; ``held`` are rows this run has claimed to resume (by id):
         a held row whose file changed since is turned to the new version instead.
         ``on_jobs`` takes the jobs as they are claimed (so work starts before the scan
@@ -100,8 +114,14 @@ class Preparer:
             out.jobs[:0] = resumed_jobs
         return out
 
-    def _prepare_round(self, kb: KnowledgeBase, files: list[FoundFile], by_source: dict[str, Document],
-                       resumed: dict[str, Document], out: Prepared) -> list[FoundFile]:
+    def _prepare_round(
+        self,
+        kb: KnowledgeBase,
+        files: list[FoundFile],
+        by_source: dict[str, Document],
+        resumed: dict[str, Document],
+        out: Prepared,
+    ) -> list[FoundFile]:
         pending: list[_Pending] = []
         touches: list[tuple[str, int, float]] = []
         lost: list[FoundFile] = []
@@ -159,16 +179,38 @@ class Preparer:
             return True
         return False
 
-    def _spec(self, kb: KnowledgeBase, file: FoundFile, prev: Document | None, digest: str | None,
-              status: str = "pending", error: str | None = None) -> NewDocument:
-        return NewDocument(kb.id, file.name, content_type=content_type_for(file.name) or "application/octet-stream",
-                           size_bytes=file.size, content_hash=digest, source_path=file.source,
-                           source_mtime=file.mtime, status=status, error=error,
-                           error_kind="file" if status == "error" else None,
-                           expected_version=prev.version if prev is not None else None)
+    def _spec(
+        self,
+        kb: KnowledgeBase,
+        file: FoundFile,
+        prev: Document | None,
+        digest: str | None,
+        status: str = "pending",
+        error: str | None = None,
+    ) -> NewDocument:
+        return NewDocument(
+            kb.id,
+            file.name,
+            content_type=content_type_for(file.name) or "application/octet-stream",
+            size_bytes=file.size,
+            content_hash=digest,
+            source_path=file.source,
+            source_mtime=file.mtime,
+            status=status,
+            error=error,
+            error_kind="file" if status == "error" else None,
+            expected_version=prev.version if prev is not None else None,
+        )
 
-    def _queue_failure(self, kb: KnowledgeBase, file: FoundFile, prev: Document | None, reason: str,
-                       pending: list[_Pending], resumed: dict[str, Document]) -> None:
+    def _queue_failure(
+        self,
+        kb: KnowledgeBase,
+        file: FoundFile,
+        prev: Document | None,
+        reason: str,
+        pending: list[_Pending],
+        resumed: dict[str, Document],
+    ) -> None:
         if prev is not None:
             resumed.pop(prev.id, None)
             if prev.status == "error" and prev.error == reason and _same_stat(prev, file) and not self.retry_failed:
@@ -181,7 +223,7 @@ class Preparer:
         self.on_event(IngestEvent("error", file.name, detail=reason))
 
     # ── claiming and storing ───────────────────────────────────────────────────
-    def _take(self, pending: list[_Pending]) -> list[Document | None | Exception]:
+    def _take(self, pending: list[_Pending]) -> list[Document | Exception | None]:
         """Claim the rows in one transaction; if that fails, one by one, so a row the
         database refuses fails alone."""
         try:
@@ -191,7 +233,7 @@ class Preparer:
             raise  # the database itself (locked, read-only, gone): nothing can be added
         except Exception:  # noqa: BLE001 - retried row by row below, each failure kept
             pass
-        out: list[Document | None | Exception] = []
+        out: list[Document | Exception | None] = []
         for item in pending:
             try:
                 out.extend(self.store.take_versions([item.spec], self.claim))
@@ -209,8 +251,10 @@ class Preparer:
         jobs: list[Job] = []
         for item, doc in zip(pending, docs):
             if isinstance(doc, Exception):  # this row alone could not be written
-                self._fail(item.file, str(doc) if isinstance(doc, KbdeskError) else
-                           f"internal error: {type(doc).__name__}: {doc}")
+                self._fail(
+                    item.file,
+                    str(doc) if isinstance(doc, KbdeskError) else f"internal error: {type(doc).__name__}: {doc}",
+                )
                 continue
             if doc is None:
                 lost.append(item.file)

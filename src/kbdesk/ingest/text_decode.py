@@ -5,9 +5,11 @@ from __future__ import annotations
 import codecs
 
 _BOMS = (  # UTF-32 LE before UTF-16 LE: its BOM starts with the same two bytes
-    (codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
     (codecs.BOM_UTF8, "utf-8"),
-    (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
 
 
@@ -33,7 +35,7 @@ def decode_text(data: bytes) -> str:
     """
     found = _bom_encoding(data)
     if found:
-        text = data[found[1]:].decode(found[0], errors="replace")
+        text = data[found[1] :].decode(found[0], errors="replace")
     else:
         try:
             text = data.decode("utf-8")
@@ -43,9 +45,23 @@ def decode_text(data: bytes) -> str:
 
 
 # File signatures that are never text, whatever the file is called.
-_MAGIC = (b"\x89PNG", b"\x7fELF", b"GIF87a", b"GIF89a", b"\xff\xd8\xff", b"PK\x03\x04",
-          b"\x1f\x8b", b"%PDF-", b"SQLite format 3\x00", b"\xfd7zXZ\x00", b"7z\xbc\xaf\x27\x1c",
-          b"\x28\xb5\x2f\xfd", b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe", b"\x00asm")
+_MAGIC = (
+    b"\x89PNG",
+    b"\x7fELF",
+    b"GIF87a",
+    b"GIF89a",
+    b"\xff\xd8\xff",
+    b"PK\x03\x04",
+    b"\x1f\x8b",
+    b"%PDF-",
+    b"SQLite format 3\x00",
+    b"\xfd7zXZ\x00",
+    b"7z\xbc\xaf\x27\x1c",
+    b"\x28\xb5\x2f\xfd",
+    b"\xcf\xfa\xed\xfe",
+    b"\xca\xfe\xba\xbe",
+    b"\x00asm",
+)
 # C0 controls other than \t \n \v \f \r and ESC (ANSI colours in logs), plus DEL.
 _CONTROL = frozenset(set(range(32)) - {9, 10, 11, 12, 13, 27}) | {127}
 _CONTROL_BYTES = bytes(sorted(_CONTROL))
@@ -57,7 +73,7 @@ def is_binary(data: bytes) -> bool:
         return True
     found = _bom_encoding(data)
     if found:
-        text = data[found[1]:found[1] + 32768].decode(found[0], "replace")[:8192]
+        text = data[found[1] : found[1] + 32768].decode(found[0], "replace")[:8192]
         size, kept = len(text), len(text.translate(_CONTROL_CHARS))
     else:
         sample = data[:8192]

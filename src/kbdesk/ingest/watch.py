@@ -54,11 +54,21 @@ class WatchEvent:
     at: datetime = field(default_factory=datetime.now)
 
 
-def watch_folder(ingestor: Any, kb: str, folder: str | os.PathLike[str], *, stop: threading.Event,
-                 on_event: Callable[[WatchEvent], None], include: Sequence[str] = (),
-                 exclude: Sequence[str] = (), hidden: bool = False, poll: bool = False,
-                 poll_interval: float = 2.0, max_passes: int | None = None,
-                 watcher: Callable[..., Any] | None = None) -> int:
+def watch_folder(
+    ingestor: Any,
+    kb: str,
+    folder: str | os.PathLike[str],
+    *,
+    stop: threading.Event,
+    on_event: Callable[[WatchEvent], None],
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    hidden: bool = False,
+    poll: bool = False,
+    poll_interval: float = 2.0,
+    max_passes: int | None = None,
+    watcher: Callable[..., Any] | None = None,
+) -> int:
     """Keep ``kb`` in step with ``folder`` until ``stop`` is set; returns the passes run.
 
     ``max_passes`` stops after that many passes (tests, one-shot use). ``watcher`` is
@@ -88,53 +98,96 @@ def watch_folder(ingestor: Any, kb: str, folder: str | os.PathLike[str], *, stop
     return passes
 
 
-def _changes(watcher: Callable[..., Any], root: Path, keep: Callable[[Any, str], bool], stop: threading.Event,
-             polling: bool, poll_interval: float, on_event: Callable[[WatchEvent], None]) -> Iterator[set | None]:
+def _changes(
+    watcher: Callable[..., Any],
+    root: Path,
+    keep: Callable[[Any, str], bool],
+    stop: threading.Event,
+    polling: bool,
+    poll_interval: float,
+    on_event: Callable[[WatchEvent], None],
+) -> Iterator[set | None]:
     """Batches of changes (an empty set on each idle wake-up) until ``stop`` is set;
     None once after falling back to polling."""
     announced = False
     while not stop.is_set():
         try:
-            batches = watcher(root, watch_filter=keep, debounce=DEBOUNCE_MS, step=QUIET_MS, stop_event=stop,
-                              rust_timeout=WAKE_MS, yield_on_timeout=True, raise_interrupt=False,
-                              force_polling=polling, poll_delay_ms=max(int(poll_interval * 1000), 50),
-                              ignore_permission_denied=True)
+            batches = watcher(
+                root,
+                watch_filter=keep,
+                debounce=DEBOUNCE_MS,
+                step=QUIET_MS,
+                stop_event=stop,
+                rust_timeout=WAKE_MS,
+                yield_on_timeout=True,
+                raise_interrupt=False,
+                force_polling=polling,
+                poll_delay_ms=max(int(poll_interval * 1000), 50),
+                ignore_permission_denied=True,
+            )
             try:
                 for changes in batches:
                     if not announced:
                         announced = True
-                        on_event(WatchEvent("watching", str(root), f"polling every {poll_interval:g} s"
-                                            if polling else "file events"))
+                        on_event(
+                            WatchEvent(
+                                "watching",
+                                str(root),
+                                f"polling every {poll_interval:g} s" if polling else "file events",
+                            )
+                        )
                     yield changes
             finally:
                 batches.close()
             return  # the watcher ends when the stop event is set
         except (OSError, RuntimeError) as exc:  # RuntimeError: watchfiles' internal error
             if polling or not root.is_dir():
-                raise WatchError(f"{root} is gone; stopped watching" if not root.is_dir()
-                                 else f"cannot watch {root}: {_one_line(exc)}") from None
+                raise WatchError(
+                    f"{root} is gone; stopped watching"
+                    if not root.is_dir()
+                    else f"cannot watch {root}: {_one_line(exc)}"
+                ) from None
             polling = announced = True
-            on_event(WatchEvent("fallback", str(root), f"file events are unavailable ({_one_line(exc)}); "
-                                                       f"polling every {poll_interval:g} s instead"))
+            on_event(
+                WatchEvent(
+                    "fallback",
+                    str(root),
+                    f"file events are unavailable ({_one_line(exc)}); polling every {poll_interval:g} s instead",
+                )
+            )
             yield None
 
 
-def _one_pass(ingestor: Any, kb: str, root: Path, include: Sequence[str], exclude: Sequence[str], hidden: bool,
-              on_event: Callable[[WatchEvent], None]) -> None:
+def _one_pass(
+    ingestor: Any,
+    kb: str,
+    root: Path,
+    include: Sequence[str],
+    exclude: Sequence[str],
+    hidden: bool,
+    on_event: Callable[[WatchEvent], None],
+) -> None:
     report = ingestor.add(kb, [root], include=include, exclude=exclude, hidden=hidden, sync=True)
     for kind in ("added", "updated", "resumed", "removed"):
         for name in getattr(report, kind):
             on_event(WatchEvent(kind, name))
     for name, reason in report.failed:
         on_event(WatchEvent("failed", name, reason))
-    on_event(WatchEvent("pass", str(root), f"{len(report.added)} added, {len(report.updated)} updated, "
-                                           f"{len(report.removed)} removed, {len(report.failed)} failed"))
+    on_event(
+        WatchEvent(
+            "pass",
+            str(root),
+            f"{len(report.added)} added, {len(report.updated)} updated, "
+            f"{len(report.removed)} removed, {len(report.failed)} failed",
+        )
+    )
 
 
 def _relevant(root: Path, own: tuple[str, ...], hidden: bool) -> Callable[[Any, str], bool]:
     """Which changed paths deserve a pass: not kbdesk's own files (the database may live
     inside the folder: its writes must not wake the watcher), not hidden ones unless
     asked for."""
+
     def keep(_change: Any, path: str) -> bool:
         if own and (path in own or path.startswith(tuple(p + os.sep for p in own))):
             return False
@@ -154,8 +207,14 @@ def _own_paths(desk: Any, root: Path) -> tuple[str, ...]:
     """kbdesk's database and stored files, except any that holds the watched folder."""
     found: set[str] = set()
     db = Path(desk.db_path)
-    for path in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm"), db.with_name(db.name + "-journal"),
-                 Path(desk.files_dir), Path(desk.paths.data_dir)):
+    for path in (
+        db,
+        db.with_name(db.name + "-wal"),
+        db.with_name(db.name + "-shm"),
+        db.with_name(db.name + "-journal"),
+        Path(desk.files_dir),
+        Path(desk.paths.data_dir),
+    ):
         for form in (path.absolute(), path.resolve()):
             if form != root and form not in root.parents and form not in root.resolve().parents:
                 found.add(str(form))

@@ -157,7 +157,7 @@ class Writer:
                 self._busy = True
             try:
                 self._write(messages)
-            except Exception as exc:  # noqa: BLE001 - never leave the workers blocked on a dead writer
+            except Exception as exc:
                 log.exception("the ingestion writer failed")
                 for r in (r for m in messages for r in m.ready):  # not made ready: said so, left for resume
                     r.tally.fail(r.doc_id, f"internal error: {type(exc).__name__}: {exc}", "internal")
@@ -178,8 +178,9 @@ class Writer:
             for u in m.statuses:
                 prev = statuses.get(u.doc_id)
                 if prev is not None and u.extracted_text is None and prev.extracted_text is not None:
-                    u = StatusUpdate(u.doc_id, u.status, u.error, prev.extracted_text, prev.sections, u.version,
-                                     u.error_kind)
+                    u = StatusUpdate(
+                        u.doc_id, u.status, u.error, prev.extracted_text, prev.sections, u.version, u.error_kind
+                    )
                 statuses[u.doc_id] = u
             ready += m.ready
             failures += m.failures
@@ -192,8 +193,9 @@ class Writer:
             items.append((r.doc_id, r.chunks, r.vectors, r.version, text))
         errors = [u for u, _ in failures]
         try:
-            results: list[Any] = self.store.finish_documents(items, before=list(statuses.values()), after=errors,
-                                                             rows=False)
+            results: list[Any] = self.store.finish_documents(
+                items, before=list(statuses.values()), after=errors, rows=False
+            )
         except KbdeskError as exc:  # the store itself failed: these documents fail with it
             results = [exc] * len(items)
             self._record_alone(errors)
@@ -209,12 +211,12 @@ class Writer:
                 kind = "store" if isinstance(res, KbdeskError) else "internal"
                 reason = str(res) if isinstance(res, KbdeskError) else f"internal error: {type(res).__name__}: {res}"
                 r.tally.fail(r.doc_id, reason, kind)
-                self._retry.append((StatusUpdate(r.doc_id, "error", error=reason, version=r.version,
-                                                 error_kind=kind), r.name))
+                self._retry.append(
+                    (StatusUpdate(r.doc_id, "error", error=reason, version=r.version, error_kind=kind), r.name)
+                )
             else:
                 stored.update(r.hashes)
-                self.on_event(IngestEvent("ready", r.name, r.doc_id, "ready", done=len(r.chunks),
-                                          total=len(r.chunks)))
+                self.on_event(IngestEvent("ready", r.name, r.doc_id, "ready", done=len(r.chunks), total=len(r.chunks)))
         for key, hashes in drops.items():  # their vectors now live with their chunks
             gone = [h for h in hashes if h in stored]
             if gone:

@@ -44,7 +44,11 @@ import httpx
 from kbdesk.providers.chat_io import CancelToken, ChatCancelled, Exchange, Silence, Waiter
 from kbdesk.providers.chat_wire import chat_payload
 from kbdesk.providers.errors import (
-    ContextOverflowError, ProviderError, ProviderRequestError, ProviderResponseError, ProviderUnavailableError,
+    ContextOverflowError,
+    ProviderError,
+    ProviderRequestError,
+    ProviderResponseError,
+    ProviderUnavailableError,
 )
 from kbdesk.providers.retry import backoff_delay, parse_retry_after
 from kbdesk.providers.secrets import Redactor
@@ -52,7 +56,11 @@ from kbdesk.providers.settings import ProviderSettings, base_url_for, display_ur
 from kbdesk.providers.sse import Completion, ToolCallAssembler, read_usage, sse_data, whole_completion
 from kbdesk.providers.transport import Transport, who
 from kbdesk.providers.validate import (
-    error_message, error_message_from, html_page_hint, says_context_overflow, says_invalid_request,
+    error_message,
+    error_message_from,
+    html_page_hint,
+    says_context_overflow,
+    says_invalid_request,
 )
 
 log = logging.getLogger("kbdesk.providers")
@@ -64,8 +72,11 @@ RETRY_STATUSES = frozenset({429, 502, 503, 504})
 OVERFLOW = "the conversation is too long for the model's context"
 
 _TOOL_WORDS = re.compile(r"\btools?\b|tool[_ ]?(choice|call|use)|function[_ ]?call", re.I)
-_REFUSAL_WORDS = re.compile(r"support|requires?|enable|jinja|not allowed|unknown|unrecognized|invalid|"
-                            r"extra (fields|inputs)|not permitted", re.I)
+_REFUSAL_WORDS = re.compile(
+    r"support|requires?|enable|jinja|not allowed|unknown|unrecognized|invalid|"
+    r"extra (fields|inputs)|not permitted",
+    re.I,
+)
 _CHOICE_WORDS = re.compile(r"tool[_ ]choice", re.I)
 
 
@@ -95,10 +106,14 @@ class ChatClient:
         self.settings = settings
         self.base_url = base_url_for(settings, name)
         self._owns_client = client is None
-        self._client = client if client is not None else httpx.Client(
-            headers={"User-Agent": "kbdesk"}, limits=httpx.Limits(max_keepalive_connections=0))
-        self._transport = Transport(name, settings, self.base_url, self._client, sleep=time.sleep,
-                                    clock=time.monotonic, rng=random.Random())
+        self._client = (
+            client
+            if client is not None
+            else httpx.Client(headers={"User-Agent": "kbdesk"}, limits=httpx.Limits(max_keepalive_connections=0))
+        )
+        self._transport = Transport(
+            name, settings, self.base_url, self._client, sleep=time.sleep, clock=time.monotonic, rng=random.Random()
+        )
         self._rng = random.Random()
 
     def close(self) -> None:
@@ -111,11 +126,18 @@ class ChatClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def stream(self, messages: Sequence[dict[str, Any]], model: str, *,
-               tools: Sequence[dict[str, Any]] | None = None, cancel: CancelToken | None = None,
-               tool_choice: str | None = None, max_tokens: int | None = None,
-               on_wait: Callable[[float], None] | None = None,
-               wait_limit: float | None = None) -> Iterator[str | Completion]:
+    def stream(
+        self,
+        messages: Sequence[dict[str, Any]],
+        model: str,
+        *,
+        tools: Sequence[dict[str, Any]] | None = None,
+        cancel: CancelToken | None = None,
+        tool_choice: str | None = None,
+        max_tokens: int | None = None,
+        on_wait: Callable[[float], None] | None = None,
+        wait_limit: float | None = None,
+    ) -> Iterator[str | Completion]:
         """Pieces of the answer (``str``) as they arrive, then the whole :class:`Completion`.
 
         ``tool_choice``: "auto" (the default), "required", "none" or the name of the one
@@ -130,11 +152,17 @@ class ChatClient:
         naming provider and model, no key in it) for anything else.
         """
         cancel = cancel or CancelToken()
-        payload = chat_payload(messages, model, kind=self.settings.kind, base_url=self.base_url, tools=tools,
-                               tool_choice=tool_choice, max_tokens=max_tokens)
+        payload = chat_payload(
+            messages,
+            model,
+            kind=self.settings.kind,
+            base_url=self.base_url,
+            tools=tools,
+            tool_choice=tool_choice,
+            max_tokens=max_tokens,
+        )
         cancel.check()
-        log.debug("provider %s: chat with %s, %d messages, %d tools", self.name, model, len(messages),
-                  len(tools or ()))
+        log.debug("provider %s: chat with %s, %d messages, %d tools", self.name, model, len(messages), len(tools or ()))
         waiter = Waiter(cancel, on_wait, float(wait_limit) if wait_limit else DEFAULT_WAIT_LIMIT)
         current: list[Exchange] = []
         forget = cancel.on_cancel(lambda: current and current[-1].abort())
@@ -147,24 +175,27 @@ class ChatClient:
                 current[-1].abort()  # ends a worker still reading (a no-op once it has finished)
 
     # ── sending, and what a status means ───────────────────────────────────────
-    def _open(self, payload: dict[str, Any], model: str, waiter: Waiter,
-              current: list[Exchange]) -> httpx.Response:
+    def _open(self, payload: dict[str, Any], model: str, waiter: Waiter, current: list[Exchange]) -> httpx.Response:
         """Send until a 2xx starts; returns its response (the exchange is ``current[-1]``)."""
         named, started, retries = who(self.name, model), time.monotonic(), 0
         timeout = httpx.Timeout(waiter.limit + 30.0, connect=min(self.settings.timeout, 10.0))
         while True:
             waiter.cancel.check()
-            request = self._transport.build("POST", "/chat/completions", payload, accept="text/event-stream",
-                                            timeout=timeout)
+            request = self._transport.build(
+                "POST", "/chat/completions", payload, accept="text/event-stream", timeout=timeout
+            )
             current.append(Exchange(self._client, request))
             current[-1].start()
             retry_after = None
             try:
                 kind, value = waiter.next(current[-1])
             except Silence:
-                raise ProviderUnavailableError(f"{named}: no answer within {waiter.limit:g} s (the model did "
-                                               "not start answering; [chat] timeout sets how long to wait)",
-                                               provider=self.name, model=model) from None
+                raise ProviderUnavailableError(
+                    f"{named}: no answer within {waiter.limit:g} s (the model did "
+                    "not start answering; [chat] timeout sets how long to wait)",
+                    provider=self.name,
+                    model=model,
+                ) from None
             if kind == "head":
                 response: httpx.Response = value
                 if response.status_code < 300:
@@ -180,15 +211,20 @@ class ChatClient:
             elif isinstance(value, httpx.ConnectError):
                 problem = f"could not connect to {display_url(self.base_url)} (is the server running?)"
             elif isinstance(value, httpx.TimeoutException):
-                raise ProviderUnavailableError(f"{named}: no answer within {timeout.read:g} s",
-                                               provider=self.name, model=model) from None
+                raise ProviderUnavailableError(
+                    f"{named}: no answer within {timeout.read:g} s", provider=self.name, model=model
+                ) from None
             elif isinstance(value, httpx.TransportError):
-                raise ProviderUnavailableError(f"{named}: the connection dropped before the answer started "
-                                               f"({type(value).__name__}); not sent again",
-                                               provider=self.name, model=model) from None
+                raise ProviderUnavailableError(
+                    f"{named}: the connection dropped before the answer started "
+                    f"({type(value).__name__}); not sent again",
+                    provider=self.name,
+                    model=model,
+                ) from None
             elif isinstance(value, httpx.HTTPError):
-                raise ProviderResponseError(f"{named}: unreadable answer ({type(value).__name__})",
-                                            provider=self.name, model=model) from None
+                raise ProviderResponseError(
+                    f"{named}: unreadable answer ({type(value).__name__})", provider=self.name, model=model
+                ) from None
             else:
                 raise value
             retries += 1
@@ -198,10 +234,17 @@ class ChatClient:
                 why = f"gave up after {retries} attempt{'s' if retries > 1 else ''} in {elapsed:.1f} s"
                 if retries <= self.settings.max_retries:
                     why += f" (waiting {delay:g} s more would pass the {self.settings.retry_budget:g} s retry budget)"
-                raise ProviderUnavailableError(f"{named}: {why}; last problem: {problem}", provider=self.name,
-                                               model=model)
-            log.warning("provider %s: chat request failed (%s); retry %d of %d in %.1f s", self.name, problem,
-                        retries, self.settings.max_retries, delay)
+                raise ProviderUnavailableError(
+                    f"{named}: {why}; last problem: {problem}", provider=self.name, model=model
+                )
+            log.warning(
+                "provider %s: chat request failed (%s); retry %d of %d in %.1f s",
+                self.name,
+                problem,
+                retries,
+                self.settings.max_retries,
+                delay,
+            )
             if waiter.cancel.wait(delay):
                 waiter.cancel.check()
 
@@ -216,32 +259,55 @@ class ChatClient:
         if status in RETRY_STATUSES:
             return None
         if status not in (401, 403, 404) and says_context_overflow(message):
-            return ContextOverflowError(f"{named}: {OVERFLOW} (HTTP {status}{said})", provider=self.name,
-                                        model=model, status=status)
-        if payload.get("tools") and status >= 400 and says_tools_rejected(message) and \
-                not (says_invalid_request(message) and "messages" in message):
+            return ContextOverflowError(
+                f"{named}: {OVERFLOW} (HTTP {status}{said})", provider=self.name, model=model, status=status
+            )
+        if (
+            payload.get("tools")
+            and status >= 400
+            and says_tools_rejected(message)
+            and not (says_invalid_request(message) and "messages" in message)
+        ):
             choice = "tool_choice" in payload and bool(_CHOICE_WORDS.search(message))
-            return ToolsRejectedError(f"{named}: the server refused the tools (HTTP {status}){said}", choice=choice,
-                                      provider=self.name, model=model, status=status)
+            return ToolsRejectedError(
+                f"{named}: the server refused the tools (HTTP {status}){said}",
+                choice=choice,
+                provider=self.name,
+                model=model,
+                status=status,
+            )
         if status >= 500:
             kind = ProviderRequestError if says_invalid_request(message) else ProviderUnavailableError
-            return kind(f"{named}: the server failed, HTTP {status}{said} (not sent again)", provider=self.name,
-                        model=model, status=status)
+            return kind(
+                f"{named}: the server failed, HTTP {status}{said} (not sent again)",
+                provider=self.name,
+                model=model,
+                status=status,
+            )
         try:
             self._transport.raise_for_status(status, message, model, "/chat/completions")
         except ProviderError as exc:
             return exc
-        return ProviderRequestError(f"{named}: the server rejected the request (HTTP {status}){said}",
-                                    provider=self.name, model=model, status=status)
+        return ProviderRequestError(
+            f"{named}: the server rejected the request (HTTP {status}){said}",
+            provider=self.name,
+            model=model,
+            status=status,
+        )
 
     # ── reading the answer ─────────────────────────────────────────────────────
-    def _read(self, exchange: Exchange, response: httpx.Response, model: str,
-              waiter: Waiter) -> Iterator[str | Completion]:
+    def _read(
+        self, exchange: Exchange, response: httpx.Response, model: str, waiter: Waiter
+    ) -> Iterator[str | Completion]:
         named, clean = who(self.name, model), Redactor.for_settings(self.settings)
         kind = response.headers.get("content-type", "").lower()
         if "html" in kind:
-            raise ProviderResponseError(f"{named}: {html_page_hint(display_url(self.base_url))}",
-                                        provider=self.name, model=model, status=response.status_code)
+            raise ProviderResponseError(
+                f"{named}: {html_page_hint(display_url(self.base_url))}",
+                provider=self.name,
+                model=model,
+                status=response.status_code,
+            )
         if "json" in kind and "event-stream" not in kind:
             yield self._whole(response, model, clean)
             return
@@ -253,8 +319,11 @@ class ChatClient:
                 event, value = waiter.next(exchange)
             except Silence:
                 what = "the answer stopped arriving (nothing" if seen else "the model did not start answering (nothing"
-                raise ProviderUnavailableError(f"{named}: {what} for {waiter.limit:g} s; [chat] timeout sets how "
-                                               "long to wait)", provider=self.name, model=model) from None
+                raise ProviderUnavailableError(
+                    f"{named}: {what} for {waiter.limit:g} s; [chat] timeout sets how long to wait)",
+                    provider=self.name,
+                    model=model,
+                ) from None
             if event == "end":
                 break
             if event == "error":
@@ -274,8 +343,13 @@ class ChatClient:
             if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
                 continue
             choice = choices[0]
-            delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else \
-                choice.get("message") if isinstance(choice.get("message"), dict) else {}
+            delta = (
+                choice.get("delta")
+                if isinstance(choice.get("delta"), dict)
+                else choice.get("message")
+                if isinstance(choice.get("message"), dict)
+                else {}
+            )
             text = delta.get("content")
             if isinstance(text, str) and text:
                 parts.append(text)
@@ -286,21 +360,32 @@ class ChatClient:
         calls = assembler.calls()
         if not done and finish is None:
             if not parts and not calls:  # llama-cpp-python's answer to a prompt over its context
-                raise ContextOverflowError(f"{named}: {OVERFLOW} (the server ended the answer without a word, "
-                                           "as llama-cpp-python does when the prompt does not fit)",
-                                           provider=self.name, model=model, status=response.status_code)
-            raise ProviderResponseError(f"{named}: the answer stream ended before the answer was complete "
-                                        "(no finish_reason and no [DONE])", provider=self.name, model=model)
+                raise ContextOverflowError(
+                    f"{named}: {OVERFLOW} (the server ended the answer without a word, "
+                    "as llama-cpp-python does when the prompt does not fit)",
+                    provider=self.name,
+                    model=model,
+                    status=response.status_code,
+                )
+            raise ProviderResponseError(
+                f"{named}: the answer stream ended before the answer was complete (no finish_reason and no [DONE])",
+                provider=self.name,
+                model=model,
+            )
         yield Completion("".join(parts), calls, finish, usage)
 
     def _broken(self, exc: BaseException, model: str, limit: float) -> None:
         named = who(self.name, model)
         if isinstance(exc, httpx.TimeoutException):
-            raise ProviderUnavailableError(f"{named}: the answer stopped arriving (nothing for {limit:g} s)",
-                                           provider=self.name, model=model) from None
+            raise ProviderUnavailableError(
+                f"{named}: the answer stopped arriving (nothing for {limit:g} s)", provider=self.name, model=model
+            ) from None
         if isinstance(exc, (httpx.TransportError, httpx.StreamError)):
-            raise ProviderUnavailableError(f"{named}: the connection dropped in the middle of the answer "
-                                           f"({type(exc).__name__})", provider=self.name, model=model) from None
+            raise ProviderUnavailableError(
+                f"{named}: the connection dropped in the middle of the answer ({type(exc).__name__})",
+                provider=self.name,
+                model=model,
+            ) from None
         raise exc
 
     def _chunk(self, data: str, model: str, clean: Redactor) -> dict[str, Any]:
@@ -309,18 +394,27 @@ class ChatClient:
             chunk = json.loads(data)
         except ValueError:
             sample = " ".join(clean(data).split())[:80]
-            raise ProviderResponseError(f"{named}: malformed answer stream: a data line is not JSON: {sample!r}",
-                                        provider=self.name, model=model) from None
+            raise ProviderResponseError(
+                f"{named}: malformed answer stream: a data line is not JSON: {sample!r}",
+                provider=self.name,
+                model=model,
+            ) from None
         if not isinstance(chunk, dict):
-            raise ProviderResponseError(f"{named}: malformed answer stream: a data line is not a JSON object",
-                                        provider=self.name, model=model)
+            raise ProviderResponseError(
+                f"{named}: malformed answer stream: a data line is not a JSON object", provider=self.name, model=model
+            )
         if "error" in chunk and not chunk.get("choices"):
             message = error_message_from(chunk, clean=clean) or error_message_from(chunk.get("error"), clean=clean)
             if says_context_overflow(message):
-                raise ContextOverflowError(f"{named}: {OVERFLOW} ({message})", provider=self.name, model=model,
-                                           status=200)
-            raise ProviderRequestError(f"{named}: the server reported an error mid-answer: {message}",
-                                       provider=self.name, model=model, status=200)
+                raise ContextOverflowError(
+                    f"{named}: {OVERFLOW} ({message})", provider=self.name, model=model, status=200
+                )
+            raise ProviderRequestError(
+                f"{named}: the server reported an error mid-answer: {message}",
+                provider=self.name,
+                model=model,
+                status=200,
+            )
         return chunk
 
     def _whole(self, response: httpx.Response, model: str, clean: Redactor) -> Completion:
@@ -330,9 +424,20 @@ class ChatClient:
                 self._chunk(json.dumps(body), model, clean)
             return whole_completion(body)
         except (ValueError, UnicodeDecodeError) as exc:
-            raise ProviderResponseError(f"{who(self.name, model)}: unreadable answer: {clean(str(exc))}",
-                                        provider=self.name, model=model) from None
+            raise ProviderResponseError(
+                f"{who(self.name, model)}: unreadable answer: {clean(str(exc))}", provider=self.name, model=model
+            ) from None
 
 
-__all__ = ["DEFAULT_WAIT_LIMIT", "OVERFLOW", "RETRY_STATUSES", "CancelToken", "ChatCancelled", "ChatClient",
-           "Completion", "ContextOverflowError", "ToolsRejectedError", "says_tools_rejected"]
+__all__ = [
+    "DEFAULT_WAIT_LIMIT",
+    "OVERFLOW",
+    "RETRY_STATUSES",
+    "CancelToken",
+    "ChatCancelled",
+    "ChatClient",
+    "Completion",
+    "ContextOverflowError",
+    "ToolsRejectedError",
+    "says_tools_rejected",
+]

@@ -38,9 +38,16 @@ USAGE_KINDS = frozenset({"openai", "openrouter", "ollama", "vllm"})
 TOOL_CHOICES = ("auto", "required", "none")
 
 
-def chat_payload(messages: Sequence[Any], model: str, *, kind: str, base_url: str,
-                 tools: Sequence[dict[str, Any]] | None = None, tool_choice: str | None = None,
-                 max_tokens: int | None = None) -> dict[str, Any]:
+def chat_payload(
+    messages: Sequence[Any],
+    model: str,
+    *,
+    kind: str,
+    base_url: str,
+    tools: Sequence[dict[str, Any]] | None = None,
+    tool_choice: str | None = None,
+    max_tokens: int | None = None,
+) -> dict[str, Any]:
     """The JSON body of one streamed ``/chat/completions`` request."""
     payload: dict[str, Any] = {"model": model, "messages": wire_messages(messages), "stream": True}
     if tools:
@@ -84,10 +91,11 @@ def wire_tool_call(call: Any, position: int = 0) -> dict[str, Any]:
         raise TypeError(f"a tool call must be a dict, got {type(call).__name__}")
     function = call.get("function") if isinstance(call.get("function"), dict) else {}
     call_id = call.get("id")
-    return {"id": call_id if isinstance(call_id, str) and call_id else f"call_{position}",
-            "type": "function",
-            "function": {"name": str(function.get("name") or ""),
-                         "arguments": json_arguments(function.get("arguments"))}}
+    return {
+        "id": call_id if isinstance(call_id, str) and call_id else f"call_{position}",
+        "type": "function",
+        "function": {"name": str(function.get("name") or ""), "arguments": json_arguments(function.get("arguments"))},
+    }
 
 
 def json_arguments(arguments: Any) -> str:
@@ -132,8 +140,9 @@ def _text(content: Any) -> str:
     if content is None:
         return ""
     if isinstance(content, list):  # content parts: their text
-        return "".join(part.get("text", "") for part in content
-                       if isinstance(part, dict) and isinstance(part.get("text"), str))
+        return "".join(
+            part.get("text", "") for part in content if isinstance(part, dict) and isinstance(part.get("text"), str)
+        )
     return json.dumps(content, ensure_ascii=False)
 
 
@@ -142,5 +151,14 @@ def _max_tokens_field(kind: str, base_url: str) -> str:
     return "max_completion_tokens" if kind == "openai" and host == "api.openai.com" else "max_tokens"
 
 
-__all__ = ["TOOL_CHOICES", "USAGE_KINDS", "chat_payload", "json_arguments", "wire_message", "wire_messages",
-           "wire_tool", "wire_tool_call", "wire_tool_choice"]
+__all__ = [
+    "TOOL_CHOICES",
+    "USAGE_KINDS",
+    "chat_payload",
+    "json_arguments",
+    "wire_message",
+    "wire_messages",
+    "wire_tool",
+    "wire_tool_call",
+    "wire_tool_choice",
+]

@@ -31,7 +31,11 @@ from typing import Any
 import httpx
 
 from kbdesk.providers.settings import (
-    ProviderSettings, base_url_for, resolve_api_key, url_credentials, without_credentials,
+    ProviderSettings,
+    base_url_for,
+    resolve_api_key,
+    url_credentials,
+    without_credentials,
 )
 
 log = logging.getLogger("kbdesk.providers")
@@ -45,8 +49,9 @@ _cache: dict[tuple[str, str], tuple[int | None, float]] = {}
 _lock = threading.Lock()
 
 
-def context_window(name: str, settings: ProviderSettings, model: str, *, client: httpx.Client | None = None,
-                   timeout: float = 3.0) -> int | None:
+def context_window(
+    name: str, settings: ProviderSettings, model: str, *, client: httpx.Client | None = None, timeout: float = 3.0
+) -> int | None:
     """The context window (tokens) ``model`` runs with on provider ``name``, or None when
     no server endpoint says it. ``timeout`` bounds all the asking together."""
     if settings.kind == "local":
@@ -73,8 +78,9 @@ def context_window(name: str, settings: ProviderSettings, model: str, *, client:
     return found
 
 
-def server_model_types(name: str, settings: ProviderSettings, *, client: httpx.Client | None = None,
-                       timeout: float = 3.0) -> dict[str, str]:
+def server_model_types(
+    name: str, settings: ProviderSettings, *, client: httpx.Client | None = None, timeout: float = 3.0
+) -> dict[str, str]:
     """What the server's own endpoints say each model is ("embedding" or "chat"), by model
     id, where its OpenAI-compatible ``/models`` says nothing: LM Studio's ``type``
     (``/api/v1/models``, or ``/api/v0/models`` before 0.4) and Ollama's model family
@@ -111,7 +117,11 @@ class _Asker:
 
     def ask(self, model: str) -> int | None:
         probes: dict[str, Callable[[str], int | None]] = {
-            "llamacpp": self.llamacpp, "ollama": self.ollama, "lmstudio": self.lmstudio, "vllm": self.models_list}
+            "llamacpp": self.llamacpp,
+            "ollama": self.ollama,
+            "lmstudio": self.lmstudio,
+            "vllm": self.models_list,
+        }
         if self.settings.kind in ("openai", "openrouter"):
             order = [self.models_list]
         else:
@@ -181,8 +191,9 @@ class _Asker:
         info = body["model_info"]
         arch = info.get("general.architecture")
         trained = _tokens(info.get(f"{arch}.context_length")) if isinstance(arch, str) else None
-        trained = trained or next((_tokens(v) for k, v in info.items() if k.endswith(".context_length")
-                                   and _tokens(v)), None)
+        trained = trained or next(
+            (_tokens(v) for k, v in info.items() if k.endswith(".context_length") and _tokens(v)), None
+        )
         used = _num_ctx(body.get("parameters")) or self._ollama_running(model) or OLLAMA_DEFAULT_CTX
         return min(used, trained) if trained else used
 
@@ -201,8 +212,10 @@ class _Asker:
         try:
             body = self._get(f"{self.root}/api/v1/models")
             for item in body.get("models") or []:
-                if isinstance(item, dict) and (item.get("key") == model or any(
-                        isinstance(i, dict) and i.get("id") == model for i in item.get("loaded_instances") or [])):
+                if isinstance(item, dict) and (
+                    item.get("key") == model
+                    or any(isinstance(i, dict) and i.get("id") == model for i in item.get("loaded_instances") or [])
+                ):
                     for instance in item.get("loaded_instances") or []:
                         loaded = _tokens(((instance or {}).get("config") or {}).get("context_length"))
                         if loaded:

@@ -18,8 +18,10 @@ MASK = "***"
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@?#'\"<>]+@")
 # "Basic dXNlcjpwYXNz", "Bearer sk-…": a credential is not a plain lower-case word
 # ("Basic authentication" stays readable)
-_AUTH_VALUE = re.compile(r"(?i)\b(basic|bearer)(\s+)(?-i:(?![a-z]+(?![\w.~+/=-])))(?=[\w.~+/-]{8}|[\w.~+/-]*[\d_.~+/=-])"
-                         r"[\w.~+/-]+=*")
+_AUTH_VALUE = re.compile(
+    r"(?i)\b(basic|bearer)(\s+)(?-i:(?![a-z]+(?![\w.~+/=-])))(?=[\w.~+/-]{8}|[\w.~+/-]*[\d_.~+/=-])"
+    r"[\w.~+/-]+=*"
+)
 
 
 def mask_patterns(text: str) -> str:
@@ -32,8 +34,9 @@ def mask_patterns(text: str) -> str:
 class ProviderError(KbdeskError):
     """A provider could not do what was asked."""
 
-    def __init__(self, message: str, *, provider: str | None = None, model: str | None = None,
-                 status: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, provider: str | None = None, model: str | None = None, status: int | None = None
+    ) -> None:
         super().__init__(mask_patterns(message))
         self.provider = provider
         self.model = model
@@ -106,4 +109,3 @@ class EmptyInputError(ProviderError):
     def __init__(self, message: str, *, index: int, **kwargs) -> None:
         super().__init__(message, **kwargs)
         self.index = index
-

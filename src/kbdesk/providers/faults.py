@@ -20,8 +20,15 @@ from kbdesk.providers.validate import vector_problem
 OnInputError = Literal["raise", "collect"]
 
 
-def check_result(result: EmbedResult, n_inputs: int, *, provider: str, model: str,
-                 dimensions: int | None = None, on_input_error: OnInputError = "raise") -> EmbedResult:
+def check_result(
+    result: EmbedResult,
+    n_inputs: int,
+    *,
+    provider: str,
+    model: str,
+    dimensions: int | None = None,
+    on_input_error: OnInputError = "raise",
+) -> EmbedResult:
     """``result`` with its unusable vectors turned into failures (``None`` in ``vectors``).
 
     ``dimensions`` is the length every vector must have (a knowledge base's recorded
@@ -30,8 +37,11 @@ def check_result(result: EmbedResult, n_inputs: int, *, provider: str, model: st
     vector per input cannot be matched to its inputs: :class:`ProviderResponseError`.
     """
     if len(result.vectors) != n_inputs:
-        raise ProviderResponseError(f"{who(provider, model)}: response had {len(result.vectors)} vectors for "
-                                    f"{n_inputs} inputs", provider=provider, model=model)
+        raise ProviderResponseError(
+            f"{who(provider, model)}: response had {len(result.vectors)} vectors for {n_inputs} inputs",
+            provider=provider,
+            model=model,
+        )
     failed = {failure.index for failure in result.failures}
     vectors = list(result.vectors)
     failures = list(result.failures)
@@ -43,8 +53,12 @@ def check_result(result: EmbedResult, n_inputs: int, *, provider: str, model: st
         if problem is None:
             expect = expect or array.size
             continue
-        error = InvalidVectorError(f"{who(provider, model)}: the vector for input {index} {problem}", index=index,
-                                   provider=provider, model=model)
+        error = InvalidVectorError(
+            f"{who(provider, model)}: the vector for input {index} {problem}",
+            index=index,
+            provider=provider,
+            model=model,
+        )
         if on_input_error == "raise":
             raise error
         vectors[index] = None

@@ -51,29 +51,59 @@ class LocalProvider:
                     from sentence_transformers import SentenceTransformer
                 except ImportError:
                     raise ProviderConfigError(
-                        f"provider '{self.name}' is local and needs sentence-transformers: "
-                        "pip install 'kbdesk[local]'", provider=self.name) from None
+                        f"provider '{self.name}' is local and needs sentence-transformers: pip install 'kbdesk[local]'",
+                        provider=self.name,
+                    ) from None
                 try:
                     self._models[model] = SentenceTransformer(os.path.expanduser(model), device="cpu")
                 except Exception as exc:  # OSError, ValueError, hub errors: all "cannot load"
                     raise ProviderNotFoundError(
                         f"provider '{self.name}': cannot load model '{model}' (a local model directory, or a "
-                        f"name already downloaded): {type(exc).__name__}", provider=self.name, model=model) from None
+                        f"name already downloaded): {type(exc).__name__}",
+                        provider=self.name,
+                        model=model,
+                    ) from None
             return self._models[model]
 
-    def embed(self, texts: Sequence[str], model: str, *, dimensions: int | None = None,
-              expect_dimensions: int | None = None, on_input_error: str = "raise") -> EmbedResult:
+    def embed(
+        self,
+        texts: Sequence[str],
+        model: str,
+        *,
+        dimensions: int | None = None,
+        expect_dimensions: int | None = None,
+        on_input_error: str = "raise",
+    ) -> EmbedResult:
         encoder = self._model(model)
         with self._lock:  # one encode at a time: torch already uses every core
-            matrix = encoder.encode(list(texts), batch_size=min(self.settings.batch_size, 64),
-                                    normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+            matrix = encoder.encode(
+                list(texts),
+                batch_size=min(self.settings.batch_size, 64),
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
         vectors = matrix.astype("float32").tolist()
         if self.on_usage:
-            self.on_usage({"role": "embedding", "provider": self.name, "model": model, "inputs": len(texts),
-                           "prompt_tokens": None, "total_tokens": None})
+            self.on_usage(
+                {
+                    "role": "embedding",
+                    "provider": self.name,
+                    "model": model,
+                    "inputs": len(texts),
+                    "prompt_tokens": None,
+                    "total_tokens": None,
+                }
+            )
         mode = "collect" if on_input_error == "collect" else "raise"
-        return check_result(EmbedResult(vectors=vectors, calls=1), len(vectors), provider=self.name, model=model,
-                            dimensions=expect_dimensions, on_input_error=mode)
+        return check_result(
+            EmbedResult(vectors=vectors, calls=1),
+            len(vectors),
+            provider=self.name,
+            model=model,
+            dimensions=expect_dimensions,
+            on_input_error=mode,
+        )
 
     def list_models(self) -> list[ModelInfo]:
         """Models already loaded in this process (a local provider has no catalogue)."""

@@ -22,8 +22,12 @@ ROLES = ("embedding", "chat")
 
 def quick_settings(settings: Any) -> Any:
     """Settings for an interactive call: one retry at most, a short timeout."""
-    return replace(settings, max_retries=min(settings.max_retries, 1),
-                   retry_budget=min(settings.retry_budget, 15.0), timeout=min(settings.timeout, 10.0))
+    return replace(
+        settings,
+        max_retries=min(settings.max_retries, 1),
+        retry_budget=min(settings.retry_budget, 15.0),
+        timeout=min(settings.timeout, 10.0),
+    )
 
 
 def list_models(config: Config, provider: str) -> list[ModelInfo]:
@@ -42,8 +46,7 @@ def list_models(config: Config, provider: str) -> list[ModelInfo]:
         from kbdesk.providers.context import server_model_types
 
         types = server_model_types(provider, settings)
-        models = [replace(m, model_type=types[m.id]) if m.model_type is None and m.id in types else m
-                  for m in models]
+        models = [replace(m, model_type=types[m.id]) if m.model_type is None and m.id in types else m for m in models]
     return models
 
 
@@ -69,8 +72,14 @@ class ModelRow:
     """The roles config.toml gives it now."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"provider": self.provider, "model": self.model, "type": self.model_type,
-                "chat": "chat" in self.suits, "embedding": "embedding" in self.suits, "roles": list(self.roles)}
+        return {
+            "provider": self.provider,
+            "model": self.model,
+            "type": self.model_type,
+            "chat": "chat" in self.suits,
+            "embedding": "embedding" in self.suits,
+            "roles": list(self.roles),
+        }
 
 
 def model_rows(config: Config, provider: str, models: list[ModelInfo]) -> list[ModelRow]:
@@ -79,14 +88,18 @@ def model_rows(config: Config, provider: str, models: list[ModelInfo]) -> list[M
     suits = {role: {m.id for m in role_candidates(models, role)} for role in ROLES}
     rows = []
     for m in models:
-        using = tuple(role for role in ROLES
-                      if (getattr(config.roles, role).provider, getattr(config.roles, role).model) == (provider, m.id))
+        using = tuple(
+            role
+            for role in ROLES
+            if (getattr(config.roles, role).provider, getattr(config.roles, role).model) == (provider, m.id)
+        )
         rows.append(ModelRow(provider, m.id, m.model_type, tuple(r for r in ROLES if m.id in suits[r]), using))
     return rows
 
 
 def save_roles(config_path: Path, roles: dict[str, tuple[str | None, str | None]]) -> Config:
     """Set ``roles.NAME.provider`` / ``.model`` (None clears a value); roles not named stay."""
+
     def change(raw: dict[str, Any]) -> None:
         table = raw.setdefault("roles", {})
         for role, (provider, model) in roles.items():
@@ -106,8 +119,10 @@ def set_role(config_path: Path, config: Config, role: str, provider: str, model:
         raise InvalidInputError(f"no role '{role}': choose {' or '.join(ROLES)}")
     if provider not in config.providers:
         known = ", ".join(sorted(config.providers)) or "none yet"
-        raise InvalidInputError(f"no provider named '{provider}' (providers: {known}); add it with "
-                                f"'kbdesk provider add {provider} --kind …'")
+        raise InvalidInputError(
+            f"no provider named '{provider}' (providers: {known}); add it with "
+            f"'kbdesk provider add {provider} --kind …'"
+        )
     if not model.strip():
         raise InvalidInputError("the model id is empty")
     return save_roles(config_path, {role: (provider, model.strip())})

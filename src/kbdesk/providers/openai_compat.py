@@ -31,7 +31,11 @@ from typing import Any, Literal
 import httpx
 
 from kbdesk.providers.errors import (
-    EmptyInputError, InputTooLargeError, InvalidVectorError, MalformedResponseError, ProviderNotFoundError,
+    EmptyInputError,
+    InputTooLargeError,
+    InvalidVectorError,
+    MalformedResponseError,
+    ProviderNotFoundError,
     ProviderResponseError,
 )
 from kbdesk.providers.results import EmbedResult, InputFailure, ModelInfo
@@ -39,7 +43,12 @@ from kbdesk.providers.secrets import Redactor
 from kbdesk.providers.settings import ProviderSettings, base_url_for, display_url
 from kbdesk.providers.transport import TooLarge, Transport, who
 from kbdesk.providers.validate import (
-    ParsedEmbeddings, ShapeError, error_message_from, parse_embeddings, parse_models, says_model_missing,
+    ParsedEmbeddings,
+    ShapeError,
+    error_message_from,
+    parse_embeddings,
+    parse_models,
+    says_model_missing,
     says_too_large,
 )
 
@@ -91,21 +100,32 @@ class OpenAICompatProvider:
     ``clock`` are injectable so tests can record waits instead of waiting.
     """
 
-    def __init__(self, name: str, settings: ProviderSettings, *, client: httpx.Client | None = None,
-                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
-                 on_usage: UsageCallback | None = None, rng: random.Random | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        settings: ProviderSettings,
+        *,
+        client: httpx.Client | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        on_usage: UsageCallback | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
         self.name = name
         self.settings = settings
         self.base_url = base_url_for(settings, name)
         self.on_usage = on_usage
         self._owns_client = client is None
         self._client = client if client is not None else httpx.Client(headers={"User-Agent": "kbdesk"})
-        self._transport = Transport(name, settings, self.base_url, self._client, sleep=sleep, clock=clock,
-                                    rng=rng or random.Random())
+        self._transport = Transport(
+            name, settings, self.base_url, self._client, sleep=sleep, clock=clock, rng=rng or random.Random()
+        )
 
     def __repr__(self) -> str:
-        return f"OpenAICompatProvider(name={self.name!r}, kind={self.settings.kind!r}, " \
-               f"base_url={display_url(self.base_url)!r})"
+        return (
+            f"OpenAICompatProvider(name={self.name!r}, kind={self.settings.kind!r}, "
+            f"base_url={display_url(self.base_url)!r})"
+        )
 
     def close(self) -> None:
         if self._owns_client:
@@ -118,8 +138,15 @@ class OpenAICompatProvider:
         self.close()
 
     # ── public API ────────────────────────────────────────────────────────────────
-    def embed(self, texts: Sequence[str], model: str, *, dimensions: int | None = None,
-              expect_dimensions: int | None = None, on_input_error: OnInputError = "raise") -> EmbedResult:
+    def embed(
+        self,
+        texts: Sequence[str],
+        model: str,
+        *,
+        dimensions: int | None = None,
+        expect_dimensions: int | None = None,
+        on_input_error: OnInputError = "raise",
+    ) -> EmbedResult:
         """Embed ``texts`` with ``model``; one vector per input, in input order.
 
         ``dimensions`` asks the server for shorter vectors (OpenAI's ``dimensions``
@@ -147,10 +174,15 @@ class OpenAICompatProvider:
             if text.strip():
                 todo.append(index)
             else:
-                self._fail(run, EmptyInputError(f"{self._who(model)}: input {index} is empty",
-                                                index=index, provider=self.name, model=model))
-        for batch in plan_batches([run.texts[i] for i in todo], self.settings.batch_size,
-                                  self.settings.max_batch_chars):
+                self._fail(
+                    run,
+                    EmptyInputError(
+                        f"{self._who(model)}: input {index} is empty", index=index, provider=self.name, model=model
+                    ),
+                )
+        for batch in plan_batches(
+            [run.texts[i] for i in todo], self.settings.batch_size, self.settings.max_batch_chars
+        ):
             self._embed_batch([todo[j] for j in batch], run)
         run.failures.sort(key=lambda failure: failure.index)
         return EmbedResult(run.vectors, run.prompt_tokens, run.total_tokens, run.calls, run.failures)
@@ -174,26 +206,51 @@ class OpenAICompatProvider:
                 self._split(indices, run)
                 return
             index = indices[0]
-            self._fail(run, InvalidVectorError(f"{self._who(run.model)}: input {index} failed alone: {exc.detail}",
-                                               index=index, provider=self.name, model=run.model, status=exc.status))
+            self._fail(
+                run,
+                InvalidVectorError(
+                    f"{self._who(run.model)}: input {index} failed alone: {exc.detail}",
+                    index=index,
+                    provider=self.name,
+                    model=run.model,
+                    status=exc.status,
+                ),
+            )
             return
         except TooLarge as exc:
             if len(indices) > 1:
-                log.info("provider %s: the server rejected %d inputs as too large; splitting the batch",
-                         self.name, len(indices))
+                log.info(
+                    "provider %s: the server rejected %d inputs as too large; splitting the batch",
+                    self.name,
+                    len(indices),
+                )
                 self._split(indices, run)
                 return
             index, chars = indices[0], len(run.texts[indices[0]])
-            self._fail(run, InputTooLargeError(
-                f"{self._who(run.model)}: input {index} ({chars} characters) is too long for the model: "
-                f"{exc.message}", index=index, chars=chars, provider=self.name, model=run.model,
-                status=exc.status))
+            self._fail(
+                run,
+                InputTooLargeError(
+                    f"{self._who(run.model)}: input {index} ({chars} characters) is too long for the model: "
+                    f"{exc.message}",
+                    index=index,
+                    chars=chars,
+                    provider=self.name,
+                    model=run.model,
+                    status=exc.status,
+                ),
+            )
             return
         for position, index in enumerate(indices):
             if position in parsed.bad:
-                self._fail(run, InvalidVectorError(
-                    f"{self._who(run.model)}: the vector for input {index} {parsed.bad[position]}",
-                    index=index, provider=self.name, model=run.model))
+                self._fail(
+                    run,
+                    InvalidVectorError(
+                        f"{self._who(run.model)}: the vector for input {index} {parsed.bad[position]}",
+                        index=index,
+                        provider=self.name,
+                        model=run.model,
+                    ),
+                )
             else:
                 run.vectors[index] = parsed.vectors[position]
 
@@ -208,27 +265,39 @@ class OpenAICompatProvider:
         payload: dict[str, Any] = {"model": run.model, "input": batch, "encoding_format": "float"}
         if run.dimensions is not None:
             payload["dimensions"] = run.dimensions
-        log.debug("provider %s: embedding %d inputs (%d characters) with %s",
-                  self.name, len(batch), sum(map(len, batch)), run.model)
+        log.debug(
+            "provider %s: embedding %d inputs (%d characters) with %s",
+            self.name,
+            len(batch),
+            sum(map(len, batch)),
+            run.model,
+        )
         body = self._transport.send("POST", "/embeddings", run.model, payload, run)
         self._check_error_body(body, run.model)
         try:
             parsed = parse_embeddings(body, len(batch), run.expect)
         except ShapeError as exc:
             if exc.splittable:
-                raise MalformedResponseError(f"{self._who(run.model)}: {exc}", detail=str(exc), provider=self.name,
-                                             model=run.model) from None
-            raise ProviderResponseError(f"{self._who(run.model)}: {exc}", provider=self.name,
-                                        model=run.model) from None
+                raise MalformedResponseError(
+                    f"{self._who(run.model)}: {exc}", detail=str(exc), provider=self.name, model=run.model
+                ) from None
+            raise ProviderResponseError(f"{self._who(run.model)}: {exc}", provider=self.name, model=run.model) from None
         run.expect = run.expect or parsed.dimensions
         if parsed.prompt_tokens is not None:
             run.prompt_tokens = (run.prompt_tokens or 0) + parsed.prompt_tokens
         if parsed.total_tokens is not None:
             run.total_tokens = (run.total_tokens or 0) + parsed.total_tokens
         if self.on_usage is not None:
-            self.on_usage({"role": "embedding", "provider": self.name, "model": run.model,
-                           "inputs": len(batch), "prompt_tokens": parsed.prompt_tokens,
-                           "total_tokens": parsed.total_tokens})
+            self.on_usage(
+                {
+                    "role": "embedding",
+                    "provider": self.name,
+                    "model": run.model,
+                    "inputs": len(batch),
+                    "prompt_tokens": parsed.prompt_tokens,
+                    "total_tokens": parsed.total_tokens,
+                }
+            )
         return parsed
 
     def _check_error_body(self, body: object, model: str | None) -> None:
@@ -239,10 +308,15 @@ class OpenAICompatProvider:
         if model is not None and says_too_large(400, message):
             raise TooLarge(200, message)
         if model is not None and says_model_missing(message):
-            raise ProviderNotFoundError(f"{self._who(model)}: model not found: {message}",
-                                        provider=self.name, model=model, status=200)
-        raise ProviderResponseError(f"{self._who(model)}: the server answered with an error: {message}",
-                                    provider=self.name, model=model, status=200)
+            raise ProviderNotFoundError(
+                f"{self._who(model)}: model not found: {message}", provider=self.name, model=model, status=200
+            )
+        raise ProviderResponseError(
+            f"{self._who(model)}: the server answered with an error: {message}",
+            provider=self.name,
+            model=model,
+            status=200,
+        )
 
     @staticmethod
     def _fail(run: _Run, error: EmptyInputError | InputTooLargeError | InvalidVectorError) -> None:

@@ -47,8 +47,18 @@ class ModelInfo:
 
 
 _EMBEDDING_TYPES = {"embedding", "embeddings", "embed", "text-embedding", "text_embedding", "feature-extraction"}
-_CHAT_TYPES = {"llm", "chat", "vlm", "completion", "completions", "chat.completion", "text-generation",
-               "text_generation", "generate", "instruct"}
+_CHAT_TYPES = {
+    "llm",
+    "chat",
+    "vlm",
+    "completion",
+    "completions",
+    "chat.completion",
+    "text-generation",
+    "text_generation",
+    "generate",
+    "instruct",
+}
 _EMBEDDING_NAME_HINTS = ("embed", "bge-", "bge_", "e5-", "gte-", "minilm", "mpnet", "nomic-", "arctic-embed")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
 RETRYABLE_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504, 520, 521, 522, 523, 524, 529})
@@ -32,8 +32,8 @@ def parse_retry_after(value: str | None, now: Callable[[], datetime] | None = No
         except (TypeError, ValueError, IndexError):
             return None
         if when.tzinfo is None:
-            when = when.replace(tzinfo=timezone.utc)
-        current = now() if now else datetime.now(timezone.utc)
+            when = when.replace(tzinfo=UTC)
+        current = now() if now else datetime.now(UTC)
         seconds = (when - current).total_seconds()
     if seconds != seconds or seconds == float("inf"):  # NaN or infinite: ignore the header
         return None

@@ -81,9 +81,11 @@ class ProviderSettings:
 
     def __repr__(self) -> str:  # the URL without any user info it may hold; never the key
         url = None if self.base_url is None else display_url(self.base_url)
-        return (f"ProviderSettings(kind={self.kind!r}, base_url={url!r}, api_key_env={self.api_key_env!r}, "
-                f"timeout={self.timeout!r}, max_retries={self.max_retries!r}, retry_budget={self.retry_budget!r}, "
-                f"batch_size={self.batch_size!r}, max_batch_chars={self.max_batch_chars!r})")
+        return (
+            f"ProviderSettings(kind={self.kind!r}, base_url={url!r}, api_key_env={self.api_key_env!r}, "
+            f"timeout={self.timeout!r}, max_retries={self.max_retries!r}, retry_budget={self.retry_budget!r}, "
+            f"batch_size={self.batch_size!r}, max_batch_chars={self.max_batch_chars!r})"
+        )
 
 
 KEY_ENV_HINT = "put the API key in an environment variable and name that variable with --api-key-env VAR"
@@ -102,8 +104,9 @@ def check_base_url(url: str, *, key_hint: str = KEY_ENV_HINT) -> str:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InvalidInputError(f"base_url must be an http:// or https:// URL, got {display_url(url)!r}")
     if "@" in parts.netloc:
-        raise InvalidInputError(f"a base URL must not hold a user name or password: use {display_url(url)} and "
-                                f"{key_hint}")
+        raise InvalidInputError(
+            f"a base URL must not hold a user name or password: use {display_url(url)} and {key_hint}"
+        )
     return url
 
 
@@ -190,7 +193,7 @@ def write_config_file(path: str | os.PathLike[str], text: str) -> None:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -112,8 +112,11 @@ def read_usage(body: object) -> dict[str, int]:
     usage = body.get("usage") if isinstance(body, dict) else None
     if not isinstance(usage, dict):
         return {}
-    return {k: v for k, v in usage.items()
-            if k in ("prompt_tokens", "completion_tokens", "total_tokens") and type(v) is int and v >= 0}
+    return {
+        k: v
+        for k, v in usage.items()
+        if k in ("prompt_tokens", "completion_tokens", "total_tokens") and type(v) is int and v >= 0
+    }
 
 
 def whole_completion(body: object) -> Completion:
@@ -127,5 +130,9 @@ def whole_completion(body: object) -> Completion:
         if isinstance(call, dict):
             assembler.add({**call, "index": call.get("index", position)})
     content = message.get("content")
-    return Completion(content if isinstance(content, str) else "", assembler.calls(),
-                      choices[0].get("finish_reason"), read_usage(body))
+    return Completion(
+        content if isinstance(content, str) else "",
+        assembler.calls(),
+        choices[0].get("finish_reason"),
+        read_usage(body),
+    )

@@ -15,10 +15,12 @@ import numpy as np
 
 from kbdesk.providers.results import ModelInfo, normalise_model_type
 
-NESTED_VECTORS = ("server returned one vector per token (nested lists) instead of one per input: the model is not "
-                  "pooled; start llama.cpp's llama-server with --embeddings --pooling mean (or cls, last); "
-                  "llama-cpp-python's server has no pooling option: serve an embedding model there "
-                  "(one whose GGUF sets its pooling, e.g. nomic-embed-text or bge)")
+NESTED_VECTORS = (
+    "server returned one vector per token (nested lists) instead of one per input: the model is not "
+    "pooled; start llama.cpp's llama-server with --embeddings --pooling mean (or cls, last); "
+    "llama-cpp-python's server has no pooling option: serve an embedding model there "
+    "(one whose GGUF sets its pooling, e.g. nomic-embed-text or bge)"
+)
 
 
 class ShapeError(ValueError):
@@ -83,8 +85,9 @@ def parse_embeddings(body: object, n_inputs: int, dimensions: int | None) -> Par
             raise ShapeError(f"item {position} of 'data' has a missing, out-of-range or repeated index {index!r}")
         slots[index] = item["embedding"]
     if any(isinstance(raw, str) for raw in slots):
-        raise ShapeError("server returned base64 text although floats were requested (encoding_format=float)",
-                         splittable=False)
+        raise ShapeError(
+            "server returned base64 text although floats were requested (encoding_format=float)", splittable=False
+        )
     if any(isinstance(raw, list) and raw and isinstance(raw[0], list) for raw in slots):
         raise ShapeError(NESTED_VECTORS, splittable=False)
     arrays: dict[int, np.ndarray] = {}
@@ -103,8 +106,13 @@ def parse_embeddings(body: object, n_inputs: int, dimensions: int | None) -> Par
             bad[i] = f"has {array.size} dimensions, expected {dimensions}"
     vectors = [None if i in bad else arrays[i].tolist() for i in range(n_inputs)]
     usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
-    return ParsedEmbeddings(vectors, bad, _count(usage.get("prompt_tokens")), _count(usage.get("total_tokens")),
-                            next((len(v) for v in vectors if v is not None), None))
+    return ParsedEmbeddings(
+        vectors,
+        bad,
+        _count(usage.get("prompt_tokens")),
+        _count(usage.get("total_tokens")),
+        next((len(v) for v in vectors if v is not None), None),
+    )
 
 
 def vector_problem(raw: object, dimensions: int | None = None) -> tuple[np.ndarray | None, str | None]:
@@ -170,11 +178,16 @@ def parse_models(body: object) -> list[ModelInfo]:
 # ── the server's own words ────────────────────────────────────────────────────────
 
 _TOO_LARGE_SUBJECT = re.compile(r"input|context|batch|prompt|token|request|length|size|payload|body", re.I)
-_TOO_LARGE_CLAIM = re.compile(r"too (long|large|big|many)|exceed|larger than|longer than|maximum|"
-                              r"reduce the length|max(imum)? (context|length|size)", re.I)
+_TOO_LARGE_CLAIM = re.compile(
+    r"too (long|large|big|many)|exceed|larger than|longer than|maximum|"
+    r"reduce the length|max(imum)? (context|length|size)",
+    re.I,
+)
 _MODEL_MISSING = re.compile(
     r"model_not_found|model\b.{0,120}?\b(not found|does not exist|doesn't exist|not exist|not available|"
-    r"not loaded|not a valid model)|(unknown|invalid|no such|unsupported) model", re.I | re.S)
+    r"not loaded|not a valid model)|(unknown|invalid|no such|unsupported) model",
+    re.I | re.S,
+)
 
 
 def error_message(body: bytes, limit: int = 300, *, clean: Callable[[str], str] = str) -> str:
@@ -229,13 +242,17 @@ def says_model_missing(message: str) -> bool:
 _OVERFLOW = re.compile(
     r"context[_ ](length|window|size)|exceeds? the (available )?context|exceed_context|maximum context|"
     r"too many tokens|(prompt|input|conversation) is too long|reduce the length of the messages|"
-    r"maximum model length|longer than the (model'?s? )?(maximum )?context|context overflow", re.I)
+    r"maximum model length|longer than the (model'?s? )?(maximum )?context|context overflow",
+    re.I,
+)
 # Request validation: pydantic (llama-cpp-python, vLLM, LiteLLM), nlohmann::json type
 # errors and message parsing (llama.cpp), OpenAI's schema checks.
 _VALIDATION = re.compile(
     r"validation errors?\b|Input should be|Field required|Extra inputs are not permitted|\btype_error\b|"
     r"type must be \w+, but is|Failed to parse|Expected '\w+'|is too short - '|is not of type '|"
-    r"Unsupported parameter|Invalid (type|value) for|invalid_request_error.*param", re.I)
+    r"Unsupported parameter|Invalid (type|value) for|invalid_request_error.*param",
+    re.I,
+)
 
 
 def says_context_overflow(message: str) -> bool:
@@ -250,15 +267,17 @@ def says_invalid_request(message: str) -> bool:
 
 def html_page_hint(url: str) -> str:
     """What a 200 with an HTML page means: the base URL points at a web page, not the API."""
-    return f"got an HTML page — is the base URL right (it usually ends in /v1)? (a web page, not JSON; " \
-           f"is {url} the API root?)"
+    return (
+        f"got an HTML page — is the base URL right (it usually ends in /v1)? (a web page, not JSON; "
+        f"is {url} the API root?)"
+    )
 
 
 V1_KINDS = frozenset({"openai", "ollama", "lmstudio", "vllm", "llamacpp", "custom"})
 
 
 def v1_hint(kind: str, base_url: str) -> str:
-    """" (does the base URL need /v1?)" for a 404 from a base URL without /v1, else ""."""
+    """ " (does the base URL need /v1?)" for a 404 from a base URL without /v1, else ""."""
     if kind in V1_KINDS and not base_url.rstrip("/").endswith("/v1"):
         return " (does the base URL need /v1?)"
     return ""

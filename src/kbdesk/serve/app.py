@@ -62,11 +62,17 @@ def create_app(desk: Any, *, cors_origins: Sequence[str] = (), resume: bool = Tr
         uploads.stop()
         desks.close()
 
-    app = FastAPI(title="kbdesk", version=__version__, lifespan=lifespan,
-                  description="Knowledge bases over HTTP: create them, upload documents, poll their indexing, "
-                              "search by meaning and keyword. Every endpoint but this document needs "
-                              "`Authorization: Bearer <token>` (`kbdesk token create`).",
-                  openapi_url=f"{PREFIX}/openapi.json", docs_url=f"{PREFIX}/docs", redoc_url=None)
+    app = FastAPI(
+        title="kbdesk",
+        version=__version__,
+        lifespan=lifespan,
+        description="Knowledge bases over HTTP: create them, upload documents, poll their indexing, "
+        "search by meaning and keyword. Every endpoint but this document needs "
+        "`Authorization: Bearer <token>` (`kbdesk token create`).",
+        openapi_url=f"{PREFIX}/openapi.json",
+        docs_url=f"{PREFIX}/docs",
+        redoc_url=None,
+    )
     app.state.kbdesk = state
     for module in (routes_kbs, routes_documents, routes_search, routes_channels):
         app.include_router(module.router, prefix=PREFIX)
@@ -75,9 +81,13 @@ def create_app(desk: Any, *, cors_origins: Sequence[str] = (), resume: bool = Tr
     if cors_origins:
         from starlette.middleware.cors import CORSMiddleware
 
-        app.add_middleware(CORSMiddleware, allow_origins=list(cors_origins), allow_credentials=False,
-                           allow_methods=["GET", "POST", "PUT", "DELETE"],
-                           allow_headers=["Authorization", "Content-Type"])
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(cors_origins),
+            allow_credentials=False,
+            allow_methods=["GET", "POST", "PUT", "DELETE"],
+            allow_headers=["Authorization", "Content-Type"],
+        )
     return Headers(BodyLimit(app, upload_bytes=max_upload))
 
 
@@ -85,8 +95,14 @@ def index(request: Request) -> dict[str, Any]:
     """What is here: a client's first look (no token needed, nothing private)."""
     spec = request.app.openapi()
     paths = [f"{method.upper()} {path}" for path, methods in spec.get("paths", {}).items() for method in methods]
-    return {"name": "kbdesk", "version": __version__, "openapi": f"{PREFIX}/openapi.json", "docs": f"{PREFIX}/docs",
-            "auth": "Authorization: Bearer <token>", "endpoints": paths}
+    return {
+        "name": "kbdesk",
+        "version": __version__,
+        "openapi": f"{PREFIX}/openapi.json",
+        "docs": f"{PREFIX}/docs",
+        "auth": "Authorization: Bearer <token>",
+        "endpoints": paths,
+    }
 
 
 def _handlers(app: FastAPI) -> None:
@@ -105,9 +121,14 @@ def _handlers(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def http_error(_request: Request, exc: HTTPException) -> Any:
-        message = exc.detail if isinstance(exc.detail, str) and exc.status_code == 413 else {
-            404: "no such endpoint (GET /api lists them)", 405: "this endpoint does not take that method",
-        }.get(exc.status_code, str(exc.detail))
+        message = (
+            exc.detail
+            if isinstance(exc.detail, str) and exc.status_code == 413
+            else {
+                404: "no such endpoint (GET /api lists them)",
+                405: "this endpoint does not take that method",
+            }.get(exc.status_code, str(exc.detail))
+        )
         return error_response(exc.status_code, message, getattr(exc, "headers", None))
 
     @app.exception_handler(Exception)

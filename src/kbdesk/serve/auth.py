@@ -41,8 +41,11 @@ class Caller:
 
     def require(self, permission: str) -> None:
         if not self.token.allows(permission):
-            raise ApiError(403, f"this token does not have the {permission} permission (a token made with "
-                                f"kbdesk token create --permission {permission} has)")
+            raise ApiError(
+                403,
+                f"this token does not have the {permission} permission (a token made with "
+                f"kbdesk token create --permission {permission} has)",
+            )
 
     def kb(self, kb_id: str) -> KnowledgeBase:
         """The KB of that exact id, if this user may reach it (404 otherwise, the same
@@ -81,8 +84,9 @@ async def caller(request: Request) -> AsyncIterator[Caller]:
     scheme, _, secret = header.partition(" ")
     secret = secret.strip()
     if not header:
-        raise ApiError(401, "send a token: Authorization: Bearer <token> (kbdesk token create makes one)",
-                       headers=CHALLENGE)
+        raise ApiError(
+            401, "send a token: Authorization: Bearer <token> (kbdesk token create makes one)", headers=CHALLENGE
+        )
     if scheme.lower() != "bearer" or not secret:
         raise ApiError(401, "the Authorization header must be: Bearer <token>", headers=CHALLENGE)
     who = await anyio.to_thread.run_sync(_caller, request.app.state.kbdesk, secret)

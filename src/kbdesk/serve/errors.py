@@ -19,9 +19,21 @@ from kbdesk.textsafe import inert_line
 
 log = logging.getLogger("kbdesk.serve")
 
-CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
-         409: "conflict", 412: "precondition_failed", 413: "payload_too_large", 415: "unsupported_media_type",
-         500: "internal_error", 501: "not_implemented", 502: "bad_gateway", 503: "unavailable"}
+CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    412: "precondition_failed",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    500: "internal_error",
+    501: "not_implemented",
+    502: "bad_gateway",
+    503: "unavailable",
+}
 MAX_MESSAGE = 500
 
 
@@ -38,7 +50,7 @@ class ApiError(Exception):
 def error_body(status: int, message: str) -> dict[str, Any]:
     text = inert_line(str(message))
     if len(text) > MAX_MESSAGE:
-        text = text[:MAX_MESSAGE - 1] + "…"
+        text = text[: MAX_MESSAGE - 1] + "…"
     return {"error": CODES.get(status, "error"), "message": text}
 
 

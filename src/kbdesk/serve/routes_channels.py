@@ -37,8 +37,19 @@ def _chat(who: Caller, channel_id: str) -> tuple[Any, Any]:
 
 
 def _rows(toggles: list[Any]) -> dict[str, Any]:
-    return {"data": [{"kb_id": t.kb_id, "kb_name": t.name, "enabled": t.enabled, "document_count": t.document_count,
-                      "origin": t.origin, "locked": t.locked} for t in toggles]}
+    return {
+        "data": [
+            {
+                "kb_id": t.kb_id,
+                "kb_name": t.name,
+                "enabled": t.enabled,
+                "document_count": t.document_count,
+                "origin": t.origin,
+                "locked": t.locked,
+            }
+            for t in toggles
+        ]
+    }
 
 
 @router.get("/channels/{channel_id}/knowledge-bases", summary="The knowledge bases of a conversation")
@@ -47,8 +58,10 @@ def channel_kbs(channel_id: str, who: Caller = Depends(caller)) -> dict[str, Any
     return _rows(chat.kb_toggles(conv.id))
 
 
-@router.put("/channels/{channel_id}/knowledge-bases",
-            summary="Exactly these knowledge bases on in a conversation (the others off)")
+@router.put(
+    "/channels/{channel_id}/knowledge-bases",
+    summary="Exactly these knowledge bases on in a conversation (the others off)",
+)
 def set_channel_kbs(channel_id: str, body: ChannelKbs, who: Caller = Depends(caller)) -> dict[str, Any]:
     chat, conv = _chat(who, channel_id)
     kb_ids = [who.kb(kb_id).id for kb_id in dict.fromkeys(body.kb_ids)]  # every one reachable by this user

@@ -21,8 +21,22 @@ def document_object(doc: Document) -> dict[str, Any]:
     """The document object: its record fields, and which version the chunks come from.
     Where the file came from (a path on the server) is not shown."""
     full = doc.to_dict()
-    shown = {k: full[k] for k in ("id", "kb_id", "filename", "content_type", "size_bytes", "chunk_count", "status",
-                                  "error", "uploaded_by", "created_at", "updated_at")}
+    shown = {
+        k: full[k]
+        for k in (
+            "id",
+            "kb_id",
+            "filename",
+            "content_type",
+            "size_bytes",
+            "chunk_count",
+            "status",
+            "error",
+            "uploaded_by",
+            "created_at",
+            "updated_at",
+        )
+    }
     shown.update(indexed_at=full["indexed_at"], stale=full["stale"])
     return shown
 
@@ -42,11 +56,17 @@ def _document(who: Caller, kb_id: str, doc_id: str) -> Document:
     return doc
 
 
-@router.post("/knowledge-bases/{kb_id}/documents", status_code=202,
-             summary="Upload a document (multipart field 'file'; needs kb.write)")
-def upload(kb_id: str, request: Request, file: UploadFile = File(description="The document: TXT, MD, CSV, HTML, "
-                                                                                "PDF…"),
-           who: Caller = Depends(caller)) -> dict[str, Any]:
+@router.post(
+    "/knowledge-bases/{kb_id}/documents",
+    status_code=202,
+    summary="Upload a document (multipart field 'file'; needs kb.write)",
+)
+def upload(
+    kb_id: str,
+    request: Request,
+    file: UploadFile = File(description="The document: TXT, MD, CSV, HTML, PDF…"),
+    who: Caller = Depends(caller),
+) -> dict[str, Any]:
     who.require("kb.write")
     kb = who.kb(kb_id)
     who.check_can_change(kb)
@@ -75,8 +95,10 @@ def document_status(kb_id: str, doc_id: str, who: Caller = Depends(caller)) -> d
     return {k: doc[k] for k in STATUS_FIELDS}
 
 
-@router.delete("/knowledge-bases/{kb_id}/documents/{doc_id}",
-               summary="Delete a document, its chunks and its stored file (needs kb.write)")
+@router.delete(
+    "/knowledge-bases/{kb_id}/documents/{doc_id}",
+    summary="Delete a document, its chunks and its stored file (needs kb.write)",
+)
 def delete_document(kb_id: str, doc_id: str, who: Caller = Depends(caller)) -> dict[str, Any]:
     who.require("kb.write")
     doc = _document(who, kb_id, doc_id)

@@ -27,9 +27,15 @@ def create_kb(body: KbCreate, who: Caller = Depends(caller)) -> dict[str, Any]:
     if body.scope != "team" and body.team_id:
         raise ApiError(400, f"team_id is only for team knowledge bases, not {body.scope} ones")
     who.check_can_create(body.scope, body.team_id)
-    kb = who.desk.create_kb(body.name, body.description, scope=body.scope, team_id=body.team_id,
-                            keyword_only=body.keyword_only, chunk_size=body.chunk_size,
-                            chunk_overlap=body.chunk_overlap)
+    kb = who.desk.create_kb(
+        body.name,
+        body.description,
+        scope=body.scope,
+        team_id=body.team_id,
+        keyword_only=body.keyword_only,
+        chunk_size=body.chunk_size,
+        chunk_overlap=body.chunk_overlap,
+    )
     return kb.to_dict()
 
 
@@ -65,8 +71,10 @@ def delete_kb(kb_id: str, who: Caller = Depends(caller)) -> dict[str, Any]:
     return {"deleted": True}
 
 
-@router.put("/knowledge-bases/{kb_id}/discoverable",
-            summary="Show or hide a knowledge base in pickers (owner or system admin; needs kb.write)")
+@router.put(
+    "/knowledge-bases/{kb_id}/discoverable",
+    summary="Show or hide a knowledge base in pickers (owner or system admin; needs kb.write)",
+)
 def set_discoverable(kb_id: str, body: Discoverable, who: Caller = Depends(caller)) -> dict[str, Any]:
     who.require("kb.write")
     kb = who.desk.edit_kb(who.kb(kb_id).id, discoverable=body.discoverable)

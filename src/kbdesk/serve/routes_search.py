@@ -38,15 +38,20 @@ def search(kb_id: str, body: SearchRequest, who: Caller = Depends(caller)) -> di
         notes.append(f"the query could not be embedded ({inert_line(str(exc))}): keyword search only")
         response = who.desk.search([kb.id], body.query, limit=body.limit, mode="keyword")
     notes.extend(response.notes)
-    out: dict[str, Any] = {"data": [r.to_dict() for r in response.results], "query": body.query,
-                           "total": len(response.results), "mode": response.mode}
+    out: dict[str, Any] = {
+        "data": [r.to_dict() for r in response.results],
+        "query": body.query,
+        "total": len(response.results),
+        "mode": response.mode,
+    }
     if notes:
         out["notes"] = notes
     return out
 
 
-@router.post("/knowledge-bases/{kb_id}/rebuild", status_code=202,
-             summary="Re-chunk and re-embed every document (needs kb.write)")
+@router.post(
+    "/knowledge-bases/{kb_id}/rebuild", status_code=202, summary="Re-chunk and re-embed every document (needs kb.write)"
+)
 def rebuild(kb_id: str, request: Request, who: Caller = Depends(caller)) -> JSONResponse:
     """Documents whose extracted text is kept are rebuilt in the background; the rest
     (and those another run is indexing right now) are skipped and counted."""
@@ -62,8 +67,13 @@ def rebuild(kb_id: str, request: Request, who: Caller = Depends(caller)) -> JSON
     if kb.model_id:
         who.desk.embedders.for_kb(kb)  # no provider for its model: 412
     # what the run will take: settled documents with their text kept (as Ingestor.rebuild decides)
-    rebuilding = sum(1 for d in docs if d.status in ("ready", "error") and not claim_alive(d.claimed_by, d.updated_at)
-                     and who.desk.store.document_text(d.id) is not None)
+    rebuilding = sum(
+        1
+        for d in docs
+        if d.status in ("ready", "error")
+        and not claim_alive(d.claimed_by, d.updated_at)
+        and who.desk.store.document_text(d.id) is not None
+    )
 
     hold = who.lease.share()
 
@@ -72,5 +82,12 @@ def rebuild(kb_id: str, request: Request, who: Caller = Depends(caller)) -> JSON
         log.info("rebuilt %s: %s", kb.id, counts)
 
     state.uploads.background("rebuild", run, hold)
-    return JSONResponse({"message": "rebuild started", "total_docs": len(docs), "rebuilding": rebuilding,
-                         "skipped": len(docs) - rebuilding}, status_code=202)
+    return JSONResponse(
+        {
+            "message": "rebuild started",
+            "total_docs": len(docs),
+            "rebuilding": rebuilding,
+            "skipped": len(docs) - rebuilding,
+        },
+        status_code=202,
+    )

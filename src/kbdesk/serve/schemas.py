@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kbdesk.search import MAX_LIMIT
 
+
 class Body(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -36,11 +37,16 @@ class Discoverable(Body):
 class SearchRequest(Body):
     query: str = Field(min_length=1, max_length=2_000)
     limit: int = Field(5, ge=1, le=MAX_LIMIT)
-    threshold: float | None = Field(None, ge=-1.0, le=1.0,
-                                    description="Vector mode: minimum cosine; hybrid: floor on the fused score "
-                                                "(default 0.3). Not allowed in keyword mode.")
+    threshold: float | None = Field(
+        None,
+        ge=-1.0,
+        le=1.0,
+        description="Vector mode: minimum cosine; hybrid: floor on the fused score "
+        "(default 0.3). Not allowed in keyword mode.",
+    )
     mode: Literal["auto", "vector", "keyword", "hybrid"] | None = Field(
-        None, description="kbdesk's addition: how to rank (default: the server's configured mode).")
+        None, description="kbdesk's addition: how to rank (default: the server's configured mode)."
+    )
 
 
 class ChannelKbs(Body):

@@ -120,22 +120,27 @@ class Uploads:
             raise ApiError(503, "the server is shutting down", headers={"Retry-After": "5"})
         with self._lock:
             if self._running >= MAX_RUNNING:
-                raise ApiError(503, f"{MAX_RUNNING} uploads are being indexed; try again shortly",
-                               headers={"Retry-After": "5"})
+                raise ApiError(
+                    503, f"{MAX_RUNNING} uploads are being indexed; try again shortly", headers={"Retry-After": "5"}
+                )
             self._running += 1
             entry = self._names.setdefault((kb.id, name), [threading.Lock(), 0])
             entry[1] += 1
             name_lock = entry[0]
         wait = _Wait(name)
-        thread = threading.Thread(target=self._run, args=(hold, kb, name, data, name_lock, wait),
-                                  name="kbdesk-upload", daemon=True)
+        thread = threading.Thread(
+            target=self._run, args=(hold, kb, name, data, name_lock, wait), name="kbdesk-upload", daemon=True
+        )
         with self._lock:
             self._threads.add(thread)
         hold.started = True  # the run releases it from here on
         thread.start()
         if not wait.turn.wait(QUEUED_WAIT) and wait.give_up():  # nothing was stored: say so, and try later
-            raise ApiError(503, f"an earlier upload of '{name}' is still being indexed; try again shortly",
-                           headers={"Retry-After": "10"})
+            raise ApiError(
+                503,
+                f"an earlier upload of '{name}' is still being indexed; try again shortly",
+                headers={"Retry-After": "10"},
+            )
         wait.done.wait()
         if wait.error is not None:
             if isinstance(wait.error, KbdeskError):
@@ -145,8 +150,9 @@ class Uploads:
             raise ApiError(400, f"'{name}' was not added: {wait.problem}")
         return desk.store.get_document(wait.doc_id)
 
-    def _run(self, hold: Any, kb: KnowledgeBase, name: str, data: bytes, name_lock: threading.Lock,
-             wait: _Wait) -> None:
+    def _run(
+        self, hold: Any, kb: KnowledgeBase, name: str, data: bytes, name_lock: threading.Lock, wait: _Wait
+    ) -> None:
         desk = hold.desk
         path = self.staging / kb.id / name
         try:
@@ -164,7 +170,7 @@ class Uploads:
                 if not wait.done.is_set():  # nothing said about this file: the report does
                     reason = next((r for _, r in report.skipped), None) or next((e for _, e in report.failed), None)
                     wait.problem = reason or "the file was not added"
-        except BaseException as exc:  # noqa: BLE001 - handed to the waiting request, logged if it is gone
+        except BaseException as exc:
             wait.error = exc
             wait.turn.set()
             if not isinstance(exc, (KbdeskError, ApiError)):
@@ -184,6 +190,7 @@ class Uploads:
     def resume(self, hold: Any) -> None:
         """Finish, in the background, documents a crash or kill left half-way on the desk
         ``hold`` leases."""
+
         def run() -> None:
             report = hold.desk.ingestor().resume()
             if report.resumed or report.failed:
@@ -194,12 +201,13 @@ class Uploads:
     def background(self, what: str, work: Any, hold: Any) -> None:
         """Run ``work()`` in a thread the server waits for when it stops, then release
         ``hold``; a failure is logged (the documents stay as they were, resumable)."""
+
         def run() -> None:
             try:
                 work()
             except KbdeskError as exc:
                 log.error("%s failed: %s", what, exc)
-            except Exception:  # noqa: BLE001 - the server runs on
+            except Exception:
                 log.exception("%s failed", what)
             finally:
                 hold.release()

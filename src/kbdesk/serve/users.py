@@ -53,16 +53,20 @@ def token_user(desk: Any, name: str) -> TokenUser:
     own = store.identity
     if name == own.username:
         return TokenUser(own.user_id, own.username)
-    raise InvalidInputError(f"'{name}' is not a kbdesk user of {store.label}: make the login one with "
-                            f"kbdesk --db URI pg grant {name} (or name the owner's own identity, '{own.username}')")
+    raise InvalidInputError(
+        f"'{name}' is not a kbdesk user of {store.label}: make the login one with "
+        f"kbdesk --db URI pg grant {name} (or name the owner's own identity, '{own.username}')"
+    )
 
 
 def require_owner(store: Any) -> None:
     """Tokens on Postgres need the tables' owner: only it reads them and acts for others."""
     if store.session.kind != "owner":
-        raise StoreError(f"tokens and kbdesk serve need the owner of kbdesk's tables on {store.label} "
-                         f"(the login '{store.session.login}' is a kbdesk user): connect with the "
-                         "administrator's login")
+        raise StoreError(
+            f"tokens and kbdesk serve need the owner of kbdesk's tables on {store.label} "
+            f"(the login '{store.session.login}' is a kbdesk user): connect with the "
+            "administrator's login"
+        )
 
 
 def _login_identity(store: Any, login: str) -> Any:
@@ -71,17 +75,24 @@ def _login_identity(store: Any, login: str) -> Any:
     from kbdesk.store.postgres.rls import ADMIN_TEAM_ROLES, ROLE_ADMIN, membership_table
 
     with store.read() as conn:
-        row = conn.execute("SELECT l.user_id::text, l.login, EXISTS (SELECT 1 FROM pg_roles r JOIN pg_roles u "
-                           "ON u.rolname = l.login WHERE r.rolname = %s AND pg_has_role(u.oid, r.oid, 'MEMBER')) "
-                           "FROM kbdesk_logins l WHERE l.login = %s", (ROLE_ADMIN, login)).fetchone()
+        row = conn.execute(
+            "SELECT l.user_id::text, l.login, EXISTS (SELECT 1 FROM pg_roles r JOIN pg_roles u "
+            "ON u.rolname = l.login WHERE r.rolname = %s AND pg_has_role(u.oid, r.oid, 'MEMBER')) "
+            "FROM kbdesk_logins l WHERE l.login = %s",
+            (ROLE_ADMIN, login),
+        ).fetchone()
         if row is None:
             return None
         table, has_role = membership_table(conn)
         role = "role" if has_role else "'member'"
         teams = conn.execute(f"SELECT team_id::text, {role} FROM {table} WHERE user_id = %s", (row[0],)).fetchall()
-    return Identity(row[0], row[1], bool(row[2]),
-                    {str(t).lower(): ("admin" if r in ADMIN_TEAM_ROLES else "member") for t, r in teams},
-                    source="database")
+    return Identity(
+        row[0],
+        row[1],
+        bool(row[2]),
+        {str(t).lower(): ("admin" if r in ADMIN_TEAM_ROLES else "member") for t, r in teams},
+        source="database",
+    )
 
 
 MAX_OPEN_DESKS = 8  # users' desks kept open at once on a team server (idle ones beyond are closed)
@@ -167,7 +178,7 @@ class Desks:
     def _evict(self) -> None:
         with self._lock:
             idle = sorted((e.last, k) for k, e in self._desks.items() if e.users == 0)
-            gone = [self._desks.pop(k).desk for _, k in idle[:max(0, len(self._desks) - MAX_OPEN_DESKS)]]
+            gone = [self._desks.pop(k).desk for _, k in idle[: max(0, len(self._desks) - MAX_OPEN_DESKS)]]
         for desk in gone:
             desk.close()
 

@@ -13,8 +13,18 @@ from typing import Any
 
 from kbdesk.store.personas import UNSET, Persona, Project, check_retrieval
 
-__all__ = ["ROLES", "STATUSES", "UNSET", "ChatMessage", "Conversation", "Persona", "Project", "ToolCallRecord",
-           "check_retrieval", "clean_title"]
+__all__ = [
+    "ROLES",
+    "STATUSES",
+    "UNSET",
+    "ChatMessage",
+    "Conversation",
+    "Persona",
+    "Project",
+    "ToolCallRecord",
+    "check_retrieval",
+    "clean_title",
+]
 
 ROLES = ("user", "assistant", "tool", "notice")
 STATUSES = ("complete", "error", "cancelled")

@@ -22,7 +22,7 @@ import os
 import socket
 import threading
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 _LIVE: set[str] = set()
@@ -36,7 +36,7 @@ def _start_of(pid: int) -> str:
         with open(f"/proc/{pid}/stat", "rb") as handle:
             stat = handle.read()
         # the command name (field 2) may hold spaces and parentheses: split after its ")"
-        fields = stat[stat.rindex(b")") + 2:].split()
+        fields = stat[stat.rindex(b")") + 2 :].split()
         started = fields[19].decode()
     except (OSError, ValueError, IndexError):
         return ""
@@ -115,5 +115,5 @@ def _age(moment: Any) -> float:
     except ValueError:
         return 0.0
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return (datetime.now(timezone.utc) - when).total_seconds()
+        when = when.replace(tzinfo=UTC)
+    return (datetime.now(UTC) - when).total_seconds()

@@ -17,9 +17,11 @@ from typing import Any
 
 from kbdesk.models import ChunkInput
 
-DOC_COLUMNS = ("id, kb_id, filename, content_type, size_bytes, storage_key, chunk_count, status, error, "
-               "uploaded_by, content_hash, source_path, created_at, updated_at, source_mtime, version, indexed_at, "
-               "indexed_hash, error_kind, claimed_by")
+DOC_COLUMNS = (
+    "id, kb_id, filename, content_type, size_bytes, storage_key, chunk_count, status, error, "
+    "uploaded_by, content_hash, source_path, created_at, updated_at, source_mtime, version, indexed_at, "
+    "indexed_hash, error_kind, claimed_by"
+)
 """The columns of a :class:`kbdesk.models.Document`, in its field order (both engines)."""
 SOURCE = 11  # the column of source_path in DOC_COLUMNS
 

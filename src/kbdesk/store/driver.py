@@ -96,16 +96,20 @@ def choose_driver(requested: str = "auto") -> Driver:
         if version:
             via = name + (f" ({notes[0]})" if notes else "")
             if requested == "numpy":
-                return Driver(module, name, True, version, "numpy",
-                              "numpy requested (vector.backend or KBDESK_VECTOR_BACKEND); "
-                              f"sqlite-vec {version} loaded through {via} keeps its index in step")
-            return Driver(module, name, True, version, "sqlite-vec",
-                          f"sqlite-vec {version} loaded through {via}")
+                return Driver(
+                    module,
+                    name,
+                    True,
+                    version,
+                    "numpy",
+                    "numpy requested (vector.backend or KBDESK_VECTOR_BACKEND); "
+                    f"sqlite-vec {version} loaded through {via} keeps its index in step",
+                )
+            return Driver(module, name, True, version, "sqlite-vec", f"sqlite-vec {version} loaded through {via}")
         notes.append(f"{name}: {why}")
 
     if requested == "sqlite-vec":
-        raise StoreError("vector backend 'sqlite-vec' was requested but cannot be loaded: "
-                         + "; ".join(notes))
+        raise StoreError("vector backend 'sqlite-vec' was requested but cannot be loaded: " + "; ".join(notes))
     prefix = "numpy requested" if requested == "numpy" else "numpy fallback"
     name, module = candidates[-1] if candidates else ("sqlite3", _stdlib_sqlite3)
     return Driver(module, name, False, None, "numpy", f"{prefix}: " + "; ".join(notes))

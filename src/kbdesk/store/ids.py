@@ -6,7 +6,7 @@ import os
 import re
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from kbdesk.errors import InvalidInputError
 
@@ -23,7 +23,7 @@ def new_ids(count: int) -> list[str]:
     """``count`` random (version 4) UUIDs from one read of the system's randomness
     (one system call for a batch, not one each)."""
     raw = os.urandom(16 * count)
-    return [str(uuid.UUID(bytes=raw[i:i + 16], version=4)) for i in range(0, 16 * count, 16)]
+    return [str(uuid.UUID(bytes=raw[i : i + 16], version=4)) for i in range(0, 16 * count, 16)]
 
 
 def ordered_uuids(count: int) -> list[uuid.UUID]:
@@ -45,11 +45,11 @@ def ordered_uuids(count: int) -> list[uuid.UUID]:
 
 def utcnow() -> str:
     """ISO-8601 UTC with milliseconds and ``Z``: the form of every timestamp kbdesk shows."""
-    return iso(datetime.now(timezone.utc))
+    return iso(datetime.now(UTC))
 
 
 def iso(value: datetime) -> str:
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def check_name(name: str, what: str = "knowledge base name") -> str:

@@ -18,14 +18,129 @@ MAX_QUERY_TERMS = 64
 # English function words: in an OR query they match nearly every chunk (and BM25 gives
 # them almost nothing), so they cost time without changing the ranking. They are kept
 # when the query has nothing else.
-STOPWORDS = frozenset("""
-a about above after again against all am an and any are as at be because been before being below between
-both but by can could did do does doing down during each few for from further had has have having he her
-here hers him his how i if in into is it its itself just me more most my no nor not now of off on once only
-or other our ours out over own same she should so some such than that the their theirs them then there
-these they this those through to too under until up very was we were what when where which while who whom
-why will with would you your yours
-""".split())
+STOPWORDS = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "him",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "me",
+        "more",
+        "most",
+        "my",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "out",
+        "over",
+        "own",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "yours",
+    ]
+)
 
 
 # FTS5 computes BM25 for every row that matches any OR-ed term (a few µs per row, and an
@@ -97,8 +212,9 @@ class LookupMixin:
         row = conn.execute("SELECT dimensions FROM kb_vector_state WHERE kb_id = ?", (kb_id,)).fetchone()
         if row is None:
             return None
-        has = conn.execute("SELECT 1 FROM kb_chunks WHERE kb_id = ? AND embedding IS NOT NULL LIMIT 1",
-                           (kb_id,)).fetchone()
+        has = conn.execute(
+            "SELECT 1 FROM kb_chunks WHERE kb_id = ? AND embedding IS NOT NULL LIMIT 1", (kb_id,)
+        ).fetchone()
         return int(row[0]) if has else None
 
     def vector_candidates(self, kb_id: str, dimensions: int, query: np.ndarray, k: int) -> list[tuple[int, float]]:
@@ -119,8 +235,10 @@ class LookupMixin:
         for term in terms:
             hit = cache.get((term, budget))
             if hit is None or abs(hit[1] - total) > total // 10:
-                count = conn.execute("SELECT count(*) FROM (SELECT 1 FROM kb_chunks_fts WHERE kb_chunks_fts MATCH ? "
-                                     "LIMIT ?)", (f'"{term}"', budget * SCORED_TERM_BUDGETS + 1)).fetchone()[0]
+                count = conn.execute(
+                    "SELECT count(*) FROM (SELECT 1 FROM kb_chunks_fts WHERE kb_chunks_fts MATCH ? LIMIT ?)",
+                    (f'"{term}"', budget * SCORED_TERM_BUDGETS + 1),
+                ).fetchone()[0]
                 hit = cache[(term, budget)] = (int(count), int(total))
             df[term] = hit[0]
         return df
@@ -157,14 +275,19 @@ class LookupMixin:
             return []
         conn = self.connection()
         wanted = set(kb_ids)
-        others = conn.execute(f"SELECT 1 FROM knowledge_bases WHERE id NOT IN ({_marks(kb_ids)}) "
-                              "AND chunk_count > 0 LIMIT 1", list(kb_ids)).fetchone()
+        others = conn.execute(
+            f"SELECT 1 FROM knowledge_bases WHERE id NOT IN ({_marks(kb_ids)}) AND chunk_count > 0 LIMIT 1",
+            list(kb_ids),
+        ).fetchone()
         # Without other KBs in the way the FTS index answers alone (no join: 2-3x faster
         # on common words). With them, over-fetch, filter, and fall back to the join
         # only when the filter leaves too few.
         fetch = int(k) if not others else int(k) * 4
-        rows = conn.execute("SELECT rowid, -bm25(kb_chunks_fts) AS score FROM kb_chunks_fts "
-                            "WHERE kb_chunks_fts MATCH ? ORDER BY score DESC, rowid LIMIT ?", (expr, fetch)).fetchall()
+        rows = conn.execute(
+            "SELECT rowid, -bm25(kb_chunks_fts) AS score FROM kb_chunks_fts "
+            "WHERE kb_chunks_fts MATCH ? ORDER BY score DESC, rowid LIMIT ?",
+            (expr, fetch),
+        ).fetchall()
         kb_of = self.chunk_kbs([r[0] for r in rows])  # always checked: never a chunk of another KB
         kept = [r for r in rows if kb_of.get(r[0]) in wanted]
         if len(kept) >= k or len(rows) < fetch:
@@ -174,7 +297,9 @@ class LookupMixin:
                 f"SELECT f.rowid, -bm25(kb_chunks_fts) AS score FROM kb_chunks_fts f "
                 f"JOIN kb_chunks c ON c.seq = f.rowid "
                 f"WHERE kb_chunks_fts MATCH ? AND c.kb_id IN ({_marks(kb_ids)}) "
-                f"ORDER BY score DESC, f.rowid LIMIT ?", (expr, *kb_ids, int(k))).fetchall()
+                f"ORDER BY score DESC, f.rowid LIMIT ?",
+                (expr, *kb_ids, int(k)),
+            ).fetchall()
         return [(int(seq), float(score)) for seq, score in rows]
 
     def cosine_for(self, seqs: Iterable[int], query: np.ndarray) -> dict[int, float]:
@@ -182,9 +307,13 @@ class LookupMixin:
         seqs = list(seqs)
         if not seqs:
             return {}
-        rows = self.connection().execute(
-            f"SELECT seq, embedding FROM kb_chunks WHERE seq IN ({_marks(seqs)}) AND embedding IS NOT NULL", seqs
-        ).fetchall()
+        rows = (
+            self.connection()
+            .execute(
+                f"SELECT seq, embedding FROM kb_chunks WHERE seq IN ({_marks(seqs)}) AND embedding IS NOT NULL", seqs
+            )
+            .fetchall()
+        )
         out: dict[int, float] = {}
         for seq, blob in rows:
             vec = np.frombuffer(blob, dtype=np.float32)
@@ -194,36 +323,57 @@ class LookupMixin:
 
     def chunk_neighbours(self, document_id: str, chunk_index: int, radius: int = 1) -> list[dict[str, Any]]:
         """A chunk with up to ``radius`` chunks before and after it in its document."""
-        rows = self.connection().execute(
-            "SELECT chunk_index, content, metadata FROM kb_chunks WHERE document_id = ? AND chunk_index BETWEEN ? AND ? "
-            "ORDER BY chunk_index", (document_id, chunk_index - radius, chunk_index + radius)).fetchall()
-        return [{"chunk_index": i, "content": c, "metadata": json.loads(m), "current": i == chunk_index}
-                for i, c, m in rows]
+        rows = (
+            self.connection()
+            .execute(
+                "SELECT chunk_index, content, metadata FROM kb_chunks WHERE document_id = ? AND chunk_index BETWEEN ? AND ? "
+                "ORDER BY chunk_index",
+                (document_id, chunk_index - radius, chunk_index + radius),
+            )
+            .fetchall()
+        )
+        return [
+            {"chunk_index": i, "content": c, "metadata": json.loads(m), "current": i == chunk_index} for i, c, m in rows
+        ]
 
     def chunk_kbs(self, seqs: Sequence[int]) -> dict[int, str]:
         """The KB id of each chunk."""
         if not seqs:
             return {}
-        rows = self.connection().execute(f"SELECT seq, kb_id FROM kb_chunks WHERE seq IN ({_marks(seqs)})",
-                                         list(seqs)).fetchall()
+        rows = (
+            self.connection()
+            .execute(f"SELECT seq, kb_id FROM kb_chunks WHERE seq IN ({_marks(seqs)})", list(seqs))
+            .fetchall()
+        )
         return {int(seq): kb_id for seq, kb_id in rows}
 
     def result_rows(self, seqs: Sequence[int]) -> dict[int, dict[str, Any]]:
         """Content, source filename, KB name and metadata of each chunk."""
         if not seqs:
             return {}
-        rows = self.connection().execute(
-            f"SELECT c.seq, c.content, d.filename, kb.name, c.metadata, c.kb_id, c.document_id, c.chunk_index, "
-            f"d.indexed_hash IS NOT NULL AND d.indexed_hash IS NOT d.content_hash, d.indexed_at "
-            # the covering index reads the document's few columns without walking past its
-            # extracted text (schema step document_lookup; SQLite's planner prefers the key)
-            f"FROM kb_chunks c JOIN kb_documents d INDEXED BY idx_kbdoc_result ON d.id = c.document_id "
-            f"JOIN knowledge_bases kb ON kb.id = c.kb_id WHERE c.seq IN ({_marks(seqs)})",
-            list(seqs),
-        ).fetchall()
+        rows = (
+            self.connection()
+            .execute(
+                f"SELECT c.seq, c.content, d.filename, kb.name, c.metadata, c.kb_id, c.document_id, c.chunk_index, "
+                f"d.indexed_hash IS NOT NULL AND d.indexed_hash IS NOT d.content_hash, d.indexed_at "
+                # the covering index reads the document's few columns without walking past its
+                # extracted text (schema step document_lookup; SQLite's planner prefers the key)
+                f"FROM kb_chunks c JOIN kb_documents d INDEXED BY idx_kbdoc_result ON d.id = c.document_id "
+                f"JOIN knowledge_bases kb ON kb.id = c.kb_id WHERE c.seq IN ({_marks(seqs)})",
+                list(seqs),
+            )
+            .fetchall()
+        )
         return {
-            int(r[0]): {"content": r[1], "source": r[2], "kb": r[3], "metadata": mark_stale(json.loads(r[4]), r[8], r[9]),
-                        "kb_id": r[5], "document_id": r[6], "chunk_index": r[7]}
+            int(r[0]): {
+                "content": r[1],
+                "source": r[2],
+                "kb": r[3],
+                "metadata": mark_stale(json.loads(r[4]), r[8], r[9]),
+                "kb_id": r[5],
+                "document_id": r[6],
+                "chunk_index": r[7],
+            }
             for r in rows
         }
 
@@ -233,6 +383,7 @@ def mark_stale(metadata: dict[str, Any], stale: Any, indexed_at: Any) -> dict[st
     failed, or is being indexed) says so in its metadata, with when it was indexed."""
     if stale:
         metadata["stale"] = True
-        metadata["indexed_at"] = indexed_at if isinstance(indexed_at, str) or indexed_at is None \
-            else indexed_at.isoformat()
+        metadata["indexed_at"] = (
+            indexed_at if isinstance(indexed_at, str) or indexed_at is None else indexed_at.isoformat()
+        )
     return metadata

@@ -14,8 +14,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kbdesk.store.matrix_file import (Matrix, file_for, folder_for, open_matrix, remove, remove_orphans, stamp_of,
-                                      writable, write_matrix)
+from kbdesk.store.matrix_file import (
+    Matrix,
+    file_for,
+    folder_for,
+    open_matrix,
+    remove,
+    remove_orphans,
+    stamp_of,
+    writable,
+    write_matrix,
+)
 
 
 def database_file(conn: Any) -> Path | None:
@@ -76,8 +85,7 @@ class MatrixFiles:
         folder = self.folder(store)
         if folder is None:
             return None
-        row = store.connection().execute("SELECT version FROM kb_vector_state WHERE kb_id = ?",
-                                         (kb_id,)).fetchone()
+        row = store.connection().execute("SELECT version FROM kb_vector_state WHERE kb_id = ?", (kb_id,)).fetchone()
         if row is None:
             return None
         hit = self.cached(kb_id)
@@ -112,8 +120,7 @@ class MatrixFiles:
         finally:
             self._build_lock.release()
 
-    def _build(self, store: Any, folder: Path, kb_id: str, dims: int, *,
-               cancel: Any = None) -> Matrix | None:
+    def _build(self, store: Any, folder: Path, kb_id: str, dims: int, *, cancel: Any = None) -> Matrix | None:
         try:
             with store.read() as conn:
                 stamp = write_matrix(conn, folder, kb_id, dims, cancel=cancel)

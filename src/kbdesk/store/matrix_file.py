@@ -103,7 +103,7 @@ class Matrix:
             if os.preadv(fd, [buf[:n]], HEADER_SIZE + lo * dims * 4) != n * dims * 4:
                 return self.vectors @ query  # pragma: no cover - the size was checked at open
             # einsum: one thread, no BLAS thread hand-off per block (which costs more than the block)
-            np.einsum("ij,j->i", buf[:n], query, out=out[lo:lo + n])
+            np.einsum("ij,j->i", buf[:n], query, out=out[lo : lo + n])
         return out
 
     def rows_of(self, seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -149,9 +149,15 @@ def open_matrix(path: Path, kb_id: str, dims: int, stamp: Stamp) -> Matrix | Non
         fh.close()
         return None
     magic, fmt, fdims, rows, version, chunks, max_seq, fkb = HEADER.unpack_from(mm, 0)
-    if (magic != MAGIC or fmt != FORMAT or fdims != dims or fkb.rstrip(b"\x00") != kb_id.encode()
-            or Stamp(version, chunks, max_seq) != stamp or rows < 0
-            or size != HEADER_SIZE + rows * dims * 4 + rows * 8):
+    if (
+        magic != MAGIC
+        or fmt != FORMAT
+        or fdims != dims
+        or fkb.rstrip(b"\x00") != kb_id.encode()
+        or Stamp(version, chunks, max_seq) != stamp
+        or rows < 0
+        or size != HEADER_SIZE + rows * dims * 4 + rows * 8
+    ):
         mm.close()
         fh.close()
         return None
@@ -180,8 +186,9 @@ def write_matrix(conn: Any, folder: Path, kb_id: str, dims: int, *, cancel: Any 
     try:
         with open(tmp, "wb") as fh:
             fh.write(b"\x00" * HEADER_SIZE)
-            cur = conn.execute("SELECT seq, embedding FROM kb_chunks WHERE kb_id = ? AND embedding IS NOT NULL "
-                               "ORDER BY seq", (kb_id,))
+            cur = conn.execute(
+                "SELECT seq, embedding FROM kb_chunks WHERE kb_id = ? AND embedding IS NOT NULL ORDER BY seq", (kb_id,)
+            )
             while batch := cur.fetchmany(FETCH_BATCH):
                 if cancel is not None and cancel():
                     raise Cancelled(kb_id)
@@ -193,8 +200,7 @@ def write_matrix(conn: Any, folder: Path, kb_id: str, dims: int, *, cancel: Any 
                 rows += len(good)
             fh.write((np.concatenate(seqs) if seqs else np.zeros(0, dtype=np.int64)).tobytes())
             fh.seek(0)
-            fh.write(HEADER.pack(MAGIC, FORMAT, dims, rows, stamp.version, stamp.chunks, stamp.max_seq,
-                                 kb_id.encode()))
+            fh.write(HEADER.pack(MAGIC, FORMAT, dims, rows, stamp.version, stamp.chunks, stamp.max_seq, kb_id.encode()))
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, file_for(folder, kb_id))

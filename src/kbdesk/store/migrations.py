@@ -405,6 +405,7 @@ def _m009_api_tokens(conn: Any) -> None:
 
 Migration = tuple[str, Callable[[Any], None]]
 
+
 def _m010_document_lookup(conn: Any) -> None:
     # Search results read a few columns of each hit's document (name, hashes, when it was
     # indexed). Most of them come after extracted_text in the row, so a document with a
@@ -430,9 +431,7 @@ MIGRATIONS: list[Migration] = [
 
 
 def current_version(conn: Any) -> int:
-    exists = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
-    ).fetchone()
+    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").fetchone()
     if not exists:
         return 0
     row = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()

@@ -188,8 +188,10 @@ class QuantizedIndex:
             return  # never searched quantised: its bits are made whole at the first such search
         matrix = np.frombuffer(b"".join(blob for _, blob in added), dtype=np.float32).reshape(len(added), -1)
         bits = sign_bits(matrix)
-        conn.executemany("INSERT OR REPLACE INTO kb_vector_bits(kb_id, seq, bits) VALUES (?, ?, ?)",
-                         [(kb_id, int(seq), bits[i].tobytes()) for i, (seq, _) in enumerate(added)])
+        conn.executemany(
+            "INSERT OR REPLACE INTO kb_vector_bits(kb_id, seq, bits) VALUES (?, ?, ?)",
+            [(kb_id, int(seq), bits[i].tobytes()) for i, (seq, _) in enumerate(added)],
+        )
 
     def drop(self, conn: Any, kb_id: str) -> None:
         with self._lock:
@@ -217,8 +219,11 @@ class QuantizedIndex:
         with self._load_lock:  # one load at a time: a 1M-chunk KB is not read twice at once
             with self._lock:
                 cached = self._cache.get(kb_id)
-            if cached is not None and cached.version == self._version(store.connection(), kb_id) \
-                    and cached.dims == dims:
+            if (
+                cached is not None
+                and cached.version == self._version(store.connection(), kb_id)
+                and cached.dims == dims
+            ):
                 return cached
             with self._lock:
                 self._cache.pop(kb_id, None)  # the old copy is garbage before the new one is read
@@ -242,8 +247,9 @@ class QuantizedIndex:
             chunks = conn.execute("SELECT count(*) FROM kb_chunks WHERE kb_id = ?", (kb_id,)).fetchone()[0]
             seqs = np.empty(chunks, dtype=np.int64)
             rows = np.empty((chunks, width), dtype=np.uint8)
-            cur = conn.execute("SELECT seq, bits FROM kb_vector_bits WHERE kb_id = ? AND length(bits) = ? "
-                               "ORDER BY seq", (kb_id, width))
+            cur = conn.execute(
+                "SELECT seq, bits FROM kb_vector_bits WHERE kb_id = ? AND length(bits) = ? ORDER BY seq", (kb_id, width)
+            )
             at = 0
             while True:
                 batch = cur.fetchmany(FETCH_BATCH)
@@ -252,8 +258,8 @@ class QuantizedIndex:
                 m = min(len(batch), chunks - at)
                 if m <= 0:
                     break
-                seqs[at:at + m] = [r[0] for r in batch[:m]]
-                rows[at:at + m] = np.frombuffer(b"".join(r[1] for r in batch[:m]), dtype=np.uint8).reshape(m, width)
+                seqs[at : at + m] = [r[0] for r in batch[:m]]
+                rows[at : at + m] = np.frombuffer(b"".join(r[1] for r in batch[:m]), dtype=np.uint8).reshape(m, width)
                 at += m
             if at < chunks and not partial_ok and self._missing(conn, kb_id, width):
                 return None
@@ -267,7 +273,9 @@ class QuantizedIndex:
         row = conn.execute(
             "SELECT 1 FROM kb_chunks c WHERE c.kb_id = ? AND c.embedding IS NOT NULL AND NOT EXISTS "
             "(SELECT 1 FROM kb_vector_bits b WHERE b.kb_id = c.kb_id AND b.seq = c.seq AND length(b.bits) = ?) "
-            "LIMIT 1", (kb_id, width)).fetchone()
+            "LIMIT 1",
+            (kb_id, width),
+        ).fetchone()
         return row is not None
 
     def fill(self, conn: Any, kb_id: str, dims: int) -> int:
@@ -277,12 +285,15 @@ class QuantizedIndex:
         conn.execute("DELETE FROM kb_vector_bits WHERE kb_id = ? AND length(bits) != ?", (kb_id, width))  # old dims
         have = conn.execute("SELECT count(*) FROM kb_vector_bits WHERE kb_id = ?", (kb_id,)).fetchone()[0]
         if have == 0:  # all of them: stream the KB in seq order
-            cur = conn.execute("SELECT seq, embedding FROM kb_chunks WHERE kb_id = ? AND embedding IS NOT NULL",
-                               (kb_id,))
+            cur = conn.execute(
+                "SELECT seq, embedding FROM kb_chunks WHERE kb_id = ? AND embedding IS NOT NULL", (kb_id,)
+            )
         else:
             cur = conn.execute(
                 "SELECT c.seq, c.embedding FROM kb_chunks c WHERE c.kb_id = ? AND c.embedding IS NOT NULL AND "
-                "NOT EXISTS (SELECT 1 FROM kb_vector_bits b WHERE b.kb_id = c.kb_id AND b.seq = c.seq)", (kb_id,))
+                "NOT EXISTS (SELECT 1 FROM kb_vector_bits b WHERE b.kb_id = c.kb_id AND b.seq = c.seq)",
+                (kb_id,),
+            )
         written = 0
         while True:
             batch = cur.fetchmany(FETCH_BATCH // 4)
@@ -292,14 +303,17 @@ class QuantizedIndex:
             if not good:
                 continue
             bits = sign_bits(np.frombuffer(b"".join(b for _, b in good), dtype=np.float32).reshape(len(good), dims))
-            conn.executemany("INSERT OR REPLACE INTO kb_vector_bits(kb_id, seq, bits) VALUES (?, ?, ?)",
-                             [(kb_id, int(seq), bits[i].tobytes()) for i, (seq, _) in enumerate(good)])
+            conn.executemany(
+                "INSERT OR REPLACE INTO kb_vector_bits(kb_id, seq, bits) VALUES (?, ?, ?)",
+                [(kb_id, int(seq), bits[i].tobytes()) for i, (seq, _) in enumerate(good)],
+            )
             written += len(good)
         return written
 
     # ── search ─────────────────────────────────────────────────────────────────
-    def candidates(self, store: Any, kb_id: str, dims: int, query: np.ndarray, r: int,
-                   preselect: int = PRESELECT) -> np.ndarray:
+    def candidates(
+        self, store: Any, kb_id: str, dims: int, query: np.ndarray, r: int, preselect: int = PRESELECT
+    ) -> np.ndarray:
         """Seqs of ``r`` chunks near ``query``: the ``preselect x r`` nearest by Hamming
         distance, narrowed to ``r`` by :func:`asymmetric_scores`; ascending."""
         codes = self.codes(store, kb_id, dims)
@@ -315,8 +329,9 @@ class QuantizedIndex:
         idx = idx[np.lexsort((dist[idx], -scores))[:r]]
         return codes.seqs[np.sort(idx)]
 
-    def search(self, store: Any, kb_id: str, dims: int, query: np.ndarray, k: int,
-               oversample: int = DEFAULT_OVERSAMPLE) -> list[tuple[int, float]]:
+    def search(
+        self, store: Any, kb_id: str, dims: int, query: np.ndarray, k: int, oversample: int = DEFAULT_OVERSAMPLE
+    ) -> list[tuple[int, float]]:
         """Top ``k`` (seq, exact cosine), best first: Hamming preselection, exact rescoring."""
         r = max(int(k) * max(int(oversample), 1), MIN_RESCORE, int(k))
         seqs = self.candidates(store, kb_id, dims, query, r)
@@ -345,9 +360,15 @@ class QuantizedIndex:
 
 def rescore_vectors(store: Any, seqs: np.ndarray, dims: int) -> tuple[np.ndarray, np.ndarray]:
     """The stored float32 vectors of ``seqs`` (those still there), as (seqs, matrix)."""
-    rows = store.connection().execute(
-        "SELECT seq, embedding FROM kb_chunks WHERE seq IN (SELECT value FROM json_each(?)) "
-        "AND embedding IS NOT NULL", (json.dumps(seqs.tolist()),)).fetchall()
+    rows = (
+        store.connection()
+        .execute(
+            "SELECT seq, embedding FROM kb_chunks WHERE seq IN (SELECT value FROM json_each(?)) "
+            "AND embedding IS NOT NULL",
+            (json.dumps(seqs.tolist()),),
+        )
+        .fetchall()
+    )
     rows = [r for r in rows if len(r[1]) == dims * 4]
     if not rows:
         return np.zeros(0, dtype=np.int64), np.zeros((0, dims), dtype=np.float32)

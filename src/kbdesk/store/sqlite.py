@@ -57,8 +57,18 @@ def _is_busy(exc: Exception) -> bool:
     return "database is locked" in text or "database is busy" in text
 
 
-class SqliteStore(SqliteChunks, SqliteChat, RecordsCore, DocumentsCore, CacheCore, BulkCore, LookupMixin,
-                  ChatCore, PersonasCore, NotesCore):
+class SqliteStore(
+    SqliteChunks,
+    SqliteChat,
+    RecordsCore,
+    DocumentsCore,
+    CacheCore,
+    BulkCore,
+    LookupMixin,
+    ChatCore,
+    PersonasCore,
+    NotesCore,
+):
     """Connections, transactions and schema for one SQLite database file."""
 
     kind = "sqlite"
@@ -116,15 +126,18 @@ class SqliteStore(SqliteChunks, SqliteChat, RecordsCore, DocumentsCore, CacheCor
     def _open_read_only(self) -> None:
         """Open without writing anything: no WAL switch, no migration, no user row."""
         if not self.path.is_file():
-            raise StoreError(f"there is no database at {self.path}, and it cannot be created there "
-                             f"({self.read_only_reason})")
+            raise StoreError(
+                f"there is no database at {self.path}, and it cannot be created there ({self.read_only_reason})"
+            )
         self._target = read_only_uri(self.path)
         try:
             self._check_file(self.connection())
         except StoreError as exc:
             if _wal_has_changes(self.path):
-                raise StoreError(f"{exc}; its -wal file holds changes SQLite cannot read without its -shm file, "
-                                 "which cannot be made here: open it once where its folder is writable") from None
+                raise StoreError(
+                    f"{exc}; its -wal file holds changes SQLite cannot read without its -shm file, "
+                    "which cannot be made here: open it once where its folder is writable"
+                ) from None
             # SQLite could not create the -shm file (a read-only folder) and no -wal holds
             # changes: the file alone is the whole database
             self._forget_connection()
@@ -138,11 +151,14 @@ class SqliteStore(SqliteChunks, SqliteChat, RecordsCore, DocumentsCore, CacheCor
         if found < len(MIGRATIONS):
             raise ReadOnlyDatabaseError(
                 f"{self.path} has schema version {found} and this kbdesk needs {len(MIGRATIONS)}, but it is "
-                f"read-only ({self.read_only_reason}): open it once where it can be written, to upgrade it")
+                f"read-only ({self.read_only_reason}): open it once where it can be written, to upgrade it"
+            )
         if found > len(MIGRATIONS):
-            raise SchemaTooNewError(f"database {self.path} has schema version {found}, but this kbdesk knows only "
-                                    f"up to {len(MIGRATIONS)}: it was written by a newer kbdesk; upgrade kbdesk to "
-                                    "open it")
+            raise SchemaTooNewError(
+                f"database {self.path} has schema version {found}, but this kbdesk knows only "
+                f"up to {len(MIGRATIONS)}: it was written by a newer kbdesk; upgrade kbdesk to "
+                "open it"
+            )
         row = conn.execute("SELECT value FROM settings WHERE key = 'local_user_id'").fetchone()
         self.local_user_id = row[0] if row else ""
 
@@ -156,8 +172,13 @@ class SqliteStore(SqliteChunks, SqliteChat, RecordsCore, DocumentsCore, CacheCor
             raise StoreError("the store is closed")
         module = self.driver.module
         try:
-            conn = module.connect(self._target, isolation_level=None, check_same_thread=False,
-                                  timeout=BUSY_TIMEOUT_MS / 1000, uri=self._target.startswith("file:"))
+            conn = module.connect(
+                self._target,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+                uri=self._target.startswith("file:"),
+            )
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = NORMAL")
@@ -229,8 +250,9 @@ class SqliteStore(SqliteChunks, SqliteChat, RecordsCore, DocumentsCore, CacheCor
         Re-entrant in one thread: an inner ``write()`` joins the outer transaction.
         """
         if self.read_only_reason is not None:
-            raise ReadOnlyDatabaseError(f"{self.path} is read-only ({self.read_only_reason}): it can be searched "
-                                        "and listed, not changed")
+            raise ReadOnlyDatabaseError(
+                f"{self.path} is read-only ({self.read_only_reason}): it can be searched and listed, not changed"
+            )
         conn = self.connection()
         with self._write_lock:
             if conn.in_transaction:
@@ -255,8 +277,9 @@ class SqliteStore(SqliteChunks, SqliteChat, RecordsCore, DocumentsCore, CacheCor
             except self.driver.module.OperationalError as exc:
                 if not _is_busy(exc) or time.monotonic() > deadline:
                     if _is_busy(exc):
-                        raise StoreError(f"{self.path} stayed locked by another process for "
-                                         f"{BUSY_GIVE_UP_S:.0f} s; try again later") from None
+                        raise StoreError(
+                            f"{self.path} stayed locked by another process for {BUSY_GIVE_UP_S:.0f} s; try again later"
+                        ) from None
                     raise
                 time.sleep(delay * (1 + random.random()))
                 delay = min(delay * 2, 0.5)
@@ -357,8 +380,9 @@ class IntegrityCheck:
         return {"status": self.status, "problems": list(self.problems), "seconds": round(self.seconds, 3)}
 
 
-def quick_check(path: Path, driver: Driver, *, seconds: float = QUICK_CHECK_SECONDS,
-                max_problems: int = 20) -> IntegrityCheck:
+def quick_check(
+    path: Path, driver: Driver, *, seconds: float = QUICK_CHECK_SECONDS, max_problems: int = 20
+) -> IntegrityCheck:
     """``PRAGMA quick_check`` on the database file at ``path``, given at most ``seconds``.
 
     The file is opened read-only on a connection of its own (nothing is written, not
@@ -379,8 +403,12 @@ def quick_check(path: Path, driver: Driver, *, seconds: float = QUICK_CHECK_SECO
     try:
         for immutable in (False, True):
             try:
-                conn = module.connect(read_only_uri(Path(path), immutable=immutable), uri=True,
-                                      isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+                conn = module.connect(
+                    read_only_uri(Path(path), immutable=immutable),
+                    uri=True,
+                    isolation_level=None,
+                    timeout=BUSY_TIMEOUT_MS / 1000,
+                )
                 conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
                 break
             except module.OperationalError:

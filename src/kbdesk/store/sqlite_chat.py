@@ -18,7 +18,9 @@ class SqliteChat:
             return []
         rows = conn.execute(
             "SELECT n.id, -bm25(notes_fts) AS score FROM notes_fts f JOIN notes n ON n.seq = f.rowid "
-            "WHERE notes_fts MATCH ? ORDER BY score DESC, n.seq LIMIT ?", (expr, k)).fetchall()
+            "WHERE notes_fts MATCH ? ORDER BY score DESC, n.seq LIMIT ?",
+            (expr, k),
+        ).fetchall()
         return [(r[0], float(r[1])) for r in rows]
 
     def get_setting(self, key: str) -> str | None:
@@ -27,5 +29,7 @@ class SqliteChat:
 
     def set_setting(self, key: str, value: str) -> None:
         with self.write() as conn:
-            conn.execute("INSERT INTO settings(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
-                         "value = excluded.value", (key, value))
+            conn.execute(
+                "INSERT INTO settings(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )

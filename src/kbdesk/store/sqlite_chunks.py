@@ -26,51 +26,80 @@ class SqliteChunks:
 
     def _kb_created(self, conn: Any, kb_id: str, config: dict[str, Any]) -> None:
         if config.get("dimensions"):
-            conn.execute("INSERT INTO kb_vector_state(kb_id, dimensions) VALUES (?, ?)",
-                         (kb_id, int(config["dimensions"])))
+            conn.execute(
+                "INSERT INTO kb_vector_state(kb_id, dimensions) VALUES (?, ?)", (kb_id, int(config["dimensions"]))
+            )
 
     def _learn_dimensions(self, conn: Any, kb: KnowledgeBase, dims: int) -> None:
         row = conn.execute("SELECT dimensions FROM kb_vector_state WHERE kb_id = ?", (kb.id,)).fetchone()
         if row is None:
             conn.execute("INSERT INTO kb_vector_state(kb_id, dimensions) VALUES (?, ?)", (kb.id, dims))
-            conn.execute("UPDATE knowledge_bases SET embedding_config = json_set(embedding_config, "
-                         "'$.dimensions', ?) WHERE id = ?", (dims, kb.id))
+            conn.execute(
+                "UPDATE knowledge_bases SET embedding_config = json_set(embedding_config, "
+                "'$.dimensions', ?) WHERE id = ?",
+                (dims, kb.id),
+            )
         elif row[0] != dims:
             raise InvalidInputError(f"this knowledge base stores {row[0]}-dimensional vectors, got {dims}")
 
-    def _insert_chunks_many(self, conn: Any, kb_id: str, docs: list[tuple[str, list[ChunkInput], list[bytes] | None]],
-                            now: Any, changes: VectorChanges) -> None:
+    def _insert_chunks_many(
+        self,
+        conn: Any,
+        kb_id: str,
+        docs: list[tuple[str, list[ChunkInput], list[bytes] | None]],
+        now: Any,
+        changes: VectorChanges,
+    ) -> None:
         # seqs are given explicitly (we hold the write lock), so the chunks of all the
         # documents, their keyword rows and their vectors go in with three bulk statements
         seq = conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM kb_chunks").fetchone()[0]
         ids = iter(map(str, ordered_uuids(sum(len(items) for _, items, _ in docs))))
         rows = []
         for doc_id, items, blobs in docs:
-            rows += [(seq + i, next(ids), kb_id, doc_id, i, item.content, int(item.token_count),
-                      blobs[i] if blobs else None, item.metadata_json, item.content_hash, now)
-                     for i, item in enumerate(items)]
+            rows += [
+                (
+                    seq + i,
+                    next(ids),
+                    kb_id,
+                    doc_id,
+                    i,
+                    item.content,
+                    int(item.token_count),
+                    blobs[i] if blobs else None,
+                    item.metadata_json,
+                    item.content_hash,
+                    now,
+                )
+                for i, item in enumerate(items)
+            ]
             seq += len(items)
         first = rows[0][0] if rows else 0
-        self.db.executemany(conn, "INSERT INTO kb_chunks(seq, id, kb_id, document_id, chunk_index, content, "
-                                  "token_count, embedding, metadata, content_hash, created_at) "
-                                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        self.db.executemany(
+            conn,
+            "INSERT INTO kb_chunks(seq, id, kb_id, document_id, chunk_index, content, "
+            "token_count, embedding, metadata, content_hash, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
         # the keyword rows from the chunks just written, in one step (their seqs are ours:
         # the write lock is held)
-        conn.execute("INSERT INTO kb_chunks_fts(rowid, content) SELECT seq, content FROM kb_chunks "
-                     "WHERE seq >= ? AND seq < ?", (first, seq))
+        conn.execute(
+            "INSERT INTO kb_chunks_fts(rowid, content) SELECT seq, content FROM kb_chunks WHERE seq >= ? AND seq < ?",
+            (first, seq),
+        )
         added = [(r[0], r[7]) for r in rows if r[7] is not None]
         if added:
             conn.execute("UPDATE kb_vector_state SET version = version + 1 WHERE kb_id = ?", (kb_id,))
             changes.added.setdefault(kb_id, []).extend(added)
 
-    def _delete_chunks_many(self, conn: Any, kb_id: str, doc_ids: list[str], changes: VectorChanges
-                            ) -> dict[str, int]:
+    def _delete_chunks_many(self, conn: Any, kb_id: str, doc_ids: list[str], changes: VectorChanges) -> dict[str, int]:
         counts: dict[str, int] = {}
         removed = changes.removed.setdefault(kb_id, [])
         for start in range(0, len(doc_ids), self.db.list_chunk):
-            where, args = self.db.in_list("document_id", doc_ids[start:start + self.db.list_chunk])
-            rows = conn.execute(f"SELECT seq, embedding IS NOT NULL, document_id FROM kb_chunks WHERE {where}",
-                                args).fetchall()
+            where, args = self.db.in_list("document_id", doc_ids[start : start + self.db.list_chunk])
+            rows = conn.execute(
+                f"SELECT seq, embedding IS NOT NULL, document_id FROM kb_chunks WHERE {where}", args
+            ).fetchall()
             if rows:
                 conn.execute(f"DELETE FROM kb_chunks WHERE {where}", args)
             for seq, has, doc_id in rows:
@@ -80,8 +109,7 @@ class SqliteChunks:
         return counts
 
     def vectors_fresh(self, conn: Any, kb_id: str) -> bool:
-        row = conn.execute("SELECT version = indexed_version FROM kb_vector_state WHERE kb_id = ?",
-                           (kb_id,)).fetchone()
+        row = conn.execute("SELECT version = indexed_version FROM kb_vector_state WHERE kb_id = ?", (kb_id,)).fetchone()
         return bool(row and row[0])
 
     def _vectors_touch(self, conn: Any, kb_id: str, changes: VectorChanges) -> None:
@@ -90,41 +118,52 @@ class SqliteChunks:
 
     def _vectors_written(self, conn: Any, changes: VectorChanges) -> None:
         for kb_id, was_fresh in changes.fresh.items():
-            self.vectors.after_write(conn, kb_id, changes.added.get(kb_id, []), changes.removed.get(kb_id, []),
-                                     was_fresh)
+            self.vectors.after_write(
+                conn, kb_id, changes.added.get(kb_id, []), changes.removed.get(kb_id, []), was_fresh
+            )
 
     # ── the embedding cache ────────────────────────────────────────────────────
     def _chunk_vectors(self, conn: Any, model_id: str, hashes: list[str]) -> dict[str, bytes]:
         rows = conn.execute(
             f"SELECT c.content_hash, c.embedding FROM kb_chunks c JOIN knowledge_bases k ON k.id = c.kb_id "
             f"WHERE c.content_hash IN ({','.join('?' * len(hashes))}) AND c.embedding IS NOT NULL "
-            f"AND json_extract(k.embedding_config, '$.model_id') = ?", (*hashes, model_id)).fetchall()
+            f"AND json_extract(k.embedding_config, '$.model_id') = ?",
+            (*hashes, model_id),
+        ).fetchall()
         return {h: b for h, b in rows}
 
     def _swap_vectors(self, conn: Any, kb_id: str, model_key: str, dims: int | None) -> None:
-        conn.execute("UPDATE kb_chunks SET embedding = (SELECT e.embedding FROM embedding_cache e WHERE "
-                     "e.model = ? AND e.text_hash = kb_chunks.content_hash) WHERE kb_id = ?", (model_key, kb_id))
+        conn.execute(
+            "UPDATE kb_chunks SET embedding = (SELECT e.embedding FROM embedding_cache e WHERE "
+            "e.model = ? AND e.text_hash = kb_chunks.content_hash) WHERE kb_id = ?",
+            (model_key, kb_id),
+        )
         if dims is not None:
-            conn.execute("INSERT INTO kb_vector_state(kb_id, dimensions) VALUES (?, ?) ON CONFLICT(kb_id) DO "
-                         "UPDATE SET dimensions = excluded.dimensions, version = version + 1, "
-                         "indexed_version = -1", (kb_id, dims))
+            conn.execute(
+                "INSERT INTO kb_vector_state(kb_id, dimensions) VALUES (?, ?) ON CONFLICT(kb_id) DO "
+                "UPDATE SET dimensions = excluded.dimensions, version = version + 1, "
+                "indexed_version = -1",
+                (kb_id, dims),
+            )
 
     # ── whole documents in and out (export and import) ─────────────────────────
     def _export_vectors(self, conn: Any, sql: str, args: list[Any], dims: int | None) -> list[Sequence[Any]]:
         rows = conn.execute(sql.format(vector="embedding"), args).fetchall()
         return [(*r[:7], None if r[7] is None else bytes(r[7])) for r in rows]
 
-    def _import_chunks(self, conn: Any, kb: KnowledgeBase, docs: Sequence[dict[str, Any]],
-                       changes: VectorChanges) -> None:
+    def _import_chunks(
+        self, conn: Any, kb: KnowledgeBase, docs: Sequence[dict[str, Any]], changes: VectorChanges
+    ) -> None:
         now = self.db.now()
         for doc in docs:
             chunks = doc["chunks"]
             if not chunks:
                 continue
-            items = [ChunkInput(c["content"], int(c.get("token_count") or 0), c.get("metadata") or {})
-                     for c in chunks]
+            items = [ChunkInput(c["content"], int(c.get("token_count") or 0), c.get("metadata") or {}) for c in chunks]
             vectors = [c["vector"] for c in chunks] if kb.model_id else None
             blobs = self._vector_blobs(conn, kb, vectors, len(items))
             self._insert_chunks_many(conn, kb.id, [(doc["id"], items, blobs)], now, changes)
-            conn.executemany("UPDATE kb_chunks SET id = ?, content_hash = ? WHERE document_id = ? AND chunk_index = ?",
-                             [(c["id"], c["content_hash"], doc["id"], i) for i, c in enumerate(chunks)])
+            conn.executemany(
+                "UPDATE kb_chunks SET id = ?, content_hash = ? WHERE document_id = ? AND chunk_index = ?",
+                [(c["id"], c["content_hash"], doc["id"], i) for i, c in enumerate(chunks)],
+            )

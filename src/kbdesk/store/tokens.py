@@ -17,7 +17,7 @@ import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from kbdesk.errors import InvalidInputError, NotFoundError
@@ -69,9 +69,17 @@ class ApiToken:
         return self.revoked_at is None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "prefix": self.prefix, "user_id": self.user_id, "user": self.username,
-                "permissions": sorted(self.permissions), "label": self.label, "created_at": self.created_at,
-                "last_used_at": self.last_used_at, "revoked_at": self.revoked_at}
+        return {
+            "id": self.id,
+            "prefix": self.prefix,
+            "user_id": self.user_id,
+            "user": self.username,
+            "permissions": sorted(self.permissions),
+            "label": self.label,
+            "created_at": self.created_at,
+            "last_used_at": self.last_used_at,
+            "revoked_at": self.revoked_at,
+        }
 
 
 def hash_token(secret: str) -> str:
@@ -100,28 +108,44 @@ class Tokens:
         return text.replace("?", "%s") if self.store.kind == "postgres" else text
 
     # ── making, listing, revoking ──────────────────────────────────────────────
-    def create(self, user_id: str, username: str, permissions: Iterable[str] = PERMISSIONS,
-               label: str = "") -> tuple[ApiToken, str]:
+    def create(
+        self, user_id: str, username: str, permissions: Iterable[str] = PERMISSIONS, label: str = ""
+    ) -> tuple[ApiToken, str]:
         """A new token for ``username``: (what is stored, the token to hand over once)."""
         chosen = check_permissions(permissions)
         label = " ".join("".join(ch if ch.isprintable() else " " for ch in label or "").split())[:MAX_LABEL]
         secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        token = ApiToken(str(uuid.uuid4()), secret[:SHOWN_CHARS], str(user_id), username, chosen, label, _now(),
-                         None, None)
+        token = ApiToken(
+            str(uuid.uuid4()), secret[:SHOWN_CHARS], str(user_id), username, chosen, label, _now(), None, None
+        )
         with self.store.write() as conn:
-            conn.execute(self._sql("INSERT INTO {table}(id, token_hash, prefix, user_id, username, permissions, "
-                                   "label, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
-                         (token.id, hash_token(secret), token.prefix, token.user_id, username,
-                          ",".join(sorted(chosen)), label, token.created_at))
-            self.store.audit(conn, "token.create", None, username,
-                             {"token_id": token.id, "permissions": sorted(chosen)})
+            conn.execute(
+                self._sql(
+                    "INSERT INTO {table}(id, token_hash, prefix, user_id, username, permissions, "
+                    "label, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                ),
+                (
+                    token.id,
+                    hash_token(secret),
+                    token.prefix,
+                    token.user_id,
+                    username,
+                    ",".join(sorted(chosen)),
+                    label,
+                    token.created_at,
+                ),
+            )
+            self.store.audit(
+                conn, "token.create", None, username, {"token_id": token.id, "permissions": sorted(chosen)}
+            )
         return token, secret
 
     def list(self, *, include_revoked: bool = False) -> list[ApiToken]:
         where = "" if include_revoked else " WHERE revoked_at IS NULL"
         with self.store.read() as conn:
-            rows = conn.execute(self._sql(f"SELECT {_COLUMNS} FROM {{table}}{where} ORDER BY created_at, id")
-                                ).fetchall()
+            rows = conn.execute(
+                self._sql(f"SELECT {_COLUMNS} FROM {{table}}{where} ORDER BY created_at, id")
+            ).fetchall()
         return [_token(r) for r in rows]
 
     def find(self, ref: str) -> ApiToken:
@@ -129,9 +153,14 @@ class Tokens:
         ref = (ref or "").strip()
         if len(ref) < 4:
             raise InvalidInputError("name a token by its id or the first characters kbdesk token list shows")
-        matches = [t for t in self.list(include_revoked=True)
-                   if t.id == ref or (len(ref) >= 6 and t.id.startswith(ref)) or t.prefix == ref
-                   or (ref.startswith(TOKEN_PREFIX) and ref.startswith(t.prefix))]
+        matches = [
+            t
+            for t in self.list(include_revoked=True)
+            if t.id == ref
+            or (len(ref) >= 6 and t.id.startswith(ref))
+            or t.prefix == ref
+            or (ref.startswith(TOKEN_PREFIX) and ref.startswith(t.prefix))
+        ]
         active = [t for t in matches if t.active] or matches
         if not active:
             raise NotFoundError(f"no token {ref!r}")
@@ -146,8 +175,9 @@ class Tokens:
             return token
         now = _now()
         with self.store.write() as conn:
-            conn.execute(self._sql("UPDATE {table} SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL"),
-                         (now, token.id))
+            conn.execute(
+                self._sql("UPDATE {table} SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL"), (now, token.id)
+            )
             self.store.audit(conn, "token.revoke", None, token.username, {"token_id": token.id})
         return self.find(token.id)
 
@@ -157,8 +187,9 @@ class Tokens:
         if not secret.startswith(TOKEN_PREFIX) or not 16 <= len(secret) <= 200:
             return None
         with self.store.read() as conn:
-            row = conn.execute(self._sql(f"SELECT {_COLUMNS} FROM {{table}} WHERE token_hash = ?"),
-                               (hash_token(secret),)).fetchone()
+            row = conn.execute(
+                self._sql(f"SELECT {_COLUMNS} FROM {{table}} WHERE token_hash = ?"), (hash_token(secret),)
+            ).fetchone()
         if row is None:
             return None
         token = _token(row)
@@ -181,9 +212,18 @@ class Tokens:
 
 def _token(row: Any) -> ApiToken:
     token_id, prefix, user_id, username, permissions, label, created, used, revoked = row
-    return ApiToken(str(token_id), prefix, str(user_id), username,
-                    frozenset(p for p in (permissions or "").split(",") if p), label or "", created, used, revoked)
+    return ApiToken(
+        str(token_id),
+        prefix,
+        str(user_id),
+        username,
+        frozenset(p for p in (permissions or "").split(",") if p),
+        label or "",
+        created,
+        used,
+        revoked,
+    )
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -97,12 +97,12 @@ def vec_table(kb_id: str) -> str:
 class VectorIndex(Protocol):
     name: str
 
-    def after_write(self, conn: Any, kb_id: str, added: list[tuple[int, bytes]],
-                    removed: list[int], was_fresh: bool) -> None:
+    def after_write(
+        self, conn: Any, kb_id: str, added: list[tuple[int, bytes]], removed: list[int], was_fresh: bool
+    ) -> None:
         """Called inside the write transaction that changed ``kb_id``'s vectors."""
 
-    def search(self, store: Any, kb_id: str, dimensions: int, query: np.ndarray,
-               k: int) -> list[tuple[int, float]]:
+    def search(self, store: Any, kb_id: str, dimensions: int, query: np.ndarray, k: int) -> list[tuple[int, float]]:
         """Top ``k`` (seq, cosine similarity) pairs, best first."""
 
     def drop(self, conn: Any, kb_id: str) -> None:
@@ -146,8 +146,7 @@ class _Tiered:
         row = store.connection().execute("SELECT chunk_count FROM knowledge_bases WHERE id = ?", (kb_id,)).fetchone()
         return bool(row) and int(row[0]) > self.quantize_above
 
-    def search(self, store: Any, kb_id: str, dimensions: int, query: np.ndarray,
-               k: int) -> list[tuple[int, float]]:
+    def search(self, store: Any, kb_id: str, dimensions: int, query: np.ndarray, k: int) -> list[tuple[int, float]]:
         if self.uses_quantized(store, kb_id):
             self._forget_exact(kb_id)
             return self.quantized.search(store, kb_id, dimensions, query, k, self.oversample)
@@ -162,8 +161,9 @@ class _Tiered:
             return
         self.matrices.get(store, kb_id, dimensions, build="background")
 
-    def exact_search(self, store: Any, kb_id: str, dimensions: int, query: np.ndarray,
-                     k: int) -> list[tuple[int, float]]:
+    def exact_search(
+        self, store: Any, kb_id: str, dimensions: int, query: np.ndarray, k: int
+    ) -> list[tuple[int, float]]:
         build = "never" if getattr(store, "read_only", False) else "now"
         mapped = self.matrices.get(store, kb_id, dimensions, build=build)
         if mapped is not None:
@@ -171,8 +171,9 @@ class _Tiered:
             return top_k(mapped.seqs, mapped.similarities(query), k)
         return self.fallback_search(store, kb_id, dimensions, query, k)
 
-    def fallback_search(self, store: Any, kb_id: str, dimensions: int, query: np.ndarray,
-                        k: int) -> list[tuple[int, float]]:
+    def fallback_search(
+        self, store: Any, kb_id: str, dimensions: int, query: np.ndarray, k: int
+    ) -> list[tuple[int, float]]:
         raise NotImplementedError
 
     def exact_path(self, store: Any) -> str:
@@ -184,8 +185,10 @@ class _Tiered:
             return f"{self.fallback} (the database is not a file, so there are no matrix files)"
         why = self.matrices.cannot_write(store)
         if why is None:
-            return (f"memory-mapped float32 matrix files in {folder}, rebuilt when a KB's vectors change "
-                    f"(fallback: {self.fallback}{self.instead})")
+            return (
+                f"memory-mapped float32 matrix files in {folder}, rebuilt when a KB's vectors change "
+                f"(fallback: {self.fallback}{self.instead})"
+            )
         if getattr(store, "read_only", False):
             return f"matrix files in {folder} when current, else {self.fallback} ({why})"
         return f"{self.fallback} ({why})"
@@ -195,9 +198,7 @@ class _Tiered:
 
 
 def _is_fresh(conn: Any, kb_id: str) -> bool:
-    row = conn.execute(
-        "SELECT version = indexed_version FROM kb_vector_state WHERE kb_id = ?", (kb_id,)
-    ).fetchone()
+    row = conn.execute("SELECT version = indexed_version FROM kb_vector_state WHERE kb_id = ?", (kb_id,)).fetchone()
     return bool(row and row[0])
 
 
@@ -215,8 +216,9 @@ class SqliteVecIndex(_Tiered):
     def is_fresh(conn: Any, kb_id: str) -> bool:
         return _is_fresh(conn, kb_id)
 
-    def after_write(self, conn: Any, kb_id: str, added: list[tuple[int, bytes]],
-                    removed: list[int], was_fresh: bool) -> None:
+    def after_write(
+        self, conn: Any, kb_id: str, added: list[tuple[int, bytes]], removed: list[int], was_fresh: bool
+    ) -> None:
         self.quantized.after_write(conn, kb_id, added)
         if not was_fresh:
             return  # rebuilt whole at the next search
@@ -232,22 +234,27 @@ class SqliteVecIndex(_Tiered):
         conn.execute(f"DROP TABLE IF EXISTS {table}")
         # chunk_size 256 (vec0's default is 1024 rows per BLOB): the same answers, a
         # 10x faster build at 1536 dims and cheaper incremental writes (BENCHMARKS-search.md)
-        conn.execute(f"CREATE VIRTUAL TABLE {table} USING vec0("
-                     f"embedding float[{int(dimensions)}] distance_metric=l2, chunk_size=256)")
-        conn.execute(f"INSERT INTO {table}(rowid, embedding) SELECT seq, embedding FROM kb_chunks "
-                     "WHERE kb_id = ? AND embedding IS NOT NULL ORDER BY seq", (kb_id,))
+        conn.execute(
+            f"CREATE VIRTUAL TABLE {table} USING vec0("
+            f"embedding float[{int(dimensions)}] distance_metric=l2, chunk_size=256)"
+        )
+        conn.execute(
+            f"INSERT INTO {table}(rowid, embedding) SELECT seq, embedding FROM kb_chunks "
+            "WHERE kb_id = ? AND embedding IS NOT NULL ORDER BY seq",
+            (kb_id,),
+        )
         conn.execute("UPDATE kb_vector_state SET indexed_version = version WHERE kb_id = ?", (kb_id,))
 
-    def fallback_search(self, store: Any, kb_id: str, dimensions: int, query: np.ndarray,
-                        k: int) -> list[tuple[int, float]]:
+    def fallback_search(
+        self, store: Any, kb_id: str, dimensions: int, query: np.ndarray, k: int
+    ) -> list[tuple[int, float]]:
         conn = store.connection()
         if not _is_fresh(conn, kb_id):
             with store.write() as wconn:
                 if not _is_fresh(wconn, kb_id):
                     self.rebuild(wconn, kb_id, dimensions)
         rows = conn.execute(
-            f"SELECT rowid, distance FROM {vec_table(kb_id)} WHERE embedding MATCH ? AND k = ? "
-            "ORDER BY distance",
+            f"SELECT rowid, distance FROM {vec_table(kb_id)} WHERE embedding MATCH ? AND k = ? ORDER BY distance",
             (query.tobytes(), int(k)),
         ).fetchall()
         return [(int(seq), 1.0 - (float(d) * float(d)) / 2.0) for seq, d in rows]
@@ -267,7 +274,7 @@ class SqliteVecIndex(_Tiered):
         live = {r[0].replace("-", "") for r in conn.execute("SELECT id FROM knowledge_bases")}
         dropped = 0
         for (name,) in rows:
-            if name[len("vec_kb_"):] not in live:
+            if name[len("vec_kb_") :] not in live:
                 conn.execute(f"DROP TABLE IF EXISTS {name}")
                 dropped += 1
         return dropped + MatrixFiles.drop_orphans(conn)
@@ -285,8 +292,9 @@ class NumpyIndex(_Tiered):
         self._cache: dict[str, tuple[int, np.ndarray, np.ndarray]] = {}
         self._init_tiers()
 
-    def after_write(self, conn: Any, kb_id: str, added: list[tuple[int, bytes]],
-                    removed: list[int], was_fresh: bool) -> None:
+    def after_write(
+        self, conn: Any, kb_id: str, added: list[tuple[int, bytes]], removed: list[int], was_fresh: bool
+    ) -> None:
         self.quantized.after_write(conn, kb_id, added)  # the matrix reloads when the version moves
 
     def _forget_exact(self, kb_id: str) -> None:
@@ -314,8 +322,9 @@ class NumpyIndex(_Tiered):
             self._cache[kb_id] = (version, seqs, matrix)
         return seqs, matrix
 
-    def fallback_search(self, store: Any, kb_id: str, dimensions: int, query: np.ndarray,
-                        k: int) -> list[tuple[int, float]]:
+    def fallback_search(
+        self, store: Any, kb_id: str, dimensions: int, query: np.ndarray, k: int
+    ) -> list[tuple[int, float]]:
         seqs, matrix = self._matrix(store, kb_id, dimensions)
         return top_k(seqs, matrix @ query if len(seqs) else seqs, k)
 

@@ -21,8 +21,7 @@ __all__ = ["ModelMismatchError", "TransferEvent", "TransferReport", "export_kb",
 def _open_other(where: str | os.PathLike[str], desk: Any) -> Any:
     from kbdesk.desk import open_desk
 
-    return open_desk(where, home=desk.paths.config_dir.parent if _home_is_shared(desk) else None,
-                     config=desk.config)
+    return open_desk(where, home=desk.paths.config_dir.parent if _home_is_shared(desk) else None, config=desk.config)
 
 
 def _home_is_shared(desk: Any) -> bool:

@@ -40,16 +40,28 @@ def _model(kb: KnowledgeBase) -> str:
 
 def check_same_model(src: KnowledgeBase, dst: KnowledgeBase, target: str) -> None:
     same = (src.model_id or None) == (dst.model_id or None) and not (
-        src.dimensions and dst.dimensions and src.dimensions != dst.dimensions)
+        src.dimensions and dst.dimensions and src.dimensions != dst.dimensions
+    )
     if not same:
         raise ModelMismatchError(
             f"'{dst.name}' on {target} embeds with {_model(dst)}, but '{src.name}' embeds with {_model(src)}: "
-            "refusing to mix vectors of two models; re-embed one of them first (kbdesk kb set-model)")
+            "refusing to mix vectors of two models; re-embed one of them first (kbdesk kb set-model)"
+        )
 
 
-def transfer(source: Any, target: Any, kb_ref: str, *, scope: str | None = None, team_id: str | None = None,
-             prune: bool = False, batch_docs: int = BATCH_DOCS, batch_chunks: int = BATCH_CHUNKS,
-             on_event: TransferSink | None = None, audit: str | None = None) -> TransferReport:
+def transfer(
+    source: Any,
+    target: Any,
+    kb_ref: str,
+    *,
+    scope: str | None = None,
+    team_id: str | None = None,
+    prune: bool = False,
+    batch_docs: int = BATCH_DOCS,
+    batch_chunks: int = BATCH_CHUNKS,
+    on_event: TransferSink | None = None,
+    audit: str | None = None,
+) -> TransferReport:
     """Copy KB ``kb_ref`` from desk ``source`` to desk ``target``; see the module doc.
 
     ``scope``/``team_id`` apply when the target KB is created (default: personal).
@@ -70,8 +82,10 @@ def transfer(source: Any, target: Any, kb_ref: str, *, scope: str | None = None,
     ours = dst.summaries(target_kb.id)
     todo, chunks_total = [], 0
     # in the source's chunk order, so the copy's ties (keyword ranks, equal scores) break alike
-    for doc_id, summary in sorted(theirs.items(), key=lambda item: (item[1]["order"] is None, item[1]["order"] or 0,
-                                                                    str(item[1]["created_at"]), item[0])):
+    for doc_id, summary in sorted(
+        theirs.items(),
+        key=lambda item: (item[1]["order"] is None, item[1]["order"] or 0, str(item[1]["created_at"]), item[0]),
+    ):
         reason = _skip_reason(kb, summary)
         if reason:
             report.skipped.append({"document": summary["filename"], "reason": reason})
@@ -93,34 +107,43 @@ def transfer(source: Any, target: Any, kb_ref: str, *, scope: str | None = None,
         report.copied_documents += len(docs)
         report.copied_chunks += sum(len(d["chunks"]) for d in docs)
         report.copied_files += sum(1 for d in docs if d.get("blob") is not None)
-        on_event(TransferEvent("batch", kb.name, report.copied_documents, len(todo), report.copied_chunks,
-                               chunks_total))
+        on_event(
+            TransferEvent("batch", kb.name, report.copied_documents, len(todo), report.copied_chunks, chunks_total)
+        )
     if prune and extra:
         report.pruned_documents = dst.delete(target_kb, extra)
     dst.finish(target_kb)
     report.seconds = round(time.monotonic() - started, 3)
     if audit and report.changed:
         _audit(source if audit == "source" else target, kb, report, audit)
-    on_event(TransferEvent("done", kb.name, report.copied_documents, len(todo), report.copied_chunks, chunks_total,
-                           report.summary()))
+    on_event(
+        TransferEvent(
+            "done", kb.name, report.copied_documents, len(todo), report.copied_chunks, chunks_total, report.summary()
+        )
+    )
     return report
 
 
-def _target_kb(src: Side, dst: Side, kb: KnowledgeBase, scope: str | None, team_id: str | None,
-               report: TransferReport) -> KnowledgeBase:
+def _target_kb(
+    src: Side, dst: Side, kb: KnowledgeBase, scope: str | None, team_id: str | None, report: TransferReport
+) -> KnowledgeBase:
     found = dst.kb_by_id(kb.id)
     if found is None:
         named = dst.kb_by_name(kb.name)
         if named is not None:
             check_same_model(kb, named, dst.label)
-            raise ConflictError(f"{dst.label} already has a different knowledge base named '{kb.name}' "
-                                f"(id {named.id}); rename one of them first")
+            raise ConflictError(
+                f"{dst.label} already has a different knowledge base named '{kb.name}' "
+                f"(id {named.id}); rename one of them first"
+            )
         report.kb_created = True
         return dst.create_kb(kb, scope or "personal", team_id)
     check_same_model(kb, found, dst.label)
     if scope and scope != found.scope:
-        raise ConflictError(f"'{found.name}' already exists on {dst.label} with scope {found.scope}; "
-                            "its scope is not changed by an export")
+        raise ConflictError(
+            f"'{found.name}' already exists on {dst.label} with scope {found.scope}; "
+            "its scope is not changed by an export"
+        )
     changes: dict[str, Any] = {}
     if found.description != kb.description:
         changes["description"] = kb.description
@@ -162,8 +185,13 @@ def _batches(todo: list[tuple[str, dict[str, Any]]], max_docs: int, max_chunks: 
 def _audit(desk: Any, kb: KnowledgeBase, report: TransferReport, side: str) -> None:
     action = "kb.export" if side == "source" else "kb.import"
     other = report.target if side == "source" else report.source
-    details = {("to" if side == "source" else "from"): other, "documents": report.copied_documents,
-               "chunks": report.copied_chunks, "files": report.copied_files, "pruned": report.pruned_documents,
-               "created": report.kb_created}
+    details = {
+        ("to" if side == "source" else "from"): other,
+        "documents": report.copied_documents,
+        "chunks": report.copied_chunks,
+        "files": report.copied_files,
+        "pruned": report.pruned_documents,
+        "created": report.kb_created,
+    }
     with desk.store.write() as conn:
         desk.store.audit(conn, action, kb.id, kb.name, details)

@@ -55,15 +55,22 @@ class TransferReport:
         return bool(self.kb_created or self.kb_updated or self.copied_documents or self.pruned_documents)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "changed": self.changed,
-                "chunks_per_second": round(self.copied_chunks / self.seconds, 1) if self.seconds else None}
+        return {
+            **asdict(self),
+            "changed": self.changed,
+            "chunks_per_second": round(self.copied_chunks / self.seconds, 1) if self.seconds else None,
+        }
 
     def summary(self) -> str:
         if not self.changed:
-            return (f"nothing to do: '{self.kb}' on {self.target} already holds the same "
-                    f"{self.unchanged_documents} documents")
-        parts = [f"{self.copied_documents} documents ({self.copied_chunks} chunks) copied",
-                 f"{self.unchanged_documents} unchanged"]
+            return (
+                f"nothing to do: '{self.kb}' on {self.target} already holds the same "
+                f"{self.unchanged_documents} documents"
+            )
+        parts = [
+            f"{self.copied_documents} documents ({self.copied_chunks} chunks) copied",
+            f"{self.unchanged_documents} unchanged",
+        ]
         if self.kb_created:
             parts.insert(0, "knowledge base created")
         if self.kb_updated:
@@ -77,6 +84,10 @@ def fingerprint(summary: dict[str, Any]) -> str:
     """What makes two copies of a document the same: name, bytes hash, status, and each
     chunk's index, text hash and whether it has a vector (a chunk's vector only changes
     with the KB's model, which is compared separately)."""
-    body = [summary["filename"], summary.get("content_hash"), summary["status"],
-            [list(c) for c in sorted(summary["chunks"])]]
+    body = [
+        summary["filename"],
+        summary.get("content_hash"),
+        summary["status"],
+        [list(c) for c in sorted(summary["chunks"])],
+    ]
     return hashlib.sha256(json.dumps(body, ensure_ascii=False).encode("utf-8", "surrogatepass")).hexdigest()

@@ -42,8 +42,15 @@ class Side:
     def create_kb(self, like: KnowledgeBase, scope: str, team_id: str | None) -> KnowledgeBase:
         if scope == "team" and team_id:
             team_id = self.store.resolve_team(team_id)
-        return self.store.create_kb(like.name, like.description, embedding_config=_known_config(like),
-                                    scope=scope, team_id=team_id, discoverable=like.discoverable, kb_id=like.id)
+        return self.store.create_kb(
+            like.name,
+            like.description,
+            embedding_config=_known_config(like),
+            scope=scope,
+            team_id=team_id,
+            discoverable=like.discoverable,
+            kb_id=like.id,
+        )
 
     def set_status(self, kb_id: str, status: str) -> None:
         self.store.set_kb_status(kb_id, status)

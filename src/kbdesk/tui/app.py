@@ -47,8 +47,9 @@ class KbdeskApp(Blocking, App[None]):
         Binding("j", "open_notes", "Notes", id="app.notes", show=False),
     ]
 
-    def __init__(self, desk: Any, *, owns_desk: bool = False, watch_css: bool = False,
-                 auto_resume: bool = False) -> None:
+    def __init__(
+        self, desk: Any, *, owns_desk: bool = False, watch_css: bool = False, auto_resume: bool = False
+    ) -> None:
         super().__init__(watch_css=watch_css)
         self.desk = desk
         self._owns_desk = owns_desk
@@ -72,14 +73,20 @@ class KbdeskApp(Blocking, App[None]):
     # ── unfinished documents (a run that was stopped or killed) ────────────────
     def count_unfinished(self, announce: bool = False) -> None:
         """Count them in a worker; screens hear of it through ``unfinished_changed``."""
+
         def count() -> dict[str, int]:
             out: dict[str, int] = {}
             for doc in self.desk.unfinished_documents():
                 out[doc.kb_id] = out.get(doc.kb_id, 0) + 1
             return out
 
-        self.in_thread(count, doing="counting unfinished documents", group="unfinished", exclusive=True,
-                       done=lambda counts: self._counted(counts, announce))
+        self.in_thread(
+            count,
+            doing="counting unfinished documents",
+            group="unfinished",
+            exclusive=True,
+            done=lambda counts: self._counted(counts, announce),
+        )
 
     def _counted(self, counts: dict[str, int], announce: bool) -> None:
         self.unfinished = {kb_id: n for kb_id, n in counts.items() if not self.ingesting(kb_id)}
@@ -90,15 +97,20 @@ class KbdeskApp(Blocking, App[None]):
         if self.auto_resume:
             self.action_resume_all()
         elif announce:
-            self.notify(f"{total} document(s) were left unfinished when indexing last stopped. "
-                        "Press u to resume them.", title="Unfinished documents", severity="warning", timeout=10,
-                        markup=False)
+            self.notify(
+                f"{total} document(s) were left unfinished when indexing last stopped. Press u to resume them.",
+                title="Unfinished documents",
+                severity="warning",
+                timeout=10,
+                markup=False,
+            )
 
     def resume(self, kb: KnowledgeBase, *, expected: int = 0) -> IngestTracker | None:
         """Finish what earlier runs left of ``kb`` (a worker, with progress like any add)."""
         kb_id = kb.id
-        tracker = self.start_ingest(kb, "Resuming", lambda ingestor: ingestor.resume(kb_id),
-                                    expected=expected or self.unfinished.get(kb.id, 0))
+        tracker = self.start_ingest(
+            kb, "Resuming", lambda ingestor: ingestor.resume(kb_id), expected=expected or self.unfinished.get(kb.id, 0)
+        )
         if tracker is not None:
             self.unfinished.pop(kb.id, None)
         return tracker
@@ -149,8 +161,9 @@ class KbdeskApp(Blocking, App[None]):
             self.log.error("".join(traceback.format_exception(error)))
             message = f"internal error: {type(error).__name__}: {error}"
         # messages quote file names and document text: shown, never obeyed by the terminal
-        self.notify(inert_line(message), title=f"{title} failed" if doing else title, severity="error", timeout=10,
-                    markup=False)
+        self.notify(
+            inert_line(message), title=f"{title} failed" if doing else title, severity="error", timeout=10, markup=False
+        )
 
     # ── ingestion runs ─────────────────────────────────────────────────────────
     def ingesting(self, kb_id: str | None = None) -> bool:
@@ -159,17 +172,22 @@ class KbdeskApp(Blocking, App[None]):
         worker = self._ingest_workers.get(kb_id)
         return worker is not None and not worker.is_finished
 
-    def start_ingest(self, kb: KnowledgeBase, what: str, job: Callable[[Any], Any], *,
-                     expected: int = 0) -> IngestTracker | None:
+    def start_ingest(
+        self, kb: KnowledgeBase, what: str, job: Callable[[Any], Any], *, expected: int = 0
+    ) -> IngestTracker | None:
         """Run ``job(ingestor)`` in a thread for ``kb``; progress reaches screens as ticks. Quitting
         cancels the ingestor: what it had not finished is left for a resume."""
         if self.ingesting(kb.id):
-            self.notify(f"'{inert_line(kb.name)}' is already being indexed; wait for it to finish", severity="warning",
-                        markup=False)
+            self.notify(
+                f"'{inert_line(kb.name)}' is already being indexed; wait for it to finish",
+                severity="warning",
+                markup=False,
+            )
             return None
         kb_id = kb.id
-        tracker = IngestTracker(kb.id, kb.name, what, lambda: self.post_message(IngestProgress(kb_id)),
-                                expected=expected)
+        tracker = IngestTracker(
+            kb.id, kb.name, what, lambda: self.post_message(IngestProgress(kb_id)), expected=expected
+        )
         self.trackers[kb.id] = tracker
 
         ingestor = self.desk.ingestor(on_event=tracker.on_event)
@@ -189,7 +207,8 @@ class KbdeskApp(Blocking, App[None]):
             return result
 
         self._ingest_workers[kb.id] = self.run_worker(
-            run, name=f"{what} '{kb.name}'", group=INGEST_GROUP, thread=True, exit_on_error=False)
+            run, name=f"{what} '{kb.name}'", group=INGEST_GROUP, thread=True, exit_on_error=False
+        )
         self._dispatch_progress(kb.id)
         return tracker
 
@@ -305,25 +324,34 @@ class KbdeskApp(Blocking, App[None]):
             if yes:
                 self.exit()
 
-        self.push_screen(ConfirmScreen(
-            "Indexing is still running. Quit anyway?",
-            "Documents not finished yet are picked up again the next time you add files or resume.",
-            confirm="Quit"), answer)
+        self.push_screen(
+            ConfirmScreen(
+                "Indexing is still running. Quit anyway?",
+                "Documents not finished yet are picked up again the next time you add files or resume.",
+                confirm="Quit",
+            ),
+            answer,
+        )
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        yield SystemCommand("Search knowledge bases", "Search by meaning and keyword, with scores",
-                            self.action_open_search)
-        yield SystemCommand("Settings", "Providers (base URL, API key, test) and model roles",
-                            self.action_open_settings)
-        yield SystemCommand("Chat", "Ask the knowledge bases: conversations, sources, KB toggles (c)",
-                            self.action_open_chat)
+        yield SystemCommand(
+            "Search knowledge bases", "Search by meaning and keyword, with scores", self.action_open_search
+        )
+        yield SystemCommand(
+            "Settings", "Providers (base URL, API key, test) and model roles", self.action_open_settings
+        )
+        yield SystemCommand(
+            "Chat", "Ask the knowledge bases: conversations, sources, KB toggles (c)", self.action_open_chat
+        )
         yield SystemCommand("Notes", "Write, edit and search short notes (j)", self.action_open_notes)
         yield SystemCommand("Help", "Keys and how kbdesk works", self.action_help)
         if self.unfinished:
-            yield SystemCommand(f"Resume {sum(self.unfinished.values())} unfinished document(s)",
-                                "Finish what an earlier indexing run left half-way, in every KB (u)",
-                                self.action_resume_all)
+            yield SystemCommand(
+                f"Resume {sum(self.unfinished.values())} unfinished document(s)",
+                "Finish what an earlier indexing run left half-way, in every KB (u)",
+                self.action_resume_all,
+            )
         commands = getattr(screen, "palette_commands", None)
         if commands is not None:
             yield from commands()
@@ -334,8 +362,11 @@ def make_app(desk: Any, *, owns_desk: bool = False, auto_resume: bool | None = N
     (default: the config's ``ingest.auto_resume``, or ``$KBDESK_AUTO_RESUME`` set to 1) resumes
     unfinished documents without asking."""
     if auto_resume is None:
-        auto_resume = bool(desk.config.ingest.auto_resume) or \
-            os.environ.get(AUTO_RESUME_ENV, "").strip().lower() in ("1", "true", "yes")
+        auto_resume = bool(desk.config.ingest.auto_resume) or os.environ.get(AUTO_RESUME_ENV, "").strip().lower() in (
+            "1",
+            "true",
+            "yes",
+        )
     return KbdeskApp(desk, owns_desk=owns_desk, auto_resume=auto_resume)
 
 

@@ -17,7 +17,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbdesk.chat.events import (
-    ChatEvent, Notice, Retrieval, TextDelta, ToolCallFinished, ToolCallStarted, TurnFinished, TurnStarted, Waiting,
+    ChatEvent,
+    Notice,
+    Retrieval,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnFinished,
+    TurnStarted,
+    Waiting,
 )
 from kbdesk.chat.safety import clean, one_line
 from kbdesk.chat.service import TurnContext
@@ -33,8 +41,9 @@ class TurnRelay:
     on a timer of its own, which picks up text that arrived inside an interval.
     """
 
-    def __init__(self, wake: Callable[[], None], *, interval: float = 0.05,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, wake: Callable[[], None], *, interval: float = 0.05, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._wake = wake
         self._interval = interval
         self._clock = clock
@@ -186,7 +195,7 @@ class AnswerState:
             lines.append(f"{n} earlier question{'' if n == 1 else 's'} left out to fit the model's context")
         return lines
 
-    def add_text(self, text: str, round: int) -> None:  # noqa: A002 - the event's own name
+    def add_text(self, text: str, round: int) -> None:
         last = self.parts[-1] if self.parts else None
         if isinstance(last, TextPart) and last.round == round:
             last.text += clean(text)
@@ -232,8 +241,9 @@ def blocks_from_messages(messages: Iterable[Any]) -> list[Block]:
             current = AnswerState(status="complete")
             blocks.append(current)
         if message.role == "notice":
-            current.parts.append(NoticePart(clean(message.content),
-                                            "warning" if message.status == "cancelled" else "error"))
+            current.parts.append(
+                NoticePart(clean(message.content), "warning" if message.status == "cancelled" else "error")
+            )
             if message.status in ("error", "cancelled"):
                 current.status = message.status
             continue
@@ -242,8 +252,11 @@ def blocks_from_messages(messages: Iterable[Any]) -> list[Block]:
             current.add_text(message.content, len(current.parts) + 1)
         for call in message.tool_calls:
             state = call.status if call.status in ("ok", "error") else "stopped"
-            current.parts.append(CallLine(call.call_id, call.name, call.arguments, state,
-                                          error=clean(call.error) if call.error else None))
+            current.parts.append(
+                CallLine(
+                    call.call_id, call.name, call.arguments, state, error=clean(call.error) if call.error else None
+                )
+            )
         if not message.tool_calls:
             current.sources = list(message.sources or [])
             current.status = message.status
@@ -266,8 +279,9 @@ def source_groups(blocks: Iterable[Block]) -> list[tuple[str, list[dict[str, Any
 ChatContext = TurnContext  # the status line's model, KBs and retrieval policy (kbdesk.chat.service)
 
 
-def chat_context(chat: Any, *, conversation_id: str | None = None, persona_id: str | None = None,
-                 project_id: str | None = None) -> ChatContext:
+def chat_context(
+    chat: Any, *, conversation_id: str | None = None, persona_id: str | None = None, project_id: str | None = None
+) -> ChatContext:
     """Blocking: the model a turn would use, the KBs it would search and how."""
     if conversation_id is not None:
         return chat.context(conversation_id)

@@ -90,5 +90,6 @@ class DocRowsCache:
             for waiter in self._waiting.pop(kb_id, []):
                 waiter(result.copy())
 
-        self._app.in_thread(read, doing="loading documents", done=finished,
-                            failed=lambda _: self._waiting.pop(kb_id, None))
+        self._app.in_thread(
+            read, doing="loading documents", done=finished, failed=lambda _: self._waiting.pop(kb_id, None)
+        )

@@ -36,8 +36,12 @@ def palette(app: Any) -> dict[str, str]:
     def pick(name: str) -> str:
         return variables.get(name) or _FALLBACK[name]
 
-    colours = {"ok": pick("text-success"), "bad": pick("text-error"), "busy": pick("text-warning"),
-               "info": pick("accent")}
+    colours = {
+        "ok": pick("text-success"),
+        "bad": pick("text-error"),
+        "busy": pick("text-warning"),
+        "info": pick("accent"),
+    }
     if theme:
         _PALETTES[theme] = colours
     return colours

@@ -35,9 +35,17 @@ class DocProgress:
 class IngestTracker:
     """The live state of one ingestion run (add, resume, rebuild or re-embed) of one KB."""
 
-    def __init__(self, kb_id: str, kb_name: str, what: str, notify: Callable[[], None], *,
-                 expected: int = 0, interval: float = 0.25,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        kb_id: str,
+        kb_name: str,
+        what: str,
+        notify: Callable[[], None],
+        *,
+        expected: int = 0,
+        interval: float = 0.25,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.kb_id = kb_id
         self.kb_name = kb_name
         self.what = what

@@ -9,18 +9,28 @@ this module in clear: :func:`provider_rows` shows only where a key comes from.
 
 from __future__ import annotations
 
-import os
 import typing
 from dataclasses import dataclass
 from typing import Any
 
-from kbdesk.config import Config
-from kbdesk.config_write import update_config
-from kbdesk.errors import InvalidInputError
-from kbdesk.providers import DEFAULT_BASE_URLS, ProviderKind, base_url_for
-from kbdesk.providers.models import ROLES, list_models, quick_settings, role_candidates, save_roles
 from kbdesk import provider_config
+from kbdesk.config import Config
+from kbdesk.providers import ProviderKind, base_url_for
+from kbdesk.providers.models import ROLES, list_models, role_candidates, save_roles
 from kbdesk.providers.settings import display_url
+
+# the model roles and model listing, shared with ``kbdesk model``, for the screens
+__all__ = [
+    "KINDS",
+    "ROLES",
+    "ProviderForm",
+    "list_models",
+    "provider_rows",
+    "remove_provider",
+    "role_candidates",
+    "save_provider",
+    "save_roles",
+]
 
 KINDS = list(typing.get_args(ProviderKind))
 MASK = "••••••••"
@@ -66,10 +76,17 @@ class ProviderForm:
 
 def save_provider(config_path: Any, form: ProviderForm) -> Config:
     """The form's provider, by the rules of :mod:`kbdesk.provider_config`."""
-    return provider_config.save_provider(config_path, form.name, form.kind, base_url=form.base_url,
-                                         api_key_env=form.api_key_env, api_key=form.api_key or "",
-                                         original=form.original or None, forget_key=form.forget_key,
-                                         key_hint=KEY_ENV_HINT)
+    return provider_config.save_provider(
+        config_path,
+        form.name,
+        form.kind,
+        base_url=form.base_url,
+        api_key_env=form.api_key_env,
+        api_key=form.api_key or "",
+        original=form.original or None,
+        forget_key=form.forget_key,
+        key_hint=KEY_ENV_HINT,
+    )
 
 
 def remove_provider(config_path: Any, name: str) -> Config:

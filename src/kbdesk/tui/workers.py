@@ -21,6 +21,7 @@ _running = 0  # functions started by tracked() that have not returned yet
 
 def tracked(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn``, counted while it runs in its thread, so the app can wait for it before closing the desk."""
+
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
         global _running
@@ -47,15 +48,29 @@ class Blocking:
 
     _kb_thread_callbacks: dict[Worker[Any], tuple[Callable[[Any], None] | None, Callable[[BaseException], None] | None]]
 
-    def in_thread(self, fn: Callable[..., Any], *args: Any, doing: str,
-                  done: Callable[[Any], None] | None = None,
-                  failed: Callable[[BaseException], None] | None = None,
-                  group: str = "default", exclusive: bool = False, **kwargs: Any) -> Worker[Any]:
+    def in_thread(
+        self,
+        fn: Callable[..., Any],
+        *args: Any,
+        doing: str,
+        done: Callable[[Any], None] | None = None,
+        failed: Callable[[BaseException], None] | None = None,
+        group: str = "default",
+        exclusive: bool = False,
+        **kwargs: Any,
+    ) -> Worker[Any]:
         """Run ``fn(*args, **kwargs)`` in a thread; ``doing`` names it in error messages."""
         if not hasattr(self, "_kb_thread_callbacks"):
             self._kb_thread_callbacks = {}
-        worker = self.run_worker(tracked(lambda: fn(*args, **kwargs)), name=doing, description=doing,  # type: ignore[attr-defined]
-                                 thread=True, exit_on_error=False, group=group, exclusive=exclusive)
+        worker = self.run_worker(
+            tracked(lambda: fn(*args, **kwargs)),
+            name=doing,
+            description=doing,  # type: ignore[attr-defined]
+            thread=True,
+            exit_on_error=False,
+            group=group,
+            exclusive=exclusive,
+        )
         self._kb_thread_callbacks[worker] = (done, failed)
         return worker
 

@@ -20,8 +20,22 @@ from kbdesk.models import ChunkInput, KnowledgeBase
 from kbdesk.store.core.documents import VectorChanges
 from kbdesk.store.doc_types import storage_key
 
-EXPORT_COLUMNS = ("id", "filename", "content_type", "size_bytes", "extracted_text", "extracted_sections", "status",
-                  "error", "content_hash", "source_path", "source_mtime", "created_at", "updated_at", "storage_key")
+EXPORT_COLUMNS = (
+    "id",
+    "filename",
+    "content_type",
+    "size_bytes",
+    "extracted_text",
+    "extracted_sections",
+    "status",
+    "error",
+    "content_hash",
+    "source_path",
+    "source_mtime",
+    "created_at",
+    "updated_at",
+    "storage_key",
+)
 
 
 class BulkCore:
@@ -39,18 +53,37 @@ class BulkCore:
         ``order`` (its first chunk's seq) lets a copy keep the order of the chunks."""
         q = self.db.q
         with self.read() as conn:
-            docs = conn.execute(q("SELECT id, status, filename, content_hash, size_bytes, created_at FROM kb_documents "
-                                  "WHERE kb_id = ?"), (kb_id,)).fetchall()
-            chunks = conn.execute(q(
-                "SELECT document_id, chunk_index, content_hash, CASE WHEN content_hash IS NULL THEN content END, "
-                "embedding IS NOT NULL, seq FROM kb_chunks WHERE kb_id = ? ORDER BY document_id, chunk_index"),
-                (kb_id,)).fetchall()
-        out = {d[0]: {"status": d[1], "filename": d[2], "content_hash": d[3], "size_bytes": int(d[4]),
-                      "created_at": self.db.time_out(d[5]), "order": None, "chunks": []} for d in docs}
+            docs = conn.execute(
+                q(
+                    "SELECT id, status, filename, content_hash, size_bytes, created_at FROM kb_documents "
+                    "WHERE kb_id = ?"
+                ),
+                (kb_id,),
+            ).fetchall()
+            chunks = conn.execute(
+                q(
+                    "SELECT document_id, chunk_index, content_hash, CASE WHEN content_hash IS NULL THEN content END, "
+                    "embedding IS NOT NULL, seq FROM kb_chunks WHERE kb_id = ? ORDER BY document_id, chunk_index"
+                ),
+                (kb_id,),
+            ).fetchall()
+        out = {
+            d[0]: {
+                "status": d[1],
+                "filename": d[2],
+                "content_hash": d[3],
+                "size_bytes": int(d[4]),
+                "created_at": self.db.time_out(d[5]),
+                "order": None,
+                "chunks": [],
+            }
+            for d in docs
+        }
         for doc_id, index, text_hash, content, has_vector, seq in chunks:
             if doc_id in out:
-                out[doc_id]["chunks"].append((int(index), text_hash or ChunkInput(content).content_hash,
-                                              bool(has_vector)))
+                out[doc_id]["chunks"].append(
+                    (int(index), text_hash or ChunkInput(content).content_hash, bool(has_vector))
+                )
                 out[doc_id]["order"] = min(seq, out[doc_id]["order"] or seq)
         return out
 
@@ -60,18 +93,32 @@ class BulkCore:
         where, args = self.db.in_list("id", list(doc_ids), ids=True)
         chunk_where, chunk_args = self.db.in_list("document_id", list(doc_ids), ids=True)
         with self.read() as conn:
-            docs = conn.execute(self.db.q(f"SELECT {', '.join(EXPORT_COLUMNS)} FROM kb_documents "
-                                          f"WHERE kb_id = ? AND {where}"), (kb_id, *args)).fetchall()
-            chunks = self._export_vectors(conn, f"SELECT document_id, id, chunk_index, content, token_count, metadata, "
-                                                f"content_hash, {{vector}} FROM kb_chunks WHERE {chunk_where} "
-                                                "ORDER BY document_id, chunk_index", chunk_args, dims)
+            docs = conn.execute(
+                self.db.q(f"SELECT {', '.join(EXPORT_COLUMNS)} FROM kb_documents WHERE kb_id = ? AND {where}"),
+                (kb_id, *args),
+            ).fetchall()
+            chunks = self._export_vectors(
+                conn,
+                f"SELECT document_id, id, chunk_index, content, token_count, metadata, "
+                f"content_hash, {{vector}} FROM kb_chunks WHERE {chunk_where} "
+                "ORDER BY document_id, chunk_index",
+                chunk_args,
+                dims,
+            )
             blobs = self._document_blobs(conn, [d[0] for d in docs])
         by_doc: dict[str, list[dict[str, Any]]] = {}
         for doc_id, chunk_id, index, content, tokens, meta, text_hash, vector in chunks:
-            by_doc.setdefault(str(doc_id), []).append({
-                "id": str(chunk_id), "chunk_index": int(index), "content": content, "token_count": int(tokens),
-                "metadata": dict(self.db.json_out(meta) or {}),
-                "content_hash": text_hash or ChunkInput(content).content_hash, "vector": vector})
+            by_doc.setdefault(str(doc_id), []).append(
+                {
+                    "id": str(chunk_id),
+                    "chunk_index": int(index),
+                    "content": content,
+                    "token_count": int(tokens),
+                    "metadata": dict(self.db.json_out(meta) or {}),
+                    "content_hash": text_hash or ChunkInput(content).content_hash,
+                    "vector": vector,
+                }
+            )
         out = []
         for row in docs:
             doc = dict(zip(EXPORT_COLUMNS, row))
@@ -98,15 +145,18 @@ class BulkCore:
             kb = self._get_kb(conn, kb_id)
             self.policy.check_manage(kb)
             where, args = self.db.in_list("id", ids, ids=True)
-            elsewhere = conn.execute(q(f"SELECT id FROM kb_documents WHERE {where} AND kb_id <> ? LIMIT 1"),
-                                     (*args, kb_id)).fetchone()
+            elsewhere = conn.execute(
+                q(f"SELECT id FROM kb_documents WHERE {where} AND kb_id <> ? LIMIT 1"), (*args, kb_id)
+            ).fetchone()
             if elsewhere:
                 raise ConflictError(f"document {elsewhere[0]} already belongs to another knowledge base")
             # one document per source path: a copy coming in replaces another row of its path
             sources = [self.db.text(d["source_path"]) for d in docs if d.get("source_path")]
             source_where, source_args = self.db.in_list("source_path", sources)
-            replaced = conn.execute(q(f"SELECT id FROM kb_documents WHERE {where} OR (kb_id = ? AND {source_where})"),
-                                    (*args, kb_id, *source_args)).fetchall()
+            replaced = conn.execute(
+                q(f"SELECT id FROM kb_documents WHERE {where} OR (kb_id = ? AND {source_where})"),
+                (*args, kb_id, *source_args),
+            ).fetchall()
             self._vectors_touch(conn, kb_id, changes)
             for (doc_id,) in replaced:
                 self._delete_chunks(conn, kb_id, str(doc_id), changes)
@@ -124,21 +174,39 @@ class BulkCore:
         changes.kbs.add(kb_id)
         self._vectors_committed(changes)
 
-    _IMPORT_SQL = ("INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, "
-                   "extracted_text, extracted_sections, chunk_count, status, error, uploaded_by, content_hash, source_path, "
-                   "source_mtime, created_at, updated_at, version, indexed_at, indexed_hash) "
-                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)")
+    _IMPORT_SQL = (
+        "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, "
+        "extracted_text, extracted_sections, chunk_count, status, error, uploaded_by, content_hash, source_path, "
+        "source_mtime, created_at, updated_at, version, indexed_at, indexed_hash) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)"
+    )
 
     def _import_row(self, kb_id: str, d: dict[str, Any]) -> tuple[Any, ...]:
         db = self.db
         filename = db.text(d["filename"])
         text, sections = db.text_and_sections(d.get("extracted_text"), d.get("extracted_sections"))
         created, updated = _moment(d.get("created_at"), db), _moment(d.get("updated_at"), db)
-        return (d["id"], kb_id, filename, db.text(d.get("content_type") or "application/octet-stream"),
-                int(d.get("size_bytes") or 0), storage_key(kb_id, d["id"], filename), text, sections,
-                len(d["chunks"]), d.get("status") or "ready", db.text(d.get("error")), self.local_user_id,
-                d.get("content_hash"), db.text(d.get("source_path")), d.get("source_mtime"), created, updated,
-                updated if d["chunks"] else None, d.get("content_hash") if d["chunks"] else None)
+        return (
+            d["id"],
+            kb_id,
+            filename,
+            db.text(d.get("content_type") or "application/octet-stream"),
+            int(d.get("size_bytes") or 0),
+            storage_key(kb_id, d["id"], filename),
+            text,
+            sections,
+            len(d["chunks"]),
+            d.get("status") or "ready",
+            db.text(d.get("error")),
+            self.local_user_id,
+            d.get("content_hash"),
+            db.text(d.get("source_path")),
+            d.get("source_mtime"),
+            created,
+            updated,
+            updated if d["chunks"] else None,
+            d.get("content_hash") if d["chunks"] else None,
+        )
 
     def delete_documents(self, kb_id: str, doc_ids: Sequence[str]) -> int:
         """Delete documents of a KB (an export with ``prune``), in one transaction."""
@@ -146,8 +214,9 @@ class BulkCore:
         with self.write() as conn:
             self.policy.check_manage(self._get_kb(conn, kb_id))
             where, args = self.db.in_list("id", list(doc_ids), ids=True)
-            gone = conn.execute(self.db.q(f"SELECT id FROM kb_documents WHERE kb_id = ? AND {where}"),
-                                (kb_id, *args)).fetchall()
+            gone = conn.execute(
+                self.db.q(f"SELECT id FROM kb_documents WHERE kb_id = ? AND {where}"), (kb_id, *args)
+            ).fetchall()
             self._vectors_touch(conn, kb_id, changes)
             for (doc_id,) in gone:
                 self._delete_chunks(conn, kb_id, str(doc_id), changes)
@@ -163,8 +232,9 @@ class BulkCore:
         vector as unit float32 bytes at ``dims``, or None."""
         raise NotImplementedError
 
-    def _import_chunks(self, conn: Any, kb: KnowledgeBase, docs: Sequence[dict[str, Any]],
-                       changes: VectorChanges) -> None:
+    def _import_chunks(
+        self, conn: Any, kb: KnowledgeBase, docs: Sequence[dict[str, Any]], changes: VectorChanges
+    ) -> None:
         """Store the documents' chunks under their own ids, with keyword rows and vectors."""
         raise NotImplementedError
 

@@ -8,7 +8,7 @@ yet (a re-embed in progress, or a run that was stopped: see ``ingest/batch.py``)
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kbdesk.errors import InvalidInputError
@@ -34,13 +34,18 @@ class CacheCore:
         conn = self.connection()
         step = self.db.list_chunk
         for start in range(0, len(hashes), step):
-            part = hashes[start:start + step]
+            part = hashes[start : start + step]
             out.update(self._chunk_vectors(conn, model_id, part))
             rest = [h for h in part if h not in out]
             if rest:
                 where, args = self.db.in_list("text_hash", rest)
-                rows = conn.execute(self.db.q(f"SELECT text_hash, embedding FROM {self.db.table('embedding_cache')} "
-                                              f"WHERE model = ? AND {where}"), (model_id, *args)).fetchall()
+                rows = conn.execute(
+                    self.db.q(
+                        f"SELECT text_hash, embedding FROM {self.db.table('embedding_cache')} "
+                        f"WHERE model = ? AND {where}"
+                    ),
+                    (model_id, *args),
+                ).fetchall()
                 out.update({h: bytes(b) for h, b in rows})
         return out
 
@@ -52,10 +57,14 @@ class CacheCore:
             blob = vector if isinstance(vector, bytes) else normalise(vector, what="vector").tobytes()
             rows.append((model_key, h, len(blob) // 4, blob, now))
         with self.write() as conn:
-            self.db.executemany(conn, f"INSERT INTO {self.db.table('embedding_cache')}(model, text_hash, dimensions, "
-                                f"embedding, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT {self.cache_key} DO UPDATE "
-                                "SET dimensions = excluded.dimensions, embedding = excluded.embedding, "
-                                "created_at = excluded.created_at", rows)
+            self.db.executemany(
+                conn,
+                f"INSERT INTO {self.db.table('embedding_cache')}(model, text_hash, dimensions, "
+                f"embedding, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT {self.cache_key} DO UPDATE "
+                "SET dimensions = excluded.dimensions, embedding = excluded.embedding, "
+                "created_at = excluded.created_at",
+                rows,
+            )
 
     def drop_cached_vectors(self, model_key: str, hashes: Iterable[str]) -> None:
         """Forget cached vectors of ``model_key`` for these text hashes."""
@@ -63,23 +72,33 @@ class CacheCore:
         step = self.db.list_chunk
         with self.write() as conn:
             for start in range(0, len(todo), step):
-                where, args = self.db.in_list("text_hash", todo[start:start + step])
-                conn.execute(self.db.q(f"DELETE FROM {self.db.table('embedding_cache')} WHERE model = ? AND {where}"),
-                             (model_key, *args))
+                where, args = self.db.in_list("text_hash", todo[start : start + step])
+                conn.execute(
+                    self.db.q(f"DELETE FROM {self.db.table('embedding_cache')} WHERE model = ? AND {where}"),
+                    (model_key, *args),
+                )
 
     def prune_cached_vectors(self, prefix: str, days: int) -> int:
         """Forget cached vectors under keys starting with ``prefix`` older than ``days``."""
-        cutoff = self.db.at(datetime.now(timezone.utc) - timedelta(days=int(days)))
+        cutoff = self.db.at(datetime.now(UTC) - timedelta(days=int(days)))
         with self.write() as conn:
-            return conn.execute(self.db.q(f"DELETE FROM {self.db.table('embedding_cache')} WHERE "
-                                          "substr(model, 1, ?) = ? AND created_at < ?"),
-                                (len(prefix), prefix, cutoff)).rowcount
+            return conn.execute(
+                self.db.q(
+                    f"DELETE FROM {self.db.table('embedding_cache')} WHERE substr(model, 1, ?) = ? AND created_at < ?"
+                ),
+                (len(prefix), prefix, cutoff),
+            ).rowcount
 
     def chunk_texts(self, kb_id: str) -> list[tuple[str, str]]:
         """Distinct (text_hash, content) of a KB's chunks."""
-        rows = self.connection().execute(self.db.q(
-            "SELECT content_hash, min(content) FROM kb_chunks WHERE kb_id = ? GROUP BY content_hash"),
-            (kb_id,)).fetchall()
+        rows = (
+            self.connection()
+            .execute(
+                self.db.q("SELECT content_hash, min(content) FROM kb_chunks WHERE kb_id = ? GROUP BY content_hash"),
+                (kb_id,),
+            )
+            .fetchall()
+        )
         return [(h, c) for h, c in rows]
 
     def swap_embedding_model(self, kb_id: str, provider: str, model_id: str, model_key: str) -> KnowledgeBase:
@@ -92,14 +111,22 @@ class CacheCore:
         with self.write() as conn:
             kb = self._get_kb(conn, kb_id)
             self.policy.check_manage(kb)
-            missing = conn.execute(q(
-                f"SELECT count(*) FROM kb_chunks c WHERE c.kb_id = ? AND NOT EXISTS (SELECT 1 FROM {cache} e "
-                "WHERE e.model = ? AND e.text_hash = c.content_hash)"), (kb_id, model_key)).fetchone()[0]
+            missing = conn.execute(
+                q(
+                    f"SELECT count(*) FROM kb_chunks c WHERE c.kb_id = ? AND NOT EXISTS (SELECT 1 FROM {cache} e "
+                    "WHERE e.model = ? AND e.text_hash = c.content_hash)"
+                ),
+                (kb_id, model_key),
+            ).fetchone()[0]
             if missing:
                 raise InvalidInputError(f"{missing} chunks of '{kb.name}' have no vector from {model_id} yet")
-            dims = conn.execute(q(f"SELECT min(e.dimensions), max(e.dimensions) FROM {cache} e WHERE e.model = ? "
-                                  "AND e.text_hash IN (SELECT content_hash FROM kb_chunks WHERE kb_id = ?)"),
-                                (model_key, kb_id)).fetchone()
+            dims = conn.execute(
+                q(
+                    f"SELECT min(e.dimensions), max(e.dimensions) FROM {cache} e WHERE e.model = ? "
+                    "AND e.text_hash IN (SELECT content_hash FROM kb_chunks WHERE kb_id = ?)"
+                ),
+                (model_key, kb_id),
+            ).fetchone()
             if dims[0] != dims[1]:
                 raise InvalidInputError(f"{model_id} returned vectors of different sizes ({dims[0]} and {dims[1]})")
             self.vectors.drop(conn, kb_id)
@@ -107,23 +134,55 @@ class CacheCore:
             config = dict(kb.embedding_config, provider=provider, model_id=model_id)
             if dims[0] is not None:
                 config["dimensions"] = dims[0]
-            conn.execute(q("UPDATE knowledge_bases SET embedding_config = ?, updated_at = ? WHERE id = ?"),
-                         (self.db.json_in(config), self.db.now(), kb_id))
+            conn.execute(
+                q("UPDATE knowledge_bases SET embedding_config = ?, updated_at = ? WHERE id = ?"),
+                (self.db.json_in(config), self.db.now(), kb_id),
+            )
             conn.execute(q(f"DELETE FROM {cache} WHERE model = ?"), (model_key,))  # now in kb_chunks
-            self.audit(conn, "kb.reembed", kb_id, kb.name,
-                       {"from": {"provider": kb.embedding_config.get("provider"), "model_id": kb.model_id},
-                        "to": {"provider": provider, "model_id": model_id, "dimensions": dims[0]}})
+            self.audit(
+                conn,
+                "kb.reembed",
+                kb_id,
+                kb.name,
+                {
+                    "from": {"provider": kb.embedding_config.get("provider"), "model_id": kb.model_id},
+                    "to": {"provider": provider, "model_id": model_id, "dimensions": dims[0]},
+                },
+            )
             return self._get_kb(conn, kb_id)
 
-    def log_usage(self, role: str, *, provider: str = "", model: str = "", kb_id: str | None = None,
-                  inputs: int = 0, prompt_tokens: int | None = None, completion_tokens: int | None = None,
-                  total_tokens: int | None = None) -> None:
+    def log_usage(
+        self,
+        role: str,
+        *,
+        provider: str = "",
+        model: str = "",
+        kb_id: str | None = None,
+        inputs: int = 0,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+        total_tokens: int | None = None,
+    ) -> None:
         with self.write() as conn:
-            conn.execute(self.db.q(f"INSERT INTO {self.db.table('usage_log')}(created_at, user_id, role, provider, "
-                                   "model, kb_id, prompt_tokens, completion_tokens, total_tokens, inputs) "
-                                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
-                         (self.db.now(), self.local_user_id, role, provider, model, kb_id, prompt_tokens,
-                          completion_tokens, total_tokens, inputs))
+            conn.execute(
+                self.db.q(
+                    f"INSERT INTO {self.db.table('usage_log')}(created_at, user_id, role, provider, "
+                    "model, kb_id, prompt_tokens, completion_tokens, total_tokens, inputs) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                ),
+                (
+                    self.db.now(),
+                    self.local_user_id,
+                    role,
+                    provider,
+                    model,
+                    kb_id,
+                    prompt_tokens,
+                    completion_tokens,
+                    total_tokens,
+                    inputs,
+                ),
+            )
 
     # ── hooks ──────────────────────────────────────────────────────────────────
     def _chunk_vectors(self, conn: Any, model_id: str, hashes: list[str]) -> dict[str, bytes]:

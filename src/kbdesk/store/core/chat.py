@@ -36,14 +36,18 @@ class ChatCore:
         return Conversation(*values[:6], message_count=int(values[7]), retrieval=values[6])
 
     # ── conversations ──────────────────────────────────────────────────────────
-    def create_conversation(self, title: str = "", *, persona_id: str | None = None,
-                            project_id: str | None = None) -> Conversation:
+    def create_conversation(
+        self, title: str = "", *, persona_id: str | None = None, project_id: str | None = None
+    ) -> Conversation:
         conv_id, now = new_id(), self.db.now()
         with self.write() as conn:
-            conn.execute(self.db.q("INSERT INTO channels(id, title, owner_id, persona_id, project_id, created_at, "
-                                   "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)"),
-                         (conv_id, self.db.text(clean_title(title)), self.local_user_id, persona_id, project_id,
-                          now, now))
+            conn.execute(
+                self.db.q(
+                    "INSERT INTO channels(id, title, owner_id, persona_id, project_id, created_at, "
+                    "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+                ),
+                (conv_id, self.db.text(clean_title(title)), self.local_user_id, persona_id, project_id, now, now),
+            )
         return self.get_conversation(conv_id)
 
     def get_conversation(self, conv_id: str) -> Conversation:
@@ -52,8 +56,11 @@ class ChatCore:
     def find_conversation(self, ref: str) -> Conversation:
         """This user's conversation by id, title (one only) or a unique id prefix."""
         row = self._find_row("channels", _CONV, ref, "conversation", "title")
-        count = self.connection().execute(self.db.qt("SELECT count(*) FROM {chat_messages} WHERE channel_id = ?"),
-                                          (row[0],)).fetchone()[0]
+        count = (
+            self.connection()
+            .execute(self.db.qt("SELECT count(*) FROM {chat_messages} WHERE channel_id = ?"), (row[0],))
+            .fetchone()[0]
+        )
         return self._conversation([*row, count])
 
     def list_conversations(self, project_id: str | None = None) -> list[Conversation]:
@@ -61,13 +68,27 @@ class ChatCore:
         if project_id:
             where, args = where + " AND c.project_id = ?", [*args, project_id]
         cols = ", ".join(f"c.{c}" for c in _CONV.split(", "))
-        rows = self.connection().execute(self.db.qt(
-            f"SELECT {cols}, {_COUNT} FROM channels c WHERE {where} ORDER BY c.updated_at DESC, c.created_at DESC"),
-            args).fetchall()
+        rows = (
+            self.connection()
+            .execute(
+                self.db.qt(
+                    f"SELECT {cols}, {_COUNT} FROM channels c WHERE {where} ORDER BY c.updated_at DESC, c.created_at DESC"
+                ),
+                args,
+            )
+            .fetchall()
+        )
         return [self._conversation(r) for r in rows]
 
-    def update_conversation(self, conv_id: str, *, title: Any = UNSET, persona_id: Any = UNSET,
-                            project_id: Any = UNSET, retrieval: Any = UNSET) -> Conversation:
+    def update_conversation(
+        self,
+        conv_id: str,
+        *,
+        title: Any = UNSET,
+        persona_id: Any = UNSET,
+        project_id: Any = UNSET,
+        retrieval: Any = UNSET,
+    ) -> Conversation:
         changes: dict[str, Any] = {}
         if retrieval is not UNSET:
             changes["retrieval"] = check_retrieval(retrieval)
@@ -81,8 +102,10 @@ class ChatCore:
             conv_id = self.get_conversation(conv_id).id
             if changes:
                 sets = ", ".join(f"{c} = ?" for c in changes)
-                conn.execute(self.db.q(f"UPDATE channels SET {sets}, updated_at = ? WHERE id = ?"),
-                             (*changes.values(), self.db.now(), conv_id))
+                conn.execute(
+                    self.db.q(f"UPDATE channels SET {sets}, updated_at = ? WHERE id = ?"),
+                    (*changes.values(), self.db.now(), conv_id),
+                )
         return self.get_conversation(conv_id)
 
     def delete_conversation(self, conv_id: str) -> Conversation:
@@ -98,27 +121,57 @@ class ChatCore:
         raise NotImplementedError
 
     # ── messages and tool calls ────────────────────────────────────────────────
-    def add_message(self, channel_id: str, role: str, content: str = "", *, tool_call_id: str | None = None,
-                    status: str = "complete", model: str | None = None,
-                    sources: list[dict[str, Any]] | None = None,
-                    tool_calls: Iterable[tuple[str, str, str]] = ()) -> ChatMessage:
+    def add_message(
+        self,
+        channel_id: str,
+        role: str,
+        content: str = "",
+        *,
+        tool_call_id: str | None = None,
+        status: str = "complete",
+        model: str | None = None,
+        sources: list[dict[str, Any]] | None = None,
+        tool_calls: Iterable[tuple[str, str, str]] = (),
+    ) -> ChatMessage:
         """Append a message; ``tool_calls`` are the (call_id, name, arguments) it asks for."""
         if role not in ROLES or status not in STATUSES:
             raise InvalidInputError(f"bad message role {role!r} or status {status!r}")
         msg_id, now, db = new_id(), self.db.now(), self.db
         with self.write() as conn:
-            conn.execute(db.qt(f"INSERT INTO {{chat_messages}}({_MSG}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"),
-                         (msg_id, channel_id, role, db.text(content), tool_call_id, status, model,
-                          db.json_in(sources or []), now))
-            db.executemany(conn, f"INSERT INTO {db.table('chat_tool_calls')}(id, message_id, position, call_id, "
-                           "name, arguments, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                           [(new_id(), msg_id, position, call_id, name, db.text(arguments), now)
-                            for position, (call_id, name, arguments) in enumerate(tool_calls)])
+            conn.execute(
+                db.qt(f"INSERT INTO {{chat_messages}}({_MSG}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+                (
+                    msg_id,
+                    channel_id,
+                    role,
+                    db.text(content),
+                    tool_call_id,
+                    status,
+                    model,
+                    db.json_in(sources or []),
+                    now,
+                ),
+            )
+            db.executemany(
+                conn,
+                f"INSERT INTO {db.table('chat_tool_calls')}(id, message_id, position, call_id, "
+                "name, arguments, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (new_id(), msg_id, position, call_id, name, db.text(arguments), now)
+                    for position, (call_id, name, arguments) in enumerate(tool_calls)
+                ],
+            )
             conn.execute(db.q("UPDATE channels SET updated_at = ? WHERE id = ?"), (now, channel_id))
         return self.get_message(msg_id)
 
-    def update_message(self, message_id: str, *, content: str | None = None, status: str | None = None,
-                       sources: list[dict[str, Any]] | None = None) -> None:
+    def update_message(
+        self,
+        message_id: str,
+        *,
+        content: str | None = None,
+        status: str | None = None,
+        sources: list[dict[str, Any]] | None = None,
+    ) -> None:
         changes: dict[str, Any] = {}
         if content is not None:
             changes["content"] = self.db.text(content)
@@ -131,13 +184,16 @@ class ChatCore:
         if changes:
             with self.write() as conn:
                 sets = ", ".join(f"{c} = ?" for c in changes)
-                conn.execute(self.db.qt(f"UPDATE {{chat_messages}} SET {sets} WHERE id = ?"),
-                             (*changes.values(), message_id))
+                conn.execute(
+                    self.db.qt(f"UPDATE {{chat_messages}} SET {sets} WHERE id = ?"), (*changes.values(), message_id)
+                )
 
     def set_tool_call_status(self, message_id: str, call_id: str, status: str, error: str | None = None) -> None:
         with self.write() as conn:
-            conn.execute(self.db.qt("UPDATE {chat_tool_calls} SET status = ?, error = ? WHERE message_id = ? "
-                                    "AND call_id = ?"), (status, self.db.text(error), message_id, call_id))
+            conn.execute(
+                self.db.qt("UPDATE {chat_tool_calls} SET status = ?, error = ? WHERE message_id = ? AND call_id = ?"),
+                (status, self.db.text(error), message_id, call_id),
+            )
 
     def get_message(self, message_id: str) -> ChatMessage:
         """One of this user's messages, with its tool calls."""
@@ -153,8 +209,10 @@ class ChatCore:
     def _messages(self, where: str, args: list[Any], limit: int | None = None) -> list[ChatMessage]:
         """This user's messages matching ``where``, oldest first (the last ``limit``)."""
         cols = ", ".join(f"m.{c}" for c in _MSG.split(", "))
-        sql = (f"SELECT {cols} FROM {{chat_messages}} m JOIN channels c ON c.id = m.channel_id "
-               f"WHERE {where} AND c.owner_id = ? ORDER BY m.seq DESC")
+        sql = (
+            f"SELECT {cols} FROM {{chat_messages}} m JOIN channels c ON c.id = m.channel_id "
+            f"WHERE {where} AND c.owner_id = ? ORDER BY m.seq DESC"
+        )
         args = [*args, self.local_user_id]
         if limit is not None:
             sql, args = sql + " LIMIT ?", [*args, int(limit)]
@@ -171,21 +229,32 @@ class ChatCore:
         by_id = {m.id: m for m in messages}
         step = self.db.list_chunk
         for start in range(0, len(ids), step):
-            where, args = self.db.in_list("message_id", ids[start:start + step], ids=True)
-            for msg_id, call_id, name, arguments, status, error in self.connection().execute(self.db.qt(
+            where, args = self.db.in_list("message_id", ids[start : start + step], ids=True)
+            for msg_id, call_id, name, arguments, status, error in self.connection().execute(
+                self.db.qt(
                     f"SELECT message_id, call_id, name, arguments, status, error FROM {{chat_tool_calls}} "
-                    f"WHERE {where} ORDER BY message_id, position"), args):
+                    f"WHERE {where} ORDER BY message_id, position"
+                ),
+                args,
+            ):
                 by_id[msg_id].tool_calls.append(ToolCallRecord(call_id, name, arguments, status, error))
         return messages
 
     # ── conversation KB toggles (seed 000 §8, channel_knowledge_bases) ─────────
     def channel_kbs(self, channel_id: str) -> list[dict[str, Any]]:
         """The seed's ChannelKB objects: ``kb_id, kb_name, enabled, document_count``."""
-        rows = self.connection().execute(self.db.q(
-            "SELECT k.id, k.name, c.enabled, k.document_count FROM channel_knowledge_bases c "
-            "JOIN knowledge_bases k ON k.id = c.kb_id JOIN channels ch ON ch.id = c.channel_id "
-            "WHERE c.channel_id = ? AND ch.owner_id = ? ORDER BY lower(k.name), k.id"),
-            (channel_id, self.local_user_id)).fetchall()
+        rows = (
+            self.connection()
+            .execute(
+                self.db.q(
+                    "SELECT k.id, k.name, c.enabled, k.document_count FROM channel_knowledge_bases c "
+                    "JOIN knowledge_bases k ON k.id = c.kb_id JOIN channels ch ON ch.id = c.channel_id "
+                    "WHERE c.channel_id = ? AND ch.owner_id = ? ORDER BY lower(k.name), k.id"
+                ),
+                (channel_id, self.local_user_id),
+            )
+            .fetchall()
+        )
         return [{"kb_id": r[0], "kb_name": r[1], "enabled": bool(r[2]), "document_count": r[3]} for r in rows]
 
     def set_channel_kb(self, channel_id: str, kb_id: str, enabled: bool) -> None:
@@ -200,7 +269,10 @@ class ChatCore:
 
     def _bind(self, conn: Any, channel_id: str, rows: Sequence[tuple[str, bool]]) -> None:
         """On or off for each (kb_id, enabled); a KB named twice takes its last."""
-        self.db.executemany(conn, "INSERT INTO channel_knowledge_bases(channel_id, kb_id, enabled, added_at) "
-                                  "VALUES (?, ?, ?, ?) ON CONFLICT (channel_id, kb_id) DO UPDATE SET "
-                                  "enabled = excluded.enabled",
-                            [(channel_id, kb_id, self.db.bool_in(on), self.db.now()) for kb_id, on in rows])
+        self.db.executemany(
+            conn,
+            "INSERT INTO channel_knowledge_bases(channel_id, kb_id, enabled, added_at) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT (channel_id, kb_id) DO UPDATE SET "
+            "enabled = excluded.enabled",
+            [(channel_id, kb_id, self.db.bool_in(on), self.db.now()) for kb_id, on in rows],
+        )

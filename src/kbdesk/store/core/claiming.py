@@ -62,15 +62,34 @@ class ClaimsCore:
         rows = []
         for doc_id, spec in zip(ids, specs):
             filename = db.text(check_filename(spec.filename))
-            rows.append((filename, db.text(spec.content_type), int(spec.size_bytes), spec.content_hash,
-                         spec.source_mtime, spec.status, db.text(spec.error), spec.error_kind,
-                         None if spec.status == "error" else claim, doc_id, spec.kb_id,
-                         storage_key(spec.kb_id, doc_id, filename), self.local_user_id, db.text(spec.source_path),
-                         now, now))
-        db.executemany(conn, "INSERT INTO kb_documents(filename, content_type, size_bytes, content_hash, source_mtime, "
-                             "status, error, error_kind, claimed_by, id, kb_id, storage_key, uploaded_by, source_path, "
-                             "version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?) "
-                             "ON CONFLICT (kb_id, source_path) WHERE source_path IS NOT NULL DO NOTHING", rows)
+            rows.append(
+                (
+                    filename,
+                    db.text(spec.content_type),
+                    int(spec.size_bytes),
+                    spec.content_hash,
+                    spec.source_mtime,
+                    spec.status,
+                    db.text(spec.error),
+                    spec.error_kind,
+                    None if spec.status == "error" else claim,
+                    doc_id,
+                    spec.kb_id,
+                    storage_key(spec.kb_id, doc_id, filename),
+                    self.local_user_id,
+                    db.text(spec.source_path),
+                    now,
+                    now,
+                )
+            )
+        db.executemany(
+            conn,
+            "INSERT INTO kb_documents(filename, content_type, size_bytes, content_hash, source_mtime, "
+            "status, error, error_kind, claimed_by, id, kb_id, storage_key, uploaded_by, source_path, "
+            "version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?) "
+            "ON CONFLICT (kb_id, source_path) WHERE source_path IS NOT NULL DO NOTHING",
+            rows,
+        )
         mine = set(rows_by_id(self, conn, ids))  # the ids are new: a row holding one is the one just inserted
         taken = [doc_id if doc_id in mine else None for doc_id in ids]
         stats: dict[str, tuple[int, int]] = {}
@@ -80,9 +99,19 @@ class ClaimsCore:
                 stats[spec.kb_id] = (docs + 1, size + int(spec.size_bytes))
         for kb_id, (docs, size) in stats.items():
             self._bump(conn, kb_id, docs=docs, size=size)
-        self.audit_many(conn, [("document.upload", spec.kb_id, row[0],
-                                {"document_id": doc_id, "source_path": row[13], "status": spec.status})
-                               for doc_id, spec, row in zip(taken, specs, rows) if doc_id is not None])
+        self.audit_many(
+            conn,
+            [
+                (
+                    "document.upload",
+                    spec.kb_id,
+                    row[0],
+                    {"document_id": doc_id, "source_path": row[13], "status": spec.status},
+                )
+                for doc_id, spec, row in zip(taken, specs, rows)
+                if doc_id is not None
+            ],
+        )
         return taken
 
     def _take_one(self, conn: Any, spec: NewDocument, claim: str) -> str | None:
@@ -90,22 +119,45 @@ class ClaimsCore:
         db, q = self.db, self.db.q
         filename = db.text(check_filename(spec.filename))
         source = db.text(spec.source_path)
-        row = conn.execute(q("SELECT id, size_bytes FROM kb_documents WHERE kb_id = ? AND source_path = ? "
-                             "AND version = ?" + db.for_update),
-                           (spec.kb_id, source, spec.expected_version)).fetchone()
+        row = conn.execute(
+            q(
+                "SELECT id, size_bytes FROM kb_documents WHERE kb_id = ? AND source_path = ? "
+                "AND version = ?" + db.for_update
+            ),
+            (spec.kb_id, source, spec.expected_version),
+        ).fetchone()
         if row is None:
             return None
         doc_id = str(row[0])
-        conn.execute(q("UPDATE kb_documents SET filename = ?, content_type = ?, size_bytes = ?, content_hash = ?, "
-                       "source_mtime = ?, status = ?, error = ?, error_kind = ?, claimed_by = ?, "
-                       "version = version + 1, extracted_text = NULL, extracted_sections = NULL, updated_at = ? "
-                       "WHERE id = ?"),
-                     (filename, db.text(spec.content_type), int(spec.size_bytes), spec.content_hash, spec.source_mtime,
-                      spec.status, db.text(spec.error), spec.error_kind, None if spec.status == "error" else claim,
-                      db.now(), doc_id))
+        conn.execute(
+            q(
+                "UPDATE kb_documents SET filename = ?, content_type = ?, size_bytes = ?, content_hash = ?, "
+                "source_mtime = ?, status = ?, error = ?, error_kind = ?, claimed_by = ?, "
+                "version = version + 1, extracted_text = NULL, extracted_sections = NULL, updated_at = ? "
+                "WHERE id = ?"
+            ),
+            (
+                filename,
+                db.text(spec.content_type),
+                int(spec.size_bytes),
+                spec.content_hash,
+                spec.source_mtime,
+                spec.status,
+                db.text(spec.error),
+                spec.error_kind,
+                None if spec.status == "error" else claim,
+                db.now(),
+                doc_id,
+            ),
+        )
         self._bump(conn, spec.kb_id, size=int(spec.size_bytes) - int(row[1]))
-        self.audit(conn, "document.update", spec.kb_id, filename,
-                   {"document_id": doc_id, "source_path": source, "status": spec.status})
+        self.audit(
+            conn,
+            "document.update",
+            spec.kb_id,
+            filename,
+            {"document_id": doc_id, "source_path": source, "status": spec.status},
+        )
         return doc_id
 
     def create_documents(self, specs: Sequence[NewDocument]) -> list[Document]:
@@ -123,8 +175,11 @@ class ClaimsCore:
     def touch_documents(self, items: Sequence[tuple[str, int, float | None]]) -> None:
         """Record a new mtime for files whose bytes did not change (doc id, version, mtime)."""
         with self.write() as conn:
-            self.db.executemany(conn, "UPDATE kb_documents SET source_mtime = ? WHERE id = ? AND version = ?",
-                                [(mtime, doc_id, version) for doc_id, version, mtime in items])
+            self.db.executemany(
+                conn,
+                "UPDATE kb_documents SET source_mtime = ? WHERE id = ? AND version = ?",
+                [(mtime, doc_id, version) for doc_id, version, mtime in items],
+            )
 
     def claim_documents(self, docs: Sequence[Document], claim: str) -> list[Document]:
         """Take over rows whose runner is gone (or that nobody holds), each only while
@@ -133,12 +188,19 @@ class ClaimsCore:
         taken: list[Document] = []
         with self.write() as conn:
             for doc in docs:
-                row = conn.execute(q("SELECT claimed_by, updated_at FROM kb_documents WHERE id = ? AND version = ?"
-                                     + self.db.for_update), (doc.id, doc.version)).fetchone()
+                row = conn.execute(
+                    q(
+                        "SELECT claimed_by, updated_at FROM kb_documents WHERE id = ? AND version = ?"
+                        + self.db.for_update
+                    ),
+                    (doc.id, doc.version),
+                ).fetchone()
                 if row is None or (row[0] not in (None, claim) and claim_alive(row[0], self.db.time_out(row[1]))):
                     continue
-                conn.execute(q("UPDATE kb_documents SET claimed_by = ?, version = version + 1, updated_at = ? "
-                               "WHERE id = ?"), (claim, self.db.now(), doc.id))
+                conn.execute(
+                    q("UPDATE kb_documents SET claimed_by = ?, version = version + 1, updated_at = ? WHERE id = ?"),
+                    (claim, self.db.now(), doc.id),
+                )
                 taken.append(self._get_document(conn, doc.id))
         return taken
 
@@ -150,8 +212,9 @@ class ClaimsCore:
         """Let go of every row ``claim`` still holds (a run that ended or was cancelled):
         they stay in their status for the next ``add`` or ``resume`` to take."""
         with self.write() as conn:
-            return conn.execute(self.db.q("UPDATE kb_documents SET claimed_by = NULL WHERE claimed_by = ?"),
-                                (claim,)).rowcount
+            return conn.execute(
+                self.db.q("UPDATE kb_documents SET claimed_by = NULL WHERE claimed_by = ?"), (claim,)
+            ).rowcount
 
     def set_statuses(self, updates: Sequence[StatusUpdate]) -> None:
         """Move documents to new statuses in one transaction. An update naming a
@@ -170,8 +233,12 @@ class ClaimsCore:
             if not self.db.valid_id(u.doc_id):
                 continue
             shape = (u.extracted_text is not None, u.status == "error", u.version is not None)
-            values: tuple[Any, ...] = (u.status, self.db.text(u.error), u.error_kind if u.status == "error" else None,
-                                       now)
+            values: tuple[Any, ...] = (
+                u.status,
+                self.db.text(u.error),
+                u.error_kind if u.status == "error" else None,
+                now,
+            )
             if shape[0]:
                 values += self.db.text_and_sections(u.extracted_text, u.sections)
             values += (u.doc_id, u.version) if shape[2] else (u.doc_id,)
@@ -185,7 +252,13 @@ class ClaimsCore:
             where = "id = ? AND version = ?" if versioned else "id = ?"
             self.db.executemany(conn, f"UPDATE kb_documents SET {sets} WHERE {where}", rows)
 
-    def set_document_status(self, doc_id: str, status: str, *, error: str | None = None,
-                            extracted_text: str | None = None,
-                            sections: list[tuple[int, int, dict[str, Any]]] | None = None) -> None:
+    def set_document_status(
+        self,
+        doc_id: str,
+        status: str,
+        *,
+        error: str | None = None,
+        extracted_text: str | None = None,
+        sections: list[tuple[int, int, dict[str, Any]]] | None = None,
+    ) -> None:
         self.set_statuses([StatusUpdate(doc_id, status, error, extracted_text, sections)])

@@ -32,7 +32,6 @@ from kbdesk.store.ids import ID_PREFIX, new_id
 from kbdesk.store.vectors import normalise_rows
 
 
-
 @dataclass
 class VectorChanges:
     """What one write did to the KBs' vectors, for the engine to bring its index along."""
@@ -62,8 +61,12 @@ class DocumentsCore(ClaimsCore):
     def _get_document(self, conn: Any, doc_id: str, *, lock: bool = False) -> Document:
         row = None
         if self.db.valid_id(doc_id):
-            row = conn.execute(self.db.q(f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE id = ?"
-                                         + (self.db.for_update if lock else "")), (doc_id,)).fetchone()
+            row = conn.execute(
+                self.db.q(
+                    f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE id = ?" + (self.db.for_update if lock else "")
+                ),
+                (doc_id,),
+            ).fetchone()
         if row is None:
             raise NotFoundError(f"no document with id '{doc_id}'")
         return self._doc(row)
@@ -77,19 +80,29 @@ class DocumentsCore(ClaimsCore):
         ids = list(doc_ids)
         step = self.db.list_chunk
         for start in range(0, len(ids), step):
-            where, args = self.db.in_list("id", ids[start:start + step], ids=True)
-            rows = self.connection().execute(self.db.q(f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE {where}"),
-                                             args).fetchall()
+            where, args = self.db.in_list("id", ids[start : start + step], ids=True)
+            rows = (
+                self.connection()
+                .execute(self.db.q(f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE {where}"), args)
+                .fetchall()
+            )
             out.update({r[0]: self._doc(r) for r in rows})
         return out
 
     def find_document(self, kb_id: str, ref: str) -> Document:
         """A document of a KB by id, unique id prefix, or filename."""
         prefix = ref.lower() + "%" if ID_PREFIX.match(ref) else None
-        rows = self.connection().execute(self.db.q(
-            f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE kb_id = ? AND ({self.db.id_text('id')} = ? OR filename = ? "
-            f"OR (CAST(? AS TEXT) IS NOT NULL AND {self.db.id_text('id')} LIKE ?)) LIMIT 3"),
-            (kb_id, ref.lower(), ref, prefix, prefix)).fetchall()
+        rows = (
+            self.connection()
+            .execute(
+                self.db.q(
+                    f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE kb_id = ? AND ({self.db.id_text('id')} = ? OR filename = ? "
+                    f"OR (CAST(? AS TEXT) IS NOT NULL AND {self.db.id_text('id')} LIKE ?)) LIMIT 3"
+                ),
+                (kb_id, ref.lower(), ref, prefix, prefix),
+            )
+            .fetchall()
+        )
         exact = [r for r in rows if r[0] == ref.lower()]
         if exact:
             return self._doc(exact[0])
@@ -126,22 +139,34 @@ class DocumentsCore(ClaimsCore):
     def _text_row(self, doc_id: str, columns: str) -> Sequence[Any]:
         row = None
         if self.db.valid_id(doc_id):
-            row = self.connection().execute(self.db.q(f"SELECT {columns} FROM kb_documents WHERE id = ?"),
-                                            (doc_id,)).fetchone()
+            row = (
+                self.connection()
+                .execute(self.db.q(f"SELECT {columns} FROM kb_documents WHERE id = ?"), (doc_id,))
+                .fetchone()
+            )
         if row is None:
             raise NotFoundError(f"no document with id '{doc_id}'")
         return row
 
     def searchable_counts(self) -> dict[str, int]:
         """Documents that can be found (they hold chunks), per KB."""
-        rows = self.connection().execute("SELECT kb_id, count(*) FROM kb_documents WHERE chunk_count > 0 "
-                                         "GROUP BY kb_id").fetchall()
+        rows = (
+            self.connection()
+            .execute("SELECT kb_id, count(*) FROM kb_documents WHERE chunk_count > 0 GROUP BY kb_id")
+            .fetchall()
+        )
         return {str(kb_id): int(n) for kb_id, n in rows}
 
     def documents_by_source(self, kb_id: str) -> dict[str, Document]:
         """The document of each source path in a KB (what a folder scan compares to)."""
-        rows = self.connection().execute(self.db.q(
-            f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE kb_id = ? AND source_path IS NOT NULL"), (kb_id,)).fetchall()
+        rows = (
+            self.connection()
+            .execute(
+                self.db.q(f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE kb_id = ? AND source_path IS NOT NULL"),
+                (kb_id,),
+            )
+            .fetchall()
+        )
         return {r[SOURCE]: self._doc(r) for r in rows}
 
     def unfinished_documents(self, kb_id: str | None = None) -> list[Document]:
@@ -155,8 +180,14 @@ class DocumentsCore(ClaimsCore):
         return [d for d in map(self._doc, rows) if not claim_alive(d.claimed_by, d.updated_at)]
 
     # ── making documents ready ─────────────────────────────────────────────────
-    def finish_documents(self, items: Sequence[tuple[Any, ...]], *, before: Sequence[StatusUpdate] = (),
-                         after: Sequence[StatusUpdate] = (), rows: bool = True) -> list[Document | Exception | None]:
+    def finish_documents(
+        self,
+        items: Sequence[tuple[Any, ...]],
+        *,
+        before: Sequence[StatusUpdate] = (),
+        after: Sequence[StatusUpdate] = (),
+        rows: bool = True,
+    ) -> list[Document | Exception | None]:
         """Make documents ready in one transaction, each completely or not at all.
 
         An item is ``(doc_id, chunks, vectors)``, ``(doc_id, chunks, vectors, version)``
@@ -171,8 +202,7 @@ class DocumentsCore(ClaimsCore):
         ``rows=False``: None stands for each document made ready (its row is not read back).
         """
         now = self.db.now()
-        full = [(*item[:3], item[3] if len(item) > 3 else None, item[4] if len(item) > 4 else None)
-                for item in items]
+        full = [(*item[:3], item[3] if len(item) > 3 else None, item[4] if len(item) > 4 else None) for item in items]
         with self.write() as conn:
             self._set_statuses(conn, before)
             changes = VectorChanges()
@@ -185,8 +215,9 @@ class DocumentsCore(ClaimsCore):
                 for doc_id, chunks, vectors, version, text in full:
                     try:
                         with self.db.savepoint(conn):
-                            out.append(self._finish_one(conn, doc_id, list(chunks), vectors, version, text, now,
-                                                        changes))
+                            out.append(
+                                self._finish_one(conn, doc_id, list(chunks), vectors, version, text, now, changes)
+                            )
                     except Exception as exc:  # noqa: BLE001 - this document alone fails
                         out.append(exc)
             self._set_statuses(conn, after)
@@ -194,8 +225,17 @@ class DocumentsCore(ClaimsCore):
         self._vectors_committed(changes)
         return out
 
-    def _finish_one(self, conn: Any, doc_id: str, chunks: list[ChunkInput], vectors: Sequence[Any] | None,
-                    version: int | None, text: tuple[str, Any] | None, now: Any, changes: VectorChanges) -> Document:
+    def _finish_one(
+        self,
+        conn: Any,
+        doc_id: str,
+        chunks: list[ChunkInput],
+        vectors: Sequence[Any] | None,
+        version: int | None,
+        text: tuple[str, Any] | None,
+        now: Any,
+        changes: VectorChanges,
+    ) -> Document:
         if not chunks:
             raise InvalidInputError("a ready document needs at least one chunk")
         doc = self._get_document(conn, doc_id, lock=True)
@@ -213,8 +253,7 @@ class DocumentsCore(ClaimsCore):
         self._bump(conn, kb.id, chunks=len(chunks) - gone)
         return self._get_document(conn, doc_id)
 
-    def finish_document(self, doc_id: str, chunks: Sequence[ChunkInput], vectors: Sequence[Any] | None
-                        ) -> Document:
+    def finish_document(self, doc_id: str, chunks: Sequence[ChunkInput], vectors: Sequence[Any] | None) -> Document:
         """Make one document ready (see :meth:`finish_documents`); raises its error."""
         result = self.finish_documents([(doc_id, chunks, vectors)])[0]
         if isinstance(result, Exception):
@@ -222,10 +261,20 @@ class DocumentsCore(ClaimsCore):
         return result
 
     # ── whole documents in one call (library use, tests, imports) ──────────────
-    def add_document(self, kb_id: str, filename: str, chunks: Sequence[ChunkInput | str], *,
-                     vectors: Any = None, content_type: str = "text/plain", size_bytes: int | None = None,
-                     extracted_text: str | None = None, content_hash: str | None = None,
-                     source_path: str | None = None, doc_id: str | None = None) -> Document:
+    def add_document(
+        self,
+        kb_id: str,
+        filename: str,
+        chunks: Sequence[ChunkInput | str],
+        *,
+        vectors: Any = None,
+        content_type: str = "text/plain",
+        size_bytes: int | None = None,
+        extracted_text: str | None = None,
+        content_hash: str | None = None,
+        source_path: str | None = None,
+        doc_id: str | None = None,
+    ) -> Document:
         """Store a whole document — row, chunks, keyword rows, vectors, stats — in one transaction.
 
         ``vectors`` (one per chunk) are required when the KB has an embedding model and
@@ -246,17 +295,38 @@ class DocumentsCore(ClaimsCore):
             self.policy.check_manage(kb)
             blobs = self._vector_blobs(conn, kb, vectors, len(items))
             self._vectors_touch(conn, kb_id, changes)
-            if source_path is not None and conn.execute(db.q(
-                    "SELECT 1 FROM kb_documents WHERE kb_id = ? AND source_path = ?"),
-                    (kb_id, db.text(source_path))).fetchone():
+            if (
+                source_path is not None
+                and conn.execute(
+                    db.q("SELECT 1 FROM kb_documents WHERE kb_id = ? AND source_path = ?"),
+                    (kb_id, db.text(source_path)),
+                ).fetchone()
+            ):
                 raise ConflictError(f"{source_path} already has a document in '{kb.name}'")
-            conn.execute(db.q(
-                "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, extracted_text, "
-                "chunk_count, status, uploaded_by, content_hash, source_path, created_at, updated_at, version, "
-                "indexed_at, indexed_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'ready', ?, ?, ?, ?, ?, 1, ?, ?)"),
-                (doc_id, kb_id, filename, db.text(content_type), size, storage_key(kb_id, doc_id, filename),
-                 db.text(text), len(items), self.local_user_id, content_hash, db.text(source_path), now, now, now,
-                 content_hash))
+            conn.execute(
+                db.q(
+                    "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, extracted_text, "
+                    "chunk_count, status, uploaded_by, content_hash, source_path, created_at, updated_at, version, "
+                    "indexed_at, indexed_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'ready', ?, ?, ?, ?, ?, 1, ?, ?)"
+                ),
+                (
+                    doc_id,
+                    kb_id,
+                    filename,
+                    db.text(content_type),
+                    size,
+                    storage_key(kb_id, doc_id, filename),
+                    db.text(text),
+                    len(items),
+                    self.local_user_id,
+                    content_hash,
+                    db.text(source_path),
+                    now,
+                    now,
+                    now,
+                    content_hash,
+                ),
+            )
             self._insert_chunks(conn, kb_id, doc_id, items, blobs, now, changes)
             self._vectors_written(conn, changes)
             self._bump(conn, kb_id, docs=1, chunks=len(items), size=size)
@@ -284,8 +354,9 @@ class DocumentsCore(ClaimsCore):
         has stored no vectors yet learns its dimension (:meth:`_learn_dimensions`)."""
         if vectors is None:
             if kb.model_id:
-                raise InvalidInputError(f"knowledge base '{kb.name}' embeds with {kb.model_id}: "
-                                        "its documents need one vector per chunk")
+                raise InvalidInputError(
+                    f"knowledge base '{kb.name}' embeds with {kb.model_id}: its documents need one vector per chunk"
+                )
             return None
         if not kb.model_id:
             raise InvalidInputError(f"knowledge base '{kb.name}' has no embedding model; it cannot store vectors")
@@ -314,20 +385,33 @@ class DocumentsCore(ClaimsCore):
         """Record the KB's vector dimension on its first vectors; refuse another one."""
         raise NotImplementedError
 
-    def _insert_chunks_many(self, conn: Any, kb_id: str, docs: list[tuple[str, list[ChunkInput], list[bytes] | None]],
-                            now: Any, changes: VectorChanges) -> None:
+    def _insert_chunks_many(
+        self,
+        conn: Any,
+        kb_id: str,
+        docs: list[tuple[str, list[ChunkInput], list[bytes] | None]],
+        now: Any,
+        changes: VectorChanges,
+    ) -> None:
         """Store the chunks of documents of one KB, ``(doc_id, chunks, vectors)`` each, with
         their keyword rows and vectors (in bulk)."""
         raise NotImplementedError
 
-    def _delete_chunks_many(self, conn: Any, kb_id: str, doc_ids: list[str], changes: VectorChanges
-                            ) -> dict[str, int]:
+    def _delete_chunks_many(self, conn: Any, kb_id: str, doc_ids: list[str], changes: VectorChanges) -> dict[str, int]:
         """Delete the chunks of documents of one KB (keyword rows and vectors with them);
         how many went, per document that had any."""
         raise NotImplementedError
 
-    def _insert_chunks(self, conn: Any, kb_id: str, doc_id: str, items: list[ChunkInput],
-                       blobs: list[bytes] | None, now: Any, changes: VectorChanges) -> None:
+    def _insert_chunks(
+        self,
+        conn: Any,
+        kb_id: str,
+        doc_id: str,
+        items: list[ChunkInput],
+        blobs: list[bytes] | None,
+        now: Any,
+        changes: VectorChanges,
+    ) -> None:
         self._insert_chunks_many(conn, kb_id, [(doc_id, items, blobs)], now, changes)
 
     def _delete_chunks(self, conn: Any, kb_id: str, doc_id: str, changes: VectorChanges) -> int:

@@ -36,8 +36,10 @@ class NotesCore:
             raise InvalidInputError("a note must not be empty")
         note_id, now = new_id(), self.db.now()
         with self.write() as conn:
-            conn.execute(self.db.qt(f"INSERT INTO {{notes}}({_COLS}, owner_id) VALUES (?, ?, ?, ?, ?, ?)"),
-                         (note_id, title, content, now, now, self.local_user_id))
+            conn.execute(
+                self.db.qt(f"INSERT INTO {{notes}}({_COLS}, owner_id) VALUES (?, ?, ?, ?, ?, ?)"),
+                (note_id, title, content, now, now, self.local_user_id),
+            )
         return self.find_note(note_id)
 
     def update_note(self, note_id: str, *, content: str | None = None, title: str | None = None) -> Note:
@@ -54,8 +56,10 @@ class NotesCore:
         if changes:
             with self.write() as conn:
                 sets = ", ".join(f"{c} = ?" for c in changes)
-                conn.execute(self.db.qt(f"UPDATE {{notes}} SET {sets}, updated_at = ? WHERE id = ?"),
-                             (*changes.values(), self.db.now(), note.id))
+                conn.execute(
+                    self.db.qt(f"UPDATE {{notes}} SET {sets}, updated_at = ? WHERE id = ?"),
+                    (*changes.values(), self.db.now(), note.id),
+                )
                 conn.execute(self.db.qt("DELETE FROM {note_vectors} WHERE note_id = ?"), (note.id,))
         return self.find_note(note.id)
 
@@ -78,13 +82,21 @@ class NotesCore:
         if not ids:
             return {}
         where, args = self.db.in_list("id", ids, ids=True)
-        rows = self.connection().execute(self.db.qt(f"SELECT {_COLS} FROM {{notes}} WHERE {where} AND owner_id = ?"),
-                                         [*args, self.local_user_id]).fetchall()
+        rows = (
+            self.connection()
+            .execute(
+                self.db.qt(f"SELECT {_COLS} FROM {{notes}} WHERE {where} AND owner_id = ?"), [*args, self.local_user_id]
+            )
+            .fetchall()
+        )
         return {r[0]: self._note(r) for r in rows}
 
     def note_count(self) -> int:
-        return int(self.connection().execute(self.db.qt("SELECT count(*) FROM {notes} WHERE owner_id = ?"),
-                                             (self.local_user_id,)).fetchone()[0])
+        return int(
+            self.connection()
+            .execute(self.db.qt("SELECT count(*) FROM {notes} WHERE owner_id = ?"), (self.local_user_id,))
+            .fetchone()[0]
+        )
 
     # ── the two rankings ───────────────────────────────────────────────────────
     def note_keyword_candidates(self, text: str, k: int) -> list[tuple[str, float]]:
@@ -100,10 +112,17 @@ class NotesCore:
 
     def note_vector_candidates(self, model: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
         """Top ``k`` (note id, cosine) among notes embedded with ``model`` at the query's dimension."""
-        rows = self.connection().execute(self.db.qt(
-            "SELECT v.note_id, v.embedding FROM {note_vectors} v JOIN {notes} n ON n.id = v.note_id "
-            "WHERE v.model = ? AND v.dimensions = ? AND n.owner_id = ?"),
-            (model, int(query.size), self.local_user_id)).fetchall()
+        rows = (
+            self.connection()
+            .execute(
+                self.db.qt(
+                    "SELECT v.note_id, v.embedding FROM {note_vectors} v JOIN {notes} n ON n.id = v.note_id "
+                    "WHERE v.model = ? AND v.dimensions = ? AND n.owner_id = ?"
+                ),
+                (model, int(query.size), self.local_user_id),
+            )
+            .fetchall()
+        )
         if not rows:
             return []
         matrix = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float32).reshape(len(rows), query.size)
@@ -112,10 +131,17 @@ class NotesCore:
         return [(rows[i][0], float(scores[i])) for i in order]
 
     def notes_without_vector(self, model: str, limit: int) -> list[Note]:
-        rows = self.connection().execute(self.db.qt(
-            f"SELECT {_N_COLS} FROM {{notes}} n LEFT JOIN {{note_vectors}} v ON v.note_id = n.id AND v.model = ? "
-            "WHERE v.note_id IS NULL AND n.owner_id = ? ORDER BY n.updated_at DESC LIMIT ?"),
-            (model, self.local_user_id, int(limit))).fetchall()
+        rows = (
+            self.connection()
+            .execute(
+                self.db.qt(
+                    f"SELECT {_N_COLS} FROM {{notes}} n LEFT JOIN {{note_vectors}} v ON v.note_id = n.id AND v.model = ? "
+                    "WHERE v.note_id IS NULL AND n.owner_id = ? ORDER BY n.updated_at DESC LIMIT ?"
+                ),
+                (model, self.local_user_id, int(limit)),
+            )
+            .fetchall()
+        )
         return [self._note(r) for r in rows]
 
     def put_note_vectors(self, model: str, items: Sequence[tuple[str, str, np.ndarray]]) -> int:
@@ -124,15 +150,19 @@ class NotesCore:
         stored = 0
         with self.write() as conn:
             for note_id, text, vector in items:
-                row = conn.execute(self.db.qt("SELECT title, content FROM {notes} WHERE id = ?" + self.db.for_update),
-                                   (note_id,)).fetchone()
+                row = conn.execute(
+                    self.db.qt("SELECT title, content FROM {notes} WHERE id = ?" + self.db.for_update), (note_id,)
+                ).fetchone()
                 if row is None or note_text(row[0], row[1]) != text:
                     continue
-                conn.execute(self.db.qt(
-                    "INSERT INTO {note_vectors}(note_id, model, dimensions, embedding, created_at) "
-                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (note_id) DO UPDATE SET model = excluded.model, "
-                    "dimensions = excluded.dimensions, embedding = excluded.embedding, "
-                    "created_at = excluded.created_at"),
-                    (note_id, model, int(vector.size), np.asarray(vector, dtype=np.float32).tobytes(), self.db.now()))
+                conn.execute(
+                    self.db.qt(
+                        "INSERT INTO {note_vectors}(note_id, model, dimensions, embedding, created_at) "
+                        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (note_id) DO UPDATE SET model = excluded.model, "
+                        "dimensions = excluded.dimensions, embedding = excluded.embedding, "
+                        "created_at = excluded.created_at"
+                    ),
+                    (note_id, model, int(vector.size), np.asarray(vector, dtype=np.float32).tobytes(), self.db.now()),
+                )
                 stored += 1
         return stored

@@ -41,16 +41,21 @@ class PersonasCore:
         mine, uid = "owner_id = ?", self.local_user_id
         rows: list[Any] = []
         if db.valid_id(ref):
-            rows = conn.execute(db.qt(f"SELECT {columns} FROM {{{table}}} WHERE id = ? AND {mine}"),
-                                (ref, uid)).fetchall()
+            rows = conn.execute(
+                db.qt(f"SELECT {columns} FROM {{{table}}} WHERE id = ? AND {mine}"), (ref, uid)
+            ).fetchall()
         if not rows and ref and name_col:
-            rows = conn.execute(db.qt(f"SELECT {columns} FROM {{{table}}} WHERE lower({name_col}) = lower(?) "
-                                      f"AND {mine} LIMIT 2"), (ref, uid)).fetchall()
+            rows = conn.execute(
+                db.qt(f"SELECT {columns} FROM {{{table}}} WHERE lower({name_col}) = lower(?) AND {mine} LIMIT 2"),
+                (ref, uid),
+            ).fetchall()
             if len(rows) > 1:
                 raise InvalidInputError(f"more than one {what} is called '{ref}'; use its id")
         if not rows and ID_PREFIX.match(ref):
-            rows = conn.execute(db.qt(f"SELECT {columns} FROM {{{table}}} WHERE {db.id_text('id')} LIKE ? "
-                                      f"AND {mine} LIMIT 2"), (ref.lower() + "%", uid)).fetchall()
+            rows = conn.execute(
+                db.qt(f"SELECT {columns} FROM {{{table}}} WHERE {db.id_text('id')} LIKE ? AND {mine} LIMIT 2"),
+                (ref.lower() + "%", uid),
+            ).fetchall()
             if len(rows) > 1:
                 raise InvalidInputError(f"'{ref}' matches more than one {what} id; give more of it")
         if not rows:
@@ -58,13 +63,19 @@ class PersonasCore:
         return list(rows[0])
 
     def _ids_by_name(self, table: str) -> list[str]:
-        return [r[0] for r in self.connection().execute(
-            self.db.qt(f"SELECT id FROM {{{table}}} WHERE owner_id = ? ORDER BY lower(name), id"),
-            (self.local_user_id,))]
+        return [
+            r[0]
+            for r in self.connection().execute(
+                self.db.qt(f"SELECT id FROM {{{table}}} WHERE owner_id = ? ORDER BY lower(name), id"),
+                (self.local_user_id,),
+            )
+        ]
 
     def _check_free(self, conn: Any, table: str, what: str, name: str, row_id: str | None = None) -> None:
-        for (other,) in conn.execute(self.db.qt(f"SELECT id FROM {{{table}}} WHERE lower(name) = lower(?) "
-                                                "AND owner_id = ?"), (name, self.local_user_id)).fetchall():
+        for (other,) in conn.execute(
+            self.db.qt(f"SELECT id FROM {{{table}}} WHERE lower(name) = lower(?) AND owner_id = ?"),
+            (name, self.local_user_id),
+        ).fetchall():
             if str(other) != str(row_id):
                 raise ConflictError(f"a {what} named '{name}' already exists")
 
@@ -76,39 +87,76 @@ class PersonasCore:
 
     def _bound(self, owner: str, owner_id: str, extra: str = "") -> list[Any]:
         """Rows (kb_id[, extra]) of ``{owner}_knowledge_bases``, by KB name."""
-        return [tuple(r) for r in self.connection().execute(self.db.qt(
-            f"SELECT b.kb_id{extra} FROM {{{owner}_knowledge_bases}} b JOIN knowledge_bases k ON k.id = b.kb_id "
-            f"WHERE b.{owner}_id = ? ORDER BY lower(k.name), k.id"), (owner_id,))]
+        return [
+            tuple(r)
+            for r in self.connection().execute(
+                self.db.qt(
+                    f"SELECT b.kb_id{extra} FROM {{{owner}_knowledge_bases}} b JOIN knowledge_bases k ON k.id = b.kb_id "
+                    f"WHERE b.{owner}_id = ? ORDER BY lower(k.name), k.id"
+                ),
+                (owner_id,),
+            )
+        ]
 
-    def _change(self, table: str, what: str, row_id: str, changes: dict[str, Any],
-                bindings: Sequence[tuple[Any, ...]] | None = None, extra: str = "") -> None:
+    def _change(
+        self,
+        table: str,
+        what: str,
+        row_id: str,
+        changes: dict[str, Any],
+        bindings: Sequence[tuple[Any, ...]] | None = None,
+        extra: str = "",
+    ) -> None:
         """Apply ``changes`` to this user's row of ``{table}`` (a new name checked, ``updated_at``
         moved) and, when ``bindings`` are given, make them its KB bindings: (kb_id[, ``extra``])."""
         with self.write() as conn:
             if "name" in changes:
                 self._check_free(conn, table, what, changes["name"], row_id)
             sets = "".join(f"{c} = ?, " for c in changes)
-            conn.execute(self.db.qt(f"UPDATE {{{table}}} SET {sets}updated_at = ? WHERE id = ?"),
-                         (*changes.values(), self.db.now(), row_id))
+            conn.execute(
+                self.db.qt(f"UPDATE {{{table}}} SET {sets}updated_at = ? WHERE id = ?"),
+                (*changes.values(), self.db.now(), row_id),
+            )
             if bindings is not None:
                 links = self.db.table(f"{what}_knowledge_bases")
                 conn.execute(self.db.q(f"DELETE FROM {links} WHERE {what}_id = ?"), (row_id,))
                 marks = ", ".join("?" * (2 + extra.count(",")))
-                self.db.executemany(conn, f"INSERT INTO {links}({what}_id, kb_id{extra}) VALUES ({marks})",
-                                    [(row_id, *b) for b in bindings])
+                self.db.executemany(
+                    conn,
+                    f"INSERT INTO {links}({what}_id, kb_id{extra}) VALUES ({marks})",
+                    [(row_id, *b) for b in bindings],
+                )
 
     # ── personas ───────────────────────────────────────────────────────────────
-    def create_persona(self, name: str, system_prompt: str = "", *, provider: str | None = None,
-                       model: str | None = None, retrieval: str | None = None,
-                       max_tokens: int | None = None) -> Persona:
+    def create_persona(
+        self,
+        name: str,
+        system_prompt: str = "",
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        retrieval: str | None = None,
+        max_tokens: int | None = None,
+    ) -> Persona:
         name, persona_id, now = check_name(name, "persona name"), new_id(), self.db.now()
         retrieval, max_tokens = check_retrieval(retrieval), check_max_tokens(max_tokens)
         with self.write() as conn:
             self._check_free(conn, "personas", "persona", name)
-            conn.execute(self.db.qt(f"INSERT INTO {{personas}}({_PERSONA}, owner_id) "
-                                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
-                         (persona_id, name, self.db.text(system_prompt or ""), provider or None, model or None,
-                          now, now, retrieval, max_tokens, self.local_user_id))
+            conn.execute(
+                self.db.qt(f"INSERT INTO {{personas}}({_PERSONA}, owner_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+                (
+                    persona_id,
+                    name,
+                    self.db.text(system_prompt or ""),
+                    provider or None,
+                    model or None,
+                    now,
+                    now,
+                    retrieval,
+                    max_tokens,
+                    self.local_user_id,
+                ),
+            )
         return self.find_persona(persona_id)
 
     def find_persona(self, ref: str) -> Persona:
@@ -119,9 +167,18 @@ class PersonasCore:
     def list_personas(self) -> list[Persona]:
         return [self.find_persona(i) for i in self._ids_by_name("personas")]
 
-    def update_persona(self, persona_id: str, *, name: str | None = None, system_prompt: str | None = None,
-                       provider: Any = UNSET, model: Any = UNSET, retrieval: Any = UNSET, max_tokens: Any = UNSET,
-                       kbs: Sequence[tuple[str, bool]] | None = None) -> Persona:
+    def update_persona(
+        self,
+        persona_id: str,
+        *,
+        name: str | None = None,
+        system_prompt: str | None = None,
+        provider: Any = UNSET,
+        model: Any = UNSET,
+        retrieval: Any = UNSET,
+        max_tokens: Any = UNSET,
+        kbs: Sequence[tuple[str, bool]] | None = None,
+    ) -> Persona:
         changes: dict[str, Any] = {}
         if retrieval is not UNSET:
             changes["retrieval"] = check_retrieval(retrieval)
@@ -148,8 +205,10 @@ class PersonasCore:
         name, project_id, now = check_name(name, "project name"), new_id(), self.db.now()
         with self.write() as conn:
             self._check_free(conn, "projects", "project", name)
-            conn.execute(self.db.qt(f"INSERT INTO {{projects}}({_PROJECT}, owner_id) VALUES (?, ?, ?, ?, ?, ?)"),
-                         (project_id, name, self.db.text(description or ""), now, now, self.local_user_id))
+            conn.execute(
+                self.db.qt(f"INSERT INTO {{projects}}({_PROJECT}, owner_id) VALUES (?, ?, ?, ?, ?, ?)"),
+                (project_id, name, self.db.text(description or ""), now, now, self.local_user_id),
+            )
         return self.find_project(project_id)
 
     def find_project(self, ref: str) -> Project:
@@ -160,8 +219,14 @@ class PersonasCore:
     def list_projects(self) -> list[Project]:
         return [self.find_project(i) for i in self._ids_by_name("projects")]
 
-    def update_project(self, project_id: str, *, name: str | None = None, description: str | None = None,
-                       kbs: Sequence[str] | None = None) -> Project:
+    def update_project(
+        self,
+        project_id: str,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        kbs: Sequence[str] | None = None,
+    ) -> Project:
         changes: dict[str, Any] = {}
         if name is not None:
             changes["name"] = check_name(name, "project name")

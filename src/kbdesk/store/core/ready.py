@@ -21,15 +21,20 @@ from kbdesk.models import ChunkInput, Document
 from kbdesk.store.doc_types import DOC_COLUMNS
 
 _UNFINISHED: Any = object()
-READY_SQL = ("UPDATE kb_documents SET status = 'ready', error = NULL, error_kind = NULL, chunk_count = ?, "
-             "claimed_by = NULL, indexed_at = ?, indexed_hash = content_hash, updated_at = ? WHERE id = ?")
-READY_TEXT_SQL = ("UPDATE kb_documents SET status = 'ready', error = NULL, error_kind = NULL, chunk_count = ?, "
-                  "claimed_by = NULL, indexed_at = ?, indexed_hash = content_hash, updated_at = ?, "
-                  "extracted_text = ?, extracted_sections = ? WHERE id = ?")
+READY_SQL = (
+    "UPDATE kb_documents SET status = 'ready', error = NULL, error_kind = NULL, chunk_count = ?, "
+    "claimed_by = NULL, indexed_at = ?, indexed_hash = content_hash, updated_at = ? WHERE id = ?"
+)
+READY_TEXT_SQL = (
+    "UPDATE kb_documents SET status = 'ready', error = NULL, error_kind = NULL, chunk_count = ?, "
+    "claimed_by = NULL, indexed_at = ?, indexed_hash = content_hash, updated_at = ?, "
+    "extracted_text = ?, extracted_sections = ? WHERE id = ?"
+)
 
 
-def finish_batch(store: Any, conn: Any, items: Sequence[Any], now: Any, changes: Any,
-                 read_back: bool = True) -> list[Document | Exception | None]:
+def finish_batch(
+    store: Any, conn: Any, items: Sequence[Any], now: Any, changes: Any, read_back: bool = True
+) -> list[Document | Exception | None]:
     """``items``: (doc_id, chunks, vectors, version, text) — text is ``(text, sections)``
     to store with the row, or None to keep what it holds. One result per item: the row
     made ready (None without ``read_back``), or the item's error."""
@@ -62,12 +67,16 @@ def finish_batch(store: Any, conn: Any, items: Sequence[Any], now: Any, changes:
         for kb_id, entries in by_kb.items():
             held = [doc.id for _, doc, _, _ in entries if doc.chunk_count or doc.indexed_hash is not None]
             gone = store._delete_chunks_many(conn, kb_id, held, changes) if held else {}
-            store._insert_chunks_many(conn, kb_id, [(doc.id, chunks, blobs) for _, doc, chunks, blobs in entries],
-                                      now, changes)
+            store._insert_chunks_many(
+                conn, kb_id, [(doc.id, chunks, blobs) for _, doc, chunks, blobs in entries], now, changes
+            )
             store._bump(conn, kb_id, chunks=sum(len(c) for _, _, c, _ in entries) - sum(gone.values()))
         plain = [(len(chunks), now, now, doc.id) for n, doc, chunks, _ in good if items[n][4] is None]
-        with_text = [(len(chunks), now, now, *store.db.text_and_sections(*items[n][4]), doc.id)
-                     for n, doc, chunks, _ in good if items[n][4] is not None]
+        with_text = [
+            (len(chunks), now, now, *store.db.text_and_sections(*items[n][4]), doc.id)
+            for n, doc, chunks, _ in good
+            if items[n][4] is not None
+        ]
         store.db.executemany(conn, READY_SQL, plain)
         store.db.executemany(conn, READY_TEXT_SQL, with_text)
         done = rows_by_id(store, conn, [doc.id for _, doc, _, _ in good]) if read_back else {}
@@ -81,7 +90,7 @@ def rows_by_id(store: Any, conn: Any, doc_ids: list[str]) -> dict[str, Document]
     out: dict[str, Document] = {}
     db = store.db
     for start in range(0, len(doc_ids), db.list_chunk):
-        where, args = db.in_list("id", doc_ids[start:start + db.list_chunk], ids=True)
+        where, args = db.in_list("id", doc_ids[start : start + db.list_chunk], ids=True)
         for row in conn.execute(db.q(f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE {where}{db.for_update}"), args):
             doc = store._doc(row)
             out[doc.id] = doc

@@ -18,8 +18,10 @@ from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError
 from kbdesk.models import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, KB_STATUSES, SCOPES, KnowledgeBase
 from kbdesk.store.ids import ID_PREFIX, check_name, new_id
 
-KB_COLUMNS = ("id, name, description, scope, owner_id, team_id, embedding_config, document_count, "
-              "chunk_count, total_bytes, status, discoverable, created_at, updated_at")
+KB_COLUMNS = (
+    "id, name, description, scope, owner_id, team_id, embedding_config, document_count, "
+    "chunk_count, total_bytes, status, discoverable, created_at, updated_at"
+)
 KNOWN_CONFIG = {"provider", "model_id", "dimensions", "chunk_size", "chunk_overlap"}
 
 
@@ -49,9 +51,17 @@ class RecordsCore:
         """Serialise name checks with the writes they guard."""
 
     # ── knowledge bases ────────────────────────────────────────────────────────
-    def create_kb(self, name: str, description: str = "", *, embedding_config: dict[str, Any] | None = None,
-                  scope: str = "personal", team_id: str | None = None,
-                  discoverable: bool = True, kb_id: str | None = None) -> KnowledgeBase:
+    def create_kb(
+        self,
+        name: str,
+        description: str = "",
+        *,
+        embedding_config: dict[str, Any] | None = None,
+        scope: str = "personal",
+        team_id: str | None = None,
+        discoverable: bool = True,
+        kb_id: str | None = None,
+    ) -> KnowledgeBase:
         name = check_name(name)
         if scope not in SCOPES:
             raise InvalidInputError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
@@ -73,11 +83,25 @@ class RecordsCore:
                 raise NotFoundError(f"no team with id '{team_id}'")
             self.policy.check_create(scope, team_id)
             self._check_name_free(conn, name, None)
-            conn.execute(q("INSERT INTO knowledge_bases(id, name, description, scope, owner_id, team_id, "
-                           "embedding_config, discoverable, created_at, updated_at) "
-                           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
-                         (kb_id, name, self.db.text(description or ""), scope, owner_id, team_id,
-                          self.db.json_in(config), self.db.bool_in(discoverable), now, now))
+            conn.execute(
+                q(
+                    "INSERT INTO knowledge_bases(id, name, description, scope, owner_id, team_id, "
+                    "embedding_config, discoverable, created_at, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                ),
+                (
+                    kb_id,
+                    name,
+                    self.db.text(description or ""),
+                    scope,
+                    owner_id,
+                    team_id,
+                    self.db.json_in(config),
+                    self.db.bool_in(discoverable),
+                    now,
+                    now,
+                ),
+            )
             self._kb_created(conn, kb_id, config)
             self.audit(conn, "kb.create", kb_id, name, {"scope": scope, "embedding_config": config})
             return self._get_kb(conn, kb_id)
@@ -93,8 +117,7 @@ class RecordsCore:
     def _get_kb(self, conn: Any, kb_id: str) -> KnowledgeBase:
         row = None
         if self.db.valid_id(kb_id):
-            row = conn.execute(self.db.q(f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE id = ?"),
-                               (kb_id,)).fetchone()
+            row = conn.execute(self.db.q(f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE id = ?"), (kb_id,)).fetchone()
         if row is None:
             raise NotFoundError(f"no knowledge base with id '{kb_id}'")
         return self._kb(row)
@@ -132,9 +155,17 @@ class RecordsCore:
     def kb_named(self, name: str) -> KnowledgeBase | None:
         """The KB of that name (any case) among those the user may see, or None."""
         where, args = self.policy.visible()
-        row = self.connection().execute(
-            self.db.q(f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE lower(name) = lower(?) AND {where} "
-                      "ORDER BY created_at LIMIT 1"), (name, *args)).fetchone()
+        row = (
+            self.connection()
+            .execute(
+                self.db.q(
+                    f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE lower(name) = lower(?) AND {where} "
+                    "ORDER BY created_at LIMIT 1"
+                ),
+                (name, *args),
+            )
+            .fetchone()
+        )
         return self._kb(row) if row else None
 
     def find_kb(self, ref: str) -> KnowledgeBase:
@@ -145,16 +176,21 @@ class RecordsCore:
         where, args = self.policy.picker()
         rows: list[Any] = []
         if self.db.valid_id(ref):
-            rows = conn.execute(q(f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE id = ? AND {where}"),
-                                (ref, *args)).fetchall()
+            rows = conn.execute(
+                q(f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE id = ? AND {where}"), (ref, *args)
+            ).fetchall()
         if not rows:
-            rows = conn.execute(q(f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE lower(name) = lower(?) AND {where} "
-                                  "LIMIT 2"), (ref, *args)).fetchall()
+            rows = conn.execute(
+                q(f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE lower(name) = lower(?) AND {where} LIMIT 2"),
+                (ref, *args),
+            ).fetchall()
             if len(rows) > 1:
                 raise InvalidInputError(f"more than one knowledge base is named '{ref}'; use its id")
         if not rows and ID_PREFIX.match(ref):
-            rows = conn.execute(q(f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE {self.db.id_text('id')} LIKE ? "
-                                  f"AND {where} LIMIT 2"), (ref.lower() + "%", *args)).fetchall()
+            rows = conn.execute(
+                q(f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE {self.db.id_text('id')} LIKE ? AND {where} LIMIT 2"),
+                (ref.lower() + "%", *args),
+            ).fetchall()
             if len(rows) > 1:
                 raise InvalidInputError(f"'{ref}' matches more than one knowledge base id; give more of it")
         if not rows:
@@ -164,14 +200,25 @@ class RecordsCore:
     def list_kbs(self) -> list[KnowledgeBase]:
         """The picker: the KBs this user may pick, by name."""
         where, args = self.policy.picker()
-        rows = self.connection().execute(
-            self.db.q(f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE {where} ORDER BY lower(name), id"),
-            args).fetchall()
+        rows = (
+            self.connection()
+            .execute(
+                self.db.q(f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE {where} ORDER BY lower(name), id"), args
+            )
+            .fetchall()
+        )
         return [self._kb(r) for r in rows]
 
-    def update_kb(self, kb_id: str, *, name: str | None = None, description: str | None = None,
-                  discoverable: bool | None = None, chunk_size: int | None = None,
-                  chunk_overlap: int | None = None) -> KnowledgeBase:
+    def update_kb(
+        self,
+        kb_id: str,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        discoverable: bool | None = None,
+        chunk_size: int | None = None,
+        chunk_overlap: int | None = None,
+    ) -> KnowledgeBase:
         with self.write() as conn:
             before = self._get_kb(conn, kb_id)
             changes: dict[str, Any] = {}
@@ -198,10 +245,13 @@ class RecordsCore:
                 return before
             sets = ", ".join(f"{col} = ?" for col in changes)
             values = [self.db.json_in(v) if k == "embedding_config" else v for k, v in changes.items()]
-            conn.execute(self.db.q(f"UPDATE knowledge_bases SET {sets}, updated_at = ? WHERE id = ?"),
-                         (*values, self.db.now(), kb_id))
-            detail = {k: {"from": getattr(before, k), "to": bool(v) if k == "discoverable" else v}
-                      for k, v in changes.items()}
+            conn.execute(
+                self.db.q(f"UPDATE knowledge_bases SET {sets}, updated_at = ? WHERE id = ?"),
+                (*values, self.db.now(), kb_id),
+            )
+            detail = {
+                k: {"from": getattr(before, k), "to": bool(v) if k == "discoverable" else v} for k, v in changes.items()
+            }
             self.audit(conn, "kb.update", kb_id, changes.get("name", before.name), detail)
             return self._get_kb(conn, kb_id)
 
@@ -211,8 +261,10 @@ class RecordsCore:
             raise InvalidInputError(f"status must be one of {', '.join(KB_STATUSES)}")
         with self.write() as conn:
             self.policy.check_manage(self._get_kb(conn, kb_id))
-            conn.execute(self.db.q("UPDATE knowledge_bases SET status = ?, updated_at = ? WHERE id = ? "
-                                   "AND status <> ?"), (status, self.db.now(), kb_id, status))
+            conn.execute(
+                self.db.q("UPDATE knowledge_bases SET status = ?, updated_at = ? WHERE id = ? AND status <> ?"),
+                (status, self.db.now(), kb_id, status),
+            )
 
     def delete_kb(self, kb_id: str) -> KnowledgeBase:
         """Delete a KB with its documents, chunks, keyword rows, vectors and index."""
@@ -232,33 +284,55 @@ class RecordsCore:
 
     def _recount(self, conn: Any, kb_id: str) -> None:
         q = self.db.q
-        docs, size = conn.execute(q("SELECT count(*), coalesce(sum(size_bytes), 0) FROM kb_documents "
-                                    "WHERE kb_id = ?"), (kb_id,)).fetchone()
+        docs, size = conn.execute(
+            q("SELECT count(*), coalesce(sum(size_bytes), 0) FROM kb_documents WHERE kb_id = ?"), (kb_id,)
+        ).fetchone()
         chunks = conn.execute(q("SELECT count(*) FROM kb_chunks WHERE kb_id = ?"), (kb_id,)).fetchone()[0]
-        conn.execute(q("UPDATE knowledge_bases SET document_count = ?, chunk_count = ?, total_bytes = ?, "
-                       "updated_at = ? WHERE id = ? AND (document_count <> ? OR chunk_count <> ? OR total_bytes <> ?)"),
-                     (docs, chunks, size, self.db.now(), kb_id, docs, chunks, size))
+        conn.execute(
+            q(
+                "UPDATE knowledge_bases SET document_count = ?, chunk_count = ?, total_bytes = ?, "
+                "updated_at = ? WHERE id = ? AND (document_count <> ? OR chunk_count <> ? OR total_bytes <> ?)"
+            ),
+            (docs, chunks, size, self.db.now(), kb_id, docs, chunks, size),
+        )
 
     def _bump(self, conn: Any, kb_id: str, *, docs: int = 0, chunks: int = 0, size: int = 0) -> None:
         """Move the denormalised stats by a delta, inside the transaction that changed them."""
-        conn.execute(self.db.q("UPDATE knowledge_bases SET document_count = document_count + ?, "
-                               "chunk_count = chunk_count + ?, total_bytes = total_bytes + ?, updated_at = ? "
-                               "WHERE id = ?"), (docs, chunks, size, self.db.now(), kb_id))
+        conn.execute(
+            self.db.q(
+                "UPDATE knowledge_bases SET document_count = document_count + ?, "
+                "chunk_count = chunk_count + ?, total_bytes = total_bytes + ?, updated_at = ? "
+                "WHERE id = ?"
+            ),
+            (docs, chunks, size, self.db.now(), kb_id),
+        )
 
     # ── the audit log ──────────────────────────────────────────────────────────
-    def audit(self, conn: Any, action: str, kb_id: str | None, target: str | None = None,
-              details: dict[str, Any] | None = None) -> None:
+    def audit(
+        self,
+        conn: Any,
+        action: str,
+        kb_id: str | None,
+        target: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
         """Record a KB operation, inside the caller's write transaction."""
         self.audit_many(conn, [(action, kb_id, target, details)])
 
-    def audit_many(self, conn: Any, entries: Sequence[tuple[str, str | None, str | None, dict[str, Any] | None]]
-                   ) -> None:
+    def audit_many(
+        self, conn: Any, entries: Sequence[tuple[str, str | None, str | None, dict[str, Any] | None]]
+    ) -> None:
         """Record KB operations ``(action, kb_id, target, details)`` in one statement."""
         now = self.db.now()
-        self.db.executemany(conn, f"INSERT INTO {self.db.table('audit_log')}(created_at, user_id, action, kb_id, "
-                                  "target, details) VALUES (?, ?, ?, ?, ?, ?)",
-                            [(now, self.local_user_id, action, kb_id, self.db.text(target),
-                              self.db.json_in(details or {})) for action, kb_id, target, details in entries])
+        self.db.executemany(
+            conn,
+            f"INSERT INTO {self.db.table('audit_log')}(created_at, user_id, action, kb_id, "
+            "target, details) VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (now, self.local_user_id, action, kb_id, self.db.text(target), self.db.json_in(details or {}))
+                for action, kb_id, target, details in entries
+            ],
+        )
 
     def audit_entries(self, kb_id: str | None = None) -> list[dict[str, Any]]:
         sql = f"SELECT id, created_at, user_id, action, kb_id, target, details FROM {self.db.table('audit_log')}"

@@ -10,5 +10,12 @@ from kbdesk.store.postgres.access import AccessDeniedError, Identity, identity_f
 from kbdesk.store.postgres.connection import PostgresStore
 from kbdesk.store.postgres.pool import is_postgres_uri, redact_uri, uri_slug
 
-__all__ = ["AccessDeniedError", "Identity", "PostgresStore", "identity_from_settings", "is_postgres_uri",
-           "redact_uri", "uri_slug"]
+__all__ = [
+    "AccessDeniedError",
+    "Identity",
+    "PostgresStore",
+    "identity_from_settings",
+    "is_postgres_uri",
+    "redact_uri",
+    "uri_slug",
+]

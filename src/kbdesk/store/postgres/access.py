@@ -77,8 +77,9 @@ def identity_from_settings(settings: Any = None) -> Identity:
         user_id = str(uuid.UUID(str(user_id)))
     except ValueError:
         raise KbdeskError(f"config: identity.user_id must be a UUID, got {user_id!r}") from None
-    return Identity(user_id, username, bool(getattr(settings, "admin", False)),
-                    dict(getattr(settings, "teams", None) or {}))
+    return Identity(
+        user_id, username, bool(getattr(settings, "admin", False)), dict(getattr(settings, "teams", None) or {})
+    )
 
 
 def is_uuid(value: Any) -> bool:
@@ -105,10 +106,15 @@ def visible_sql(who: Identity, alias: str = "") -> tuple[str, list[Any]]:
     """A WHERE fragment (``?`` placeholders) and its parameters selecting the KBs ``who`` can see."""
     p = f"{alias}." if alias else ""
     if who.admin:
-        return (f"({p}scope = 'global' OR {p}scope = 'team' OR ({p}scope = 'personal' AND {p}owner_id = ?))",
-                [who.user_id])
-    return (f"({p}scope = 'global' OR ({p}scope = 'team' AND {p}team_id = ANY(?::uuid[])) "
-            f"OR ({p}scope = 'personal' AND {p}owner_id = ?))", [who.team_ids, who.user_id])
+        return (
+            f"({p}scope = 'global' OR {p}scope = 'team' OR ({p}scope = 'personal' AND {p}owner_id = ?))",
+            [who.user_id],
+        )
+    return (
+        f"({p}scope = 'global' OR ({p}scope = 'team' AND {p}team_id = ANY(?::uuid[])) "
+        f"OR ({p}scope = 'personal' AND {p}owner_id = ?))",
+        [who.team_ids, who.user_id],
+    )
 
 
 def picker_sql(who: Identity, alias: str = "") -> tuple[str, list[Any]]:
@@ -121,12 +127,16 @@ def picker_sql(who: Identity, alias: str = "") -> tuple[str, list[Any]]:
 
 def check_create(who: Identity, scope: str, team_id: str | None) -> None:
     if scope == "global" and not who.admin:
-        how = ("an administrator grants it with kbdesk pg grant LOGIN --admin" if who.source == "database"
-               else "set identity.admin in config.toml if you are one")
+        how = (
+            "an administrator grants it with kbdesk pg grant LOGIN --admin"
+            if who.source == "database"
+            else "set identity.admin in config.toml if you are one"
+        )
         raise AccessDeniedError(f"only a system admin may create a global knowledge base ({how})")
     if scope == "team" and not (who.admin or who.team_admin(team_id)):
-        raise AccessDeniedError(f"only an admin of team {team_id} (or a system admin) may create a knowledge "
-                                "base for it")
+        raise AccessDeniedError(
+            f"only an admin of team {team_id} (or a system admin) may create a knowledge base for it"
+        )
 
 
 def check_manage(who: Identity, kb: KnowledgeBase) -> None:

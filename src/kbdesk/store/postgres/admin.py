@@ -24,8 +24,14 @@ from kbdesk.errors import InvalidInputError, NotFoundError, StoreError
 from kbdesk.store.postgres.access import IDENTITY_NAMESPACE, AccessDeniedError, is_uuid
 from kbdesk.store.postgres.connection import PostgresStore
 from kbdesk.store.postgres.pool import redact_uri
-from kbdesk.store.postgres.rls import ROLE_ADMIN, ROLE_USER, install_row_security, membership_table, own_tables, \
-    secured_tables
+from kbdesk.store.postgres.rls import (
+    ROLE_ADMIN,
+    ROLE_USER,
+    install_row_security,
+    membership_table,
+    own_tables,
+    secured_tables,
+)
 from kbdesk.store.postgres.schema import _first_line, migrate
 from kbdesk.store.postgres.security import Session, apply_grants, roles_exist, session
 
@@ -43,8 +49,10 @@ def connect(uri: str) -> Any:
 
 def _require_owner(who: Session, command: str, label: str) -> None:
     if who.tables and not who.bypass:
-        raise AccessDeniedError(f"only a database owner can run pg {command}: '{who.login}' is neither a superuser "
-                                f"nor the owner of kbdesk's tables in {label} ({who.owner})")
+        raise AccessDeniedError(
+            f"only a database owner can run pg {command}: '{who.login}' is neither a superuser "
+            f"nor the owner of kbdesk's tables in {label} ({who.owner})"
+        )
 
 
 def setup(uri: str) -> dict[str, Any]:
@@ -72,8 +80,14 @@ def setup(uri: str) -> dict[str, Any]:
         tables = secured_tables(conn)
         users = conn.execute("SELECT count(*) FROM kbdesk_logins").fetchone()[0]
     built = _build_indexes(uri)
-    return {"database": label, "roles_created": created, "tables": tables, "users": int(users),
-            "indexes_built": built, "warnings": missed}
+    return {
+        "database": label,
+        "roles_created": created,
+        "tables": tables,
+        "users": int(users),
+        "indexes_built": built,
+        "warnings": missed,
+    }
 
 
 def _create_role(conn: Any, role: str) -> None:
@@ -85,18 +99,26 @@ def _create_role(conn: Any, role: str) -> None:
     except psycopg.errors.DuplicateObject:
         pass  # another setup made it meanwhile
     except psycopg.errors.InsufficientPrivilege:
-        raise AccessDeniedError(f"creating the roles {ROLE_USER} and {ROLE_ADMIN} needs a superuser or a role with "
-                                f"CREATEROLE: ask one to run CREATE ROLE {ROLE_USER} NOLOGIN; CREATE ROLE {ROLE_ADMIN} "
-                                "NOLOGIN; then run pg setup again") from None
+        raise AccessDeniedError(
+            f"creating the roles {ROLE_USER} and {ROLE_ADMIN} needs a superuser or a role with "
+            f"CREATEROLE: ask one to run CREATE ROLE {ROLE_USER} NOLOGIN; CREATE ROLE {ROLE_ADMIN} "
+            "NOLOGIN; then run pg setup again"
+        ) from None
 
 
 def _build_indexes(uri: str) -> int:
     """Vector indexes of KBs that have reached the size (as the owner: users cannot)."""
     store = PostgresStore(uri)
     try:
-        rows = store.connection().execute(
-            "SELECT id, (embedding_config->>'dimensions')::int, chunk_count FROM knowledge_bases "
-            "WHERE chunk_count >= %s AND embedding_config ? 'dimensions'", (store.vectors.min_rows,)).fetchall()
+        rows = (
+            store.connection()
+            .execute(
+                "SELECT id, (embedding_config->>'dimensions')::int, chunk_count FROM knowledge_bases "
+                "WHERE chunk_count >= %s AND embedding_config ? 'dimensions'",
+                (store.vectors.min_rows,),
+            )
+            .fetchall()
+        )
         built = 0
         for kb_id, dims, count in rows:
             valid = store.vectors.state(store.connection(), kb_id, dims) == "valid"
@@ -121,8 +143,9 @@ class TeamGrant:
         return cls(text, "member")
 
 
-def grant(uri: str, login: str, *, admin: bool = False, teams: Sequence[TeamGrant] = (),
-          user_id: str | None = None) -> dict[str, Any]:
+def grant(
+    uri: str, login: str, *, admin: bool = False, teams: Sequence[TeamGrant] = (), user_id: str | None = None
+) -> dict[str, Any]:
     """Make an existing login role a kbdesk user (again: adds what is asked, keeps the rest)."""
     from psycopg import sql
 
@@ -136,12 +159,16 @@ def grant(uri: str, login: str, *, admin: bool = False, teams: Sequence[TeamGran
         _check_login(conn, login)
         with conn.transaction():
             uid = _user_for(conn, login, user_id)
-            taken = conn.execute("SELECT login FROM kbdesk_logins WHERE user_id = %s AND login <> %s",
-                                 (uid, login)).fetchone()
+            taken = conn.execute(
+                "SELECT login FROM kbdesk_logins WHERE user_id = %s AND login <> %s", (uid, login)
+            ).fetchone()
             if taken:
                 raise InvalidInputError(f"user {uid} is already the login '{taken[0]}'")
-            conn.execute("INSERT INTO kbdesk_logins(login, user_id) VALUES (%s, %s) ON CONFLICT (login) DO UPDATE "
-                         "SET user_id = excluded.user_id", (login, uid))
+            conn.execute(
+                "INSERT INTO kbdesk_logins(login, user_id) VALUES (%s, %s) ON CONFLICT (login) DO UPDATE "
+                "SET user_id = excluded.user_id",
+                (login, uid),
+            )
             for role in [ROLE_USER] + ([ROLE_ADMIN] if admin else []):
                 _role_change(conn, who, sql.SQL("GRANT {} TO {}"), role, login)
             for team in teams:
@@ -171,8 +198,10 @@ def revoke(uri: str, login: str, *, admin_only: bool = False, teams: Sequence[st
                 members, _ = membership_table(conn)
                 for ref in teams:
                     team_id = _team_id(conn, ref, create=False)
-                    conn.execute(sql.SQL("DELETE FROM {} WHERE team_id = %s AND user_id = %s").format(
-                        sql.Identifier(members)), (team_id, uid))
+                    conn.execute(
+                        sql.SQL("DELETE FROM {} WHERE team_id = %s AND user_id = %s").format(sql.Identifier(members)),
+                        (team_id, uid),
+                    )
             else:
                 roles = [ROLE_ADMIN] if admin_only else [ROLE_ADMIN, ROLE_USER]
                 if exists:
@@ -195,9 +224,11 @@ def _role_change(conn: Any, who: Session, statement: Any, role: str, login: str)
         with conn.transaction():
             conn.execute(statement.format(sql.Identifier(role), sql.Identifier(login)))
     except psycopg.errors.InsufficientPrivilege:
-        raise AccessDeniedError(f"'{who.login}' may not grant or revoke the role {role}: a superuser runs GRANT "
-                                f"{ROLE_USER}, {ROLE_ADMIN} TO \"{who.login}\" WITH ADMIN OPTION (once), or runs "
-                                "this command") from None
+        raise AccessDeniedError(
+            f"'{who.login}' may not grant or revoke the role {role}: a superuser runs GRANT "
+            f'{ROLE_USER}, {ROLE_ADMIN} TO "{who.login}" WITH ADMIN OPTION (once), or runs '
+            "this command"
+        ) from None
 
 
 def users(uri: str) -> list[dict[str, Any]]:
@@ -214,8 +245,11 @@ def users(uri: str) -> list[dict[str, Any]]:
 def _require_setup(conn: Any, who: Session, label: str) -> None:
     """Row security installed, the roles made, and this database's grants given (the
     roles belong to the whole server; another database may have made them)."""
-    ready = who.secured and roles_exist(conn) and conn.execute(
-        "SELECT has_table_privilege(%s, 'knowledge_bases', 'SELECT')", (ROLE_USER,)).fetchone()[0]
+    ready = (
+        who.secured
+        and roles_exist(conn)
+        and conn.execute("SELECT has_table_privilege(%s, 'knowledge_bases', 'SELECT')", (ROLE_USER,)).fetchone()[0]
+    )
     if not ready:
         raise StoreError(f"{label} is not prepared for kbdesk users yet: run kbdesk pg setup first")
 
@@ -224,16 +258,21 @@ def _check_login(conn: Any, login: str) -> None:
     row = conn.execute(
         "SELECT r.rolcanlogin, r.rolsuper OR r.rolbypassrls OR pg_has_role(r.oid, c.relowner, 'USAGE') "
         "FROM pg_roles r, pg_class c WHERE r.rolname = %s AND c.oid = to_regclass('knowledge_bases')",
-        (login,)).fetchone()
+        (login,),
+    ).fetchone()
     if row is None:
-        raise NotFoundError(f"no role '{login}' on this server: create the login first "
-                            f"(CREATE ROLE \"{login}\" LOGIN PASSWORD '…'), then grant it")
+        raise NotFoundError(
+            f"no role '{login}' on this server: create the login first "
+            f"(CREATE ROLE \"{login}\" LOGIN PASSWORD '…'), then grant it"
+        )
     can_login, bypass = row
     if not can_login:
         raise InvalidInputError(f"'{login}' cannot log in: a kbdesk user is a login role")
     if bypass:
-        raise InvalidInputError(f"'{login}' bypasses row-level security (a superuser, BYPASSRLS, or the owner of "
-                                "kbdesk's tables): give each person a login of their own")
+        raise InvalidInputError(
+            f"'{login}' bypasses row-level security (a superuser, BYPASSRLS, or the owner of "
+            "kbdesk's tables): give each person a login of their own"
+        )
 
 
 def _user_for(conn: Any, login: str, user_id: str | None) -> str:
@@ -243,15 +282,18 @@ def _user_for(conn: Any, login: str, user_id: str | None) -> str:
         if row:
             return str(row[0])
     own = "users" in own_tables(conn)
-    cols = {r[0] for r in conn.execute("SELECT attname FROM pg_attribute WHERE attrelid = to_regclass('users') "
-                                       "AND attnum > 0 AND NOT attisdropped").fetchall()}
+    cols = {
+        r[0]
+        for r in conn.execute(
+            "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass('users') AND attnum > 0 AND NOT attisdropped"
+        ).fetchall()
+    }
     if user_id is None and "username" in cols:
         row = conn.execute("SELECT id FROM users WHERE username::text = %s ORDER BY id LIMIT 1", (login,)).fetchone()
         if row:
             user_id = str(row[0])
     if user_id is None and not own:
-        raise InvalidInputError(f"the server's users table has no user named '{login}': give their id with "
-                                "--user-id")
+        raise InvalidInputError(f"the server's users table has no user named '{login}': give their id with --user-id")
     user_id = str(user_id or uuid.uuid5(IDENTITY_NAMESPACE, login)).lower()
     if own:
         conn.execute("INSERT INTO users(id, username) VALUES (%s, %s) ON CONFLICT (id) DO NOTHING", (user_id, login))
@@ -280,22 +322,30 @@ def _join(conn: Any, uid: str, team: TeamGrant) -> None:
     team_id = _team_id(conn, team.team, create=True)
     table = sql.Identifier(members)
     if has_role:
-        changed = conn.execute(sql.SQL("UPDATE {} SET role = %s WHERE team_id = %s AND user_id = %s").format(table),
-                               (team.role, team_id, uid)).rowcount
+        changed = conn.execute(
+            sql.SQL("UPDATE {} SET role = %s WHERE team_id = %s AND user_id = %s").format(table),
+            (team.role, team_id, uid),
+        ).rowcount
         if not changed:
-            conn.execute(sql.SQL("INSERT INTO {}(team_id, user_id, role) VALUES (%s, %s, %s)").format(table),
-                         (team_id, uid, team.role))
+            conn.execute(
+                sql.SQL("INSERT INTO {}(team_id, user_id, role) VALUES (%s, %s, %s)").format(table),
+                (team_id, uid, team.role),
+            )
     else:
         if team.role == "admin":
             raise InvalidInputError(f"the server's {members} table has no role column: nobody can be a team admin")
-        if not conn.execute(sql.SQL("SELECT 1 FROM {} WHERE team_id = %s AND user_id = %s").format(table),
-                            (team_id, uid)).fetchone():
+        if not conn.execute(
+            sql.SQL("SELECT 1 FROM {} WHERE team_id = %s AND user_id = %s").format(table), (team_id, uid)
+        ).fetchone():
             conn.execute(sql.SQL("INSERT INTO {}(team_id, user_id) VALUES (%s, %s)").format(table), (team_id, uid))
 
 
 def _is_admin(conn: Any, login: str) -> bool:
-    row = conn.execute("SELECT pg_has_role(r.oid, a.oid, 'MEMBER') FROM pg_roles r, pg_roles a "
-                       "WHERE r.rolname = %s AND a.rolname = %s", (login, ROLE_ADMIN)).fetchone()
+    row = conn.execute(
+        "SELECT pg_has_role(r.oid, a.oid, 'MEMBER') FROM pg_roles r, pg_roles a "
+        "WHERE r.rolname = %s AND a.rolname = %s",
+        (login, ROLE_ADMIN),
+    ).fetchone()
     return bool(row and row[0])
 
 
@@ -303,8 +353,9 @@ def _mirror_admin(conn: Any, login: str, uid: str) -> None:
     """kbdesk's own users table shows the admin flag (the role is what counts)."""
     if "users" in own_tables(conn):
         admin = _is_admin(conn, login)
-        conn.execute("UPDATE users SET is_admin = %s WHERE id = %s AND is_admin IS DISTINCT FROM %s",
-                     (admin, uid, admin))
+        conn.execute(
+            "UPDATE users SET is_admin = %s WHERE id = %s AND is_admin IS DISTINCT FROM %s", (admin, uid, admin)
+        )
 
 
 def _describe(conn: Any, login: str) -> dict[str, Any]:
@@ -317,15 +368,30 @@ def _describe(conn: Any, login: str) -> dict[str, Any]:
     members, has_role = membership_table(conn)
     role = sql.SQL("m.role") if has_role else sql.SQL("'member'")
     names = "t.name::text" if "name" in _team_columns(conn) else "t.id::text"
-    teams = conn.execute(sql.SQL("SELECT " + names + ", {} FROM {} m JOIN teams t ON t.id = m.team_id "
-                                 "WHERE m.user_id = %s ORDER BY 1").format(role, sql.Identifier(members)),
-                         (uid,)).fetchall()
-    active = conn.execute("SELECT pg_has_role(r.oid, u.oid, 'MEMBER') FROM pg_roles r, pg_roles u "
-                          "WHERE r.rolname = %s AND u.rolname = %s", (login, ROLE_USER)).fetchone()
-    return {"login": login, "user_id": uid, "kbdesk_user": bool(active and active[0]),
-            "admin": _is_admin(conn, login), "teams": {name: r for name, r in teams}}
+    teams = conn.execute(
+        sql.SQL(
+            "SELECT " + names + ", {} FROM {} m JOIN teams t ON t.id = m.team_id WHERE m.user_id = %s ORDER BY 1"
+        ).format(role, sql.Identifier(members)),
+        (uid,),
+    ).fetchall()
+    active = conn.execute(
+        "SELECT pg_has_role(r.oid, u.oid, 'MEMBER') FROM pg_roles r, pg_roles u "
+        "WHERE r.rolname = %s AND u.rolname = %s",
+        (login, ROLE_USER),
+    ).fetchone()
+    return {
+        "login": login,
+        "user_id": uid,
+        "kbdesk_user": bool(active and active[0]),
+        "admin": _is_admin(conn, login),
+        "teams": {name: r for name, r in teams},
+    }
 
 
 def _team_columns(conn: Any) -> set[str]:
-    return {r[0] for r in conn.execute("SELECT attname FROM pg_attribute WHERE attrelid = to_regclass('teams') "
-                                       "AND attnum > 0 AND NOT attisdropped").fetchall()}
+    return {
+        r[0]
+        for r in conn.execute(
+            "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass('teams') AND attnum > 0 AND NOT attisdropped"
+        ).fetchall()
+    }

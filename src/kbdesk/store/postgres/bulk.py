@@ -30,18 +30,24 @@ class PgBulk:
         rows = conn.execute(self.db.q(sql.format(vector=vector)), args, binary=True).fetchall()
         return [(*r[:7], None if r[7] is None else as_unit_bytes(r[7], int(dims or 0))) for r in rows]
 
-    def _import_chunks(self, conn: Any, kb: KnowledgeBase, docs: Sequence[dict[str, Any]],
-                       changes: VectorChanges) -> None:
+    def _import_chunks(
+        self, conn: Any, kb: KnowledgeBase, docs: Sequence[dict[str, Any]], changes: VectorChanges
+    ) -> None:
         self._stage_chunks(conn, kb.id, kb.dimensions, docs)
 
     def _document_blobs(self, conn: Any, doc_ids: list[str]) -> dict[str, bytes]:
-        rows = conn.execute("SELECT document_id, data FROM kbdesk_document_blobs WHERE document_id = ANY(%s::uuid[])",
-                            (doc_ids,)).fetchall()
+        rows = conn.execute(
+            "SELECT document_id, data FROM kbdesk_document_blobs WHERE document_id = ANY(%s::uuid[])", (doc_ids,)
+        ).fetchall()
         return {str(d): bytes(b) for d, b in rows}
 
     def _store_blobs(self, conn: Any, blobs: list[tuple[str, bytes]]) -> None:
-        self.db.executemany(conn, "INSERT INTO kbdesk_document_blobs(document_id, data) VALUES (?, ?) "
-                                  "ON CONFLICT (document_id) DO UPDATE SET data = excluded.data", blobs)
+        self.db.executemany(
+            conn,
+            "INSERT INTO kbdesk_document_blobs(document_id, data) VALUES (?, ?) "
+            "ON CONFLICT (document_id) DO UPDATE SET data = excluded.data",
+            blobs,
+        )
 
     def _stage_chunks(self, conn: Any, kb_id: str, dims: int | None, docs: Sequence[dict[str, Any]]) -> None:
         """Chunks in by binary COPY: straight into ``kb_chunks`` when none of their ids
@@ -52,16 +58,20 @@ class PgBulk:
         if not conn.execute("SELECT 1 FROM kb_chunks WHERE id = ANY(%s) LIMIT 1", (ids,)).fetchone():
             copy_chunks(conn, rows)
             return
-        conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {STAGE} (id uuid, kb_id uuid, document_id uuid, "
-                     "chunk_index int, content text, token_count int, embedding vector, metadata jsonb, "
-                     "content_hash text) ON COMMIT DELETE ROWS")
+        conn.execute(
+            f"CREATE TEMP TABLE IF NOT EXISTS {STAGE} (id uuid, kb_id uuid, document_id uuid, "
+            "chunk_index int, content text, token_count int, embedding vector, metadata jsonb, "
+            "content_hash text) ON COMMIT DELETE ROWS"
+        )
         copy_chunks(conn, rows, table=STAGE)
-        conn.execute(f"INSERT INTO kb_chunks (id, kb_id, document_id, chunk_index, content, token_count, embedding, "
-                     f"metadata, content_hash) SELECT id, kb_id, document_id, chunk_index, content, token_count, "
-                     f"embedding, metadata, content_hash FROM {STAGE} ORDER BY ctid ON CONFLICT (id) DO UPDATE SET "
-                     "kb_id = excluded.kb_id, document_id = excluded.document_id, chunk_index = excluded.chunk_index, "
-                     "content = excluded.content, token_count = excluded.token_count, embedding = excluded.embedding, "
-                     "metadata = excluded.metadata, content_hash = excluded.content_hash")
+        conn.execute(
+            f"INSERT INTO kb_chunks (id, kb_id, document_id, chunk_index, content, token_count, embedding, "
+            f"metadata, content_hash) SELECT id, kb_id, document_id, chunk_index, content, token_count, "
+            f"embedding, metadata, content_hash FROM {STAGE} ORDER BY ctid ON CONFLICT (id) DO UPDATE SET "
+            "kb_id = excluded.kb_id, document_id = excluded.document_id, chunk_index = excluded.chunk_index, "
+            "content = excluded.content, token_count = excluded.token_count, embedding = excluded.embedding, "
+            "metadata = excluded.metadata, content_hash = excluded.content_hash"
+        )
         conn.execute(f"DELETE FROM {STAGE}")
 
     @staticmethod
@@ -76,14 +86,26 @@ class PgBulk:
                 if vec is not None:
                     unit = np.frombuffer(vec, dtype=np.float32)
                     if dims and unit.size != dims:
-                        raise InvalidInputError(f"a vector of {d['filename']} has {unit.size} dimensions, "
-                                                f"the knowledge base {dims}")
+                        raise InvalidInputError(
+                            f"a vector of {d['filename']} has {unit.size} dimensions, the knowledge base {dims}"
+                        )
                     vec = pad(unit)
-                yield (uuid.UUID(c["id"]), kb_uuid, doc_uuid, int(c["chunk_index"]), clean_text(c["content"]),
-                       int(c.get("token_count") or 0), vec, Jsonb(clean_json(c.get("metadata") or {})),
-                       c.get("content_hash"))
+                yield (
+                    uuid.UUID(c["id"]),
+                    kb_uuid,
+                    doc_uuid,
+                    int(c["chunk_index"]),
+                    clean_text(c["content"]),
+                    int(c.get("token_count") or 0),
+                    vec,
+                    Jsonb(clean_json(c.get("metadata") or {})),
+                    c.get("content_hash"),
+                )
 
     def document_blob(self, doc_id: str) -> bytes | None:
-        row = self.connection().execute("SELECT data FROM kbdesk_document_blobs WHERE document_id = %s",
-                                        (doc_id,)).fetchone()
+        row = (
+            self.connection()
+            .execute("SELECT data FROM kbdesk_document_blobs WHERE document_id = %s", (doc_id,))
+            .fetchone()
+        )
         return bytes(row[0]) if row else None

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbdesk.store.api import BLOBS, CHAT
 import kbdesk.store.postgres.keyword as keyword
+from kbdesk.store.api import BLOBS, CHAT
 
-_LEXEMES = ("SELECT l.lexeme FROM unnest(%s::text[]) WITH ORDINALITY AS w(word, i) CROSS JOIN LATERAL "
-            "unnest(tsvector_to_array(to_tsvector('kbdesk_porter'::regconfig, w.word))) AS l(lexeme) "
-            "ORDER BY w.i, l.lexeme")
+_LEXEMES = (
+    "SELECT l.lexeme FROM unnest(%s::text[]) WITH ORDINALITY AS w(word, i) CROSS JOIN LATERAL "
+    "unnest(tsvector_to_array(to_tsvector('kbdesk_porter'::regconfig, w.word))) AS l(lexeme) "
+    "ORDER BY w.i, l.lexeme"
+)
 # FTS5's bm25 over this user's notes, the statistics counted in the same statement: each
 # matching note's query lexemes with their tf, each lexeme's document frequency, its IDF
 # once per query term naming it (two query words of one lexeme count twice, as two FTS5
@@ -47,9 +49,14 @@ class PgChat:
         """Original files in the database always; chat where conversations can be kept:
         kbdesk's own ``channels`` table (a team server's own is not changed)."""
         if self._keeps_chat is None:
-            self._keeps_chat = bool(self.connection().execute(
-                "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('channels') "
-                "AND attname = 'persona_id' AND NOT attisdropped)").fetchone()[0])
+            self._keeps_chat = bool(
+                self.connection()
+                .execute(
+                    "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('channels') "
+                    "AND attname = 'persona_id' AND NOT attisdropped)"
+                )
+                .fetchone()[0]
+            )
         return frozenset({BLOBS, CHAT}) if self._keeps_chat else frozenset({BLOBS})
 
     def _note_keyword_candidates(self, conn: Any, text: str, k: int) -> list[tuple[str, float]]:
@@ -60,18 +67,36 @@ class PgChat:
         if not terms:
             return []
         lexemes = sorted(set(terms))
-        rows = conn.execute(_BM25, {"lexemes": lexemes, "terms": terms, "owner": self.local_user_id,
-                                    "gate": keyword.tsquery_text(lexemes), "floor": keyword.IDF_FLOOR,
-                                    "k1": keyword.K1, "k1p1": keyword.K1 + 1.0, "b": keyword.B, "k": k}).fetchall()
+        rows = conn.execute(
+            _BM25,
+            {
+                "lexemes": lexemes,
+                "terms": terms,
+                "owner": self.local_user_id,
+                "gate": keyword.tsquery_text(lexemes),
+                "floor": keyword.IDF_FLOOR,
+                "k1": keyword.K1,
+                "k1p1": keyword.K1 + 1.0,
+                "b": keyword.B,
+                "k": k,
+            },
+        ).fetchall()
         return [(note_id, float(score)) for note_id, score in rows]
 
     def get_setting(self, key: str) -> str | None:
-        row = self.connection().execute("SELECT value FROM kbdesk_user_settings WHERE owner_id = %s AND key = %s",
-                                        (self.local_user_id, key)).fetchone()
+        row = (
+            self.connection()
+            .execute(
+                "SELECT value FROM kbdesk_user_settings WHERE owner_id = %s AND key = %s", (self.local_user_id, key)
+            )
+            .fetchone()
+        )
         return row[0] if row else None
 
     def set_setting(self, key: str, value: str) -> None:
         with self.write() as conn:
-            conn.execute("INSERT INTO kbdesk_user_settings(owner_id, key, value) VALUES (%s, %s, %s) "
-                         "ON CONFLICT (owner_id, key) DO UPDATE SET value = excluded.value",
-                         (self.local_user_id, key, value))
+            conn.execute(
+                "INSERT INTO kbdesk_user_settings(owner_id, key, value) VALUES (%s, %s, %s) "
+                "ON CONFLICT (owner_id, key) DO UPDATE SET value = excluded.value",
+                (self.local_user_id, key, value),
+            )

@@ -49,9 +49,11 @@ def copy_chunks(conn: Any, rows: Iterable[Sequence[Any]], table: str = "kb_chunk
 
 def stage_chunks(conn: Any) -> None:
     """The session's temporary table shaped as the COPY's rows (emptied at commit)."""
-    conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {CHUNK_STAGE} (id uuid, kb_id uuid, document_id uuid, "
-                 "chunk_index int, content text, token_count int, embedding vector, metadata jsonb, "
-                 "content_hash text) ON COMMIT DELETE ROWS")
+    conn.execute(
+        f"CREATE TEMP TABLE IF NOT EXISTS {CHUNK_STAGE} (id uuid, kb_id uuid, document_id uuid, "
+        "chunk_index int, content text, token_count int, embedding vector, metadata jsonb, "
+        "content_hash text) ON COMMIT DELETE ROWS"
+    )
 
 
 class PgChunks:
@@ -63,8 +65,10 @@ class PgChunks:
 
     def _check_config(self, config: dict[str, Any]) -> None:
         if (config.get("dimensions") or 0) > VECTOR_COLUMN_DIMS:
-            raise InvalidInputError(f"Postgres stores vectors of at most {VECTOR_COLUMN_DIMS} dimensions (the seed's "
-                                    f"vector({VECTOR_COLUMN_DIMS}) column), not {config['dimensions']}")
+            raise InvalidInputError(
+                f"Postgres stores vectors of at most {VECTOR_COLUMN_DIMS} dimensions (the seed's "
+                f"vector({VECTOR_COLUMN_DIMS}) column), not {config['dimensions']}"
+            )
 
     def _lock_names(self, conn: Any) -> None:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (NAME_LOCK,))
@@ -73,32 +77,54 @@ class PgChunks:
         if kb.dimensions is not None:
             return
         pad(np.zeros(dims, dtype=np.float32))  # refuses what the column cannot hold
-        row = conn.execute("SELECT embedding_config->>'dimensions' FROM knowledge_bases WHERE id = %s FOR UPDATE",
-                           (kb.id,)).fetchone()
+        row = conn.execute(
+            "SELECT embedding_config->>'dimensions' FROM knowledge_bases WHERE id = %s FOR UPDATE", (kb.id,)
+        ).fetchone()
         if row[0] is not None and int(row[0]) != dims:
             raise InvalidInputError(f"this knowledge base stores {row[0]}-dimensional vectors, got {dims}")
-        conn.execute("UPDATE knowledge_bases SET embedding_config = jsonb_set(embedding_config, '{dimensions}', "
-                     "to_jsonb(%s::int)) WHERE id = %s", (dims, kb.id))
+        conn.execute(
+            "UPDATE knowledge_bases SET embedding_config = jsonb_set(embedding_config, '{dimensions}', "
+            "to_jsonb(%s::int)) WHERE id = %s",
+            (dims, kb.id),
+        )
 
-    def _insert_chunks_many(self, conn: Any, kb_id: str, docs: list[tuple[str, list[ChunkInput], list[bytes] | None]],
-                            now: Any, changes: VectorChanges) -> None:
+    def _insert_chunks_many(
+        self,
+        conn: Any,
+        kb_id: str,
+        docs: list[tuple[str, list[ChunkInput], list[bytes] | None]],
+        now: Any,
+        changes: VectorChanges,
+    ) -> None:
         import uuid
 
         from psycopg.types.json import Jsonb
 
         kb_uuid = uuid.UUID(kb_id)
         ids = iter(ordered_uuids(sum(len(items) for _, items, _ in docs)))
-        rows = ((next(ids), kb_uuid, uuid.UUID(doc_id), i, clean_text(item.content), int(item.token_count),
-                 pad(np.frombuffer(blobs[i], dtype=np.float32)) if blobs else None,
-                 Jsonb(clean_json(item.metadata or {})), item.content_hash)
-                for doc_id, items, blobs in docs for i, item in enumerate(items))
+        rows = (
+            (
+                next(ids),
+                kb_uuid,
+                uuid.UUID(doc_id),
+                i,
+                clean_text(item.content),
+                int(item.token_count),
+                pad(np.frombuffer(blobs[i], dtype=np.float32)) if blobs else None,
+                Jsonb(clean_json(item.metadata or {})),
+                item.content_hash,
+            )
+            for doc_id, items, blobs in docs
+            for i, item in enumerate(items)
+        )
         copy_chunks(conn, rows)
 
-    def _delete_chunks_many(self, conn: Any, kb_id: str, doc_ids: list[str], changes: VectorChanges
-                            ) -> dict[str, int]:
-        rows = conn.execute("WITH gone AS (DELETE FROM kb_chunks WHERE document_id = ANY(%s::uuid[]) "
-                            "RETURNING document_id) SELECT document_id::text, count(*) FROM gone GROUP BY 1",
-                            (list(doc_ids),)).fetchall()
+    def _delete_chunks_many(self, conn: Any, kb_id: str, doc_ids: list[str], changes: VectorChanges) -> dict[str, int]:
+        rows = conn.execute(
+            "WITH gone AS (DELETE FROM kb_chunks WHERE document_id = ANY(%s::uuid[]) "
+            "RETURNING document_id) SELECT document_id::text, count(*) FROM gone GROUP BY 1",
+            (list(doc_ids),),
+        ).fetchall()
         return {str(doc_id): int(n) for doc_id, n in rows}
 
     def _vectors_committed(self, changes: VectorChanges) -> None:
@@ -120,17 +146,23 @@ class PgChunks:
             "c.embedding FROM kb_chunks c JOIN knowledge_bases k ON k.id = c.kb_id "
             "WHERE c.content_hash = ANY(%s) AND c.embedding IS NOT NULL "
             "AND k.embedding_config->>'model_id' = %s AND k.embedding_config ? 'dimensions'",
-            (hashes, model_id), binary=True).fetchall()
+            (hashes, model_id),
+            binary=True,
+        ).fetchall()
         return {h: as_unit_bytes(v, dims) for h, dims, v in rows}
 
     def _swap_vectors(self, conn: Any, kb_id: str, model_key: str, dims: int | None) -> None:
         conn.execute("CREATE TEMP TABLE kbdesk_swap (h text PRIMARY KEY, e vector) ON COMMIT DROP")
-        cached = conn.execute("SELECT e.text_hash, e.embedding FROM kbdesk_embedding_cache e WHERE e.model = %s "
-                              "AND e.text_hash IN (SELECT content_hash FROM kb_chunks WHERE kb_id = %s)",
-                              (model_key, kb_id)).fetchall()
+        cached = conn.execute(
+            "SELECT e.text_hash, e.embedding FROM kbdesk_embedding_cache e WHERE e.model = %s "
+            "AND e.text_hash IN (SELECT content_hash FROM kb_chunks WHERE kb_id = %s)",
+            (model_key, kb_id),
+        ).fetchall()
         with conn.cursor() as cur, cur.copy("COPY kbdesk_swap (h, e) FROM STDIN WITH (FORMAT BINARY)") as copy:
             copy.set_types(["text", "vector"])
             for h, blob in cached:
                 copy.write_row([h, pad(np.frombuffer(bytes(blob), dtype=np.float32))])
-        conn.execute("UPDATE kb_chunks c SET embedding = s.e FROM kbdesk_swap s "
-                     "WHERE c.kb_id = %s AND c.content_hash = s.h", (kb_id,))
+        conn.execute(
+            "UPDATE kb_chunks c SET embedding = s.e FROM kbdesk_swap s WHERE c.kb_id = %s AND c.content_hash = s.h",
+            (kb_id,),
+        )

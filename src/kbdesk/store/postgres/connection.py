@@ -40,15 +40,25 @@ from kbdesk.store.postgres.chat import PgChat
 from kbdesk.store.postgres.chunks import PgChunks
 from kbdesk.store.postgres.engine import PostgresEngine
 from kbdesk.store.postgres.lookup import LookupMixin
-from kbdesk.store.postgres.pool import (Holder, PgDriver, Pool, quiet_close, redact_uri,
-                                        uuid_as_text_binary_loader)
+from kbdesk.store.postgres.pool import Holder, PgDriver, Pool, quiet_close, redact_uri, uuid_as_text_binary_loader
 from kbdesk.store.postgres.schema import _first_line, current_version, migrate
 from kbdesk.store.postgres.security import Session, check_can_open, database_identity, secure, session
 from kbdesk.store.postgres.vectors import PgVectorIndex
 
 
-class PostgresStore(PgChunks, PgBulk, PgChat, RecordsCore, DocumentsCore, CacheCore, BulkCore, LookupMixin,
-                    ChatCore, PersonasCore, NotesCore):
+class PostgresStore(
+    PgChunks,
+    PgBulk,
+    PgChat,
+    RecordsCore,
+    DocumentsCore,
+    CacheCore,
+    BulkCore,
+    LookupMixin,
+    ChatCore,
+    PersonasCore,
+    NotesCore,
+):
     """kbdesk's store on PostgreSQL + pgvector, in the seed's schema."""
 
     kind = "postgres"
@@ -99,8 +109,10 @@ class PostgresStore(PgChunks, PgBulk, PgChat, RecordsCore, DocumentsCore, CacheC
             secure(conn)
         after = session(conn) if not before.tables else before
         if after.kind == "stranger":
-            raise StoreError(f"the login '{after.login}' is not a kbdesk user of {self.label}: an administrator makes "
-                             f"it one with kbdesk --db URI pg grant {after.login}")
+            raise StoreError(
+                f"the login '{after.login}' is not a kbdesk user of {self.label}: an administrator makes "
+                f"it one with kbdesk --db URI pg grant {after.login}"
+            )
         return after
 
     # ── connections ────────────────────────────────────────────────────────────
@@ -200,8 +212,11 @@ class PostgresStore(PgChunks, PgBulk, PgChat, RecordsCore, DocumentsCore, CacheC
         found: dict[str, str] = {}
         if names:
             try:
-                rows = self.connection().execute("SELECT id, name::text FROM teams WHERE name::text = ANY(%s)",
-                                                 (names,)).fetchall()
+                rows = (
+                    self.connection()
+                    .execute("SELECT id, name::text FROM teams WHERE name::text = ANY(%s)", (names,))
+                    .fetchall()
+                )
                 found = {name: team_id for team_id, name in rows}
             except Exception:  # a server's teams table without a name column: ids only
                 found = {}
@@ -220,10 +235,12 @@ class PostgresStore(PgChunks, PgBulk, PgChat, RecordsCore, DocumentsCore, CacheC
         row = conn.execute("SELECT value FROM kbdesk_settings WHERE key = 'own_tables'").fetchone()
         if not row or "users" not in row[0].split(","):
             return
-        conn.execute("INSERT INTO users(id, username, is_admin) VALUES (%s, %s, %s) ON CONFLICT (id) DO UPDATE "
-                     "SET username = excluded.username, is_admin = excluded.is_admin "
-                     "WHERE (users.username, users.is_admin) IS DISTINCT FROM (excluded.username, excluded.is_admin)",
-                     (self.identity.user_id, self.identity.username, self.identity.admin))
+        conn.execute(
+            "INSERT INTO users(id, username, is_admin) VALUES (%s, %s, %s) ON CONFLICT (id) DO UPDATE "
+            "SET username = excluded.username, is_admin = excluded.is_admin "
+            "WHERE (users.username, users.is_admin) IS DISTINCT FROM (excluded.username, excluded.is_admin)",
+            (self.identity.user_id, self.identity.username, self.identity.admin),
+        )
 
     def schema_version(self) -> int:
         return current_version(self.connection())
@@ -236,12 +253,23 @@ class PostgresStore(PgChunks, PgBulk, PgChat, RecordsCore, DocumentsCore, CacheC
         conn = self.connection()
         server = conn.execute("SHOW server_version").fetchone()[0]
         vec = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
-        return PgDriver("psycopg", f"PostgreSQL {server}", vec, "pgvector",
-                        f"pgvector {vec} on PostgreSQL {server} at {self.label}: exact cosine for small KBs, "
-                        f"an HNSW index per KB from {self.vectors.min_rows} vectors")
+        return PgDriver(
+            "psycopg",
+            f"PostgreSQL {server}",
+            vec,
+            "pgvector",
+            f"pgvector {vec} on PostgreSQL {server} at {self.label}: exact cosine for small KBs, "
+            f"an HNSW index per KB from {self.vectors.min_rows} vectors",
+        )
 
     def describe(self) -> dict[str, Any]:
-        return {"engine": "postgres", "uri": self.label, "user_id": self.identity.user_id,
-                "username": self.identity.username, "admin": self.identity.admin,
-                "teams": json.loads(json.dumps(dict(self.identity.teams))),
-                "identity": self.identity.source, "login": self.session.login}
+        return {
+            "engine": "postgres",
+            "uri": self.label,
+            "user_id": self.identity.user_id,
+            "username": self.identity.username,
+            "admin": self.identity.admin,
+            "teams": json.loads(json.dumps(dict(self.identity.teams))),
+            "identity": self.identity.source,
+            "login": self.session.login,
+        }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
@@ -22,12 +22,25 @@ class PostgresEngine(Engine):
     name = "postgres"
     for_update = " FOR UPDATE"
     list_chunk = 5000
-    tables = {"audit_log": "kbdesk_audit_log", "usage_log": "kbdesk_usage_log",
-              "embedding_cache": "kbdesk_embedding_cache",
-              # chat (store/core/chat.py, personas.py, notes.py); channels keep their name
-              **{t: f"kbdesk_{t}" for t in ("personas", "persona_knowledge_bases", "projects",
-                                            "project_knowledge_bases", "chat_messages", "chat_tool_calls",
-                                            "notes", "note_vectors")}}
+    tables = {
+        "audit_log": "kbdesk_audit_log",
+        "usage_log": "kbdesk_usage_log",
+        "embedding_cache": "kbdesk_embedding_cache",
+        # chat (store/core/chat.py, personas.py, notes.py); channels keep their name
+        **{
+            t: f"kbdesk_{t}"
+            for t in (
+                "personas",
+                "persona_knowledge_bases",
+                "projects",
+                "project_knowledge_bases",
+                "chat_messages",
+                "chat_tool_calls",
+                "notes",
+                "note_vectors",
+            )
+        },
+    }
 
     def q(self, sql: str) -> str:
         return _native(sql)
@@ -69,7 +82,7 @@ class PostgresEngine(Engine):
         return moment
 
     def now(self) -> Any:
-        return datetime.now(timezone.utc)
+        return datetime.now(UTC)
 
     def in_list(self, expr: str, values: Sequence[Any], *, ids: bool = False) -> tuple[str, list[Any]]:
         if ids:

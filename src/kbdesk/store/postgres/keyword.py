@@ -75,8 +75,10 @@ def keyword_text_sql(utf8: bool = True) -> str:
     """The body of ``kbdesk_keyword_text(content)`` (pg_catalog functions only): ASCII
     punctuation to spaces and, in a UTF-8 database, accented letters to their base."""
     accented, plain = diacritic_pairs() if utf8 else ("", "")
-    return (f"SELECT pg_catalog.translate(pg_catalog.left(content, {_MAX_TEXT}), "
-            f"E{_literal(_escape(_PUNCTUATION + accented))}, {_literal(' ' * len(_PUNCTUATION) + plain)})")
+    return (
+        f"SELECT pg_catalog.translate(pg_catalog.left(content, {_MAX_TEXT}), "
+        f"E{_literal(_escape(_PUNCTUATION + accented))}, {_literal(' ' * len(_PUNCTUATION) + plain)})"
+    )
 
 
 def _escape(text: str) -> str:
@@ -88,8 +90,10 @@ def keyword_length_sql(server_version: int) -> str:
     unicode61 counts tokens (``regexp_count`` from PostgreSQL 15 on)."""
     if server_version >= 150000:
         return f"SELECT pg_catalog.regexp_count(pg_catalog.left(content, {_MAX_TEXT}), '[[:alnum:]]+')"
-    return (f"SELECT pg_catalog.count(*)::int FROM pg_catalog.regexp_matches(pg_catalog.left(content, {_MAX_TEXT}), "
-            "'[[:alnum:]]+', 'g')")
+    return (
+        f"SELECT pg_catalog.count(*)::int FROM pg_catalog.regexp_matches(pg_catalog.left(content, {_MAX_TEXT}), "
+        "'[[:alnum:]]+', 'g')"
+    )
 
 
 # FTS5's tokenizer is "porter unicode61": every token indexed (no stopwords), stemmed by
@@ -109,8 +113,9 @@ def _ensure_config(conn: Any) -> None:
     if not conn.execute(exists.format("pg_ts_config", "cfgname", "cfgnamespace"), (CONFIG,)).fetchone():
         conn.execute(f"CREATE TEXT SEARCH CONFIGURATION {CONFIG} (COPY = pg_catalog.english)")
         for old in ("english_stem", "simple"):
-            conn.execute(f"ALTER TEXT SEARCH CONFIGURATION {CONFIG} ALTER MAPPING REPLACE pg_catalog.{old} "
-                         f"WITH {CONFIG}_stem")
+            conn.execute(
+                f"ALTER TEXT SEARCH CONFIGURATION {CONFIG} ALTER MAPPING REPLACE pg_catalog.{old} WITH {CONFIG}_stem"
+            )
 
 
 def install(conn: Any) -> None:
@@ -122,27 +127,37 @@ def install(conn: Any) -> None:
     schema = conn.execute("SELECT current_schema()").fetchone()[0]
     path = f"pg_catalog, {_ident(schema)}, pg_temp"
     body = keyword_text_sql(utf8)
-    old_body = conn.execute("SELECT prosrc FROM pg_proc WHERE proname = 'kbdesk_keyword_text' "
-                            "AND pronamespace = current_schema()::regnamespace").fetchone()
-    conn.execute(f"CREATE OR REPLACE FUNCTION kbdesk_keyword_text(content text) RETURNS text "
-                 f"LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $f$ {body} $f$")
-    conn.execute(f"CREATE OR REPLACE FUNCTION kbdesk_keyword_length(content text) RETURNS int "
-                 f"LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $f$ {keyword_length_sql(version)} $f$")
+    old_body = conn.execute(
+        "SELECT prosrc FROM pg_proc WHERE proname = 'kbdesk_keyword_text' "
+        "AND pronamespace = current_schema()::regnamespace"
+    ).fetchone()
+    conn.execute(
+        f"CREATE OR REPLACE FUNCTION kbdesk_keyword_text(content text) RETURNS text "
+        f"LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $f$ {body} $f$"
+    )
+    conn.execute(
+        f"CREATE OR REPLACE FUNCTION kbdesk_keyword_length(content text) RETURNS int "
+        f"LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $f$ {keyword_length_sql(version)} $f$"
+    )
     _ensure_config(conn)
     current = conn.execute(
         "SELECT pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid "
-        "AND a.attnum = d.adnum WHERE d.adrelid = 'kb_chunks'::regclass AND a.attname = 'content_tsv'").fetchone()
-    has_length = conn.execute("SELECT 1 FROM pg_attribute WHERE attrelid = 'kb_chunks'::regclass "
-                              "AND attname = 'keyword_length' AND NOT attisdropped").fetchone()
+        "AND a.attnum = d.adnum WHERE d.adrelid = 'kb_chunks'::regclass AND a.attname = 'content_tsv'"
+    ).fetchone()
+    has_length = conn.execute(
+        "SELECT 1 FROM pg_attribute WHERE attrelid = 'kb_chunks'::regclass "
+        "AND attname = 'keyword_length' AND NOT attisdropped"
+    ).fetchone()
     # a stored generated column keeps what the old function computed: a new body means a rewrite
     changed = old_body is not None and old_body[0].strip() != body.strip()
-    if changed or not current or "kbdesk_keyword_text" not in current[0] or CONFIG not in current[0] \
-            or not has_length:
+    if changed or not current or "kbdesk_keyword_text" not in current[0] or CONFIG not in current[0] or not has_length:
         # one rewrite of kb_chunks for both columns (the GIN index goes with the old column)
-        conn.execute(f"ALTER TABLE kb_chunks DROP COLUMN IF EXISTS content_tsv, DROP COLUMN IF EXISTS keyword_length, "
-                     f"ADD COLUMN content_tsv tsvector GENERATED ALWAYS AS ({TSV_EXPRESSION}) STORED, "
-                     f"ADD COLUMN keyword_length int GENERATED ALWAYS AS (kbdesk_keyword_length(content)) STORED, "
-                     f"ALTER COLUMN content_tsv SET STORAGE MAIN")
+        conn.execute(
+            f"ALTER TABLE kb_chunks DROP COLUMN IF EXISTS content_tsv, DROP COLUMN IF EXISTS keyword_length, "
+            f"ADD COLUMN content_tsv tsvector GENERATED ALWAYS AS ({TSV_EXPRESSION}) STORED, "
+            f"ADD COLUMN keyword_length int GENERATED ALWAYS AS (kbdesk_keyword_length(content)) STORED, "
+            f"ALTER COLUMN content_tsv SET STORAGE MAIN"
+        )
     # every candidate row's tsvector is read, its text only for the results: a row too
     # wide for its page moves the text out of line first (measured: keyword queries
     # 15-25 % faster than with the tsvector in the TOAST table)
@@ -293,8 +308,9 @@ def idf(rows: int, df: int) -> float:
     return value if value > 0.0 else IDF_FLOOR
 
 
-def bounded(terms: Sequence[str], df: dict[str, int], rows: int,
-            budget: int = KEYWORD_POSTINGS_BUDGET) -> tuple[list[int], list[int]]:
+def bounded(
+    terms: Sequence[str], df: dict[str, int], rows: int, budget: int = KEYWORD_POSTINGS_BUDGET
+) -> tuple[list[int], list[int]]:
     """(gate, scored) as positions in ``terms``, as the SQLite store bounds a query
     (:meth:`kbdesk.store.lookup.LookupMixin.bounded_terms`): when ``rows`` × terms and
     the terms' document frequencies add up past ``budget``, rows must hold one of the
@@ -342,7 +358,7 @@ def plan(conn: Any, kb_ids: Sequence[str], text: str, budget: int | None = None)
     gate, scored = bounded(terms, df, n_rows, KEYWORD_POSTINGS_BUDGET if budget is None else budget)
     weights: dict[str, float] = {}
     # a bounded query is "(gate) AND (scored)" on SQLite: the gate's phrases count twice
-    for i in (gate + scored if gate != scored else scored):
+    for i in gate + scored if gate != scored else scored:
         weights[terms[i]] = weights.get(terms[i], 0.0) + idf(n_rows, df[terms[i]])
     lexemes = sorted({terms[i] for i in gate})
     postings = sum(df[lex] for lex in lexemes) * max(table_rows, n_rows) / n_rows  # in the whole table
@@ -370,19 +386,31 @@ ORDER BY score DESC, c.seq
 LIMIT %(k)s
 """
 BM25_SQL = _BM25.replace("@ROWS@", "kb_chunks")
-BM25_BY_KB_SQL = _BM25.replace("@ROWS@", "(SELECT seq, kb_id, content_tsv, keyword_length FROM kb_chunks "
-                                         "WHERE kb_id = ANY(%(kbs)s::uuid[]) OFFSET 0)")
+BM25_BY_KB_SQL = _BM25.replace(
+    "@ROWS@",
+    "(SELECT seq, kb_id, content_tsv, keyword_length FROM kb_chunks WHERE kb_id = ANY(%(kbs)s::uuid[]) OFFSET 0)",
+)
 
 
-def candidates(conn: Any, kb_ids: Sequence[str], text: str, k: int,
-               budget: int | None = None) -> list[tuple[int, float]]:
+def candidates(
+    conn: Any, kb_ids: Sequence[str], text: str, k: int, budget: int | None = None
+) -> list[tuple[int, float]]:
     """Top ``k`` (seq, BM25 score — higher is better) across ``kb_ids``."""
     p = plan(conn, kb_ids, text, budget)
     if p is None or k <= 0:
         return []
     lexemes = list(p.weights)
-    args = {"k1": K1, "k1p1": K1 + 1.0, "b": B, "avgdl": p.avgdl or 1.0, "lexemes": lexemes,
-            "weights": [p.weights[x] for x in lexemes], "kbs": list(kb_ids), "gate": tsquery_text(p.gate), "k": int(k)}
+    args = {
+        "k1": K1,
+        "k1p1": K1 + 1.0,
+        "b": B,
+        "avgdl": p.avgdl or 1.0,
+        "lexemes": lexemes,
+        "weights": [p.weights[x] for x in lexemes],
+        "kbs": list(kb_ids),
+        "gate": tsquery_text(p.gate),
+        "k": int(k),
+    }
     rows = conn.execute(BM25_BY_KB_SQL if p.by_kb else BM25_SQL, args).fetchall()
     return [(int(seq), float(score)) for seq, score in rows]
 
@@ -391,15 +419,20 @@ def statistics(conn: Any, kb_id: str) -> dict[str, Any]:
     """A KB's stored statistics next to the same figures counted from its chunks now
     (for tests and ``doctor``-style checks): ``stored`` and ``counted``, each
     ``{"chunks", "tokens", "terms": {lexeme: chunks}}``."""
+
     def read(kbs_sql: str, terms_sql: str) -> dict[str, Any]:
         chunks, tokens = conn.execute(kbs_sql, (kb_id,)).fetchone() or (0, 0)
         terms = {lex: int(n) for lex, n in conn.execute(terms_sql, (kb_id,)).fetchall()}
         return {"chunks": int(chunks or 0), "tokens": int(tokens or 0), "terms": terms}
 
     return {
-        "stored": read("SELECT chunks, tokens FROM kbdesk_keyword_kbs WHERE kb_id = %s",
-                       "SELECT lexeme, chunks FROM kbdesk_keyword_terms WHERE kb_id = %s"),
-        "counted": read("SELECT count(*), sum(keyword_length) FROM kb_chunks WHERE kb_id = %s",
-                        "SELECT l.lexeme, count(*) FROM kb_chunks c, unnest(tsvector_to_array(c.content_tsv)) AS "
-                        "l(lexeme) WHERE c.kb_id = %s GROUP BY l.lexeme"),
+        "stored": read(
+            "SELECT chunks, tokens FROM kbdesk_keyword_kbs WHERE kb_id = %s",
+            "SELECT lexeme, chunks FROM kbdesk_keyword_terms WHERE kb_id = %s",
+        ),
+        "counted": read(
+            "SELECT count(*), sum(keyword_length) FROM kb_chunks WHERE kb_id = %s",
+            "SELECT l.lexeme, count(*) FROM kb_chunks c, unnest(tsvector_to_array(c.content_tsv)) AS "
+            "l(lexeme) WHERE c.kb_id = %s GROUP BY l.lexeme",
+        ),
     }

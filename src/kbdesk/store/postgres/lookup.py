@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from kbdesk.store.lookup import mark_stale
 import kbdesk.store.postgres.keyword as keyword
+from kbdesk.store.lookup import mark_stale
 from kbdesk.store.postgres.values import infer_dimensions
 
 
@@ -25,20 +25,22 @@ class LookupMixin:
         conn = self.connection()
         row = conn.execute(
             "SELECT (k.embedding_config->>'dimensions')::int, EXISTS (SELECT 1 FROM kb_chunks c WHERE c.kb_id = k.id "
-            "AND c.embedding IS NOT NULL) FROM knowledge_bases k WHERE k.id = %s", (kb_id,)).fetchone()
+            "AND c.embedding IS NOT NULL) FROM knowledge_bases k WHERE k.id = %s",
+            (kb_id,),
+        ).fetchone()
         if row is None or not row[1]:
             return None
         if row[0]:
             return int(row[0])
-        sample = conn.execute("SELECT embedding FROM kb_chunks WHERE kb_id = %s AND embedding IS NOT NULL LIMIT 20",
-                              (kb_id,), binary=True).fetchall()  # a seed writer's KB: no dimensions recorded
+        sample = conn.execute(
+            "SELECT embedding FROM kb_chunks WHERE kb_id = %s AND embedding IS NOT NULL LIMIT 20", (kb_id,), binary=True
+        ).fetchall()  # a seed writer's KB: no dimensions recorded
         return infer_dimensions([r[0] for r in sample])
 
     def vector_candidates(self, kb_id: str, dimensions: int, query: np.ndarray, k: int) -> list[tuple[int, float]]:
         """Top ``k`` (seq, cosine) in one KB, best first (HNSW when the KB has its index)."""
         row = self.connection().execute("SELECT chunk_count FROM knowledge_bases WHERE id = %s", (kb_id,)).fetchone()
-        return self.vectors.search(kb_id, dimensions, np.asarray(query, dtype=np.float32), k,
-                                   rows=row[0] if row else 0)
+        return self.vectors.search(kb_id, dimensions, np.asarray(query, dtype=np.float32), k, rows=row[0] if row else 0)
 
     def keyword_candidates(self, kb_ids: Sequence[str], text: str, k: int) -> list[tuple[int, float]]:
         """Top ``k`` (seq, BM25 score — higher is better) across ``kb_ids``: FTS5's bm25()
@@ -53,40 +55,68 @@ class LookupMixin:
         if not seqs:
             return {}
         dims = int(np.asarray(query).size)
-        rows = self.connection().execute(
-            "SELECT c.seq, 1 - (subvector(c.embedding, 1, %s) <=> %s::vector) FROM kb_chunks c "
-            "JOIN knowledge_bases k ON k.id = c.kb_id WHERE c.seq = ANY(%s) AND c.embedding IS NOT NULL "
-            "AND coalesce((k.embedding_config->>'dimensions')::int, %s) = %s",
-            (dims, np.asarray(query, dtype=np.float32), seqs, dims, dims)).fetchall()
+        rows = (
+            self.connection()
+            .execute(
+                "SELECT c.seq, 1 - (subvector(c.embedding, 1, %s) <=> %s::vector) FROM kb_chunks c "
+                "JOIN knowledge_bases k ON k.id = c.kb_id WHERE c.seq = ANY(%s) AND c.embedding IS NOT NULL "
+                "AND coalesce((k.embedding_config->>'dimensions')::int, %s) = %s",
+                (dims, np.asarray(query, dtype=np.float32), seqs, dims, dims),
+            )
+            .fetchall()
+        )
         return {int(seq): float(sim) for seq, sim in rows}
 
     def chunk_neighbours(self, document_id: str, chunk_index: int, radius: int = 1) -> list[dict[str, Any]]:
         """A chunk with up to ``radius`` chunks before and after it in its document."""
-        rows = self.connection().execute(
-            "SELECT chunk_index, content, metadata FROM kb_chunks WHERE document_id = %s "
-            "AND chunk_index BETWEEN %s AND %s ORDER BY chunk_index",
-            (document_id, chunk_index - radius, chunk_index + radius)).fetchall()
-        return [{"chunk_index": i, "content": c, "metadata": dict(m or {}), "current": i == chunk_index}
-                for i, c, m in rows]
+        rows = (
+            self.connection()
+            .execute(
+                "SELECT chunk_index, content, metadata FROM kb_chunks WHERE document_id = %s "
+                "AND chunk_index BETWEEN %s AND %s ORDER BY chunk_index",
+                (document_id, chunk_index - radius, chunk_index + radius),
+            )
+            .fetchall()
+        )
+        return [
+            {"chunk_index": i, "content": c, "metadata": dict(m or {}), "current": i == chunk_index} for i, c, m in rows
+        ]
 
     def chunk_kbs(self, seqs: Sequence[int]) -> dict[int, str]:
         """The KB id of each chunk."""
         if not seqs:
             return {}
-        rows = self.connection().execute("SELECT seq, kb_id FROM kb_chunks WHERE seq = ANY(%s)",
-                                         ([int(s) for s in seqs],)).fetchall()
+        rows = (
+            self.connection()
+            .execute("SELECT seq, kb_id FROM kb_chunks WHERE seq = ANY(%s)", ([int(s) for s in seqs],))
+            .fetchall()
+        )
         return {int(seq): kb_id for seq, kb_id in rows}
 
     def result_rows(self, seqs: Sequence[int]) -> dict[int, dict[str, Any]]:
         """Content, source filename, KB name and metadata of each chunk."""
         if not seqs:
             return {}
-        rows = self.connection().execute(
-            "SELECT c.seq, c.content, d.filename, kb.name, c.metadata, c.kb_id, c.document_id, c.chunk_index, "
-            "d.indexed_hash IS NOT NULL AND d.indexed_hash IS DISTINCT FROM d.content_hash, d.indexed_at "
-            "FROM kb_chunks c JOIN kb_documents d ON d.id = c.document_id "
-            "JOIN knowledge_bases kb ON kb.id = c.kb_id WHERE c.seq = ANY(%s)", ([int(s) for s in seqs],)).fetchall()
-        return {int(r[0]): {"content": r[1], "source": r[2], "kb": r[3],
-                            "metadata": mark_stale(dict(r[4] or {}), r[8], r[9]),
-                            "kb_id": r[5], "document_id": r[6], "chunk_index": r[7]}
-                for r in rows}
+        rows = (
+            self.connection()
+            .execute(
+                "SELECT c.seq, c.content, d.filename, kb.name, c.metadata, c.kb_id, c.document_id, c.chunk_index, "
+                "d.indexed_hash IS NOT NULL AND d.indexed_hash IS DISTINCT FROM d.content_hash, d.indexed_at "
+                "FROM kb_chunks c JOIN kb_documents d ON d.id = c.document_id "
+                "JOIN knowledge_bases kb ON kb.id = c.kb_id WHERE c.seq = ANY(%s)",
+                ([int(s) for s in seqs],),
+            )
+            .fetchall()
+        )
+        return {
+            int(r[0]): {
+                "content": r[1],
+                "source": r[2],
+                "kb": r[3],
+                "metadata": mark_stale(dict(r[4] or {}), r[8], r[9]),
+                "kb_id": r[5],
+                "document_id": r[6],
+                "chunk_index": r[7],
+            }
+            for r in rows
+        }

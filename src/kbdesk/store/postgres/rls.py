@@ -66,16 +66,20 @@ ADMIN = "(SELECT kbdesk_is_admin())"
 
 def visible(p: str = "") -> str:
     """The KB row (columns prefixed ``p``) is readable by the current user."""
-    return (f"(({p}scope = 'global' AND {UID} IS NOT NULL) "
-            f"OR ({p}scope = 'personal' AND {p}owner_id = {UID}) "
-            f"OR ({p}scope = 'team' AND ({ADMIN} OR {p}team_id = ANY ((SELECT kbdesk_team_ids(false))::uuid[]))))")
+    return (
+        f"(({p}scope = 'global' AND {UID} IS NOT NULL) "
+        f"OR ({p}scope = 'personal' AND {p}owner_id = {UID}) "
+        f"OR ({p}scope = 'team' AND ({ADMIN} OR {p}team_id = ANY ((SELECT kbdesk_team_ids(false))::uuid[]))))"
+    )
 
 
 def managed(p: str = "") -> str:
     """The KB row may be changed (and its documents) by the current user."""
-    return (f"(({p}scope = 'personal' AND {p}owner_id = {UID}) "
-            f"OR ({p}scope = 'team' AND ({ADMIN} OR {p}team_id = ANY ((SELECT kbdesk_team_ids(true))::uuid[]))) "
-            f"OR ({p}scope = 'global' AND {ADMIN}))")
+    return (
+        f"(({p}scope = 'personal' AND {p}owner_id = {UID}) "
+        f"OR ({p}scope = 'team' AND ({ADMIN} OR {p}team_id = ANY ((SELECT kbdesk_team_ids(true))::uuid[]))) "
+        f"OR ({p}scope = 'global' AND {ADMIN}))"
+    )
 
 
 # the KBs the current user may read / change (the inner select sees knowledge_bases
@@ -85,11 +89,28 @@ MANAGED_KBS = f"ARRAY(SELECT k.id FROM knowledge_bases k WHERE {managed('k.')})"
 
 KB_KEYED = ("kb_documents", "kb_chunks")  # plus any kbdesk_* table with a kb_id column
 # the chat's tables (store/postgres/chat_tables.py): every row is one user's
-CHAT_TABLES = ("kbdesk_personas", "kbdesk_persona_knowledge_bases", "kbdesk_projects",
-               "kbdesk_project_knowledge_bases", "kbdesk_chat_messages", "kbdesk_chat_tool_calls", "kbdesk_notes",
-               "kbdesk_note_vectors", "kbdesk_user_settings")
-SPECIAL = {"kbdesk_audit_log", "kbdesk_usage_log", "kbdesk_embedding_cache", "kbdesk_document_blobs",
-           "kbdesk_settings", "kbdesk_migrations", "kbdesk_logins", "kbdesk_team_members", *CHAT_TABLES}
+CHAT_TABLES = (
+    "kbdesk_personas",
+    "kbdesk_persona_knowledge_bases",
+    "kbdesk_projects",
+    "kbdesk_project_knowledge_bases",
+    "kbdesk_chat_messages",
+    "kbdesk_chat_tool_calls",
+    "kbdesk_notes",
+    "kbdesk_note_vectors",
+    "kbdesk_user_settings",
+)
+SPECIAL = {
+    "kbdesk_audit_log",
+    "kbdesk_usage_log",
+    "kbdesk_embedding_cache",
+    "kbdesk_document_blobs",
+    "kbdesk_settings",
+    "kbdesk_migrations",
+    "kbdesk_logins",
+    "kbdesk_team_members",
+    *CHAT_TABLES,
+}
 
 
 def install_row_security(conn: Any) -> None:
@@ -107,14 +128,23 @@ def install_row_security(conn: Any) -> None:
     _embedding_cache_per_user(conn)
     for table, policies in _policies(conn).items():
         conn.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
-        known = {r[0] for r in conn.execute("SELECT policyname FROM pg_policies WHERE schemaname = current_schema() "
-                                            "AND tablename = %s AND policyname LIKE 'kbdesk\\_%%'", (table,))}
+        known = {
+            r[0]
+            for r in conn.execute(
+                "SELECT policyname FROM pg_policies WHERE schemaname = current_schema() "
+                "AND tablename = %s AND policyname LIKE 'kbdesk\\_%%'",
+                (table,),
+            )
+        }
         for name in known - {p[0] for p in policies}:
             conn.execute(f"DROP POLICY IF EXISTS {name} ON {table}")
         for name, command, using, check in policies:
             conn.execute(f"DROP POLICY IF EXISTS {name} ON {table}")
-            conn.execute(f"CREATE POLICY {name} ON {table} FOR {command}"
-                         + (f" USING ({using})" if using else "") + (f" WITH CHECK ({check})" if check else ""))
+            conn.execute(
+                f"CREATE POLICY {name} ON {table} FOR {command}"
+                + (f" USING ({using})" if using else "")
+                + (f" WITH CHECK ({check})" if check else "")
+            )
     for statement in [
         "DROP TRIGGER IF EXISTS kbdesk_guard_insert ON knowledge_bases",
         "DROP TRIGGER IF EXISTS kbdesk_guard_update ON knowledge_bases",
@@ -139,8 +169,10 @@ def membership_table(conn: Any, *, create: bool = False) -> tuple[str, bool]:
         if missing:
             from kbdesk.errors import StoreError
 
-            raise StoreError(f"the server's team_members table has no {', '.join(sorted(missing))} column: "
-                             "kbdesk cannot read team membership from it")
+            raise StoreError(
+                f"the server's team_members table has no {', '.join(sorted(missing))} column: "
+                "kbdesk cannot read team membership from it"
+            )
         return "team_members", "role" in cols
     if create:
         from kbdesk.store.postgres.seed import team_members_ddl
@@ -167,8 +199,12 @@ def _functions(conn: Any, path: str, members: str, has_role: bool) -> None:
             WHERE user_id = kbdesk_uid() AND (NOT admin_only OR {admin_only}) $$""",
         f"""CREATE OR REPLACE FUNCTION kbdesk_my_channel(channel uuid) RETURNS boolean {definer} AS $$
             SELECT kbdesk_uid() IS NOT NULL AND """
-        + ("EXISTS (SELECT 1 FROM channels WHERE id = channel AND owner_id = kbdesk_uid())" if owned_channels
-           else "channel IS NOT NULL") + " $$",
+        + (
+            "EXISTS (SELECT 1 FROM channels WHERE id = channel AND owner_id = kbdesk_uid())"
+            if owned_channels
+            else "channel IS NOT NULL"
+        )
+        + " $$",
         f"""CREATE OR REPLACE FUNCTION kbdesk_whoami(OUT user_id uuid, OUT login text, OUT admin boolean,
                                                      OUT teams jsonb) {definer} AS $$
             SELECT kbdesk_uid(), session_user::text, kbdesk_is_admin(),
@@ -205,13 +241,19 @@ def _functions(conn: Any, path: str, members: str, has_role: bool) -> None:
 
 def _embedding_cache_per_user(conn: Any) -> None:
     """Give the cache a user column (existing rows: the owner's) and key rows by it."""
-    conn.execute(f"ALTER TABLE kbdesk_embedding_cache ADD COLUMN IF NOT EXISTS user_id UUID NOT NULL "
-                 f"DEFAULT coalesce(kbdesk_uid(), '{NO_USER}'::uuid)")
-    key = conn.execute("SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = "
-                       "'kbdesk_embedding_cache'::regclass AND contype = 'p'").fetchone()
+    conn.execute(
+        f"ALTER TABLE kbdesk_embedding_cache ADD COLUMN IF NOT EXISTS user_id UUID NOT NULL "
+        f"DEFAULT coalesce(kbdesk_uid(), '{NO_USER}'::uuid)"
+    )
+    key = conn.execute(
+        "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = "
+        "'kbdesk_embedding_cache'::regclass AND contype = 'p'"
+    ).fetchone()
     if key is None or "user_id" not in key[0]:
-        conn.execute("ALTER TABLE kbdesk_embedding_cache DROP CONSTRAINT IF EXISTS kbdesk_embedding_cache_pkey, "
-                     "ADD CONSTRAINT kbdesk_embedding_cache_pkey PRIMARY KEY (model, text_hash, user_id)")
+        conn.execute(
+            "ALTER TABLE kbdesk_embedding_cache DROP CONSTRAINT IF EXISTS kbdesk_embedding_cache_pkey, "
+            "ADD CONSTRAINT kbdesk_embedding_cache_pkey PRIMARY KEY (model, text_hash, user_id)"
+        )
 
 
 Policy = tuple[str, str, str | None, str | None]  # name, command, USING, WITH CHECK
@@ -219,28 +261,43 @@ Policy = tuple[str, str, str | None, str | None]  # name, command, USING, WITH C
 
 def _policies(conn: Any) -> dict[str, list[Policy]]:
     def per_kb(read: str, write: str) -> list[Policy]:
-        return [("kbdesk_read", "SELECT", read, None), ("kbdesk_add", "INSERT", None, write),
-                ("kbdesk_change", "UPDATE", write, write), ("kbdesk_remove", "DELETE", write, None)]
+        return [
+            ("kbdesk_read", "SELECT", read, None),
+            ("kbdesk_add", "INSERT", None, write),
+            ("kbdesk_change", "UPDATE", write, write),
+            ("kbdesk_remove", "DELETE", write, None),
+        ]
 
     kb_read, kb_write = f"kb_id = ANY ({READABLE_KBS})", f"kb_id = ANY ({MANAGED_KBS})"
     out: dict[str, list[Policy]] = {"knowledge_bases": per_kb(visible(), managed())}
     for table in KB_KEYED + tuple(kbdesk_kb_tables(conn)):
         out[table] = per_kb(kb_read, kb_write)
     # a chunk belongs to a document of its own KB (never planted beside another's document)
-    out["kb_chunks"] = per_kb(kb_read, f"{kb_write} AND EXISTS (SELECT 1 FROM kb_documents d "
-                                       "WHERE d.id = kb_chunks.document_id AND d.kb_id = kb_chunks.kb_id)")
+    out["kb_chunks"] = per_kb(
+        kb_read,
+        f"{kb_write} AND EXISTS (SELECT 1 FROM kb_documents d "
+        "WHERE d.id = kb_chunks.document_id AND d.kb_id = kb_chunks.kb_id)",
+    )
     out["kbdesk_document_blobs"] = per_kb(
         "EXISTS (SELECT 1 FROM kb_documents d WHERE d.id = document_id)",
-        f"EXISTS (SELECT 1 FROM kb_documents d WHERE d.id = document_id AND d.kb_id = ANY ({MANAGED_KBS}))")
+        f"EXISTS (SELECT 1 FROM kb_documents d WHERE d.id = document_id AND d.kb_id = ANY ({MANAGED_KBS}))",
+    )
     binding = f"kb_id = ANY ({READABLE_KBS}) AND kbdesk_my_channel(channel_id)"
     out["channel_knowledge_bases"] = [("kbdesk_bindings", "ALL", binding, binding)]
     mine = f"user_id = {UID}"
     out["kbdesk_audit_log"] = [
-        ("kbdesk_read", "SELECT", f"{mine} OR kb_id = ANY ({MANAGED_KBS}) "
-                                  f"OR ({ADMIN} AND (kb_id IS NULL OR kb_id = ANY ({READABLE_KBS})))", None),
-        ("kbdesk_add", "INSERT", None, mine)]
-    out["kbdesk_usage_log"] = [("kbdesk_read", "SELECT", f"{mine} OR {ADMIN}", None),
-                               ("kbdesk_add", "INSERT", None, mine)]
+        (
+            "kbdesk_read",
+            "SELECT",
+            f"{mine} OR kb_id = ANY ({MANAGED_KBS}) OR ({ADMIN} AND (kb_id IS NULL OR kb_id = ANY ({READABLE_KBS})))",
+            None,
+        ),
+        ("kbdesk_add", "INSERT", None, mine),
+    ]
+    out["kbdesk_usage_log"] = [
+        ("kbdesk_read", "SELECT", f"{mine} OR {ADMIN}", None),
+        ("kbdesk_add", "INSERT", None, mine),
+    ]
     out["kbdesk_embedding_cache"] = [("kbdesk_own", "ALL", mine, mine)]
     if "channels" in own_tables(conn):
         out["channels"] = [("kbdesk_own", "ALL", f"owner_id = {UID}", f"owner_id = {UID}")]
@@ -253,6 +310,7 @@ def _chat_policies(own_channels: bool) -> dict[str, list[Policy]]:
     """Each row of the chat's tables is its user's alone: by ``owner_id``, or through the
     row it belongs to (a row that row security hides is not there for the EXISTS);
     persona and project bindings reach only KBs the user can read."""
+
     def only(condition: str) -> list[Policy]:
         return [("kbdesk_own", "ALL", condition, condition)]
 
@@ -267,19 +325,28 @@ def _chat_policies(own_channels: bool) -> dict[str, list[Policy]]:
     out["kbdesk_chat_tool_calls"] = only(of("kbdesk_chat_messages", "message_id"))
     out["kbdesk_note_vectors"] = only(of("kbdesk_notes", "note_id"))
     if own_channels:  # a conversation names only the user's own persona and project
-        out["channels"] = [("kbdesk_own", "ALL", mine, f"{mine} AND (persona_id IS NULL OR "
-                            f"{of('kbdesk_personas', 'persona_id')}) AND (project_id IS NULL OR "
-                            f"{of('kbdesk_projects', 'project_id')})")]
+        out["channels"] = [
+            (
+                "kbdesk_own",
+                "ALL",
+                mine,
+                f"{mine} AND (persona_id IS NULL OR "
+                f"{of('kbdesk_personas', 'persona_id')}) AND (project_id IS NULL OR "
+                f"{of('kbdesk_projects', 'project_id')})",
+            )
+        ]
     return out
 
 
 def kbdesk_kb_tables(conn: Any) -> list[str]:
     """kbdesk's own tables keyed by KB that have no policies of their own here (say,
     keyword statistics): they get the documents' rules."""
-    rows = conn.execute("SELECT c.relname FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid "
-                        "WHERE c.relnamespace = to_regnamespace(current_schema()) AND c.relkind IN ('r', 'p') "
-                        "AND c.relname LIKE 'kbdesk\\_%' AND a.attname = 'kb_id' AND NOT a.attisdropped "
-                        "ORDER BY c.relname").fetchall()
+    rows = conn.execute(
+        "SELECT c.relname FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid "
+        "WHERE c.relnamespace = to_regnamespace(current_schema()) AND c.relkind IN ('r', 'p') "
+        "AND c.relname LIKE 'kbdesk\\_%' AND a.attname = 'kb_id' AND NOT a.attisdropped "
+        "ORDER BY c.relname"
+    ).fetchall()
     return [r[0] for r in rows if r[0] not in SPECIAL]
 
 
@@ -299,8 +366,10 @@ def _exists(conn: Any, table: str) -> bool:
 
 
 def _columns(conn: Any, table: str) -> set[str]:
-    rows = conn.execute("SELECT attname FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attnum > 0 "
-                        "AND NOT attisdropped", (table,)).fetchall()
+    rows = conn.execute(
+        "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attnum > 0 AND NOT attisdropped",
+        (table,),
+    ).fetchall()
     return {r[0] for r in rows}
 
 

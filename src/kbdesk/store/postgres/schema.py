@@ -28,7 +28,8 @@ MIGRATION_LOCK = 0x6B62_6465_736B  # "kbdesk": the advisory lock key of migratio
 MISSING_PGVECTOR = (
     "the PostgreSQL server has no pgvector extension, which kbdesk needs for the seed's vector(3072) column: "
     "install pgvector on the server (https://github.com/pgvector/pgvector; packages are named "
-    "postgresql-NN-pgvector) and run again")
+    "postgresql-NN-pgvector) and run again"
+)
 
 
 def _ensure_pgvector(conn: Any) -> None:
@@ -44,9 +45,11 @@ def _ensure_pgvector(conn: Any) -> None:
     except Exception as exc:  # psycopg.errors.InsufficientPrivilege, mostly
         if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
             return  # created meanwhile by someone who does not take kbdesk's lock
-        raise StoreError("pgvector is installed on the server but not enabled in this database, and this user "
-                         f"may not enable it ({_first_line(exc)}): ask an administrator to run "
-                         "CREATE EXTENSION vector; in this database") from None
+        raise StoreError(
+            "pgvector is installed on the server but not enabled in this database, and this user "
+            f"may not enable it ({_first_line(exc)}): ask an administrator to run "
+            "CREATE EXTENSION vector; in this database"
+        ) from None
 
 
 def _m001_seed_008(conn: Any) -> None:
@@ -66,8 +69,10 @@ def _m001_seed_008(conn: Any) -> None:
         value TEXT NOT NULL
     )""")
     if own:
-        conn.execute("INSERT INTO kbdesk_settings(key, value) VALUES ('own_tables', %s) ON CONFLICT (key) DO NOTHING",
-                     (",".join(own),))
+        conn.execute(
+            "INSERT INTO kbdesk_settings(key, value) VALUES ('own_tables', %s) ON CONFLICT (key) DO NOTHING",
+            (",".join(own),),
+        )
 
 
 def _m002_kbdesk_columns(conn: Any) -> None:
@@ -145,6 +150,7 @@ def _m003_kbdesk_tables(conn: Any) -> None:
 
 Migration = tuple[str, Callable[[Any], None]]
 
+
 def _m004_one_document_per_path(conn: Any) -> None:
     # As on SQLite (store/migrations.py, step 7): a source path has one row per KB
     # (partial unique index); ``version`` moves with every claim of new work;
@@ -195,8 +201,11 @@ def _m007_api_tokens(conn: Any) -> None:
     # security on with no policy, so a grant made by hand still shows no row.
     from kbdesk.store.tokens import tokens_ddl
 
-    for statement in [tokens_ddl("kbdesk_api_tokens"), "REVOKE ALL ON kbdesk_api_tokens FROM PUBLIC",
-                      "ALTER TABLE kbdesk_api_tokens ENABLE ROW LEVEL SECURITY"]:
+    for statement in [
+        tokens_ddl("kbdesk_api_tokens"),
+        "REVOKE ALL ON kbdesk_api_tokens FROM PUBLIC",
+        "ALTER TABLE kbdesk_api_tokens ENABLE ROW LEVEL SECURITY",
+    ]:
         conn.execute(statement)
 
 
@@ -229,12 +238,47 @@ MIGRATIONS: list[Migration] = [
 ]
 
 REQUIRED_COLUMNS = {
-    "knowledge_bases": {"id", "name", "description", "scope", "owner_id", "team_id", "embedding_config",
-                        "document_count", "chunk_count", "total_bytes", "status", "created_at", "updated_at"},
-    "kb_documents": {"id", "kb_id", "filename", "content_type", "size_bytes", "storage_key", "extracted_text",
-                     "chunk_count", "status", "error", "uploaded_by", "created_at", "updated_at"},
-    "kb_chunks": {"id", "kb_id", "document_id", "chunk_index", "content", "token_count", "embedding",
-                  "metadata", "created_at"},
+    "knowledge_bases": {
+        "id",
+        "name",
+        "description",
+        "scope",
+        "owner_id",
+        "team_id",
+        "embedding_config",
+        "document_count",
+        "chunk_count",
+        "total_bytes",
+        "status",
+        "created_at",
+        "updated_at",
+    },
+    "kb_documents": {
+        "id",
+        "kb_id",
+        "filename",
+        "content_type",
+        "size_bytes",
+        "storage_key",
+        "extracted_text",
+        "chunk_count",
+        "status",
+        "error",
+        "uploaded_by",
+        "created_at",
+        "updated_at",
+    },
+    "kb_chunks": {
+        "id",
+        "kb_id",
+        "document_id",
+        "chunk_index",
+        "content",
+        "token_count",
+        "embedding",
+        "metadata",
+        "created_at",
+    },
 }
 
 
@@ -294,8 +338,10 @@ def migrate(conn: Any, migrations: list[Migration] | None = None, *, label: str 
 def _checked_version(conn: Any, known: int, label: str) -> int:
     found = current_version(conn)
     if found > known:
-        raise SchemaTooNewError(f"the database {label} has kbdesk schema version {found}, but this kbdesk knows "
-                                f"only up to {known}: it was written by a newer kbdesk; upgrade kbdesk to use it")
+        raise SchemaTooNewError(
+            f"the database {label} has kbdesk schema version {found}, but this kbdesk knows "
+            f"only up to {known}: it was written by a newer kbdesk; upgrade kbdesk to use it"
+        )
     return found
 
 
@@ -316,14 +362,18 @@ def _migration_lock(conn: Any) -> Iterator[None]:
 
 def _check_seed_tables(conn: Any, label: str) -> None:
     """A server whose tables lack the seed's columns is refused with the names missing."""
-    rows = conn.execute("SELECT table_name, column_name FROM information_schema.columns "
-                        "WHERE table_schema = current_schema() AND table_name = ANY(%s)",
-                        (list(REQUIRED_COLUMNS),)).fetchall()
+    rows = conn.execute(
+        "SELECT table_name, column_name FROM information_schema.columns "
+        "WHERE table_schema = current_schema() AND table_name = ANY(%s)",
+        (list(REQUIRED_COLUMNS),),
+    ).fetchall()
     have: dict[str, set[str]] = {}
     for table, column in rows:
         have.setdefault(table, set()).add(column)
     for table, needed in REQUIRED_COLUMNS.items():
         missing = needed - have.get(table, set())
         if missing:
-            raise StoreError(f"{label}: table {table} exists but lacks the seed's column(s) "
-                             f"{', '.join(sorted(missing))}; it is not the seed 008_knowledge_bases schema")
+            raise StoreError(
+                f"{label}: table {table} exists but lacks the seed's column(s) "
+                f"{', '.join(sorted(missing))}; it is not the seed 008_knowledge_bases schema"
+            )

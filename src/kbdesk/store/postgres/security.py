@@ -22,13 +22,26 @@ from typing import Any
 
 from kbdesk.errors import StoreError
 from kbdesk.store.postgres.access import Identity
-from kbdesk.store.postgres.rls import (CHAT_TABLES, ROLE_ADMIN, ROLE_USER, install_row_security,
-                                      kbdesk_kb_tables, own_tables)
+from kbdesk.store.postgres.rls import (
+    CHAT_TABLES,
+    ROLE_ADMIN,
+    ROLE_USER,
+    install_row_security,
+    kbdesk_kb_tables,
+    own_tables,
+)
 from kbdesk.store.postgres.schema import MIGRATIONS, _first_line, current_version
 
 # what a kbdesk user may do on each table (row security decides which rows)
-READ_WRITE = ("knowledge_bases", "kb_documents", "kb_chunks", "channel_knowledge_bases", "kbdesk_document_blobs",
-              "kbdesk_embedding_cache", *CHAT_TABLES)
+READ_WRITE = (
+    "knowledge_bases",
+    "kb_documents",
+    "kb_chunks",
+    "channel_knowledge_bases",
+    "kbdesk_document_blobs",
+    "kbdesk_embedding_cache",
+    *CHAT_TABLES,
+)
 APPEND_ONLY = ("kbdesk_audit_log", "kbdesk_usage_log")
 READ_ONLY = ("kbdesk_settings", "kbdesk_migrations")
 USER_FUNCTIONS = ("kbdesk_uid", "kbdesk_is_admin", "kbdesk_team_ids", "kbdesk_my_channel", "kbdesk_whoami")
@@ -56,7 +69,8 @@ def session(conn: Any) -> Session:
         "SELECT session_user::text, r.rolsuper, r.rolsuper OR r.rolbypassrls OR coalesce(pg_has_role(current_user, "
         "c.relowner, 'USAGE'), false), c.oid IS NOT NULL, pg_get_userbyid(c.relowner)::text, "
         "to_regprocedure('kbdesk_uid()') IS NOT NULL FROM pg_roles r "
-        "LEFT JOIN pg_class c ON c.oid = to_regclass('knowledge_bases') WHERE r.rolname = current_user").fetchone()
+        "LEFT JOIN pg_class c ON c.oid = to_regclass('knowledge_bases') WHERE r.rolname = current_user"
+    ).fetchone()
     login, superuser, bypass, tables, owner, secured = row
     user_id = None
     if secured:
@@ -70,14 +84,20 @@ def check_can_open(conn: Any, who: Session, label: str) -> None:
     if who.bypass or not who.tables:
         return  # the owner (or the first opener, who becomes it)
     if not who.secured:
-        raise StoreError(f"{label} has not been prepared for kbdesk users yet (row-level security), which only "
-                         f"the owner of its tables ({who.owner}) may do: ask an administrator to run kbdesk pg setup")
+        raise StoreError(
+            f"{label} has not been prepared for kbdesk users yet (row-level security), which only "
+            f"the owner of its tables ({who.owner}) may do: ask an administrator to run kbdesk pg setup"
+        )
     if who.user_id is None:
-        raise StoreError(f"the login '{who.login}' is not a kbdesk user of {label}: an administrator makes it one "
-                         f"with kbdesk --db URI pg grant {who.login}")
+        raise StoreError(
+            f"the login '{who.login}' is not a kbdesk user of {label}: an administrator makes it one "
+            f"with kbdesk --db URI pg grant {who.login}"
+        )
     if current_version(conn) < len(MIGRATIONS):
-        raise StoreError(f"{label} needs kbdesk's schema update, which only the owner of its tables ({who.owner}) "
-                         "may apply: ask an administrator to run kbdesk pg setup")
+        raise StoreError(
+            f"{label} needs kbdesk's schema update, which only the owner of its tables ({who.owner}) "
+            "may apply: ask an administrator to run kbdesk pg setup"
+        )
 
 
 def database_identity(conn: Any) -> Identity:
@@ -85,8 +105,9 @@ def database_identity(conn: Any) -> Identity:
     user_id, login, admin, teams = conn.execute("SELECT user_id, login, admin, teams FROM kbdesk_whoami()").fetchone()
     if user_id is None:
         raise StoreError(f"the login '{login}' is not a kbdesk user of this database")
-    return Identity(str(user_id), login, bool(admin), {str(k).lower(): v for k, v in (teams or {}).items()},
-                    source="database")
+    return Identity(
+        str(user_id), login, bool(admin), {str(k).lower(): v for k, v in (teams or {}).items()}, source="database"
+    )
 
 
 def roles_exist(conn: Any) -> bool:
@@ -123,22 +144,27 @@ def apply_grants(conn: Any) -> list[str]:
     plan += [(t, "SELECT") for t in kbdesk_kb_tables(conn)]
     for table, privileges in plan:
         conn.execute(sql.SQL("GRANT " + privileges + " ON {} TO {}").format(sql.Identifier(table), user))
-        for (seq,) in conn.execute("SELECT pg_get_serial_sequence(%s, attname) FROM pg_attribute WHERE attrelid = "
-                                   "to_regclass(%s) AND attidentity <> '' AND NOT attisdropped",
-                                   (table, table)).fetchall():
+        for (seq,) in conn.execute(
+            "SELECT pg_get_serial_sequence(%s, attname) FROM pg_attribute WHERE attrelid = "
+            "to_regclass(%s) AND attidentity <> '' AND NOT attisdropped",
+            (table, table),
+        ).fetchall():
             if seq:
                 conn.execute(sql.SQL("GRANT USAGE ON SEQUENCE {} TO {}").format(sql.SQL(seq), user))
     # a SECURITY DEFINER function runs as its owner: users call only the identity helpers
     for (signature,) in conn.execute(
-            "SELECT p.oid::regprocedure::text FROM pg_proc p WHERE p.pronamespace = to_regnamespace(current_schema()) "
-            "AND p.proname LIKE 'kbdesk\\_%%' AND p.prosecdef AND NOT p.proname = ANY(%s)",
-            (list(USER_FUNCTIONS),)).fetchall():
+        "SELECT p.oid::regprocedure::text FROM pg_proc p WHERE p.pronamespace = to_regnamespace(current_schema()) "
+        "AND p.proname LIKE 'kbdesk\\_%%' AND p.prosecdef AND NOT p.proname = ANY(%s)",
+        (list(USER_FUNCTIONS),),
+    ).fetchall():
         conn.execute(sql.SQL("REVOKE EXECUTE ON FUNCTION " + signature + " FROM PUBLIC"))
     missed = []
     try:  # team names: for creating team KBs and naming teams; a server's own table may not be ours to share
         with conn.transaction():
             conn.execute(sql.SQL("GRANT SELECT ON teams TO {}").format(user))
     except Exception as exc:  # noqa: BLE001 - reported to the administrator
-        missed.append(f"kbdesk users cannot read the teams table ({_first_line(exc)}): its owner may run "
-                      f"GRANT SELECT ON teams TO {ROLE_USER}")
+        missed.append(
+            f"kbdesk users cannot read the teams table ({_first_line(exc)}): its owner may run "
+            f"GRANT SELECT ON teams TO {ROLE_USER}"
+        )
     return missed

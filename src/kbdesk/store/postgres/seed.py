@@ -10,24 +10,33 @@ from __future__ import annotations
 VECTOR_COLUMN_DIMS = 3072
 
 MINIMAL_TABLES = [
-    ("users", """CREATE TABLE users (
+    (
+        "users",
+        """CREATE TABLE users (
         id         UUID PRIMARY KEY DEFAULT gen_random_uuid(),
         username   TEXT NOT NULL,
         is_admin   BOOLEAN NOT NULL DEFAULT false,
         created_at TIMESTAMPTZ NOT NULL DEFAULT now()
-    )"""),
-    ("teams", """CREATE TABLE teams (
+    )""",
+    ),
+    (
+        "teams",
+        """CREATE TABLE teams (
         id         UUID PRIMARY KEY DEFAULT gen_random_uuid(),
         name       TEXT NOT NULL,
         created_at TIMESTAMPTZ NOT NULL DEFAULT now()
-    )"""),
-    ("channels", """CREATE TABLE channels (
+    )""",
+    ),
+    (
+        "channels",
+        """CREATE TABLE channels (
         id         UUID PRIMARY KEY DEFAULT gen_random_uuid(),
         title      TEXT NOT NULL DEFAULT '',
         owner_id   UUID,
         created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
         updated_at TIMESTAMPTZ NOT NULL DEFAULT now()
-    )"""),
+    )""",
+    ),
 ]
 
 SEED_008 = [

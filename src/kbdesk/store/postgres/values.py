@@ -15,7 +15,7 @@ import bisect
 import math
 import re
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -70,8 +70,10 @@ def clean_text_and_sections(text: str | None, sections: list[Any] | None) -> tup
 def pad(unit: np.ndarray) -> np.ndarray:
     """A unit float32 vector zero-padded to the column width."""
     if unit.size > VECTOR_COLUMN_DIMS:
-        raise InvalidInputError(f"vectors of {unit.size} dimensions do not fit the seed's vector({VECTOR_COLUMN_DIMS}) "
-                                "column; use a model with at most 3072 dimensions in Postgres mode")
+        raise InvalidInputError(
+            f"vectors of {unit.size} dimensions do not fit the seed's vector({VECTOR_COLUMN_DIMS}) "
+            "column; use a model with at most 3072 dimensions in Postgres mode"
+        )
     out = np.zeros(VECTOR_COLUMN_DIMS, dtype=np.float32)
     out[: unit.size] = unit
     return out
@@ -97,7 +99,7 @@ def infer_dimensions(vectors: list[Any]) -> int:
 
 def iso(value: Any) -> str:
     if isinstance(value, datetime):
-        return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
     return str(value)
 
 

@@ -67,15 +67,18 @@ class PgVectorIndex:
     # ── the index ──────────────────────────────────────────────────────────────
     def state(self, conn: Any, kb_id: str, dims: int) -> str | None:
         """'valid', 'invalid' (a concurrent build that died) or None (no index)."""
-        row = conn.execute("SELECT i.indisvalid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid "
-                           "WHERE c.relname = %s AND c.relnamespace = to_regnamespace(current_schema())",
-                           (index_name(kb_id, dims),)).fetchone()
+        row = conn.execute(
+            "SELECT i.indisvalid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid "
+            "WHERE c.relname = %s AND c.relnamespace = to_regnamespace(current_schema())",
+            (index_name(kb_id, dims),),
+        ).fetchone()
         if row is None:
             return None
         return "valid" if row[0] else "invalid"
 
-    def ensure(self, kb_id: str, dims: int | None, rows: int | None = None, *, force: bool = False,
-               wait: bool = True) -> bool:
+    def ensure(
+        self, kb_id: str, dims: int | None, rows: int | None = None, *, force: bool = False, wait: bool = True
+    ) -> bool:
         """Build the KB's index when it holds enough vectors; True when one is usable.
 
         Runs outside any transaction (CREATE INDEX CONCURRENTLY); a failure (say, the
@@ -93,8 +96,9 @@ class PgVectorIndex:
         if kb_id in self._failed and not force:
             return False
         if rows is None:
-            rows = conn.execute("SELECT count(*) FROM kb_chunks WHERE kb_id = %s AND embedding IS NOT NULL",
-                                (kb_id,)).fetchone()[0]
+            rows = conn.execute(
+                "SELECT count(*) FROM kb_chunks WHERE kb_id = %s AND embedding IS NOT NULL", (kb_id,)
+            ).fetchone()[0]
         if rows < (1 if force else self.min_rows):
             return False
         if not self._lock.acquire(blocking=wait):
@@ -111,8 +115,10 @@ class PgVectorIndex:
             if self.state(conn, kb_id, dims) == "invalid":
                 conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
             conn.execute("SET maintenance_work_mem = '512MB'")
-            conn.execute(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON kb_chunks USING hnsw "
-                         f"({expr} {opclass}) WHERE kb_id = {kb_literal(kb_id)}")
+            conn.execute(
+                f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON kb_chunks USING hnsw "
+                f"({expr} {opclass}) WHERE kb_id = {kb_literal(kb_id)}"
+            )
             self._analyze(conn)
             return self.state(conn, kb_id, dims) == "valid"
         except Exception as exc:  # no privilege, out of memory…: exact search still works
@@ -142,9 +148,11 @@ class PgVectorIndex:
 
     def drop(self, conn: Any, kb_id: str) -> None:
         """Drop every index of the KB (inside the transaction deleting or re-embedding it)."""
-        rows = conn.execute("SELECT relname FROM pg_class WHERE relkind = 'i' AND relname LIKE %s "
-                            "AND relnamespace = to_regnamespace(current_schema())",
-                            (index_prefix(kb_id) + "\\_%",)).fetchall()
+        rows = conn.execute(
+            "SELECT relname FROM pg_class WHERE relkind = 'i' AND relname LIKE %s "
+            "AND relnamespace = to_regnamespace(current_schema())",
+            (index_prefix(kb_id) + "\\_%",),
+        ).fetchall()
         for (name,) in rows:
             conn.execute(f"DROP INDEX IF EXISTS {name}")
         self._failed.pop(kb_id, None)
@@ -156,9 +164,11 @@ class PgVectorIndex:
         """The top-k query; the inner ORDER BY is the index's expression unless ``exact``."""
         expr, cast, _ = index_expression(dims)
         order = f"({expr} <=> %(qi)s::{cast}) + 0" if exact else f"{expr} <=> %(qi)s::{cast}"
-        return (f"SELECT seq, 1 - (subvector(embedding, 1, {int(dims)}) <=> %(q)s::vector) AS sim FROM ("
-                f"SELECT seq, embedding FROM kb_chunks WHERE kb_id = {kb_literal(kb_id)} "
-                f"AND embedding IS NOT NULL ORDER BY {order} LIMIT {int(k)}) c ORDER BY sim DESC, seq")
+        return (
+            f"SELECT seq, 1 - (subvector(embedding, 1, {int(dims)}) <=> %(q)s::vector) AS sim FROM ("
+            f"SELECT seq, embedding FROM kb_chunks WHERE kb_id = {kb_literal(kb_id)} "
+            f"AND embedding IS NOT NULL ORDER BY {order} LIMIT {int(k)}) c ORDER BY sim DESC, seq"
+        )
 
     @staticmethod
     def _settle(conn: Any, indexed: bool, k: int) -> None:
@@ -166,11 +176,14 @@ class PgVectorIndex:
         preferred over sorting every row of the KB (the planner's estimate for one KB of
         a freshly loaded table can be far off)."""
         if indexed:
-            conn.execute("SELECT set_config('hnsw.ef_search', %s, true), set_config('enable_sort', 'off', true)",
-                         (str(max(MIN_EF_SEARCH, 2 * k)),))
+            conn.execute(
+                "SELECT set_config('hnsw.ef_search', %s, true), set_config('enable_sort', 'off', true)",
+                (str(max(MIN_EF_SEARCH, 2 * k)),),
+            )
 
-    def search(self, kb_id: str, dims: int, query: np.ndarray, k: int, *, exact: bool = False,
-               rows: int | None = None) -> list[tuple[int, float]]:
+    def search(
+        self, kb_id: str, dims: int, query: np.ndarray, k: int, *, exact: bool = False, rows: int | None = None
+    ) -> list[tuple[int, float]]:
         """Top ``k`` (seq, cosine) of one KB, best first."""
         indexed = False if exact else self.ensure(kb_id, dims, rows)
         params = {"q": query, "qi": query}
@@ -184,6 +197,7 @@ class PgVectorIndex:
         indexed = self.state(self.store.connection(), kb_id, dims) == "valid"
         with self.store.read() as conn:
             self._settle(conn, indexed, k)
-            rows = conn.execute("EXPLAIN " + self.query_sql(kb_id, dims, k, exact=not indexed),
-                                {"q": query, "qi": query}).fetchall()
+            rows = conn.execute(
+                "EXPLAIN " + self.query_sql(kb_id, dims, k, exact=not indexed), {"q": query, "qi": query}
+            ).fetchall()
         return "\n".join(r[0] for r in rows)

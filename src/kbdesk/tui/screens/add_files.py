@@ -58,14 +58,17 @@ class AddFilesScreen(DeskModal):
                     yield PathInput(placeholder="a file or folder, e.g. ~/notes (→ completes)", id="path")
                     yield Button("Browse", id="browse", compact=True)
                 yield Label("Include")
-                yield Input(placeholder="only these globs, e.g. *.md *.pdf (empty: all)", id="include",
-                            compact=True)
+                yield Input(placeholder="only these globs, e.g. *.md *.pdf (empty: all)", id="include", compact=True)
                 yield Label("Exclude")
                 yield Input(placeholder="skip these globs, e.g. drafts/* *.csv", id="exclude", compact=True)
                 yield Label("")
                 yield Checkbox("Remove documents whose files are gone (sync)", id="sync", compact=True)
-            yield Static(Text("Folders are read recursively; unchanged files are skipped; "
-                              "TXT, MD, CSV, HTML and PDF are indexed."), classes="note")
+            yield Static(
+                Text(
+                    "Folders are read recursively; unchanged files are skipped; TXT, MD, CSV, HTML and PDF are indexed."
+                ),
+                classes="note",
+            )
             with Horizontal(classes="buttons"):
                 yield Button("Add", variant="primary", id="ok", compact=True)
                 yield Button("Cancel", id="cancel", compact=True)
@@ -109,6 +112,11 @@ class AddFilesScreen(DeskModal):
         if not path.exists():
             self.notify(f"{inert_line(raw)} does not exist", severity="warning", markup=False)
             return
-        self.dismiss(AddRequest([str(path)], split_globs(self.query_one("#include", Input).value),
-                                split_globs(self.query_one("#exclude", Input).value),
-                                self.query_one("#sync", Checkbox).value))
+        self.dismiss(
+            AddRequest(
+                [str(path)],
+                split_globs(self.query_one("#include", Input).value),
+                split_globs(self.query_one("#exclude", Input).value),
+                self.query_one("#sync", Checkbox).value,
+            )
+        )

@@ -25,8 +25,13 @@ class DeskScreen(Blocking, Screen[Any]):
 
     def on_screen_resume(self) -> None:
         widget, self._focus_before = self._focus_before, None
-        if widget is not None and widget is not self.focused and widget.is_attached and widget.display \
-                and widget.focusable:
+        if (
+            widget is not None
+            and widget is not self.focused
+            and widget.is_attached
+            and widget.display
+            and widget.focusable
+        ):
             widget.focus()
 
 

@@ -91,8 +91,11 @@ class ChatScreen(ChatTurns, DeskScreen):
     def on_mount(self) -> None:
         self.sub_title = "chat"
         self.query_one("#question", Input).focus()
-        self.in_thread(lambda: (self.chat.conversations(), self.chat.personas(), self.chat.projects()),
-                       doing="loading conversations", done=self._loaded)
+        self.in_thread(
+            lambda: (self.chat.conversations(), self.chat.personas(), self.chat.projects()),
+            doing="loading conversations",
+            done=self._loaded,
+        )
 
     def on_screen_resume(self) -> None:
         if self._chat_context is not None:  # back from notes or a dialog: KBs may have changed
@@ -111,8 +114,9 @@ class ChatScreen(ChatTurns, DeskScreen):
 
     # ── conversations ──────────────────────────────────────────────────────────
     def refresh_list(self) -> None:
-        self.in_thread(self.chat.conversations, doing="loading conversations", group="list", exclusive=True,
-                       done=self._listed)
+        self.in_thread(
+            self.chat.conversations, doing="loading conversations", group="list", exclusive=True, done=self._listed
+        )
 
     def _listed(self, conversations: list[Conversation]) -> None:
         if self.conv is not None:  # its title and message count as saved
@@ -121,11 +125,20 @@ class ChatScreen(ChatTurns, DeskScreen):
 
     def open_conversation(self, conv_id: str) -> None:
         def read() -> tuple[Conversation, list[Any], ChatContext]:
-            return (self.chat.conversation(conv_id), self.chat.messages(conv_id),
-                    chat_context(self.chat, conversation_id=conv_id))
+            return (
+                self.chat.conversation(conv_id),
+                self.chat.messages(conv_id),
+                chat_context(self.chat, conversation_id=conv_id),
+            )
 
-        self.in_thread(read, doing="opening the conversation", group="open", exclusive=True, done=self._opened,
-                       failed=lambda _: self.refresh_list())
+        self.in_thread(
+            read,
+            doing="opening the conversation",
+            group="open",
+            exclusive=True,
+            done=self._opened,
+            failed=lambda _: self.refresh_list(),
+        )
 
     def _opened(self, result: tuple[Conversation, list[Any], ChatContext]) -> None:
         conv, messages, context = result
@@ -157,8 +170,14 @@ class ChatScreen(ChatTurns, DeskScreen):
             self.refresh_list()
             then(conv)
 
-        self.in_thread(self.chat.new_conversation, "", persona=self.choices.value("persona"),
-                       project=self.choices.value("project"), doing="starting a conversation", done=created)
+        self.in_thread(
+            self.chat.new_conversation,
+            "",
+            persona=self.choices.value("persona"),
+            project=self.choices.value("project"),
+            doing="starting a conversation",
+            done=created,
+        )
 
     @on(OptionList.OptionSelected, "#conversations")
     def _switch(self, event: OptionList.OptionSelected) -> None:
@@ -194,8 +213,10 @@ class ChatScreen(ChatTurns, DeskScreen):
         if conv is None:
             self.notify("Nothing to rename yet: ask a question first", severity="warning")
             return
-        self.app.push_screen(PromptScreen("Rename conversation", conv.title, placeholder="a title"),
-                             lambda title: self._rename(conv, title))
+        self.app.push_screen(
+            PromptScreen("Rename conversation", conv.title, placeholder="a title"),
+            lambda title: self._rename(conv, title),
+        )
 
     def _rename(self, conv: Conversation, title: str | None) -> None:
         if not title:
@@ -218,10 +239,14 @@ class ChatScreen(ChatTurns, DeskScreen):
             self.notify(self.busy_message(), severity="warning")
             return
         count = conv.message_count
-        detail = (f"Its {count} message{'' if count == 1 else 's'} and KB choices are removed. Knowledge bases "
-                  "and notes are not touched.")
-        self.app.push_screen(ConfirmScreen(f"Delete conversation '{conversation_title(conv)}'?", detail),
-                             lambda yes: self._delete(conv, yes))
+        detail = (
+            f"Its {count} message{'' if count == 1 else 's'} and KB choices are removed. Knowledge bases "
+            "and notes are not touched."
+        )
+        self.app.push_screen(
+            ConfirmScreen(f"Delete conversation '{conversation_title(conv)}'?", detail),
+            lambda yes: self._delete(conv, yes),
+        )
 
     def _delete(self, conv: Conversation, yes: bool | None) -> None:
         if not yes:
@@ -250,8 +275,14 @@ class ChatScreen(ChatTurns, DeskScreen):
             self.conv = conv
             self._load_context()
 
-        self.in_thread(setter, self.conv.id, value, doing=f"setting the {which}", done=changed,
-                       failed=lambda _: self._show_choices())
+        self.in_thread(
+            setter,
+            self.conv.id,
+            value,
+            doing=f"setting the {which}",
+            done=changed,
+            failed=lambda _: self._show_choices(),
+        )
 
     def _load_context(self) -> None:
         conv = self.conv
@@ -260,8 +291,13 @@ class ChatScreen(ChatTurns, DeskScreen):
         else:
             persona, project = self.choices.value("persona"), self.choices.value("project")
             work = lambda: chat_context(self.chat, persona_id=persona, project_id=project)  # noqa: E731
-        self.in_thread(work, doing="reading the conversation's knowledge bases", group="context", exclusive=True,
-                       done=self._show_context)
+        self.in_thread(
+            work,
+            doing="reading the conversation's knowledge bases",
+            group="context",
+            exclusive=True,
+            done=self._show_context,
+        )
 
     def _show_context(self, context: ChatContext) -> None:
         self._chat_context = context
@@ -289,16 +325,19 @@ class ChatScreen(ChatTurns, DeskScreen):
         context = self._chat_context
         text = Text()
         if self.turn is not None:
-            text.append("stopped — saving what came…  " if self.turn.stopped else "answering… (Esc stops)  ",
-                        style="bold")
+            text.append(
+                "stopped — saving what came…  " if self.turn.stopped else "answering… (Esc stops)  ", style="bold"
+            )
         if context is not None:
             if context.model:
                 text.append(one_line(context.model, 40))
             else:
                 text.append("no chat model", style="bold")
             kbs = ", ".join(context.knowledge_bases)
-            text.append(" · " + (f"KBs: {kbs} · search: {context.retrieval}" if kbs else "no knowledge base (ctrl+o)"),
-                        style="dim")
+            text.append(
+                " · " + (f"KBs: {kbs} · search: {context.retrieval}" if kbs else "no knowledge base (ctrl+o)"),
+                style="dim",
+            )
         self.query_one("#chat-status", Static).update(text)
 
     async def action_model_settings(self) -> None:
@@ -320,15 +359,24 @@ class ChatScreen(ChatTurns, DeskScreen):
 
     def set_retrieval(self, policy: str | None) -> None:
         """Set this conversation's policy (None: as its persona or the settings say)."""
+
         def changed(conv: Conversation) -> None:
             self.conv = conv
             self._load_context()
             explained = POLICIES[policy] if policy else "as the persona or the settings say"
             self.notify(explained, title=f"KB search: {policy or 'default'}", markup=False)
 
-        self._with_conversation(lambda conv: self.in_thread(
-            self.chat.set_retrieval, conv.id, policy, doing="setting how the KBs are searched", group="retrieval",
-            exclusive=True, done=changed))
+        self._with_conversation(
+            lambda conv: self.in_thread(
+                self.chat.set_retrieval,
+                conv.id,
+                policy,
+                doing="setting how the KBs are searched",
+                group="retrieval",
+                exclusive=True,
+                done=changed,
+            )
+        )
 
     def action_kbs(self) -> None:
         self._with_conversation(self._open_kbs)
@@ -360,8 +408,7 @@ class ChatScreen(ChatTurns, DeskScreen):
 
         groups = source_groups(self.transcript.blocks)
         if not groups:
-            self.notify("No sources yet: answers that used the knowledge bases list theirs here",
-                        severity="warning")
+            self.notify("No sources yet: answers that used the knowledge bases list theirs here", severity="warning")
             return
         self.app.push_screen(SourcesScreen(self.chat, groups))
 
@@ -389,25 +436,36 @@ class ChatScreen(ChatTurns, DeskScreen):
         yield SystemCommand("New conversation", "Start a new conversation", self.action_new_conversation)
         if self.conv is not None:
             yield SystemCommand("Rename conversation", "Give this conversation a title", self.action_rename)
-            yield SystemCommand("Delete conversation", "Delete this conversation and its messages",
-                                self.action_delete_conversation)
-        yield SystemCommand("Knowledge bases of this conversation", "Switch KBs on or off (ctrl+o)",
-                            self.action_kbs)
+            yield SystemCommand(
+                "Delete conversation", "Delete this conversation and its messages", self.action_delete_conversation
+            )
+        yield SystemCommand("Knowledge bases of this conversation", "Switch KBs on or off (ctrl+o)", self.action_kbs)
         yield SystemCommand("Sources", "Open a passage an answer used (ctrl+y)", self.action_sources)
         if self.turn is not None:
             yield SystemCommand("Stop the answer", "Stop the answer that is coming (Esc)", self.action_stop)
         for policy, explained in POLICIES.items():
-            yield SystemCommand(f"KB search: {policy}", f"Search this conversation's KBs: {explained} (ctrl+t)",
-                                lambda p=policy: self.set_retrieval(p))
-        yield SystemCommand("KB search: as the persona or settings say", "Clear this conversation's own choice",
-                            lambda: self.set_retrieval(None))
-        yield SystemCommand("Model settings", "Choose the chat model: Settings → Model roles (ctrl+g)",
-                            self.action_model_settings)
+            yield SystemCommand(
+                f"KB search: {policy}",
+                f"Search this conversation's KBs: {explained} (ctrl+t)",
+                lambda p=policy: self.set_retrieval(p),
+            )
+        yield SystemCommand(
+            "KB search: as the persona or settings say",
+            "Clear this conversation's own choice",
+            lambda: self.set_retrieval(None),
+        )
+        yield SystemCommand(
+            "Model settings", "Choose the chat model: Settings → Model roles (ctrl+g)", self.action_model_settings
+        )
         for persona in self.personas:  # names are data: escaped, the palette reads markup
-            yield SystemCommand(f"Persona: {escape(one_line(persona.name, 40))}",
-                                "Use this persona in the conversation",
-                                lambda p=persona.id: self.choices.choose("persona", p))
+            yield SystemCommand(
+                f"Persona: {escape(one_line(persona.name, 40))}",
+                "Use this persona in the conversation",
+                lambda p=persona.id: self.choices.choose("persona", p),
+            )
         for project in self.projects:
-            yield SystemCommand(f"Project: {escape(one_line(project.name, 40))}",
-                                "Put the conversation in this project",
-                                lambda p=project.id: self.choices.choose("project", p))
+            yield SystemCommand(
+                f"Project: {escape(one_line(project.name, 40))}",
+                "Put the conversation in this project",
+                lambda p=project.id: self.choices.choose("project", p),
+            )

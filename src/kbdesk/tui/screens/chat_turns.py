@@ -88,8 +88,9 @@ class ChatTurns:
             finally:
                 turn.ended.set()
 
-        self.in_thread(run, doing="answering", group="turn", done=lambda _: self._drain(),
-                       failed=lambda _: self._turn_failed(turn))
+        self.in_thread(
+            run, doing="answering", group="turn", done=lambda _: self._drain(), failed=lambda _: self._turn_failed(turn)
+        )
         self._status()
         self.refresh_bindings()
 
@@ -106,8 +107,12 @@ class ChatTurns:
         for event in events:
             turn.state.apply(event)
             if isinstance(event, TurnStarted):
-                self._chat_context = ChatContext(event.model, None, tuple(event.knowledge_bases),
-                                                 self._chat_context.retrieval if self._chat_context else "auto")
+                self._chat_context = ChatContext(
+                    event.model,
+                    None,
+                    tuple(event.knowledge_bases),
+                    self._chat_context.retrieval if self._chat_context else "auto",
+                )
         turn.view.show_state()
         if not turn.state.streaming:
             self._turn_over(turn)

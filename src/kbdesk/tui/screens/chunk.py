@@ -33,10 +33,14 @@ class ChunkScreen(DeskModal):
         with Vertical(classes="dialog", id="chunk-dialog"):
             title = Text(inert_line(hit["source"]) + (f" · {where}" if where else "") + f" · {inert_line(hit['kb'])}")
             yield Static(title, classes="dialog-title")
-            yield Static(Text(f"chunk {hit['chunk_index']} · similarity {score(hit['similarity'])} · "
-                              f"vector rank {hit['vector_rank'] or '–'} · keyword rank {hit['keyword_rank'] or '–'}"
-                              f" · fused {score(hit['fused'], 4)}" + (f" · cut by {hit['cut']}" if hit['cut'] else ""),
-                              style="dim"))
+            yield Static(
+                Text(
+                    f"chunk {hit['chunk_index']} · similarity {score(hit['similarity'])} · "
+                    f"vector rank {hit['vector_rank'] or '–'} · keyword rank {hit['keyword_rank'] or '–'}"
+                    f" · fused {score(hit['fused'], 4)}" + (f" · cut by {hit['cut']}" if hit["cut"] else ""),
+                    style="dim",
+                )
+            )
             yield VerticalScroll(id="chunks")
             yield Static(Text("+ more context · Esc close", style="dim"))
 
@@ -44,16 +48,25 @@ class ChunkScreen(DeskModal):
         self.load()
 
     def load(self) -> None:
-        self.in_thread(self.desk.chunk_neighbours, self.hit["document_id"], self.hit["chunk_index"],
-                       self.radius, doing="reading the chunk", done=self._show)
+        self.in_thread(
+            self.desk.chunk_neighbours,
+            self.hit["document_id"],
+            self.hit["chunk_index"],
+            self.radius,
+            doing="reading the chunk",
+            done=self._show,
+        )
 
     def _show(self, chunks: list[dict[str, Any]]) -> None:
         box = self.query_one("#chunks", VerticalScroll)
         box.remove_children()
         current = None
         for chunk in chunks:
-            label = "this hit" if chunk["current"] else ("before" if chunk["chunk_index"] < self.hit["chunk_index"]
-                                                          else "after")
+            label = (
+                "this hit"
+                if chunk["current"]
+                else ("before" if chunk["chunk_index"] < self.hit["chunk_index"] else "after")
+            )
             widget = Static(passage(chunk["content"]), classes="chunk current" if chunk["current"] else "chunk")
             widget.border_title = f"chunk {chunk['chunk_index']} · {label}"
             box.mount(widget)

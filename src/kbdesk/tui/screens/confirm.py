@@ -10,8 +10,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from kbdesk.tui.screens.base import OwnKeys
 from kbdesk.textsafe import inert, inert_line
+from kbdesk.tui.screens.base import OwnKeys
 
 
 class ConfirmScreen(OwnKeys, ModalScreen[bool]):

@@ -10,8 +10,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
-from kbdesk.tui.screens.base import OwnKeys
 from textual.widgets import Static
+
+from kbdesk.tui.screens.base import OwnKeys
 
 GUIDE = (
     "kbdesk keeps knowledge bases (KBs) in one SQLite file. Create a KB (n), open it (Enter), add a file "

@@ -15,11 +15,11 @@ from textual.widgets import Footer, Header, ProgressBar, Static
 
 from kbdesk.models import KnowledgeBase
 from kbdesk.textsafe import inert_line
+from kbdesk.tui.doc_cache import DocRows
 from kbdesk.tui.format import human_size, model_label, palette
 from kbdesk.tui.progress import DocProgress, IngestTracker
 from kbdesk.tui.screens.base import DeskScreen
 from kbdesk.tui.screens.confirm import ConfirmScreen
-from kbdesk.tui.doc_cache import DocRows
 from kbdesk.tui.widgets.doc_rows import FILTER_ORDER, FILTERS, IN_FLIGHT
 from kbdesk.tui.widgets.documents_table import DocumentsTable
 from kbdesk.tui.widgets.readout import Readout
@@ -95,8 +95,13 @@ class KbDetailScreen(DeskScreen):
         self._after_change()
         if not running:  # after the table is on screen: what an earlier run left unfinished
             kb_id = self.kb.id
-            self.in_thread(lambda: len(self.desk.unfinished_documents(kb_id)), doing="counting unfinished documents",
-                           group="unfinished", exclusive=True, done=self._unfinished)
+            self.in_thread(
+                lambda: len(self.desk.unfinished_documents(kb_id)),
+                doing="counting unfinished documents",
+                group="unfinished",
+                exclusive=True,
+                done=self._unfinished,
+            )
 
     def _unfinished(self, count: int) -> None:
         self.unfinished = 0 if self.app_.ingesting(self.kb.id) else count
@@ -111,9 +116,11 @@ class KbDetailScreen(DeskScreen):
         head.append(inert_line(kb.name), style="bold")
         if kb.description:
             head.append("  " + inert_line(kb.description))
-        head.append(f"\n{model_label(kb)} · chunks of {kb.chunk_size}, overlap {kb.chunk_overlap} · "
-                    f"{kb.document_count} documents, {kb.chunk_count} chunks, {human_size(kb.total_bytes)}",
-                    style="dim")
+        head.append(
+            f"\n{model_label(kb)} · chunks of {kb.chunk_size}, overlap {kb.chunk_overlap} · "
+            f"{kb.document_count} documents, {kb.chunk_count} chunks, {human_size(kb.total_bytes)}",
+            style="dim",
+        )
         self.query_one("#kb-head", Readout).show(head)
 
     def _after_change(self) -> None:
@@ -132,8 +139,10 @@ class KbDetailScreen(DeskScreen):
         colours = palette(self.app)
         text = Text()
         if self.unfinished:
-            text.append(f"⚠ {self.unfinished} document(s) were left unfinished when indexing stopped. ",
-                        style=f"bold {colours['busy']}")
+            text.append(
+                f"⚠ {self.unfinished} document(s) were left unfinished when indexing stopped. ",
+                style=f"bold {colours['busy']}",
+            )
             text.append("Press u to resume them.")
         if self.table.filter != "all":
             if text:
@@ -192,18 +201,24 @@ class KbDetailScreen(DeskScreen):
     # ── actions ────────────────────────────────────────────────────────────────
     def palette_commands(self) -> Iterable[SystemCommand]:
         name = escape(inert_line(self.kb.name))  # the palette reads titles as markup; a KB name is data
-        yield SystemCommand(f"Add files or a folder to '{name}'", "Index documents (TXT, MD, CSV, HTML, PDF)",
-                            self.action_add_files)
+        yield SystemCommand(
+            f"Add files or a folder to '{name}'", "Index documents (TXT, MD, CSV, HTML, PDF)", self.action_add_files
+        )
         yield SystemCommand(f"Rebuild '{name}'", "Re-chunk and re-embed every document", self.action_rebuild)
-        yield SystemCommand(f"Re-embed '{name}' with another model", "Change the KB's embedding model",
-                            self.action_reembed)
+        yield SystemCommand(
+            f"Re-embed '{name}' with another model", "Change the KB's embedding model", self.action_reembed
+        )
         yield SystemCommand(f"Search '{name}'", "Search this KB with scores", self.action_search)
         yield SystemCommand("Filter documents", "All → errors only → in progress only (f)", self.action_filter)
-        yield SystemCommand("Next failed document", "Move to the next document that failed, with its reason (g)",
-                            self.action_next_error)
+        yield SystemCommand(
+            "Next failed document", "Move to the next document that failed, with its reason (g)", self.action_next_error
+        )
         if self.check_action("resume", ()):
-            yield SystemCommand(f"Resume {self.unfinished} unfinished document(s)",
-                                "Finish what an earlier indexing run left half-way (u)", self.action_resume)
+            yield SystemCommand(
+                f"Resume {self.unfinished} unfinished document(s)",
+                "Finish what an earlier indexing run left half-way (u)",
+                self.action_resume,
+            )
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "resume":
@@ -247,8 +262,13 @@ class KbDetailScreen(DeskScreen):
         if request is None:
             return
         kb_id = self.kb.id
-        self.app_.start_ingest(self.kb, "Indexing", lambda ingestor: ingestor.add(
-            kb_id, request.paths, include=request.include, exclude=request.exclude, sync=request.sync))
+        self.app_.start_ingest(
+            self.kb,
+            "Indexing",
+            lambda ingestor: ingestor.add(
+                kb_id, request.paths, include=request.include, exclude=request.exclude, sync=request.sync
+            ),
+        )
 
     def action_resume(self) -> None:
         if self.app_.resume(self.kb, expected=self.unfinished) is not None:
@@ -258,15 +278,18 @@ class KbDetailScreen(DeskScreen):
 
     def action_rebuild(self) -> None:
         kb = self.kb
-        detail = (f"Every document with stored text ({kb.document_count} in all) is chunked again with chunks of "
-                  f"{kb.chunk_size} (overlap {kb.chunk_overlap}) and embedded again; cached vectors are reused.")
+        detail = (
+            f"Every document with stored text ({kb.document_count} in all) is chunked again with chunks of "
+            f"{kb.chunk_size} (overlap {kb.chunk_overlap}) and embedded again; cached vectors are reused."
+        )
         self.app.push_screen(ConfirmScreen(f"Rebuild '{kb.name}'?", detail, confirm="Rebuild"), self._rebuild)
 
     def _rebuild(self, yes: bool | None) -> None:
         if yes:
             kb_id = self.kb.id
-            self.app_.start_ingest(self.kb, "Rebuilding", lambda ingestor: ingestor.rebuild(kb_id),
-                                   expected=self.kb.document_count)
+            self.app_.start_ingest(
+                self.kb, "Rebuilding", lambda ingestor: ingestor.rebuild(kb_id), expected=self.kb.document_count
+            )
 
     def action_reembed(self) -> None:
         from kbdesk.tui.screens.reembed import ReembedScreen
@@ -287,13 +310,20 @@ class KbDetailScreen(DeskScreen):
         if self.app_.ingesting(self.kb.id):
             self.notify("Indexing is running in this KB; remove documents when it is done", severity="warning")
             return
-        detail = (f"Its {row.chunks or 0} chunks, their vectors and keyword entries and the stored copy are deleted. "
-                  "The original file is not touched.")
-        self.app.push_screen(ConfirmScreen(f"Remove '{row.path}' from '{self.kb.name}'?", detail,
-                                           confirm="Remove"), lambda yes: self._remove(row.doc_id, yes))
+        detail = (
+            f"Its {row.chunks or 0} chunks, their vectors and keyword entries and the stored copy are deleted. "
+            "The original file is not touched."
+        )
+        self.app.push_screen(
+            ConfirmScreen(f"Remove '{row.path}' from '{self.kb.name}'?", detail, confirm="Remove"),
+            lambda yes: self._remove(row.doc_id, yes),
+        )
 
     def _remove(self, doc_id: str, yes: bool | None) -> None:
         if yes:
-            self.in_thread(self.desk.delete_document, doc_id, doing="removing a document",
-                           done=lambda doc: (self.notify(f"Removed '{inert_line(doc.filename)}'", markup=False),
-                                             self.reload()))
+            self.in_thread(
+                self.desk.delete_document,
+                doc_id,
+                doing="removing a document",
+                done=lambda doc: (self.notify(f"Removed '{inert_line(doc.filename)}'", markup=False), self.reload()),
+            )

@@ -53,20 +53,33 @@ class KbFormScreen(DeskModal):
                 yield Label("Name")
                 yield Input(kb.name if kb else "", placeholder="e.g. notes", id="name", compact=True)
                 yield Label("Description")
-                yield Input(kb.description if kb else "", placeholder="what it holds (optional)",
-                            id="description", compact=True)
+                yield Input(
+                    kb.description if kb else "", placeholder="what it holds (optional)", id="description", compact=True
+                )
                 yield Label("Chunk size")
-                yield Input(str(kb.chunk_size if kb else config.chunking.chunk_size), type="integer",
-                            id="chunk_size", compact=True)
+                yield Input(
+                    str(kb.chunk_size if kb else config.chunking.chunk_size),
+                    type="integer",
+                    id="chunk_size",
+                    compact=True,
+                )
                 yield Label("Overlap")
-                yield Input(str(kb.chunk_overlap if kb else config.chunking.chunk_overlap), type="integer",
-                            id="chunk_overlap", compact=True)
+                yield Input(
+                    str(kb.chunk_overlap if kb else config.chunking.chunk_overlap),
+                    type="integer",
+                    id="chunk_overlap",
+                    compact=True,
+                )
                 if kb is None:
                     yield from self._embedding_fields()
             if kb is not None:
-                yield Static(Text(f"Embedding model: {inert_line(kb.model_id or 'none (keyword search)')}. "
-                                  "New chunking applies to documents added or rebuilt from now on."),
-                             classes="note")
+                yield Static(
+                    Text(
+                        f"Embedding model: {inert_line(kb.model_id or 'none (keyword search)')}. "
+                        "New chunking applies to documents added or rebuilt from now on."
+                    ),
+                    classes="note",
+                )
             with Horizontal(classes="buttons"):
                 yield Button("Save" if kb else "Create", variant="primary", id="ok", compact=True)
                 yield Button("Cancel", id="cancel", compact=True)
@@ -76,13 +89,18 @@ class KbFormScreen(DeskModal):
         role = config.roles.embedding
         options: list[tuple[Any, str]] = [(Text(name), name) for name in sorted(config.providers)]
         options.append(("keyword only (no embeddings)", KEYWORD_ONLY))
-        default = role.provider if role.provider in config.providers else (
-            next(iter(sorted(config.providers)), KEYWORD_ONLY))
+        default = (
+            role.provider if role.provider in config.providers else (next(iter(sorted(config.providers)), KEYWORD_ONLY))
+        )
         yield Label("Provider")
         yield Select(options, value=default, allow_blank=False, id="provider", compact=True)
         yield Label("Model")
-        picker = ModelPicker("embedding", None if default == KEYWORD_ONLY else default,
-                             role.model if default == role.provider else None, id="model")
+        picker = ModelPicker(
+            "embedding",
+            None if default == KEYWORD_ONLY else default,
+            role.model if default == role.provider else None,
+            id="model",
+        )
         picker.display = default != KEYWORD_ONLY
         yield picker
 

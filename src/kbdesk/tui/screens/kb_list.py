@@ -22,10 +22,12 @@ from kbdesk.tui.screens.confirm import ConfirmScreen
 from kbdesk.tui.screens.kb_form import KbFormResult, KbFormScreen
 from kbdesk.tui.widgets.kb_table import KbTable
 
-WELCOME = ("No knowledge bases yet.\n\n"
-           "Press n to create one, then a to add files or a whole folder to it. "
-           "Press s to set up an embedding provider (for search by meaning); "
-           "without one, a KB is searched by keyword. Press ? for help.")
+WELCOME = (
+    "No knowledge bases yet.\n\n"
+    "Press n to create one, then a to add files or a whole folder to it. "
+    "Press s to set up an embedding provider (for search by meaning); "
+    "without one, a KB is searched by keyword. Press ? for help."
+)
 
 
 class KbListScreen(DeskScreen):
@@ -58,8 +60,13 @@ class KbListScreen(DeskScreen):
 
     # ── loading ────────────────────────────────────────────────────────────────
     def refresh_kbs(self, select: str | None = None) -> None:
-        self.in_thread(self.desk.list_kbs, doing="loading knowledge bases", group="load", exclusive=True,
-                       done=lambda kbs: self._loaded(kbs, select))
+        self.in_thread(
+            self.desk.list_kbs,
+            doing="loading knowledge bases",
+            group="load",
+            exclusive=True,
+            done=lambda kbs: self._loaded(kbs, select),
+        )
 
     def _loaded(self, kbs: list[KnowledgeBase], select: str | None) -> None:
         app: Any = self.app
@@ -78,7 +85,7 @@ class KbListScreen(DeskScreen):
         if kb is not None:  # read its documents ahead: opening it then paints at once
             if self._prefetch is not None:
                 self._prefetch.stop()
-            self._prefetch = self.set_timer(0.15, lambda: getattr(self.app, "doc_rows").prefetch(kb.id))
+            self._prefetch = self.set_timer(0.15, lambda: self.app.doc_rows.prefetch(kb.id))
 
     def _describe(self, kb: KnowledgeBase | None) -> None:
         info = self.query_one("#kb-info", Static)
@@ -88,9 +95,11 @@ class KbListScreen(DeskScreen):
         text = Text()
         text.append(inert_line(kb.name), style="bold")
         text.append("  " + inert_line(kb.description) if kb.description else "  (no description)")
-        text.append(f"\n{kb.document_count} documents, {kb.chunk_count} chunks, {human_size(kb.total_bytes)}"
-                    f" · {model_label(kb)} · chunks of {kb.chunk_size}, overlap {kb.chunk_overlap}",
-                    style="dim")
+        text.append(
+            f"\n{kb.document_count} documents, {kb.chunk_count} chunks, {human_size(kb.total_bytes)}"
+            f" · {model_label(kb)} · chunks of {kb.chunk_size}, overlap {kb.chunk_overlap}",
+            style="dim",
+        )
         info.update(text)
 
     def on_screen_resume(self) -> None:
@@ -116,8 +125,7 @@ class KbListScreen(DeskScreen):
         self.refresh_kbs()
 
     def palette_commands(self) -> Iterable[SystemCommand]:
-        yield SystemCommand("New knowledge base", "Create a KB (name, chunking, embedding model)",
-                            self.action_new_kb)
+        yield SystemCommand("New knowledge base", "Create a KB (name, chunking, embedding model)", self.action_new_kb)
         kb = self.table.selected
         if kb is not None:
             name = escape(inert_line(kb.name))  # the palette reads titles as markup; a KB name is data
@@ -126,7 +134,7 @@ class KbListScreen(DeskScreen):
 
     # ── actions ────────────────────────────────────────────────────────────────
     def action_resume(self) -> None:
-        getattr(self.app, "action_resume_all")()
+        self.app.action_resume_all()
 
     def action_refresh(self) -> None:
         self.refresh_kbs()
@@ -158,9 +166,18 @@ class KbListScreen(DeskScreen):
     def _create(self, form: KbFormResult | None) -> None:
         if form is None:
             return
-        self.in_thread(self.desk.create_kb, form.name, form.description, model_id=form.model_id,
-                       provider=form.provider, chunk_size=form.chunk_size, chunk_overlap=form.chunk_overlap,
-                       keyword_only=form.keyword_only, doing=f"creating '{form.name}'", done=self._created)
+        self.in_thread(
+            self.desk.create_kb,
+            form.name,
+            form.description,
+            model_id=form.model_id,
+            provider=form.provider,
+            chunk_size=form.chunk_size,
+            chunk_overlap=form.chunk_overlap,
+            keyword_only=form.keyword_only,
+            doing=f"creating '{form.name}'",
+            done=self._created,
+        )
 
     def _created(self, kb: KnowledgeBase) -> None:
         self.notify(f"Created '{inert_line(kb.name)}'. Press a to add files or a folder.", markup=False)
@@ -174,23 +191,36 @@ class KbListScreen(DeskScreen):
     def _edit(self, kb: KnowledgeBase, form: KbFormResult | None) -> None:
         if form is None:
             return
-        self.in_thread(self.desk.edit_kb, kb.id, name=form.name, description=form.description,
-                       chunk_size=form.chunk_size, chunk_overlap=form.chunk_overlap,
-                       doing=f"saving '{inert_line(kb.name)}'", done=lambda new: self.refresh_kbs(new.id))
+        self.in_thread(
+            self.desk.edit_kb,
+            kb.id,
+            name=form.name,
+            description=form.description,
+            chunk_size=form.chunk_size,
+            chunk_overlap=form.chunk_overlap,
+            doing=f"saving '{inert_line(kb.name)}'",
+            done=lambda new: self.refresh_kbs(new.id),
+        )
 
     def action_delete_kb(self) -> None:
         kb = self.table.selected
         if kb is None or kb.id in self.table.deleting:
             return
-        if getattr(self.app, "ingesting")(kb.id):
-            self.notify(f"'{inert_line(kb.name)}' is being indexed; delete it when that is done", severity="warning",
-                        markup=False)
+        if self.app.ingesting(kb.id):
+            self.notify(
+                f"'{inert_line(kb.name)}' is being indexed; delete it when that is done",
+                severity="warning",
+                markup=False,
+            )
             return
-        detail = (f"This removes its {kb.document_count} documents, {kb.chunk_count} chunks with their "
-                  f"vectors and keyword index, and {human_size(kb.total_bytes)} of stored copies. "
-                  "Your original files are not touched.")
-        self.app.push_screen(ConfirmScreen(f"Delete knowledge base '{kb.name}'?", detail),
-                             lambda yes: self._delete(kb, yes))
+        detail = (
+            f"This removes its {kb.document_count} documents, {kb.chunk_count} chunks with their "
+            f"vectors and keyword index, and {human_size(kb.total_bytes)} of stored copies. "
+            "Your original files are not touched."
+        )
+        self.app.push_screen(
+            ConfirmScreen(f"Delete knowledge base '{kb.name}'?", detail), lambda yes: self._delete(kb, yes)
+        )
 
     def _delete(self, kb: KnowledgeBase, yes: bool | None) -> None:
         """In a worker: a big KB takes a while, and the list says so meanwhile."""
@@ -205,6 +235,11 @@ class KbListScreen(DeskScreen):
             self.table.deleting.discard(kb.id)
             self.refresh_kbs()
 
-        getattr(self.app, "doc_rows").forget(kb.id)
-        self.in_thread(self.desk.delete_kb, kb.id, doing=f"deleting '{name}'",
-                       done=lambda _: (over(None), self.notify(f"Deleted '{name}'", markup=False)), failed=over)
+        self.app.doc_rows.forget(kb.id)
+        self.in_thread(
+            self.desk.delete_kb,
+            kb.id,
+            doing=f"deleting '{name}'",
+            done=lambda _: (over(None), self.notify(f"Deleted '{name}'", markup=False)),
+            failed=over,
+        )

@@ -58,8 +58,7 @@ class KbPopupScreen(DeskModal):
                 yield Button("Close", variant="primary", id="close", compact=True)
 
     def on_mount(self) -> None:
-        self.in_thread(self.chat.kb_toggles, self.conversation_id, doing="loading knowledge bases",
-                       done=self._fill)
+        self.in_thread(self.chat.kb_toggles, self.conversation_id, doing="loading knowledge bases", done=self._fill)
 
     def _fill(self, rows: list[KbToggle]) -> None:
         self.rows = rows
@@ -80,9 +79,16 @@ class KbPopupScreen(DeskModal):
     def _toggled(self, event: SelectionList.SelectionToggled) -> None:
         kb_id = event.selection.value
         enabled = kb_id in event.selection_list.selected
-        self.in_thread(self.chat.set_kb_enabled, self.conversation_id, kb_id, enabled,
-                       doing="switching the knowledge base", group="toggle", done=self._fill,
-                       failed=lambda _: self.on_mount())
+        self.in_thread(
+            self.chat.set_kb_enabled,
+            self.conversation_id,
+            kb_id,
+            enabled,
+            doing="switching the knowledge base",
+            group="toggle",
+            done=self._fill,
+            failed=lambda _: self.on_mount(),
+        )
 
     @on(Button.Pressed, "#manage")
     def action_manage(self) -> None:

@@ -8,10 +8,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from kbdesk.tui.screens.base import OwnKeys
 from textual.widgets import Button, Input, Static, TextArea
 
 from kbdesk.store.notes import Note
+from kbdesk.tui.screens.base import OwnKeys
 
 
 class NoteFormScreen(OwnKeys, ModalScreen[tuple[str, str] | None]):

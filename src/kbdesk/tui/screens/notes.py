@@ -47,8 +47,7 @@ class NotesScreen(DeskScreen):
         yield Header()
         with Horizontal(id="notes-search"):
             yield Input(placeholder="search notes… (Enter; empty lists them all)", id="notes-query")
-            yield Checkbox("by meaning", bool(self.desk.config.roles.embedding.model), id="semantic",
-                           compact=True)
+            yield Checkbox("by meaning", bool(self.desk.config.roles.embedding.model), id="semantic", compact=True)
         yield OptionList(id="notes-list")
         yield Static("", id="note-preview")
         yield Static("", id="notes-status")
@@ -67,13 +66,25 @@ class NotesScreen(DeskScreen):
     def reload(self, select: str | None = None) -> None:
         query = self.query_one("#notes-query", Input).value.strip()
         if not query:
-            self.in_thread(self.chat.notes.list, doing="loading notes", group="notes", exclusive=True,
-                           done=lambda notes: self._show(notes, None, select))
+            self.in_thread(
+                self.chat.notes.list,
+                doing="loading notes",
+                group="notes",
+                exclusive=True,
+                done=lambda notes: self._show(notes, None, select),
+            )
             return
         semantic = self.query_one("#semantic", Checkbox).value
         self._status(Text("searching…", style="dim"))
-        self.in_thread(self.chat.notes.search, query, semantic=semantic, doing="searching notes", group="notes",
-                       exclusive=True, done=lambda found: self._show([h.note for h in found.hits], found, select))
+        self.in_thread(
+            self.chat.notes.search,
+            query,
+            semantic=semantic,
+            doing="searching notes",
+            group="notes",
+            exclusive=True,
+            done=lambda found: self._show([h.note for h in found.hits], found, select),
+        )
 
     def _show(self, notes: list[Note], found: NoteSearch | None, select: str | None) -> None:
         keep = select or (self.selected.id if self.selected else None)
@@ -95,8 +106,11 @@ class NotesScreen(DeskScreen):
         if found is None:
             self._status(Text(f"{len(notes)} note{'' if len(notes) == 1 else 's'}", style="dim"))
         else:
-            text = Text(f"{len(notes)} match{'' if len(notes) == 1 else 'es'} for “{one_line(found.query, 60)}”"
-                        + (" by keyword and meaning" if found.semantic else " by keyword"), style="dim")
+            text = Text(
+                f"{len(notes)} match{'' if len(notes) == 1 else 'es'} for “{one_line(found.query, 60)}”"
+                + (" by keyword and meaning" if found.semantic else " by keyword"),
+                style="dim",
+            )
             for line in found.notes:
                 text.append("\n" + one_line(line, 300), style="italic")
             self._status(text)
@@ -171,8 +185,9 @@ class NotesScreen(DeskScreen):
         if form is None:
             return
         title, content = form
-        self.in_thread(self.chat.notes.edit, note.id, content=content, title=title, doing="saving the note",
-                       done=self._saved)
+        self.in_thread(
+            self.chat.notes.edit, note.id, content=content, title=title, doing="saving the note", done=self._saved
+        )
 
     def _saved(self, result: tuple[Note, str | None]) -> None:
         note, warning = result
@@ -186,13 +201,14 @@ class NotesScreen(DeskScreen):
         note = self.selected
         if note is None:
             return
-        self.app.push_screen(ConfirmScreen(f"Delete note '{note_title(note)}'?", "It cannot be brought back."),
-                             lambda yes: self._delete(note, yes))
+        self.app.push_screen(
+            ConfirmScreen(f"Delete note '{note_title(note)}'?", "It cannot be brought back."),
+            lambda yes: self._delete(note, yes),
+        )
 
     def _delete(self, note: Note, yes: bool | None) -> None:
         if yes:
-            self.in_thread(self.chat.notes.remove, note.id, doing="deleting the note",
-                           done=lambda _: self.reload())
+            self.in_thread(self.chat.notes.remove, note.id, doing="deleting the note", done=lambda _: self.reload())
 
     def palette_commands(self) -> Iterable[SystemCommand]:
         yield SystemCommand("New note", "Write a short note", self.action_new_note)

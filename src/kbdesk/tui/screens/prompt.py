@@ -8,8 +8,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from kbdesk.tui.screens.base import OwnKeys
 from textual.widgets import Button, Input, Static
+
+from kbdesk.tui.screens.base import OwnKeys
 
 
 class PromptScreen(OwnKeys, ModalScreen[str | None]):

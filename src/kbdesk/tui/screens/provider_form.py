@@ -38,8 +38,9 @@ class ProviderFormScreen(DeskModal):
         kind = settings.kind if settings else "ollama"
         has_key = bool(settings and settings.api_key)
         with Vertical(classes="dialog"):
-            yield Static(Text(f"Edit provider '{self.original}'" if self.original else "Add a provider"),
-                         classes="dialog-title")
+            yield Static(
+                Text(f"Edit provider '{self.original}'" if self.original else "Add a provider"), classes="dialog-title"
+            )
             with Container(classes="form"):
                 yield Label("Name")
                 yield Input(self.original or "", placeholder="e.g. local, openai", id="name", compact=True)
@@ -47,22 +48,38 @@ class ProviderFormScreen(DeskModal):
                 yield Select([(k, k) for k in KINDS], value=kind, allow_blank=False, id="kind", compact=True)
                 yield Label("Base URL")
                 # a hand-edited URL's user:password is never shown (saving drops it: keys go in env vars)
-                yield Input(display_url(settings.base_url) or "" if settings and settings.base_url else "",
-                            placeholder=self._url_hint(kind),
-                            id="base_url", compact=True)
+                yield Input(
+                    display_url(settings.base_url) or "" if settings and settings.base_url else "",
+                    placeholder=self._url_hint(kind),
+                    id="base_url",
+                    compact=True,
+                )
                 yield Label("Key env var")
-                yield Input(settings.api_key_env or "" if settings else "",
-                            placeholder="environment variable holding the key, e.g. OPENAI_API_KEY",
-                            id="api_key_env", compact=True)
+                yield Input(
+                    settings.api_key_env or "" if settings else "",
+                    placeholder="environment variable holding the key, e.g. OPENAI_API_KEY",
+                    id="api_key_env",
+                    compact=True,
+                )
                 yield Label("Stored key")
-                yield Input(password=True, id="api_key", compact=True,
-                            placeholder="(stored key kept; type to replace)" if has_key
-                            else "or paste a key to keep in config.toml (mode 0600)")
+                yield Input(
+                    password=True,
+                    id="api_key",
+                    compact=True,
+                    placeholder="(stored key kept; type to replace)"
+                    if has_key
+                    else "or paste a key to keep in config.toml (mode 0600)",
+                )
                 if has_key:
                     yield Label("")
                     yield Checkbox("Forget the stored key", id="forget", compact=True)
-            yield Static(Text("An environment variable is safer than a stored key; a local server "
-                              "(Ollama, LM Studio, llama.cpp, vLLM) needs no key."), classes="note")
+            yield Static(
+                Text(
+                    "An environment variable is safer than a stored key; a local server "
+                    "(Ollama, LM Studio, llama.cpp, vLLM) needs no key."
+                ),
+                classes="note",
+            )
             with Horizontal(classes="buttons"):
                 yield Button("Save", variant="primary", id="ok", compact=True)
                 yield Button("Cancel", id="cancel", compact=True)
@@ -95,7 +112,14 @@ class ProviderFormScreen(DeskModal):
             self.notify("give the provider a name", severity="warning")
             return
         forget = self.query("#forget")
-        self.dismiss(ProviderForm(
-            name=text("name"), kind=str(self.query_one("#kind", Select).value), base_url=text("base_url"),
-            api_key_env=text("api_key_env"), api_key=text("api_key") or None,
-            forget_key=bool(forget and forget.first(Checkbox).value), original=self.original))
+        self.dismiss(
+            ProviderForm(
+                name=text("name"),
+                kind=str(self.query_one("#kind", Select).value),
+                base_url=text("base_url"),
+                api_key_env=text("api_key_env"),
+                api_key=text("api_key") or None,
+                forget_key=bool(forget and forget.first(Checkbox).value),
+                original=self.original,
+            )
+        )

@@ -28,21 +28,33 @@ class ReembedScreen(DeskModal):
         providers = sorted(self.desk.config.providers)
         current = self.kb.embedding_config.get("provider")
         role = self.desk.config.roles.embedding
-        default = current if current in providers else role.provider if role.provider in providers else (
-            providers[0] if providers else None)
+        default = (
+            current
+            if current in providers
+            else role.provider
+            if role.provider in providers
+            else (providers[0] if providers else None)
+        )
         with Vertical(classes="dialog"):
             yield Static(line(f"Re-embed '{self.kb.name}'"), classes="dialog-title")
-            yield Static(Text(f"Now: {model_label(self.kb)}. Every chunk is embedded with the new model (cached "
-                              "vectors are reused); the KB switches only when all are done, so search keeps "
-                              "working meanwhile."), classes="dialog-body")
+            yield Static(
+                Text(
+                    f"Now: {model_label(self.kb)}. Every chunk is embedded with the new model (cached "
+                    "vectors are reused); the KB switches only when all are done, so search keeps "
+                    "working meanwhile."
+                ),
+                classes="dialog-body",
+            )
             if not providers:
-                yield Static(Text("No provider is set up. Add one in Settings (s on the first screen)."),
-                             classes="note")
+                yield Static(
+                    Text("No provider is set up. Add one in Settings (s on the first screen)."), classes="note"
+                )
             else:
                 with Container(classes="form"):
                     yield Label("Provider")
-                    yield Select([(Text(p), p) for p in providers], value=default, allow_blank=False, id="provider",
-                                 compact=True)
+                    yield Select(
+                        [(Text(p), p) for p in providers], value=default, allow_blank=False, id="provider", compact=True
+                    )
                     yield Label("Model")
                     yield ModelPicker("embedding", default, None, id="model")
             with Horizontal(classes="buttons"):

@@ -17,9 +17,11 @@ from kbdesk.tui.format import line, score, significant, where_label
 from kbdesk.tui.screens.base import DeskScreen
 from kbdesk.tui.widgets.results_table import ResultsTable
 
-HINT = ("Type a query and press Enter. Each row shows the similarity, the vector rank, the keyword rank "
-        "and the fused score; candidates the threshold or the limit cut are listed too (ctrl+t hides "
-        "them). Enter on a row opens the chunk with its neighbours.")
+HINT = (
+    "Type a query and press Enter. Each row shows the similarity, the vector rank, the keyword rank "
+    "and the fused score; candidates the threshold or the limit cut are listed too (ctrl+t hides "
+    "them). Enter on a row opens the chunk with its neighbours."
+)
 
 
 class SearchScreen(DeskScreen):
@@ -58,8 +60,11 @@ class SearchScreen(DeskScreen):
     def on_mount(self) -> None:
         self.sub_title = "search"
         if not self.kb_names:
-            self.in_thread(self.desk.list_kbs, doing="loading knowledge bases",
-                           done=lambda kbs: self._set_kbs([kb.name for kb in kbs]))
+            self.in_thread(
+                self.desk.list_kbs,
+                doing="loading knowledge bases",
+                done=lambda kbs: self._set_kbs([kb.name for kb in kbs]),
+            )
         else:
             self._set_kbs(self.kb_names)
         self.query_one("#query", Input).focus()
@@ -87,9 +92,20 @@ class SearchScreen(DeskScreen):
             return
         mode: Any = self.query_one("#mode", Select).value
         self._status(line(f"searching {', '.join(self.kb_names)}…", style="dim"))
-        self.in_thread(self.desk.search, list(self.kb_names), query, limit=limit, threshold=threshold,
-                       mode=str(mode), explain=True, doing="searching", group="search", exclusive=True,
-                       done=self._show, failed=lambda _: self._status(Text("")))
+        self.in_thread(
+            self.desk.search,
+            list(self.kb_names),
+            query,
+            limit=limit,
+            threshold=threshold,
+            mode=str(mode),
+            explain=True,
+            doing="searching",
+            group="search",
+            exclusive=True,
+            done=self._show,
+            failed=lambda _: self._status(Text("")),
+        )
 
     def _show(self, response: SearchResponse) -> None:
         self.response = response
@@ -111,12 +127,17 @@ class SearchScreen(DeskScreen):
         if not response.results:
             best = max((h["cosine"] for h in explain if h.get("cosine") is not None), default=None)
             if best is not None and cut.get("threshold"):
-                text.append(f"\nNothing passed: the best cosine is {best:.3f}, under the threshold {threshold}. "
-                            "Lower the threshold or try keyword mode.", style="bold")
+                text.append(
+                    f"\nNothing passed: the best cosine is {best:.3f}, under the threshold {threshold}. "
+                    "Lower the threshold or try keyword mode.",
+                    style="bold",
+                )
             elif not explain:
-                text.append("\nNo candidate at all: no chunk shares a word with the query"
-                            + (" and no vectors were searched." if response.mode == "keyword" else "."),
-                            style="bold")
+                text.append(
+                    "\nNo candidate at all: no chunk shares a word with the query"
+                    + (" and no vectors were searched." if response.mode == "keyword" else "."),
+                    style="bold",
+                )
         for note in response.notes:
             text.append("\n" + inert_line(note), style="italic")
         return text
@@ -136,11 +157,13 @@ class SearchScreen(DeskScreen):
         head.append(inert_line(hit["source"]) + (f" · {where}" if where else ""), style="bold")
         kb = inert_line(hit["kb"])
         kind = hit.get("score_kind") or (hit.get("metadata") or {}).get("score_kind")
-        head.append(f"\n{kb} · similarity {score(hit['similarity'])}{f' ({inert_line(kind)})' if kind else ''} · "
-                    f"cosine {score(hit['cosine'])} · vector rank {hit['vector_rank'] or '–'} · keyword rank "
-                    f"{hit['keyword_rank'] or '–'} (BM25 {significant(hit['keyword_score'])}) · "
-                    f"fused {score(hit['fused'], 4)}"
-                    + (f" · cut by {hit['cut']}" if hit["cut"] else ""), style="dim")
+        head.append(
+            f"\n{kb} · similarity {score(hit['similarity'])}{f' ({inert_line(kind)})' if kind else ''} · "
+            f"cosine {score(hit['cosine'])} · vector rank {hit['vector_rank'] or '–'} · keyword rank "
+            f"{hit['keyword_rank'] or '–'} (BM25 {significant(hit['keyword_score'])}) · "
+            f"fused {score(hit['fused'], 4)}" + (f" · cut by {hit['cut']}" if hit["cut"] else ""),
+            style="dim",
+        )
         head.append("\n" + inert(" ".join(hit["content"].split())[:400]))
         preview.update(head)
 

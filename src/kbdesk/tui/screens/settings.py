@@ -22,13 +22,22 @@ from kbdesk.tui.format import line, palette
 from kbdesk.tui.screens.base import DeskScreen
 from kbdesk.tui.screens.confirm import ConfirmScreen
 from kbdesk.tui.services import (
-    ROLES, ProviderForm, list_models, provider_rows, remove_provider, role_candidates, save_provider, save_roles,
+    ROLES,
+    ProviderForm,
+    list_models,
+    provider_rows,
+    remove_provider,
+    role_candidates,
+    save_provider,
+    save_roles,
 )
 from kbdesk.tui.widgets.model_picker import ModelPicker
 
 PROVIDER_ACTIONS = {"add_provider", "edit_provider", "remove_provider", "test_provider"}
-ROLE_HELP = {"embedding": "the model new knowledge bases embed with (each KB keeps its own)",
-             "chat": "the model of the chat pane and `kbdesk ask`"}
+ROLE_HELP = {
+    "embedding": "the model new knowledge bases embed with (each KB keeps its own)",
+    "chat": "the model of the chat pane and `kbdesk ask`",
+}
 
 
 class SettingsScreen(DeskScreen):
@@ -49,25 +58,33 @@ class SettingsScreen(DeskScreen):
             with TabPane("Providers", id="providers"):
                 yield DataTable(id="provider-table", cursor_type="row", zebra_stripes=True)
                 with Horizontal(classes="buttons", id="provider-buttons"):
-                    for label, action in (("Add", "add"), ("Edit", "edit"), ("Remove", "remove"),
-                                          ("Test connection", "test")):
+                    for label, action in (
+                        ("Add", "add"),
+                        ("Edit", "edit"),
+                        ("Remove", "remove"),
+                        ("Test connection", "test"),
+                    ):
                         yield Button(label, id=f"{action}-provider", compact=True)
-                yield Static(Text("Press t to test a provider: kbdesk lists its models.", style="dim"),
-                             id="test-output")
-            with TabPane("Model roles", id="roles"):
-                with VerticalScroll():
-                    for role in ROLES:
-                        chosen = getattr(config.roles, role)
-                        yield Static(Text(f"{role.capitalize()}: {ROLE_HELP[role]}"), classes="panel-title")
-                        with Container(classes="form"):
-                            yield Label("Provider")
-                            yield Select([(Text(p), p) for p in sorted(config.providers)], value=(
-                                chosen.provider if chosen.provider in config.providers else Select.NULL),
-                                prompt="choose a provider", id=f"{role}-provider", compact=True)
-                            yield Label("Model")
-                            yield ModelPicker(role, chosen.provider, chosen.model, autoload=False, id=f"{role}-model")
-                    with Horizontal(classes="buttons"):
-                        yield Button("Save roles", variant="primary", id="save-roles", compact=True)
+                yield Static(
+                    Text("Press t to test a provider: kbdesk lists its models.", style="dim"), id="test-output"
+                )
+            with TabPane("Model roles", id="roles"), VerticalScroll():
+                for role in ROLES:
+                    chosen = getattr(config.roles, role)
+                    yield Static(Text(f"{role.capitalize()}: {ROLE_HELP[role]}"), classes="panel-title")
+                    with Container(classes="form"):
+                        yield Label("Provider")
+                        yield Select(
+                            [(Text(p), p) for p in sorted(config.providers)],
+                            value=(chosen.provider if chosen.provider in config.providers else Select.NULL),
+                            prompt="choose a provider",
+                            id=f"{role}-provider",
+                            compact=True,
+                        )
+                        yield Label("Model")
+                        yield ModelPicker(role, chosen.provider, chosen.model, autoload=False, id=f"{role}-model")
+                with Horizontal(classes="buttons"):
+                    yield Button("Save roles", variant="primary", id="save-roles", compact=True)
         yield Footer()
 
     _roles_shown: dict[str, tuple[str | None, str | None]] | None = None
@@ -87,8 +104,13 @@ class SettingsScreen(DeskScreen):
         for row in provider_rows(self.desk.config):
             table.add_row(line(row.name), line(row.kind), line(row.base_url), line(row.key), key=row.name)
         if not table.row_count:
-            self._output(Text("No providers yet. Press a to add one: Ollama, LM Studio, llama.cpp, vLLM, OpenAI, "
-                              "OpenRouter or any OpenAI-compatible server.", style="dim"))
+            self._output(
+                Text(
+                    "No providers yet. Press a to add one: Ollama, LM Studio, llama.cpp, vLLM, OpenAI, "
+                    "OpenRouter or any OpenAI-compatible server.",
+                    style="dim",
+                )
+            )
 
     def _selected_provider(self) -> str | None:
         table = self.query_one("#provider-table", DataTable)
@@ -144,8 +166,13 @@ class SettingsScreen(DeskScreen):
 
     def _save_provider(self, form: ProviderForm | None) -> None:
         if form is not None:
-            self.in_thread(save_provider, self.desk.paths.config_file, form, doing=f"saving provider '{form.name}'",
-                           done=lambda _: self._config_saved(f"Saved provider '{form.name}'"))
+            self.in_thread(
+                save_provider,
+                self.desk.paths.config_file,
+                form,
+                doing=f"saving provider '{form.name}'",
+                done=lambda _: self._config_saved(f"Saved provider '{form.name}'"),
+            )
 
     def _config_saved(self, message: str) -> None:
         app: Any = self.app
@@ -157,14 +184,20 @@ class SettingsScreen(DeskScreen):
         name = self._selected_provider()
         if not name:
             return
-        detail = ("It is removed from config.toml (with any key stored there). Knowledge bases that embed "
-                  "with it keep their vectors but cannot embed new text until a provider of that name exists.")
+        detail = (
+            "It is removed from config.toml (with any key stored there). Knowledge bases that embed "
+            "with it keep their vectors but cannot embed new text until a provider of that name exists."
+        )
 
         def answer(yes: bool | None) -> None:
             if yes:
-                self.in_thread(remove_provider, self.desk.paths.config_file, name,
-                               doing=f"removing provider '{name}'",
-                               done=lambda _: self._config_saved(f"Removed provider '{name}'"))
+                self.in_thread(
+                    remove_provider,
+                    self.desk.paths.config_file,
+                    name,
+                    doing=f"removing provider '{name}'",
+                    done=lambda _: self._config_saved(f"Removed provider '{name}'"),
+                )
 
         self.app.push_screen(ConfirmScreen(f"Remove provider '{name}'?", detail, confirm="Remove"), answer)
 
@@ -174,17 +207,27 @@ class SettingsScreen(DeskScreen):
         if not name:
             return
         self._output(line(f"asking '{name}' for its models…", style="dim"))
-        self.in_thread(list_models, self.desk.config, name, doing=f"testing '{name}'", group="test", exclusive=True,
-                       done=lambda models: self._tested(name, models),
-                       failed=lambda error: self._output(line(f"✗ {error}", style=palette(self.app)["bad"])))
+        self.in_thread(
+            list_models,
+            self.desk.config,
+            name,
+            doing=f"testing '{name}'",
+            group="test",
+            exclusive=True,
+            done=lambda models: self._tested(name, models),
+            failed=lambda error: self._output(line(f"✗ {error}", style=palette(self.app)["bad"])),
+        )
 
     def _tested(self, name: str, models: list[ModelInfo]) -> None:
         embedding = role_candidates(models, "embedding")
         # model ids come from the server: data, shown inertly
-        text = Text(inert_line(f"✓ '{name}' answered: {len(models)} models, {len(embedding)} embedding candidates")
-                    + "\n", style=palette(self.app)["ok"])
-        text.append(inert_line(", ".join(m.id + (f" ({m.model_type})" if m.model_type else "") for m in models)),
-                    style="")
+        text = Text(
+            inert_line(f"✓ '{name}' answered: {len(models)} models, {len(embedding)} embedding candidates") + "\n",
+            style=palette(self.app)["ok"],
+        )
+        text.append(
+            inert_line(", ".join(m.id + (f" ({m.model_type})" if m.model_type else "") for m in models)), style=""
+        )
         self._output(text)
 
     # ── model roles ────────────────────────────────────────────────────────────
@@ -203,8 +246,10 @@ class SettingsScreen(DeskScreen):
         roles: dict[str, tuple[str | None, str | None]] = {}
         for role in ROLES:
             provider = self.query_one(f"#{role}-provider", Select).value
-            roles[role] = (provider if isinstance(provider, str) else None,
-                           self.query_one(f"#{role}-model", ModelPicker).value)
+            roles[role] = (
+                provider if isinstance(provider, str) else None,
+                self.query_one(f"#{role}-model", ModelPicker).value,
+            )
         return roles
 
     def unsaved_roles(self) -> bool:
@@ -219,10 +264,14 @@ class SettingsScreen(DeskScreen):
         if not self.unsaved_roles():
             self.dismiss_screen()
             return
-        self.app.push_screen(ConfirmScreen(
-            "Leave without saving the model roles?",
-            "The roles you changed are not saved: ctrl+s saves them. Leaving drops the changes.",
-            confirm="Leave"), lambda yes: self.dismiss_screen() if yes else None)
+        self.app.push_screen(
+            ConfirmScreen(
+                "Leave without saving the model roles?",
+                "The roles you changed are not saved: ctrl+s saves them. Leaving drops the changes.",
+                confirm="Leave",
+            ),
+            lambda yes: self.dismiss_screen() if yes else None,
+        )
 
     def dismiss_screen(self) -> None:
         if self.app.screen is self:
@@ -231,5 +280,10 @@ class SettingsScreen(DeskScreen):
     @on(Button.Pressed, "#save-roles")
     def action_save_roles(self) -> None:
         roles = self._roles_form()
-        self.in_thread(save_roles, self.desk.paths.config_file, roles, doing="saving model roles",
-                       done=lambda _: (self._config_saved("Saved model roles"), self._remember_roles()))
+        self.in_thread(
+            save_roles,
+            self.desk.paths.config_file,
+            roles,
+            doing="saving model roles",
+            done=lambda _: (self._config_saved("Saved model roles"), self._remember_roles()),
+        )

@@ -40,8 +40,7 @@ class SourceScreen(DeskModal):
         self.load()
 
     def load(self) -> None:
-        self.in_thread(self.chat.open_source, self.source, self.radius, doing="reading the source",
-                       done=self._show)
+        self.in_thread(self.chat.open_source, self.source, self.radius, doing="reading the source", done=self._show)
 
     def _show(self, passages: list[dict[str, Any]]) -> None:
         box = self.query_one("#passages", VerticalScroll)
@@ -49,11 +48,14 @@ class SourceScreen(DeskModal):
         current = None
         index = self.source.get("chunk_index")
         for passage in passages:
-            widget = Static(Text(clean(passage.get("content", ""))),
-                            classes="passage current" if passage.get("current") else "passage")
+            widget = Static(
+                Text(clean(passage.get("content", ""))),
+                classes="passage current" if passage.get("current") else "passage",
+            )
             if "chunk_index" in passage and index is not None:
-                where = "this passage" if passage["current"] else (
-                    "before" if passage["chunk_index"] < index else "after")
+                where = (
+                    "this passage" if passage["current"] else ("before" if passage["chunk_index"] < index else "after")
+                )
                 widget.border_title = f"chunk {int(passage['chunk_index'])} · {where}"
             box.mount(widget)
             if passage.get("current"):

@@ -56,7 +56,8 @@ def part_text(part: CallLine | NoticePart, colours: dict[str, str]) -> Text:
             out.append(f" — {one_line(detail, 200)}", style="dim")
     else:
         mark, style = {"error": ("✗", f"bold {colours['bad']}"), "warning": ("!", colours["busy"])}.get(
-            part.level, ("i", colours["info"]))
+            part.level, ("i", colours["info"])
+        )
         out.append(f"{mark} {one_line(part.text, 600)}", style=style)
     return out
 
@@ -165,13 +166,14 @@ class AnswerView(Vertical):
     def _part_view(part: Part, colours: dict[str, str]) -> Widget:
         if isinstance(part, TextPart):
             return AnswerMarkdown(part.text)
-        return Static(part_text(part, colours), classes="answer-call" if isinstance(part, CallLine)
-                      else "answer-notice")
+        return Static(
+            part_text(part, colours), classes="answer-call" if isinstance(part, CallLine) else "answer-notice"
+        )
 
     @staticmethod
     def _refresh_part(view: Widget, part: Part, colours: dict[str, str]) -> None:
         if isinstance(view, AnswerMarkdown) and isinstance(part, TextPart):
-            view.feed(part.text[view.fed:])
+            view.feed(part.text[view.fed :])
         elif isinstance(view, Static) and not isinstance(part, TextPart):
             view.update(part_text(part, colours))
 

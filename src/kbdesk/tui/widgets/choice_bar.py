@@ -28,7 +28,7 @@ class ChoiceBar(Horizontal):
             self.value = value
             """Its id, None for none."""
 
-    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
+    def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.known: dict[str, set[str]] = {w: set() for w in WHICH}
 

@@ -25,15 +25,16 @@ class ConversationList(OptionList):
         Binding("r", "screen.rename", "Rename", id="chat.list.rename", show=False),
     ]
 
-    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
+    def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.conversations: list[Conversation] = []
 
     def load(self, conversations: list[Conversation], current: str | None) -> None:
         self.conversations = list(conversations)
         self.clear_options()
-        self.add_options([Option(Text(conversation_title(c), no_wrap=True, overflow="ellipsis"), id=c.id)
-                          for c in conversations])
+        self.add_options(
+            [Option(Text(conversation_title(c), no_wrap=True, overflow="ellipsis"), id=c.id) for c in conversations]
+        )
         self.mark(current)
 
     def mark(self, current: str | None) -> None:

@@ -103,14 +103,23 @@ def build_rows(docs: Sequence[Document]) -> RowSet:
         parent = parents.get(doc.id)
         if parent is not None and root:
             folder = parent[cut:].replace(sep, "/") if parent != root else ""
-        rows[doc.id] = DocRow(doc.id, inert_line(name), doc.size_bytes, doc.chunk_count, doc.status, doc.error,
-                              folder=inert_line(folder) if folder else "")
+        rows[doc.id] = DocRow(
+            doc.id,
+            inert_line(name),
+            doc.size_bytes,
+            doc.chunk_count,
+            doc.status,
+            doc.error,
+            folder=inert_line(folder) if folder else "",
+        )
     counts: dict[str, int] = {}
     for doc in docs:
         counts[doc.status] = counts.get(doc.status, 0) + 1
-    longest = (max((len(r.filename) for r in rows.values()), default=0),
-               max((len(r.folder) for r in rows.values()), default=0),
-               max((r.chunks or 0 for r in rows.values()), default=0))
+    longest = (
+        max((len(r.filename) for r in rows.values()), default=0),
+        max((len(r.folder) for r in rows.values()), default=0),
+        max((r.chunks or 0 for r in rows.values()), default=0),
+    )
     return RowSet(rows, sorted(row.key for row in rows.values()), longest, counts)
 
 
@@ -118,9 +127,15 @@ def merge(row: DocRow, progress: DocProgress) -> DocRow:
     """A row with the live state of its document in an ingestion run."""
     chunks = progress.total if progress.status in ("ready", "embedding") and progress.total else row.chunks
     size = row.size if row.size is not None else (progress.size or None)
-    return replace(row, status=progress.status, size=size, chunks=chunks,
-                   error=progress.error if progress.status == "error" else None,
-                   done=progress.done, total=progress.total)
+    return replace(
+        row,
+        status=progress.status,
+        size=size,
+        chunks=chunks,
+        error=progress.error if progress.status == "error" else None,
+        done=progress.done,
+        total=progress.total,
+    )
 
 
 def new_row(progress: DocProgress) -> DocRow:

@@ -72,7 +72,7 @@ class DocumentsTable(ScrollView, can_focus=True):
         def control(self) -> DocumentsTable:
             return self.table
 
-    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
+    def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.rows_by_id: dict[str, DocRow] = {}
         self._order: list[tuple[str, str, str]] = []  # every row's key, sorted
@@ -120,8 +120,14 @@ class DocumentsTable(ScrollView, can_focus=True):
         self._order = rows.keys
         self._status_counts = rows.counts
         self._longest = rows.longest
-        self.apply({doc_id: progress for doc_id, progress in live.items()
-                    if doc_id in rows.rows and rows.rows[doc_id].status not in FINAL}, settle=False)
+        self.apply(
+            {
+                doc_id: progress
+                for doc_id, progress in live.items()
+                if doc_id in rows.rows and rows.rows[doc_id].status not in FINAL
+            },
+            settle=False,
+        )
         self._refilter()
 
     def apply(self, changes: dict[str, DocProgress | None], *, settle: bool = True) -> bool:
@@ -287,17 +293,26 @@ class DocumentsTable(ScrollView, can_focus=True):
         return name_w, folder_w, SIZE_W, chunks_w, STATUS_W
 
     def _cells(self, row: DocRow) -> list[Text]:
-        return [Text(row.filename), Text(row.folder, style="dim"), Text(human_size(row.size), justify="right"),
-                Text("" if row.chunks is None else str(row.chunks), justify="right"),
-                status_text(row.status, palette(self.app), row.done, row.total)]
+        return [
+            Text(row.filename),
+            Text(row.folder, style="dim"),
+            Text(human_size(row.size), justify="right"),
+            Text("" if row.chunks is None else str(row.chunks), justify="right"),
+            status_text(row.status, palette(self.app), row.done, row.total),
+        ]
 
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
         widths = self._widths(width)
         base = self.rich_style
         if y == 0:
-            labels = [Text("Filename"), Text("Folder" if widths[1] else ""), Text("Size", justify="right"),
-                      Text("Chunks", justify="right"), Text("Status")]
+            labels = [
+                Text("Filename"),
+                Text("Folder" if widths[1] else ""),
+                Text("Size", justify="right"),
+                Text("Chunks", justify="right"),
+                Text("Status"),
+            ]
             return self._strip(labels, widths, base + self.get_component_rich_style("documents--header"), width)
         index = int(self.scroll_y) + y - 1
         if index >= len(self._view):
@@ -319,7 +334,8 @@ class DocumentsTable(ScrollView, can_focus=True):
             text.truncate(cell_width, overflow="ellipsis", pad=True)
             if cell.justify == "right":
                 text = Text(" " * (cell_width - cell.cell_len)) + cell if cell.cell_len < cell_width else text
-            segments.extend(Segment(seg.text, style + seg.style if seg.style else style)
-                            for seg in text.render(self.app.console))
+            segments.extend(
+                Segment(seg.text, style + seg.style if seg.style else style) for seg in text.render(self.app.console)
+            )
             segments.append(Segment(" " * GAP, style))
         return Strip(segments).adjust_cell_length(width, style)

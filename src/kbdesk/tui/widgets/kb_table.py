@@ -17,14 +17,21 @@ from kbdesk.tui.format import human_size, line, model_label, palette, status_tex
 from kbdesk.tui.progress import IngestTracker
 
 # label, key; the name's column takes what the others leave
-COLUMNS = (("Name", "name"), ("Scope", "scope"), ("Docs", "docs"), ("Chunks", "chunks"), ("Size", "size"),
-           ("Status", "status"), ("Embedding", "model"))
+COLUMNS = (
+    ("Name", "name"),
+    ("Scope", "scope"),
+    ("Docs", "docs"),
+    ("Chunks", "chunks"),
+    ("Size", "size"),
+    ("Status", "status"),
+    ("Embedding", "model"),
+)
 NAME_MIN, MODEL_MAX = 8, 28
 CELL_PADDING = 2  # DataTable pads each cell by one column on either side
 
 
 class KbTable(DataTable[Text]):
-    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
+    def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self.kbs: dict[str, KnowledgeBase] = {}
         self.unfinished: dict[str, int] = {}
@@ -50,8 +57,9 @@ class KbTable(DataTable[Text]):
         key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
         return self.kbs.get(key) if key else None
 
-    def load(self, kbs: list[KnowledgeBase], trackers: dict[str, IngestTracker], running: set[str],
-             select: str | None = None) -> None:
+    def load(
+        self, kbs: list[KnowledgeBase], trackers: dict[str, IngestTracker], running: set[str], select: str | None = None
+    ) -> None:
         self._last = (kbs, trackers, running)
         keep = select or (self.selected.id if self.selected else None)
         rows = list(zip((kb.id for kb in kbs), self._cells_of(kbs, trackers, running)))
@@ -62,18 +70,35 @@ class KbTable(DataTable[Text]):
         self.kbs = {kb.id: kb for kb in kbs}
         for kb_id, cells in rows:
             name, scope, docs, chunks, size, status, model = cells
-            self.add_row(_fit(name, widths[0]), line(scope), Text(docs, justify="right"),
-                         Text(chunks, justify="right"), Text(size, justify="right"), status,
-                         _fit(model, widths[6]), key=kb_id)
+            self.add_row(
+                _fit(name, widths[0]),
+                line(scope),
+                Text(docs, justify="right"),
+                Text(chunks, justify="right"),
+                Text(size, justify="right"),
+                status,
+                _fit(model, widths[6]),
+                key=kb_id,
+            )
         if keep in self.kbs:
             self.move_cursor(row=self.get_row_index(keep))
 
-    def _cells_of(self, kbs: list[KnowledgeBase], trackers: dict[str, IngestTracker],
-                  running: set[str]) -> list[list[Any]]:
+    def _cells_of(
+        self, kbs: list[KnowledgeBase], trackers: dict[str, IngestTracker], running: set[str]
+    ) -> list[list[Any]]:
         colours = palette(self.app)
-        return [[kb.name, kb.scope, str(kb.document_count), str(kb.chunk_count), human_size(kb.total_bytes),
-                 self._status(kb, trackers.get(kb.id) if kb.id in running else None, colours), model_label(kb)]
-                for kb in kbs]
+        return [
+            [
+                kb.name,
+                kb.scope,
+                str(kb.document_count),
+                str(kb.chunk_count),
+                human_size(kb.total_bytes),
+                self._status(kb, trackers.get(kb.id) if kb.id in running else None, colours),
+                model_label(kb),
+            ]
+            for kb in kbs
+        ]
 
     def _widths(self, rows: list[list[Any]]) -> list[int]:
         """Every column as wide as its widest cell; the name (then the model) gives way."""
@@ -101,8 +126,9 @@ class KbTable(DataTable[Text]):
         if tracker.kb_id in self.kbs:
             cell = self._progress(tracker, palette(self.app))
             column = self.columns.get("status")  # type: ignore[call-overload]
-            self.update_cell(tracker.kb_id, "status", cell,
-                             update_width=column is not None and cell.cell_len > column.width)
+            self.update_cell(
+                tracker.kb_id, "status", cell, update_width=column is not None and cell.cell_len > column.width
+            )
 
     @staticmethod
     def _progress(tracker: IngestTracker, colours: dict[str, str]) -> Text:

@@ -20,8 +20,8 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Button, Input, Select, Static
 
-from kbdesk.providers.model_kinds import model_kind
 from kbdesk.providers import ModelInfo
+from kbdesk.providers.model_kinds import model_kind
 from kbdesk.textsafe import inert_line
 from kbdesk.tui.services import list_models, role_candidates
 from kbdesk.tui.workers import Blocking
@@ -55,8 +55,9 @@ class ModelPicker(Blocking, Widget):
         def control(self) -> ModelPicker:
             return self.picker
 
-    def __init__(self, role: str, provider: str | None, saved: str | None = None, *,
-                 autoload: bool = True, id: str | None = None) -> None:  # noqa: A002 (Textual's name)
+    def __init__(
+        self, role: str, provider: str | None, saved: str | None = None, *, autoload: bool = True, id: str | None = None
+    ) -> None:
         super().__init__(id=id)
         self.role = role
         self.provider = provider
@@ -70,8 +71,9 @@ class ModelPicker(Blocking, Widget):
         with Horizontal():
             yield Select[str]([], prompt="choose a model", id="choice", compact=True)
             example = "text-embedding-3-small" if self.role == "embedding" else "llama3.2"
-            yield Input(value=self.saved or "", placeholder=f"type a model id, e.g. {example}",
-                        id="manual", compact=True)
+            yield Input(
+                value=self.saved or "", placeholder=f"type a model id, e.g. {example}", id="manual", compact=True
+            )
             yield Button("✎", id="toggle", compact=True, tooltip="Switch between the list and typing an id")
         yield Static("", id="note")
 
@@ -111,15 +113,24 @@ class ModelPicker(Blocking, Widget):
             return
         self.loading = True
         self._note(f"listing the models of '{provider}'…")
-        self.in_thread(list_models, self.app.desk.config, provider, doing=f"listing models of '{provider}'",
-                       done=self._listed, failed=self._list_failed, group="models", exclusive=True)
+        self.in_thread(
+            list_models,
+            self.app.desk.config,
+            provider,
+            doing=f"listing models of '{provider}'",
+            done=self._listed,
+            failed=self._list_failed,
+            group="models",
+            exclusive=True,
+        )
 
     def _listed(self, models: list[ModelInfo]) -> None:
         self.loading = False
         # this role's kind first (the server's word, then guesses by name), the rest after
         candidates = role_candidates(models, self.role)
-        self.models = sorted(candidates, key=lambda m: (model_kind(m).kind != self.role,
-                                                         not model_kind(m).said_by_server))
+        self.models = sorted(
+            candidates, key=lambda m: (model_kind(m).kind != self.role, not model_kind(m).said_by_server)
+        )
         ids = [m.id for m in self.models]
         select = self.query_one("#choice", Select)
         select.set_options([(self._label(m), m.id) for m in self.models])

@@ -40,5 +40,5 @@ class PathSuggester(Suggester):
 
 
 class PathInput(Input):
-    def __init__(self, value: str = "", *, placeholder: str = "", id: str | None = None) -> None:  # noqa: A002
+    def __init__(self, value: str = "", *, placeholder: str = "", id: str | None = None) -> None:
         super().__init__(value, placeholder=placeholder, id=id, suggester=PathSuggester(), compact=True)

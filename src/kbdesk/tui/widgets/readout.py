@@ -23,7 +23,8 @@ class Readout(Static):
         old = self._shown
         if old is not None and old == text:
             return
-        same_size = (old is not None and old.cell_len == text.cell_len
-                     and old.plain.count("\n") == text.plain.count("\n"))
+        same_size = (
+            old is not None and old.cell_len == text.cell_len and old.plain.count("\n") == text.plain.count("\n")
+        )
         self._shown = text.copy()
         self.update(text, layout=not same_size)

@@ -10,14 +10,22 @@ from textual.widgets import DataTable
 from kbdesk.textsafe import inert_line
 from kbdesk.tui.format import line, palette, score, where_label
 
-COLUMNS = (("#", "rank", 2), ("Sim", "sim", 5), ("Vec", "vec", 3), ("Kw", "kw", 3), ("Fused", "fused", 6),
-           ("Kept?", "cut", 9), ("Source", "source", 24), ("KB", "kb", 10))
+COLUMNS = (
+    ("#", "rank", 2),
+    ("Sim", "sim", 5),
+    ("Vec", "vec", 3),
+    ("Kw", "kw", 3),
+    ("Fused", "fused", 6),
+    ("Kept?", "cut", 9),
+    ("Source", "source", 24),
+    ("KB", "kb", 10),
+)
 
 CUT_LABELS = {"threshold": "threshold", "limit": "limit", "keyword floor": "kw floor", "no vector": "no vector"}
 
 
 class ResultsTable(DataTable[Text]):
-    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
+    def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self.hits: list[dict[str, Any]] = []
         self._last: tuple[list[dict[str, Any]], bool] | None = None
@@ -54,9 +62,14 @@ class ResultsTable(DataTable[Text]):
                 continue
             self.hits.append(hit)
             dim = "" if kept else "dim"
-            fate = Text("✓ result", style=colours["ok"]) if kept else Text(
-                CUT_LABELS.get(hit["cut"], inert_line(hit["cut"])), style=colours["bad"] if hit["cut"] == "threshold"
-                else "dim")
+            fate = (
+                Text("✓ result", style=colours["ok"])
+                if kept
+                else Text(
+                    CUT_LABELS.get(hit["cut"], inert_line(hit["cut"])),
+                    style=colours["bad"] if hit["cut"] == "threshold" else "dim",
+                )
+            )
             source = hit.get("source", "")
             where = where_label(hit.get("metadata") or {})
             self.add_row(

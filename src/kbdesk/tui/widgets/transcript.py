@@ -14,9 +14,11 @@ from kbdesk.tui.widgets.answer_view import AnswerView, source_label
 
 __all__ = ["EMPTY", "AnswerView", "Transcript", "UserView", "source_label"]
 
-EMPTY = ("Ask a question about your knowledge bases. The model searches them with kb_search, and each "
-         "answer lists the passages it used: ctrl+y opens one. ctrl+o chooses the knowledge bases of this "
-         "conversation.")
+EMPTY = (
+    "Ask a question about your knowledge bases. The model searches them with kb_search, and each "
+    "answer lists the passages it used: ctrl+y opens one. ctrl+o chooses the knowledge bases of this "
+    "conversation."
+)
 
 
 class UserView(Static):
@@ -30,7 +32,7 @@ class UserView(Static):
 class Transcript(VerticalScroll):
     """The blocks of one conversation; follows new text unless the user scrolled up."""
 
-    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
+    def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.blocks: list[Block] = []
 
