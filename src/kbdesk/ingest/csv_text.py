@@ -12,6 +12,11 @@ import io
 
 from kbdesk.ingest.sections import ExtractionError, Section
 
+# The csv module refuses a field over 128 KiB by default, failing the whole file; the
+# file's own size limit (storage.max_file_mb) is the bound that matters. (Process-wide:
+# nothing else in kbdesk reads CSV.)
+csv.field_size_limit(2**31 - 1)
+
 
 def _delimiter(text: str) -> str:
     sample = text[:65536].split("\n")[:50]

@@ -32,11 +32,20 @@ import stat
 from collections.abc import Callable
 
 from kbdesk.ingest.csv_text import extract_csv
+from kbdesk.ingest.docx_text import extract_docx
+from kbdesk.ingest.email_text import extract_eml, extract_mbox
+from kbdesk.ingest.epub_text import extract_epub
 from kbdesk.ingest.html_text import extract_html
+from kbdesk.ingest.limits import Budget
 from kbdesk.ingest.markdown_text import extract_markdown
+from kbdesk.ingest.notebook_text import extract_notebook
+from kbdesk.ingest.opendoc_text import extract_opendocument
 from kbdesk.ingest.pdf_text import extract_pdf
+from kbdesk.ingest.pptx_text import extract_pptx
+from kbdesk.ingest.rtf_text import extract_rtf
 from kbdesk.ingest.sections import Extracted, ExtractionError, Section
-from kbdesk.ingest.text_decode import decode_text, is_binary
+from kbdesk.ingest.sheet_text import extract_xlsx
+from kbdesk.ingest.text_decode import decode_markup, decode_text, is_binary
 from kbdesk.textnorm import nfkc
 
 __all__ = [
@@ -49,6 +58,13 @@ __all__ = [
     "extract_bytes",
     "extract_file",
 ]
+
+DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+ODT = "application/vnd.oasis.opendocument.text"
+ODP = "application/vnd.oasis.opendocument.presentation"
+ODS = "application/vnd.oasis.opendocument.spreadsheet"
 
 _TYPES = {
     ".txt": "text/plain",
@@ -67,12 +83,82 @@ _TYPES = {
     ".htm": "text/html",
     ".xhtml": "text/html",
     ".pdf": "application/pdf",
+    # the formats of a real folder (docs/FORMATS.md)
+    ".docx": DOCX,
+    ".docm": DOCX,
+    ".pptx": PPTX,
+    ".pptm": PPTX,
+    ".xlsx": XLSX,
+    ".xlsm": XLSX,
+    ".odt": ODT,
+    ".odp": ODP,
+    ".ods": ODS,
+    ".rtf": "application/rtf",
+    ".epub": "application/epub+zip",
+    ".eml": "message/rfc822",
+    ".mbox": "application/mbox",
+    ".ipynb": "application/x-ipynb+json",
 }
 SUPPORTED_SUFFIXES: frozenset[str] = frozenset(_TYPES)
 
 _MB = 1024 * 1024
 
-_TEXT_EXTRACTORS = {"text/markdown": extract_markdown, "text/html": extract_html, "text/csv": extract_csv}
+_TEXT_EXTRACTORS: dict[str, Callable[[str], list[Section]]] = {
+    "text/markdown": extract_markdown,
+    "text/csv": extract_csv,
+}
+# packages and binary formats: (bytes, budget, warnings) → sections
+_PACKAGES: dict[str, Callable[[bytes, Budget, list[str]], list[Section]]] = {
+    DOCX: lambda data, budget, _w: extract_docx(data, budget),
+    PPTX: lambda data, budget, _w: extract_pptx(data, budget),
+    XLSX: lambda data, budget, _w: extract_xlsx(data, budget),
+    ODT: lambda data, budget, _w: extract_opendocument(data, budget),
+    ODP: lambda data, budget, _w: extract_opendocument(data, budget),
+    ODS: lambda data, budget, _w: extract_opendocument(data, budget),
+    "application/epub+zip": extract_epub,
+    "application/rtf": lambda data, budget, _w: extract_rtf(data, budget),
+    "message/rfc822": lambda data, budget, w: extract_eml(data, budget, w, _attachment(w)),
+    "application/mbox": lambda data, budget, w: extract_mbox(data, budget, w, _attachment(w)),
+}
+
+
+_TEXT_FIELDS = ("title", "author", "subject", "from", "to", "sheet")
+
+
+def _sections(data: bytes, ctype: str, budget: Budget, warnings: list[str]) -> list[Section]:
+    """Every format but PDF: bytes → sections, within ``budget``."""
+    package = _PACKAGES.get(ctype)
+    if package is not None:
+        return package(data, budget, warnings)
+    if is_binary(data):
+        raise ExtractionError("binary file (not text)")
+    text = decode_markup(data) if ctype == "text/html" else decode_text(data)
+    if not text.strip():
+        raise ExtractionError("file has no text (only whitespace)")
+    budget.spend(len(text))
+    if ctype == "text/html":
+        return extract_html(text)
+    if ctype == "application/x-ipynb+json":
+        return extract_notebook(text, budget)
+    extractor = _TEXT_EXTRACTORS.get(ctype)
+    return extractor(text) if extractor else [Section(text.strip(), {})]
+
+
+def _attachment(warnings: list[str]) -> Callable[[bytes, str, Budget], list[Section]]:
+    """How an e-mail reads an attachment: as the file it is, within the message's budget
+    (PDFs included, in their own process with the default limits)."""
+
+    def read(data: bytes, filename: str, budget: Budget) -> list[Section]:
+        ctype = content_type_for(filename)
+        if ctype is None:
+            raise ExtractionError("not a format kbdesk reads")
+        if ctype == "application/pdf":
+            sections, more = extract_pdf(data, 30.0, 512, None)
+            warnings.extend(more)
+            return sections
+        return _sections(data, ctype, budget, warnings)
+
+    return read
 
 
 def content_type_for(filename: str) -> str | None:
@@ -139,9 +225,11 @@ def extract_bytes(
     pdf_timeout: float = 30.0,
     pdf_memory_mb: int = 512,
     cancelled: Callable[[], bool] | None = None,
+    budget: Budget | None = None,
 ) -> Extracted:
     """Extract ``data`` according to the suffix of ``filename``; raises ExtractionError
-    (or ExtractionCancelled when ``cancelled()`` turned true during a PDF)."""
+    (or ExtractionCancelled when ``cancelled()`` turned true during a PDF). ``budget``:
+    the time and text one document may cost (:mod:`.limits`; a fresh one by default)."""
     ctype = _type_or_raise(filename)
     _check_size(len(data), max_bytes)
     if not data:
@@ -150,19 +238,18 @@ def extract_bytes(
     if ctype == "application/pdf":
         sections, warnings = extract_pdf(data, pdf_timeout, pdf_memory_mb, cancelled)
     else:
-        if is_binary(data):
-            raise ExtractionError("binary file (not text)")
-        text = decode_text(data)
-        if not text.strip():
-            raise ExtractionError("file has no text (only whitespace)")
-        extractor = _TEXT_EXTRACTORS.get(ctype)
-        sections = extractor(text) if extractor else [Section(text.strip(), {})]
+        sections = _sections(data, ctype, budget or Budget(), warnings)
     for section in sections:
         section.text = nfkc(section.text)
-        if section.metadata.get("headings"):
-            section.metadata["headings"] = [nfkc(h) for h in section.metadata["headings"]]
-        if section.metadata.get("title"):
-            section.metadata["title"] = nfkc(section.metadata["title"])
+        meta = section.metadata
+        if meta.get("headings"):
+            meta["headings"] = [nfkc(h) for h in meta["headings"]]
+        for key in _TEXT_FIELDS:
+            if isinstance(meta.get(key), str):
+                meta[key] = nfkc(meta[key])
+    sections = [s for s in sections if s.text.strip()]
+    if not sections:
+        raise ExtractionError("file has no text")
     return Extracted(
         text="\n\n".join(s.text for s in sections), content_type=ctype, sections=sections, warnings=warnings
     )

@@ -13,7 +13,8 @@ and <aside> outside the page's <main>/<article>; elements whose ``role`` is navi
 search, banner, contentinfo or complementary; and the classes documentation generators
 give their chrome (:data:`_CHROME_CLASSES`: DocBook's navheader/navfooter and
 mini-TOCs, Sphinx's sidebar, "related" bars, footer and heading anchors). When the page
-marks its main content (<main>, ``role="main"``), only that is read (and the title).
+marks its main content (a <main> or ``role="main"`` element, found by the parse: never by
+a mention in a code sample, a script or a comment), only that is read (and the title).
 A heading inside an admonition (DocBook's ``<div class="note"><h3>Note</h3>``, the
 classes of :data:`_ADMONITION_CLASSES`) is a line of the box, not a section: the
 section around it keeps its heading path.
@@ -199,6 +200,7 @@ class _HtmlText(HTMLParser):
         self.outside = int(has_main)
         self.hidden, self.pre = self.outside, 0
         self.main = 0  # open <main>/<article>/role=main elements
+        self.saw_main = False  # a marked main content was opened (and shown)
         self.admonition = 0  # open admonition boxes
         self.text_words = self.link_words = self.links = 0
         self.search_form = self.index_marker = False
@@ -275,8 +277,9 @@ class _HtmlText(HTMLParser):
         )
         if not hidden and (tag == "main" or tag == "article" or flags & _MAIN_CONTENT):
             kind |= _K_MAIN
-            if self.main == 0 and self.outside:
+            if self.main == 0 and self.outside and self.hidden == self.outside and tag != "article":
                 hidden = -1  # the main content: what is inside shows
+                self.saw_main = True
             self.main += 1
         if flags & _INDEX and not self.hidden and kind & _K_BLOCK:
             self.index_marker = True
@@ -355,21 +358,36 @@ class _HtmlText(HTMLParser):
             self.line.append(piece)
 
 
-def extract_html(text: str) -> list[Section]:
-    parser = _HtmlText(has_main=_MAIN.search(text) is not None)
+def _parse(text: str, has_main: bool) -> _HtmlText:
+    parser = _HtmlText(has_main=has_main)
     try:
         parser.feed(text)
         parser.close()
-    except Exception as exc:  # html.parser is lenient; this is a last resort
+    except Exception as exc:  # noqa: BLE001 - html.parser is lenient; this is a last resort
         raise ExtractionError(f"HTML could not be parsed ({exc})") from None
     parser._flush_block()
+    return parser
+
+
+def extract_html(text: str, *, title: bool = True) -> list[Section]:
+    """Sections of an HTML page; ``title=False`` leaves the page's <title> out (EPUB
+    chapters, whose title is the book's on every page)."""
+    # The source is looked at for "<main" or role=main only to know whether a second
+    # reading may be needed: a page is read as having main content when a real <main>
+    # or role="main" element opened (not a mention in a code sample, a script or a
+    # comment); otherwise it is read again as a whole.
+    parser = _parse(text, has_main=_MAIN.search(text) is not None)
+    if parser.outside and not parser.saw_main:
+        parser = _parse(text, has_main=False)
+    if not title:
+        parser.title = None
     extra = {"title": parser.title} if parser.title else {}
     kind = _page_kind(parser)
     if kind:
-        title = parser.title or next((t for _, t, _ in parser.blocks if t), "").split("\n")[0]
-        if not title:
+        heading = parser.title or next((t for _, t, _ in parser.blocks if t), "").split("\n")[0]
+        if not heading:
             raise ExtractionError("HTML has no visible text")
-        return [Section(title, {"headings": [], **extra, "page_kind": kind})]
+        return [Section(heading, {"headings": [], **extra, "page_kind": kind})]
     sections = sections_from_blocks(parser.blocks, extra)
     if parser.title:
         if sections:

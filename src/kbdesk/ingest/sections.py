@@ -67,3 +67,41 @@ def sections_from_blocks(blocks: list[tuple[list[str], str, bool]], extra: dict)
     if carry:
         sections.append(Section(carry, {"headings": carry_path, **extra}))
     return sections
+
+
+class Outline:
+    """Builds heading blocks from lines and headings as a document is read (Word, OpenDocument,
+    RTF): each heading starts a block whose text begins with the heading line, and its
+    path is the headings above it (a heading of level n closes those of level >= n)."""
+
+    def __init__(self) -> None:
+        self.path: list[tuple[int, str]] = []
+        self.lines: list[str] = []
+        self.blocks: list[tuple[list[str], str, bool]] = []
+        self.has_body = True  # the text before the first heading counts as a body
+
+    def heading(self, level: int, text: str) -> None:
+        text = " ".join(text.split())
+        if not text:
+            return
+        self.flush()
+        while self.path and self.path[-1][0] >= level:
+            self.path.pop()
+        self.path.append((level, text))
+        self.lines = [text]
+        self.has_body = False
+
+    def line(self, text: str) -> None:
+        text = text.strip()
+        if text:
+            self.lines.append(text)
+            self.has_body = True
+
+    def flush(self) -> None:
+        if self.lines:
+            self.blocks.append(([t for _, t in self.path], "\n\n".join(self.lines), self.has_body))
+        self.lines = []
+
+    def sections(self, extra: dict) -> list[Section]:
+        self.flush()
+        return sections_from_blocks(self.blocks, extra)

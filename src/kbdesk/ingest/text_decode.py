@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import re
 
 _BOMS = (  # UTF-32 LE before UTF-16 LE: its BOM starts with the same two bytes
     (codecs.BOM_UTF32_LE, "utf-32-le"),
@@ -27,21 +28,103 @@ def normalise_newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def decode_text(data: bytes) -> str:
-    """Decode by BOM, else UTF-8, else cp1252. Never raises.
+def _cp1252_byte(exc: UnicodeError) -> tuple[str, int]:
+    """A byte that is not UTF-8, read as cp1252 (what a stray Latin-1 byte in a UTF-8 file
+    almost always is): one byte costs at most its own character, never the file."""
+    if not isinstance(exc, UnicodeDecodeError):
+        raise exc
+    bad = exc.object[exc.start : exc.end]
+    return bad.decode("cp1252", errors="replace"), exc.end
 
-    NUL characters are removed and line endings normalised to "\\n", so a blank line is
-    always "\\n\\n" whatever system wrote the file.
+
+codecs.register_error("kbdesk-cp1252", _cp1252_byte)
+
+# WHATWG: pages that say Latin-1 or ASCII are decoded as windows-1252, a superset
+_SINGLE_BYTE_WESTERN = frozenset({"latin_1", "iso8859_1", "ascii", "cp1252", "iso8859_15"})
+
+
+def _codec(name: str) -> str | None:
+    """The Python codec for a declared charset name, or None when unknown or not text-safe."""
+    try:
+        info = codecs.lookup(name.strip().strip("\"'").lower())
+    except (LookupError, ValueError):
+        return None
+    if not getattr(info, "_is_text_encoding", True) or info.name.startswith(("utf-16", "utf-32", "utf_16", "utf_32")):
+        return None  # a page that says UTF-16 without a BOM is not UTF-16 (the bytes above were ASCII)
+    return "cp1252" if info.name in _SINGLE_BYTE_WESTERN else info.name
+
+
+def _utf16_without_bom(data: bytes) -> str | None:
+    """"utf-16-le"/"utf-16-be" when the bytes look like UTF-16 text with no BOM (mostly
+    ASCII-range characters: every other byte NUL), else None."""
+    sample = data[:4096]
+    if len(sample) < 4:
+        return None
+    even, odd = sample[0::2], sample[1::2]
+    zeros_even, zeros_odd = even.count(0) / len(even), odd.count(0) / len(odd)
+    if zeros_odd > 0.4 and zeros_even < 0.05:
+        return "utf-16-le"
+    if zeros_even > 0.4 and zeros_odd < 0.05:
+        return "utf-16-be"
+    return None
+
+
+def decode_text(data: bytes, declared: str | None = None) -> str:
+    """Decode by BOM, else UTF-16 recognised without one, else the charset the file
+    declares (``declared``: an HTML ``<meta charset>`` or an XML declaration), else UTF-8,
+    else cp1252. Never raises.
+
+    A file that is mostly UTF-8 keeps it: an invalid byte is read as the cp1252
+    character it most likely is (so one stray Latin-1 "é" costs nothing else). A file
+    with no valid UTF-8 sequence beyond ASCII is read as cp1252. NUL characters are
+    removed and line endings normalised to "\\n", so a blank line is always "\\n\\n"
+    whatever system wrote the file.
     """
     found = _bom_encoding(data)
     if found:
         text = data[found[1] :].decode(found[0], errors="replace")
+    elif (wide := _utf16_without_bom(data)) is not None:
+        text = data.decode(wide, errors="replace")
     else:
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            text = data.decode("cp1252", errors="replace")
+        text = _decode_8bit(data, _codec(declared) if declared else None)
     return normalise_newlines(text.replace("\x00", ""))
+
+
+def _decode_8bit(data: bytes, declared: str | None) -> str:
+    try:
+        utf8 = data.decode("utf-8")
+    except UnicodeDecodeError:
+        utf8 = None
+    if declared is not None and declared not in ("utf_8", "utf-8"):
+        if utf8 is not None and declared == "cp1252" and not data.isascii():
+            return utf8  # valid UTF-8 that says Latin-1: the declaration is wrong (a common mistake)
+        return data.decode(declared, errors="replace")
+    if utf8 is not None:
+        return utf8
+    mixed = data.decode("utf-8", errors="kbdesk-cp1252")
+    strict = data.decode("utf-8", errors="ignore")
+    multibyte = sum(1 for ch in strict if ord(ch) > 0x7F)  # characters UTF-8 encoded properly
+    invalid = len(mixed) - len(strict)  # bytes read as cp1252 instead
+    if declared is not None or multibyte >= invalid:
+        return mixed
+    return data.decode("cp1252", errors="replace")
+
+
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_:.+-]+)""", re.IGNORECASE)
+_XML_ENCODING = re.compile(rb"""^\s*<\?xml[^>]*encoding\s*=\s*["']([A-Za-z0-9_.+-]+)["']""")
+
+
+def declared_charset(data: bytes) -> str | None:
+    """The charset an HTML or XML file declares in its first 4 KB (``<meta charset>``,
+    ``<meta http-equiv="Content-Type" content="…; charset=…">``, ``<?xml encoding=…?>``)."""
+    head = data[:4096]
+    match = _XML_ENCODING.match(head) or _META_CHARSET.search(head)
+    return match.group(1).decode("ascii") if match else None
+
+
+def decode_markup(data: bytes) -> str:
+    """HTML or XML bytes → text, honouring the charset the file declares (BOMs first)."""
+    return decode_text(data, declared_charset(data))
 
 
 # File signatures that are never text, whatever the file is called.
@@ -69,13 +152,21 @@ _CONTROL_CHARS = dict.fromkeys(_CONTROL)  # str.translate: delete them
 
 
 def is_binary(data: bytes) -> bool:
+    """Whether ``data`` is not text: a known binary signature, or more than 5 % control
+    characters (NUL apart: a few stray NULs are tolerated, and UTF-16 without a BOM,
+    half NULs, is text)."""
     if data.startswith(_MAGIC):
         return True
     found = _bom_encoding(data)
-    if found:
-        text = data[found[1] : found[1] + 32768].decode(found[0], "replace")[:8192]
+    wide = None if found else _utf16_without_bom(data)
+    if found or wide:
+        encoding, skip = found or (wide, 0)
+        text = data[skip : skip + 32768].decode(encoding, "replace")[:8192]
         size, kept = len(text), len(text.translate(_CONTROL_CHARS))
+        nuls = text.count("\x00")
     else:
         sample = data[:8192]
         size, kept = len(sample), len(sample.translate(None, _CONTROL_BYTES))
-    return size - kept > 0.05 * size  # a few stray NULs in real text are fine
+        nuls = sample.count(0)
+    controls = size - kept - nuls
+    return controls > 0.05 * size or nuls > max(4, 0.1 * size)

@@ -1,0 +1,228 @@
+"""Word (.docx) → text per heading block, read with :mod:`zipfile` and :mod:`.xml_tree`.
+
+``word/document.xml`` in order: paragraphs (runs' text, tabs and line breaks; deleted
+text of tracked changes and field codes left out), tables (one line per row, cells
+joined with " | "), content controls and text boxes. A paragraph is a heading when its
+outline level or its style says so (``Heading 1``…``Heading 9``, ``Title``, whatever the
+style's id in the document's language: ``word/styles.xml``); headings give the heading
+path as in Markdown. Footnotes, endnotes, comments, headers and footers follow the body,
+each under its own heading. Metadata: ``{"headings": [...]}`` and the document's
+properties (:mod:`.office_props`).
+
+Measured against python-docx, markitdown (mammoth) and docx2txt in docs/FORMATS.md.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from kbdesk.ingest.html_text import extract_html
+from kbdesk.ingest.limits import Budget
+from kbdesk.ingest.office_props import ooxml_properties, relationships
+from kbdesk.ingest.sections import ExtractionError, Outline, Section
+from kbdesk.ingest.text_decode import decode_markup
+from kbdesk.ingest.xml_tree import Node, parse
+from kbdesk.ingest.zip_parts import ZipParts
+
+_HEADING_NAME = re.compile(r"heading\s*([1-9])$", re.IGNORECASE)
+_SKIP = frozenset({"delText", "instrText", "delInstrText", "Fallback", "rPr", "pPr", "sectPr", "tblPr", "trPr", "tcPr"})
+_BREAKS = {"tab": "\t", "br": "\n", "cr": "\n", "noBreakHyphen": "-", "softHyphen": ""}
+# the parts that follow the body, in this order, with the heading each gets
+_EXTRA_PARTS = (("footnotes", "Footnotes"), ("endnotes", "Endnotes"), ("comments", "Comments"))
+
+
+def _style_levels(parts: ZipParts) -> dict[str, int]:
+    """Style id → heading level, from each style's name or outline level (and what it is based on)."""
+    data = parts.read("word/styles.xml")
+    if not data:
+        return {}
+    styles: dict[str, tuple[str, int | None, str]] = {}
+    for style in parse(data, "word/styles.xml").iter("style"):
+        name_node, outline, based = style.child("name"), style.find("outlineLvl"), style.child("basedOn")
+        level = None
+        if outline is not None and outline.get("val").isdigit() and int(outline.get("val")) < 9:
+            level = int(outline.get("val")) + 1
+        styles[style.get("styleId")] = (
+            name_node.get("val") if name_node is not None else "",
+            level,
+            based.get("val") if based is not None else "",
+        )
+    out: dict[str, int] = {}
+    for sid in styles:
+        seen, current = set(), sid
+        while current in styles and current not in seen:
+            seen.add(current)
+            name, level, based = styles[current]
+            match = _HEADING_NAME.match(name.strip())
+            if level is None and match:
+                level = int(match[1])
+            elif level is None and name.strip().lower() == "title":
+                level = 1
+            if level is not None:
+                out[sid] = level
+                break
+            current = based
+    return out
+
+
+class _Reader:
+    def __init__(self, levels: dict[str, int], budget: Budget) -> None:
+        self.levels = levels
+        self.budget = budget
+        self.outline = Outline()
+        self.alt_chunk: Callable[[str], str] | None = None  # text of an imported (HTML) part, by its rId
+
+    def paragraph_level(self, p: Node) -> int | None:
+        ppr = p.child("pPr")
+        if ppr is None:
+            return None
+        outline = ppr.child("outlineLvl")
+        if outline is not None and outline.get("val").isdigit() and int(outline.get("val")) < 9:
+            return int(outline.get("val")) + 1
+        style = ppr.child("pStyle")
+        return self.levels.get(style.get("val")) if style is not None else None
+
+    def text_of(self, node: Node, nested: list[Node]) -> str:
+        """The text of a paragraph (or cell); paragraphs inside it (text boxes) go to ``nested``."""
+        parts: list[str] = []
+        stack = list(reversed(node.children))
+        while stack:
+            n = stack.pop()
+            tag = n.tag
+            if tag == "t":
+                parts.append(n.text)
+            elif tag in _BREAKS:
+                parts.append(_BREAKS[tag])
+            elif tag == "p" or tag == "tbl":
+                nested.append(n)
+            elif tag == "sym":
+                char = n.get("char")
+                if char and len(char) == 4:
+                    try:
+                        code = int(char, 16)
+                        parts.append(chr(code - 0xF000 if code >= 0xF000 else code))
+                    except ValueError:
+                        pass
+            elif tag not in _SKIP:
+                stack.extend(reversed(n.children))
+        return "".join(parts)
+
+    def block(self, node: Node) -> None:
+        """Read the children of a body-like element (body, a cell, a text box, a content control)."""
+        work = list(reversed(node.children))
+        while work:
+            n = work.pop()
+            if n.tag == "p":
+                nested: list[Node] = []
+                text = self.text_of(n, nested)
+                self.budget.spend(len(text), "the Word document")
+                level = self.paragraph_level(n)
+                if level is not None and text.strip():
+                    self.outline.heading(level, text)
+                else:
+                    self.outline.line(text)
+                work.extend(reversed(nested))
+            elif n.tag == "tbl":
+                self.table(n)
+            elif n.tag == "altChunk" and self.alt_chunk is not None:
+                self.outline.line(self.alt_chunk(n.get("id")))
+            elif n.tag in ("sectPr", "Fallback"):
+                continue
+            else:  # sdt, sdtContent, AlternateContent/Choice, customXml, smartTag, ins, txbxContent
+                work.extend(reversed(n.children))
+
+    def table(self, tbl: Node) -> None:
+        rows: list[str] = []
+        for tr in tbl.children:
+            if tr.tag != "tr":
+                continue
+            cells = []
+            for tc in _cells(tr):
+                nested: list[Node] = []
+                texts = [self.text_of(p, nested) for p in tc.iter("p")]
+                cell = " ".join(" ".join(t.split()) for t in texts if t.strip())
+                if cell:
+                    cells.append(cell)
+            if cells:
+                rows.append(" | ".join(cells))
+        text = "\n".join(rows)
+        self.budget.spend(len(text), "the Word document")
+        self.outline.line(text)
+
+
+def _cells(tr: Node) -> list[Node]:
+    """A row's cells, those inside content controls too (not the cells of nested tables)."""
+    out, work = [], list(reversed(tr.children))
+    while work:
+        n = work.pop()
+        if n.tag == "tc":
+            out.append(n)
+        elif n.tag in ("sdt", "sdtContent", "customXml"):
+            work.extend(reversed(n.children))
+    return out
+
+
+def extract_docx(data: bytes, budget: Budget) -> list[Section]:
+    parts = ZipParts(data, "Word document")
+    main = "word/document.xml"
+    for target, kind in relationships(parts, "").values():
+        if kind == "officeDocument":
+            main = target
+    body_xml = parts.read(main, required=True)
+    assert body_xml is not None
+    reader = _Reader(_style_levels(parts), budget)
+    root = parse(body_xml, main)
+    body = root.child("body") or root
+    rels = relationships(parts, main)
+
+    def alt_chunk(rid: str) -> str:  # Word's "altChunk": a part in another format, e.g. HTML
+        target = rels.get(rid)
+        raw = parts.read(target[0]) if target else None
+        if not raw or not target or not target[0].lower().endswith((".htm", ".html", ".xhtml")):
+            return ""
+        try:
+            return "\n\n".join(s.text for s in extract_html(decode_markup(raw), title=False))
+        except ExtractionError:
+            return ""
+
+    reader.alt_chunk = alt_chunk
+    reader.block(body)
+    for part, heading in _EXTRA_PARTS:
+        target = next((t for t, kind in rels.values() if kind == part), f"word/{part}.xml")
+        extra = parts.read(target)
+        if extra:
+            reader.outline.flush()
+            before = len(reader.outline.blocks), list(reader.outline.path)
+            reader.outline.heading(1, heading)
+            notes = parse(extra, target)
+            for note in notes.children:
+                if note.get("type") in ("separator", "continuationSeparator", "continuationNotice"):
+                    continue
+                reader.block(note)
+            if not any(has_body for _, _, has_body in reader.outline.blocks[before[0] :]) and not (
+                reader.outline.has_body and len(reader.outline.lines) > 1
+            ):  # nothing but the heading: take it back
+                reader.outline.lines = []
+                reader.outline.path = before[1]
+                reader.outline.has_body = True
+                del reader.outline.blocks[before[0] :]
+    furniture: list[str] = []
+    for target, kind in rels.values():
+        if kind in ("header", "footer"):
+            data_ = parts.read(target)
+            if data_:
+                nested: list[Node] = []
+                text = "\n".join(
+                    " ".join(reader.text_of(p, nested).split()) for p in parse(data_, target).iter("p")
+                ).strip()
+                if text and text not in furniture:
+                    furniture.append(text)
+    if furniture:
+        reader.outline.heading(1, "Headers and footers")
+        for text in furniture:
+            reader.outline.line(text)
+    sections = reader.outline.sections(ooxml_properties(parts))
+    if not sections:
+        raise ExtractionError("Word document has no text")
+    return sections

@@ -1,0 +1,193 @@
+"""E-mail (.eml, one message; .mbox, many) → text per message, with the standard library's :mod:`email`.
+
+**One document per file.** kbdesk knows a document by its file (one row per path:
+change detection, ``--sync``, stale chunks and the stored copy all follow the file),
+so a mailbox is one document and each message its own sections. A message's sections
+carry its headers as metadata — ``{"headings": [subject], "subject", "from", "to",
+"date"}`` — and its text starts with them, so a search result says which message it
+is; an ``.eml`` file's headers are also its title, author and date.
+
+The body: of ``multipart/alternative`` the plain text (else the HTML, read as HTML
+is); every other part in order; forwarded messages (``message/rfc822``) as messages
+of their own. Attachments in a format kbdesk reads are extracted as such (a Word file,
+a PDF…) under the heading path ``[subject, file name]``, down to
+:data:`~kbdesk.ingest.limits.MAX_NESTING` levels; others are skipped with a warning.
+Charsets are those the parts declare (an unknown one is read as UTF-8/cp1252).
+"""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import re
+from collections.abc import Callable
+from email.message import Message
+from typing import Any
+
+from kbdesk.ingest.html_text import extract_html
+from kbdesk.ingest.limits import MAX_NESTING, Budget
+from kbdesk.ingest.sections import ExtractionError, Section
+from kbdesk.ingest.text_decode import decode_text
+
+MAX_PARTS = 1000  # MIME parts of one message
+_MBOX_FROM = re.compile(rb"^From [^\r\n]*\r?\n", re.MULTILINE)
+_ESCAPED_FROM = re.compile(rb"^>(>*From )", re.MULTILINE)
+Inner = Callable[[bytes, str, Budget], list[Section]]
+
+
+def _header(msg: Message, name: str) -> str:
+    try:
+        value = msg.get(name)
+    except Exception:  # noqa: BLE001 - a malformed header costs that header
+        value = None
+    if value is None:
+        return ""
+    text = str(value)
+    return " ".join(text.split())[:500]
+
+
+def _part_text(part: Message) -> str:
+    payload = part.get_payload(decode=True)
+    if not isinstance(payload, bytes):
+        payload = str(part.get_payload() or "").encode("utf-8", "replace")
+    charset = part.get_content_charset()
+    return decode_text(payload, charset)
+
+
+class _Reader:
+    def __init__(self, inner: Inner | None, budget: Budget, warnings: list[str]) -> None:
+        self.inner = inner
+        self.budget = budget
+        self.warnings = warnings
+        self.parts = 0
+
+    def message(self, msg: Message, headings: list[str], depth: int) -> list[Section]:
+        fields = {key: _header(msg, key) for key in ("subject", "from", "to", "date")}
+        subject = fields["subject"] or "(no subject)"
+        path = [*headings, subject]
+        head = "\n".join(f"{k.capitalize()}: {v}" for k, v in fields.items() if v)
+        meta = {"headings": path, **{k: v for k, v in fields.items() if v}}
+        body: list[str] = []
+        attached: list[Section] = []
+        self.body(msg, body, attached, path, depth)
+        text = "\n\n".join([head, *[b for b in body if b.strip()]]).strip()
+        self.budget.spend(len(text), "the message")
+        sections = [Section(text, meta)] if text else []
+        return sections + attached
+
+    def body(self, part: Message, out: list[str], attached: list[Section], path: list[str], depth: int) -> None:
+        self.parts += 1
+        if self.parts > MAX_PARTS:
+            raise ExtractionError(f"the message has more than {MAX_PARTS} MIME parts")
+        ctype = part.get_content_type()
+        filename = _filename(part)
+        if part.is_multipart():
+            children = [c for c in part.get_payload() if isinstance(c, Message)]
+            if ctype == "message/rfc822":
+                for child in children:
+                    attached.extend(self.message(child, path, depth + 1))
+                return
+            if ctype == "multipart/alternative" and children:
+                best = next((c for c in children if c.get_content_type() == "text/plain"), None)
+                best = best or next((c for c in children if c.get_content_type() == "text/html"), children[-1])
+                children = [best]
+            for child in children:
+                self.body(child, out, attached, path, depth)
+            return
+        inline = not filename and part.get_content_disposition() != "attachment"
+        if inline and ctype == "text/plain":
+            out.append(_part_text(part).strip())
+        elif inline and ctype == "text/html":
+            try:
+                out.append("\n\n".join(s.text for s in extract_html(_part_text(part), title=False)))
+            except ExtractionError:
+                pass
+        elif filename:
+            self.attachment(part, filename, attached, path, depth)
+
+    def attachment(self, part: Message, filename: str, attached: list[Section], path: list[str], depth: int) -> None:
+        if self.inner is None or depth + 1 > MAX_NESTING:
+            self.warnings.append(f"attachment {filename} was not read (attachments nested too deeply)")
+            return
+        payload = part.get_payload(decode=True)
+        if not isinstance(payload, bytes) or not payload:
+            return
+        try:
+            sections = self.inner(payload, filename, self.budget.inner())
+        except ExtractionError as exc:
+            self.warnings.append(f"attachment {filename} was not read ({exc})")
+            return
+        for section in sections:
+            meta = dict(section.metadata)
+            meta["headings"] = [*path, filename, *meta.get("headings", [])]
+            meta["attachment"] = filename
+            attached.append(Section(section.text, meta))
+
+
+def _filename(part: Message) -> str:
+    try:
+        name = part.get_filename()
+    except Exception:  # noqa: BLE001 - a malformed parameter: no name
+        name = None
+    return " ".join(str(name).split()) if name else ""
+
+
+def _parse(data: bytes) -> Message:
+    try:
+        return email.message_from_bytes(data, policy=email.policy.default)
+    except Exception:  # noqa: BLE001 - the modern policy trips on some malformed headers
+        return email.message_from_bytes(data, policy=email.policy.compat32)
+
+
+def _read(data: bytes, reader: _Reader, headings: list[str]) -> list[Section]:
+    msg = _parse(data)
+    try:
+        return reader.message(msg, headings, reader.budget.depth)
+    except ExtractionError:
+        raise
+    except Exception:  # noqa: BLE001 - the standard library's parser on a malformed message: read it raw
+        return reader.message(email.message_from_bytes(data, policy=email.policy.compat32), headings, 0)
+
+
+def extract_eml(data: bytes, budget: Budget, warnings: list[str], inner: Inner | None = None) -> list[Section]:
+    reader = _Reader(inner, budget, warnings)
+    sections = _read(data, reader, [])
+    if not sections:
+        raise ExtractionError("e-mail message has no text")
+    first: dict[str, Any] = sections[0].metadata
+    props = {
+        k: v
+        for k, v in (("title", first.get("subject")), ("author", first.get("from")), ("created", first.get("date")))
+        if v
+    }
+    for section in sections:
+        section.metadata = {**section.metadata, **props}
+    return sections
+
+
+def split_mbox(data: bytes) -> list[bytes]:
+    """The messages of an mbox file (its "From " separator lines dropped, ">From " unescaped)."""
+    starts = [m.start() for m in _MBOX_FROM.finditer(data)]
+    if not starts or data[: starts[0]].strip():
+        starts = [0, *starts]
+    bounds = [*starts, len(data)]
+    out = []
+    for a, b in zip(bounds, bounds[1:]):
+        chunk = data[a:b]
+        chunk = _MBOX_FROM.sub(b"", chunk, count=1) if chunk.startswith(b"From ") else chunk
+        if chunk.strip():
+            out.append(_ESCAPED_FROM.sub(rb"\1", chunk))
+    return out
+
+
+def extract_mbox(data: bytes, budget: Budget, warnings: list[str], inner: Inner | None = None) -> list[Section]:
+    messages = split_mbox(data)
+    sections: list[Section] = []
+    for number, raw in enumerate(messages, start=1):
+        reader = _Reader(inner, budget, warnings)
+        for section in _read(raw, reader, []):
+            section.metadata = {**section.metadata, "message": number}
+            sections.append(section)
+    if not sections:
+        raise ExtractionError("mailbox has no messages with text")
+    return sections

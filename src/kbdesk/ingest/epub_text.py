@@ -1,0 +1,72 @@
+"""EPUB → its chapters in reading order, each read as HTML (:mod:`.html_text`).
+
+``META-INF/container.xml`` names the package document; its spine gives the reading
+order of the content documents, each extracted as an HTML page (headings give the
+heading path; navigation and index pages are reduced to their title as for any HTML).
+A chapter's ``<title>`` (often the book's title on every page) is not repeated. The
+package's ``dc:title``, ``dc:creator`` and ``dc:date`` go into every section's metadata
+with ``{"chapter": n}`` (1-based, in spine order). A chapter that cannot be read is a
+warning, not a failure, while others can.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from urllib.parse import unquote
+
+from kbdesk.ingest.html_text import extract_html
+from kbdesk.ingest.limits import Budget
+from kbdesk.ingest.office_props import properties_from
+from kbdesk.ingest.sections import ExtractionError, Section
+from kbdesk.ingest.text_decode import decode_markup
+from kbdesk.ingest.xml_tree import parse
+from kbdesk.ingest.zip_parts import ZipParts
+
+EPUB_FIELDS = {"title": ("title",), "author": ("creator",), "created": ("date",)}
+_CONTENT_TYPES = frozenset({"application/xhtml+xml", "text/html", "application/xml", "text/x-oeb1-document"})
+
+
+def extract_epub(data: bytes, budget: Budget, warnings: list[str]) -> list[Section]:
+    parts = ZipParts(data, "EPUB")
+    container = parse(parts.read("META-INF/container.xml", required=True) or b"", "META-INF/container.xml")
+    rootfile = container.find("rootfile")
+    opf_path = unquote(rootfile.get("full-path")) if rootfile is not None else ""
+    if not opf_path or parts.find(opf_path) is None:
+        opf_path = next((n for n in parts.names() if n.lower().endswith(".opf")), "")
+    if not opf_path:
+        raise ExtractionError("EPUB is damaged (it has no package document)")
+    opf = parse(parts.read(opf_path, required=True) or b"", opf_path)
+    folder = posixpath.dirname(opf_path)
+    meta = opf.child("metadata")
+    props = properties_from(meta, EPUB_FIELDS) if meta is not None else {}
+    manifest = {
+        item.get("id"): (posixpath.normpath(posixpath.join(folder, unquote(item.get("href")))), item.get("media-type"))
+        for item in opf.iter("item")
+    }
+    order = [manifest[ref.get("idref")] for ref in opf.iter("itemref") if ref.get("idref") in manifest]
+    if not order:  # no spine: the content documents in the manifest's order
+        order = list(manifest.values())
+    sections: list[Section] = []
+    chapter = 0
+    for href, media in order:
+        if media not in _CONTENT_TYPES and not href.lower().endswith((".xhtml", ".html", ".htm")):
+            continue
+        raw = parts.read(href)
+        if not raw:
+            warnings.append(f"chapter {href} is missing from the EPUB")
+            continue
+        chapter += 1
+        try:
+            pieces = extract_html(decode_markup(raw), title=False)
+        except ExtractionError:
+            continue  # a cover page or an image-only chapter: no text
+        for piece in pieces:
+            budget.spend(len(piece.text), "the EPUB")
+            if piece.metadata.get("page_kind"):
+                continue  # its table of contents, an index
+            piece.metadata = {**piece.metadata, "chapter": chapter, **props}
+            piece.metadata.pop("page_kind", None)
+            sections.append(piece)
+    if not sections:
+        raise ExtractionError("EPUB has no text")
+    return sections

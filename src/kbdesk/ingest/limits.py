@@ -1,0 +1,49 @@
+"""How much work one document may cost outside the PDF reader's process: time and text.
+
+The zip-based, RTF and e-mail readers are linear in their input and bounded by the
+zip and XML limits (:mod:`.zip_parts`, :mod:`.xml_tree`); this is the last fence for
+what those do not see — a sheet of a million cells, a mailbox of ten thousand
+messages. Each reader calls :meth:`Budget.spend` as it produces text.
+"""
+
+from __future__ import annotations
+
+import time
+
+from kbdesk.ingest.sections import ExtractionError
+
+MAX_SECONDS = 60.0  # a 10 MB workbook of numbers is read in ~15 s on a loaded 2-core machine
+MAX_TEXT_CHARS = 20_000_000  # as the PDF reader: more text than this from 10 MB is hostile or broken
+MAX_NESTING = 3  # an attachment inside an attachment inside a message: deeper is not read
+
+
+class Budget:
+    """Time and characters left for one document (and the files inside it)."""
+
+    def __init__(self, seconds: float = MAX_SECONDS, chars: int = MAX_TEXT_CHARS, depth: int = 0) -> None:
+        self.deadline = time.monotonic() + seconds
+        self.seconds = seconds
+        self.chars = chars
+        self.depth = depth
+        self._calls = 0
+
+    def spend(self, chars: int, what: str = "the document") -> None:
+        """Count ``chars`` more characters of text; raises ExtractionError past a limit."""
+        self.chars -= chars
+        if self.chars < 0:
+            raise ExtractionError(f"{what} has more than {MAX_TEXT_CHARS:,} characters of text")
+        self._calls += 1
+        if self._calls & 63 == 0 and time.monotonic() > self.deadline:
+            raise ExtractionError(f"reading {what} took longer than {self.seconds:g} s")
+
+    def inner(self) -> Budget:
+        """The budget of a file inside this one (an attachment): the same clock and characters."""
+        sub = Budget.__new__(Budget)
+        sub.deadline, sub.seconds, sub.chars, sub.depth, sub._calls = (
+            self.deadline,
+            self.seconds,
+            self.chars,
+            self.depth + 1,
+            0,
+        )
+        return sub

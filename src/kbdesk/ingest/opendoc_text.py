@@ -1,0 +1,202 @@
+"""OpenDocument (.odt, .odp, .ods) → text, read with :mod:`zipfile` and :mod:`.xml_tree`.
+
+``content.xml`` in order, the way the document's kind lays it out:
+
+- **text** (.odt): headings (``text:h`` and its outline level) give the heading path;
+  paragraphs, lists, sections, frames and text boxes in order; tables one line per row,
+  cells joined with " | "; footnotes where they are cited;
+- **presentation** (.odp): one section per slide, ``{"slide": n, "headings": [title]}``,
+  speaker notes as "Notes: …";
+- **spreadsheet** (.ods): one section per sheet, ``{"sheet": name}``, rows with their
+  header as for Excel (:func:`.sheet_text.rows_as_lines`). Repeated rows and cells are
+  expanded only while they hold text (a sheet "filled" to its last row by one repeated
+  empty row costs nothing).
+
+Spaces (``text:s``), tabs and line breaks are kept. Metadata also carries the file's
+properties from ``meta.xml``.
+"""
+
+from __future__ import annotations
+
+from kbdesk.ingest.limits import Budget
+from kbdesk.ingest.office_props import properties_from
+from kbdesk.ingest.sections import ExtractionError, Outline, Section
+from kbdesk.ingest.sheet_text import rows_as_lines
+from kbdesk.ingest.xml_tree import Node, parse
+from kbdesk.ingest.zip_parts import ZipParts
+
+ODF_FIELDS = {
+    "title": ("title",),
+    "author": ("initial-creator", "creator"),
+    "created": ("creation-date",),
+    "modified": ("date",),
+}
+MAX_REPEAT = 1000  # a repeated row or cell with text is written out at most this often
+_BLOCKS = frozenset({"p", "h", "list", "list-item", "list-header", "table", "section", "index-body", "frame"})
+_SKIP = frozenset({"note-citation", "annotation-end", "tracked-changes", "forms", "sequence-decls"})
+
+
+def text_of(node: Node) -> str:
+    """A paragraph's text: spaces, tabs and line breaks as written."""
+    parts: list[str] = [node.text]
+    stack: list[Node | str] = []
+    for c in reversed(node.children):
+        stack.append(c.tail)
+        stack.append(c)
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            parts.append(item)
+            continue
+        tag = item.tag
+        if tag == "s":
+            count = item.get("c", "1")
+            parts.append(" " * min(int(count) if count.isdigit() else 1, 100))
+        elif tag == "tab":
+            parts.append("\t")
+        elif tag == "line-break":
+            parts.append("\n")
+        elif tag in _SKIP:
+            continue
+        else:
+            if tag in ("p", "h"):
+                parts.append(" ")
+            parts.append(item.text)
+            for c in reversed(item.children):
+                stack.append(c.tail)
+                stack.append(c)
+    return "".join(parts)
+
+
+def _repeat(node: Node, name: str) -> int:
+    value = node.get(name, "1")
+    return int(value) if value.isdigit() else 1
+
+
+def table_rows(table: Node) -> list[list[str]]:
+    rows: list[list[str]] = []
+    for row in table.iter("table-row"):
+        cells: list[str] = []
+        for cell in row.children:
+            if cell.tag not in ("table-cell", "covered-table-cell"):
+                continue
+            text = "\n".join(text_of(p) for p in cell.children if p.tag in ("p", "h", "list")).strip()
+            cells.extend([text] * (min(_repeat(cell, "number-columns-repeated"), MAX_REPEAT) if text else 1))
+        while cells and not cells[-1]:
+            cells.pop()
+        if cells:
+            rows.extend([cells] * min(_repeat(row, "number-rows-repeated"), MAX_REPEAT))
+    return rows
+
+
+class _TextReader:
+    def __init__(self, budget: Budget) -> None:
+        self.outline = Outline()
+        self.budget = budget
+
+    def read(self, node: Node) -> None:
+        work = list(reversed(node.children))
+        while work:
+            n = work.pop()
+            if n.tag == "h":
+                text = text_of(n)
+                level = n.get("outline-level", "1")
+                self.budget.spend(len(text), "the document")
+                self.outline.heading(int(level) if level.isdigit() else 1, text)
+            elif n.tag == "p":
+                frames = [f for f in n.iter("text-box")]
+                text = text_of(n) if not frames else _without_frames(n)
+                self.budget.spend(len(text), "the document")
+                self.outline.line(text)
+                for frame in frames:
+                    work.extend(reversed(frame.children))
+            elif n.tag == "table":
+                text = "\n".join(" | ".join(c for c in row if c) for row in table_rows(n))
+                self.budget.spend(len(text), "the document")
+                self.outline.line(text)
+            elif n.tag in _SKIP:
+                continue
+            else:
+                work.extend(reversed(n.children))
+
+
+def _without_frames(p: Node) -> str:
+    """A paragraph's own text, its text boxes left out (they are read as paragraphs of their own)."""
+    shallow = Node(p.tag, p.attrs)
+    shallow.text = p.text
+    for c in p.children:
+        if c.tag == "frame" or c.find("text-box") is not None:
+            tail = Node("span", {})
+            tail.text = c.tail
+            shallow.children.append(tail)
+        else:
+            shallow.children.append(c)
+    return text_of(shallow)
+
+
+def _slides(body: Node, props: dict[str, str], budget: Budget) -> list[Section]:
+    sections = []
+    for number, page in enumerate(body.iter("page"), start=1):
+        title, lines = "", []
+        for frame in page.children:
+            if frame.tag == "notes":
+                notes = [" ".join(text_of(p).split()) for p in frame.iter("p")]
+                notes = [n for n in notes if n]
+                if notes:
+                    lines.append("Notes: " + "\n".join(notes))
+                continue
+            texts = [" ".join(text_of(p).split()) for p in frame.iter("p")]
+            texts = [t for t in texts if t]
+            for table in frame.iter("table"):
+                texts.append("\n".join(" | ".join(c for c in row if c) for row in table_rows(table)))
+            if frame.get("class") == "title" and not title:
+                title = " ".join(texts)
+            else:
+                lines.extend(texts)
+        text = "\n\n".join([title, *lines] if title else lines).strip()
+        budget.spend(len(text), "the presentation")
+        if text:
+            sections.append(Section(text, {"slide": number, "headings": [title] if title else [], **props}))
+    return sections
+
+
+def _sheets(body: Node, props: dict[str, str], budget: Budget) -> list[Section]:
+    sections = []
+    for table in body.iter("table"):
+        name = table.get("name") or "Sheet"
+        lines = rows_as_lines(table_rows(table))
+        text = f"Sheet {name}\n" + "\n".join(lines)
+        budget.spend(len(text), "the spreadsheet")
+        if lines:
+            sections.append(Section(text, {"sheet": name, **props}))
+    return sections
+
+
+KINDS = {"text": "OpenDocument text", "presentation": "OpenDocument presentation", "spreadsheet": "OpenDocument spreadsheet"}
+
+
+def extract_opendocument(data: bytes, budget: Budget) -> list[Section]:
+    parts = ZipParts(data, "OpenDocument file")
+    root = parse(parts.read("content.xml", required=True) or b"", "content.xml")
+    meta = parts.read("meta.xml")
+    try:
+        props = properties_from(parse(meta, "meta.xml"), ODF_FIELDS) if meta else {}
+    except ExtractionError:
+        props = {}
+    body = root.child("body")
+    if body is None:
+        raise ExtractionError("OpenDocument file is damaged (content.xml has no body)")
+    kind = next((c for c in body.children if c.tag in KINDS), None)
+    if kind is None:
+        raise ExtractionError("OpenDocument file has no text, slides or sheets kbdesk can read")
+    if kind.tag == "presentation":
+        sections = _slides(kind, props, budget)
+    elif kind.tag == "spreadsheet":
+        sections = _sheets(kind, props, budget)
+    else:
+        reader = _TextReader(budget)
+        reader.read(kind)
+        sections = reader.outline.sections(props)
+    if not sections:
+        raise ExtractionError(f"{KINDS[kind.tag]} has no text")
+    return sections

@@ -1,0 +1,229 @@
+"""Excel (.xlsx) → one section per sheet, metadata ``{"sheet": name}``; rows kept with their header.
+
+Each sheet reads as CSV does (:mod:`.csv_text`): its first row with text is the header,
+every later row one line ``header: value; header: value`` (empty cells left out), so a
+row found by search says what each value is. Sheets in the workbook's order; shared
+strings, inline strings, booleans, numbers (as Excel shows them: no float noise) and
+dates (cells whose number format is a date, as ISO dates). Formulas are read by their
+cached value. Sheets are parsed as a stream (no tree), so a large sheet costs its
+text, bounded by :class:`~kbdesk.ingest.limits.Budget`. Metadata also carries the file's
+properties (:mod:`.office_props`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterable
+
+from kbdesk.ingest.limits import Budget
+from kbdesk.ingest.office_props import ooxml_properties, relationships
+from kbdesk.ingest.sections import ExtractionError, Section
+from kbdesk.ingest.xml_tree import parse, stream
+from kbdesk.ingest.zip_parts import ZipParts
+
+_COLUMN = re.compile(r"[A-Z]+")
+_DATE_FORMATS = frozenset({14, 15, 16, 17, 18, 19, 20, 21, 22, 45, 46, 47})  # Excel's built-in date formats
+_DATE_CODE = re.compile(r"[dmyhs]", re.IGNORECASE)
+_QUOTED = re.compile(r'"[^"]*"|\[[^\]]*\]|\\.')
+
+
+def rows_as_lines(rows: Iterable[list[str]]) -> list[str]:
+    """Rows → ``header: value; …`` lines, the first row with text being the header."""
+    names: list[str] | None = None
+    lines: list[str] = []
+    for row in rows:
+        cells = [" ".join(c.split()) for c in row]
+        if not any(cells):
+            continue
+        if names is None:
+            names = [c or f"column {i + 1}" for i, c in enumerate(cells)]
+            continue
+        if len(cells) > len(names):
+            names += [f"column {i + 1}" for i in range(len(names), len(cells))]
+        line = "; ".join(f"{names[i]}: {c}" for i, c in enumerate(cells) if c)
+        if line:
+            lines.append(line)
+    if names is not None and not lines:  # a sheet of one row: the row itself
+        lines.append("; ".join(n for n in names if not n.startswith("column ")))
+    return lines
+
+
+def _column(ref: str) -> int:
+    match = _COLUMN.match(ref)
+    if not match:
+        return -1
+    n = 0
+    for ch in match.group(0):
+        n = n * 26 + ord(ch) - 64
+    return n - 1
+
+
+def _number(text: str) -> str:
+    try:
+        value = float(text)
+    except ValueError:
+        return text
+    if value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return f"{value:.15g}"
+
+
+def _date(text: str, epoch1904: bool) -> str:
+    try:
+        value = float(text)
+    except ValueError:
+        return text
+    base = dt.datetime(1904, 1, 1) if epoch1904 else dt.datetime(1899, 12, 30)
+    try:
+        moment = base + dt.timedelta(days=value)
+    except OverflowError:
+        return text
+    return moment.date().isoformat() if value.is_integer() else moment.isoformat(sep=" ", timespec="minutes")
+
+
+def _date_styles(parts: ZipParts) -> set[int]:
+    """Indexes of cell formats (``s=`` of a cell) that show a date."""
+    data = parts.read("xl/styles.xml")
+    if not data:
+        return set()
+    root = parse(data, "xl/styles.xml")
+    custom = {}
+    for fmt in root.iter("numFmt"):
+        code = _QUOTED.sub("", fmt.get("formatCode"))
+        if fmt.get("numFmtId").isdigit():
+            custom[int(fmt.get("numFmtId"))] = bool(_DATE_CODE.search(code)) and "General" not in code
+    xfs = root.find("cellXfs")
+    out = set()
+    for i, xf in enumerate(x for x in (xfs.children if xfs is not None else []) if x.tag == "xf"):
+        fid = xf.get("numFmtId")
+        if fid.isdigit() and (int(fid) in _DATE_FORMATS or custom.get(int(fid))):
+            out.add(i)
+    return out
+
+
+def _shared_strings(parts: ZipParts, part: str | None, budget: Budget) -> list[str]:
+    data = parts.read(part or "xl/sharedStrings.xml")
+    if not data:
+        return []
+    strings: list[str] = []
+    buf: list[str] = []
+    state = {"in_si": False, "in_t": False, "skip": 0}
+
+    def start(tag: str, _attrs: dict[str, str]) -> None:
+        if tag == "si":
+            state["in_si"], buf[:] = True, []
+        elif tag in ("rPh", "phoneticPr"):
+            state["skip"] += 1  # phonetic guides repeat the text in kana
+        elif tag == "t":
+            state["in_t"] = True
+
+    def end(tag: str) -> None:
+        if tag == "si":
+            text = "".join(buf)
+            budget.spend(len(text), "the workbook")
+            strings.append(text)
+            state["in_si"] = False
+        elif tag in ("rPh", "phoneticPr"):
+            state["skip"] -= 1
+        elif tag == "t":
+            state["in_t"] = False
+
+    def text(value: str) -> None:
+        if state["in_t"] and not state["skip"]:
+            buf.append(value)
+
+    stream(data, "the workbook's shared strings", start, end, text)
+    return strings
+
+
+MAX_COLUMNS = 16_384  # Excel's own limit: a cell past it is a broken reference
+
+
+def _sheet_rows(data: bytes, part: str, strings: list[str], dates: set[int], epoch1904: bool, budget: Budget):
+    rows: list[list[str]] = []
+    row: dict[int, str] = {}
+    cell: dict[str, str] = {}
+    value: list[str] = []
+    state = {"in_v": False, "in_t": False, "next_col": 0}
+
+    def start(tag: str, attrs: dict[str, str]) -> None:
+        if tag == "row":
+            row.clear()
+            state["next_col"] = 0
+        elif tag == "c":
+            cell.clear()
+            cell.update(attrs)
+            value.clear()
+        elif tag == "v":
+            state["in_v"] = True
+        elif tag == "t":
+            state["in_t"] = True
+
+    def end(tag: str) -> None:
+        if tag == "v":
+            state["in_v"] = False
+        elif tag == "t":
+            state["in_t"] = False
+        elif tag == "c":
+            col = _column(cell.get("r", "")) if cell.get("r") else state["next_col"]
+            if col < 0:
+                col = state["next_col"]
+            state["next_col"] = col + 1
+            raw = "".join(value)
+            kind = cell.get("t", "n")
+            if kind == "s":
+                try:
+                    shown = strings[int(raw)]
+                except (ValueError, IndexError):
+                    shown = ""
+            elif kind == "b":
+                shown = "TRUE" if raw.strip() == "1" else "FALSE"
+            elif kind in ("str", "inlineStr", "e"):
+                shown = raw
+            elif raw and cell.get("s", "").isdigit() and int(cell["s"]) in dates:
+                shown = _date(raw, epoch1904)
+            else:
+                shown = _number(raw) if raw else ""
+            if shown.strip() and col < MAX_COLUMNS:
+                budget.spend(len(shown), "the workbook")
+                row[col] = shown
+        elif tag == "row":
+            if row:
+                width = max(row) + 1
+                rows.append([row.get(i, "") for i in range(width)])
+
+    def text(chunk: str) -> None:
+        if state["in_v"] or state["in_t"]:
+            value.append(chunk)
+
+    stream(data, part, start, end, text)
+    return rows
+
+
+def extract_xlsx(data: bytes, budget: Budget) -> list[Section]:
+    parts = ZipParts(data, "Excel workbook")
+    main = next((t for t, kind in relationships(parts, "").values() if kind == "officeDocument"), "xl/workbook.xml")
+    book = parse(parts.read(main, required=True) or b"", main)
+    rels = relationships(parts, main)
+    pr = book.find("workbookPr")
+    epoch1904 = pr is not None and pr.get("date1904") in ("1", "true")
+    shared = next((t for t, kind in rels.values() if kind == "sharedStrings"), None)
+    strings = _shared_strings(parts, shared, budget)
+    dates = _date_styles(parts)
+    props = ooxml_properties(parts)
+    sections = []
+    for sheet in book.iter("sheet"):
+        name = sheet.get("name") or "Sheet"
+        target = rels.get(sheet.get("id"))
+        if target is None or target[1] != "worksheet":
+            continue  # a chart sheet or a dialog sheet: no cells
+        xml = parts.read(target[0])
+        if not xml:
+            continue
+        lines = rows_as_lines(_sheet_rows(xml, target[0], strings, dates, epoch1904, budget))
+        if lines:
+            sections.append(Section(f"Sheet {name}\n" + "\n".join(lines), {"sheet": name, **props}))
+    if not sections:
+        raise ExtractionError("Excel workbook has no cells with text")
+    return sections

@@ -1,0 +1,163 @@
+"""A small, safe XML reader for the parts of Office, OpenDocument and EPUB files.
+
+What the standard library's parsers allow and a document from a stranger must not do:
+
+- **no entities**: a document that declares an entity (the "billion laughs" bomb, or
+  one naming a file on this machine) is refused; a DOCTYPE without declarations is
+  allowed (EPUB's XHTML has one);
+- **no external anything**: external entities and DTDs are never fetched or read;
+- **bounded nesting**: elements deeper than :data:`MAX_DEPTH` fail the document (the
+  tree is walked without recursion either way).
+
+Names are kept by their *local* part (``w:p`` and ``{…}p`` are both ``"p"``), attributes
+too: the formats read here never use one local name for two things that matter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+from xml.parsers import expat
+
+from kbdesk.ingest.sections import ExtractionError
+
+MAX_DEPTH = 512  # Word nests tables in tables; nothing real comes near this
+
+
+class Node:
+    """One element: local ``tag``, ``attrs`` (local names), ``children``, and the text
+    before its first child (``text``) and after it (``tail``)."""
+
+    __slots__ = ("attrs", "children", "tag", "tail", "text")
+
+    def __init__(self, tag: str, attrs: dict[str, str]) -> None:
+        self.tag = tag
+        self.attrs = attrs
+        self.children: list[Node] = []
+        self.text = ""
+        self.tail = ""
+
+    def get(self, name: str, default: str = "") -> str:
+        return self.attrs.get(name, default)
+
+    def iter(self, tag: str | None = None) -> Iterator[Node]:
+        """This element and every element inside it, in document order."""
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            if tag is None or node.tag == tag:
+                yield node
+            stack.extend(reversed(node.children))
+
+    def find(self, tag: str) -> Node | None:
+        """The first element named ``tag`` inside this one (at any depth)."""
+        return next((n for n in self.iter(tag) if n is not self), None)
+
+    def child(self, tag: str) -> Node | None:
+        return next((c for c in self.children if c.tag == tag), None)
+
+    def text_content(self) -> str:
+        """All the text inside, in order."""
+        parts: list[str] = []
+        stack: list[Node | str] = [self]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, str):
+                parts.append(item)
+                continue
+            parts.append(item.text)
+            for c in reversed(item.children):
+                stack.append(c.tail)
+                stack.append(c)
+        return "".join(parts)
+
+
+def _local(name: str) -> str:
+    return name.rpartition("}")[2]
+
+
+def _parser(what: str) -> Any:
+    p = expat.ParserCreate(namespace_separator="}")
+    p.buffer_text = True
+
+    def refuse_entity(*_args: Any) -> None:
+        raise ExtractionError(f"{what} declares XML entities, which kbdesk does not expand")
+
+    def refuse_external(*_args: Any) -> int:
+        raise ExtractionError(f"{what} refers to an external XML entity, which kbdesk does not read")
+
+    p.EntityDeclHandler = refuse_entity
+    p.UnparsedEntityDeclHandler = refuse_entity
+    p.ExternalEntityRefHandler = refuse_external
+    p.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+    return p
+
+
+def parse(data: bytes, what: str) -> Node:
+    """The element tree of ``data``; raises ExtractionError (``what`` names the part)."""
+    root = Node("", {})
+    stack = [root]
+
+    def start(name: str, attrs: dict[str, str]) -> None:
+        if len(stack) > MAX_DEPTH:
+            raise ExtractionError(f"{what} nests elements more than {MAX_DEPTH} deep")
+        node = Node(_local(name), {_local(k): v for k, v in attrs.items()} if attrs else {})
+        stack[-1].children.append(node)
+        stack.append(node)
+
+    def end(_name: str) -> None:
+        stack.pop()
+
+    def data_(text: str) -> None:
+        top = stack[-1]
+        if top.children:
+            top.children[-1].tail += text
+        else:
+            top.text += text
+
+    p = _parser(what)
+    p.StartElementHandler = start
+    p.EndElementHandler = end
+    p.CharacterDataHandler = data_
+    _run(p, data, what)
+    if not root.children:
+        raise ExtractionError(f"{what} is empty")
+    return root.children[0]
+
+
+def stream(
+    data: bytes,
+    what: str,
+    start: Callable[[str, dict[str, str]], None],
+    end: Callable[[str], None],
+    text: Callable[[str], None],
+) -> None:
+    """Parse ``data`` without building a tree (large sheets): the callbacks get local names."""
+    depth = [0]
+
+    def on_start(name: str, attrs: dict[str, str]) -> None:
+        depth[0] += 1
+        if depth[0] > MAX_DEPTH:
+            raise ExtractionError(f"{what} nests elements more than {MAX_DEPTH} deep")
+        start(_local(name), {_local(k): v for k, v in attrs.items()} if attrs else {})
+
+    def on_end(name: str) -> None:
+        depth[0] -= 1
+        end(_local(name))
+
+    p = _parser(what)
+    p.StartElementHandler = on_start
+    p.EndElementHandler = on_end
+    p.CharacterDataHandler = text
+    _run(p, data, what)
+
+
+def _run(p: Any, data: bytes, what: str) -> None:
+    try:
+        p.Parse(data, True)
+    except ExtractionError:
+        raise
+    except expat.ExpatError as exc:
+        raise ExtractionError(f"{what} is damaged (XML error: {expat.ErrorString(exc.code)}, line {exc.lineno})") from None
+    except RecursionError:
+        raise ExtractionError(f"{what} nests elements too deeply") from None

@@ -1,0 +1,89 @@
+"""The parts of a zip-based document (Word, PowerPoint, Excel, OpenDocument, EPUB), read within limits.
+
+A 10 MB zip can inflate to gigabytes (a zip bomb) or hold a million entries, and its
+directory can lie about sizes. So before a part is parsed:
+
+- the archive may hold at most :data:`MAX_ENTRIES` entries;
+- a part is read through a stream that stops at :data:`MAX_PART_BYTES`, whatever the
+  directory says, and all parts read together stop at :data:`MAX_TOTAL_BYTES`;
+- a part whose compression ratio is over :data:`MAX_RATIO` (real documents stay under
+  ~30; a bomb is in the thousands) is refused before it is inflated;
+- encrypted entries (an Office file saved with a password is not a zip at all: it is
+  an OLE container, told apart by its signature) are refused with that reason.
+
+Every problem is an :class:`~kbdesk.ingest.sections.ExtractionError` with one line for
+a person.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+from kbdesk.ingest.sections import ExtractionError
+
+MAX_ENTRIES = 20_000  # the largest real workbook seen held ~3,000 parts
+MAX_PART_BYTES = 256 * 1024 * 1024  # one sheet of a large workbook inflates to ~100 MB
+MAX_TOTAL_BYTES = 512 * 1024 * 1024
+MAX_RATIO = 200  # XML compresses 5-30x; an all-zeros bomb compresses ~1000x
+RATIO_FLOOR = 1024 * 1024  # parts inflating to less than this are never refused for their ratio
+OLE_SIGNATURE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # legacy .doc/.xls/.ppt, and password-protected OOXML
+
+
+class ZipParts:
+    """The named parts of one zip-based document, each read at most once within the limits."""
+
+    def __init__(self, data: bytes, kind: str) -> None:
+        self.kind = kind
+        if data.startswith(OLE_SIGNATURE):
+            raise ExtractionError(
+                f"{kind} is password-protected or in the older binary format (not a zip package); kbdesk cannot read it"
+            )
+        try:
+            self.zip = zipfile.ZipFile(io.BytesIO(data))
+            infos = self.zip.infolist()
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as exc:
+            raise ExtractionError(f"{kind} is damaged (not a readable zip package: {exc})") from None
+        if len(infos) > MAX_ENTRIES:
+            raise ExtractionError(f"{kind} has {len(infos):,} parts, over the limit of {MAX_ENTRIES:,}")
+        self.infos = {info.filename: info for info in infos}
+        self._lower = {name.lower(): name for name in self.infos}
+        self.read_total = 0
+
+    def names(self) -> list[str]:
+        return list(self.infos)
+
+    def find(self, name: str) -> str | None:
+        """The part named ``name`` (a leading "/" and letter case ignored), or None."""
+        name = name.lstrip("/")
+        if name in self.infos:
+            return name
+        return self._lower.get(name.lower())
+
+    def read(self, name: str, *, required: bool = False) -> bytes | None:
+        """The bytes of part ``name``; None when it is missing (an error when ``required``)."""
+        found = self.find(name)
+        if found is None:
+            if required:
+                raise ExtractionError(f"{self.kind} is damaged (it has no {name})")
+            return None
+        info = self.infos[found]
+        if info.flag_bits & 0x1:
+            raise ExtractionError(f"{self.kind} is encrypted; kbdesk cannot read it")
+        if info.file_size > RATIO_FLOOR and info.file_size > MAX_RATIO * max(info.compress_size, 1):
+            raise ExtractionError(
+                f"{self.kind} looks like a zip bomb ({found} inflates {info.file_size // max(info.compress_size, 1):,}"
+                f" times its size)"
+            )
+        budget = min(MAX_PART_BYTES, MAX_TOTAL_BYTES - self.read_total) + 1
+        try:
+            with self.zip.open(info) as stream:
+                data = stream.read(budget)  # never more than the budget, whatever the directory says
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError) as exc:
+            raise ExtractionError(f"{self.kind} is damaged ({found} cannot be read: {exc})") from None
+        except Exception as exc:  # noqa: BLE001 - zlib/bz2/lzma raise their own error types
+            raise ExtractionError(f"{self.kind} is damaged ({found} cannot be read: {exc})") from None
+        if len(data) >= budget:
+            raise ExtractionError(f"{self.kind} inflates past the safety limit ({found} alone is over the budget)")
+        self.read_total += len(data)
+        return data
