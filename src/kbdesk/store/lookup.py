@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from kbdesk.store.cjk import query_pieces
+
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 MAX_QUERY_TERMS = 64
 # English function words: in an OR query they match nearly every chunk (and BM25 gives
@@ -159,10 +161,12 @@ _DF_CACHE_MAX = 50_000
 def query_terms(text: str) -> list[str]:
     """The words :func:`fts_query` OR-s together, in order."""
     seen: list[str] = []
-    for token in _TOKEN.findall(text.lower()):
-        if token not in seen:
-            seen.append(token)
-        if len(seen) == MAX_QUERY_TERMS:
+    for word in _TOKEN.findall(text.lower()):
+        for token in query_pieces(word):  # a CJK word: its pairs of characters (kbdesk.store.cjk)
+            if token not in seen:
+                seen.append(token)
+        if len(seen) >= MAX_QUERY_TERMS:
+            seen = seen[:MAX_QUERY_TERMS]
             break
     return [t for t in seen if t not in STOPWORDS] or seen
 

@@ -416,6 +416,41 @@ def _m010_document_lookup(conn: Any) -> None:
     """)
 
 
+def _m011_keyword_cjk(conn: Any) -> None:
+    # Chinese, Japanese and Korean words inside running text (kbdesk.store.cjk): a chunk
+    # with CJK characters is indexed by ``keyword_text`` (its CJK runs as characters and
+    # pairs), every other chunk by its content as before. The keyword index reads the
+    # view kb_chunks_keyword, so its triggers and a 'rebuild' stay plain SQL.
+    from kbdesk.store.cjk import CJK_CLASS, keyword_text
+
+    conn.execute("ALTER TABLE kb_chunks ADD COLUMN keyword_text TEXT")
+    rows = conn.execute(f"SELECT seq, content FROM kb_chunks WHERE content GLOB '*[{CJK_CLASS}]*'").fetchall()
+    for seq, content in rows:
+        conn.execute("UPDATE kb_chunks SET keyword_text = ? WHERE seq = ?", (keyword_text(content), seq))
+    conn.executescript("""
+    DROP TRIGGER IF EXISTS kb_chunks_fts_ad;
+    DROP TRIGGER IF EXISTS kb_chunks_fts_au;
+    DROP TABLE IF EXISTS kb_chunks_fts;
+    CREATE VIEW kb_chunks_keyword AS SELECT seq, coalesce(keyword_text, content) AS content FROM kb_chunks;
+    CREATE VIRTUAL TABLE kb_chunks_fts USING fts5(
+        content,
+        content='kb_chunks_keyword',
+        content_rowid='seq',
+        tokenize='porter unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER kb_chunks_fts_ad AFTER DELETE ON kb_chunks BEGIN
+        INSERT INTO kb_chunks_fts(kb_chunks_fts, rowid, content)
+        VALUES ('delete', old.seq, coalesce(old.keyword_text, old.content));
+    END;
+    CREATE TRIGGER kb_chunks_fts_au AFTER UPDATE OF content, keyword_text ON kb_chunks BEGIN
+        INSERT INTO kb_chunks_fts(kb_chunks_fts, rowid, content)
+        VALUES ('delete', old.seq, coalesce(old.keyword_text, old.content));
+        INSERT INTO kb_chunks_fts(rowid, content) VALUES (new.seq, coalesce(new.keyword_text, new.content));
+    END;
+    INSERT INTO kb_chunks_fts(kb_chunks_fts) VALUES ('rebuild');
+    """)
+
+
 MIGRATIONS: list[Migration] = [
     ("core_tables", _m001_core),
     ("keyword_index", _m002_keyword_index),
@@ -427,6 +462,7 @@ MIGRATIONS: list[Migration] = [
     ("chat_retrieval", _m008_chat_retrieval),
     ("api_tokens", _m009_api_tokens),
     ("document_lookup", _m010_document_lookup),
+    ("keyword_cjk", _m011_keyword_cjk),
 ]
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from kbdesk.errors import InvalidInputError
 from kbdesk.models import ChunkInput, KnowledgeBase
+from kbdesk.store.cjk import keyword_text
 from kbdesk.store.core.documents import VectorChanges
 from kbdesk.store.ids import ordered_uuids
 
@@ -69,6 +70,7 @@ class SqliteChunks:
                     item.metadata_json,
                     item.content_hash,
                     now,
+                    keyword_text(item.content),
                 )
                 for i, item in enumerate(items)
             ]
@@ -77,14 +79,15 @@ class SqliteChunks:
         self.db.executemany(
             conn,
             "INSERT INTO kb_chunks(seq, id, kb_id, document_id, chunk_index, content, "
-            "token_count, embedding, metadata, content_hash, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "token_count, embedding, metadata, content_hash, created_at, keyword_text) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )
         # the keyword rows from the chunks just written, in one step (their seqs are ours:
         # the write lock is held)
         conn.execute(
-            "INSERT INTO kb_chunks_fts(rowid, content) SELECT seq, content FROM kb_chunks WHERE seq >= ? AND seq < ?",
+            "INSERT INTO kb_chunks_fts(rowid, content) SELECT seq, coalesce(keyword_text, content) FROM kb_chunks "
+            "WHERE seq >= ? AND seq < ?",
             (first, seq),
         )
         added = [(r[0], r[7]) for r in rows if r[7] is not None]

@@ -48,6 +48,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kbdesk.store.cjk import CJK_CLASS
 from kbdesk.store.lookup import SCORED_TERM_BUDGETS, bounds, query_terms
 from kbdesk.textnorm import diacritic_pairs, fold_diacritics
 
@@ -71,29 +72,53 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def keyword_text_sql(utf8: bool = True) -> str:
-    """The body of ``kbdesk_keyword_text(content)`` (pg_catalog functions only): ASCII
-    punctuation to spaces and, in a UTF-8 database, accented letters to their base."""
+def keyword_text_sql(utf8: bool = True, cjk: str = "") -> str:
+    """The body of ``kbdesk_keyword_text(content)`` (pg_catalog functions, and ``cjk``:
+    the qualified name of :func:`cjk_sql`'s function): ASCII punctuation to spaces and,
+    in a UTF-8 database, accented letters to their base and CJK runs as their characters
+    and pairs (:mod:`kbdesk.store.cjk`)."""
     accented, plain = diacritic_pairs() if utf8 else ("", "")
+    text = f"pg_catalog.left(content, {_MAX_TEXT})"
+    if utf8 and cjk:
+        text = f"pg_catalog.left({cjk}({text}), {_MAX_TEXT})"
     return (
-        f"SELECT pg_catalog.translate(pg_catalog.left(content, {_MAX_TEXT}), "
+        f"SELECT pg_catalog.translate({text}, "
         f"E{_literal(_escape(_PUNCTUATION + accented))}, {_literal(' ' * len(_PUNCTUATION) + plain)})"
     )
+
+
+def cjk_sql() -> str:
+    """The body of ``kbdesk_keyword_cjk(content)``: each run of CJK characters as its
+    characters then its overlapping pairs, space-separated — :func:`kbdesk.store.cjk.keyword_text`
+    in SQL, so both engines index the same tokens (text without CJK is returned as is)."""
+    run = f"[{CJK_CLASS}]"
+    return f"""SELECT CASE WHEN content !~ '{run}' THEN content ELSE (
+        SELECT pg_catalog.string_agg(CASE WHEN r.m[1] IS NULL THEN r.m[2] ELSE
+            ' ' || (SELECT pg_catalog.string_agg(pg_catalog.substr(r.m[1], i, 1), ' ' ORDER BY i)
+                    FROM pg_catalog.generate_series(1, pg_catalog.length(r.m[1])) AS i)
+            || coalesce(' ' || (SELECT pg_catalog.string_agg(pg_catalog.substr(r.m[1], i, 2), ' ' ORDER BY i)
+                    FROM pg_catalog.generate_series(1, pg_catalog.length(r.m[1]) - 1) AS i), '')
+            || ' ' END, '' ORDER BY r.n)
+        FROM pg_catalog.regexp_matches(content, '({run}+)|([^{CJK_CLASS}]+)', 'g')
+             WITH ORDINALITY AS r(m, n)) END"""
 
 
 def _escape(text: str) -> str:
     return text.replace("\\", "\\\\")
 
 
-def keyword_length_sql(server_version: int) -> str:
+def keyword_length_sql(server_version: int, cjk: str = "") -> str:
     """The body of ``kbdesk_keyword_length(content)``: runs of letters and digits, as
-    unicode61 counts tokens (``regexp_count`` from PostgreSQL 15 on)."""
+    unicode61 counts tokens (``regexp_count`` from PostgreSQL 15 on), in the text as
+    indexed (CJK runs as characters and pairs when ``cjk`` names that function)."""
+    text = f"pg_catalog.left(content, {_MAX_TEXT})"
+    token = "'[[:alnum:]]+'"
+    if cjk:
+        text = f"pg_catalog.left({cjk}({text}), {_MAX_TEXT})"
+        token = f"'[[:alnum:]{CJK_CLASS}]+'"
     if server_version >= 150000:
-        return f"SELECT pg_catalog.regexp_count(pg_catalog.left(content, {_MAX_TEXT}), '[[:alnum:]]+')"
-    return (
-        f"SELECT pg_catalog.count(*)::int FROM pg_catalog.regexp_matches(pg_catalog.left(content, {_MAX_TEXT}), "
-        "'[[:alnum:]]+', 'g')"
-    )
+        return f"SELECT pg_catalog.regexp_count({text}, {token})"
+    return f"SELECT pg_catalog.count(*)::int FROM pg_catalog.regexp_matches({text}, {token}, 'g')"
 
 
 # FTS5's tokenizer is "porter unicode61": every token indexed (no stopwords), stemmed by
@@ -126,7 +151,13 @@ def install(conn: Any) -> None:
     utf8 = conn.execute("SHOW server_encoding").fetchone()[0].upper() in ("UTF8", "UTF-8")
     schema = conn.execute("SELECT current_schema()").fetchone()[0]
     path = f"pg_catalog, {_ident(schema)}, pg_temp"
-    body = keyword_text_sql(utf8)
+    cjk = f"{_ident(schema)}.kbdesk_keyword_cjk" if utf8 else ""
+    if cjk:
+        conn.execute(
+            f"CREATE OR REPLACE FUNCTION kbdesk_keyword_cjk(content text) RETURNS text "
+            f"LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $f$ {cjk_sql()} $f$"
+        )
+    body = keyword_text_sql(utf8, cjk)
     old_body = conn.execute(
         "SELECT prosrc FROM pg_proc WHERE proname = 'kbdesk_keyword_text' "
         "AND pronamespace = current_schema()::regnamespace"
@@ -137,7 +168,7 @@ def install(conn: Any) -> None:
     )
     conn.execute(
         f"CREATE OR REPLACE FUNCTION kbdesk_keyword_length(content text) RETURNS int "
-        f"LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $f$ {keyword_length_sql(version)} $f$"
+        f"LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $f$ {keyword_length_sql(version, cjk)} $f$"
     )
     _ensure_config(conn)
     current = conn.execute(

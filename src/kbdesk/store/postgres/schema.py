@@ -225,6 +225,14 @@ def _m009_chat(conn: Any) -> None:
     install_row_security(conn)
 
 
+def _m010_keyword_cjk(conn: Any) -> None:
+    # Chinese, Japanese and Korean words inside running text: CJK runs indexed as their
+    # characters and pairs, as on SQLite (kbdesk.store.cjk); kbdesk_keyword_text gets
+    # its new body, content_tsv and keyword_length are rewritten and the statistics
+    # recounted (store/postgres/keyword.py).
+    install_keyword_stats(conn)
+
+
 MIGRATIONS: list[Migration] = [
     ("seed_008_knowledge_bases", _m001_seed_008),
     ("kbdesk_columns", _m002_kbdesk_columns),
@@ -235,6 +243,7 @@ MIGRATIONS: list[Migration] = [
     ("api_tokens", _m007_api_tokens),
     ("keyword_folding", _m008_keyword_folding),
     ("chat", _m009_chat),
+    ("keyword_cjk", _m010_keyword_cjk),
 ]
 
 REQUIRED_COLUMNS = {
