@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import hashlib
 import io
 import os
@@ -86,7 +87,19 @@ def collect(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         if not args.no_sdists:
             subprocess.run(
-                [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:", "-d", tmp, *SDISTS],
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "-q",
+                    "--no-deps",
+                    "--no-binary",
+                    ":all:",
+                    "-d",
+                    tmp,
+                    *SDISTS,
+                ],
                 check=False,
             )
         for sdist in sorted(Path(tmp).glob("*.tar.gz")):
@@ -99,7 +112,10 @@ def collect(args: argparse.Namespace) -> None:
     for git in args.git or []:
         source = Path(git).resolve().parent.name if Path(git).name == "repo" else Path(git).name
         names = subprocess.run(
-            ["git", "--git-dir", git, "ls-tree", "-r", "--name-only", "HEAD"], capture_output=True, check=True, text=True
+            ["git", "--git-dir", git, "ls-tree", "-r", "--name-only", "HEAD"],
+            capture_output=True,
+            check=True,
+            text=True,
         ).stdout.splitlines()
         for name in names:
             if not _keep(name):
@@ -177,10 +193,8 @@ def _alt_epub(data: bytes) -> str:
 
     parts = []
     for item in book.get_items_of_type(ebooklib.ITEM_DOCUMENT):
-        try:
+        with contextlib.suppress(Exception):  # a chapter without text
             parts.append("\n".join(s.text for s in extract_html(item.get_content().decode("utf-8", "replace"))))
-        except Exception:  # noqa: BLE001 - a chapter without text
-            pass
     return "\n".join(parts)
 
 
@@ -250,7 +264,7 @@ def _timed(fn, files: list[tuple[str, bytes]]) -> tuple[float, int, int, dict[st
 
 
 def _sample_phrase(text: str, rng: random.Random) -> str | None:
-    words = [w for w in re.findall(r"[^\W\d_]{4,}", text)]
+    words = re.findall(r"[^\W\d_]{4,}", text)
     if len(words) < 3:
         return None
     i = rng.randrange(0, len(words) - 2)
@@ -296,7 +310,7 @@ def run(args: argparse.Namespace) -> None:
                 if phrase is None:
                     continue
                 tried += 1
-                hits = desk.search(phrase, kbs=[kb.name], mode="keyword", limit=10, threshold=-1)
+                hits = desk.search([kb.name], phrase, mode="keyword", limit=10, threshold=-1).results
                 if any(h.source == d.filename for h in hits):
                     found += 1
             reasons = collections.Counter(_reason(d.error or d.status) for d in failed)
@@ -336,7 +350,9 @@ def speed(files: list[Path], compare: bool) -> None:
     groups: dict[str, list[tuple[str, bytes]]] = collections.defaultdict(list)
     for p in files:
         groups[p.suffix.lower()].append((p.name, p.read_bytes()))
-    print("\n| format | reader | files read | failed | MB/s | files/s | kbdesk holds its sentences | it holds kbdesk's |")
+    print(
+        "\n| format | reader | files read | failed | MB/s | files/s | kbdesk holds its sentences | it holds kbdesk's |"
+    )
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for suffix in SUFFIXES:
         group = groups.get(suffix)

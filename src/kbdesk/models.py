@@ -97,7 +97,7 @@ class Document:
     indexed_at: str | None = None
     indexed_hash: str | None = None
     # why the newest version failed: "file" (remembered until the file changes),
-    # "provider", "store" or "internal" (retried by the next add)
+    # "provider", "store", "resource" (out of time) or "internal" (retried by the next add)
     error_kind: str | None = None
     claimed_by: str | None = None
 

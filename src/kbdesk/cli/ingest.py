@@ -214,11 +214,19 @@ def _q(text: str) -> str:
 @click.option("--hidden", is_flag=True, help="Also take hidden files and folders.")
 @click.option("--sync", is_flag=True, help="Remove documents whose files are gone from the folders given.")
 @click.option("--retry-failed", is_flag=True, help="Also try files that failed before and have not changed since.")
+@click.option(
+    "--checksum",
+    is_flag=True,
+    help="Compare every file's contents, not only its size and modification time "
+    "(finds edits whose mtime was put back, e.g. by rsync -t or touch -r; reads every file).",
+)
 @click.option("-w", "--workers", type=click.IntRange(1, 32), help="Documents processed at once (default 3).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bars.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_obj
-def add_command(state, kb, paths, include, exclude, hidden, sync, retry_failed, workers, quiet, as_json) -> None:
+def add_command(
+    state, kb, paths, include, exclude, hidden, sync, retry_failed, checksum, workers, quiet, as_json
+) -> None:
     """Add files and folders (recursively) to KB; unchanged files are skipped.
 
     A file that failed for a reason of its own (broken, binary, empty, too big) is
@@ -244,7 +252,14 @@ def add_command(state, kb, paths, include, exclude, hidden, sync, retry_failed, 
             ingestor,
             progress,
             lambda: ingestor.add(
-                kb, list(paths), include=include, exclude=exclude, hidden=hidden, sync=sync, retry_failed=retry_failed
+                kb,
+                list(paths),
+                include=include,
+                exclude=exclude,
+                hidden=hidden,
+                sync=sync,
+                retry_failed=retry_failed,
+                checksum=checksum,
             ),
             next_step,
             as_json,
@@ -304,9 +319,10 @@ def rebuild_command(state, kb, as_json) -> None:
 @click.option(
     "--interval", type=click.FloatRange(0.2), default=2.0, show_default=True, help="Seconds between looks when polling."
 )
+@click.option("--checksum", is_flag=True, help="Each pass compares the files' contents, not only their size and mtime.")
 @click.option("--passes", type=click.IntRange(1), hidden=True, help="Stop after this many passes (tests).")
 @click.pass_obj
-def watch_command(state, kb, folder, include, exclude, hidden, poll, interval, passes) -> None:
+def watch_command(state, kb, folder, include, exclude, hidden, poll, interval, checksum, passes) -> None:
     """Keep KB in step with FOLDER until Ctrl-C: new, changed and deleted files.
 
     Reacts to OS file events (one pass per burst of changes, after a first pass at
@@ -350,6 +366,7 @@ def watch_command(state, kb, folder, include, exclude, hidden, poll, interval, p
             poll=poll,
             poll_interval=interval,
             max_passes=passes,
+            checksum=checksum,
         ),
         cancel=cancel,
         stopped=stopped,

@@ -29,7 +29,7 @@ from kbdesk.ingest.helper import Helper
 from kbdesk.ingest.names import path_of
 from kbdesk.ingest.offload import Prepared, chunks_of
 from kbdesk.ingest.pdf_text import ExtractionCancelled
-from kbdesk.ingest.sections import Section
+from kbdesk.ingest.sections import ResourceLimit, Section
 from kbdesk.ingest.writer import Ready, Tally, Writer
 from kbdesk.models import ChunkInput, Document, KnowledgeBase
 from kbdesk.store.doc_types import StatusUpdate
@@ -213,6 +213,8 @@ class BatchRunner:
                 failed.interrupted.add(job.doc.id)
             except (_Changed, _NotStored) as exc:
                 failed.fail(job.doc.id, str(exc), "store")
+            except ResourceLimit as exc:  # out of time: tried again by the next add
+                failed.fail(job.doc.id, str(exc), "resource")
             except KbdeskError as exc:
                 failed.fail(job.doc.id, str(exc), "file")
             except Exception as exc:  # an unforeseen input: this document alone
@@ -266,8 +268,8 @@ class BatchRunner:
                 )
             elif result[0] == "copy":
                 failed.fail(doc.id, f"cannot store a copy of the file ({result[2]})", "store")
-            elif result[0] == "file":
-                failed.fail(doc.id, result[1], "file")
+            elif result[0] in ("file", "resource"):
+                failed.fail(doc.id, result[1], result[0])
             else:
                 log.error("extracting %s failed: %s", doc.filename, result[1])
                 failed.fail(doc.id, f"internal error: {result[1]}", "internal")

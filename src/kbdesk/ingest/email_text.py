@@ -17,8 +17,10 @@ Charsets are those the parts declare (an unknown one is read as UTF-8/cp1252).
 
 from __future__ import annotations
 
+import contextlib
 import email
 import email.policy
+import itertools
 import re
 from collections.abc import Callable
 from email.message import Message
@@ -98,10 +100,8 @@ class _Reader:
         if inline and ctype == "text/plain":
             out.append(_part_text(part).strip())
         elif inline and ctype == "text/html":
-            try:
+            with contextlib.suppress(ExtractionError):  # an HTML part with no visible text
                 out.append("\n\n".join(s.text for s in extract_html(_part_text(part), title=False)))
-            except ExtractionError:
-                pass
         elif filename:
             self.attachment(part, filename, attached, path, depth)
 
@@ -172,7 +172,7 @@ def split_mbox(data: bytes) -> list[bytes]:
         starts = [0, *starts]
     bounds = [*starts, len(data)]
     out = []
-    for a, b in zip(bounds, bounds[1:]):
+    for a, b in itertools.pairwise(bounds):
         chunk = data[a:b]
         chunk = _MBOX_FROM.sub(b"", chunk, count=1) if chunk.startswith(b"From ") else chunk
         if chunk.strip():

@@ -1,10 +1,12 @@
-"""Text extraction: bytes of a TXT / MD / CSV / HTML / PDF file → text in sections.
+"""Text extraction: bytes of a file → text in sections, one module per format.
 
 Every failure is an :class:`ExtractionError` whose message is one line for a person;
 bad input fails that one document, never the caller. Problems that do not fail the
-document (a PDF page that could not be read) are listed in ``Extracted.warnings``.
+document (a PDF page that could not be read, an attachment in a format kbdesk does not
+read) are listed in ``Extracted.warnings``. A failure that is the machine's (out of
+time: :class:`~.sections.ResourceLimit`) is tried again by the next ``add``.
 
-Section text per format (one module each):
+Section text per format (docs/FORMATS.md has the table, with the libraries measured):
 - plain text: the text as is (newlines normalised), one section;
 - Markdown (:mod:`.markdown_text`): the *Markdown source* of each heading block
   (heading line included), so tables, lists and code stay readable; metadata
@@ -17,12 +19,24 @@ Section text per format (one module each):
   (1-based); parsed in a child process (:mod:`.pdf_worker`). Cancelling: pass
   ``cancelled`` (a callable, polled while a PDF is parsed) or call
   :func:`.pdf_worker.kill_pdf_workers`; either makes the extraction raise
-  :class:`.pdf_text.ExtractionCancelled` (not a failure of the document).
+  :class:`.pdf_text.ExtractionCancelled` (not a failure of the document);
+- Word (:mod:`.docx_text`), OpenDocument text (:mod:`.opendoc_text`) and RTF
+  (:mod:`.rtf_text`): heading blocks as for Markdown; PowerPoint (:mod:`.pptx_text`) and
+  OpenDocument presentations: a section per slide ``{"slide": n}``; Excel
+  (:mod:`.sheet_text`) and OpenDocument spreadsheets: a section per sheet ``{"sheet":
+  name}``, rows as CSV's; EPUB (:mod:`.epub_text`): chapters in reading order, each read
+  as HTML ``{"chapter": n}``; e-mail (:mod:`.email_text`): sections per message with its
+  headers, attachments in formats kbdesk reads extracted too; notebooks
+  (:mod:`.notebook_text`): Markdown and code cells, read as Markdown. Their title,
+  author and dates go into each section's metadata. Zip-based files are read within
+  the limits of :mod:`.zip_parts` and :mod:`.xml_tree`, every format within the time
+  and text of :mod:`.limits`.
 A heading immediately followed by another heading is merged into the next section,
 so no section is a bare heading. Every section's text (and heading path) is put in
 Unicode NFKC (:func:`kbdesk.textnorm.nfkc`) before anything is chunked: a ligature
-("ﬁ") or full-width letter is indexed, and found, by its plain spelling. Decoding (BOM, UTF-8, cp1252; line endings to "\\n")
-is :mod:`.text_decode`.
+("ﬁ") or full-width letter is indexed, and found, by its plain spelling. Decoding
+(BOM, UTF-16 without one, a declared charset, UTF-8, cp1252; line endings to "\\n") is
+:mod:`.text_decode`.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from kbdesk.ingest.sections import ExtractionError
+from kbdesk.ingest.sections import ExtractionError, ResourceLimit
 
 MAX_SECONDS = 60.0  # a 10 MB workbook of numbers is read in ~15 s on a loaded 2-core machine
 MAX_TEXT_CHARS = 20_000_000  # as the PDF reader: more text than this from 10 MB is hostile or broken
@@ -34,7 +34,7 @@ class Budget:
             raise ExtractionError(f"{what} has more than {MAX_TEXT_CHARS:,} characters of text")
         self._calls += 1
         if self._calls & 63 == 0 and time.monotonic() > self.deadline:
-            raise ExtractionError(f"reading {what} took longer than {self.seconds:g} s")
+            raise ResourceLimit(f"reading {what} took longer than {self.seconds:g} s; the next add tries again")
 
     def inner(self) -> Budget:
         """The budget of a file inside this one (an attachment): the same clock and characters."""

@@ -6,7 +6,8 @@ database needs text it can store and compare, and a person needs a name that can
 drive the terminal. So every found file has
 
 * a **source** — its absolute path as text, the key of its document (one row per
-  source in a KB); bytes that are not UTF-8 are written ``\\xNN``;
+  source in a KB); bytes that are not UTF-8 are written ``\\xNN``, and a backslash that
+  would read as such an escape ``\\x5c``, so distinct names never share a key;
 * a **display name** — its path relative to the folder added, with those bytes and
   every control character shown as escapes (``\\t``, ``\\x1b``), so the name is one
   safe line.
@@ -32,9 +33,18 @@ def as_text(value: str) -> str:
         return os.fsencode(value).decode("utf-8", "backslashreplace")
 
 
+_LOOKS_ESCAPED = re.compile(r"\\(?=x[0-9a-fA-F]{2})")
+
+
 def source_key(path: Path) -> str:
-    """The text a document of ``path`` is known by (its source path)."""
-    return as_text(str(path))
+    """The text a document of ``path`` is known by (its source path): the path itself
+    when it is UTF-8, bytes that are not as ``\\xNN``. Distinct names give distinct keys:
+    a backslash that would read as such an escape (a file really named ``caf\\xe9.md``)
+    is itself written ``\\x5c``, so it never meets the Latin-1 ``café.md``."""
+    text = str(path)
+    if "\\x" in text:
+        text = _LOOKS_ESCAPED.sub(r"\\x5c", text)
+    return as_text(text)
 
 
 MAX_NAME = 1000  # characters of a display name; longer ones keep their start and end
@@ -51,12 +61,12 @@ def display_name(name: str) -> str:
 
 
 def path_of(source: str) -> Path:
-    """The file a source path names (undoing :func:`source_key`'s ``\\xNN`` where the
-    plain reading does not exist)."""
-    path = Path(source)
-    if "\\x" not in source or os.path.lexists(path):
-        return path
-    raw = _ESCAPED_BYTE.sub(
-        lambda m: chr(0xDC00 + int(m.group(1), 16)) if int(m.group(1), 16) >= 0x80 else m.group(0), source
-    )
-    return Path(raw)
+    """The file a source path names (undoing :func:`source_key`'s ``\\xNN``)."""
+    if "\\x" not in source:
+        return Path(source)
+
+    def byte(m: re.Match[str]) -> str:
+        value = int(m.group(1), 16)
+        return chr(0xDC00 + value) if value >= 0x80 else chr(value)
+
+    return Path(_ESCAPED_BYTE.sub(byte, source))

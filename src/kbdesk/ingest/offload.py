@@ -9,6 +9,7 @@ comes back is plain data (the same the run would have made), one entry per file:
   content_hash, metadata_json)``;
 * ``("copy", errno, message)`` — the stored copy could not be written;
 * ``("file", message)`` — the file cannot be indexed (the reason a user reads);
+* ``("resource", message)`` — extraction ran out of time (tried again by the next add);
 * ``("internal", message)`` — an unforeseen failure, this file alone.
 
 PDFs are not sent here: they have their own extraction process, with its limits.
@@ -24,6 +25,7 @@ from kbdesk.errors import KbdeskError
 from kbdesk.ingest import chunker
 from kbdesk.ingest.copies import write_copy
 from kbdesk.ingest.extract import extract_bytes
+from kbdesk.ingest.sections import ResourceLimit
 from kbdesk.models import ChunkInput
 
 
@@ -45,6 +47,8 @@ def prepare_each(
                 for c in chunker.chunk_sections(extracted.sections, chunk_size, overlap)
             ]
             chunks = [(c.content, c.token_count, c.metadata, c.content_hash, c.metadata_json) for c in pieces]
+        except ResourceLimit as exc:
+            out.append(("resource", str(exc)))
         except KbdeskError as exc:
             out.append(("file", str(exc)))
             continue

@@ -104,7 +104,7 @@ class _TextReader:
                 self.budget.spend(len(text), "the document")
                 self.outline.heading(int(level) if level.isdigit() else 1, text)
             elif n.tag == "p":
-                frames = [f for f in n.iter("text-box")]
+                frames = list(n.iter("text-box"))
                 text = text_of(n) if not frames else _without_frames(n)
                 self.budget.spend(len(text), "the document")
                 self.outline.line(text)
@@ -172,7 +172,11 @@ def _sheets(body: Node, props: dict[str, str], budget: Budget) -> list[Section]:
     return sections
 
 
-KINDS = {"text": "OpenDocument text", "presentation": "OpenDocument presentation", "spreadsheet": "OpenDocument spreadsheet"}
+KINDS = {
+    "text": "OpenDocument text",
+    "presentation": "OpenDocument presentation",
+    "spreadsheet": "OpenDocument spreadsheet",
+}
 
 
 def extract_opendocument(data: bytes, budget: Budget) -> list[Section]:

@@ -13,8 +13,8 @@ import re
 from collections.abc import Callable
 
 from kbdesk.errors import KbdeskError
-from kbdesk.ingest.pdf_worker import PdfWorkerCancelled, PdfWorkerError, run_pdf_worker
-from kbdesk.ingest.sections import ExtractionError, Section
+from kbdesk.ingest.pdf_worker import PdfWorkerCancelled, PdfWorkerError, PdfWorkerTimeout, run_pdf_worker
+from kbdesk.ingest.sections import ExtractionError, ResourceLimit, Section
 from kbdesk.ingest.text_decode import normalise_newlines
 
 MAX_PAGE_WARNINGS = 10  # a 900-page PDF with 800 broken pages gets a summary, not 800 lines
@@ -51,6 +51,10 @@ def extract_pdf(
         result = run_pdf_worker(data, timeout=timeout, memory_mb=memory_mb, cancelled=cancelled)
     except PdfWorkerCancelled as exc:
         raise ExtractionCancelled(str(exc)) from None
+    except PdfWorkerTimeout as exc:  # the machine's fault of the moment, not the file's: tried again
+        raise ResourceLimit(
+            f"{exc}; the next add tries again (a busy machine? ingest.pdf_timeout in the config raises the limit)"
+        ) from None
     except PdfWorkerError as exc:
         raise ExtractionError(str(exc)) from None
     sections = [

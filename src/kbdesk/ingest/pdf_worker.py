@@ -49,6 +49,10 @@ class PdfWorkerError(Exception):
     """The PDF could not be extracted; the message is one readable line."""
 
 
+class PdfWorkerTimeout(PdfWorkerError):
+    """The wall-clock limit was reached: the machine may just have been busy."""
+
+
 class PdfWorkerCancelled(Exception):
     """The extraction was stopped on purpose (cancel or Ctrl-C): the document did not
     fail, it is left for the next run."""
@@ -136,7 +140,7 @@ def run_pdf_worker(
     if rc == EXIT_MEMORY or (rc != 0 and b"MemoryError" in err):
         raise PdfWorkerError(f"PDF extraction used more than {memory_mb} MB of memory")
     if rc == -getattr(signal, "SIGXCPU", -1000):
-        raise PdfWorkerError(f"PDF extraction took longer than {timeout:g} s")
+        raise PdfWorkerTimeout(f"PDF extraction took longer than {timeout:g} s")
     try:
         result = json.loads(out)
     except ValueError:
@@ -168,7 +172,7 @@ def _communicate(
                 if time.monotonic() >= deadline:
                     proc.kill()
                     proc.communicate()
-                    raise PdfWorkerError(f"PDF extraction took longer than {timeout:g} s") from None
+                    raise PdfWorkerTimeout(f"PDF extraction took longer than {timeout:g} s") from None
                 if cancelled is not None and cancelled():
                     _killed.add(proc.pid)
                     proc.kill()

@@ -138,10 +138,12 @@ class Ingestor:
         hidden: bool = False,
         sync: bool = False,
         retry_failed: bool = False,
+        checksum: bool = False,
     ) -> IngestReport:
         """Ingest files and folders into a KB; unchanged files cost nothing, files that
         failed for a reason of their own are not tried again until they change (or
-        ``retry_failed``). Files another live kbdesk run is indexing are waited for."""
+        ``retry_failed``). ``checksum``: compare every file's contents, not only its size
+        and mtime. Files another live kbdesk run is indexing are waited for."""
         kb = self.desk.kb(kb_ref)
         report = IngestReport()
         self.sweep(kb)
@@ -154,7 +156,14 @@ class Ingestor:
         try:
             held = {doc.id: doc for doc in self.store.claim_documents(self.store.unfinished_documents(kb.id), claim)}
             preparer = Preparer(
-                self.store, self.files_dir, self.max_bytes, self.on_event, report, claim, retry_failed=retry_failed
+                self.store,
+                self.files_dir,
+                self.max_bytes,
+                self.on_event,
+                report,
+                claim,
+                retry_failed=retry_failed,
+                checksum=checksum,
             )
             prepared = self._run(
                 kb, [], report, lambda on_jobs, first: preparer.prepare(kb, found.files, held, on_jobs, first)

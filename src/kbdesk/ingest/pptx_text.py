@@ -77,7 +77,9 @@ def _slide_text(tree: Node) -> tuple[str, list[str]]:
 
 def extract_pptx(data: bytes, budget: Budget) -> list[Section]:
     parts = ZipParts(data, "PowerPoint file")
-    main = next((t for t, kind in relationships(parts, "").values() if kind == "officeDocument"), "ppt/presentation.xml")
+    main = next(
+        (t for t, kind in relationships(parts, "").values() if kind == "officeDocument"), "ppt/presentation.xml"
+    )
     pres = parse(parts.read(main, required=True) or b"", main)
     rels = relationships(parts, main)
     slides = [rels[s.get("id")][0] for s in pres.iter("sldId") if s.get("id") in rels]
@@ -98,7 +100,8 @@ def extract_pptx(data: bytes, budget: Budget) -> list[Section]:
                     notes = [
                         line
                         for sp in parse(notes_xml, target).iter("sp")
-                        if (ph := sp.find("ph")) is None or ph.get("type") not in ("sldImg", "sldNum", "hdr", "ftr", "dt")
+                        if (ph := sp.find("ph")) is None
+                        or ph.get("type") not in ("sldImg", "sldNum", "hdr", "ftr", "dt")
                         for body in [sp.child("txBody")]
                         if body is not None
                         for line in _paragraphs(body)

@@ -4,7 +4,9 @@ A file is known by its source path: one document row per path (see
 :mod:`kbdesk.store.doc_types`). Against that row a file is
 
 * **unchanged** — size and mtime match a ready row, or its bytes hash to the row's
-  (the new mtime is recorded, so the next run decides by ``stat`` alone);
+  (the new mtime is recorded, so the next run decides by ``stat`` alone); with
+  ``checksum`` every file's bytes are hashed, so an edit that kept the size and had
+  its mtime put back (``touch -r``, ``rsync -t``) is found too;
 * a **known failure** — it failed for a reason of its own (broken, binary, empty,
   too big) and has not changed since: not tried again unless ``retry_failed``;
   failures of a provider or of kbdesk itself are always tried again;
@@ -69,6 +71,7 @@ class Preparer:
         claim: str,
         *,
         retry_failed: bool = False,
+        checksum: bool = False,
     ) -> None:
         self.store = store
         self.files_dir = files_dir
@@ -77,6 +80,7 @@ class Preparer:
         self.report = report
         self.claim = claim
         self.retry_failed = retry_failed
+        self.checksum = checksum  # compare contents even when size and mtime match
         self.on_jobs: Callable[[list[Job]], None] | None = None
         self.first: Callable[[], AbstractContextManager[Any]] = nullcontext
 
@@ -137,7 +141,7 @@ class Preparer:
                     out.elsewhere.append(prev)
                     continue
                 # left by a runner that is gone: taken over as a new version below
-            elif prev is not None and _same_stat(prev, file) and self._settled(file, prev):
+            elif prev is not None and not self.checksum and _same_stat(prev, file) and self._settled(file, prev):
                 continue
             if file.size > self.max_bytes:
                 reason = f"file is {file.size / 1048576:.1f} MB, over the {self.max_bytes / 1048576:g} MB limit"

@@ -24,7 +24,9 @@ from kbdesk.ingest.limits import Budget
 from kbdesk.ingest.sections import ExtractionError, Outline, Section
 
 MAX_GROUPS = 1000  # Word writes ~20 levels; nothing real comes near this
-_TOKEN = re.compile(rb"\\([a-zA-Z]{1,32})(-?\d{1,10})? ?|\\'([0-9a-fA-F]{2})|\\([^a-zA-Z])|([{}])|([^\\{}\r\n]+)|[\r\n]+")
+_TOKEN = re.compile(
+    rb"\\([a-zA-Z]{1,32})(-?\d{1,10})? ?|\\'([0-9a-fA-F]{2})|\\([^a-zA-Z])|([{}])|([^\\{}\r\n]+)|[\r\n]+"
+)
 _SKIP = frozenset(
     b"fonttbl colortbl stylesheet listtable listoverridetable revtbl rsidtbl pict object objdata "
     b"fldinst themedata colorschememapping datastore latentstyles xmlnstbl generator mmathPr "
@@ -89,14 +91,18 @@ class _State:
 
 
 def _codepage(number: int) -> str:
-    name = f"cp{number}" if number not in (10000, 65001, 932, 936, 949, 950) else {
-        10000: "mac_roman",
-        65001: "utf-8",
-        932: "cp932",
-        936: "gbk",
-        949: "cp949",
-        950: "big5",
-    }[number]
+    name = (
+        f"cp{number}"
+        if number not in (10000, 65001, 932, 936, 949, 950)
+        else {
+            10000: "mac_roman",
+            65001: "utf-8",
+            932: "cp932",
+            936: "gbk",
+            949: "cp949",
+            950: "big5",
+        }[number]
+    )
     try:
         "".encode(name)
     except LookupError:
@@ -284,7 +290,11 @@ def extract_rtf(data: bytes, budget: Budget) -> list[Section]:
     if raw:
         flush_bytes()
     end_paragraph()
-    props = {k: " ".join(v.split()) for k, v in (("title", info.get("title", "")), ("author", info.get("author", ""))) if v.strip()}
+    props = {
+        k: " ".join(v.split())
+        for k, v in (("title", info.get("title", "")), ("author", info.get("author", "")))
+        if v.strip()
+    }
     sections = outline.sections(props)
     for section in sections:  # a table row's trailing " | " (the last \cell of a row)
         section.text = re.sub(r"(?: \| )+(?=\n|$)", "", section.text)

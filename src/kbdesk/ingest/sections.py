@@ -16,6 +16,11 @@ class ExtractionError(KbdeskError):
     """The document's text could not be extracted; the message says why."""
 
 
+class ResourceLimit(ExtractionError):
+    """Extraction ran out of time: a fault of the moment (a busy machine), not of the file.
+    The document is tried again by the next ``add`` (error kind ``resource``)."""
+
+
 @dataclass
 class Section:
     text: str

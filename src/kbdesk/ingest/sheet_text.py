@@ -188,10 +188,8 @@ def _sheet_rows(data: bytes, part: str, strings: list[str], dates: set[int], epo
             if shown.strip() and col < MAX_COLUMNS:
                 budget.spend(len(shown), "the workbook")
                 row[col] = shown
-        elif tag == "row":
-            if row:
-                width = max(row) + 1
-                rows.append([row.get(i, "") for i in range(width)])
+        elif tag == "row" and row:
+            rows.append([row.get(i, "") for i in range(max(row) + 1)])
 
     def text(chunk: str) -> None:
         if state["in_v"] or state["in_t"]:

@@ -55,7 +55,7 @@ def _codec(name: str) -> str | None:
 
 
 def _utf16_without_bom(data: bytes) -> str | None:
-    """"utf-16-le"/"utf-16-be" when the bytes look like UTF-16 text with no BOM (mostly
+    """ "utf-16-le"/"utf-16-be" when the bytes look like UTF-16 text with no BOM (mostly
     ASCII-range characters: every other byte NUL), else None."""
     sample = data[:4096]
     if len(sample) < 4:

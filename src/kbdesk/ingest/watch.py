@@ -68,11 +68,13 @@ def watch_folder(
     poll_interval: float = 2.0,
     max_passes: int | None = None,
     watcher: Callable[..., Any] | None = None,
+    checksum: bool = False,
 ) -> int:
     """Keep ``kb`` in step with ``folder`` until ``stop`` is set; returns the passes run.
 
     ``max_passes`` stops after that many passes (tests, one-shot use). ``watcher`` is
-    ``watchfiles.watch`` unless given (same signature).
+    ``watchfiles.watch`` unless given (same signature). ``checksum``: every pass
+    compares the files' contents, not only their size and mtime.
     """
     if watcher is None:
         from watchfiles import watch as watcher
@@ -91,7 +93,7 @@ def watch_folder(
             pass_due = False
             if not root.is_dir():
                 raise WatchError(f"{root} is gone; stopped watching")
-            _one_pass(ingestor, kb, root, include, exclude, hidden, on_event)
+            _one_pass(ingestor, kb, root, include, exclude, hidden, on_event, checksum)
             passes += 1
             if (max_passes is not None and passes >= max_passes) or stop.is_set():
                 break
@@ -166,8 +168,17 @@ def _one_pass(
     exclude: Sequence[str],
     hidden: bool,
     on_event: Callable[[WatchEvent], None],
+    checksum: bool = False,
 ) -> None:
-    report = ingestor.add(kb, [root], include=include, exclude=exclude, hidden=hidden, sync=True)
+    report = ingestor.add(
+        kb,
+        [root],
+        include=include,
+        exclude=exclude,
+        hidden=hidden,
+        sync=True,
+        **({"checksum": True} if checksum else {}),
+    )
     for kind in ("added", "updated", "resumed", "removed"):
         for name in getattr(report, kind):
             on_event(WatchEvent(kind, name))

@@ -158,6 +158,8 @@ def _run(p: Any, data: bytes, what: str) -> None:
     except ExtractionError:
         raise
     except expat.ExpatError as exc:
-        raise ExtractionError(f"{what} is damaged (XML error: {expat.ErrorString(exc.code)}, line {exc.lineno})") from None
+        raise ExtractionError(
+            f"{what} is damaged (XML error: {expat.ErrorString(exc.code)}, line {exc.lineno})"
+        ) from None
     except RecursionError:
         raise ExtractionError(f"{what} nests elements too deeply") from None
