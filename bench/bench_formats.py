@@ -287,7 +287,7 @@ def run(args: argparse.Namespace) -> None:
         start = time.perf_counter()
         report = desk.add(kb.name, [str(folder)])
         took = time.perf_counter() - start
-        docs = {d.filename: d for d in desk.list_documents(kb.name)}
+        docs = {d.filename: d for d in desk.documents(kb.name)}
         by_suffix: dict[str, list] = collections.defaultdict(list)
         for d in docs.values():
             by_suffix[Path(d.filename).suffix.lower()].append(d)
