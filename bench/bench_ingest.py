@@ -233,7 +233,7 @@ def run_kbdesk(
         report = desk.add("bench", [folder], workers=workers)
         seconds = time.perf_counter() - start
         after = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = [a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime for a, b in zip(after, before)]
+        cpu = [a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime for a, b in zip(after, before, strict=True)]
         assert not report.failed, report.failed[:3]
         out = {
             "seconds": seconds,

@@ -67,12 +67,12 @@ def main() -> int:
                 }
                 times, outputs = timed_rounds(methods, queries, warmup=10)
                 same = 0
-                for a, b in zip(outputs["sqlite"], outputs["postgres"]):
+                for a, b in zip(outputs["sqlite"], outputs["postgres"], strict=True):
                     contents = [
                         {n.id: n.content for n in d.store.notes_by_id([i for i, _ in o[:10]]).values()}
                         for d, o in ((engines["sqlite"], a), (engines["postgres"], b))
                     ]
-                    ranked = [[(c[i], round(s, 6)) for i, s in o[:10]] for c, o in zip(contents, (a, b))]
+                    ranked = [[(c[i], round(s, 6)) for i, s in o[:10]] for c, o in zip(contents, (a, b), strict=True)]
                     same += ranked[0] == ranked[1]
             finally:
                 for desk in engines.values():

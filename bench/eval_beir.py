@@ -114,7 +114,7 @@ def main() -> None:
         start = time.perf_counter()
         vectors = embedder.embed([dataset.queries[q] for q in judged]).vectors
         embed_seconds = time.perf_counter() - start
-        qvecs = dict(zip(judged, vectors))
+        qvecs = dict(zip(judged, vectors, strict=True))
 
         def evaluate(mode: str, **kw) -> dict:
             start = time.perf_counter()

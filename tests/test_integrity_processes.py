@@ -35,7 +35,7 @@ def test_two_processes_adding_one_folder_share_the_work(tmp_path, fake_openai):
     fake_openai.fail_next("stall", times=10_000, seconds=0.4)  # every call takes a while: the runs overlap
     runs = [kbdesk("add", "docs", str(folder), "--json", "--workers", "2") for _ in range(2)]
     outs = [run.communicate(timeout=300) for run in runs]
-    for run, (out, err) in zip(runs, outs):
+    for run, (out, err) in zip(runs, outs, strict=True):
         assert run.returncode == 0, err
     reports = [json.loads(out) for out, _ in outs]
     done = Counter(name for r in reports for name in r["added"])

@@ -46,12 +46,12 @@ def test_both_backends_return_the_same_ids_in_the_same_order(tmp_path):
     npy = ranked(db, "numpy", queries, matrix_files=False)  # in memory
     mapped = ranked(db, "sqlite-vec", queries)  # the matrix file
     assert [[c for c, _ in r] for r in vec] == [[c for c, _ in r] for r in npy] == [[c for c, _ in r] for r in mapped]
-    for a, b, c in zip(vec, npy, mapped):
+    for a, b, c in zip(vec, npy, mapped, strict=True):
         assert np.allclose([s for _, s in a], [s for _, s in b], atol=1e-5)
         assert np.allclose([s for _, s in c], [s for _, s in b], atol=1e-6)
     # and both agree with exact cosine computed independently
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-    for q, got in zip(queries, npy):
+    for q, got in zip(queries, npy, strict=True):
         sims = unit @ (q / np.linalg.norm(q))
         expected = [f"chunk {i}" for i in np.argsort(-sims)[:20]]
         assert [c for c, _ in got] == expected

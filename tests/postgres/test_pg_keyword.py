@@ -91,7 +91,7 @@ def ranked(desk, kb_ids: list[str], query: str, k: int = 10) -> list[tuple[str, 
 
 def assert_same_ranking(a, b, rel=1e-9):
     assert [(s, i) for s, i, _ in a] == [(s, i) for s, i, _ in b]
-    for (_, _, x), (_, _, y) in zip(a, b):
+    for (_, _, x), (_, _, y) in zip(a, b, strict=True):
         assert y == pytest.approx(x, rel=rel)
 
 

@@ -11,6 +11,7 @@ removed at the end if it is still empty, so opening the chat and leaving saves n
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shlex
 import sys
@@ -353,10 +354,8 @@ class ChatSession:
         self.readline = readline
         readline.set_history_length(HISTORY_LINES)
         if self.history_file is not None:
-            try:
+            with contextlib.suppress(OSError):
                 readline.read_history_file(str(self.history_file))
-            except OSError:
-                pass
 
     def note(self, text: str) -> None:
         self.err.print(plain(text, style="dim"))

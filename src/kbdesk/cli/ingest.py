@@ -12,6 +12,7 @@ kbdesk anyway, see :mod:`kbdesk.ingest.pdf_worker`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shlex
@@ -89,20 +90,16 @@ def _summary(
 
 def _quit_now(_signum: int, _frame: Any) -> None:
     """The second Ctrl-C: leave at once (no cleanup, no traceback)."""
-    try:
+    with contextlib.suppress(OSError):
         os.write(2, b"\nStopped at once. Nothing is half-written: `kbdesk resume` finishes what was left.\n")
-    except OSError:
-        pass
     kill_pdf_workers()
     os._exit(EXIT_INTERRUPTED)
 
 
 def _leave(code: int, at_once: bool) -> None:
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError):
             stream.flush()
-        except (OSError, ValueError):
-            pass
     if at_once:  # a worker is stuck (HTTP, PDF): don't wait for it, don't let exit join it
         kill_pdf_workers()
         os._exit(code)
@@ -130,7 +127,7 @@ def _run_interruptibly(
     def target() -> None:
         try:
             box["value"] = work()
-        except BaseException as exc:  # handed to the main thread below
+        except BaseException as exc:  # noqa: BLE001 - handed to the main thread below, which re-raises it
             box["error"] = exc
         finally:
             done.set()

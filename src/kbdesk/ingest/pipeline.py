@@ -271,7 +271,9 @@ class Ingestor:
             group = todo[start : start + EMBED_GROUP]
             result = embedder.embed([c for _, c in group])
             report.embedding_calls += result.calls
-            self.store.put_cached_vectors(embedder.model_key, [(h, v) for (h, _), v in zip(group, result.vectors)])
+            self.store.put_cached_vectors(
+                embedder.model_key, [(h, v) for (h, _), v in zip(group, result.vectors, strict=True)]
+            )
             report.embedded_chunks += len(group)
             self.on_event(
                 IngestEvent(

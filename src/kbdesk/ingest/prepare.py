@@ -249,7 +249,7 @@ class Preparer:
         docs = self._take(pending)
         lost: list[FoundFile] = []
         jobs: list[Job] = []
-        for item, doc in zip(pending, docs):
+        for item, doc in zip(pending, docs, strict=True):
             if isinstance(doc, Exception):  # this row alone could not be written
                 self._fail(
                     item.file,

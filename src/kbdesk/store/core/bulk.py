@@ -121,7 +121,7 @@ class BulkCore:
             )
         out = []
         for row in docs:
-            doc = dict(zip(EXPORT_COLUMNS, row))
+            doc = dict(zip(EXPORT_COLUMNS, row, strict=True))
             for key in ("created_at", "updated_at"):
                 doc[key] = self.db.time_out(doc[key])
             sections = self.db.json_out(doc["extracted_sections"])

@@ -374,7 +374,7 @@ class DocumentsCore(ClaimsCore):
             else:
                 todo.append(i)
         if todo:
-            for i, unit in zip(todo, normalise_rows([vectors[i] for i in todo], dims, first=todo[0])):
+            for i, unit in zip(todo, normalise_rows([vectors[i] for i in todo], dims, first=todo[0]), strict=True):
                 blobs[i] = unit.tobytes()
         out = [b for b in blobs if b is not None]
         self._learn_dimensions(conn, kb, len(out[0]) // 4)

@@ -146,7 +146,7 @@ class RecordsCore:
         try:
             with self.db.savepoint(conn):
                 rows = conn.execute(q("SELECT id FROM teams WHERE CAST(name AS TEXT) = ? LIMIT 2"), (ref,)).fetchall()
-        except Exception:  # a server's teams table without names
+        except Exception:  # noqa: BLE001 - a server's teams table without names (either engine's error)
             rows = []
         if len(rows) != 1:
             raise NotFoundError(f"no team '{ref}'" if not rows else f"more than one team is named '{ref}'; use its id")
@@ -342,7 +342,9 @@ class RecordsCore:
             args = (kb_id,)
         rows = self.connection().execute(self.db.q(sql + " ORDER BY id"), args).fetchall()
         keys = ("id", "created_at", "user_id", "action", "kb_id", "target", "details")
-        return [dict(zip(keys, (r[0], self.db.time_out(r[1]), *r[2:6], self.db.json_out(r[6])))) for r in rows]
+        return [
+            dict(zip(keys, (r[0], self.db.time_out(r[1]), *r[2:6], self.db.json_out(r[6])), strict=True)) for r in rows
+        ]
 
 
 def embedding_config_snapshot(config: dict[str, Any] | None) -> dict[str, Any]:

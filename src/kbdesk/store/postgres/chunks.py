@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from kbdesk.errors import InvalidInputError
+from kbdesk.errors import InvalidInputError, NotFoundError
 from kbdesk.models import ChunkInput, KnowledgeBase
 from kbdesk.store.core.documents import VectorChanges
 from kbdesk.store.ids import ordered_uuids
@@ -134,7 +134,7 @@ class PgChunks:
         for kb_id in changes.kbs:
             try:
                 kb = self._get_kb(self.connection(), kb_id)
-            except Exception:  # deleted meanwhile: nothing to index
+            except NotFoundError:  # deleted meanwhile: nothing to index
                 continue
             if kb.dimensions and kb.chunk_count >= self.vectors.min_rows:
                 self.vectors.ensure(kb.id, kb.dimensions, kb.chunk_count, wait=False)

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
 from kbdesk.store.engine import Engine
 from kbdesk.store.postgres.access import is_uuid
@@ -22,7 +22,7 @@ class PostgresEngine(Engine):
     name = "postgres"
     for_update = " FOR UPDATE"
     list_chunk = 5000
-    tables = {
+    tables: ClassVar[dict[str, str]] = {
         "audit_log": "kbdesk_audit_log",
         "usage_log": "kbdesk_usage_log",
         "embedding_cache": "kbdesk_embedding_cache",

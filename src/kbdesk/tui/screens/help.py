@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
@@ -33,7 +33,7 @@ ALWAYS_LISTED = {"app.chat", "app.notes", "chat.retrieval", "chat.model", "kb.re
 
 class HelpScreen(OwnKeys, ModalScreen[None]):
     CSS_PATH = "help.tcss"
-    BINDINGS = [Binding("escape,q,f1,question_mark", "dismiss", "Close", id="help.close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,f1,question_mark", "dismiss", "Close", id="help.close")]
 
     def __init__(self, below: Screen[Any]) -> None:
         super().__init__()

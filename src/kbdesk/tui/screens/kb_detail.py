@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.markup import escape
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult, SystemCommand
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import Footer, Header, ProgressBar, Static
 
@@ -29,7 +29,7 @@ EMPTY = "No documents yet. Press a to add files or a whole folder (with include/
 
 class KbDetailScreen(DeskScreen):
     CSS_PATH = "kb_detail.tcss"
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back", id="kb.back"),
         Binding("a", "add_files", "Add", id="kb.add"),
         Binding("d,delete", "remove_document", "Remove", id="kb.remove"),

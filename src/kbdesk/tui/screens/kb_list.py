@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.markup import escape
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult, SystemCommand
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Static
 
@@ -32,7 +32,7 @@ WELCOME = (
 
 class KbListScreen(DeskScreen):
     CSS_PATH = "kb_list.tcss"
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n", "new_kb", "New", id="kbs.new"),
         Binding("enter", "open_kb", "Open", id="kbs.open"),
         Binding("e", "edit_kb", "Edit", id="kbs.edit"),
