@@ -350,13 +350,13 @@ def main() -> None:
             mb = make(folder) / 1e6
             counted = run_kbdesk(folder, args.workers, instrument=True)
             sides = [
-                lambda: run_kbdesk(folder, args.workers),
-                lambda: run_floor(folder, extractor=False),
-                lambda: run_floor(folder, extractor=True),
-                lambda: run_floor(folder, extractor=True, same_work=True),
+                lambda folder=folder: run_kbdesk(folder, args.workers),
+                lambda folder=folder: run_floor(folder, extractor=False),
+                lambda folder=folder: run_floor(folder, extractor=True),
+                lambda folder=folder: run_floor(folder, extractor=True, same_work=True),
             ]
             if args.in_run:
-                sides.append(lambda: run_kbdesk(folder, args.workers, in_run=True))
+                sides.append(lambda folder=folder: run_kbdesk(folder, args.workers, in_run=True))
             ours, floor, floor_x, same, *in_run = best_seconds(sides, rounds)
             files = counted["docs"]
             rows.append(

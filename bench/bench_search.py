@@ -438,7 +438,7 @@ def measure_vec0(n: int, d: int, queries: int, warmup: int) -> dict[str, Any]:
     res: dict[str, Any] = {"n": n, "d": d, "loadavg_start": os.getloadavg()[0], "build_s": {}}
     with scratch_dir("vec0-") as work:
         kb_id = kb_id_of(src)
-        seqs, matrix = load_matrix(src, kb_id, d)
+        _seqs, matrix = load_matrix(src, kb_id, d)
         conns = {"file": raw_connection(work / "vec0.db"), "memory": raw_connection(":memory:")}
         conns["file"].execute("PRAGMA journal_mode = WAL")
         for conn in conns.values():

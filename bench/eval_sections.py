@@ -82,7 +82,7 @@ def scifact_set(folder: Path, docs: int) -> dict:
         f"{re.sub(r'[^A-Za-z0-9._-]', '_', d)}.md": structured(data.corpus[d]["title"], data.corpus[d]["text"])
         for d in order
     }
-    names = {name: d for name, d in zip(files, order, strict=True)}
+    names = dict(zip(files, order, strict=True))
     return {
         "files": files,
         "names": names,

@@ -83,7 +83,7 @@ def test_a_copy_that_cannot_be_written_fails_its_file_alone(tmp_path):
     items = _items(tmp_path, NOTES)
     blocked = tmp_path / "not-a-folder"
     blocked.write_bytes(b"a file where a folder should be")
-    path, data, fresh, name = items[2]
+    _path, data, fresh, name = items[2]
     items[2] = (str(blocked / "d2_x.md"), data, fresh, name)
     helper = Helper()
     try:

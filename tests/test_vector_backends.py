@@ -80,7 +80,7 @@ def test_writes_under_numpy_reach_a_sqlite_vec_index_built_earlier(tmp_path):
     ranked(db, "sqlite-vec", [target], matrix_files=False)
     with open_desk(db, backend="numpy") as desk:  # a session that cannot touch the index
         desk.add_document("rand", "late.txt", ["the late arrival"], vectors=[target])
-        doomed = [d for d in desk.store.list_documents(desk.kb("rand").id) if d.filename == "part0.txt"][0]
+        doomed = next(d for d in desk.store.list_documents(desk.kb("rand").id) if d.filename == "part0.txt")
         desk.delete_document(doomed.id)
     # part0.txt held all 100 earlier chunks: only the late arrival is left
     for matrix_files in (False, True):

@@ -134,7 +134,7 @@ def test_scores_are_fts5_bm25_computed_by_hand(pg_desk):
         idf = max(math.log((n - df + 0.5) / (df + 0.5)), 0) or 1e-6
         return idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * dl / avgdl))
 
-    hits = dict(((s, i), score) for s, i, score in ranked(pg_desk, [kb], "lamp garden"))
+    hits = {(s, i): score for s, i, score in ranked(pg_desk, [kb], "lamp garden")}
     assert hits[("a.txt", 0)] == pytest.approx(term(2, 3, 1) + term(1, 3, 2), rel=1e-12)
     assert hits[("a.txt", 1)] == pytest.approx(term(1, 5, 2), rel=1e-12)
     assert keyword.idf(3, 2) == pytest.approx(1e-6)  # in more than half the rows: FTS5's floor

@@ -11,6 +11,7 @@ moment leaves either the whole document or a resumable one.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
@@ -187,9 +188,7 @@ class Ingestor:
                         kb,
                         [],
                         report,
-                        lambda on_jobs, first: preparer.prepare(
-                            kb, files, {doc.id: doc for doc in held}, on_jobs, first
-                        ),
+                        functools.partial(preparer.prepare, kb, files, {doc.id: doc for doc in held}),
                     )
             finally:
                 self.store.release_claims(claim)
@@ -374,7 +373,7 @@ class Ingestor:
         while waiting and not self._cancel.is_set():
             current = self.store.get_documents(list(waiting))
             orphaned = []
-            for doc_id, doc in list(waiting.items()):
+            for doc_id in list(waiting):
                 now = current.get(doc_id)
                 if now is None:  # removed meanwhile
                     del waiting[doc_id]

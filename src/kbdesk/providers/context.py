@@ -171,7 +171,7 @@ class _Asker:
         out: dict[str, str] = {}
         for m in self._get(f"{self.root}/api/tags").get("models") or []:
             details = m.get("details") or {}
-            families = [details.get("family")] + list(details.get("families") or [])
+            families = [details.get("family"), *list(details.get("families") or [])]
             names = {m.get("name"), m.get("model")} - {None}
             if not names or not any(isinstance(f, str) for f in families):
                 continue

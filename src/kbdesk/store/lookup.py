@@ -326,8 +326,8 @@ class LookupMixin:
         rows = (
             self.connection()
             .execute(
-                "SELECT chunk_index, content, metadata FROM kb_chunks WHERE document_id = ? AND chunk_index BETWEEN ? AND ? "
-                "ORDER BY chunk_index",
+                "SELECT chunk_index, content, metadata FROM kb_chunks "
+                "WHERE document_id = ? AND chunk_index BETWEEN ? AND ? ORDER BY chunk_index",
                 (document_id, chunk_index - radius, chunk_index + radius),
             )
             .fetchall()

@@ -130,7 +130,7 @@ class SqliteChunks:
             f"AND json_extract(k.embedding_config, '$.model_id') = ?",
             (*hashes, model_id),
         ).fetchall()
-        return {h: b for h, b in rows}
+        return dict(rows)
 
     def _swap_vectors(self, conn: Any, kb_id: str, model_key: str, dims: int | None) -> None:
         conn.execute(

@@ -72,7 +72,8 @@ class ChatCore:
             self.connection()
             .execute(
                 self.db.qt(
-                    f"SELECT {cols}, {_COUNT} FROM channels c WHERE {where} ORDER BY c.updated_at DESC, c.created_at DESC"
+                    f"SELECT {cols}, {_COUNT} FROM channels c WHERE {where} "
+                    "ORDER BY c.updated_at DESC, c.created_at DESC"
                 ),
                 args,
             )

@@ -96,7 +96,8 @@ class DocumentsCore(ClaimsCore):
             self.connection()
             .execute(
                 self.db.q(
-                    f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE kb_id = ? AND ({self.db.id_text('id')} = ? OR filename = ? "
+                    f"SELECT {DOC_COLUMNS} FROM kb_documents "
+                    f"WHERE kb_id = ? AND ({self.db.id_text('id')} = ? OR filename = ? "
                     f"OR (CAST(? AS TEXT) IS NOT NULL AND {self.db.id_text('id')} LIKE ?)) LIMIT 3"
                 ),
                 (kb_id, ref.lower(), ref, prefix, prefix),
@@ -305,9 +306,10 @@ class DocumentsCore(ClaimsCore):
                 raise ConflictError(f"{source_path} already has a document in '{kb.name}'")
             conn.execute(
                 db.q(
-                    "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, extracted_text, "
-                    "chunk_count, status, uploaded_by, content_hash, source_path, created_at, updated_at, version, "
-                    "indexed_at, indexed_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'ready', ?, ?, ?, ?, ?, 1, ?, ?)"
+                    "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, "
+                    "extracted_text, chunk_count, status, uploaded_by, content_hash, source_path, created_at, "
+                    "updated_at, version, indexed_at, indexed_hash) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'ready', ?, ?, ?, ?, ?, 1, ?, ?)"
                 ),
                 (
                     doc_id,

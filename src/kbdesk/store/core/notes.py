@@ -135,7 +135,8 @@ class NotesCore:
             self.connection()
             .execute(
                 self.db.qt(
-                    f"SELECT {_N_COLS} FROM {{notes}} n LEFT JOIN {{note_vectors}} v ON v.note_id = n.id AND v.model = ? "
+                    f"SELECT {_N_COLS} FROM {{notes}} n "
+                    "LEFT JOIN {note_vectors} v ON v.note_id = n.id AND v.model = ? "
                     "WHERE v.note_id IS NULL AND n.owner_id = ? ORDER BY n.updated_at DESC LIMIT ?"
                 ),
                 (model, self.local_user_id, int(limit)),

@@ -91,7 +91,8 @@ class PersonasCore:
             tuple(r)
             for r in self.connection().execute(
                 self.db.qt(
-                    f"SELECT b.kb_id{extra} FROM {{{owner}_knowledge_bases}} b JOIN knowledge_bases k ON k.id = b.kb_id "
+                    f"SELECT b.kb_id{extra} FROM {{{owner}_knowledge_bases}} b "
+                    "JOIN knowledge_bases k ON k.id = b.kb_id "
                     f"WHERE b.{owner}_id = ? ORDER BY lower(k.name), k.id"
                 ),
                 (owner_id,),
