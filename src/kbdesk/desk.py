@@ -251,8 +251,10 @@ class Desk:
 
 
 def _unique(kbs: list[KnowledgeBase]) -> list[KnowledgeBase]:
-    seen: set[str] = set()
-    return [kb for kb in kbs if not (kb.id in seen or seen.add(kb.id))]
+    first: dict[str, KnowledgeBase] = {}
+    for kb in kbs:
+        first.setdefault(kb.id, kb)
+    return list(first.values())
 
 
 def open_desk(

@@ -45,7 +45,7 @@ def _can_load_extensions(module: ModuleType) -> bool:
 def _try_vec(module: ModuleType) -> tuple[str | None, str]:
     """Return (sqlite-vec version, '') or (None, reason it failed)."""
     try:
-        import sqlite_vec
+        import sqlite_vec  # type: ignore[import-untyped]  # no type information shipped
     except ImportError:
         return None, "the sqlite-vec package is not installed"
     conn = module.connect(":memory:")
@@ -85,7 +85,7 @@ def choose_driver(requested: str = "auto") -> Driver:
     else:
         notes.append("the standard library's sqlite3 cannot load extensions")
     try:
-        import sqlean  # type: ignore[import-not-found]
+        import sqlean  # type: ignore[import-untyped]  # no type information shipped
 
         candidates.append(("sqlean", sqlean))
     except ImportError:

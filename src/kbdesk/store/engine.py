@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, ClassVar
+from typing import Any, ClassVar, overload
 
 from kbdesk.store.ids import iso, utcnow
 
@@ -60,6 +60,10 @@ class Engine:
         """``column`` as text, for prefix matching."""
         return column
 
+    @overload
+    def text(self, value: str) -> str: ...
+    @overload
+    def text(self, value: None) -> None: ...
     def text(self, value: str | None) -> str | None:
         """Text as this database accepts it."""
         return value

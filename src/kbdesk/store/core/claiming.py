@@ -15,18 +15,15 @@ from typing import Any
 from kbdesk.errors import ConflictError, InvalidInputError
 from kbdesk.models import DOC_STATUSES, Document
 from kbdesk.store.claims import claim_alive, new_claim
+from kbdesk.store.core.parts import StoreParts
 from kbdesk.store.core.ready import rows_by_id
 from kbdesk.store.doc_types import NewDocument, StatusUpdate, check_filename, storage_key
 from kbdesk.store.ids import new_ids
 
 
-class ClaimsCore:
+class ClaimsCore(StoreParts):
     """Needs what :class:`~kbdesk.store.core.documents.DocumentsCore` needs, and its
     ``_get_document``."""
-
-    db: Any
-    policy: Any
-    local_user_id: str
 
     # ── claiming work ──────────────────────────────────────────────────────────
     def take_versions(self, specs: Sequence[NewDocument], claim: str) -> list[Document | None]:
@@ -93,8 +90,8 @@ class ClaimsCore:
         mine = set(rows_by_id(self, conn, ids))  # the ids are new: a row holding one is the one just inserted
         taken = [doc_id if doc_id in mine else None for doc_id in ids]
         stats: dict[str, tuple[int, int]] = {}
-        for doc_id, spec in zip(taken, specs, strict=True):
-            if doc_id is not None:
+        for taken_id, spec in zip(taken, specs, strict=True):
+            if taken_id is not None:
                 docs, size = stats.get(spec.kb_id, (0, 0))
                 stats[spec.kb_id] = (docs + 1, size + int(spec.size_bytes))
         for kb_id, (docs, size) in stats.items():

@@ -47,10 +47,6 @@ class DocumentsCore(ClaimsCore):
     ``audit`` (:class:`kbdesk.store.core.records.RecordsCore`). Claims and status moves:
     :class:`~kbdesk.store.core.claiming.ClaimsCore`."""
 
-    db: Any
-    policy: Any
-    local_user_id: str
-
     def _doc(self, row: Sequence[Any]) -> Document:
         values = list(row)
         for i in (12, 13, 16):
@@ -259,6 +255,7 @@ class DocumentsCore(ClaimsCore):
         result = self.finish_documents([(doc_id, chunks, vectors)])[0]
         if isinstance(result, Exception):
             raise result
+        assert result is not None, "rows are read back by default"
         return result
 
     # ── whole documents in one call (library use, tests, imports) ──────────────

@@ -16,6 +16,7 @@ import numpy as np
 
 from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError
 from kbdesk.models import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, KB_STATUSES, SCOPES, KnowledgeBase
+from kbdesk.store.core.parts import StoreParts
 from kbdesk.store.ids import ID_PREFIX, check_name, new_id
 
 KB_COLUMNS = (
@@ -25,13 +26,9 @@ KB_COLUMNS = (
 KNOWN_CONFIG = {"provider", "model_id", "dimensions", "chunk_size", "chunk_overlap"}
 
 
-class RecordsCore:
+class RecordsCore(StoreParts):
     """KBs over ``self.db`` and ``self.policy``. Engine hooks: :meth:`_check_config`,
     :meth:`_kb_created`, :meth:`_lock_names`."""
-
-    db: Any
-    policy: Any
-    local_user_id: str
 
     def _kb(self, row: Sequence[Any]) -> KnowledgeBase:
         values = list(row)
