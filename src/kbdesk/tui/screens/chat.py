@@ -159,7 +159,7 @@ class ChatScreen(ChatTurns, DeskScreen):
         conv = self.conv
         self.choices.show(conv.persona_id if conv else None, conv.project_id if conv else None)
 
-    def _with_conversation(self, then: Callable[[Conversation], None]) -> None:
+    def _with_conversation(self, then: Callable[[Conversation], object]) -> None:
         """Run ``then`` with the conversation on screen, saving a new one first."""
         if self.conv is not None:
             then(self.conv)

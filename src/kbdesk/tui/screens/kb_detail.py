@@ -13,7 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import Footer, Header, ProgressBar, Static
 
-from kbdesk.models import KnowledgeBase
+from kbdesk.models import Document, KnowledgeBase
 from kbdesk.textsafe import inert_line
 from kbdesk.tui.doc_cache import DocRows
 from kbdesk.tui.format import human_size, model_label, palette
@@ -320,10 +320,11 @@ class KbDetailScreen(DeskScreen):
         )
 
     def _remove(self, doc_id: str, yes: bool | None) -> None:
-        if yes:
-            self.in_thread(
-                self.desk.delete_document,
-                doc_id,
-                doing="removing a document",
-                done=lambda doc: (self.notify(f"Removed '{inert_line(doc.filename)}'", markup=False), self.reload()),
-            )
+        if not yes:
+            return
+
+        def removed(doc: Document) -> None:
+            self.notify(f"Removed '{inert_line(doc.filename)}'", markup=False)
+            self.reload()
+
+        self.in_thread(self.desk.delete_document, doc_id, doing="removing a document", done=removed)

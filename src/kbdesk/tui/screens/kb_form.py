@@ -132,13 +132,16 @@ class KbFormScreen(DeskModal):
 
         name = text("name")
         if not name:
-            return self._invalid("give the knowledge base a name")
+            self._invalid("give the knowledge base a name")
+            return None
         try:
             size, overlap = int(text("chunk_size")), int(text("chunk_overlap"))
         except ValueError:
-            return self._invalid("chunk size and overlap are whole numbers")
+            self._invalid("chunk size and overlap are whole numbers")
+            return None
         if size < 1 or not 0 <= overlap < size:
-            return self._invalid("chunk size must be at least 1, and overlap between 0 and the size")
+            self._invalid("chunk size must be at least 1, and overlap between 0 and the size")
+            return None
         result = KbFormResult(name, text("description"), size, overlap)
         if self.kb is None:
             provider: Any = self.query_one("#provider", Select).value
@@ -147,7 +150,8 @@ class KbFormScreen(DeskModal):
             else:
                 model = self.query_one("#model", ModelPicker).value
                 if not model:
-                    return self._invalid("choose or type an embedding model, or pick 'keyword only'")
+                    self._invalid("choose or type an embedding model, or pick 'keyword only'")
+                    return None
                 result.provider, result.model_id = str(provider), model
         return result
 

@@ -85,7 +85,7 @@ class KbListScreen(DeskScreen):
         if kb is not None:  # read its documents ahead: opening it then paints at once
             if self._prefetch is not None:
                 self._prefetch.stop()
-            self._prefetch = self.set_timer(0.15, lambda: self.app.doc_rows.prefetch(kb.id))
+            self._prefetch = self.set_timer(0.15, lambda: self.kb_app.doc_rows.prefetch(kb.id))
 
     def _describe(self, kb: KnowledgeBase | None) -> None:
         info = self.query_one("#kb-info", Static)
@@ -134,7 +134,7 @@ class KbListScreen(DeskScreen):
 
     # ── actions ────────────────────────────────────────────────────────────────
     def action_resume(self) -> None:
-        self.app.action_resume_all()
+        self.kb_app.action_resume_all()
 
     def action_refresh(self) -> None:
         self.refresh_kbs()
@@ -206,7 +206,7 @@ class KbListScreen(DeskScreen):
         kb = self.table.selected
         if kb is None or kb.id in self.table.deleting:
             return
-        if self.app.ingesting(kb.id):
+        if self.kb_app.ingesting(kb.id):
             self.notify(
                 f"'{inert_line(kb.name)}' is being indexed; delete it when that is done",
                 severity="warning",
@@ -235,11 +235,9 @@ class KbListScreen(DeskScreen):
             self.table.deleting.discard(kb.id)
             self.refresh_kbs()
 
-        self.app.doc_rows.forget(kb.id)
-        self.in_thread(
-            self.desk.delete_kb,
-            kb.id,
-            doing=f"deleting '{name}'",
-            done=lambda _: (over(None), self.notify(f"Deleted '{name}'", markup=False)),
-            failed=over,
-        )
+        def deleted(_: object) -> None:
+            over(None)
+            self.notify(f"Deleted '{name}'", markup=False)
+
+        self.kb_app.doc_rows.forget(kb.id)
+        self.in_thread(self.desk.delete_kb, kb.id, doing=f"deleting '{name}'", done=deleted, failed=over)

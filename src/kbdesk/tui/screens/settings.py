@@ -280,10 +280,9 @@ class SettingsScreen(DeskScreen):
     @on(Button.Pressed, "#save-roles")
     def action_save_roles(self) -> None:
         roles = self._roles_form()
-        self.in_thread(
-            save_roles,
-            self.desk.paths.config_file,
-            roles,
-            doing="saving model roles",
-            done=lambda _: (self._config_saved("Saved model roles"), self._remember_roles()),
-        )
+
+        def saved(_: object) -> None:
+            self._config_saved("Saved model roles")
+            self._remember_roles()
+
+        self.in_thread(save_roles, self.desk.paths.config_file, roles, doing="saving model roles", done=saved)

@@ -85,7 +85,10 @@ class DocumentsTable(ScrollView, can_focus=True):
         self._longest = (0, 0, 0)  # cells of the longest name, folder and chunk count (never shrinks)
 
     def on_mount(self) -> None:
-        self.watch(self.app, "theme", lambda: self.refresh(), init=False)
+        self.watch(self.app, "theme", self._repaint, init=False)
+
+    def _repaint(self) -> None:
+        self.refresh()
 
     # ── what the screen reads ──────────────────────────────────────────────────
     @property
