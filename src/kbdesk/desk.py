@@ -6,6 +6,7 @@ exactly the same behaviour. Nothing here imports a UI toolkit.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Callable, Sequence
@@ -150,10 +151,8 @@ class Desk:
 
     def delete_document(self, doc_id: str) -> Document:
         doc = self.store.delete_document(doc_id)
-        try:
+        with contextlib.suppress(FileNotFoundError):
             (self.files_dir / doc.storage_key).unlink()
-        except FileNotFoundError:
-            pass
         return doc
 
     def documents(self, ref: str, status: str | None = None) -> list[Document]:
@@ -252,8 +251,10 @@ class Desk:
 
 
 def _unique(kbs: list[KnowledgeBase]) -> list[KnowledgeBase]:
-    seen: set[str] = set()
-    return [kb for kb in kbs if not (kb.id in seen or seen.add(kb.id))]
+    first: dict[str, KnowledgeBase] = {}
+    for kb in kbs:
+        first.setdefault(kb.id, kb)
+    return list(first.values())
 
 
 def open_desk(

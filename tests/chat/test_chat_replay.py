@@ -108,7 +108,7 @@ def test_the_recorded_question_and_follow_up_replay_exactly(replay_desk):
     then = [e["request"] for e in recorded("ask", "follow-up") if e["path"].endswith("/chat/completions")]
     now = replay.chat_requests()
     assert len(now) == len(then)
-    for sent, was in zip(now, then):
+    for sent, was in zip(now, then, strict=True):
         assert sent == was  # byte for byte what the real server accepted
     for request in now:  # and what it accepts, said once more: content is never null
         assert all(isinstance(m.get("content"), str) for m in request["messages"])

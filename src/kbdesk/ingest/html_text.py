@@ -363,7 +363,7 @@ def _parse(text: str, has_main: bool) -> _HtmlText:
     try:
         parser.feed(text)
         parser.close()
-    except Exception as exc:  # noqa: BLE001 - html.parser is lenient; this is a last resort
+    except Exception as exc:  # noqa: BLE001 - html.parser is lenient; a last resort that names the cause
         raise ExtractionError(f"HTML could not be parsed ({exc})") from None
     parser._flush_block()
     return parser
