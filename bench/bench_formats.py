@@ -322,6 +322,17 @@ def run(args: argparse.Namespace) -> None:
             f"| all | {totals['files']} | {totals['ready']} ({share:.1%}) | {totals['failed']} | "
             f"{totals['found']}/{totals['tried']} | |"
         )
+        print("\n| source | files | ready | failed: no text at all | failed: other reasons |")
+        print("|---|---:|---:|---:|---:|")
+        sources: dict[str, list] = collections.defaultdict(list)
+        for d in docs.values():
+            sources[d.filename.split("/", 1)[0]].append(d)
+        for source, group in sorted(sources.items()):
+            ready = sum(d.status == "ready" for d in group)
+            empty = sum(d.status != "ready" and "no text" in (d.error or "") for d in group)
+            print(
+                f"| {source} | {len(group)} | {ready} ({ready / len(group):.0%}) | {empty} | {len(group) - ready - empty} |"
+            )
         if args.verbose:
             for d in sorted(docs.values(), key=lambda d: d.filename):
                 if d.status != "ready":

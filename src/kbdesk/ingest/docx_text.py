@@ -39,21 +39,22 @@ def _style_levels(parts: ZipParts) -> dict[str, int]:
         return {}
     styles: dict[str, tuple[str, int | None, str]] = {}
     for style in parse(data, "word/styles.xml").iter("style"):
-        name_node, outline, based = style.child("name"), style.find("outlineLvl"), style.child("basedOn")
-        level = None
+        name_node, outline, based_on = style.child("name"), style.find("outlineLvl"), style.child("basedOn")
+        level: int | None = None
         if outline is not None and outline.get("val").isdigit() and int(outline.get("val")) < 9:
             level = int(outline.get("val")) + 1
         styles[style.get("styleId")] = (
             name_node.get("val") if name_node is not None else "",
             level,
-            based.get("val") if based is not None else "",
+            based_on.get("val") if based_on is not None else "",
         )
     out: dict[str, int] = {}
     for sid in styles:
         seen, current = set(), sid
         while current in styles and current not in seen:
             seen.add(current)
-            name, level, based = styles[current]
+            name, found_level, based = styles[current]
+            level = found_level
             match = _HEADING_NAME.match(name.strip())
             if level is None and match:
                 level = int(match[1])

@@ -139,6 +139,16 @@ _PACKAGES: dict[str, Callable[[bytes, Budget, list[str]], list[Section]]] = {
 _TEXT_FIELDS = ("title", "author", "subject", "from", "to", "sheet")
 
 
+def _no_surrogates(text: str) -> str:
+    """Surrogate pairs (RTF's \\uN writes characters past U+FFFF as two) joined, a lone
+    one replaced: text that can be stored as UTF-8."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 def _sections(data: bytes, ctype: str, budget: Budget, warnings: list[str]) -> list[Section]:
     """Every format but PDF: bytes → sections, within ``budget``."""
     package = _PACKAGES.get(ctype)
@@ -254,7 +264,7 @@ def extract_bytes(
     else:
         sections = _sections(data, ctype, budget or Budget(), warnings)
     for section in sections:
-        section.text = nfkc(section.text)
+        section.text = nfkc(_no_surrogates(section.text))
         meta = section.metadata
         if meta.get("headings"):
             meta["headings"] = [nfkc(h) for h in meta["headings"]]

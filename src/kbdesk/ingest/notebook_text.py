@@ -38,7 +38,7 @@ def extract_notebook(text: str, budget: Budget) -> list[Section]:
         cells = [c for ws in nb["worksheets"] if isinstance(ws, dict) for c in ws.get("cells", [])]
     if not isinstance(cells, list):
         raise ExtractionError("notebook is not a Jupyter notebook (no cells)")
-    meta = nb.get("metadata") if isinstance(nb.get("metadata"), dict) else {}
+    meta: dict[str, Any] = nb["metadata"] if isinstance(nb.get("metadata"), dict) else {}
     language = ""
     if isinstance(meta.get("language_info"), dict):
         language = str(meta["language_info"].get("name") or "")
@@ -76,8 +76,8 @@ def extract_notebook(text: str, budget: Budget) -> list[Section]:
         props["title"] = " ".join(meta["title"].split())[:500]
     authors = meta.get("authors")
     if isinstance(authors, list):
-        names = [a.get("name") if isinstance(a, dict) else a for a in authors]
-        names = [str(n) for n in names if n]
+        named = [a.get("name") if isinstance(a, dict) else a for a in authors]
+        names = [str(n) for n in named if n]
         if names:
             props["author"] = ", ".join(names)[:500]
     sections = extract_markdown(body)

@@ -11,6 +11,7 @@ They go into every section's metadata under ``title``, ``author``, ``created`` a
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Mapping
 
 from kbdesk.ingest.xml_tree import Node, parse
 from kbdesk.ingest.zip_parts import ZipParts
@@ -22,7 +23,7 @@ def _clean(value: str) -> str:
     return " ".join(value.split())[:MAX_PROPERTY]
 
 
-def properties_from(root: Node | None, fields: dict[str, tuple[str, ...]]) -> dict[str, str]:
+def properties_from(root: Node | None, fields: Mapping[str, tuple[str, ...]]) -> dict[str, str]:
     """``{"title": …, "author": …}`` from the first non-empty element of each field's tags."""
     out: dict[str, str] = {}
     if root is None:

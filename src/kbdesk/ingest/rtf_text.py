@@ -175,9 +175,9 @@ def extract_rtf(data: bytes, budget: Budget) -> list[Section]:
             flush_bytes()
         if text is not None:
             if skip_chars:
-                n = min(skip_chars, len(text))
-                skip_chars -= n
-                text = text[n:]
+                skipped = min(skip_chars, len(text))
+                skip_chars -= skipped
+                text = text[skipped:]
             if text:
                 if state.dest == b"fonttbl" or (stack and stack[-1].dest == b"fonttbl"):
                     continue
@@ -231,7 +231,8 @@ def extract_rtf(data: bytes, budget: Budget) -> list[Section]:
             continue  # a line break in the source: not text
         n = int(arg) if arg is not None else None
         if word == b"u" and n is not None:
-            put(chr(n + 65536 if n < 0 else n) if 0 <= (n + 65536 if n < 0 else n) < 0x110000 else "\ufffd")
+            code = n + 65536 if n < 0 else n
+            put(chr(code) if 0 <= code < 0x110000 else "\ufffd")
             skip_chars = state.uc
             continue
         if skip_chars:

@@ -140,7 +140,9 @@ def _shared_strings(parts: ZipParts, part: str | None, budget: Budget) -> list[s
 MAX_COLUMNS = 16_384  # Excel's own limit: a cell past it is a broken reference
 
 
-def _sheet_rows(data: bytes, part: str, strings: list[str], dates: set[int], epoch1904: bool, budget: Budget):
+def _sheet_rows(
+    data: bytes, part: str, strings: list[str], dates: set[int], epoch1904: bool, budget: Budget
+) -> list[list[str]]:
     rows: list[list[str]] = []
     row: dict[int, str] = {}
     cell: dict[str, str] = {}
