@@ -232,3 +232,27 @@ def test_a_timeout_is_retried_by_the_next_add(desk, tmp_path, monkeypatch):
     monkeypatch.setattr(batch, "extract_bytes", real)
     second = desk.add("Slow", [str(path)])  # unchanged file, but not remembered as its own failure
     assert not second.known_failures and second.added == ["slow.docx"]
+
+
+def test_charts_and_drawings_are_read_as_text():
+    chart = (
+        '<?xml version="1.0"?><c:chartSpace xmlns:c="http://schemas.openxmlformats.org/drawingml/2006/chart" '
+        'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><c:chart><c:title><c:tx><c:rich><a:p><a:r>'
+        "<a:t>Sales by month</a:t></a:r></a:p></c:rich></c:tx></c:title><c:plotArea><c:barChart><c:ser><c:tx>"
+        '<c:strRef><c:strCache><c:pt idx="0"><c:v>Revenue</c:v></c:pt></c:strCache></c:strRef></c:tx><c:cat>'
+        '<c:strRef><c:strCache><c:pt idx="0"><c:v>January</c:v></c:pt><c:pt idx="1"><c:v>February</c:v></c:pt>'
+        '</c:strCache></c:strRef></c:cat><c:val><c:numRef><c:numCache><c:pt idx="0"><c:v>5</c:v></c:pt>'
+        '<c:pt idx="1"><c:v>8</c:v></c:pt></c:numCache></c:numRef></c:val></c:ser></c:barChart></c:plotArea>'
+        "</c:chart></c:chartSpace>"
+    )
+    parts = {
+        "_rels/.rels": fb._rels(("rId1", "officeDocument", "ppt/presentation.xml")),
+        "ppt/presentation.xml": f'<?xml version="1.0"?><p:presentation {fb.P} {fb.R}><p:sldIdLst>'
+        '<p:sldId id="256" r:id="rId1"/></p:sldIdLst></p:presentation>',
+        "ppt/_rels/presentation.xml.rels": fb._rels(("rId1", "slide", "slides/slide1.xml")),
+        "ppt/slides/slide1.xml": f'<?xml version="1.0"?><p:sld {fb.P} {fb.A}><p:cSld><p:spTree/></p:cSld></p:sld>',
+        "ppt/slides/_rels/slide1.xml.rels": fb._rels(("rId2", "chart", "../charts/chart1.xml")),
+        "ppt/charts/chart1.xml": chart,
+    }
+    text = extract_bytes(fb.zipped(parts), "chart.pptx").text
+    assert "Chart: Sales by month" in text and "Revenue: January 5; February 8" in text

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from kbdesk.ingest.html_text import extract_html
 from kbdesk.ingest.limits import Budget
 from kbdesk.ingest.office_props import ooxml_properties, relationships
+from kbdesk.ingest.ooxml_charts import graphics_text
 from kbdesk.ingest.sections import ExtractionError, Outline, Section
 from kbdesk.ingest.text_decode import decode_markup
 from kbdesk.ingest.xml_tree import Node, parse
@@ -189,6 +190,8 @@ def extract_docx(data: bytes, budget: Budget) -> list[Section]:
 
     reader.alt_chunk = alt_chunk
     reader.block(body)
+    for text in graphics_text(parts, main):  # charts and SmartArt diagrams, after the body they sit in
+        reader.outline.line(text)
     for part, heading in _EXTRA_PARTS:
         target = next((t for t, kind in rels.values() if kind == part), f"word/{part}.xml")
         extra = parts.read(target)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from kbdesk.ingest.limits import Budget
 from kbdesk.ingest.office_props import ooxml_properties, relationships
+from kbdesk.ingest.ooxml_charts import graphics_text
 from kbdesk.ingest.sections import ExtractionError, Section
 from kbdesk.ingest.xml_tree import Node, parse
 from kbdesk.ingest.zip_parts import ZipParts
@@ -93,6 +94,7 @@ def extract_pptx(data: bytes, budget: Budget) -> list[Section]:
         if not xml:
             continue
         title, lines = _slide_text(parse(xml, part))
+        lines += graphics_text(parts, part)  # charts and SmartArt diagrams on the slide
         for target, kind in relationships(parts, part).values():
             if kind == "notesSlide":
                 notes_xml = parts.read(target)

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 
 from kbdesk.ingest.limits import Budget
 from kbdesk.ingest.office_props import ooxml_properties, relationships
+from kbdesk.ingest.ooxml_charts import graphics_text, sheet_drawings_text
 from kbdesk.ingest.sections import ExtractionError, Section
 from kbdesk.ingest.xml_tree import parse, stream
 from kbdesk.ingest.zip_parts import ZipParts
@@ -216,12 +217,20 @@ def extract_xlsx(data: bytes, budget: Budget) -> list[Section]:
     for sheet in book.iter("sheet"):
         name = sheet.get("name") or "Sheet"
         target = rels.get(sheet.get("id"))
+        if target is not None and target[1] == "chartsheet":
+            charts = [
+                t for drawing in relationships(parts, target[0]).values() for t in graphics_text(parts, drawing[0])
+            ]
+            if charts:
+                sections.append(Section(f"Sheet {name}\n" + "\n".join(charts), {"sheet": name, **props}))
+            continue
         if target is None or target[1] != "worksheet":
-            continue  # a chart sheet or a dialog sheet: no cells
+            continue  # a dialog sheet: no cells
         xml = parts.read(target[0])
         if not xml:
             continue
         lines = rows_as_lines(_sheet_rows(xml, target[0], strings, dates, epoch1904, budget))
+        lines += sheet_drawings_text(parts, target[0])  # text boxes, charts and diagrams drawn on it
         if lines:
             sections.append(Section(f"Sheet {name}\n" + "\n".join(lines), {"sheet": name, **props}))
     if not sections:
