@@ -202,7 +202,11 @@ def _alt_markitdown(data: bytes, suffix: str) -> str:
     from markitdown import MarkItDown
 
     md = _alt_markitdown.__dict__.setdefault("md", MarkItDown())
-    return md.convert_stream(io.BytesIO(data), file_extension=suffix).text_content
+    # from a file: its stream interface fails on Word files that its own convert() reads
+    with tempfile.NamedTemporaryFile(suffix=suffix) as f:
+        f.write(data)
+        f.flush()
+        return md.convert(f.name).text_content
 
 
 ALTERNATIVES = {
@@ -330,9 +334,8 @@ def run(args: argparse.Namespace) -> None:
         for source, group in sorted(sources.items()):
             ready = sum(d.status == "ready" for d in group)
             empty = sum(d.status != "ready" and "no text" in (d.error or "") for d in group)
-            print(
-                f"| {source} | {len(group)} | {ready} ({ready / len(group):.0%}) | {empty} | {len(group) - ready - empty} |"
-            )
+            other = len(group) - ready - empty
+            print(f"| {source} | {len(group)} | {ready} ({ready / len(group):.0%}) | {empty} | {other} |")
         if args.verbose:
             for d in sorted(docs.values(), key=lambda d: d.filename):
                 if d.status != "ready":

@@ -46,6 +46,7 @@ def test_a_cjk_word_is_found_inside_running_text(engine_desk, tmp_path, query, e
     results = engine_desk.search(["CJK"], query, mode="keyword", threshold=-1).results
     assert results, f"{query!r} found nothing"
     assert results[0].source == expected
+    assert results[0].similarity == 1.0  # keyword coverage: every pair of the word is in the chunk
 
 
 def test_sqlite_and_postgres_rank_cjk_words_alike(pg_uri, kbdesk_home, tmp_path):

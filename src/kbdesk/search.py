@@ -48,6 +48,7 @@ import numpy as np
 
 from kbdesk.errors import InvalidInputError
 from kbdesk.models import KnowledgeBase, SearchResult
+from kbdesk.store.cjk import keyword_text, query_pieces
 from kbdesk.store.lookup import STOPWORDS
 from kbdesk.store.vectors import normalise
 from kbdesk.textnorm import fold, nfkc
@@ -458,13 +459,14 @@ def _light_stem(word: str) -> str:
 
 
 def _stems(text: str) -> set[str]:
-    return {_light_stem(w) for w in _WORD.findall(fold(text))}
+    # CJK runs count by their characters and pairs, as the keyword index holds them
+    return {_light_stem(w) for w in _WORD.findall(fold(keyword_text(text) or text))}
 
 
 def coverage(query: str, text: str) -> float:
     """The share of the query's distinct words (stopwords out, unless that leaves
     nothing) found in ``text``, both folded and lightly stemmed: 0 to 1."""
-    words = list(dict.fromkeys(_light_stem(w) for w in _WORD.findall(fold(query))))
+    words = list(dict.fromkeys(_light_stem(p) for w in _WORD.findall(fold(query)) for p in query_pieces(w)))
     content = [w for w in words if w not in STOPWORDS] or words
     if not content:
         return 0.0

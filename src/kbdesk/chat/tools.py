@@ -24,7 +24,22 @@ log = logging.getLogger("kbdesk.chat")
 
 MAX_PASSAGE_CHARS = 2_000
 MAX_RESULT_CHARS = 12_000
-_META_KEYS = ("page", "headings", "title", "section", "heading", "stale", "indexed_at")
+_META_KEYS = (
+    "page",
+    "slide",
+    "sheet",
+    "chapter",
+    "headings",
+    "title",
+    "author",
+    "subject",
+    "from",
+    "date",
+    "section",
+    "heading",
+    "stale",
+    "indexed_at",
+)
 
 KB_SEARCH_TOOL: dict[str, Any] = {
     "type": "function",

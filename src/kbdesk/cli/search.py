@@ -52,7 +52,9 @@ def search_command(state, kbs, query, limit, threshold, mode, full, explain, as_
         console.print(plain(f"No results in {', '.join(response.searched_kbs)} ({response.mode} search)."))
         return
     for rank, result in enumerate(response.results, start=1):
-        where = ", ".join(f"{k} {v}" for k, v in result.metadata.items() if k in ("page", "headings", "section"))
+        where = ", ".join(
+            f"{k} {v}" for k, v in result.metadata.items() if k in ("page", "slide", "sheet", "headings", "section")
+        )
         head = Text(f"{rank}. ", style="bold")
         head.append(f"{result.similarity:.3f}", style="cyan")
         head.append(plain(f"  {result.kb} / {result.source}"))

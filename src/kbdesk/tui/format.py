@@ -92,11 +92,15 @@ def model_label(kb: KnowledgeBase) -> str:
 
 
 def where_label(metadata: dict[str, Any]) -> str:
-    """Page or heading of a chunk, from its metadata."""
+    """Page, slide, sheet or heading of a chunk, from its metadata."""
     if not metadata:
         return ""
     if metadata.get("page") is not None:
         return inert_line(f"p. {metadata['page']}")
+    if metadata.get("slide") is not None:
+        return inert_line(f"slide {metadata['slide']}")
+    if metadata.get("sheet"):
+        return inert_line(f'sheet "{metadata["sheet"]}"')
     for key in ("heading_path", "headings", "section", "heading"):
         value = metadata.get(key)
         if value:  # headings are document text
