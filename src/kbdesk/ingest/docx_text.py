@@ -23,7 +23,7 @@ from kbdesk.ingest.office_props import ooxml_properties, relationships
 from kbdesk.ingest.ooxml_charts import graphics_text
 from kbdesk.ingest.sections import ExtractionError, Outline, Section
 from kbdesk.ingest.text_decode import decode_markup
-from kbdesk.ingest.xml_tree import Node, parse
+from kbdesk.ingest.xml_tree import Node, parse, stream
 from kbdesk.ingest.zip_parts import ZipParts
 
 _HEADING_NAME = re.compile(r"heading\s*([1-9])$", re.IGNORECASE)
@@ -38,33 +38,42 @@ def _style_levels(parts: ZipParts) -> dict[str, int]:
     data = parts.read("word/styles.xml")
     if not data:
         return {}
+    # streamed: a styles part is mostly latent styles and formatting nobody reads here
     styles: dict[str, tuple[str, int | None, str]] = {}
-    for style in parse(data, "word/styles.xml").iter("style"):
-        name_node, outline, based_on = style.child("name"), style.find("outlineLvl"), style.child("basedOn")
-        level: int | None = None
-        if outline is not None and outline.get("val").isdigit() and int(outline.get("val")) < 9:
-            level = int(outline.get("val")) + 1
-        styles[style.get("styleId")] = (
-            name_node.get("val") if name_node is not None else "",
-            level,
-            based_on.get("val") if based_on is not None else "",
-        )
+    current: list[str] = ["", "", ""]  # id, name, based on
+    level: list[int | None] = [None]
+
+    def start(tag: str, attrs: dict[str, str]) -> None:
+        if tag == "style":
+            current[:] = [attrs.get("styleId", ""), "", ""]
+            level[0] = None
+        elif tag == "name":
+            current[1] = attrs.get("val", "")
+        elif tag == "basedOn":
+            current[2] = attrs.get("val", "")
+        elif tag == "outlineLvl" and attrs.get("val", "").isdigit() and int(attrs["val"]) < 9:
+            level[0] = int(attrs["val"]) + 1
+
+    def end(tag: str) -> None:
+        if tag == "style" and current[0]:
+            styles[current[0]] = (current[1], level[0], current[2])
+
+    stream(data, "word/styles.xml", start, end, lambda _text: None)
     out: dict[str, int] = {}
     for sid in styles:
-        seen, current = set(), sid
-        while current in styles and current not in seen:
-            seen.add(current)
-            name, found_level, based = styles[current]
-            level = found_level
+        seen, here = set(), sid
+        while here in styles and here not in seen:
+            seen.add(here)
+            name, found, based = styles[here]
             match = _HEADING_NAME.match(name.strip())
-            if level is None and match:
-                level = int(match[1])
-            elif level is None and name.strip().lower() == "title":
-                level = 1
-            if level is not None:
-                out[sid] = level
+            if found is None and match:
+                found = int(match[1])
+            elif found is None and name.strip().lower() == "title":
+                found = 1
+            if found is not None:
+                out[sid] = found
                 break
-            current = based
+            here = based
     return out
 
 

@@ -72,10 +72,6 @@ class Node:
         return "".join(parts)
 
 
-def _local(name: str) -> str:
-    return name.rpartition("}")[2]
-
-
 def _parser(what: str) -> Any:
     p = expat.ParserCreate(namespace_separator="}")
     p.buffer_text = True
@@ -93,15 +89,24 @@ def _parser(what: str) -> Any:
     return p
 
 
+class _Names(dict[str, str]):
+    """Qualified name → local name, each computed once per document (names repeat a lot)."""
+
+    def __missing__(self, name: str) -> str:
+        local = self[name] = name.rpartition("}")[2]
+        return local
+
+
 def parse(data: bytes, what: str) -> Node:
     """The element tree of ``data``; raises ExtractionError (``what`` names the part)."""
     root = Node("", {})
     stack = [root]
+    names = _Names()
 
     def start(name: str, attrs: dict[str, str]) -> None:
         if len(stack) > MAX_DEPTH:
             raise ExtractionError(f"{what} nests elements more than {MAX_DEPTH} deep")
-        node = Node(_local(name), {_local(k): v for k, v in attrs.items()} if attrs else {})
+        node = Node(names[name], {names[k]: v for k, v in attrs.items()} if attrs else {})
         stack[-1].children.append(node)
         stack.append(node)
 
@@ -134,16 +139,17 @@ def stream(
 ) -> None:
     """Parse ``data`` without building a tree (large sheets): the callbacks get local names."""
     depth = [0]
+    names = _Names()
 
     def on_start(name: str, attrs: dict[str, str]) -> None:
         depth[0] += 1
         if depth[0] > MAX_DEPTH:
             raise ExtractionError(f"{what} nests elements more than {MAX_DEPTH} deep")
-        start(_local(name), {_local(k): v for k, v in attrs.items()} if attrs else {})
+        start(names[name], {names[k]: v for k, v in attrs.items()} if attrs else {})
 
     def on_end(name: str) -> None:
         depth[0] -= 1
-        end(_local(name))
+        end(names[name])
 
     p = _parser(what)
     p.StartElementHandler = on_start
