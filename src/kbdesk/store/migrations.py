@@ -423,7 +423,9 @@ def _m011_keyword_cjk(conn: Any) -> None:
     # view kb_chunks_keyword, so its triggers and a 'rebuild' stay plain SQL.
     from kbdesk.store.cjk import CJK_CLASS, keyword_text
 
-    conn.execute("ALTER TABLE kb_chunks ADD COLUMN keyword_text TEXT")
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(kb_chunks)").fetchall()}
+    if "keyword_text" not in columns:  # (run again on a file taken back to an older step)
+        conn.execute("ALTER TABLE kb_chunks ADD COLUMN keyword_text TEXT")
     rows = conn.execute(f"SELECT seq, content FROM kb_chunks WHERE content GLOB '*[{CJK_CLASS}]*'").fetchall()
     for seq, content in rows:
         conn.execute("UPDATE kb_chunks SET keyword_text = ? WHERE seq = ?", (keyword_text(content), seq))
@@ -431,6 +433,7 @@ def _m011_keyword_cjk(conn: Any) -> None:
     DROP TRIGGER IF EXISTS kb_chunks_fts_ad;
     DROP TRIGGER IF EXISTS kb_chunks_fts_au;
     DROP TABLE IF EXISTS kb_chunks_fts;
+    DROP VIEW IF EXISTS kb_chunks_keyword;
     CREATE VIEW kb_chunks_keyword AS SELECT seq, coalesce(keyword_text, content) AS content FROM kb_chunks;
     CREATE VIRTUAL TABLE kb_chunks_fts USING fts5(
         content,
