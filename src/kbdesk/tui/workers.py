@@ -17,7 +17,7 @@ from textual.dom import DOMNode
 from textual.worker import Worker, WorkerState
 
 if TYPE_CHECKING:
-    from kbdesk.tui.app import KbdeskApp
+    from kbdesk.tui.desk_app import DeskApp
 
     _Node = DOMNode
 else:  # a mixin: at run time the screen or widget it is mixed into is the DOM node
@@ -51,9 +51,9 @@ def wait_for_threads(timeout: float) -> bool:
         return _busy.wait_for(lambda: _running == 0, timeout)
 
 
-def kbdesk_app(node: DOMNode) -> KbdeskApp:
+def kbdesk_app(node: DOMNode) -> DeskApp:
     """The running app, as kbdesk's own (screens and widgets only ever run inside it)."""
-    return cast("KbdeskApp", node.app)
+    return cast("DeskApp", node.app)
 
 
 class Blocking(_Node):
@@ -64,7 +64,7 @@ class Blocking(_Node):
     ]
 
     @property
-    def kb_app(self) -> KbdeskApp:
+    def kb_app(self) -> DeskApp:
         """The running app, as kbdesk's own."""
         return kbdesk_app(self)
 
