@@ -78,7 +78,10 @@ def pptx(phrase: str, title: str = "Launch plan") -> bytes:
             "</p:txBody></p:sp></p:spTree></p:cSld></p:sld>"
         )
 
-    pres = f'<?xml version="1.0"?><p:presentation {P} {R}><p:sldIdLst><p:sldId id="256" r:id="rId2"/><p:sldId id="257" r:id="rId1"/></p:sldIdLst></p:presentation>'
+    pres = (
+        f'<?xml version="1.0"?><p:presentation {P} {R}><p:sldIdLst><p:sldId id="256" r:id="rId2"/>'
+        '<p:sldId id="257" r:id="rId1"/></p:sldIdLst></p:presentation>'
+    )
     return zipped(
         {
             "[Content_Types].xml": '<?xml version="1.0"?><Types/>',
@@ -103,11 +106,17 @@ def xlsx(phrase: str) -> bytes:
         '<row r="3"><c r="A3" t="inlineStr"><is><t>Total</t></is></c><c r="B3" s="1"><v>45292</v></c></row>'
         "</sheetData></worksheet>"
     )
-    strings = f'<?xml version="1.0"?><sst {ns}><si><t>Item</t></si><si><t>Amount</t></si><si><t>{escape(phrase)}</t></si></sst>'
+    strings = (
+        f'<?xml version="1.0"?><sst {ns}><si><t>Item</t></si><si><t>Amount</t></si>'
+        f"<si><t>{escape(phrase)}</t></si></sst>"
+    )
     styles = (
         f'<?xml version="1.0"?><styleSheet {ns}><cellXfs><xf numFmtId="0"/><xf numFmtId="14"/></cellXfs></styleSheet>'
     )
-    book = f'<?xml version="1.0"?><workbook {ns} {R}><sheets><sheet name="Q3" sheetId="1" r:id="rId1"/></sheets></workbook>'
+    book = (
+        f'<?xml version="1.0"?><workbook {ns} {R}><sheets><sheet name="Q3" sheetId="1" r:id="rId1"/></sheets>'
+        "</workbook>"
+    )
     return zipped(
         {
             "[Content_Types].xml": '<?xml version="1.0"?><Types/>',
@@ -134,8 +143,14 @@ ODF_NS = (
 
 
 def _odf(kind: str, body: str, mimetype: str) -> bytes:
-    meta = f'<?xml version="1.0"?><office:document-meta {ODF_NS}><office:meta><dc:title>Field notes</dc:title><meta:initial-creator>Grace Hopper</meta:initial-creator></office:meta></office:document-meta>'
-    content = f'<?xml version="1.0"?><office:document-content {ODF_NS}><office:body><office:{kind}>{body}</office:{kind}></office:body></office:document-content>'
+    meta = (
+        f'<?xml version="1.0"?><office:document-meta {ODF_NS}><office:meta><dc:title>Field notes</dc:title>'
+        "<meta:initial-creator>Grace Hopper</meta:initial-creator></office:meta></office:document-meta>"
+    )
+    content = (
+        f'<?xml version="1.0"?><office:document-content {ODF_NS}><office:body><office:{kind}>{body}'
+        f"</office:{kind}></office:body></office:document-content>"
+    )
     return zipped({"mimetype": mimetype, "content.xml": content, "meta.xml": meta}, stored_first="mimetype")
 
 

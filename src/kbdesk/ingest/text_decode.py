@@ -160,7 +160,7 @@ def is_binary(data: bytes) -> bool:
     found = _bom_encoding(data)
     wide = None if found else _utf16_without_bom(data)
     if found or wide:
-        encoding, skip = found or (wide, 0)
+        encoding, skip = found or (wide or "utf-16-le", 0)
         text = data[skip : skip + 32768].decode(encoding, "replace")[:8192]
         size, kept = len(text), len(text.translate(_CONTROL_CHARS))
         nuls = text.count("\x00")
