@@ -278,11 +278,29 @@ def _timed(fn, files: list[tuple[str, bytes]]) -> tuple[float, int, int, dict[st
     return best, ok, failed, texts
 
 
-def _sample_phrase(text: str, rng: random.Random) -> str | None:
-    words = re.findall(r"[^\W\d_]{4,}", text)
+def _phrase_words(text: str) -> list[str]:
+    """Whole words of letters (as the keyword index cuts them: "abc53" is one token, not "abc")."""
+    return [w for w in re.findall(r"\w+", text) if len(w) >= 4 and w.isalpha()]
+
+
+DISTINCT = 5  # a phrase names its file when its rarest word is in at most this many files
+
+
+def _sample_phrase(text: str, rng: random.Random, df: dict[str, int] | None = None) -> str | None:
+    """Three consecutive words of ``text``: the run holding the rarest word of the folder
+    (``df``: in how many files each word is), so that the phrase names this file and not
+    the "Sheet1" or "lorem ipsum" every test file shares; ties broken at random."""
+    words = _phrase_words(text)
     if len(words) < 3:
         return None
-    i = rng.randrange(0, len(words) - 2)
+    if df is None:
+        i = rng.randrange(0, len(words) - 2)
+    else:
+        rarity = [min(df.get(w.lower(), 0) for w in words[i : i + 3]) for i in range(len(words) - 2)]
+        best = min(rarity)
+        if best > DISTINCT:
+            return None  # nothing in it that another test file does not say too (Sheet1, lorem ipsum)
+        i = rng.choice([i for i, r in enumerate(rarity) if r == best])
     return " ".join(words[i : i + 3])
 
 
@@ -308,8 +326,12 @@ def run(args: argparse.Namespace) -> None:
             by_suffix[Path(d.filename).suffix.lower()].append(d)
         skipped = collections.Counter(Path(p).suffix.lower() for p, _ in report.skipped)
         rng = random.Random(23)
+        texts = {d.id: desk.store.document_text(d.id) or "" for d in docs.values() if d.status == "ready"}
+        df: collections.Counter[str] = collections.Counter()
+        for text in texts.values():
+            df.update({w.lower() for w in _phrase_words(text)})
         print(f"\nadd: {took:.1f} s for {len(files)} files\n")
-        print("| format | files | ready | failed | phrases found | failure reasons |")
+        print("| format | files | ready | failed | phrases found (of files with a distinctive one) | failure reasons |")
         print("|---|---:|---:|---:|---:|---|")
         totals = collections.Counter()
         for suffix in SUFFIXES:
@@ -320,8 +342,7 @@ def run(args: argparse.Namespace) -> None:
             failed = [d for d in group if d.status != "ready"]
             found = tried = 0
             for d in ready:
-                text = desk.store.document_text(d.id) or ""
-                phrase = _sample_phrase(text, rng)
+                phrase = _sample_phrase(texts[d.id], rng, df)
                 if phrase is None:
                     continue
                 tried += 1
@@ -344,7 +365,7 @@ def run(args: argparse.Namespace) -> None:
             sources[d.filename.split("/", 1)[0]].append(d)
         for source, group in sorted(sources.items()):
             ready = sum(d.status == "ready" for d in group)
-            empty = sum(d.status != "ready" and "no text" in (d.error or "") for d in group)
+            empty = sum(d.status != "ready" and "no " in (d.error or "") and "text" in (d.error or "") for d in group)
             other = len(group) - ready - empty
             print(f"| {source} | {len(group)} | {ready} ({ready / len(group):.0%}) | {empty} | {other} |")
         if args.verbose:

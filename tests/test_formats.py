@@ -7,6 +7,7 @@ sentence) and finds each one by keyword search, on SQLite and Postgres.
 
 from __future__ import annotations
 
+import base64
 import os
 import zipfile
 
@@ -256,3 +257,19 @@ def test_charts_and_drawings_are_read_as_text():
     }
     text = extract_bytes(fb.zipped(parts), "chart.pptx").text
     assert "Chart: Sales by month" in text and "Revenue: January 5; February 8" in text
+
+
+def test_mislabelled_charsets_and_encoded_forwards_are_read():
+    from kbdesk.ingest.text_decode import decode_text
+
+    assert decode_text("café".encode(), "iso-8859-1") == "café"  # UTF-8 sent as Latin-1: the bytes win
+    assert decode_text("café".encode("cp1252"), "iso-8859-1") == "café"
+    assert decode_text("東京①".encode("cp932"), "x-sjis") == "東京①"  # a web label Python does not know
+    inner = fb.eml("forwardedword")
+    outer = (
+        b'Subject: fwd\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="b"\n\n--b\n'
+        b"Content-Type: text/plain\n\nsee below\n--b\nContent-Type: message/rfc822\n"
+        b"Content-Transfer-Encoding: base64\n\n" + base64.encodebytes(inner) + b"--b--\n"
+    )
+    sections = _sections(outer, "fwd.eml")
+    assert any("forwardedword" in s.text and s.metadata["headings"] == ["fwd", "Budget meeting"] for s in sections)

@@ -17,10 +17,12 @@ Charsets are those the parts declare (an unknown one is read as UTF-8/cp1252).
 
 from __future__ import annotations
 
+import binascii
 import contextlib
 import email
 import email.policy
 import itertools
+import quopri
 import re
 from collections.abc import Callable
 from email.message import Message
@@ -86,6 +88,10 @@ class _Reader:
         if part.is_multipart():
             children = [c for c in part.get_payload() if isinstance(c, Message)]
             if ctype == "message/rfc822":
+                inner = _encoded_message(part, children)
+                if inner is not None:  # a forwarded message sent base64-encoded (against the rules, but seen)
+                    attached.extend(self.message(inner, path, depth + 1))
+                    return
                 for child in children:
                     attached.extend(self.message(child, path, depth + 1))
                 return
@@ -122,6 +128,20 @@ class _Reader:
             meta["headings"] = [*path, filename, *meta.get("headings", [])]
             meta["attachment"] = filename
             attached.append(Section(section.text, meta))
+
+
+def _encoded_message(part: Message, children: list[Message]) -> Message | None:
+    """The message inside a ``message/rfc822`` part whose transfer encoding is base64 or
+    quoted-printable (the parser reads such a part as a message made of encoded lines)."""
+    encoding = str(part.get("content-transfer-encoding", "")).strip().lower()
+    if encoding not in ("base64", "quoted-printable") or len(children) != 1:
+        return None
+    body = children[0].as_bytes().strip()
+    try:
+        raw = binascii.a2b_base64(body) if encoding == "base64" else quopri.decodestring(body)
+    except (binascii.Error, ValueError):
+        return None
+    return _parse(raw) if raw.strip() else None
 
 
 def _filename(part: Message) -> str:

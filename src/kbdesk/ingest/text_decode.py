@@ -40,18 +40,38 @@ def _cp1252_byte(exc: UnicodeError) -> tuple[str, int]:
 codecs.register_error("kbdesk-cp1252", _cp1252_byte)
 
 # WHATWG: pages that say Latin-1 or ASCII are decoded as windows-1252, a superset
-_SINGLE_BYTE_WESTERN = frozenset({"latin_1", "iso8859_1", "ascii", "cp1252", "iso8859_15"})
+_SINGLE_BYTE_WESTERN = frozenset({"iso8859-1", "ascii", "cp1252", "iso8859-15"})  # codecs.lookup() names
+
+
+# WHATWG's readings of East Asian labels: the supersets the pages are really written in
+_LABELS = {
+    "shift_jis": "cp932",
+    "shift-jis": "cp932",
+    "sjis": "cp932",
+    "x-sjis": "cp932",
+    "windows-31j": "cp932",
+    "ms_kanji": "cp932",
+    "x-euc-jp": "euc_jp",
+    "euc-kr": "cp949",
+    "ks_c_5601-1987": "cp949",
+    "gb2312": "gbk",
+    "x-gbk": "gbk",
+    "x-mac-roman": "mac_roman",
+}
 
 
 def _codec(name: str) -> str | None:
     """The Python codec for a declared charset name, or None when unknown or not text-safe."""
+    name = name.strip().strip("\"'").lower()
     try:
-        info = codecs.lookup(name.strip().strip("\"'").lower())
+        info = codecs.lookup(_LABELS.get(name, name))
     except (LookupError, ValueError):
         return None
     if not getattr(info, "_is_text_encoding", True) or info.name.startswith(("utf-16", "utf-32", "utf_16", "utf_32")):
         return None  # a page that says UTF-16 without a BOM is not UTF-16 (the bytes above were ASCII)
-    return "cp1252" if info.name in _SINGLE_BYTE_WESTERN else info.name
+    if info.name in _SINGLE_BYTE_WESTERN:
+        return "cp1252"
+    return "utf-8" if info.name == "utf-8" else info.name
 
 
 def _utf16_without_bom(data: bytes) -> str | None:
@@ -92,22 +112,22 @@ def decode_text(data: bytes, declared: str | None = None) -> str:
 
 def _decode_8bit(data: bytes, declared: str | None) -> str:
     try:
-        utf8 = data.decode("utf-8")
+        return data.decode(declared or "utf-8") if declared not in _SINGLE_BYTE_DECLARED else data.decode("utf-8")
     except UnicodeDecodeError:
-        utf8 = None
-    if declared is not None and declared not in ("utf_8", "utf-8"):
-        if utf8 is not None and declared == "cp1252" and not data.isascii():
-            return utf8  # valid UTF-8 that says Latin-1: the declaration is wrong (a common mistake)
-        return data.decode(declared, errors="replace")
-    if utf8 is not None:
-        return utf8
+        pass
+    if declared is not None and declared not in _SINGLE_BYTE_DECLARED:
+        return data.decode(declared, errors="replace")  # Shift_JIS, windows-1251…: as declared
+    # UTF-8, or a declared Latin-1/cp1252 (often wrong: UTF-8 text sent as "iso-8859-1")
     mixed = data.decode("utf-8", errors="kbdesk-cp1252")
     strict = data.decode("utf-8", errors="ignore")
     multibyte = sum(1 for ch in strict if ord(ch) > 0x7F)  # characters UTF-8 encoded properly
     invalid = len(mixed) - len(strict)  # bytes read as cp1252 instead
-    if declared is not None or multibyte >= invalid:
+    if multibyte and multibyte >= invalid:
         return mixed
     return data.decode("cp1252", errors="replace")
+
+
+_SINGLE_BYTE_DECLARED = frozenset({None, "cp1252", "utf-8"})  # where the bytes decide
 
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_:.+-]+)""", re.IGNORECASE)
