@@ -264,7 +264,7 @@ def _timed(fn, files: list[tuple[str, bytes]]) -> tuple[float, int, int, dict[st
     texts: dict[str, str] = {}
     ok = failed = 0
     for _ in range(3):
-        if best < float("inf") and best > 20:
+        if 20 < best < float("inf"):
             break
         ok = failed = 0
         start = time.perf_counter()
