@@ -273,3 +273,17 @@ def test_mislabelled_charsets_and_encoded_forwards_are_read():
     )
     sections = _sections(outer, "fwd.eml")
     assert any("forwardedword" in s.text and s.metadata["headings"] == ["fwd", "Budget meeting"] for s in sections)
+
+
+def test_a_document_out_of_time_is_a_resource_failure():
+    from kbdesk.ingest.limits import Budget
+    from kbdesk.ingest.sections import ResourceLimit
+
+    body = "".join(f"<w:p><w:r><w:t>paragraph {i}</w:t></w:r></w:p>" for i in range(20_000))
+    big = fb.zipped(
+        {"word/document.xml": f'<?xml version="1.0"?><w:document {fb.W}><w:body>{body}</w:body></w:document>'}
+    )
+    assert len(extract_bytes(big, "big.docx").text) > 100_000  # read in time with the default budget
+    for name, data in (("big.docx", big), ("big.rtf", ("{\\rtf1 " + "word \\par " * 50_000 + "}").encode())):
+        with pytest.raises(ResourceLimit, match="tries again"):  # the clock is looked at inside the parse
+            extract_bytes(data, name, budget=Budget(seconds=0))

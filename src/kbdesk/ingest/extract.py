@@ -50,7 +50,7 @@ from kbdesk.ingest.docx_text import extract_docx
 from kbdesk.ingest.email_text import extract_eml, extract_mbox
 from kbdesk.ingest.epub_text import extract_epub
 from kbdesk.ingest.html_text import extract_html
-from kbdesk.ingest.limits import Budget
+from kbdesk.ingest.limits import Budget, clock
 from kbdesk.ingest.markdown_text import extract_markdown
 from kbdesk.ingest.notebook_text import extract_notebook
 from kbdesk.ingest.opendoc_text import extract_opendocument
@@ -262,7 +262,9 @@ def extract_bytes(
     if ctype == "application/pdf":
         sections, warnings = extract_pdf(data, pdf_timeout, pdf_memory_mb, cancelled)
     else:
-        sections = _sections(data, ctype, budget or Budget(), warnings)
+        budget = budget or Budget()
+        with clock(budget):
+            sections = _sections(data, ctype, budget, warnings)
     for section in sections:
         section.text = nfkc(_no_surrogates(section.text))
         meta = section.metadata

@@ -9,12 +9,36 @@ messages. Each reader calls :meth:`Budget.spend` as it produces text.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from kbdesk.ingest.sections import ExtractionError, ResourceLimit
 
 MAX_SECONDS = 60.0  # a 10 MB workbook of numbers is read in ~15 s on a loaded 2-core machine
 MAX_TEXT_CHARS = 20_000_000  # as the PDF reader: more text than this from 10 MB is hostile or broken
 MAX_NESTING = 3  # an attachment inside an attachment inside a message: deeper is not read
+
+
+_DEADLINE: ContextVar[tuple[float, float] | None] = ContextVar("kbdesk_extraction_deadline", default=None)
+
+
+@contextmanager
+def clock(budget: Budget) -> Iterator[None]:
+    """While extracting one document: parsers deep inside (:mod:`.xml_tree`, RTF) can
+    call :func:`check_time` without being handed the budget."""
+    token = _DEADLINE.set((budget.deadline, budget.seconds))
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def check_time() -> None:
+    """Raise :class:`ResourceLimit` when the document being extracted is out of time."""
+    current = _DEADLINE.get()
+    if current is not None and time.monotonic() > current[0]:
+        raise ResourceLimit(f"reading the document took longer than {current[1]:g} s; the next add tries again")
 
 
 class Budget:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from kbdesk.ingest.limits import Budget
+from kbdesk.ingest.limits import Budget, check_time
 from kbdesk.ingest.sections import ExtractionError, Outline, Section
 
 MAX_GROUPS = 1000  # Word writes ~20 levels; nothing real comes near this
@@ -157,7 +157,11 @@ def extract_rtf(data: bytes, budget: Budget) -> list[Section]:
             outline.line(text)
 
     pos, size = 0, len(data)
+    tokens = 0
     while pos < size:
+        tokens += 1
+        if not tokens & 8191:
+            check_time()
         match = _TOKEN.match(data, pos)
         if match is None:  # a lone backslash at the end, a control word too long: one byte on
             pos += 1

@@ -7,7 +7,9 @@ What the standard library's parsers allow and a document from a stranger must no
   allowed (EPUB's XHTML has one);
 - **no external anything**: external entities and DTDs are never fetched or read;
 - **bounded nesting**: elements deeper than :data:`MAX_DEPTH` fail the document (the
-  tree is walked without recursion either way).
+  tree is walked without recursion either way);
+- **bounded time**: every 4,096 elements the document's clock is looked at
+  (:func:`~kbdesk.ingest.limits.check_time`).
 
 Names are kept by their *local* part (``w:p`` and ``{…}p`` are both ``"p"``), attributes
 too: the formats read here never use one local name for two things that matter.
@@ -19,6 +21,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from xml.parsers import expat
 
+from kbdesk.ingest.limits import check_time
 from kbdesk.ingest.sections import ExtractionError
 
 MAX_DEPTH = 512  # Word nests tables in tables; nothing real comes near this
@@ -103,9 +106,14 @@ def parse(data: bytes, what: str) -> Node:
     stack = [root]
     names = _Names()
 
+    count = [0]
+
     def start(name: str, attrs: dict[str, str]) -> None:
         if len(stack) > MAX_DEPTH:
             raise ExtractionError(f"{what} nests elements more than {MAX_DEPTH} deep")
+        count[0] += 1
+        if not count[0] & 4095:
+            check_time()
         node = Node(names[name], {names[k]: v for k, v in attrs.items()} if attrs else {})
         stack[-1].children.append(node)
         stack.append(node)
@@ -141,10 +149,15 @@ def stream(
     depth = [0]
     names = _Names()
 
+    count = [0]
+
     def on_start(name: str, attrs: dict[str, str]) -> None:
         depth[0] += 1
         if depth[0] > MAX_DEPTH:
             raise ExtractionError(f"{what} nests elements more than {MAX_DEPTH} deep")
+        count[0] += 1
+        if not count[0] & 4095:
+            check_time()
         start(names[name], {names[k]: v for k, v in attrs.items()} if attrs else {})
 
     def on_end(name: str) -> None:
