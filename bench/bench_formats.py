@@ -15,9 +15,10 @@ microsoft/markitdown, joshy/striprtf, tafia/calamine, jupyter/nbformat; read wit
 
 ``run`` adds the folder to a keyword-only KB (the real pipeline: scan, helper process,
 extraction, chunks, keyword index) and reports per format: files, ready, failed (each
-reason), skipped; then for every ready file a phrase sampled from its extracted text
-(a run of words from its middle) is searched by keyword and counted found when the file
-is among the top results. Extraction speed per format is timed on the same files in
+reason), skipped; then for every ready file three consecutive words of its extracted
+text — the run holding its rarest word, when that word is in at most 5 of the files (so
+the phrase names this file, not the "Sheet1" or "lorem ipsum" test files share) — are
+searched by keyword and counted found when the file is among the first 10 results. Extraction speed per format is timed on the same files in
 this process (MB/s and files/s, best of 3). ``--compare`` does the same timing with each
 alternative library that is installed and measures fidelity: the share of each
 alternative's sentences that kbdesk's text holds, and the reverse.
@@ -111,15 +112,13 @@ def collect(args: argparse.Namespace) -> None:
                             counts[sdist.name.split("-")[0]] += 1
     for git in args.git or []:
         source = Path(git).resolve().parent.name if Path(git).name == "repo" else Path(git).name
-        names = subprocess.run(
-            ["git", "--git-dir", git, "ls-tree", "-r", "--name-only", "HEAD"],
-            capture_output=True,
-            check=True,
-            text=True,
+        entries = subprocess.run(
+            ["git", "--git-dir", git, "ls-tree", "-r", "HEAD"], capture_output=True, check=True, text=True
         ).stdout.splitlines()
-        for name in names:
-            if not _keep(name):
-                continue
+        for entry in entries:
+            mode, name = entry.split(" ", 1)[0], entry.split("\t", 1)[1]
+            if mode == "120000" or not _keep(name):
+                continue  # a symlink in the repository is a path, not a document
             data = subprocess.run(["git", "--git-dir", git, "show", f"HEAD:{name}"], capture_output=True).stdout
             if data.startswith(b"version https://git-lfs"):
                 continue  # a Git LFS pointer, not the file
