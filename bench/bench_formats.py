@@ -18,10 +18,11 @@ extraction, chunks, keyword index) and reports per format: files, ready, failed 
 reason), skipped; then for every ready file three consecutive words of its extracted
 text — the run holding its rarest word, when that word is in at most 5 of the files (so
 the phrase names this file, not the "Sheet1" or "lorem ipsum" test files share) — are
-searched by keyword and counted found when the file is among the first 10 results. Extraction speed per format is timed on the same files in
-this process (MB/s and files/s, best of 3). ``--compare`` does the same timing with each
-alternative library that is installed and measures fidelity: the share of each
-alternative's sentences that kbdesk's text holds, and the reverse.
+searched by keyword and counted found when the file is among the first 10 results.
+Extraction speed per format is timed on the same files in this process (MB/s and
+files/s, best of 3). ``--compare`` does the same timing with each alternative library
+that is installed and measures fidelity: the share of each alternative's sentences (runs
+of 4+ words) that kbdesk's text holds, the reverse, and the share of its words.
 """
 
 from __future__ import annotations
