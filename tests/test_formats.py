@@ -288,3 +288,21 @@ def test_a_document_out_of_time_is_a_resource_failure():
     for name, data in (("big.docx", big), ("big.rtf", ("{\\rtf1 " + "word \\par " * 50_000 + "}").encode())):
         with pytest.raises(ResourceLimit, match="tries again"):  # the clock is looked at inside the parse
             extract_bytes(data, name, budget=Budget(seconds=0))
+
+
+def test_headers_and_footers_and_headers_over_empty_columns_are_kept():
+    styles = (
+        f'<?xml version="1.0"?><office:document-styles {fb.ODF_NS} '
+        'xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0"><office:master-styles><style:master-page>'
+        "<style:footer><text:p>Confidential draft footer <text:page-number>3</text:page-number></text:p></style:footer>"
+        "<style:header><text:p>Page <text:page-number>1</text:page-number></text:p></style:header>"
+        "</style:master-page></office:master-styles></office:document-styles>"
+    )
+    data = fb.zipped(
+        {"content.xml": fb.zipfile.ZipFile(fb.io.BytesIO(fb.odt("alpha"))).read("content.xml"), "styles.xml": styles}
+    )
+    text = extract_bytes(data, "f.odt").text
+    assert "Confidential draft footer" in text and "Page" not in text  # a default "Page 1" is not the author's
+    from kbdesk.ingest.sheet_text import rows_as_lines
+
+    assert rows_as_lines([["Item", "Notes"], ["pen", ""]]) == ["Notes", "Item: pen"]

@@ -18,6 +18,8 @@ properties from ``meta.xml``.
 
 from __future__ import annotations
 
+import re
+
 from kbdesk.ingest.limits import Budget
 from kbdesk.ingest.office_props import properties_from
 from kbdesk.ingest.sections import ExtractionError, Outline, Section
@@ -172,6 +174,34 @@ def _sheets(body: Node, props: dict[str, str], budget: Budget) -> list[Section]:
     return sections
 
 
+_FIELDS = frozenset({"page-number", "page-count", "sheet-name", "date", "time", "file-name", "chapter", "title"})
+_FURNITURE = frozenset({"header", "footer", "header-left", "footer-left", "header-first", "footer-first"})
+
+
+def _headers_and_footers(parts: ZipParts) -> list[str]:
+    """The text of the master pages' headers and footers (``styles.xml``), each once; fields
+    (page numbers, sheet names, dates) left out, and what is then under two words too
+    ("Page ???" is a default, not something the author wrote)."""
+    data = parts.read("styles.xml")
+    if not data:
+        return []
+    try:
+        root = parse(data, "styles.xml")
+    except ExtractionError:
+        return []
+    out: list[str] = []
+    for node in root.iter():
+        if node.tag not in _FURNITURE and not (node.tag == "frame" and node.get("class") in ("header", "footer")):
+            continue  # (a presentation's master page holds its footer in a frame)
+        for p in node.iter("p"):
+            for field in [c for c in p.iter() if c.tag in _FIELDS]:
+                field.text, field.children = "", []
+            text = " ".join(text_of(p).split())
+            if len(re.findall(r"[^\W\d_]+", text)) >= 2 and text not in out:
+                out.append(text)
+    return out
+
+
 KINDS = {
     "text": "OpenDocument text",
     "presentation": "OpenDocument presentation",
@@ -201,6 +231,13 @@ def extract_opendocument(data: bytes, budget: Budget) -> list[Section]:
         reader = _TextReader(budget)
         reader.read(kind)
         sections = reader.outline.sections(props)
+    furniture = _headers_and_footers(parts)
+    for decl in (n for n in root.iter() if n.tag in ("header-decl", "footer-decl")):  # a presentation's
+        text = " ".join(decl.text_content().split())
+        if text and text not in furniture:
+            furniture.append(text)
+    if furniture:  # what the author wrote on every page (a presentation's footer may be all it says)
+        sections.append(Section("Headers and footers\n\n" + "\n".join(furniture), {"headings": [], **props}))
     if not sections:
         raise ExtractionError(f"{KINDS[kind.tag]} has no text")
     return sections

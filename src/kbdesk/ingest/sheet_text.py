@@ -30,9 +30,11 @@ _QUOTED = re.compile(r'"[^"]*"|\[[^\]]*\]|\\.')
 
 
 def rows_as_lines(rows: Iterable[list[str]]) -> list[str]:
-    """Rows → ``header: value; …`` lines, the first row with text being the header."""
+    """Rows → ``header: value; …`` lines, the first row with text being the header (a header
+    whose column holds no value is kept on a line of its own: its text is not lost)."""
     names: list[str] | None = None
     lines: list[str] = []
+    used: set[int] = set()
     for row in rows:
         cells = [" ".join(c.split()) for c in row]
         if not any(cells):
@@ -43,10 +45,13 @@ def rows_as_lines(rows: Iterable[list[str]]) -> list[str]:
         if len(cells) > len(names):
             names += [f"column {i + 1}" for i in range(len(names), len(cells))]
         line = "; ".join(f"{names[i]}: {c}" for i, c in enumerate(cells) if c)
+        used.update(i for i, c in enumerate(cells) if c)
         if line:
             lines.append(line)
-    if names is not None and not lines:  # a sheet of one row: the row itself
-        lines.append("; ".join(n for n in names if not n.startswith("column ")))
+    if names is not None:
+        unused = [n for i, n in enumerate(names) if i not in used and not n.startswith("column ")]
+        if unused:  # a sheet of one row, or headers over empty columns
+            lines.insert(0, "; ".join(unused))
     return lines
 
 
