@@ -306,3 +306,15 @@ def test_headers_and_footers_and_headers_over_empty_columns_are_kept():
     from kbdesk.ingest.sheet_text import rows_as_lines
 
     assert rows_as_lines([["Item", "Notes"], ["pen", ""]]) == ["Notes", "Item: pen"]
+
+
+def test_a_package_cut_short_keeps_what_it_holds():
+    import struct
+
+    for make, name in ((fb.docx, "cut.docx"), (fb.odt, "cut.odt"), (fb.xlsx, "cut.xlsx")):
+        data = make("salvagedword")
+        directory = struct.unpack_from("<I", data, data.rfind(b"PK\x05\x06") + 16)[0]
+        text = extract_bytes(data[:directory], name).text  # the download stopped before the zip's directory
+        assert "salvagedword" in text, name
+    with pytest.raises(ExtractionError, match="damaged"):
+        extract_bytes(b"PK\x03\x04" + b"\x00" * 40, "junk.docx")

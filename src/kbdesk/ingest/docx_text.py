@@ -58,7 +58,11 @@ def _style_levels(parts: ZipParts) -> dict[str, int]:
         if tag == "style" and current[0]:
             styles[current[0]] = (current[1], level[0], current[2])
 
-    stream(data, "word/styles.xml", start, end, lambda _text: None)
+    try:
+        stream(data, "word/styles.xml", start, end, lambda _text: None)
+    except ExtractionError:
+        if not styles:
+            return {}  # broken styles cost the heading levels they name, not the document
     out: dict[str, int] = {}
     for sid in styles:
         seen, here = set(), sid

@@ -13,6 +13,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping
 
+from kbdesk.ingest.sections import ExtractionError
 from kbdesk.ingest.xml_tree import Node, parse
 from kbdesk.ingest.zip_parts import ZipParts
 
@@ -66,7 +67,11 @@ def relationships(parts: ZipParts, part: str) -> dict[str, tuple[str, str]]:
     if not data:
         return {}
     out: dict[str, tuple[str, str]] = {}
-    for rel in parse(data, f"the relationships of {part}").iter("Relationship"):
+    try:
+        tree = parse(data, f"the relationships of {part}")
+    except ExtractionError:
+        return {}  # a package cut short: the parts are found by their usual names
+    for rel in tree.iter("Relationship"):
         if rel.get("TargetMode") == "External":
             continue
         target = rel.get("Target")

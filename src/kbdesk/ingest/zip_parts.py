@@ -9,7 +9,9 @@ directory can lie about sizes. So before a part is parsed:
 - a part whose compression ratio is over :data:`MAX_RATIO` (real documents stay under
   ~30; a bomb is in the thousands) is refused before it is inflated;
 - encrypted entries (an Office file saved with a password is not a zip at all: it is
-  an OLE container, told apart by its signature) are refused with that reason.
+  an OLE container, told apart by its signature) are refused with that reason;
+- a zip whose directory is missing (a download cut short) is read from its parts' own
+  headers, in order, as far as they go (:func:`_salvage`), within the same budgets.
 
 Every problem is an :class:`~kbdesk.ingest.sections.ExtractionError` with one line for
 a person.
@@ -18,7 +20,9 @@ a person.
 from __future__ import annotations
 
 import io
+import struct
 import zipfile
+import zlib
 
 from kbdesk.ingest.sections import ExtractionError
 
@@ -39,24 +43,29 @@ class ZipParts:
             raise ExtractionError(
                 f"{kind} is password-protected or in the older binary format (not a zip package); kbdesk cannot read it"
             )
+        self.salvaged: dict[str, bytes] | None = None  # parts read from a zip without its directory
+        self.read_total = 0
         try:
             self.zip = zipfile.ZipFile(io.BytesIO(data))
             infos = self.zip.infolist()
         except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as exc:
-            raise ExtractionError(f"{kind} is damaged (not a readable zip package: {exc})") from None
+            self.salvaged = _salvage(data, kind)  # a download cut short: its directory is missing
+            if not self.salvaged:
+                raise ExtractionError(f"{kind} is damaged (not a readable zip package: {exc})") from None
+            infos = []
         if len(infos) > MAX_ENTRIES:
             raise ExtractionError(f"{kind} has {len(infos):,} parts, over the limit of {MAX_ENTRIES:,}")
         self.infos = {info.filename: info for info in infos}
-        self._lower = {name.lower(): name for name in self.infos}
-        self.read_total = 0
+        names = list(self.infos) or list(self.salvaged or {})
+        self._lower = {name.lower(): name for name in names}
 
     def names(self) -> list[str]:
-        return list(self.infos)
+        return list(self.infos) if self.salvaged is None else list(self.salvaged)
 
     def find(self, name: str) -> str | None:
         """The part named ``name`` (a leading "/" and letter case ignored), or None."""
         name = name.lstrip("/")
-        if name in self.infos:
+        if name in self.infos or (self.salvaged is not None and name in self.salvaged):
             return name
         return self._lower.get(name.lower())
 
@@ -67,6 +76,8 @@ class ZipParts:
             if required:
                 raise ExtractionError(f"{self.kind} is damaged (it has no {name})")
             return None
+        if self.salvaged is not None:
+            return self.salvaged[found]
         info = self.infos[found]
         if info.flag_bits & 0x1:
             raise ExtractionError(f"{self.kind} is encrypted; kbdesk cannot read it")
@@ -87,3 +98,42 @@ class ZipParts:
             raise ExtractionError(f"{self.kind} inflates past the safety limit ({found} alone is over the budget)")
         self.read_total += len(data)
         return data
+
+
+_LOCAL = struct.Struct("<4sHHHHHIIIHH")  # a local file header, from its signature to the extra field's length
+
+
+def _salvage(data: bytes, kind: str) -> dict[str, bytes]:
+    """The parts of a zip whose central directory is missing or broken, read from their
+    local headers in order (stored or deflated), within the same budgets; a part cut short
+    keeps what could be inflated. Empty when nothing could be read."""
+    parts: dict[str, bytes] = {}
+    total, pos = 0, data.find(b"PK\x03\x04")
+    while pos >= 0 and pos + _LOCAL.size <= len(data) and len(parts) < MAX_ENTRIES:
+        _sig, _version, flags, method, _t, _d, _crc, csize, _usize, nlen, xlen = _LOCAL.unpack_from(data, pos)
+        start = pos + _LOCAL.size + nlen + xlen
+        name = data[pos + _LOCAL.size : pos + _LOCAL.size + nlen].decode(
+            "utf-8" if flags & 0x800 else "cp437", "replace"
+        )
+        if flags & 0x1 or method not in (0, 8):
+            break  # encrypted, or a compression this reader does not do
+        budget = min(MAX_PART_BYTES, MAX_TOTAL_BYTES - total)
+        if method == 0:
+            body = data[start : start + csize] if csize else b""
+            end = start + len(body)
+        else:
+            inflate = zlib.decompressobj(-15)
+            try:
+                body = inflate.decompress(
+                    data[start : start + csize] if csize and not flags & 0x8 else data[start:], budget
+                )
+            except zlib.error:
+                body = b""
+            if len(body) >= budget:
+                raise ExtractionError(f"{kind} inflates past the safety limit ({name} alone is over the budget)")
+            end = len(data) - len(inflate.unused_data) if not csize or flags & 0x8 else start + csize
+        if name and not name.endswith("/"):
+            parts[name] = body
+            total += len(body)
+        pos = data.find(b"PK\x03\x04", max(end, start))
+    return parts
