@@ -318,3 +318,21 @@ def test_a_package_cut_short_keeps_what_it_holds():
         assert "salvagedword" in text, name
     with pytest.raises(ExtractionError, match="damaged"):
         extract_bytes(b"PK\x03\x04" + b"\x00" * 40, "junk.docx")
+
+
+def test_a_zip_bomb_without_its_directory_is_refused_too():
+    import struct
+
+    bomb = fb.zipped({"word/document.xml": b"<" + b" " * 50_000_000 + b">"})
+    directory = struct.unpack_from("<I", bomb, bomb.rfind(b"PK\x05\x06") + 16)[0]
+    with pytest.raises(ExtractionError, match="zip bomb"):
+        extract_bytes(bomb[:directory], "bomb.docx")
+
+
+def test_a_part_claiming_more_bytes_than_the_file_holds_ends():
+    data = fb.docx("alpha")
+    first = data.find(b"PK\x03\x04")
+    cut = bytearray(data[: first + 200])
+    cut[first + 18 : first + 22] = (10**6).to_bytes(4, "little")  # compressed size: a megabyte, of 200 bytes
+    with pytest.raises(ExtractionError):
+        extract_bytes(bytes(cut), "claims.docx")

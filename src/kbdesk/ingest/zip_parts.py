@@ -122,18 +122,32 @@ def _salvage(data: bytes, kind: str) -> dict[str, bytes]:
             body = data[start : start + csize] if csize else b""
             end = start + len(body)
         else:
-            inflate = zlib.decompressobj(-15)
-            try:
-                body = inflate.decompress(
-                    data[start : start + csize] if csize and not flags & 0x8 else data[start:], budget
-                )
-            except zlib.error:
-                body = b""
-            if len(body) >= budget:
-                raise ExtractionError(f"{kind} inflates past the safety limit ({name} alone is over the budget)")
-            end = len(data) - len(inflate.unused_data) if not csize or flags & 0x8 else start + csize
+            body, end = _inflate(data, start, start + csize if csize and not flags & 0x8 else len(data), budget, kind)
         if name and not name.endswith("/"):
             parts[name] = body
             total += len(body)
         pos = data.find(b"PK\x03\x04", max(end, start))
     return parts
+
+
+def _inflate(data: bytes, start: int, stop: int, budget: int, kind: str) -> tuple[bytes, int]:
+    """A raw deflate stream from ``data[start:stop]`` in 64 KB steps, refused as a bomb as
+    soon as it inflates past :data:`MAX_RATIO` times what it read; (bytes, where it ended)."""
+    inflate = zlib.decompressobj(-15)
+    out: list[bytes] = []
+    size, pos, stop = 0, start, min(stop, len(data))  # a header may claim more than the file still holds
+    try:
+        while pos < stop and not inflate.eof:
+            piece = data[pos : min(pos + 65536, stop)]
+            pos += len(piece)
+            chunk = inflate.decompress(piece, budget - size + 1)
+            out.append(chunk)
+            size += len(chunk)
+            if size > budget:
+                raise ExtractionError(f"{kind} inflates past the safety limit")
+            if size > RATIO_FLOOR and size > MAX_RATIO * (pos - start):
+                raise ExtractionError(f"{kind} looks like a zip bomb (a part inflates over {MAX_RATIO} times its size)")
+    except zlib.error:
+        pass  # cut short: what was inflated is kept
+    end = pos - len(inflate.unused_data) if inflate.eof else pos
+    return b"".join(out), end
