@@ -29,7 +29,7 @@ from email.message import Message
 from typing import Any
 
 from kbdesk.ingest.html_text import extract_html
-from kbdesk.ingest.limits import MAX_NESTING, Budget
+from kbdesk.ingest.limits import MAX_NESTING, Budget, check_time
 from kbdesk.ingest.sections import ExtractionError, Section
 from kbdesk.ingest.text_decode import decode_text
 
@@ -204,6 +204,7 @@ def extract_mbox(data: bytes, budget: Budget, warnings: list[str], inner: Inner 
     messages = split_mbox(data)
     sections: list[Section] = []
     for number, raw in enumerate(messages, start=1):
+        check_time()
         reader = _Reader(inner, budget, warnings)
         for section in _read(raw, reader, []):
             section.metadata = {**section.metadata, "message": number}

@@ -24,6 +24,7 @@ import struct
 import zipfile
 import zlib
 
+from kbdesk.ingest.limits import check_time
 from kbdesk.ingest.sections import ExtractionError
 
 MAX_ENTRIES = 20_000  # the largest real workbook seen held ~3,000 parts
@@ -110,6 +111,7 @@ def _salvage(data: bytes, kind: str) -> dict[str, bytes]:
     parts: dict[str, bytes] = {}
     total, pos = 0, data.find(b"PK\x03\x04")
     while pos >= 0 and pos + _LOCAL.size <= len(data) and len(parts) < MAX_ENTRIES:
+        check_time()
         _sig, _version, flags, method, _t, _d, _crc, csize, _usize, nlen, xlen = _LOCAL.unpack_from(data, pos)
         start = pos + _LOCAL.size + nlen + xlen
         name = data[pos + _LOCAL.size : pos + _LOCAL.size + nlen].decode(
@@ -138,6 +140,7 @@ def _inflate(data: bytes, start: int, stop: int, budget: int, kind: str) -> tupl
     size, pos, stop = 0, start, min(stop, len(data))  # a header may claim more than the file still holds
     try:
         while pos < stop and not inflate.eof:
+            check_time()
             piece = data[pos : min(pos + 65536, stop)]
             pos += len(piece)
             chunk = inflate.decompress(piece, budget - size + 1)
