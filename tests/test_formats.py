@@ -336,3 +336,20 @@ def test_a_part_claiming_more_bytes_than_the_file_holds_ends():
     cut[first + 18 : first + 22] = (10**6).to_bytes(4, "little")  # compressed size: a megabyte, of 200 bytes
     with pytest.raises(ExtractionError):
         extract_bytes(bytes(cut), "claims.docx")
+
+
+def test_a_part_with_a_bad_checksum_and_a_password_protected_opendocument():
+    data = bytearray(fb.xlsx("checkedword"))
+    i = data.find(b"PK\x01\x02")  # the directory's first entry: give it a wrong CRC
+    while i >= 0:
+        data[i + 16] ^= 0xFF
+        i = data.find(b"PK\x01\x02", i + 4)
+    assert "checkedword" in extract_bytes(bytes(data), "crc.xlsx").text  # the bytes are read as they are
+    locked = fb.zipped(
+        {
+            "META-INF/manifest.xml": "<manifest><file-entry><encryption-data/></file-entry></manifest>",
+            "content.xml": "x",
+        }
+    )
+    with pytest.raises(ExtractionError, match="password-protected"):
+        extract_bytes(locked, "locked.odt")

@@ -219,9 +219,11 @@ def extract_xlsx(data: bytes, budget: Budget) -> list[Section]:
     dates = _date_styles(parts)
     props = ooxml_properties(parts)
     sections = []
-    for sheet in book.iter("sheet"):
+    for number, sheet in enumerate(book.iter("sheet"), start=1):
         name = sheet.get("name") or "Sheet"
         target = rels.get(sheet.get("id"))
+        if target is None and not rels and parts.find(f"xl/worksheets/sheet{number}.xml"):
+            target = (f"xl/worksheets/sheet{number}.xml", "worksheet")  # broken relationships: the usual name
         if target is not None and target[1] == "chartsheet":
             charts = [
                 t for drawing in relationships(parts, target[0]).values() for t in graphics_text(parts, drawing[0])

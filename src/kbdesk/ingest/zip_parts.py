@@ -46,6 +46,7 @@ class ZipParts:
             )
         self.salvaged: dict[str, bytes] | None = None  # parts read from a zip without its directory
         self.read_total = 0
+        self.data = data
         try:
             self.zip = zipfile.ZipFile(io.BytesIO(data))
             infos = self.zip.infolist()
@@ -91,7 +92,12 @@ class ZipParts:
         try:
             with self.zip.open(info) as stream:
                 data = stream.read(budget)  # never more than the budget, whatever the directory says
-        except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError) as exc:
+        except zipfile.BadZipFile as exc:  # a bad checksum: the part's own bytes may still read
+            salvaged = _salvage(self.data, self.kind).get(found)
+            if not salvaged:
+                raise ExtractionError(f"{self.kind} is damaged ({found} cannot be read: {exc})") from None
+            data = salvaged
+        except (OSError, ValueError, EOFError, NotImplementedError, RuntimeError) as exc:
             raise ExtractionError(f"{self.kind} is damaged ({found} cannot be read: {exc})") from None
         except Exception as exc:  # noqa: BLE001 - zlib/bz2/lzma raise their own error types
             raise ExtractionError(f"{self.kind} is damaged ({found} cannot be read: {exc})") from None
