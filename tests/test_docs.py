@@ -23,7 +23,10 @@ NO_JSON = {"chat", "serve", "mcp"}
 
 def commands(group: click.Group, path: tuple[str, ...] = ()) -> list[tuple[str, click.Command]]:
     out = []
-    for name, command in group.commands.items():
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None
         if isinstance(command, click.Group):
             out += commands(command, (*path, name))
         else:
