@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 import click
+from click.utils import make_default_short_help
 
 from kbdesk import __version__
 from kbdesk.errors import KbdeskError
@@ -170,7 +171,7 @@ class LazyGroup(KbdeskGroup):
         shown = [(name, help_text) for name, (_, help_text) in sorted(COMMANDS.items()) if name not in HIDDEN]
         limit = formatter.width - 6 - max(len(name) for name, _ in shown)  # as click cuts them
         with formatter.section("Commands"):
-            formatter.write_dl([(name, click.utils.make_default_short_help(text, limit)) for name, text in shown])
+            formatter.write_dl([(name, make_default_short_help(text, limit)) for name, text in shown])
 
 
 @click.group(cls=LazyGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
