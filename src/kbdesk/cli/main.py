@@ -7,7 +7,6 @@ import sys
 from typing import Any
 
 import click
-from click.utils import make_default_short_help
 
 from kbdesk import __version__
 from kbdesk.errors import KbdeskError
@@ -171,7 +170,10 @@ class LazyGroup(KbdeskGroup):
         shown = [(name, help_text) for name, (_, help_text) in sorted(COMMANDS.items()) if name not in HIDDEN]
         limit = formatter.width - 6 - max(len(name) for name, _ in shown)  # as click cuts them
         with formatter.section("Commands"):
-            formatter.write_dl([(name, make_default_short_help(text, limit)) for name, text in shown])
+            # a stand-in command cuts each help the way click's own command list does
+            formatter.write_dl(
+                [(name, click.Command(name, help=text).get_short_help_str(limit)) for name, text in shown]
+            )
 
 
 @click.group(cls=LazyGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
