@@ -126,3 +126,19 @@ def test_exist_ok_takes_the_kb_that_is_there_only_if_it_embeds_as_asked():
     assert ok.exit_code == 0 and json.loads(ok.output)["existed"] is True
     other = run(cli, ["kb", "create", "demo", "--exist-ok", "--model", "nomic-embed-text"])
     assert other.exit_code == 1 and "has no embedding model, not nomic-embed-text" in other.output
+
+
+def test_a_kb_whose_documents_all_failed_says_so(tmp_path):
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    for i in range(3):
+        (folder / f"bad{i}.pdf").write_bytes(b"%PDF-1.4 not really a pdf")
+    (tmp_path / "fine.md").write_text("# Fine\n\nall good here\n", encoding="utf-8")
+    run = CliRunner().invoke
+    assert run(cli, ["kb", "create", "broken"]).exit_code == 0
+    assert run(cli, ["add", "broken", str(folder)]).exit_code == 3
+    listed = json.loads(run(cli, ["kb", "list", "--json"]).output)["data"][0]
+    assert listed["failed_documents"] == 3 and listed["document_count"] == 3
+    assert "error (3 failed)" in run(cli, ["kb", "list"], env={"COLUMNS": "200"}).output
+    assert run(cli, ["add", "broken", str(tmp_path / "fine.md")]).exit_code == 0
+    assert "active (3 failed)" in run(cli, ["kb", "list"], env={"COLUMNS": "200"}).output

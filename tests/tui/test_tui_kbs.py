@@ -260,3 +260,19 @@ async def test_create_form_keyword_only_hides_the_picker(vector_desk):
         await pilot.press("ctrl+s")
         await settle(pilot)
         assert vector_desk.kb("plain").model_id is None
+
+
+async def test_the_kb_list_says_when_documents_failed(tui_desk, tmp_path):
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    for i in range(2):
+        (folder / f"bad{i}.pdf").write_bytes(b"%PDF-1.4 not really a pdf")
+    tui_desk.create_kb("broken")
+    tui_desk.add("broken", [folder])
+    tui_desk.create_kb("fine")
+    app = make_app(tui_desk)
+    async with app.run_test(size=(100, 24)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(KbTable)
+        cells = {str(table.get_row(kb_id)[0]): str(table.get_row(kb_id)[5]) for kb_id in table.kbs}
+        assert cells == {"broken": "✗ all 2 failed", "fine": "active"}, cells

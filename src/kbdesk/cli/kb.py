@@ -100,7 +100,8 @@ def list_(state, as_json) -> None:
     """List knowledge bases."""
     kbs = state.desk().list_kbs()
     if as_json:
-        print_json({"data": [kb.to_dict() for kb in kbs], "total": len(kbs)})
+        rows = [{**kb.to_dict(), "failed_documents": kb.failed_documents} for kb in kbs]
+        print_json({"data": rows, "total": len(kbs)})
         return
     if not kbs:
         stdout().print(plain("No knowledge bases yet. Create one: kbdesk kb create NAME"))
@@ -114,7 +115,7 @@ def list_(state, as_json) -> None:
             str(kb.document_count),
             str(kb.chunk_count),
             human_bytes(kb.total_bytes),
-            plain(kb.status),
+            plain(f"{kb.health} ({kb.failed_documents} failed)" if kb.failed_documents else kb.status),
             plain(_model(kb)),
         )
     stdout().print(t)
