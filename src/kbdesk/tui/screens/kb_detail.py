@@ -31,6 +31,7 @@ class KbDetailScreen(DeskScreen):
     CSS_PATH = "kb_detail.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back", id="kb.back"),
+        Binding("enter", "open_document", "Open", id="kb.open"),
         Binding("a", "add_files", "Add", id="kb.add"),
         Binding("d,delete", "remove_document", "Remove", id="kb.remove"),
         Binding("slash", "search", "Search", id="kb.search"),
@@ -225,7 +226,7 @@ class KbDetailScreen(DeskScreen):
             return bool(self.unfinished) and not self.app_.ingesting(self.kb.id)
         if action == "next_error":
             return True if self.table.counts().get("error") else None
-        if action == "remove_document":
+        if action in ("remove_document", "open_document"):
             return True if self.table.selected is not None else None
         return True
 
@@ -302,6 +303,14 @@ class KbDetailScreen(DeskScreen):
         provider, model = choice
         kb_id = self.kb.id
         self.app_.start_ingest(self.kb, "Re-embedding", lambda ingestor: ingestor.reembed(kb_id, provider, model))
+
+    def action_open_document(self) -> None:
+        """The document under the cursor: its status, whole error and first chunks."""
+        from kbdesk.tui.screens.document import DocumentScreen
+
+        row = self.table.selected
+        if row is not None:
+            self.app.push_screen(DocumentScreen(row.doc_id, row.path))
 
     def action_remove_document(self) -> None:
         row = self.table.selected
