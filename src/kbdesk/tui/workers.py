@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from textual.dom import DOMNode
@@ -56,12 +57,20 @@ def kbdesk_app(node: DOMNode) -> DeskApp:
     return cast("DeskApp", node.app)
 
 
+@dataclass(frozen=True)
+class _Callbacks:
+    done: Callable[[Any], object] | None = None
+    failed: Callable[[BaseException], object] | None = None
+    inline: type[BaseException] | None = None
+
+
+_NONE = _Callbacks()
+
+
 class Blocking(_Node):
     """Mixin for a Screen or Widget: ``in_thread`` plus its ``Worker.StateChanged`` handler."""
 
-    _kb_thread_callbacks: dict[
-        Worker[Any], tuple[Callable[[Any], object] | None, Callable[[BaseException], object] | None]
-    ]
+    _kb_thread_callbacks: dict[Worker[Any], _Callbacks]
 
     @property
     def kb_app(self) -> DeskApp:
@@ -75,11 +84,16 @@ class Blocking(_Node):
         doing: str,
         done: Callable[[Any], object] | None = None,
         failed: Callable[[BaseException], object] | None = None,
+        inline: type[BaseException] | None = None,
         group: str = "default",
         exclusive: bool = False,
         **kwargs: Any,
     ) -> Worker[Any]:
-        """Run ``fn(*args, **kwargs)`` in a thread; ``doing`` names it in error messages."""
+        """Run ``fn(*args, **kwargs)`` in a thread; ``doing`` names it in error messages.
+
+        A failure is reported by the app (a notification), then handed to ``failed``; one of
+        type ``inline`` only goes to ``failed`` (a form shows it beside what was typed).
+        """
         if not hasattr(self, "_kb_thread_callbacks"):
             self._kb_thread_callbacks = {}
         worker = self.run_worker(
@@ -91,20 +105,22 @@ class Blocking(_Node):
             group=group,
             exclusive=exclusive,
         )
-        self._kb_thread_callbacks[worker] = (done, failed)
+        self._kb_thread_callbacks[worker] = _Callbacks(done, failed, inline)
         return worker
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         callbacks = getattr(self, "_kb_thread_callbacks", {})
         worker = event.worker
         if event.state == WorkerState.SUCCESS:
-            done, _ = callbacks.pop(worker, (None, None))
+            done = callbacks.pop(worker, _NONE).done
             if done is not None:
                 done(worker.result)
         elif event.state == WorkerState.ERROR:
-            _, failed = callbacks.pop(worker, (None, None))
-            kbdesk_app(self).report_error(worker.error, worker.name)
-            if failed is not None and worker.error is not None:
-                failed(worker.error)
+            these = callbacks.pop(worker, _NONE)
+            error = worker.error
+            if not (these.inline and these.failed and isinstance(error, these.inline)):
+                kbdesk_app(self).report_error(error, worker.name)
+            if these.failed is not None and error is not None:
+                these.failed(error)
         elif event.state == WorkerState.CANCELLED:
             callbacks.pop(worker, None)

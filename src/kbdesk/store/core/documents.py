@@ -144,6 +144,15 @@ class DocumentsCore(ClaimsCore):
         )
         return {str(kb_id): int(n) for kb_id, n in rows}
 
+    def failed_counts(self) -> dict[str, int]:
+        """Documents whose newest version failed, per KB (KBs with none left out)."""
+        rows = (
+            self.connection()
+            .execute("SELECT kb_id, count(*) FROM kb_documents WHERE status = 'error' GROUP BY kb_id")
+            .fetchall()
+        )
+        return {str(kb_id): int(n) for kb_id, n in rows}
+
     def documents_by_source(self, kb_id: str) -> dict[str, Document]:
         """The document of each source path in a KB (what a folder scan compares to)."""
         rows = (
