@@ -5,10 +5,17 @@ config.toml) and a model. :class:`Embedders` turns that into a :class:`KbEmbedde
 whose calls go through the provider client and write one ``usage_log`` row each.
 Whatever the provider, every vector is checked against the KB's recorded dimension
 before it can reach the store (:func:`~kbdesk.providers.faults.check_result`).
+
+A search query is embedded while someone waits, so it gets a short policy of its own
+(:data:`QUERY_TIMEOUT`, :data:`QUERY_RETRIES`, :data:`QUERY_RETRY_BUDGET`) and goes
+through the provider's circuit breaker (:mod:`kbdesk.providers.breaker`): a provider that
+just failed is not asked again for a short, growing pause, and the search answers by
+keyword meanwhile. Ingestion keeps the provider's own, patient policy.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,8 +24,18 @@ from typing import Any
 from kbdesk.config import Config
 from kbdesk.models import KnowledgeBase
 from kbdesk.providers import EmbedResult, OpenAICompatProvider, ProviderConfigError
+from kbdesk.providers.breaker import Breaker, breaker_for
 from kbdesk.providers.faults import check_result
 from kbdesk.providers.local import LocalProvider
+
+QUERY_TIMEOUT = 5.0
+"""Seconds one query embedding may take (a warm local model answers in tens of ms; a
+provider slower than this costs that search its vector side, with a notice)."""
+QUERY_RETRIES = 1
+"""Retries of a query embedding after a 429/5xx or a refused connection."""
+QUERY_RETRY_BUDGET = 1.0
+"""Seconds a query embedding may spend on its retry: a refused connection costs a search
+under half a second (the first backoff, 0.25-0.5 s) before it answers by keyword."""
 
 
 @dataclass
@@ -67,6 +84,8 @@ class Embedders:
         self.store = store
         self._lock = threading.Lock()
         self._providers: dict[str, Any] = {}
+        self._query_providers: dict[str, Any] = {}
+        self._registered: set[str] = set()
 
     def register(self, name: str, provider: Any) -> None:
         """Use ``provider`` (anything with ``embed(texts, model, on_input_error=...)``
@@ -77,6 +96,8 @@ class Embedders:
         """
         with self._lock:
             self._providers[name] = provider
+            self._query_providers.pop(name, None)
+            self._registered.add(name)
 
     def provider(self, name: str) -> Any:
         with self._lock:
@@ -105,8 +126,36 @@ class Embedders:
                 raise ProviderConfigError(f"knowledge base '{kb.name}' names no provider for {kb.model_id}")
         return KbEmbedder(kb, self.provider(name), name)
 
+    def query_provider(self, name: str) -> Any:
+        """The client search queries go through: the provider's HTTP client with the short
+        query policy (module docstring); an in-process or registered provider as it is."""
+        base = self.provider(name)
+        if not isinstance(base, OpenAICompatProvider) or name in self._registered:
+            return base
+        with self._lock:
+            if name not in self._query_providers:
+                settings = base.settings
+                quick = dataclasses.replace(
+                    settings,
+                    timeout=min(settings.timeout, QUERY_TIMEOUT),
+                    max_retries=min(settings.max_retries, QUERY_RETRIES),
+                    retry_budget=min(settings.retry_budget, QUERY_RETRY_BUDGET),
+                )
+                self._query_providers[name] = OpenAICompatProvider(name, quick, on_usage=self._log)
+            return self._query_providers[name]
+
+    def breaker(self, name: str) -> Breaker:
+        """The circuit breaker of provider ``name`` (shared by every desk of this process
+        that reaches the same server)."""
+        provider = self.provider(name)
+        where = getattr(provider, "base_url", None) if name not in self._registered else None
+        return breaker_for(f"{name} {where or f'({type(provider).__name__})'}", name)
+
     def query_vector(self, kb: KnowledgeBase, query: str) -> list[float] | None:
-        """Embed a search query for ``kb``; None when the KB's provider is not set up."""
+        """Embed a search query for ``kb``; None when the KB's provider is not set up.
+
+        Raises the provider's error when it fails, or :class:`~kbdesk.providers.breaker.BreakerOpen`
+        at once while the provider is left alone after a failure."""
         try:
             embedder = self.for_kb(kb)
         except ProviderConfigError:
@@ -118,7 +167,9 @@ class Embedders:
             import numpy as np
 
             return np.frombuffer(next(iter(cached.values())), dtype=np.float32).tolist()
-        return embedder.embed([query]).vectors[0]
+        quick = KbEmbedder(kb, self.query_provider(embedder.provider_name), embedder.provider_name)
+        result: Any = self.breaker(embedder.provider_name).call(lambda: quick.embed([query]), embedder.model)
+        return result.vectors[0]
 
     def _log(self, usage: dict[str, Any]) -> None:
         self.store.log_usage(
@@ -132,11 +183,12 @@ class Embedders:
 
     def close(self) -> None:
         with self._lock:
-            for provider in self._providers.values():
+            for provider in [*self._providers.values(), *self._query_providers.values()]:
                 close = getattr(provider, "close", None)
                 if close:
                     close()
             self._providers.clear()
+            self._query_providers.clear()
 
 
 def _hash(text: str) -> str:

@@ -78,13 +78,11 @@ class Outcome:
     """One line for the user."""
     sources: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
+    keyword_fallback: list[str] = field(default_factory=list)
+    """KBs searched by keyword only: the query could not be embedded for them."""
 
 
 class BadArguments(ValueError):
-    pass
-
-
-class _KeywordOnly(Exception):
     pass
 
 
@@ -130,18 +128,13 @@ class Toolbox:
 
     # ── kb_search ──────────────────────────────────────────────────────────────
     def kb_search(self, query: str, limit: int = DEFAULT_LIMIT, via: str = "kb_search") -> Outcome:
-        refs = [kb.id for kb in self.kbs]
-        vectors, notes = self._query_vectors(query)
-        try:
-            if vectors is None:
-                raise _KeywordOnly()
-            response = self.desk.search(refs, query, query_vector=vectors, limit=limit)
-        except (KbdeskError, _KeywordOnly) as exc:
-            if isinstance(exc, KbdeskError):
-                log.warning("kb_search: %s; falling back to keyword search", exc)
-                notes.append(f"search by meaning failed ({one_line(exc, 160)}): keyword search only")
-            response = self.desk.search(refs, query, limit=limit, mode="keyword")
-        notes.extend(response.notes)
+        """Search the turn's KBs; a KB whose query cannot be embedded is searched by
+        keyword, and the summary (and ``keyword_fallback`` in the result) says so."""
+        response = self.desk.search([kb.id for kb in self.kbs], query, limit=limit)
+        return self.outcome(response, via)
+
+    def outcome(self, response: Any, via: str, extra: dict[str, Any] | None = None) -> Outcome:
+        """The tool result of one search response (bounded, fenced as data)."""
         results, sources = [], []
         for result in response.results:
             metadata = {k: _clean_meta(v) for k, v in result.metadata.items() if k in _META_KEYS}
@@ -155,40 +148,24 @@ class Toolbox:
                 }
             )
             sources.append(_chunk_source(result, metadata, via, self.kbs))
-        payload: dict[str, Any] = {"results": results, "query": query, "searched_kbs": response.searched_kbs}
+        payload: dict[str, Any] = {"results": results, "query": response.query, "searched_kbs": response.searched_kbs}
+        payload.update(extra or {})
+        if response.keyword_fallback:
+            payload["keyword_fallback"] = list(response.keyword_fallback)
         _fit(payload, self.max_chars)
         sources = sources[: len(payload["results"])]
         kbs = ", ".join(response.searched_kbs)
         summary = f"{len(payload['results'])} result{'' if len(payload['results']) == 1 else 's'} from {kbs}"
+        notes = ([response.notice] if response.notice else []) + list(response.notes)
         if notes:
             summary += f" ({'; '.join(one_line(n, 160) for n in notes)})"
-        return Outcome(reference_block(payload, label=f"{via} results"), True, summary, sources)
-
-    def _query_vectors(self, query: str) -> tuple[dict[str, Any] | None, list[str]]:
-        """The query embedded once per (provider, model) among the KBs: ``{kb_id: vector}``,
-        or None when no KB can be searched by meaning."""
-        groups: dict[tuple[Any, str], list[KnowledgeBase]] = {}
-        for kb in self.kbs:
-            if kb.model_id:
-                groups.setdefault((kb.embedding_config.get("provider"), kb.model_id), []).append(kb)
-        vectors: dict[str, Any] = {}
-        notes: list[str] = []
-        for (_, model), kbs in groups.items():
-            try:
-                vector = self.desk.query_embedder(kbs[0], query) if self.desk.query_embedder else None
-            except KbdeskError as exc:
-                notes.append(
-                    f"the query could not be embedded with {model} ({one_line(exc, 160)}): "
-                    f"keyword search only in {', '.join(kb.name for kb in kbs)}"
-                )
-                continue
-            if vector is None:
-                notes.append(
-                    f"no provider is set up for {model}: keyword search only in {', '.join(kb.name for kb in kbs)}"
-                )
-                continue
-            vectors.update({kb.id: vector for kb in kbs})
-        return (vectors or None), notes
+        return Outcome(
+            reference_block(payload, label=f"{via} results"),
+            True,
+            summary,
+            sources,
+            keyword_fallback=list(response.keyword_fallback),
+        )
 
     # ── note_search ────────────────────────────────────────────────────────────
     def note_search(self, query: str, limit: int = DEFAULT_LIMIT, semantic: bool = False) -> Outcome:
