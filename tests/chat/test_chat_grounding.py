@@ -95,8 +95,8 @@ def test_the_standalone_rule():
 
     history = [M("user", "How do I restore a backup?"), M("assistant", "Run restore."), M("notice", "x")]
     assert grounding_queries("And how often do they run?", history) == [
-        "And how often do they run?",
         "And how often do they run? restore backup",
+        "And how often do they run?",
     ]
     assert grounding_queries("first question", []) == ["first question"]
 

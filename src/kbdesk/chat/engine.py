@@ -483,9 +483,9 @@ def _auto_search(desk: Any, active: list[ActiveKB], state: _State, max_chars: in
     its standalone form); yields the events, returns the reference block."""
     names = [a.kb.name for a in active]
     queries = [one_line(q, 1000) for q in state.ground] or [""]
-    arguments: dict[str, Any] = {"query": queries[0], "kbs": names}
+    arguments: dict[str, Any] = {"query": queries[-1], "kbs": names}
     if len(queries) > 1:
-        arguments["standalone"] = queries[1]
+        arguments["standalone"] = queries[0]
     info = ToolCallInfo(
         f"auto-{len(state.calls) + 1}", "auto_search", json.dumps(arguments, ensure_ascii=False), round=state.rounds
     )
