@@ -78,7 +78,7 @@ def test_a_follow_up_is_searched_as_asked_and_made_standalone(any_cdesk, chat_se
     assert "pricing.csv" in [s.source for s in second.sources]
     result = next(m for m in chat_server.chat_requests[-1]["messages"][::-1] if m["role"] == "tool")["content"]
     assert (
-        '"question": ["And who answers the questions?", "And who answers the questions? much team plan cost"]' in result
+        '"question": ["And who answers the questions? much team plan cost", "And who answers the questions?"]' in result
     )
 
 
