@@ -272,7 +272,7 @@ def parse_arguments(arguments: str) -> dict[str, Any]:
     if not text:
         return {}
     try:
-        value = json.loads(text)
+        value = json.loads(text, strict=False)  # a raw newline inside a string: small models write those
     except ValueError as exc:
         raise BadArguments(
             f"the arguments are not valid JSON ({exc.msg} at character {exc.pos}); send a JSON "
