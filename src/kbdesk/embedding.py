@@ -23,19 +23,21 @@ from typing import Any
 
 from kbdesk.config import Config
 from kbdesk.models import KnowledgeBase
-from kbdesk.providers import EmbedResult, OpenAICompatProvider, ProviderConfigError
+from kbdesk.providers import EmbedResult, OpenAICompatProvider, ProviderConfigError, base_url_for
 from kbdesk.providers.breaker import Breaker, breaker_for
 from kbdesk.providers.faults import check_result
 from kbdesk.providers.local import LocalProvider
 
-QUERY_TIMEOUT = 5.0
-"""Seconds one query embedding may take (a warm local model answers in tens of ms; a
-provider slower than this costs that search its vector side, with a notice)."""
-QUERY_RETRIES = 1
-"""Retries of a query embedding after a 429/5xx or a refused connection."""
-QUERY_RETRY_BUDGET = 1.0
-"""Seconds a query embedding may spend on its retry: a refused connection costs a search
-under half a second (the first backoff, 0.25-0.5 s) before it answers by keyword."""
+QUERY_TIMEOUT = 2.0
+"""Seconds one query embedding may take: a warm local model answers in tens of
+milliseconds, a hosted API in a few hundred; a provider slower than this (a model still
+loading, a server that hangs) costs that search its vector side, with a notice."""
+QUERY_RETRIES = 0
+"""A query embedding is not retried: the search answers at once by keyword, with a
+notice, and the circuit breaker lets the provider be tried again a few seconds later (a
+retry would cost every search during an outage the backoff, 0.25-0.5 s, for nothing)."""
+QUERY_RETRY_BUDGET = 2.0
+"""Seconds a query embedding may take altogether."""
 
 
 @dataclass
@@ -127,29 +129,34 @@ class Embedders:
         return KbEmbedder(kb, self.provider(name), name)
 
     def query_provider(self, name: str) -> Any:
-        """The client search queries go through: the provider's HTTP client with the short
-        query policy (module docstring); an in-process or registered provider as it is."""
-        base = self.provider(name)
-        if not isinstance(base, OpenAICompatProvider) or name in self._registered:
-            return base
+        """The client search queries go through: an HTTP client with the short query
+        policy (module docstring); an in-process or registered provider as it is."""
+        with self._lock:
+            if name in self._registered:
+                return self._providers[name]
+            if name in self._query_providers:
+                return self._query_providers[name]
+            settings = self.config.providers.get(name)
+        if settings is None or settings.kind == "local":
+            return self.provider(name)  # the one error message for a missing provider; local as it is
+        quick = dataclasses.replace(
+            settings,
+            timeout=min(settings.timeout, QUERY_TIMEOUT),
+            max_retries=min(settings.max_retries, QUERY_RETRIES),
+            retry_budget=min(settings.retry_budget, QUERY_RETRY_BUDGET),
+        )
         with self._lock:
             if name not in self._query_providers:
-                settings = base.settings
-                quick = dataclasses.replace(
-                    settings,
-                    timeout=min(settings.timeout, QUERY_TIMEOUT),
-                    max_retries=min(settings.max_retries, QUERY_RETRIES),
-                    retry_budget=min(settings.retry_budget, QUERY_RETRY_BUDGET),
-                )
                 self._query_providers[name] = OpenAICompatProvider(name, quick, on_usage=self._log)
             return self._query_providers[name]
 
     def breaker(self, name: str) -> Breaker:
         """The circuit breaker of provider ``name`` (shared by every desk of this process
         that reaches the same server)."""
-        provider = self.provider(name)
-        where = getattr(provider, "base_url", None) if name not in self._registered else None
-        return breaker_for(f"{name} {where or f'({type(provider).__name__})'}", name)
+        settings = self.config.providers.get(name)
+        if name in self._registered or settings is None or settings.kind == "local":
+            return breaker_for(f"{name} (in this process: {id(self)})", name)
+        return breaker_for(f"{name} {base_url_for(settings, name)}", name)
 
     def query_vector(self, kb: KnowledgeBase, query: str) -> list[float] | None:
         """Embed a search query for ``kb``; None when the KB's provider is not set up.
