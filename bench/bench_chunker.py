@@ -87,7 +87,7 @@ def linearity(
     """Seconds per MB on a document and on one four times as long."""
     per_mb = []
     for data in (small, large):
-        seconds, _ = best_time(lambda: fn(data), repeats)
+        seconds, _ = best_time(lambda data=data: fn(data), repeats)
         per_mb.append(seconds / mbytes(data))
     return {
         "chunker, text": label,
@@ -140,7 +140,7 @@ def main() -> None:
     for shape, data in (("per abstract", docs), ("one document", joined)):
         mb = mbytes(data)
         for name, fn in chunkers:
-            seconds, chunks = best_time(lambda: fn(data), args.repeats)
+            seconds, chunks = best_time(lambda fn=fn, data=data: fn(data), args.repeats)
             lengths = [len(c) for c in chunks]
             speeds[(shape, name)] = mb / seconds
             rows.append(
@@ -161,7 +161,9 @@ def main() -> None:
             "text shape": shape,
             "kbdesk": ours,
             **{
-                f"÷ langchain ({kind} separators)": f"{speeds[(shape, ours)] / speeds[(shape, f'langchain, {kind} separators')]:.2f}×"
+                f"÷ langchain ({kind} separators)": (
+                    f"{speeds[(shape, ours)] / speeds[(shape, f'langchain, {kind} separators')]:.2f}×"
+                )
                 for kind in ("same", "default")
             },
         }

@@ -182,7 +182,7 @@ def md_block(rng: random.Random) -> str:
                 if sum(map(len, line)) > 70:
                     lines.append(" ".join(line))
                     line = []
-            text = "\n".join(lines + [" ".join(line)])
+            text = "\n".join([*lines, " ".join(line)])
         return text
     if k < 0.55:
         items = []
@@ -457,7 +457,12 @@ def main() -> int:
             sides = [current] + ([old] if old else [])
             results = [side.extract_bytes(data, filename, max_bytes=max_bytes) for side in sides]  # also a warm-up
             times, _ = best_of(
-                [lambda side=side: side.extract_bytes(data, filename, max_bytes=max_bytes) for side in sides],
+                [
+                    lambda side=side, data=data, filename=filename: side.extract_bytes(
+                        data, filename, max_bytes=max_bytes
+                    )
+                    for side in sides
+                ],
                 args.rounds,
                 budget=args.budget,
                 clock=CLOCKS[args.clock],

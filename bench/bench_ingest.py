@@ -233,7 +233,7 @@ def run_kbdesk(
         report = desk.add("bench", [folder], workers=workers)
         seconds = time.perf_counter() - start
         after = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = [a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime for a, b in zip(after, before)]
+        cpu = [a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime for a, b in zip(after, before, strict=True)]
         assert not report.failed, report.failed[:3]
         out = {
             "seconds": seconds,
@@ -350,13 +350,13 @@ def main() -> None:
             mb = make(folder) / 1e6
             counted = run_kbdesk(folder, args.workers, instrument=True)
             sides = [
-                lambda: run_kbdesk(folder, args.workers),
-                lambda: run_floor(folder, extractor=False),
-                lambda: run_floor(folder, extractor=True),
-                lambda: run_floor(folder, extractor=True, same_work=True),
+                lambda folder=folder: run_kbdesk(folder, args.workers),
+                lambda folder=folder: run_floor(folder, extractor=False),
+                lambda folder=folder: run_floor(folder, extractor=True),
+                lambda folder=folder: run_floor(folder, extractor=True, same_work=True),
             ]
             if args.in_run:
-                sides.append(lambda: run_kbdesk(folder, args.workers, in_run=True))
+                sides.append(lambda folder=folder: run_kbdesk(folder, args.workers, in_run=True))
             ours, floor, floor_x, same, *in_run = best_seconds(sides, rounds)
             files = counted["docs"]
             rows.append(

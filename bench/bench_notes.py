@@ -39,7 +39,7 @@ def words(rng: random.Random, n: int) -> list[str]:
 
 
 def fill(store, rng: random.Random, count: int) -> None:
-    for i in range(count):
+    for _i in range(count):
         store.create_note(" ".join(words(rng, rng.randint(20, 120))), title=" ".join(words(rng, 3)))
 
 
@@ -62,17 +62,17 @@ def main() -> int:
                 rng = random.Random(11)
                 texts = [" ".join(words(rng, rng.randint(2, 3))) for _ in range(queries + 10)]
                 methods = {
-                    name: (lambda i, s=desk.store: s.note_keyword_candidates(texts[i], 50))
+                    name: (lambda i, s=desk.store, texts=texts: s.note_keyword_candidates(texts[i], 50))
                     for name, desk in engines.items()
                 }
                 times, outputs = timed_rounds(methods, queries, warmup=10)
                 same = 0
-                for a, b in zip(outputs["sqlite"], outputs["postgres"]):
+                for a, b in zip(outputs["sqlite"], outputs["postgres"], strict=True):
                     contents = [
                         {n.id: n.content for n in d.store.notes_by_id([i for i, _ in o[:10]]).values()}
                         for d, o in ((engines["sqlite"], a), (engines["postgres"], b))
                     ]
-                    ranked = [[(c[i], round(s, 6)) for i, s in o[:10]] for c, o in zip(contents, (a, b))]
+                    ranked = [[(c[i], round(s, 6)) for i, s in o[:10]] for c, o in zip(contents, (a, b), strict=True)]
                     same += ranked[0] == ranked[1]
             finally:
                 for desk in engines.values():

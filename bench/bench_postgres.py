@@ -110,7 +110,7 @@ def exact_truth(src, queries: np.ndarray, k: int = 10) -> list[list[str]]:
 
 
 def recall(found: list[list[str]], truth: list[list[str]]) -> float:
-    return round(float(np.mean([len(set(f) & set(t)) / len(t) for f, t in zip(found, truth)])), 4)
+    return round(float(np.mean([len(set(f) & set(t)) / len(t) for f, t in zip(found, truth, strict=True)])), 4)
 
 
 def naive_insert(uri: str, src, kb_id: str, limit: int) -> float:
@@ -238,7 +238,8 @@ def run(args: argparse.Namespace) -> dict:
         t = time.perf_counter()
         terms = [" ".join(word(i) for i in (50 + j, 400 + 7 * j, 3000 + 31 * j)) for j in range(20)]
         hybrid = [
-            pg.search(["bench"], text, query_vector=q, mode="hybrid", limit=10) for text, q in zip(terms, queries[:20])
+            pg.search(["bench"], text, query_vector=q, mode="hybrid", limit=10)
+            for text, q in zip(terms, queries[:20], strict=True)
         ]
         out["search"]["kbdesk_hybrid_full"] = {"mean_ms": round((time.perf_counter() - t) / len(hybrid) * 1000, 2)}
         if args.halfvec:

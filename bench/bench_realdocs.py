@@ -257,7 +257,7 @@ def run_questions(args) -> None:
             vectors = dict.fromkeys(asked)
             runs = [("keyword (= the defaults on a keyword-only KB)", "auto", None)]
         else:
-            vectors = dict(zip(asked, desk.embedders.for_kb(kb).embed(asked).vectors))
+            vectors = dict(zip(asked, desk.embedders.for_kb(kb).embed(asked).vectors, strict=True))
             runs = [
                 ("keyword", "keyword", None),
                 ("vector", "vector", -1.0),

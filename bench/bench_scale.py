@@ -584,7 +584,7 @@ def keyword_quality(n: int, d: int, count: int) -> dict[str, Any]:
                 nd, rc, ts = [], [], []
                 for q in qids:
                     expr = lookup.fts_query(ds.queries[q]) if b is None else store.bounded_fts_query(ds.queries[q], b)
-                    took, rows = timed(lambda: conn.execute(sql, (expr,)).fetchall())
+                    took, rows = timed(lambda expr=expr: conn.execute(sql, (expr,)).fetchall())
                     ts.append(took)
                     docs: list[str] = []
                     for seq, _ in rows:

@@ -396,7 +396,9 @@ def measure_text(desk_vec: Any, desk_np: Any, kb_id: str, d: int, queries: int, 
     every = [fts_expr(t, stopwords=None) for t in timed_texts]
     without = [fts_expr(t, stopwords=STOPWORDS) for t in timed_texts]
     # one KB holds every chunk here, so the join changes nothing but the time
-    same = [a == b for a, b in zip(outputs["SQL: stopwords out, join"], outputs["SQL: stopwords out, no join"])]
+    same = [
+        a == b for a, b in zip(outputs["SQL: stopwords out, join"], outputs["SQL: stopwords out, no join"], strict=True)
+    ]
     # how much the top-10 moves when stopwords are left out (a hint at quality, not a measure of it)
     every10 = [[seq for seq, _ in hits[:LIMIT]] for hits in outputs["SQL: every word, join"]]
     stop10 = [[seq for seq, _ in hits[:LIMIT]] for hits in outputs["SQL: stopwords out, join"]]
@@ -411,7 +413,7 @@ def measure_text(desk_vec: Any, desk_np: Any, kb_id: str, d: int, queries: int, 
         "fts_rows_matched_no_stopwords_mean": fts_rows_matched(conn, without[:20]),
         "no_join_same_results": float(np.mean(same)),
         "no_stopwords_top10_overlap": float(
-            np.mean([len(set(x) & set(y)) / max(len(x), 1) for x, y in zip(every10, stop10)])
+            np.mean([len(set(x) & set(y)) / max(len(x), 1) for x, y in zip(every10, stop10, strict=True)])
         ),
     }
 
@@ -436,7 +438,7 @@ def measure_vec0(n: int, d: int, queries: int, warmup: int) -> dict[str, Any]:
     res: dict[str, Any] = {"n": n, "d": d, "loadavg_start": os.getloadavg()[0], "build_s": {}}
     with scratch_dir("vec0-") as work:
         kb_id = kb_id_of(src)
-        seqs, matrix = load_matrix(src, kb_id, d)
+        _seqs, matrix = load_matrix(src, kb_id, d)
         conns = {"file": raw_connection(work / "vec0.db"), "memory": raw_connection(":memory:")}
         conns["file"].execute("PRAGMA journal_mode = WAL")
         for conn in conns.values():
@@ -473,8 +475,12 @@ def measure_vec0(n: int, d: int, queries: int, warmup: int) -> dict[str, Any]:
         ref = outputs["l2 (kbdesk's table)"]
         res["agreement"] = {
             name: {
-                "same_order": float(np.mean([[r for r, _ in a] == [r for r, _ in b] for a, b in zip(ref, outs)])),
-                "same_set": float(np.mean([{r for r, _ in a} == {r for r, _ in b} for a, b in zip(ref, outs)])),
+                "same_order": float(
+                    np.mean([[r for r, _ in a] == [r for r, _ in b] for a, b in zip(ref, outs, strict=True)])
+                ),
+                "same_set": float(
+                    np.mean([{r for r, _ in a} == {r for r, _ in b} for a, b in zip(ref, outs, strict=True)])
+                ),
             }
             for name, outs in outputs.items()
             if name not in ("l2 (kbdesk's table)", "plain numpy")

@@ -182,7 +182,7 @@ async def datatable_paint(home: Path, rounds: int) -> list[float]:
                 table = app.query_one(DataTable)
                 table.clear(columns=True)
                 await pilot.pause(0.2)
-                shown = frames.until(lambda: table.row_count > 0)
+                shown = frames.until(lambda table=table: table.row_count > 0)
                 start = time.perf_counter()
 
                 def load() -> None:
@@ -291,7 +291,7 @@ def stats(samples: list[float]) -> dict[str, float]:
     ms = sorted(x * 1e3 for x in samples)
     if not ms:
         raise SystemExit("no samples: the run was over before anything was measured (use more documents)")
-    p95 = ms[min(len(ms) - 1, int(round(0.95 * (len(ms) - 1))))]
+    p95 = ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))]
     return {"n": len(ms), "p50": statistics.median(ms), "p95": p95, "worst": ms[-1]}
 
 

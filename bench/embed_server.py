@@ -20,6 +20,7 @@ import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 MODEL_NAME = "all-MiniLM-L6-v2"
@@ -35,7 +36,7 @@ def load_model():
 class Handler(BaseHTTPRequestHandler):
     model = None
     lock = threading.Lock()
-    stats = {"calls": 0, "inputs": 0}
+    stats: ClassVar[dict[str, int]] = {"calls": 0, "inputs": 0}
 
     def log_message(self, *args) -> None:  # quiet
         pass

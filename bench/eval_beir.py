@@ -114,7 +114,7 @@ def main() -> None:
         start = time.perf_counter()
         vectors = embedder.embed([dataset.queries[q] for q in judged]).vectors
         embed_seconds = time.perf_counter() - start
-        qvecs = dict(zip(judged, vectors))
+        qvecs = dict(zip(judged, vectors, strict=True))
 
         def evaluate(mode: str, **kw) -> dict:
             start = time.perf_counter()
@@ -166,7 +166,7 @@ def main() -> None:
                 f"| {label} | {s['ndcg@10']:.4f} | {s['recall@10']:.4f} | {s['recall@100']:.4f} | "
                 f"{s['mrr@10']:.4f} | {s['hit@5']:.4f} | {s['ms/query']:.1f} |"
             )
-        (results / "scores.json").write_text(json.dumps({label: s for label, s in rows}, indent=2))
+        (results / "scores.json").write_text(json.dumps(dict(rows), indent=2))
         print(f"\ncommand: .venv/bin/python bench/eval_beir.py {' '.join(sys.argv[1:])}".rstrip())
     finally:
         desk.close()

@@ -69,7 +69,7 @@ def structured(title: str, text: str) -> str:
     body = text.strip()
     if len(parts) >= 2:
         pieces = [text[: parts[0].start()].strip()] if text[: parts[0].start()].strip() else []
-        for here, after in zip(parts, [*parts[1:], None]):
+        for here, after in zip(parts, [*parts[1:], None], strict=True):
             section = text[here.end() : after.start() if after else len(text)].strip()
             pieces.append(f"## {here.group(1).title()}\n\n{section}")
         body = "\n\n".join(pieces)
@@ -82,7 +82,7 @@ def scifact_set(folder: Path, docs: int) -> dict:
         f"{re.sub(r'[^A-Za-z0-9._-]', '_', d)}.md": structured(data.corpus[d]["title"], data.corpus[d]["text"])
         for d in order
     }
-    names = {name: d for name, d in zip(files, order)}
+    names = dict(zip(files, order, strict=True))
     return {
         "files": files,
         "names": names,
@@ -143,7 +143,9 @@ def docs_set(limit: int, count: int = 0) -> dict:
         "queries": queries,
         "qrels": {f"q{i}": {c[1]: 1} for i, c in enumerate(chosen)},
         "targets": {f"q{i}": [c[1], c[2], c[3]] for i, c in enumerate(chosen)},
-        "sources": [[lbl, hashlib.sha256(files[n].encode()).hexdigest()[:12]] for lbl, n in zip(labels, files)],
+        "sources": [
+            [lbl, hashlib.sha256(files[n].encode()).hexdigest()[:12]] for lbl, n in zip(labels, files, strict=True)
+        ],
     }
 
 
@@ -200,7 +202,7 @@ def evaluate(name: str, data: dict, model: str, scratch: str) -> dict:
             kb = desk.kb(way)
             if vectors is None:
                 embedder = desk.embedders.for_kb(kb)
-                vectors = dict(zip(qids, embedder.embed([data["queries"][q] for q in qids]).vectors))
+                vectors = dict(zip(qids, embedder.embed([data["queries"][q] for q in qids]).vectors, strict=True))
             with sqlite3.connect(f"file:{root / 'kb.db'}?mode=ro", uri=True) as db:
                 sizes = [n for (n,) in db.execute("SELECT length(content) FROM kb_chunks WHERE kb_id = ?", (kb.id,))]
             row = {

@@ -43,7 +43,7 @@ def exact_top(matrix: np.ndarray, q: np.ndarray, k: int) -> np.ndarray:
 
 def overlap(got: Sequence[Any], exact: Sequence[Any], k: int) -> float:
     """Mean share of each exact top-``k`` found in the matching result (recall@k)."""
-    return float(np.mean([len(set(a) & set(b)) / k for a, b in zip(got, exact)]))
+    return float(np.mean([len(set(a) & set(b)) / k for a, b in zip(got, exact, strict=True)]))
 
 
 def raw_connection(path: Path | str, requested: str = "auto") -> Any:

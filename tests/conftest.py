@@ -8,7 +8,7 @@ import pytest
 
 from kbdesk.store import choose_driver
 
-pytest_plugins = ["fake_openai", "pg_fixtures"]
+pytest_plugins = ["fake_openai", "pg_fixtures", "chat_fixtures"]
 
 VEC_AVAILABLE = choose_driver("auto").backend == "sqlite-vec"
 BACKENDS = ["sqlite-vec", "numpy"]

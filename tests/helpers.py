@@ -33,6 +33,6 @@ def table_counts(conn) -> dict[str, int]:
             continue
         try:
             out[name] = conn.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0]
-        except Exception:  # a virtual table whose module is not loaded
+        except Exception:  # noqa: BLE001 - a virtual table whose module is not loaded (either driver)
             out[name] = -1
     return out

@@ -81,7 +81,7 @@ def two_threads_add_the_same_folder(open_db, tmp_path: Path, server) -> None:
     done = Counter(name for r in reports for name in r.added)
     assert set(done) == set(CORPUS) and max(done.values()) == 1
     shared = [set(r.by_other) | set(r.unchanged) for r in reports]
-    for report, seen in zip(reports, shared):
+    for report, seen in zip(reports, shared, strict=True):
         assert set(report.added) | seen == set(CORPUS)
     assert sorted(desk.add("docs", [folder]).unchanged) == sorted(CORPUS)
     desk.close()

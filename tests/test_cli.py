@@ -147,7 +147,7 @@ def test_every_command_has_help(run):
     def walk(cmd, path):
         yield path, cmd
         for name, sub in getattr(cmd, "commands", {}).items():
-            yield from walk(sub, path + [name])
+            yield from walk(sub, [*path, name])
 
     for path, cmd in walk(group, []):
         assert cmd.help, f"kbdesk {' '.join(path)} has no help text"

@@ -309,7 +309,7 @@ def test_file_over_the_size_limit(tmp_path):
 def test_empty_and_whitespace_files(tmp_path):
     empty = tmp_path / "empty.txt"
     empty.write_bytes(b"")
-    with pytest.raises(ExtractionError, match="^empty file$"):
+    with pytest.raises(ExtractionError, match=r"^empty file$"):
         extract_file(empty)
     assert fails(b"", "e.pdf") == "empty file"
     assert fails(b" \r\n\t\n", "blank.md") == "file has no text (only whitespace)"
@@ -329,7 +329,7 @@ def test_extract_file_reads_from_disk(tmp_path):
     assert extract_file(path) == Extracted(
         "# Notes\n\nbody", "text/markdown", extract_bytes(b"# Notes\n\nbody", "notes.md").sections
     )
-    with pytest.raises(ExtractionError, match="^cannot read file"):
+    with pytest.raises(ExtractionError, match=r"^cannot read file"):
         extract_file(tmp_path / "missing.txt")
 
 
@@ -337,7 +337,7 @@ def test_extract_file_reads_from_disk(tmp_path):
 def test_extract_file_refuses_a_fifo_without_hanging(tmp_path):
     fifo = tmp_path / "pipe.txt"
     os.mkfifo(fifo)
-    with pytest.raises(ExtractionError, match="^not a regular file$"):
+    with pytest.raises(ExtractionError, match=r"^not a regular file$"):
         extract_file(fifo)
 
 

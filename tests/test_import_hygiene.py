@@ -23,7 +23,8 @@ def test_core_and_cli_do_not_import_textual():
         "from kbdesk import open_desk\n"
         "import tempfile\n"
         "d = open_desk(home=tempfile.mkdtemp()); d.create_kb('x'); d.search(['x'], 'hello'); d.close()\n"
-        "bad = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.') or m.startswith('kbdesk.tui'))\n"
+        "bad = sorted(m for m in sys.modules\n"
+        "             if m == 'textual' or m.startswith('textual.') or m.startswith('kbdesk.tui'))\n"
         "print(','.join(bad))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

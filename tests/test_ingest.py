@@ -166,7 +166,7 @@ def test_provider_failures_fail_documents_with_reasons_and_lose_nothing(tmp_path
             desk.create_kb("docs", model_id="text-embedding-3-small", provider="fake")
             report = desk.add("docs", [folder])
             assert len(report.failed) == 4
-            for name, reason in report.failed:
+            for _name, reason in report.failed:
                 assert "fake" in reason and "sk-" not in reason
             assert {s for s, _ in statuses(desk, "docs").values()} == {"error"}
             db = desk.db_path

@@ -58,7 +58,7 @@ def test_the_helper_makes_what_the_run_would_make(tmp_path):
     finally:
         helper.close()
     assert results is not None and len(results) == len(items)
-    for (path, data, _fresh, name), result in zip(items, results):
+    for (path, data, _fresh, name), result in zip(items, results, strict=True):
         with open(path, "rb") as f:
             assert f.read() == data  # the stored copy, whatever became of the text
         try:
@@ -71,7 +71,7 @@ def test_the_helper_makes_what_the_run_would_make(tmp_path):
         _, text, spans, rows = result
         assert (text, spans) == (extracted.text, extracted.spans)
         assert rows == [(c.content, c.token_count, c.metadata, c.content_hash, json.dumps(c.metadata)) for c in chunks]
-    kinds = {name: result[0] for (_, _, _, name), result in zip(items, results)}
+    kinds = {name: result[0] for (_, _, _, name), result in zip(items, results, strict=True)}
     assert kinds["binary.md"] == kinds["blank.txt"] == "file"
     assert sum(1 for k in kinds.values() if k == "ok") == len(NOTES) - 2
 
@@ -83,7 +83,7 @@ def test_a_copy_that_cannot_be_written_fails_its_file_alone(tmp_path):
     items = _items(tmp_path, NOTES)
     blocked = tmp_path / "not-a-folder"
     blocked.write_bytes(b"a file where a folder should be")
-    path, data, fresh, name = items[2]
+    _path, data, fresh, name = items[2]
     items[2] = (str(blocked / "d2_x.md"), data, fresh, name)
     helper = Helper()
     try:

@@ -35,7 +35,7 @@ def test_two_processes_adding_one_folder_share_the_work(tmp_path, fake_openai):
     fake_openai.fail_next("stall", times=10_000, seconds=0.4)  # every call takes a while: the runs overlap
     runs = [kbdesk("add", "docs", str(folder), "--json", "--workers", "2") for _ in range(2)]
     outs = [run.communicate(timeout=300) for run in runs]
-    for run, (out, err) in zip(runs, outs):
+    for run, (_out, err) in zip(runs, outs, strict=True):
         assert run.returncode == 0, err
     reports = [json.loads(out) for out, _ in outs]
     done = Counter(name for r in reports for name in r["added"])
@@ -76,7 +76,7 @@ def test_kills_along_an_update_chain_end_with_the_newest_version(tmp_path, fake_
         (folder / f"f{i:02d}.txt").write_text(f"final version of file {i}")
     fake_openai._script.clear()
     done = kbdesk("add", "docs", str(folder), "--json")
-    out, err = done.communicate(timeout=120)
+    _out, err = done.communicate(timeout=120)
     assert done.returncode == 0, err
     with open_desk() as desk:
         assert_one_ready_row_per_file(desk, "docs", folder, 30)

@@ -9,6 +9,7 @@ Signals go to the whole process group, as a terminal sends them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -72,10 +73,8 @@ class Kbdesk:
             raise AssertionError(f"kbdesk did not exit within {EXIT_WAIT} s of Ctrl-C") from None
 
     def kill(self) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
     @property
     def stdout(self) -> str:
@@ -305,7 +304,7 @@ def _extract_in_thread(data: bytes, **options):
     def target() -> None:
         try:
             box["value"] = run_pdf_worker(data, timeout=60, memory_mb=512, **options)
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - handed to the test, which checks it
             box["error"] = exc
 
     thread = threading.Thread(target=target, daemon=True)
@@ -367,10 +366,8 @@ def test_a_pdf_child_ignores_ctrl_c_and_dies_with_its_parent(tmp_path):
         # left alone it would work for a minute (its CPU limit); it goes with its parent
         _until(lambda: not alive(child), "the orphaned PDF child gone", EXIT_WAIT)
     finally:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(parent.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def test_ctrl_c_during_another_command_exits_130_without_a_traceback(tmp_path, fake_openai, started):

@@ -195,7 +195,7 @@ def test_a_role_must_name_a_configured_provider():
     from kbdesk.config import parse_config
     from kbdesk.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="roles.chat.provider names 'nope'"):
+    with pytest.raises(ConfigError, match=r"roles.chat.provider names 'nope'"):
         parse_config({"roles": {"chat": {"provider": "nope", "model": "m"}}})
 
 

@@ -78,7 +78,7 @@ def test_a_write_moves_the_version_and_the_next_search_sees_it(tmp_path):
         found(desk, target)  # desk maps the file at this version
         other.add_document("kb", "late.txt", ["the late one"], vectors=[target])
         assert found(desk, target, 1) == ["the late one"]
-        doc = [d for d in other.store.list_documents(other.kb("kb").id) if d.filename == "late.txt"][0]
+        doc = next(d for d in other.store.list_documents(other.kb("kb").id) if d.filename == "late.txt")
         other.delete_document(doc.id)
         assert "the late one" not in found(desk, target, 5)
 

@@ -237,7 +237,7 @@ def test_nothing_listening_is_retried_then_named():
         url = gone.base_url
     waits: list[float] = []
     provider = OpenAICompatProvider("down", ProviderSettings(base_url=url, max_retries=2), sleep=waits.append)
-    with provider, pytest.raises(ProviderUnavailableError, match="could not connect .*is the server running"):
+    with provider, pytest.raises(ProviderUnavailableError, match=r"could not connect .*is the server running"):
         provider.embed(["x"], MODEL)
     assert len(waits) == 2
 
@@ -325,7 +325,7 @@ def test_answers_every_input_would_get_are_clear_errors_at_once(server, make, ki
 def test_vectors_of_the_wrong_dimension_fail_their_inputs_without_another_call(server, make):
     server.fail_next("wrong_dimension")
     with pytest.raises(
-        InvalidVectorError, match="'fake', model '.*': the vector for input 0 has 7 dimensions, expected 8"
+        InvalidVectorError, match=r"'fake', model '.*': the vector for input 0 has 7 dimensions, expected 8"
     ) as caught:
         make().embed(texts(3), MODEL, dimensions=8)
     assert caught.value.index == 0 and len(server.requests) == 1
@@ -381,7 +381,7 @@ def test_one_over_long_input_fails_alone(server, make):
 
 def test_a_context_length_error_on_one_input(server, make):
     server.fail_next("context")
-    with pytest.raises(InputTooLargeError, match="input 0 .*maximum context length"):
+    with pytest.raises(InputTooLargeError, match=r"input 0 .*maximum context length"):
         make().embed(["x"], MODEL)
     assert len(server.requests) == 1
 

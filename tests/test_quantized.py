@@ -145,7 +145,7 @@ def test_fresh_after_writes_deletes_and_raw_sql(tmp_path, backend):
     assert top(desk, target).results[0].content == "the late arrival"
 
     # deleting it removes its bits (trigger) and it leaves the results
-    doc = [d for d in desk.store.list_documents(desk.kb("big").id) if d.filename == "late.txt"][0]
+    doc = next(d for d in desk.store.list_documents(desk.kb("big").id) if d.filename == "late.txt")
     desk.delete_document(doc.id)
     assert bits_rows(desk) == 2000
     assert "the late arrival" not in [r.content for r in top(desk, target).results]

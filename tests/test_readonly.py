@@ -125,7 +125,7 @@ def test_a_read_only_database_from_a_newer_kbdesk_says_so(made_db):
     conn = sqlite3.connect(made_db, isolation_level=None)
     conn.execute("INSERT INTO schema_migrations(version, name) VALUES (99, 'future')")
     conn.close()
-    with pytest.raises(SchemaTooNewError, match="schema version 99.*upgrade kbdesk"):
+    with pytest.raises(SchemaTooNewError, match=r"schema version 99.*upgrade kbdesk"):
         SqliteStore(made_db, choose_driver("auto"), read_only=True)
 
 

@@ -222,7 +222,7 @@ def test_provider_add_refuses_a_url_with_credentials(url, kbdesk_home):
 def test_the_tui_provider_form_refuses_it_by_the_same_rule(url, kbdesk_home):
     from kbdesk.tui.services import ProviderForm, save_provider
 
-    with pytest.raises(InvalidInputError, match="user name or password.*'Key env var'") as caught:
+    with pytest.raises(InvalidInputError, match=r"user name or password.*'Key env var'") as caught:
         save_provider(get_paths().config_file, ProviderForm(name="x", kind="custom", base_url=url))
     assert_clean(str(caught.value), "the refusal")
     assert not get_paths().config_file.exists()

@@ -46,12 +46,12 @@ def test_both_backends_return_the_same_ids_in_the_same_order(tmp_path):
     npy = ranked(db, "numpy", queries, matrix_files=False)  # in memory
     mapped = ranked(db, "sqlite-vec", queries)  # the matrix file
     assert [[c for c, _ in r] for r in vec] == [[c for c, _ in r] for r in npy] == [[c for c, _ in r] for r in mapped]
-    for a, b, c in zip(vec, npy, mapped):
+    for a, b, c in zip(vec, npy, mapped, strict=True):
         assert np.allclose([s for _, s in a], [s for _, s in b], atol=1e-5)
         assert np.allclose([s for _, s in c], [s for _, s in b], atol=1e-6)
     # and both agree with exact cosine computed independently
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-    for q, got in zip(queries, npy):
+    for q, got in zip(queries, npy, strict=True):
         sims = unit @ (q / np.linalg.norm(q))
         expected = [f"chunk {i}" for i in np.argsort(-sims)[:20]]
         assert [c for c, _ in got] == expected
@@ -80,7 +80,7 @@ def test_writes_under_numpy_reach_a_sqlite_vec_index_built_earlier(tmp_path):
     ranked(db, "sqlite-vec", [target], matrix_files=False)
     with open_desk(db, backend="numpy") as desk:  # a session that cannot touch the index
         desk.add_document("rand", "late.txt", ["the late arrival"], vectors=[target])
-        doomed = [d for d in desk.store.list_documents(desk.kb("rand").id) if d.filename == "part0.txt"][0]
+        doomed = next(d for d in desk.store.list_documents(desk.kb("rand").id) if d.filename == "part0.txt")
         desk.delete_document(doomed.id)
     # part0.txt held all 100 earlier chunks: only the late arrival is left
     for matrix_files in (False, True):

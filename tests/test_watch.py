@@ -39,7 +39,7 @@ class Watching:
     def _run(self, folder, options) -> None:
         try:
             watch_folder(self.desk.ingestor(), "Live", folder, stop=self.stop, on_event=self.events.put, **options)
-        except BaseException as exc:  # shown by the test that waits
+        except BaseException as exc:  # noqa: BLE001 - shown by the test that waits
             self.error = exc
 
     def __enter__(self) -> Watching:

@@ -157,7 +157,9 @@ def text_table(sets: list[dict[str, Any]]) -> list[str]:
             {
                 "chunks x dims": set_name(r["n"], r["d"]),
                 "keyword desk.search": ms(lt["keyword: desk.search"]),
-                "hybrid desk.search (default path)": f"{ms(lt['hybrid: desk.search (default path)'])} ({t['default_path']})",
+                "hybrid desk.search (default path)": (
+                    f"{ms(lt['hybrid: desk.search (default path)'])} ({t['default_path']})"
+                ),
                 "hybrid, exact vectors": ms(lt["hybrid: desk.search, exact vectors"]),
                 "hybrid, quantised vectors": ms(lt["hybrid: desk.search, quantised vectors"]),
                 "part: FTS candidates (k=50)": ms(lt["part: FTS candidates (k=50)"]),
@@ -284,7 +286,8 @@ def write_doc(results: str) -> None:
             [
                 "# Search at scale: 100k and 1M chunks, exact and binary-quantised vectors, keyword, hybrid",
                 "",
-                "Written by `bench/bench_scale.py`; the tables below are regenerated on every run, the discussion is kept.",
+                "Written by `bench/bench_scale.py`; the tables below are regenerated on every run, "
+                "the discussion is kept.",
                 "",
                 "## Discussion",
                 "",

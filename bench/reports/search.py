@@ -145,8 +145,10 @@ def once_tables(r: dict[str, Any]) -> list[str]:
                 "sqlite-vec first search = index build (s)": f"{o['first_search_sqlite_vec_s']:.2f}",
                 "numpy first search = matrix load (s)": f"{o['first_search_numpy_s']:.2f}",
                 "baseline load, streamed (s)": f"{o['baseline_load_s']:.2f}",
-                "numpy load: RSS +MB / peak +MB / +MB after malloc_trim": f"{o['numpy_load_rss_delta_mb']:.0f} / {o['numpy_load_peak_over_before_mb']:.0f} / "
-                f"{o.get('numpy_load_rss_delta_after_trim_mb', NAN):.0f}",
+                "numpy load: RSS +MB / peak +MB / +MB after malloc_trim": (
+                    f"{o['numpy_load_rss_delta_mb']:.0f} / {o['numpy_load_peak_over_before_mb']:.0f} / "
+                    f"{o.get('numpy_load_rss_delta_after_trim_mb', NAN):.0f}"
+                ),
                 "matrix MB": f"{o['matrix_mb']:.0f}",
                 "vec0 tables MB": f"{o.get('sizes_after_index', {}).get('vec0_mb', NAN):.0f}",
                 "DB file MB": f"{o['db_mb_after_index']:.0f}",
@@ -319,7 +321,8 @@ def aims(r: dict[str, Any]) -> list[str]:
         for run in r["runs"]
     ]
     loads += [f"vec0 {k(mt['n'])}×{mt['d']} {mt['loadavg_start']:.1f}/{mt['loadavg_end']:.1f}" for mt in r["vec0"]]
-    return lines + [
+    return [
+        *lines,
         "",
         "Load average at the start / end of each measurement (other processes share the 2 CPUs): "
         + ", ".join(loads)

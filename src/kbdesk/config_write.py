@@ -49,7 +49,7 @@ def dump_toml(data: dict[str, Any]) -> str:
         if prefix and (scalars or not tables):
             lines.append("")
         for k, v in tables.items():
-            table(prefix + [k], v)
+            table([*prefix, k], v)
 
     table([], data)
     return "\n".join(lines).rstrip() + "\n"

@@ -280,8 +280,10 @@ def _short(error: BaseException, limit: int = 200) -> str:
 
 
 def _unique(kbs: list[KnowledgeBase]) -> list[KnowledgeBase]:
-    seen: set[str] = set()
-    return [kb for kb in kbs if not (kb.id in seen or seen.add(kb.id))]
+    first: dict[str, KnowledgeBase] = {}
+    for kb in kbs:
+        first.setdefault(kb.id, kb)
+    return list(first.values())
 
 
 def open_desk(

@@ -1,7 +1,7 @@
 """Text normalisation shared by indexing and queries, so both engines match alike.
 
-- :func:`nfkc` — Unicode NFKC: ligatures ("ﬁ" → "fi"), full-width forms ("ＡＢＣ" →
-  "ABC"), compatibility digits and the like become their plain spelling. Applied to
+- :func:`nfkc` — Unicode NFKC: ligatures ("ﬁ" → "fi"), full-width forms (U+FF21
+  FULLWIDTH LATIN CAPITAL LETTER A → "A"), compatibility digits and the like become their plain spelling. Applied to
   extracted text before it is chunked (so chunk spans are offsets into the normalised
   text) and to every query before it reaches a store. Case and accents stay, so what a
   user reads is what the document says.

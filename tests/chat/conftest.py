@@ -4,24 +4,12 @@ from __future__ import annotations
 
 import pytest
 from chat_support import desk_on, write_config
-from fake_chat import FakeChat
-
-from kbdesk import open_desk
 
 
 @pytest.fixture
-def chat_server():
-    with FakeChat() as server:
-        yield server
-
-
-@pytest.fixture
-def cdesk(chat_server):
-    """A desk whose chat role points at ``chat_server`` (numpy backend: fast, same results)."""
-    write_config(chat_server)
-    desk = open_desk(backend="numpy")
-    yield desk
-    desk.close()
+def cdesk(chat_desk):
+    """A desk whose chat role points at ``chat_server`` (tests/chat_fixtures.py)."""
+    return chat_desk
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

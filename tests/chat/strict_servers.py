@@ -48,14 +48,14 @@ def llama_cpp_python(body: Any) -> Refusal | None:
     errors: list[dict[str, Any]] = []
 
     def err(kind: str, loc: tuple, msg: str, value: Any) -> None:
-        errors.append({"type": kind, "loc": ("body",) + loc, "msg": msg, "input": value})
+        errors.append({"type": kind, "loc": ("body", *loc), "msg": msg, "input": value})
 
     def string(loc: tuple, holder: dict, key: str, *, required: bool = True, nullable: bool = False) -> None:
         if key not in holder:
             if required:
-                err("missing", loc + (key,), "Field required", holder)
+                err("missing", (*loc, key), "Field required", holder)
         elif (holder[key] is None and not nullable) or (holder[key] is not None and not isinstance(holder[key], str)):
-            err("string_type", loc + (key,), "Input should be a valid string", holder[key])
+            err("string_type", (*loc, key), "Input should be a valid string", holder[key])
 
     models = {
         "system": "ChatCompletionRequestSystemMessage",
@@ -77,20 +77,20 @@ def llama_cpp_python(body: Any) -> Refusal | None:
         if message["role"] == "assistant":
             string(loc, message, "content", required=False)
             for n, call in enumerate(message.get("tool_calls") or []):
-                where = loc + ("tool_calls", n)
+                where = (*loc, "tool_calls", n)
                 string(where, call, "id")
                 if call.get("type") != "function":
-                    err("literal_error", where + ("type",), "Input should be 'function'", call.get("type"))
+                    err("literal_error", (*where, "type"), "Input should be 'function'", call.get("type"))
                 function = call.get("function") if isinstance(call.get("function"), dict) else {}
-                string(where + ("function",), function, "name")
-                string(where + ("function",), function, "arguments")
+                string((*where, "function"), function, "name")
+                string((*where, "function"), function, "arguments")
         elif message["role"] == "tool":
             string(loc, message, "content", nullable=True)
             string(loc, message, "tool_call_id")
         elif message["role"] == "system":
             string(loc, message, "content", nullable=True)
         elif "content" not in message:
-            err("missing", loc + ("content",), "Field required", message)
+            err("missing", (*loc, "content"), "Field required", message)
     for n, tool in enumerate(body.get("tools") or []):
         function = tool.get("function") if isinstance(tool.get("function"), dict) else {}
         string(("tools", n, "function"), function, "name")
@@ -120,7 +120,7 @@ def llama_cpp_python(body: Any) -> Refusal | None:
 
 
 def llama_cpp(body: Any) -> Refusal | None:
-    for i, message in enumerate(body.get("messages") or []):
+    for _i, message in enumerate(body.get("messages") or []):
         content = message.get("content")
         if "content" in message and content is not None and not isinstance(content, (str, list)):
             return _cpp(400, f"Invalid 'content' type: expected string or array, got {json.dumps(content)}")

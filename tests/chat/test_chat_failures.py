@@ -79,7 +79,7 @@ def test_a_server_that_ignores_stream_still_answers(cdesk, chat_server):
 
 def test_no_chat_model_is_a_notice_not_a_crash(kbdesk_home):
     with open_desk(backend="numpy") as desk:
-        answer, events = ask(desk)
+        answer, _events = ask(desk)
         assert answer.status == "error" and "no chat model is set" in answer.error
         assert saved(desk, answer)[-1][0] == "notice"
 

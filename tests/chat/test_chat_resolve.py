@@ -35,7 +35,7 @@ def world(any_cdesk):
 
 
 def test_resolution_order_and_origins(world):
-    desk, chat, conv = world
+    _desk, chat, conv = world
     active = chat.active_kbs(conv.id)
     assert [(a.kb.name, a.origin, a.auto_search) for a in active] == [
         ("Hidden", "persona", True),
@@ -83,7 +83,7 @@ def test_toggle_popup_rows_and_rules(world):
 
 
 def test_kb_search_searches_exactly_the_resolved_kbs(world, chat_server):
-    desk, chat, conv = world
+    _desk, chat, conv = world
     chat_server.reply(tool_calls=[("kb_search", {"query": "launch notes", "max_results": 20})])
     chat_server.reply("Done.")
     answer = chat.ask(conv.id, "Where are the launch notes?")

@@ -31,7 +31,7 @@ def test_auto_tells_the_model_to_search_first(chat_server):
     desk = desk_with(chat_server, None)  # kbdesk's default policy: auto
     chat_server.reply(tool_calls=[("kb_search", {"query": "backup schedule"})])
     chat_server.reply(text="They run nightly at two.")
-    events, answer, said = turn(desk, "When do backups run?")
+    _events, answer, said = turn(desk, "When do backups run?")
     first = chat_server.chat_requests[0]
     assert first["tool_choice"] == {"type": "function", "function": {"name": "kb_search"}}
     assert "tool_choice" not in chat_server.chat_requests[1]  # the answer round is free
@@ -63,7 +63,7 @@ def test_auto_searches_itself_when_the_model_ignores_the_forced_tool(chat_server
 def test_tool_policy_says_when_the_model_did_not_search(chat_server):
     desk = desk_with(chat_server, "tool")
     chat_server.reply(text="From memory: weekly.")
-    events, answer, said = turn(desk, "When do backups run?")
+    _events, answer, said = turn(desk, "When do backups run?")
     assert "tool_choice" not in chat_server.chat_requests[0] and chat_server.chat_requests[0]["tools"]
     assert answer.retrieval == "skipped" and said[0].text == "the model did not search Docs"
     desk.close()
@@ -113,7 +113,7 @@ def test_a_kb_without_searchable_documents_is_not_offered(chat_server):
 def test_an_answer_cut_at_the_length_limit_says_so(chat_server):
     desk = desk_with(chat_server, "tool", extra="max_tokens = 200\n")
     chat_server.reply(text="Backups run every", finish="length")
-    events, answer, _ = turn(desk, "When do backups run?")
+    _events, answer, _ = turn(desk, "When do backups run?")
     assert chat_server.chat_requests[0]["max_tokens"] <= 200
     assert answer.cut and answer.finish_reason == "length"
     assert any("cut at the length limit" in n for n in answer.notices)
@@ -141,7 +141,7 @@ def test_a_server_that_fails_on_a_forced_tool_choice_gets_the_passages_instead(c
     add_doc(desk, "Docs", "backups.md", BACKUPS)
     chat_server.error(500, "")
     chat_server.reply(text="Nightly at two.")
-    _, answer, said = turn(desk, "When do backups run?")
+    _, answer, _said = turn(desk, "When do backups run?")
     assert answer.status == "complete" and answer.text == "Nightly at two." and answer.retrieval == "auto"
     assert "tool_choice" in chat_server.chat_requests[0] and "tool_choice" not in chat_server.chat_requests[1]
     assert BACKUPS in chat_server.chat_requests[1]["messages"][0]["content"]

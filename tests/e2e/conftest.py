@@ -52,7 +52,7 @@ def _gguf() -> str:
 def llama_server():
     """The real server's base URL (…/v1)."""
     port = _free_port()
-    log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"kbdesk-llama-{port}.log", "w")
+    log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"kbdesk-llama-{port}.log", "w")  # noqa: SIM115 - the server's log while it runs
     proc = subprocess.Popen(
         [
             sys.executable,

@@ -27,7 +27,7 @@ def test_a_team_servers_own_channels_table_is_left_alone_and_chat_says_so(empty_
                 "SELECT attname::text FROM pg_attribute WHERE attrelid = 'channels'::regclass AND attnum > 0",
             )
         ) == ["id", "name"]
-        with pytest.raises(StoreError, match="keeps no conversations.*channels table is a team server's own"):
+        with pytest.raises(StoreError, match=r"keeps no conversations.*channels table is a team server's own"):
             desk.chat()
         from kbdesk.chat.notes import NoteService
 

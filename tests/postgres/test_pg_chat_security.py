@@ -96,8 +96,8 @@ def test_a_users_chat_is_theirs_alone_through_kbdesk(server, alices):
         with pytest.raises(NotFoundError):
             other.delete_note(a.note.id)
         for write in (
-            lambda: other.add_message(a.conv.id, "user", "planted"),
-            lambda: other.set_channel_kb(a.conv.id, a.kb.id, False),
+            lambda other=other: other.add_message(a.conv.id, "user", "planted"),
+            lambda other=other: other.set_channel_kb(a.conv.id, a.kb.id, False),
         ):
             with pytest.raises(StoreError):  # the database refuses what kbdesk was not asked to check
                 write()

@@ -8,6 +8,7 @@ ranking parity: test_pg_keyword.py.
 
 import threading
 
+import psycopg
 import pytest
 
 from kbdesk import open_desk
@@ -55,6 +56,6 @@ def test_a_dropped_connection_is_replaced(pg_desk, pg_uri):
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
         "AND pid <> pg_backend_pid()",
     )
-    with pytest.raises(Exception):  # the next statement on the dead connection fails…
+    with pytest.raises(psycopg.OperationalError):  # the next statement on the dead connection fails…
         pg_desk.list_kbs()
     assert [kb.name for kb in pg_desk.list_kbs()] == ["survivor"]  # …and the one after reconnects

@@ -92,7 +92,7 @@ def test_two_processes_opening_an_empty_database_together_both_succeed(empty_pg_
         p.stdin.write("go\n")
         p.stdin.flush()
     results = [p.communicate(timeout=120) for p in procs]
-    for p, (out, err) in zip(procs, results):
+    for p, (out, err) in zip(procs, results, strict=True):
         assert p.returncode == 0, err
         assert out.strip() == "opened"
     _schema_once(empty_pg_uri)

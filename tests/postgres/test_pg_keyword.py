@@ -91,7 +91,7 @@ def ranked(desk, kb_ids: list[str], query: str, k: int = 10) -> list[tuple[str, 
 
 def assert_same_ranking(a, b, rel=1e-9):
     assert [(s, i) for s, i, _ in a] == [(s, i) for s, i, _ in b]
-    for (_, _, x), (_, _, y) in zip(a, b):
+    for (_, _, x), (_, _, y) in zip(a, b, strict=True):
         assert y == pytest.approx(x, rel=rel)
 
 
@@ -134,7 +134,7 @@ def test_scores_are_fts5_bm25_computed_by_hand(pg_desk):
         idf = max(math.log((n - df + 0.5) / (df + 0.5)), 0) or 1e-6
         return idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * dl / avgdl))
 
-    hits = dict(((s, i), score) for s, i, score in ranked(pg_desk, [kb], "lamp garden"))
+    hits = {(s, i): score for s, i, score in ranked(pg_desk, [kb], "lamp garden")}
     assert hits[("a.txt", 0)] == pytest.approx(term(2, 3, 1) + term(1, 3, 2), rel=1e-12)
     assert hits[("a.txt", 1)] == pytest.approx(term(1, 5, 2), rel=1e-12)
     assert keyword.idf(3, 2) == pytest.approx(1e-6)  # in more than half the rows: FTS5's floor

@@ -169,7 +169,8 @@ CREATE TABLE kb_chunks (
 CREATE TABLE channel_knowledge_bases (
     channel_id UUID NOT NULL REFERENCES channels(id) ON DELETE CASCADE,
     kb_id UUID NOT NULL REFERENCES knowledge_bases(id) ON DELETE CASCADE,
-    enabled BOOLEAN NOT NULL DEFAULT true, added_at TIMESTAMPTZ NOT NULL DEFAULT now(), PRIMARY KEY (channel_id, kb_id));
+    enabled BOOLEAN NOT NULL DEFAULT true, added_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    PRIMARY KEY (channel_id, kb_id));
 CREATE TABLE schema_migrations (version BIGINT PRIMARY KEY, dirty BOOLEAN NOT NULL);
 INSERT INTO schema_migrations VALUES (8, false);
 """
@@ -256,7 +257,7 @@ def test_missing_pgvector_is_a_clear_error():
         def fetchone(self):
             return None
 
-    with pytest.raises(StoreError, match="no pgvector extension.*install pgvector"):
+    with pytest.raises(StoreError, match=r"no pgvector extension.*install pgvector"):
         _ensure_pgvector(NoVector())
 
 
@@ -268,7 +269,7 @@ def test_a_newer_kbdesk_schema_is_refused(pg_uri):
 
 def test_tables_that_are_not_the_seeds_are_refused(empty_pg_uri):
     sql(empty_pg_uri, "CREATE TABLE kb_chunks (id uuid PRIMARY KEY, body text)")
-    with pytest.raises(StoreError, match="schema migration|lacks the seed's column"):
+    with pytest.raises(StoreError, match=r"schema migration|lacks the seed's column"):
         PostgresStore(empty_pg_uri)
 
 

@@ -106,7 +106,7 @@ def test_the_user_is_the_database_login_and_config_claims_gain_nothing(server):
     )
     assert liar.store.identity == who
     assert liar.store.describe()["identity"] == "database" and liar.store.describe()["login"] == who.username
-    with pytest.raises(AccessDeniedError, match="only a system admin.*pg grant LOGIN --admin"):
+    with pytest.raises(AccessDeniedError, match=r"only a system admin.*pg grant LOGIN --admin"):
         liar.create_kb("Handbook", scope="global")
     with pytest.raises(AccessDeniedError, match="only an admin of team"):
         liar.create_kb("Runbooks", scope="team", team_id=server.team)
@@ -486,9 +486,8 @@ def test_a_user_exports_a_local_kb_to_the_server_as_themselves(server, tmp_path)
     )
     assert names(server.desk("bob")) == []
     assert count(server.uris["bob"], "SELECT count(*) FROM kb_chunks WHERE kb_id = %s", kb.id) == 0
-    with open_desk(tmp_path / "bob.db") as bobs_laptop:  # bob cannot import it
-        with pytest.raises(NotFoundError):
-            import_kb(bobs_laptop, server.uris["bob"], "Field notes")
+    with open_desk(tmp_path / "bob.db") as bobs_laptop, pytest.raises(NotFoundError):  # bob cannot import it
+        import_kb(bobs_laptop, server.uris["bob"], "Field notes")
 
 
 # ── who gets in ────────────────────────────────────────────────────────────────
@@ -514,7 +513,7 @@ def test_a_user_never_migrates_and_is_told_who_must(server):
     alice = server.uris["alice"]
     last = sql(server.uri, "SELECT max(version) FROM kbdesk_migrations")[0][0]
     sql(server.uri, "DELETE FROM kbdesk_migrations WHERE version = %s", last)  # as if kbdesk were upgraded
-    with pytest.raises(StoreError, match="needs kbdesk's schema update.*pg setup"):
+    with pytest.raises(StoreError, match=r"needs kbdesk's schema update.*pg setup"):
         open_desk(alice)
     setup(server.uri)  # the administrator brings it up to date
     assert open_desk(alice).store.identity.source == "database"
@@ -523,7 +522,7 @@ def test_a_user_never_migrates_and_is_told_who_must(server):
 def test_the_owner_keeps_the_configs_identity(server, diary):
     """The superuser (like a local single-user server's owner) bypasses row security:
     kbdesk acts as its config's [identity] and checks the rules itself."""
-    kb, _ = diary
+    _kb, _ = diary
     owner = open_desk(server.uri, config=parse_config({"identity": {"username": "ops", "admin": True}}))
     try:
         who = owner.store.identity
@@ -567,12 +566,12 @@ def test_only_an_owner_runs_the_admin_commands_and_bad_logins_are_refused(server
         grant(alice, server.logins["alice"], admin=True)
     with pytest.raises(AccessDeniedError, match="only a database owner can run pg revoke"):
         revoke(alice, server.logins["bob"])
-    with pytest.raises(NotFoundError, match="no role 'nobody_here'.*CREATE ROLE"):
+    with pytest.raises(NotFoundError, match=r"no role 'nobody_here'.*CREATE ROLE"):
         grant(server.uri, "nobody_here")
     superuser = sql(server.uri, "SELECT current_user")[0][0]
     with pytest.raises(InvalidInputError, match="bypasses row-level security"):
         grant(server.uri, superuser)
-    sql(server.admin_uri, "CREATE ROLE readers_group_%s NOLOGIN" % uuid.uuid4().hex[:6])
+    sql(server.admin_uri, f"CREATE ROLE readers_group_{uuid.uuid4().hex[:6]} NOLOGIN")
     group = sql(server.admin_uri, "SELECT rolname FROM pg_roles WHERE rolname LIKE 'readers_group_%%'")[0][0]
     with pytest.raises(InvalidInputError, match="cannot log in"):
         grant(server.uri, group)

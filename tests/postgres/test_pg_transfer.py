@@ -223,7 +223,7 @@ def test_a_killed_export_process_is_finished_by_running_it_again(tmp_path, pg_ur
         == 0
     )
     out = subprocess.run(
-        cmd[:-3] + ["--batch-size", "50", "--json"], env=env, capture_output=True, text=True, timeout=120
+        [*cmd[:-3], "--batch-size", "50", "--json"], env=env, capture_output=True, text=True, timeout=120
     )
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
@@ -235,7 +235,7 @@ def test_a_different_model_on_the_target_is_refused(laptop, pg_uri, fake_openai)
     with open_desk(pg_uri) as server:  # the team server already has a "docs" that embeds otherwise
         server.create_kb("docs", model_id="other-model", dimensions=8)
     before = pg_snapshot(pg_uri)
-    with pytest.raises(ModelMismatchError, match="other-model.*refusing to mix"):
+    with pytest.raises(ModelMismatchError, match=r"other-model.*refusing to mix"):
         export_kb(laptop, "docs", pg_uri)
     assert pg_snapshot(pg_uri) == before
     result = CliRunner().invoke(cli, ["--db", str(laptop.db_path), "export", "docs", "--to", pg_uri])
@@ -250,7 +250,7 @@ def test_a_kb_re_embedded_since_its_export_is_refused_too(laptop, pg_uri):
         "new-model", [(h, rng.standard_normal(12)) for h, _ in laptop.store.chunk_texts(kb.id)]
     )
     laptop.store.swap_embedding_model(kb.id, "fake", "new-model", "new-model")
-    with pytest.raises(ModelMismatchError, match="text-embedding-3-small.*new-model"):
+    with pytest.raises(ModelMismatchError, match=r"text-embedding-3-small.*new-model"):
         export_kb(laptop, "docs", pg_uri)
     with open_desk(pg_uri) as server:
         assert server.kb("docs").model_id == "text-embedding-3-small"

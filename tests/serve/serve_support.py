@@ -48,7 +48,7 @@ class ServeProcess:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = tmp_path / f"serve-{self.port}.log"
-        self._log = open(self.log, "w")
+        self._log = open(self.log, "w")  # noqa: SIM115 - the server's log while it runs; closed by stop()
         self.proc = subprocess.Popen(
             [*KBDESK, *args, "serve", "--port", str(self.port), *serve_args],
             stdout=self._log,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from textual.widgets import Input, OptionList, Select, SelectionList, Static, TextArea
-from tui_chat_support import chat_desk, chat_server, docs, open_chat, shown  # noqa: F401 - fixtures
+from tui_chat_support import docs, open_chat, shown
 from tui_support import notifications, settle, type_text, wait_until
 
 from kbdesk.chat import TextDelta

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from textual.widgets import Input
-from tui_chat_support import ScriptedAsk, chat_desk, chat_server, docs, shown  # noqa: F401 - fixtures
+from tui_chat_support import ScriptedAsk, docs, shown
 from tui_support import settle, type_text, wait_until
 
 from kbdesk.chat import TurnStarted, Waiting

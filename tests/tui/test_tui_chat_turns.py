@@ -13,10 +13,8 @@ import threading
 import pytest
 from textual.widgets import Input, Static, TabbedContent
 from textual.widgets._markdown import MarkdownBlock, MarkdownParagraph
-from tui_chat_support import (  # noqa: F401 - fixtures
+from tui_chat_support import (
     ScriptedAsk,
-    chat_desk,
-    chat_server,
     docs,
     open_chat,
     screen_text,

@@ -1,50 +1,23 @@
-"""Chat fixtures for the TUI tests: the scripted chat server of tests/chat on loopback and a
-desk whose chat role points at it. (tests/chat is not on sys.path when tests/tui runs alone.)"""
+"""Helpers for the TUI chat tests: two keyword KBs, what a widget shows, a scripted turn. The
+chat server and desk fixtures are tests/chat_fixtures.py's (a plugin every folder has)."""
 
 from __future__ import annotations
 
 import queue
-import sys
 import time
-from pathlib import Path
 
-import pytest
-
-_CHAT_TESTS = str(Path(__file__).resolve().parents[1] / "chat")
-if _CHAT_TESTS not in sys.path:
-    sys.path.append(_CHAT_TESTS)
-
-from chat_support import add_doc, write_config  # noqa: E402
-from fake_chat import FakeChat  # noqa: E402
+from chat_support import add_doc, write_config
+from fake_chat import FakeChat
 
 __all__ = [
     "FakeChat",
     "ScriptedAsk",
     "add_doc",
-    "chat_desk",
-    "chat_server",
     "docs",
     "screen_text",
     "shown",
     "write_config",
 ]
-
-
-@pytest.fixture
-def chat_server():
-    with FakeChat() as server:
-        yield server
-
-
-@pytest.fixture
-def chat_desk(chat_server):
-    """A desk whose chat role is model "tiny" at ``chat_server`` (no embedding model: keyword KBs)."""
-    from kbdesk import open_desk
-
-    write_config(chat_server)
-    desk = open_desk(backend="numpy")
-    yield desk
-    desk.close()
 
 
 def docs(desk):

@@ -3,6 +3,7 @@ so ``from conftest import …`` would be ambiguous)."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Any
 
@@ -27,10 +28,8 @@ async def settle(pilot: Any, rounds: int = 50) -> None:
     app = pilot.app
     for _ in range(rounds):
         await pilot.pause()
-        try:
+        with contextlib.suppress(WorkerFailed):  # reported by the app as a notification; tests check that
             await app.workers.wait_for_complete()
-        except WorkerFailed:  # reported by the app as a notification; tests check that
-            pass
         await pilot.pause()
         if not any(w.is_running for w in app.workers):
             return

@@ -6,8 +6,8 @@ window comes from the server where it says (:func:`kbdesk.providers.context.cont
 else ``[chat] context_window``, else 4,096 tokens. What does not fit goes in this order:
 the oldest questions of the conversation with their answers, down to what fits in
 ``HISTORY_SHARE`` of the room; then this turn's tool results are shortened (each keeps
-its start); then older questions again if the results still need the room. The answer's own room (``max_tokens``) shrinks
-last, to what is left, but never below a floor.
+its start); then older questions again if the results still need the room. The answer's
+own room (``max_tokens``) shrinks last, to what is left, but never below a floor.
 
 Tokens are estimated from characters (about 3.5 per token for English prose with a
 BPE tokenizer, a little generous so an estimate errs on the side of fitting).

@@ -171,7 +171,7 @@ class NoteService:
             log.warning("notes: embedding failed: %s", exc)
             return f"the note could not be embedded now ({exc}); it will be at the next semantic search"
         items = []
-        for note, text, raw in zip(notes, texts, result.vectors):
+        for note, text, raw in zip(notes, texts, result.vectors, strict=True):
             if raw is not None:
                 try:
                     items.append((note.id, text, normalise(raw, what="note vector")))

@@ -42,7 +42,7 @@ def stream_round(
             for item in client.stream(messages, model, tools=tools, cancel=cancel, **options):
                 box.put(("item", item))
             box.put(("end", None))
-        except BaseException as exc:  # handed to the turn's thread
+        except BaseException as exc:  # noqa: BLE001 - handed to the turn's thread, which re-raises it
             box.put(("error", exc))
 
     threading.Thread(target=read, name="kbdesk-chat-round", daemon=True).start()

@@ -11,6 +11,7 @@ removed at the end if it is still empty, so opening the chat and leaving saves n
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shlex
 import sys
@@ -256,6 +257,7 @@ class ChatSession:
         elif args:
             if not args.isdigit():
                 raise InvalidInputError("/sources N takes a source number")
+            assert self.conversation is not None  # there are answers
             print_source(self.chat, self.conversation, int(args))
         else:
             for s in answers[-1].sources:
@@ -353,10 +355,8 @@ class ChatSession:
         self.readline = readline
         readline.set_history_length(HISTORY_LINES)
         if self.history_file is not None:
-            try:
+            with contextlib.suppress(OSError):
                 readline.read_history_file(str(self.history_file))
-            except OSError:
-                pass
 
     def note(self, text: str) -> None:
         self.err.print(plain(text, style="dim"))

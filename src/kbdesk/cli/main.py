@@ -47,7 +47,8 @@ class KbdeskGroup(click.Group):
         except KbdeskError as exc:
             raise click.ClickException(inert_line(str(exc))) from None
         except click.ClickException as exc:
-            exc.message = inert(exc.message)  # usage errors may span lines: those stay
+            # made inert in place, so a usage error keeps its context and usage lines
+            exc.message = inert(exc.message)  # type: ignore[misc]  # click types it Final
             raise
         except (click.exceptions.Exit, click.Abort):
             raise

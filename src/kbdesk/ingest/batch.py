@@ -255,7 +255,7 @@ class BatchRunner:
         if results is None:
             return {}
         out: dict[str, tuple[Prepared, StatusUpdate]] = {}
-        for job, result in zip(held, results):
+        for job, result in zip(held, results, strict=True):
             doc = job.doc
             job.copied, job.data = result[0] != "copy", None  # done with, whatever became of it
             if result[0] == "ok":
@@ -281,7 +281,7 @@ class BatchRunner:
         if not held or self.cancelled():
             return
         errors = self.helper.write([self._copy_of(j) for j in held])
-        for job, exc in zip(held, errors):
+        for job, exc in zip(held, errors, strict=True):
             if exc is None:
                 job.copied = True
             else:  # the disk is full or read-only
@@ -370,7 +370,7 @@ class BatchRunner:
             result.calls += response.calls
             for failure in response.failures:
                 bad[group[failure.index]] = str(failure.error)
-            fresh = [(h, vector) for h, vector in zip(group, response.vectors) if vector is not None]
+            fresh = [(h, vector) for h, vector in zip(group, response.vectors, strict=True) if vector is not None]
             vectors.update(fresh)
             self.writer.stage(STAGED + embedder.model_key, fresh)
             result.embedded += len(group) - len(response.failures)

@@ -133,7 +133,7 @@ def chunk_sections(
         if len(filled) > 1:
             chunks.append(_merged_chunk(offset, group, filled, len(chunks)))
             continue
-        for start, end, text, base in filled:
+        for start, _end, text, base in filled:
             for first, last, content in _chunk_spans(text, chunk_size, chunk_overlap, seps):
                 metadata = _copy(base)
                 metadata["start"], metadata["end"] = start + first, start + last

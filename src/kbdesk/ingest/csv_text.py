@@ -44,7 +44,7 @@ def extract_csv(text: str) -> list[Section]:
             line = "; ".join(
                 [
                     prefix + " ".join(value.split())
-                    for prefix, value in zip(prefixes, row)
+                    for prefix, value in zip(prefixes, row, strict=False)
                     if value and not value.isspace()
                 ]
             )

@@ -21,8 +21,8 @@ Section text per format (one module each):
 A heading immediately followed by another heading is merged into the next section,
 so no section is a bare heading. Every section's text (and heading path) is put in
 Unicode NFKC (:func:`kbdesk.textnorm.nfkc`) before anything is chunked: a ligature
-("ﬁ") or full-width letter is indexed, and found, by its plain spelling. Decoding (BOM, UTF-8, cp1252; line endings to "\\n")
-is :mod:`.text_decode`.
+("ﬁ") or full-width letter is indexed, and found, by its plain spelling. Decoding (BOM,
+UTF-8, cp1252; line endings to "\\n") is :mod:`.text_decode`.
 """
 
 from __future__ import annotations

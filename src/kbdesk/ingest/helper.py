@@ -97,7 +97,7 @@ class Helper:
             if replies is not None:
                 return [
                     None if reply is None else OSError(reply[0], reply[1], str(path))
-                    for (path, _, _), reply in zip(items, replies)
+                    for (path, _, _), reply in zip(items, replies, strict=True)
                 ]
         return write_each(items)
 

@@ -360,7 +360,7 @@ def extract_html(text: str) -> list[Section]:
     try:
         parser.feed(text)
         parser.close()
-    except Exception as exc:  # html.parser is lenient; this is a last resort
+    except Exception as exc:  # noqa: BLE001 - html.parser is lenient; a last resort that names the cause
         raise ExtractionError(f"HTML could not be parsed ({exc})") from None
     parser._flush_block()
     extra = {"title": parser.title} if parser.title else {}

@@ -25,6 +25,7 @@ This module imports nothing from kbdesk, so the child stays small.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -227,10 +228,8 @@ def _limit_resources(memory_mb: int, cpu_seconds: int) -> None:
         _soft, hard = resource.getrlimit(which)
         if hard != resource.RLIM_INFINITY:
             value = min(value, hard)
-        try:
+        with contextlib.suppress(ValueError, OSError):  # e.g. macOS refuses some RLIMIT_AS values
             resource.setrlimit(which, (value, hard))
-        except (ValueError, OSError):  # e.g. macOS refuses some RLIMIT_AS values
-            pass
 
 
 def _one_line(exc: BaseException) -> str:
@@ -298,7 +297,7 @@ def extract_pages(data: bytes) -> tuple[list[str], list[str]]:
         raise _Failure(f"PDF {_limit_message(exc)}") from None
     except RecursionError:
         raise _Failure("PDF is damaged (objects nested too deeply)") from None
-    except Exception as exc:  # pypdf can raise anything on a malformed file
+    except Exception as exc:  # noqa: BLE001 - pypdf can raise anything on a malformed file
         if _out_of_memory(exc):
             raise MemoryError from None
         raise _Failure(f"PDF is damaged or incomplete ({_one_line(exc)})") from None
@@ -321,7 +320,7 @@ def extract_pages(data: bytes) -> tuple[list[str], list[str]]:
         except RecursionError:
             errors.append(f"page {number}: objects nested too deeply")
             text = ""
-        except Exception as exc:  # one broken page should not lose the other pages
+        except Exception as exc:  # noqa: BLE001 - one broken page should not lose the other pages
             if _out_of_memory(exc):
                 raise MemoryError from None
             errors.append(f"page {number}: {_one_line(exc)}")

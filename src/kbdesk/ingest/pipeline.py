@@ -11,6 +11,7 @@ moment leaves either the whole document or a resumable one.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
@@ -187,9 +188,7 @@ class Ingestor:
                         kb,
                         [],
                         report,
-                        lambda on_jobs, first: preparer.prepare(
-                            kb, files, {doc.id: doc for doc in held}, on_jobs, first
-                        ),
+                        functools.partial(preparer.prepare, kb, files, {doc.id: doc for doc in held}),
                     )
             finally:
                 self.store.release_claims(claim)
@@ -271,7 +270,9 @@ class Ingestor:
             group = todo[start : start + EMBED_GROUP]
             result = embedder.embed([c for _, c in group])
             report.embedding_calls += result.calls
-            self.store.put_cached_vectors(embedder.model_key, [(h, v) for (h, _), v in zip(group, result.vectors)])
+            self.store.put_cached_vectors(
+                embedder.model_key, [(h, v) for (h, _), v in zip(group, result.vectors, strict=True)]
+            )
             report.embedded_chunks += len(group)
             self.on_event(
                 IngestEvent(
@@ -372,7 +373,7 @@ class Ingestor:
         while waiting and not self._cancel.is_set():
             current = self.store.get_documents(list(waiting))
             orphaned = []
-            for doc_id, doc in list(waiting.items()):
+            for doc_id in list(waiting):
                 now = current.get(doc_id)
                 if now is None:  # removed meanwhile
                     del waiting[doc_id]

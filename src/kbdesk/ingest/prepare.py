@@ -149,12 +149,13 @@ class Preparer:
                 self._queue_failure(kb, file, prev, f"cannot read file ({exc.strerror or exc})", pending, resumed)
                 continue
             digest = sha256(data)
-            if prev is not None and digest == prev.content_hash:
-                if held or prev.status == "ready" or (failure_remembered(prev) and not self.retry_failed):
-                    touches.append((prev.id, prev.version, file.mtime))  # the same bytes, a new mtime
-                    if not held:
-                        self._settled(file, prev)
-                    continue
+            if (prev is not None and digest == prev.content_hash) and (
+                held or prev.status == "ready" or (failure_remembered(prev) and not self.retry_failed)
+            ):
+                touches.append((prev.id, prev.version, file.mtime))  # the same bytes, a new mtime
+                if not held:
+                    self._settled(file, prev)
+                continue
             if prev is not None:
                 resumed.pop(prev.id, None)
             kind = "updated" if prev is not None and prev.indexed_hash is not None else "added"
@@ -249,7 +250,7 @@ class Preparer:
         docs = self._take(pending)
         lost: list[FoundFile] = []
         jobs: list[Job] = []
-        for item, doc in zip(pending, docs):
+        for item, doc in zip(pending, docs, strict=True):
             if isinstance(doc, Exception):  # this row alone could not be written
                 self._fail(
                     item.file,

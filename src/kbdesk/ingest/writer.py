@@ -204,7 +204,7 @@ class Writer:
             results = [KbdeskError(f"internal error: {type(exc).__name__}: {exc}")] * len(items)
             self._record_alone(errors)
         stored: set[str] = set()
-        for r, res in zip(ready, results):
+        for r, res in zip(ready, results, strict=True):
             if isinstance(res, SupersededError):
                 r.tally.superseded.add(r.doc_id)
             elif isinstance(res, Exception):

@@ -19,6 +19,7 @@ line of an event stream, then ``("end", None)``; or ``("error", exception)`` at 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import queue
@@ -59,10 +60,8 @@ class CancelToken:
         with self._lock:
             closers, self._closers = self._closers, []
         for close in closers:
-            try:
+            with contextlib.suppress(Exception):  # closing a response that already ended
                 close()
-            except Exception:  # closing a response that already ended
-                pass
 
     def wait(self, seconds: float) -> bool:
         """Sleep up to ``seconds``, waking at once on cancel; True when cancelled."""
@@ -159,15 +158,13 @@ class Exchange:
                         return
                     self._events.put(("line", line))
             self._finish(("end", None))
-        except BaseException as exc:  # handed to the caller, who decides what it means
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller, who decides what it means
             if not self._aborted:
                 self._finish(("error", exc))
         finally:
             if response is not None:
-                try:
+                with contextlib.suppress(Exception):  # already broken: nothing more to release
                     response.close()
-                except Exception:  # already broken: nothing more to release
-                    pass
 
     def _finish(self, event: Event) -> None:
         with self._lock:
@@ -225,10 +222,8 @@ class Waiter:
 
 
 def _shutdown(sock: socket.socket) -> None:
-    try:
+    with contextlib.suppress(OSError):  # not connected (any more), or already closed
         sock.shutdown(socket.SHUT_RDWR)
-    except OSError:  # not connected (any more), or already closed
-        pass
 
 
 __all__ = ["CancelToken", "ChatCancelled", "Event", "Exchange", "Silence", "Waiter", "is_event_stream"]

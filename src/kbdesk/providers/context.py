@@ -30,6 +30,7 @@ from typing import Any
 
 import httpx
 
+from kbdesk.providers.errors import ProviderConfigError
 from kbdesk.providers.settings import (
     ProviderSettings,
     base_url_for,
@@ -58,7 +59,7 @@ def context_window(
         return None
     try:
         base = base_url_for(settings, name)
-    except Exception:
+    except ProviderConfigError:  # no base URL: nothing to ask
         return None
     key = (base, model)
     with _lock:
@@ -89,7 +90,7 @@ def server_model_types(
         return {}
     try:
         base = base_url_for(settings, name)
-    except Exception:
+    except ProviderConfigError:  # no base URL: nothing to ask
         return {}
     own = client is None
     http = client if client is not None else httpx.Client(headers={"User-Agent": "kbdesk"})
@@ -170,7 +171,7 @@ class _Asker:
         out: dict[str, str] = {}
         for m in self._get(f"{self.root}/api/tags").get("models") or []:
             details = m.get("details") or {}
-            families = [details.get("family")] + list(details.get("families") or [])
+            families = [details.get("family"), *list(details.get("families") or [])]
             names = {m.get("name"), m.get("model")} - {None}
             if not names or not any(isinstance(f, str) for f in families):
                 continue

@@ -56,7 +56,7 @@ class LocalProvider:
                     ) from None
                 try:
                     self._models[model] = SentenceTransformer(os.path.expanduser(model), device="cpu")
-                except Exception as exc:  # OSError, ValueError, hub errors: all "cannot load"
+                except Exception as exc:  # noqa: BLE001 - OSError, ValueError, hub errors: all "cannot load"
                     raise ProviderNotFoundError(
                         f"provider '{self.name}': cannot load model '{model}' (a local model directory, or a "
                         f"name already downloaded): {type(exc).__name__}",

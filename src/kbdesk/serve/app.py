@@ -12,7 +12,7 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -163,7 +163,10 @@ class Headers:
     """Headers every answer carries: not cached, not sniffed as another content type,
     and no server banner."""
 
-    EXTRA = [(b"cache-control", b"no-store"), (b"x-content-type-options", b"nosniff")]
+    EXTRA: ClassVar[list[tuple[bytes, bytes]]] = [
+        (b"cache-control", b"no-store"),
+        (b"x-content-type-options", b"nosniff"),
+    ]
 
     def __init__(self, app: Any) -> None:
         self.app = app

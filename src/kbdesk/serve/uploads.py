@@ -16,6 +16,7 @@ finished from its stored copy by the resume the server runs when it starts.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -249,7 +250,5 @@ def _write(path: Path, data: bytes) -> None:
 
 
 def _remove(path: Path) -> None:
-    try:
+    with contextlib.suppress(OSError):
         path.unlink()
-    except OSError:
-        pass

@@ -22,6 +22,8 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
+
 from kbdesk.models import ChunkInput, Document, KnowledgeBase
 from kbdesk.store.doc_types import NewDocument, StatusUpdate
 
@@ -32,9 +34,14 @@ BLOBS = "blobs"
 
 @runtime_checkable
 class Store(Protocol):
-    kind: str
-    """"sqlite" or "postgres"."""
-    capabilities: frozenset[str]
+    @property
+    def kind(self) -> str:
+        """ "sqlite" or "postgres"."""
+        ...
+
+    @property
+    def capabilities(self) -> frozenset[str]: ...
+
     local_user_id: str
     vectors: Any
     """The engine's vector index (kbdesk.store.vectors.VectorIndex or pgvector's)."""
@@ -67,7 +74,16 @@ class Store(Protocol):
     def get_kb(self, kb_id: str) -> KnowledgeBase: ...
     def find_kb(self, ref: str) -> KnowledgeBase: ...
     def list_kbs(self) -> list[KnowledgeBase]: ...
-    def update_kb(self, kb_id: str, **changes: Any) -> KnowledgeBase: ...
+    def update_kb(
+        self,
+        kb_id: str,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        discoverable: bool | None = None,
+        chunk_size: int | None = None,
+        chunk_overlap: int | None = None,
+    ) -> KnowledgeBase: ...
     def delete_kb(self, kb_id: str) -> KnowledgeBase: ...
     def recount(self, kb_id: str) -> KnowledgeBase: ...
     def set_kb_status(self, kb_id: str, status: str) -> None: ...
@@ -99,7 +115,18 @@ class Store(Protocol):
         rows: bool = True,
     ) -> list[Document | Exception | None]: ...
     def add_document(
-        self, kb_id: str, filename: str, chunks: Sequence[ChunkInput | str], *, vectors: Any = None, **fields: Any
+        self,
+        kb_id: str,
+        filename: str,
+        chunks: Sequence[ChunkInput | str],
+        *,
+        vectors: Any = None,
+        content_type: str = "text/plain",
+        size_bytes: int | None = None,
+        extracted_text: str | None = None,
+        content_hash: str | None = None,
+        source_path: str | None = None,
+        doc_id: str | None = None,
     ) -> Document: ...
     def delete_document(self, doc_id: str) -> Document: ...
 
@@ -110,7 +137,18 @@ class Store(Protocol):
     def prune_cached_vectors(self, prefix: str, days: int) -> int: ...
     def chunk_texts(self, kb_id: str) -> list[tuple[str, str]]: ...
     def swap_embedding_model(self, kb_id: str, provider: str, model_id: str, model_key: str) -> KnowledgeBase: ...
-    def log_usage(self, role: str, **fields: Any) -> None: ...
+    def log_usage(
+        self,
+        role: str,
+        *,
+        provider: str = "",
+        model: str = "",
+        kb_id: str | None = None,
+        inputs: int = 0,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+        total_tokens: int | None = None,
+    ) -> None: ...
 
     # ── whole documents in and out (kbdesk.transfer) ───────────────────────────
     def document_summaries(self, kb_id: str) -> dict[str, dict[str, Any]]: ...
@@ -121,6 +159,22 @@ class Store(Protocol):
     def kb_vector_dimensions(self, kb_id: str) -> int | None: ...
 
     # ── retrieval (kbdesk.search) ──────────────────────────────────────────────
+    def vector_candidates(self, kb_id: str, dimensions: int, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """The ``k`` nearest chunks of one KB: (seq, cosine), best first."""
+        ...
+
+    def keyword_candidates(self, kb_ids: Sequence[str], text: str, k: int) -> list[tuple[int, float]]:
+        """The ``k`` best keyword matches over several KBs: (seq, BM25 score), best first."""
+        ...
+
+    def cosine_for(self, seqs: Iterable[int], query: np.ndarray) -> dict[int, float]:
+        """The cosine of each chunk (by seq) that has a vector, to ``query``."""
+        ...
+
+    def chunk_kbs(self, seqs: Sequence[int]) -> dict[int, str]:
+        """The KB id of each chunk (by seq)."""
+        ...
+
     def result_rows(self, seqs: Sequence[int]) -> dict[int, dict[str, Any]]: ...
     def chunk_neighbours(self, document_id: str, chunk_index: int, radius: int = 1) -> list[dict[str, Any]]: ...
 

@@ -72,9 +72,9 @@ def claim_alive(claim: str | None, last_moved: Any = None) -> bool:
         return False
     parts = claim.split(":")
     if len(parts) == 2:  # written by an older kbdesk: host:pid
-        host, pid_text, start, token = parts[0], parts[1], "", ""
+        host, pid_text, start = parts[0], parts[1], ""
     elif len(parts) == 4:
-        host, pid_text, start, token = parts
+        host, pid_text, start, _token = parts  # the token tells runs of one process apart, not liveness
     else:
         return False
     if host != socket.gethostname():

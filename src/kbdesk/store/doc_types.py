@@ -68,7 +68,7 @@ def storage_key(kb_id: str, doc_id: str, filename: str) -> str:
     safe = _KEY_UNSAFE.sub("_", filename) or "document"
     raw = safe.encode("utf-8", "surrogatepass")
     if len(raw) > _KEY_NAME_BYTES:
-        stem, dot, ext = safe.rpartition(".")
+        _stem, dot, ext = safe.rpartition(".")
         ext = dot + ext if dot and len(ext.encode("utf-8", "surrogatepass")) <= 16 else ""
         room = _KEY_NAME_BYTES - len(ext.encode("utf-8", "surrogatepass"))
         safe = raw[:room].decode("utf-8", "ignore") + ext

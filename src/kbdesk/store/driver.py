@@ -34,7 +34,7 @@ class Driver:
 def _can_load_extensions(module: ModuleType) -> bool:
     try:
         conn = module.connect(":memory:")
-    except Exception:  # pragma: no cover - a broken build
+    except Exception:  # noqa: BLE001  # pragma: no cover - a broken build
         return False
     try:
         return hasattr(conn, "enable_load_extension")
@@ -45,7 +45,7 @@ def _can_load_extensions(module: ModuleType) -> bool:
 def _try_vec(module: ModuleType) -> tuple[str | None, str]:
     """Return (sqlite-vec version, '') or (None, reason it failed)."""
     try:
-        import sqlite_vec
+        import sqlite_vec  # type: ignore[import-untyped]  # no type information shipped
     except ImportError:
         return None, "the sqlite-vec package is not installed"
     conn = module.connect(":memory:")
@@ -54,7 +54,7 @@ def _try_vec(module: ModuleType) -> tuple[str | None, str]:
         sqlite_vec.load(conn)
         conn.enable_load_extension(False)
         return conn.execute("select vec_version()").fetchone()[0], ""
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any failure means "not loadable", and says why
         return None, f"sqlite-vec failed to load: {exc}"
     finally:
         conn.close()
@@ -85,7 +85,7 @@ def choose_driver(requested: str = "auto") -> Driver:
     else:
         notes.append("the standard library's sqlite3 cannot load extensions")
     try:
-        import sqlean  # type: ignore[import-not-found]
+        import sqlean  # type: ignore[import-untyped]  # no type information shipped
 
         candidates.append(("sqlean", sqlean))
     except ImportError:

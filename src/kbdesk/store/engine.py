@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, ClassVar, overload
 
 from kbdesk.store.ids import iso, utcnow
 
@@ -30,7 +30,7 @@ class Engine:
     already serialises writers)."""
     list_chunk = 500
     """How many values one list parameter carries at most."""
-    tables: dict[str, str] = {}
+    tables: ClassVar[dict[str, str]] = {}
     """kbdesk's own tables under another name on this engine (audit_log, usage_log, …)."""
 
     def q(self, sql: str) -> str:
@@ -60,6 +60,10 @@ class Engine:
         """``column`` as text, for prefix matching."""
         return column
 
+    @overload
+    def text(self, value: str) -> str: ...
+    @overload
+    def text(self, value: None) -> None: ...
     def text(self, value: str | None) -> str | None:
         """Text as this database accepts it."""
         return value

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from kbdesk.store.core.parts import StoreParts
+
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 MAX_QUERY_TERMS = 64
 # English function words: in an OR query they match nearly every chunk (and BM25 gives
@@ -203,7 +205,7 @@ def bounds(terms: Sequence[str], counts: Sequence[int], budget: int) -> tuple[li
     return sorted(gate), [i for i in every if i in gate or counts[i] <= budget * SCORED_TERM_BUDGETS]
 
 
-class LookupMixin:
+class LookupMixin(StoreParts):
     """Needs ``connection()``, ``read()`` and ``vectors`` from the store."""
 
     def kb_vector_dimensions(self, kb_id: str) -> int | None:
@@ -326,8 +328,8 @@ class LookupMixin:
         rows = (
             self.connection()
             .execute(
-                "SELECT chunk_index, content, metadata FROM kb_chunks WHERE document_id = ? AND chunk_index BETWEEN ? AND ? "
-                "ORDER BY chunk_index",
+                "SELECT chunk_index, content, metadata FROM kb_chunks "
+                "WHERE document_id = ? AND chunk_index BETWEEN ? AND ? ORDER BY chunk_index",
                 (document_id, chunk_index - radius, chunk_index + radius),
             )
             .fetchall()

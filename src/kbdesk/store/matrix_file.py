@@ -100,7 +100,7 @@ class Matrix:
         fd = self.file.fileno()
         for lo in range(0, rows, block):
             n = min(block, rows - lo)
-            if os.preadv(fd, [buf[:n]], HEADER_SIZE + lo * dims * 4) != n * dims * 4:
+            if os.preadv(fd, [buf[:n].data], HEADER_SIZE + lo * dims * 4) != n * dims * 4:
                 return self.vectors @ query  # pragma: no cover - the size was checked at open
             # einsum: one thread, no BLAS thread hand-off per block (which costs more than the block)
             np.einsum("ij,j->i", buf[:n], query, out=out[lo : lo + n])

@@ -234,6 +234,7 @@ class QuantizedIndex:
                 codes = self._read(store, kb_id, dims)
                 if codes is None:  # pragma: no cover - chunks without vectors in a vector KB
                     codes = self._read(store, kb_id, dims, partial_ok=True)
+                assert codes is not None, "a partial read always gives the bits there are"
             with self._lock:
                 self._cache[kb_id] = codes
             return codes

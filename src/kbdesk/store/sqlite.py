@@ -13,6 +13,7 @@ it can be searched and listed, and every write fails with one line saying why.
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
 import random
@@ -189,7 +190,7 @@ class SqliteStore(
             raise StoreError(f"cannot open {self.path}: {exc} (is it a kbdesk database?)") from None
         try:
             load_extensions(conn, self.driver)
-        except Exception as exc:  # pragma: no cover - the driver said it loads
+        except Exception as exc:  # noqa: BLE001  # pragma: no cover - the driver said it loads
             raise StoreError(f"sqlite-vec failed to load: {exc}") from None
         self._local.conn = conn
         with self._conns_lock:
@@ -204,10 +205,8 @@ class SqliteStore(
             if thread.is_alive():
                 alive.append((thread, conn))
             else:
-                try:
+                with contextlib.suppress(Exception):  # already closed, or unusable: nothing left to release
                     conn.close()
-                except Exception:  # already closed, or unusable: nothing left to release
-                    pass
         self._conns = alive
 
     def _forget_connection(self) -> None:
@@ -236,10 +235,8 @@ class SqliteStore(
         with self._conns_lock:
             conns, self._conns = [c for _, c in self._conns], []
         for conn in conns:
-            try:
+            with contextlib.suppress(Exception):  # a connection of a finished thread; nothing to save
                 conn.close()
-            except Exception:  # a connection of a finished thread; nothing to save
-                pass
         self._local = threading.local()
 
     # ── transactions ───────────────────────────────────────────────────────────
@@ -310,7 +307,7 @@ class SqliteStore(
             user_id = new_id()
             try:
                 username = getpass.getuser()
-            except Exception:
+            except (OSError, KeyError):  # no login name (a container)
                 username = "local"
             wconn.execute("INSERT INTO users(id, username) VALUES (?, ?)", (user_id, username))
             wconn.execute("INSERT INTO settings(key, value) VALUES ('local_user_id', ?)", (user_id,))
@@ -324,7 +321,7 @@ class SqliteStore(
         try:
             row = self.connection().execute("SELECT sqlite_compileoption_used('ENABLE_FTS5')").fetchone()
             return bool(row[0])
-        except Exception:
+        except Exception:  # noqa: BLE001 - either driver's error: a build without the function
             return False
 
 
@@ -418,10 +415,10 @@ def quick_check(
                 if immutable or _wal_has_changes(Path(path)):
                     raise
         assert conn is not None
-        try:
+        with contextlib.suppress(
+            Exception
+        ):  # pragma: no cover - the driver said it loads; the check reads pages anyway
             load_extensions(conn, driver)  # the schema names vec0 tables
-        except Exception:  # pragma: no cover - the driver said it loads; the check reads pages anyway
-            pass
         conn.set_progress_handler(past_deadline, _PROGRESS_EVERY)
         rows = conn.execute(f"PRAGMA quick_check({int(max_problems)})").fetchall()
     except module.OperationalError as exc:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbdesk.store.core.parts import StoreParts
 from kbdesk.store.lookup import fts_query
 
 
-class SqliteChat:
+class SqliteChat(StoreParts):
     """Needs ``write()`` and ``connection()`` from the store."""
 
     def _note_keyword_candidates(self, conn: Any, text: str, k: int) -> list[tuple[str, float]]:

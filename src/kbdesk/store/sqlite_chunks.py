@@ -15,14 +15,13 @@ from typing import Any
 from kbdesk.errors import InvalidInputError
 from kbdesk.models import ChunkInput, KnowledgeBase
 from kbdesk.store.core.documents import VectorChanges
+from kbdesk.store.core.parts import StoreParts
 from kbdesk.store.ids import ordered_uuids
 
 
-class SqliteChunks:
+class SqliteChunks(StoreParts):
     """The SQLite side of :class:`kbdesk.store.core.documents.DocumentsCore`,
     :class:`~kbdesk.store.core.records.RecordsCore` and :class:`~kbdesk.store.core.cache.CacheCore`."""
-
-    vectors: Any
 
     def _kb_created(self, conn: Any, kb_id: str, config: dict[str, Any]) -> None:
         if config.get("dimensions"):
@@ -130,7 +129,7 @@ class SqliteChunks:
             f"AND json_extract(k.embedding_config, '$.model_id') = ?",
             (*hashes, model_id),
         ).fetchall()
-        return {h: b for h, b in rows}
+        return dict(rows)
 
     def _swap_vectors(self, conn: Any, kb_id: str, model_key: str, dims: int | None) -> None:
         conn.execute(

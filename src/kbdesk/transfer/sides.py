@@ -10,6 +10,7 @@ directory, or in the database on an engine that keeps them there.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from pathlib import Path
 from typing import Any
@@ -78,10 +79,8 @@ class Side:
         keys = [d.storage_key for d in self.store.get_documents(doc_ids).values()]
         gone = self.store.delete_documents(kb.id, doc_ids)
         for key in keys:
-            try:
+            with contextlib.suppress(OSError):
                 (self.desk.files_dir / key).unlink()
-            except OSError:
-                pass
         return gone
 
     def finish(self, kb: KnowledgeBase) -> KnowledgeBase:

@@ -7,15 +7,17 @@ the app, not to a screen, so indexing goes on while the user moves between scree
 
 from __future__ import annotations
 
+import contextlib
 import os
 import traceback
 from collections.abc import Callable, Iterable
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar
 
 from textual import on
 from textual.app import App, SystemCommand
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
@@ -39,7 +41,7 @@ class KbdeskApp(Blocking, App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "kbdesk"
     SUB_TITLE = "knowledge desk"
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f1,question_mark", "help", "Help", id="app.help"),
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
         # shown in the footer of the KB list (which binds them too); help and the palette list them
@@ -200,10 +202,8 @@ class KbdeskApp(Blocking, App[None]):
             finally:
                 tracker.finish()
             if not ingestor.cancelled:
-                try:
+                with contextlib.suppress(KbdeskError):  # the KB went meanwhile: nothing to get ready
                     self.desk.warm_search(kb_id)  # the next search finds its vectors' file written
-                except KbdeskError:  # the KB went meanwhile: nothing to get ready
-                    pass
             return result
 
         self._ingest_workers[kb.id] = self.run_worker(
@@ -246,7 +246,7 @@ class KbdeskApp(Blocking, App[None]):
             self.report_error(worker.error, worker.name)
         elif tracker is not None:
             summary = tracker.summary()
-            severity = "warning" if " failed" in summary else "information"
+            severity: SeverityLevel = "warning" if " failed" in summary else "information"
             self.notify(inert_line(summary), title="Indexing finished", severity=severity, markup=False)
         if kb_id:
             self._dispatch_progress(kb_id)

@@ -16,6 +16,7 @@ from typing import Any
 from kbdesk import provider_config
 from kbdesk.config import Config
 from kbdesk.providers import ProviderKind, base_url_for
+from kbdesk.providers.errors import ProviderConfigError
 from kbdesk.providers.models import ROLES, list_models, role_candidates, save_roles
 from kbdesk.providers.settings import display_url
 
@@ -54,7 +55,7 @@ def provider_rows(config: Config) -> list[ProviderRow]:
         else:
             try:
                 url = display_url(base_url_for(settings, name))
-            except Exception:  # a custom provider without a base URL: say so, don't fail the list
+            except ProviderConfigError:  # a custom provider without a base URL: say so, don't fail the list
                 url = "(no base URL)"
         rows.append(ProviderRow(name, settings.kind, url, provider_config.key_source(settings)))
     return rows

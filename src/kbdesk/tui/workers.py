@@ -11,9 +11,17 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
+from textual.dom import DOMNode
 from textual.worker import Worker, WorkerState
+
+if TYPE_CHECKING:
+    from kbdesk.tui.app import KbdeskApp
+
+    _Node = DOMNode
+else:  # a mixin: at run time the screen or widget it is mixed into is the DOM node
+    _Node = object
 
 _busy = threading.Condition()
 _running = 0  # functions started by tracked() that have not returned yet
@@ -43,18 +51,30 @@ def wait_for_threads(timeout: float) -> bool:
         return _busy.wait_for(lambda: _running == 0, timeout)
 
 
-class Blocking:
+def kbdesk_app(node: DOMNode) -> KbdeskApp:
+    """The running app, as kbdesk's own (screens and widgets only ever run inside it)."""
+    return cast("KbdeskApp", node.app)
+
+
+class Blocking(_Node):
     """Mixin for a Screen or Widget: ``in_thread`` plus its ``Worker.StateChanged`` handler."""
 
-    _kb_thread_callbacks: dict[Worker[Any], tuple[Callable[[Any], None] | None, Callable[[BaseException], None] | None]]
+    _kb_thread_callbacks: dict[
+        Worker[Any], tuple[Callable[[Any], object] | None, Callable[[BaseException], object] | None]
+    ]
+
+    @property
+    def kb_app(self) -> KbdeskApp:
+        """The running app, as kbdesk's own."""
+        return kbdesk_app(self)
 
     def in_thread(
         self,
         fn: Callable[..., Any],
         *args: Any,
         doing: str,
-        done: Callable[[Any], None] | None = None,
-        failed: Callable[[BaseException], None] | None = None,
+        done: Callable[[Any], object] | None = None,
+        failed: Callable[[BaseException], object] | None = None,
         group: str = "default",
         exclusive: bool = False,
         **kwargs: Any,
@@ -65,7 +85,7 @@ class Blocking:
         worker = self.run_worker(
             tracked(lambda: fn(*args, **kwargs)),
             name=doing,
-            description=doing,  # type: ignore[attr-defined]
+            description=doing,
             thread=True,
             exit_on_error=False,
             group=group,
@@ -83,7 +103,7 @@ class Blocking:
                 done(worker.result)
         elif event.state == WorkerState.ERROR:
             _, failed = callbacks.pop(worker, (None, None))
-            self.app.report_error(worker.error, worker.name)  # type: ignore[attr-defined]
+            kbdesk_app(self).report_error(worker.error, worker.name)
             if failed is not None and worker.error is not None:
                 failed(worker.error)
         elif event.state == WorkerState.CANCELLED:

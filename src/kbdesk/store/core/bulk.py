@@ -18,6 +18,7 @@ from typing import Any
 from kbdesk.errors import ConflictError, InvalidInputError
 from kbdesk.models import ChunkInput, KnowledgeBase
 from kbdesk.store.core.documents import VectorChanges
+from kbdesk.store.core.parts import StoreParts
 from kbdesk.store.doc_types import storage_key
 
 EXPORT_COLUMNS = (
@@ -38,14 +39,10 @@ EXPORT_COLUMNS = (
 )
 
 
-class BulkCore:
+class BulkCore(StoreParts):
     """Needs the store core's ``db``, ``policy``, ``_get_kb``, ``_recount`` and the
     document hooks; engine hooks: :meth:`_export_vectors`, :meth:`_import_chunks` and
     the blob hooks."""
-
-    db: Any
-    policy: Any
-    local_user_id: str
 
     def document_summaries(self, kb_id: str) -> dict[str, dict[str, Any]]:
         """Every document of a KB with what decides whether two copies are the same:
@@ -121,7 +118,7 @@ class BulkCore:
             )
         out = []
         for row in docs:
-            doc = dict(zip(EXPORT_COLUMNS, row))
+            doc = dict(zip(EXPORT_COLUMNS, row, strict=True))
             for key in ("created_at", "updated_at"):
                 doc[key] = self.db.time_out(doc[key])
             sections = self.db.json_out(doc["extracted_sections"])

@@ -13,16 +13,14 @@ from typing import Any
 
 from kbdesk.errors import InvalidInputError
 from kbdesk.models import KnowledgeBase
+from kbdesk.store.core.parts import StoreParts
 from kbdesk.store.vectors import normalise
 
 
-class CacheCore:
+class CacheCore(StoreParts):
     """Needs ``self.db``, ``self.policy``, ``write()``, ``connection()``, ``audit()``, ``vectors``
     and ``_get_kb``. Engine hooks: :meth:`_chunk_vectors`, :meth:`_swap_vectors`."""
 
-    db: Any
-    policy: Any
-    local_user_id: str
     cache_key = "(model, text_hash)"
     """The cache table's unique key."""
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from kbdesk.errors import InvalidInputError, NotFoundError
 from kbdesk.store.chat import ROLES, STATUSES, UNSET, ChatMessage, Conversation, ToolCallRecord, clean_title
+from kbdesk.store.core.parts import StoreParts
 from kbdesk.store.ids import new_id
 from kbdesk.store.personas import check_retrieval
 
@@ -23,17 +24,17 @@ _MSG = "id, channel_id, role, content, tool_call_id, status, model, sources, cre
 _COUNT = "(SELECT count(*) FROM {chat_messages} m WHERE m.channel_id = c.id)"
 
 
-class ChatCore:
+class ChatCore(StoreParts):
     """Needs ``self.db``, ``write()``, ``connection()``, ``local_user_id`` and
     :class:`kbdesk.store.core.personas.PersonasCore` (``_find_row``, ``_row``)."""
-
-    db: Any
-    local_user_id: str
 
     def _conversation(self, row: Sequence[Any]) -> Conversation:
         """A row of (_CONV columns…, message count)."""
         values = self._row(row, (4, 5))
-        return Conversation(*values[:6], message_count=int(values[7]), retrieval=values[6])
+        conv_id, title, persona_id, project_id, created, updated, retrieval = values[:7]
+        return Conversation(
+            conv_id, title, persona_id, project_id, created, updated, message_count=int(values[7]), retrieval=retrieval
+        )
 
     # ── conversations ──────────────────────────────────────────────────────────
     def create_conversation(
@@ -72,7 +73,8 @@ class ChatCore:
             self.connection()
             .execute(
                 self.db.qt(
-                    f"SELECT {cols}, {_COUNT} FROM channels c WHERE {where} ORDER BY c.updated_at DESC, c.created_at DESC"
+                    f"SELECT {cols}, {_COUNT} FROM channels c WHERE {where} "
+                    "ORDER BY c.updated_at DESC, c.created_at DESC"
                 ),
                 args,
             )

@@ -15,18 +15,15 @@ from typing import Any
 from kbdesk.errors import ConflictError, InvalidInputError
 from kbdesk.models import DOC_STATUSES, Document
 from kbdesk.store.claims import claim_alive, new_claim
+from kbdesk.store.core.parts import StoreParts
 from kbdesk.store.core.ready import rows_by_id
 from kbdesk.store.doc_types import NewDocument, StatusUpdate, check_filename, storage_key
 from kbdesk.store.ids import new_ids
 
 
-class ClaimsCore:
+class ClaimsCore(StoreParts):
     """Needs what :class:`~kbdesk.store.core.documents.DocumentsCore` needs, and its
     ``_get_document``."""
-
-    db: Any
-    policy: Any
-    local_user_id: str
 
     # ── claiming work ──────────────────────────────────────────────────────────
     def take_versions(self, specs: Sequence[NewDocument], claim: str) -> list[Document | None]:
@@ -43,7 +40,7 @@ class ClaimsCore:
                 self.policy.check_manage(self._get_kb(conn, kb_id))
             ids: list[str | None] = [None] * len(specs)
             fresh = [n for n, spec in enumerate(specs) if spec.expected_version is None]
-            for n, doc_id in zip(fresh, self._insert_new(conn, [specs[n] for n in fresh], claim)):
+            for n, doc_id in zip(fresh, self._insert_new(conn, [specs[n] for n in fresh], claim), strict=True):
                 ids[n] = doc_id
             for n, spec in enumerate(specs):
                 if spec.expected_version is not None:
@@ -58,9 +55,9 @@ class ClaimsCore:
             return []
         db = self.db
         now = db.now()
-        ids = [spec.doc_id or fresh for spec, fresh in zip(specs, new_ids(len(specs)))]
+        ids = [spec.doc_id or fresh for spec, fresh in zip(specs, new_ids(len(specs)), strict=True)]
         rows = []
-        for doc_id, spec in zip(ids, specs):
+        for doc_id, spec in zip(ids, specs, strict=True):
             filename = db.text(check_filename(spec.filename))
             rows.append(
                 (
@@ -93,8 +90,8 @@ class ClaimsCore:
         mine = set(rows_by_id(self, conn, ids))  # the ids are new: a row holding one is the one just inserted
         taken = [doc_id if doc_id in mine else None for doc_id in ids]
         stats: dict[str, tuple[int, int]] = {}
-        for doc_id, spec in zip(taken, specs):
-            if doc_id is not None:
+        for taken_id, spec in zip(taken, specs, strict=True):
+            if taken_id is not None:
                 docs, size = stats.get(spec.kb_id, (0, 0))
                 stats[spec.kb_id] = (docs + 1, size + int(spec.size_bytes))
         for kb_id, (docs, size) in stats.items():
@@ -108,7 +105,7 @@ class ClaimsCore:
                     row[0],
                     {"document_id": doc_id, "source_path": row[13], "status": spec.status},
                 )
-                for doc_id, spec, row in zip(taken, specs, rows)
+                for doc_id, spec, row in zip(taken, specs, rows, strict=True)
                 if doc_id is not None
             ],
         )
@@ -164,7 +161,7 @@ class ClaimsCore:
         """New document rows, claimed by this process (library use and tests; the
         ingestion uses :meth:`take_versions`). A path that has a row already is refused."""
         docs = self.take_versions(specs, new_claim())
-        for spec, doc in zip(specs, docs):
+        for spec, doc in zip(specs, docs, strict=True):
             if doc is None:
                 raise ConflictError(f"{spec.source_path} already has a document in this knowledge base")
         return [doc for doc in docs if doc is not None]

@@ -47,10 +47,6 @@ class DocumentsCore(ClaimsCore):
     ``audit`` (:class:`kbdesk.store.core.records.RecordsCore`). Claims and status moves:
     :class:`~kbdesk.store.core.claiming.ClaimsCore`."""
 
-    db: Any
-    policy: Any
-    local_user_id: str
-
     def _doc(self, row: Sequence[Any]) -> Document:
         values = list(row)
         for i in (12, 13, 16):
@@ -96,7 +92,8 @@ class DocumentsCore(ClaimsCore):
             self.connection()
             .execute(
                 self.db.q(
-                    f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE kb_id = ? AND ({self.db.id_text('id')} = ? OR filename = ? "
+                    f"SELECT {DOC_COLUMNS} FROM kb_documents "
+                    f"WHERE kb_id = ? AND ({self.db.id_text('id')} = ? OR filename = ? "
                     f"OR (CAST(? AS TEXT) IS NOT NULL AND {self.db.id_text('id')} LIKE ?)) LIMIT 3"
                 ),
                 (kb_id, ref.lower(), ref, prefix, prefix),
@@ -258,6 +255,7 @@ class DocumentsCore(ClaimsCore):
         result = self.finish_documents([(doc_id, chunks, vectors)])[0]
         if isinstance(result, Exception):
             raise result
+        assert result is not None, "rows are read back by default"
         return result
 
     # ── whole documents in one call (library use, tests, imports) ──────────────
@@ -305,9 +303,10 @@ class DocumentsCore(ClaimsCore):
                 raise ConflictError(f"{source_path} already has a document in '{kb.name}'")
             conn.execute(
                 db.q(
-                    "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, extracted_text, "
-                    "chunk_count, status, uploaded_by, content_hash, source_path, created_at, updated_at, version, "
-                    "indexed_at, indexed_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'ready', ?, ?, ?, ?, ?, 1, ?, ?)"
+                    "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, "
+                    "extracted_text, chunk_count, status, uploaded_by, content_hash, source_path, created_at, "
+                    "updated_at, version, indexed_at, indexed_hash) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'ready', ?, ?, ?, ?, ?, 1, ?, ?)"
                 ),
                 (
                     doc_id,
@@ -374,7 +373,7 @@ class DocumentsCore(ClaimsCore):
             else:
                 todo.append(i)
         if todo:
-            for i, unit in zip(todo, normalise_rows([vectors[i] for i in todo], dims, first=todo[0])):
+            for i, unit in zip(todo, normalise_rows([vectors[i] for i in todo], dims, first=todo[0]), strict=True):
                 blobs[i] = unit.tobytes()
         out = [b for b in blobs if b is not None]
         self._learn_dimensions(conn, kb, len(out[0]) // 4)

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from kbdesk.errors import InvalidInputError
+from kbdesk.store.core.parts import StoreParts
 from kbdesk.store.ids import new_id
 from kbdesk.store.notes import Note, clean_note_text, note_text
 
@@ -20,12 +21,9 @@ _COLS = "id, title, content, created_at, updated_at"
 _N_COLS = ", ".join(f"n.{c}" for c in _COLS.split(", "))
 
 
-class NotesCore:
+class NotesCore(StoreParts):
     """Needs ``self.db``, ``write()``, ``connection()``, ``local_user_id`` and
     :class:`kbdesk.store.core.personas.PersonasCore` (``_find_row``, ``_row``)."""
-
-    db: Any
-    local_user_id: str
 
     def _note(self, row: Sequence[Any]) -> Note:
         return Note(*self._row(row, (3, 4)))
@@ -135,7 +133,8 @@ class NotesCore:
             self.connection()
             .execute(
                 self.db.qt(
-                    f"SELECT {_N_COLS} FROM {{notes}} n LEFT JOIN {{note_vectors}} v ON v.note_id = n.id AND v.model = ? "
+                    f"SELECT {_N_COLS} FROM {{notes}} n "
+                    "LEFT JOIN {note_vectors} v ON v.note_id = n.id AND v.model = ? "
                     "WHERE v.note_id IS NULL AND n.owner_id = ? ORDER BY n.updated_at DESC LIMIT ?"
                 ),
                 (model, self.local_user_id, int(limit)),

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError
+from kbdesk.store.core.parts import StoreParts
 from kbdesk.store.ids import ID_PREFIX, check_name, new_id
 from kbdesk.store.personas import UNSET, Persona, Project, check_max_tokens, check_retrieval
 
@@ -19,11 +20,8 @@ _PERSONA = "id, name, system_prompt, provider, model, created_at, updated_at, re
 _PROJECT = "id, name, description, created_at, updated_at"
 
 
-class PersonasCore:
+class PersonasCore(StoreParts):
     """Needs ``self.db``, ``write()``, ``connection()`` and ``local_user_id``."""
-
-    db: Any
-    local_user_id: str
 
     # ── rows of this user, found by id, name or id prefix ──────────────────────
     def _row(self, row: Sequence[Any], times: tuple[int, ...]) -> list[Any]:
@@ -91,7 +89,8 @@ class PersonasCore:
             tuple(r)
             for r in self.connection().execute(
                 self.db.qt(
-                    f"SELECT b.kb_id{extra} FROM {{{owner}_knowledge_bases}} b JOIN knowledge_bases k ON k.id = b.kb_id "
+                    f"SELECT b.kb_id{extra} FROM {{{owner}_knowledge_bases}} b "
+                    "JOIN knowledge_bases k ON k.id = b.kb_id "
                     f"WHERE b.{owner}_id = ? ORDER BY lower(k.name), k.id"
                 ),
                 (owner_id,),

@@ -16,6 +16,7 @@ import numpy as np
 
 from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError
 from kbdesk.models import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, KB_STATUSES, SCOPES, KnowledgeBase
+from kbdesk.store.core.parts import StoreParts
 from kbdesk.store.ids import ID_PREFIX, check_name, new_id
 
 KB_COLUMNS = (
@@ -25,13 +26,9 @@ KB_COLUMNS = (
 KNOWN_CONFIG = {"provider", "model_id", "dimensions", "chunk_size", "chunk_overlap"}
 
 
-class RecordsCore:
+class RecordsCore(StoreParts):
     """KBs over ``self.db`` and ``self.policy``. Engine hooks: :meth:`_check_config`,
     :meth:`_kb_created`, :meth:`_lock_names`."""
-
-    db: Any
-    policy: Any
-    local_user_id: str
 
     def _kb(self, row: Sequence[Any]) -> KnowledgeBase:
         values = list(row)
@@ -146,7 +143,7 @@ class RecordsCore:
         try:
             with self.db.savepoint(conn):
                 rows = conn.execute(q("SELECT id FROM teams WHERE CAST(name AS TEXT) = ? LIMIT 2"), (ref,)).fetchall()
-        except Exception:  # a server's teams table without names
+        except Exception:  # noqa: BLE001 - a server's teams table without names (either engine's error)
             rows = []
         if len(rows) != 1:
             raise NotFoundError(f"no team '{ref}'" if not rows else f"more than one team is named '{ref}'; use its id")
@@ -342,7 +339,9 @@ class RecordsCore:
             args = (kb_id,)
         rows = self.connection().execute(self.db.q(sql + " ORDER BY id"), args).fetchall()
         keys = ("id", "created_at", "user_id", "action", "kb_id", "target", "details")
-        return [dict(zip(keys, (r[0], self.db.time_out(r[1]), *r[2:6], self.db.json_out(r[6])))) for r in rows]
+        return [
+            dict(zip(keys, (r[0], self.db.time_out(r[1]), *r[2:6], self.db.json_out(r[6])), strict=True)) for r in rows
+        ]
 
 
 def embedding_config_snapshot(config: dict[str, Any] | None) -> dict[str, Any]:

@@ -61,7 +61,7 @@ class Identity:
 def login_name() -> str:
     try:
         return getpass.getuser()
-    except Exception:  # no login name (a container): still a stable identity
+    except (OSError, KeyError):  # no login name (a container): still a stable identity
         return "local"
 
 

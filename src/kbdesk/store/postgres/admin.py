@@ -384,7 +384,7 @@ def _describe(conn: Any, login: str) -> dict[str, Any]:
         "user_id": uid,
         "kbdesk_user": bool(active and active[0]),
         "admin": _is_admin(conn, login),
-        "teams": {name: r for name, r in teams},
+        "teams": dict(teams),
     }
 
 

@@ -16,13 +16,14 @@ import numpy as np
 from kbdesk.errors import InvalidInputError
 from kbdesk.models import KnowledgeBase
 from kbdesk.store.core.documents import VectorChanges
+from kbdesk.store.core.parts import StoreParts
 from kbdesk.store.postgres.chunks import copy_chunks
 from kbdesk.store.postgres.values import as_unit_bytes, clean_json, clean_text, pad
 
 STAGE = "kbdesk_chunk_stage"
 
 
-class PgBulk:
+class PgBulk(StoreParts):
     """Needs ``db`` and the store's connection."""
 
     def _export_vectors(self, conn: Any, sql: str, args: list[Any], dims: int | None) -> list[Sequence[Any]]:

@@ -8,6 +8,7 @@ from typing import Any
 
 import kbdesk.store.postgres.keyword as keyword
 from kbdesk.store.api import BLOBS, CHAT
+from kbdesk.store.core.parts import StoreParts
 
 _LEXEMES = (
     "SELECT l.lexeme FROM unnest(%s::text[]) WITH ORDINALITY AS w(word, i) CROSS JOIN LATERAL "
@@ -38,10 +39,9 @@ GROUP BY h.id, h.seq ORDER BY score DESC, h.seq LIMIT %(k)s
 """
 
 
-class PgChat:
+class PgChat(StoreParts):
     """Needs ``write()``, ``connection()`` and ``local_user_id`` from the store."""
 
-    local_user_id: str
     _keeps_chat: bool | None = None
 
     @property

@@ -9,13 +9,14 @@ builds a KB's HNSW index once it holds enough vectors, after the commit (:mod:`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kbdesk.errors import InvalidInputError
+from kbdesk.errors import InvalidInputError, NotFoundError
 from kbdesk.models import ChunkInput, KnowledgeBase
 from kbdesk.store.core.documents import VectorChanges
+from kbdesk.store.core.parts import StoreParts
 from kbdesk.store.ids import ordered_uuids
 from kbdesk.store.postgres.seed import VECTOR_COLUMN_DIMS
 from kbdesk.store.postgres.values import as_unit_bytes, clean_json, clean_text, pad
@@ -56,12 +57,15 @@ def stage_chunks(conn: Any) -> None:
     )
 
 
-class PgChunks:
+class PgChunks(StoreParts):
     """The Postgres side of :class:`kbdesk.store.core.documents.DocumentsCore`,
     :class:`~kbdesk.store.core.records.RecordsCore` and :class:`~kbdesk.store.core.cache.CacheCore`."""
 
-    vectors: Any
     cache_key = "(model, text_hash, user_id)"
+
+    if TYPE_CHECKING:  # the connection's (kbdesk.store.postgres.connection)
+
+        def in_transaction(self) -> bool: ...
 
     def _check_config(self, config: dict[str, Any]) -> None:
         if (config.get("dimensions") or 0) > VECTOR_COLUMN_DIMS:
@@ -134,7 +138,7 @@ class PgChunks:
         for kb_id in changes.kbs:
             try:
                 kb = self._get_kb(self.connection(), kb_id)
-            except Exception:  # deleted meanwhile: nothing to index
+            except NotFoundError:  # deleted meanwhile: nothing to index
                 continue
             if kb.dimensions and kb.chunk_count >= self.vectors.min_rows:
                 self.vectors.ensure(kb.id, kb.dimensions, kb.chunk_count, wait=False)

@@ -81,7 +81,7 @@ class PostgresStore(
         except KbdeskError:
             self.close()
             raise
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any failure to prepare a connection becomes one line
             self.close()
             raise StoreError(f"cannot prepare {self.label}: {_first_line(exc)}") from None
         self._register_vector(conn)
@@ -218,7 +218,7 @@ class PostgresStore(
                     .fetchall()
                 )
                 found = {name: team_id for team_id, name in rows}
-            except Exception:  # a server's teams table without a name column: ids only
+            except Exception:  # noqa: BLE001 - a server's teams table without a name column: ids only
                 found = {}
         for key, role in who.teams.items():
             team_id = key if is_uuid(key) else found.get(key)

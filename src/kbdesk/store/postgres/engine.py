@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar, overload
 
 from kbdesk.store.engine import Engine
 from kbdesk.store.postgres.access import is_uuid
@@ -22,7 +22,7 @@ class PostgresEngine(Engine):
     name = "postgres"
     for_update = " FOR UPDATE"
     list_chunk = 5000
-    tables = {
+    tables: ClassVar[dict[str, str]] = {
         "audit_log": "kbdesk_audit_log",
         "usage_log": "kbdesk_usage_log",
         "embedding_cache": "kbdesk_embedding_cache",
@@ -57,6 +57,10 @@ class PostgresEngine(Engine):
     def id_text(self, column: str) -> str:
         return f"{column}::text"
 
+    @overload
+    def text(self, value: str) -> str: ...
+    @overload
+    def text(self, value: None) -> None: ...
     def text(self, value: str | None) -> str | None:
         return clean_text(value)
 

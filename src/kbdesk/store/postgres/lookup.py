@@ -13,11 +13,12 @@ from typing import Any
 import numpy as np
 
 import kbdesk.store.postgres.keyword as keyword
+from kbdesk.store.core.parts import StoreParts
 from kbdesk.store.lookup import mark_stale
 from kbdesk.store.postgres.values import infer_dimensions
 
 
-class LookupMixin:
+class LookupMixin(StoreParts):
     """Needs ``connection()``, ``read()`` and ``vectors`` from the store."""
 
     def kb_vector_dimensions(self, kb_id: str) -> int | None:

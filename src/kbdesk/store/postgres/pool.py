@@ -6,6 +6,7 @@ audit log carry.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import threading
@@ -92,10 +93,8 @@ class Holder:
 
 
 def quiet_close(conn: Any) -> None:
-    try:
+    with contextlib.suppress(Exception):  # closing a dead connection: nothing to save
         conn.close()
-    except Exception:  # closing a dead connection: nothing to save
-        pass
 
 
 @functools.cache

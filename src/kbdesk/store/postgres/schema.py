@@ -42,7 +42,7 @@ def _ensure_pgvector(conn: Any) -> None:
     try:
         with conn.transaction():
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    except Exception as exc:  # psycopg.errors.InsufficientPrivilege, mostly
+    except Exception as exc:  # noqa: BLE001 - psycopg.errors.InsufficientPrivilege, mostly; re-raised below
         if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
             return  # created meanwhile by someone who does not take kbdesk's lock
         raise StoreError(

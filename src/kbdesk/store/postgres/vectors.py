@@ -18,6 +18,7 @@ blocked) after an import, after ingestion crosses the size, or by the first sear
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -121,23 +122,21 @@ class PgVectorIndex:
             )
             self._analyze(conn)
             return self.state(conn, kb_id, dims) == "valid"
-        except Exception as exc:  # no privilege, out of memory…: exact search still works
+        except Exception as exc:  # noqa: BLE001 - no privilege, out of memory…: exact search still works
             why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             self._failed[kb_id] = why
             log.warning("no vector index for knowledge base %s (exact search instead): %s", kb_id, why)
             return False
         finally:
-            try:
+            with contextlib.suppress(Exception):  # the connection died with the build; the next use replaces it
                 conn.execute("RESET maintenance_work_mem")
-            except Exception:  # the connection died with the build; the next use replaces it
-                pass
 
     @staticmethod
     def _analyze(conn: Any) -> None:
         """Fresh planner statistics after a bulk load (skipped where this user may not)."""
         try:
             conn.execute("ANALYZE kb_chunks")
-        except Exception as exc:  # not the owner: the next autovacuum analyses instead
+        except Exception as exc:  # noqa: BLE001 - not the owner: the next autovacuum analyses instead
             log.info("ANALYZE kb_chunks skipped: %s", exc)
 
     def close(self) -> None:

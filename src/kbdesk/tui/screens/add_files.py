@@ -6,11 +6,12 @@ import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Container, Horizontal, Vertical
 from textual.widgets import Button, Checkbox, DirectoryTree, Input, Label, Static
 
@@ -39,7 +40,7 @@ def split_globs(text: str) -> list[str]:
 
 class AddFilesScreen(DeskModal):
     CSS_PATH = "add_files.tcss"
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="add.cancel"),
         Binding("ctrl+b", "browse", "Browse", id="add.browse"),
         Binding("ctrl+s", "add", "Add", id="add.ok"),

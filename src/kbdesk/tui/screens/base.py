@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
 from textual.widgets import Footer
 
 from kbdesk.tui.workers import Blocking
+
+if TYPE_CHECKING:
+    from kbdesk.desk import Desk
 
 
 class DeskScreen(Blocking, Screen[Any]):
@@ -17,8 +20,8 @@ class DeskScreen(Blocking, Screen[Any]):
     _focus_before: Widget | None = None
 
     @property
-    def desk(self) -> Any:
-        return self.app.desk  # type: ignore[attr-defined]
+    def desk(self) -> Desk:
+        return self.kb_app.desk
 
     def on_screen_suspend(self) -> None:
         self._focus_before = self.focused
@@ -40,15 +43,15 @@ class OwnKeys:
     this ``on_mount`` as well as a dialog's own."""
 
     def on_mount(self) -> None:
-        self.mount(Footer())  # type: ignore[attr-defined]
+        cast(Widget, self).mount(Footer())
 
 
 class DeskModal(OwnKeys, Blocking, ModalScreen[Any]):
     """A dialog over the app's desk; Escape cancels it (returns None)."""
 
     @property
-    def desk(self) -> Any:
-        return self.app.desk  # type: ignore[attr-defined]
+    def desk(self) -> Desk:
+        return self.kb_app.desk
 
     def action_cancel(self) -> None:
         self.dismiss(None)

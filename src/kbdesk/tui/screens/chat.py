@@ -10,12 +10,12 @@ working meanwhile: typing the next question, scrolling, opening sources, the KB 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult, SystemCommand
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.markup import escape
 from textual.widgets import Footer, Header, Input, OptionList, Static
@@ -39,7 +39,7 @@ POLICIES = {  # how a conversation's KBs are searched (kbdesk.chat.retrieval), i
 
 class ChatScreen(ChatTurns, DeskScreen):
     CSS_PATH = "chat.tcss"
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "stop", "Stop", id="chat.stop"),
         # ctrl+c stops an answer as it does in `kbdesk chat` (before the question box copies or
         # the app says how to quit: neither is what someone pressing it mid-answer wants)
@@ -163,7 +163,7 @@ class ChatScreen(ChatTurns, DeskScreen):
         conv = self.conv
         self.choices.show(conv.persona_id if conv else None, conv.project_id if conv else None)
 
-    def _with_conversation(self, then: Callable[[Conversation], None]) -> None:
+    def _with_conversation(self, then: Callable[[Conversation], object]) -> None:
         """Run ``then`` with the conversation on screen, saving a new one first."""
         if self.conv is not None:
             then(self.conv)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, SelectionList, Static
 
@@ -17,7 +19,7 @@ from kbdesk.tui.screens.base import DeskModal
 class ChooseKbsScreen(DeskModal):
     """Dismisses with the chosen KB names, or None."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="kbs.cancel"),
         Binding("ctrl+a", "all", "All", id="kbs.all"),
         Binding("ctrl+s", "ok", "Save", id="kbs.ok"),

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
@@ -17,7 +17,7 @@ from kbdesk.tui.screens.base import DeskModal
 
 class ChunkScreen(DeskModal):
     CSS_PATH = "chunk.tcss"
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "cancel", "Close", id="chunk.close"),
         Binding("plus,equals_sign", "wider", "More context", id="chunk.more"),
     ]

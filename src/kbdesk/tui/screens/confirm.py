@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
@@ -15,7 +17,7 @@ from kbdesk.tui.screens.base import OwnKeys
 
 
 class ConfirmScreen(OwnKeys, ModalScreen[bool]):
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,n", "answer(False)", "Cancel", id="confirm.no"),
         Binding("y", "answer(True)", "Yes", id="confirm.yes"),
     ]

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
@@ -19,7 +19,8 @@ GUIDE = (
     "or a whole folder (a) and watch every document go pending → extracting → chunking → embedding → "
     "ready, or error with its reason (f filters the documents to errors or to those in progress, g goes to "
     "the next error). Indexing stopped half-way (a quit, a crash) leaves unfinished documents: kbdesk says "
-    "so at launch and on the KB, and u resumes them (ingest.auto_resume = true in config.toml, or KBDESK_AUTO_RESUME=1, resumes without asking). "
+    "so at launch and on the KB, and u resumes them (ingest.auto_resume = true in config.toml, or "
+    "KBDESK_AUTO_RESUME=1, resumes without asking). "
     "Search (/) by meaning and by keyword: each hit shows its similarity, "
     "its vector and keyword ranks and the fused score, and the candidates the threshold or the limit cut, "
     "so you can see why something ranked where it did. Settings (s) hold the providers (any "
@@ -33,7 +34,7 @@ ALWAYS_LISTED = {"app.chat", "app.notes", "chat.retrieval", "chat.model", "kb.re
 
 class HelpScreen(OwnKeys, ModalScreen[None]):
     CSS_PATH = "help.tcss"
-    BINDINGS = [Binding("escape,q,f1,question_mark", "dismiss", "Close", id="help.close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,f1,question_mark", "dismiss", "Close", id="help.close")]
 
     def __init__(self, below: Screen[Any]) -> None:
         super().__init__()

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.markup import escape
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult, SystemCommand
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import Footer, Header, ProgressBar, Static
 
-from kbdesk.models import KnowledgeBase
+from kbdesk.models import Document, KnowledgeBase
 from kbdesk.textsafe import inert_line
 from kbdesk.tui.doc_cache import DocRows
 from kbdesk.tui.format import human_size, model_label, palette
@@ -29,7 +29,7 @@ EMPTY = "No documents yet. Press a to add files or a whole folder (with include/
 
 class KbDetailScreen(DeskScreen):
     CSS_PATH = "kb_detail.tcss"
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back", id="kb.back"),
         Binding("a", "add_files", "Add", id="kb.add"),
         Binding("d,delete", "remove_document", "Remove", id="kb.remove"),
@@ -320,10 +320,11 @@ class KbDetailScreen(DeskScreen):
         )
 
     def _remove(self, doc_id: str, yes: bool | None) -> None:
-        if yes:
-            self.in_thread(
-                self.desk.delete_document,
-                doc_id,
-                doing="removing a document",
-                done=lambda doc: (self.notify(f"Removed '{inert_line(doc.filename)}'", markup=False), self.reload()),
-            )
+        if not yes:
+            return
+
+        def removed(doc: Document) -> None:
+            self.notify(f"Removed '{inert_line(doc.filename)}'", markup=False)
+            self.reload()
+
+        self.in_thread(self.desk.delete_document, doc_id, doing="removing a document", done=removed)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Container, Horizontal, VerticalScroll
 from textual.widgets import Button, Input, Label, Select, Static
 
@@ -34,7 +34,7 @@ class KbFormResult:
 class KbFormScreen(DeskModal):
     """``KbFormScreen()`` creates, ``KbFormScreen(kb)`` edits; dismisses with a KbFormResult."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="form.cancel"),
         Binding("ctrl+s", "save", "Save", id="form.save"),
     ]
@@ -132,13 +132,16 @@ class KbFormScreen(DeskModal):
 
         name = text("name")
         if not name:
-            return self._invalid("give the knowledge base a name")
+            self._invalid("give the knowledge base a name")
+            return None
         try:
             size, overlap = int(text("chunk_size")), int(text("chunk_overlap"))
         except ValueError:
-            return self._invalid("chunk size and overlap are whole numbers")
+            self._invalid("chunk size and overlap are whole numbers")
+            return None
         if size < 1 or not 0 <= overlap < size:
-            return self._invalid("chunk size must be at least 1, and overlap between 0 and the size")
+            self._invalid("chunk size must be at least 1, and overlap between 0 and the size")
+            return None
         result = KbFormResult(name, text("description"), size, overlap)
         if self.kb is None:
             provider: Any = self.query_one("#provider", Select).value
@@ -147,7 +150,8 @@ class KbFormScreen(DeskModal):
             else:
                 model = self.query_one("#model", ModelPicker).value
                 if not model:
-                    return self._invalid("choose or type an embedding model, or pick 'keyword only'")
+                    self._invalid("choose or type an embedding model, or pick 'keyword only'")
+                    return None
                 result.provider, result.model_id = str(provider), model
         return result
 

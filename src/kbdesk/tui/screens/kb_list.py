@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.markup import escape
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult, SystemCommand
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Static
 
@@ -32,7 +32,7 @@ WELCOME = (
 
 class KbListScreen(DeskScreen):
     CSS_PATH = "kb_list.tcss"
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n", "new_kb", "New", id="kbs.new"),
         Binding("enter", "open_kb", "Open", id="kbs.open"),
         Binding("e", "edit_kb", "Edit", id="kbs.edit"),
@@ -85,7 +85,7 @@ class KbListScreen(DeskScreen):
         if kb is not None:  # read its documents ahead: opening it then paints at once
             if self._prefetch is not None:
                 self._prefetch.stop()
-            self._prefetch = self.set_timer(0.15, lambda: self.app.doc_rows.prefetch(kb.id))
+            self._prefetch = self.set_timer(0.15, lambda: self.kb_app.doc_rows.prefetch(kb.id))
 
     def _describe(self, kb: KnowledgeBase | None) -> None:
         info = self.query_one("#kb-info", Static)
@@ -134,7 +134,7 @@ class KbListScreen(DeskScreen):
 
     # ── actions ────────────────────────────────────────────────────────────────
     def action_resume(self) -> None:
-        self.app.action_resume_all()
+        self.kb_app.action_resume_all()
 
     def action_refresh(self) -> None:
         self.refresh_kbs()
@@ -206,7 +206,7 @@ class KbListScreen(DeskScreen):
         kb = self.table.selected
         if kb is None or kb.id in self.table.deleting:
             return
-        if self.app.ingesting(kb.id):
+        if self.kb_app.ingesting(kb.id):
             self.notify(
                 f"'{inert_line(kb.name)}' is being indexed; delete it when that is done",
                 severity="warning",
@@ -235,11 +235,9 @@ class KbListScreen(DeskScreen):
             self.table.deleting.discard(kb.id)
             self.refresh_kbs()
 
-        self.app.doc_rows.forget(kb.id)
-        self.in_thread(
-            self.desk.delete_kb,
-            kb.id,
-            doing=f"deleting '{name}'",
-            done=lambda _: (over(None), self.notify(f"Deleted '{name}'", markup=False)),
-            failed=over,
-        )
+        def deleted(_: object) -> None:
+            over(None)
+            self.notify(f"Deleted '{name}'", markup=False)
+
+        self.kb_app.doc_rows.forget(kb.id)
+        self.in_thread(self.desk.delete_kb, kb.id, doing=f"deleting '{name}'", done=deleted, failed=over)

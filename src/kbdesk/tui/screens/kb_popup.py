@@ -4,12 +4,12 @@ checked and cannot be switched here. "Manage KBs…" leads to the KB list."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, SelectionList, Static
 from textual.widgets.selection_list import Selection
@@ -37,7 +37,7 @@ class KbPopupScreen(DeskModal):
     """Dismisses with "manage" (go to the KB list) or None."""
 
     CSS_PATH = "kb_popup.tcss"
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Close", id="kbpopup.close"),
         Binding("m", "manage", "Manage KBs…", id="kbpopup.manage"),
     ]

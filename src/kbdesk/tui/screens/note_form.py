@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static, TextArea
@@ -19,7 +21,7 @@ class NoteFormScreen(OwnKeys, ModalScreen[tuple[str, str] | None]):
     with (title, content) or None."""
 
     CSS_PATH = "note_form.tcss"
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="noteform.cancel"),
         Binding("ctrl+s", "save", "Save", id="noteform.save"),
     ]

@@ -4,12 +4,12 @@ meaning when an embedding model is set."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult, SystemCommand
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import Checkbox, Footer, Header, Input, OptionList, Static
 from textual.widgets.option_list import Option
@@ -28,7 +28,7 @@ def note_title(note: Note) -> str:
 
 class NotesScreen(DeskScreen):
     CSS_PATH = "notes.tcss"
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back", id="notes.back"),
         Binding("n", "new_note", "New", id="notes.new"),
         Binding("e", "edit_note", "Edit", id="notes.edit"),

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
@@ -16,7 +18,7 @@ from kbdesk.tui.screens.base import OwnKeys
 class PromptScreen(OwnKeys, ModalScreen[str | None]):
     """Dismisses with the text entered (stripped), or None."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="prompt.cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="prompt.cancel")]
 
     def __init__(self, title: str, value: str = "", *, placeholder: str = "", confirm: str = "Save") -> None:
         super().__init__()

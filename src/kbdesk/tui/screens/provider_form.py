@@ -6,12 +6,12 @@ while typing, and an empty field keeps the stored key as it is.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Container, Horizontal, Vertical
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
@@ -24,7 +24,7 @@ from kbdesk.tui.services import KINDS, ProviderForm
 class ProviderFormScreen(DeskModal):
     """Dismisses with a :class:`ProviderForm`, or None."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="provider.cancel"),
         Binding("ctrl+s", "save", "Save", id="provider.save"),
     ]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Container, Horizontal, Vertical
 from textual.widgets import Button, Label, Select, Static
 
@@ -18,7 +20,7 @@ from kbdesk.tui.widgets.model_picker import ModelPicker
 class ReembedScreen(DeskModal):
     """Dismisses with (provider, model_id), or None."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="reembed.cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="reembed.cancel")]
 
     def __init__(self, kb: KnowledgeBase) -> None:
         super().__init__()

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import Button, DataTable, Footer, Header, Input, Label, Select, Static
 
@@ -26,7 +26,7 @@ HINT = (
 
 class SearchScreen(DeskScreen):
     CSS_PATH = "search.tcss"
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back", id="search.back"),
         Binding("ctrl+o", "choose_kbs", "KBs", id="search.kbs"),
         Binding("ctrl+t", "toggle_cut", "Show/hide cut", id="search.cut"),

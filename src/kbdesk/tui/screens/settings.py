@@ -6,12 +6,12 @@ desk, so new KBs, searches and re-embeds use them at once.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Container, Horizontal, VerticalScroll
 from textual.css.query import NoMatches
 from textual.widgets import Button, DataTable, Footer, Header, Label, Select, Static, TabbedContent, TabPane
@@ -42,7 +42,7 @@ ROLE_HELP = {
 
 class SettingsScreen(DeskScreen):
     CSS_PATH = "settings.tcss"
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back", id="settings.back"),
         Binding("a", "add_provider", "Add", id="settings.add"),
         Binding("e", "edit_provider", "Edit", id="settings.edit"),
@@ -280,10 +280,9 @@ class SettingsScreen(DeskScreen):
     @on(Button.Pressed, "#save-roles")
     def action_save_roles(self) -> None:
         roles = self._roles_form()
-        self.in_thread(
-            save_roles,
-            self.desk.paths.config_file,
-            roles,
-            doing="saving model roles",
-            done=lambda _: (self._config_saved("Saved model roles"), self._remember_roles()),
-        )
+
+        def saved(_: object) -> None:
+            self._config_saved("Saved model roles")
+            self._remember_roles()
+
+        self.in_thread(save_roles, self.desk.paths.config_file, roles, doing="saving model roles", done=saved)

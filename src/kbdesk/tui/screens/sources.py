@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
@@ -19,7 +19,7 @@ from kbdesk.tui.widgets.transcript import source_label
 
 class SourcesScreen(DeskModal):
     CSS_PATH = "sources.tcss"
-    BINDINGS = [Binding("escape,q", "cancel", "Close", id="sources.close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "cancel", "Close", id="sources.close")]
 
     def __init__(self, chat: Any, groups: list[tuple[str, list[dict[str, Any]]]]) -> None:
         super().__init__()

@@ -39,13 +39,13 @@ class ChoiceBar(Horizontal):
 
     def fill(self, personas: list[Any], projects: list[Any]) -> None:
         with self.prevent(Select.Changed):
-            for which, items in zip(WHICH, (personas, projects)):
+            for which, items in zip(WHICH, (personas, projects), strict=True):
                 self.known[which] = {i.id for i in items}
                 self.query_one(f"#{which}", Select).set_options([(Text(one_line(i.name, 40)), i.id) for i in items])
 
     def show(self, persona_id: str | None, project_id: str | None) -> None:
         with self.prevent(Select.Changed):
-            for which, value in zip(WHICH, (persona_id, project_id)):
+            for which, value in zip(WHICH, (persona_id, project_id), strict=True):
                 select = self.query_one(f"#{which}", Select)
                 if value in self.known[which]:
                     select.value = value

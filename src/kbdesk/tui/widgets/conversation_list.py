@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
@@ -20,7 +22,7 @@ def conversation_title(conv: Conversation | None) -> str:
 class ConversationList(OptionList):
     """Enter switches to the highlighted conversation (``OptionList.OptionSelected``)."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("d,delete", "screen.delete_conversation", "Delete", id="chat.list.delete"),
         Binding("r", "screen.rename", "Rename", id="chat.list.rename", show=False),
     ]

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections.abc import Iterable, Sequence
+from typing import ClassVar
 
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
@@ -34,7 +35,7 @@ GAP = 1  # blank cells between columns
 class DocumentsTable(ScrollView, can_focus=True):
     """Filename, folder, size, chunks and live status of every document of a KB."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up", "cursor(-1)", "Up", show=False),
         Binding("down", "cursor(1)", "Down", show=False),
         Binding("pageup", "page(-1)", "Page up", show=False),
@@ -42,7 +43,7 @@ class DocumentsTable(ScrollView, can_focus=True):
         Binding("home", "first", "First", show=False),
         Binding("end", "last", "Last", show=False),
     ]
-    COMPONENT_CLASSES = {"documents--header", "documents--cursor", "documents--stripe"}
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"documents--header", "documents--cursor", "documents--stripe"}
     DEFAULT_CSS = """
     DocumentsTable {
         background: $surface;
@@ -84,7 +85,10 @@ class DocumentsTable(ScrollView, can_focus=True):
         self._longest = (0, 0, 0)  # cells of the longest name, folder and chunk count (never shrinks)
 
     def on_mount(self) -> None:
-        self.watch(self.app, "theme", lambda: self.refresh(), init=False)
+        self.watch(self.app, "theme", self._repaint, init=False)
+
+    def _repaint(self) -> None:
+        self.refresh()
 
     # ── what the screen reads ──────────────────────────────────────────────────
     @property
@@ -327,7 +331,7 @@ class DocumentsTable(ScrollView, can_focus=True):
 
     def _strip(self, cells: list[Text], widths: Sequence[int], style: Style, width: int) -> Strip:
         segments: list[Segment] = [Segment(" " * GAP, style)]
-        for cell, cell_width in zip(cells, widths):
+        for cell, cell_width in zip(cells, widths, strict=True):
             if not cell_width:
                 continue
             text = cell.copy()

@@ -62,10 +62,10 @@ class KbTable(DataTable[Text]):
     ) -> None:
         self._last = (kbs, trackers, running)
         keep = select or (self.selected.id if self.selected else None)
-        rows = list(zip((kb.id for kb in kbs), self._cells_of(kbs, trackers, running)))
+        rows = list(zip((kb.id for kb in kbs), self._cells_of(kbs, trackers, running), strict=True))
         widths = self._shown_widths = self._widths([cells for _, cells in rows])
         self.clear(columns=True)
-        for (label, key), width in zip(COLUMNS, widths):
+        for (label, key), width in zip(COLUMNS, widths, strict=True):
             self.add_column(label, key=key, width=width)
         self.kbs = {kb.id: kb for kb in kbs}
         for kb_id, cells in rows:

@@ -115,7 +115,7 @@ class ModelPicker(Blocking, Widget):
         self._note(f"listing the models of '{provider}'…")
         self.in_thread(
             list_models,
-            self.app.desk.config,
+            self.kb_app.desk.config,
             provider,
             doing=f"listing models of '{provider}'",
             done=self._listed,

@@ -1,0 +1,92 @@
+"""What the pieces of a store need from one another, declared once.
+
+A store is assembled from small classes: the core's (records, documents, claims, the
+embedding cache, bulk transfer, lookup, conversations, personas, notes) and each
+engine's own (connections and transactions, how chunks, keyword rows and vectors are
+stored). Every piece inherits :class:`StoreParts`, which names what the assembled
+store provides — its engine object, its access policy, its transactions, and the few
+helpers one piece calls on another — so each piece type-checks on its own and an engine
+that forgets a part fails the type check, not a user's command.
+
+The declarations exist for the type checker only (``TYPE_CHECKING``): at run time
+:class:`StoreParts` is empty, so it never shadows the piece that implements a method,
+wherever that piece sits in the store's bases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Protocol
+
+from kbdesk.models import KnowledgeBase
+
+if TYPE_CHECKING:
+    from kbdesk.models import Document
+    from kbdesk.store.core.documents import VectorChanges
+    from kbdesk.store.engine import Engine
+
+
+class Policy(Protocol):
+    """Who may do what (:class:`kbdesk.store.policy.LocalPolicy`, or a team server's
+    :class:`kbdesk.store.postgres.access.ScopePolicy`)."""
+
+    def check_create(self, scope: str, team_id: str | None) -> None: ...
+    def check_manage(self, kb: KnowledgeBase) -> None: ...
+    def check_discoverable(self, kb: KnowledgeBase) -> None: ...
+    def can_see(self, kb: KnowledgeBase) -> bool: ...
+    def visible(self, alias: str = "") -> tuple[str, list[Any]]: ...
+    def picker(self, alias: str = "") -> tuple[str, list[Any]]: ...
+
+
+AuditEntry = tuple[str, str | None, str | None, dict[str, Any] | None]
+"""(action, kb id, target, details) of one audit row."""
+
+
+class StoreParts:
+    """The assembled store, as each of its pieces sees it."""
+
+    kind: str
+    """"sqlite" or "postgres"."""
+    db: Engine
+    """The engine object: placeholders, ids, JSON, time, savepoints, side-table names."""
+    policy: Policy
+    local_user_id: str
+    vectors: Any
+    """The engine's vector index (kbdesk.store.vectors' for SQLite, pgvector's for Postgres)."""
+
+    if TYPE_CHECKING:
+        # ── the engine: connections and transactions ───────────────────────────
+        def connection(self) -> Any: ...
+        def write(self) -> AbstractContextManager[Any]: ...
+        def read(self) -> AbstractContextManager[Any]: ...
+
+        # ── records (kbdesk.store.core.records) ────────────────────────────────
+        def audit(
+            self,
+            conn: Any,
+            action: str,
+            kb_id: str | None,
+            target: str | None = None,
+            details: dict[str, Any] | None = None,
+        ) -> None: ...
+        def audit_many(self, conn: Any, entries: Sequence[AuditEntry]) -> None: ...
+        def _get_kb(self, conn: Any, kb_id: str) -> KnowledgeBase: ...
+        def _bump(self, conn: Any, kb_id: str, *, docs: int = 0, chunks: int = 0, size: int = 0) -> None: ...
+        def _recount(self, conn: Any, kb_id: str) -> None: ...
+
+        # ── documents (kbdesk.store.core.documents) ────────────────────────────
+        def get_document(self, doc_id: str) -> Document: ...
+        def _get_document(self, conn: Any, doc_id: str, *, lock: bool = False) -> Document: ...
+        def _delete_chunks(self, conn: Any, kb_id: str, doc_id: str, changes: VectorChanges) -> int: ...
+        def _vectors_touch(self, conn: Any, kb_id: str, changes: VectorChanges) -> None: ...
+        def _vectors_written(self, conn: Any, changes: VectorChanges) -> None: ...
+        def _vectors_committed(self, changes: VectorChanges) -> None: ...
+        def _vector_blobs(self, conn: Any, kb: KnowledgeBase, vectors: Any, count: int) -> list[bytes] | None: ...
+
+        # ── rows of the chat tables (kbdesk.store.core.personas) ───────────────
+        def _row(self, row: Sequence[Any], times: tuple[int, ...]) -> list[Any]: ...
+        def _find_row(
+            self, table: str, columns: str, ref: str, what: str, name_col: str | None = None
+        ) -> list[Any]: ...
+        def _delete_row(self, table: str, row: Any) -> Any: ...
