@@ -117,7 +117,8 @@ def test_the_breaker_pauses_grow_and_one_trial_goes_through_after_each():
     breaker = Breaker("emb", clock=lambda: now[0])
     down = ProviderUnavailableError("provider 'emb': could not connect", provider="emb")
     breaker.failed(down)
-    with pytest.raises(BreakerOpen, match=r"provider 'emb' is not asked again for 5 s: it failed 0 s ago \(provider 'emb': could not connect\)"):
+    said = r"provider 'emb' is not asked again for 5 s: it failed 0 s ago \(provider 'emb': could not connect\)"
+    with pytest.raises(BreakerOpen, match=said):
         breaker.check()
     now[0] += FIRST_PAUSE  # the pause is over: one trial, the others still wait for it
     breaker.check()
