@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +30,7 @@ from kbdesk.chat.events import (
     Answer,
     ChatEvent,
     Notice,
+    RetrievalHow,
     Source,
     TextDelta,
     ToolCallFinished,
@@ -447,11 +448,11 @@ def _plan(
     return _Plan(policy, searchable, kb_tools, force, window, int(max_tokens), known)
 
 
-def _how(plan: _Plan | None, state: _State, cause: BaseException | None = None) -> str:
+def _how(plan: _Plan | None, state: _State, cause: BaseException | None = None) -> RetrievalHow:
     if plan is None or not plan.searchable:
         return "none"
     if state.searched:
-        return state.searched
+        return "tool" if state.searched == "tool" else "auto"
     if plan.policy == "off":
         return "off"
     if isinstance(cause, ChatCancelled):
@@ -463,7 +464,7 @@ def _how(plan: _Plan | None, state: _State, cause: BaseException | None = None) 
     return "skipped"
 
 
-def _search_instead(desk: Any, plan: _Plan, state: _State, reference: str) -> Iterator[ChatEvent]:
+def _search_instead(desk: Any, plan: _Plan, state: _State, reference: str) -> Generator[ChatEvent, None, str]:
     """The model did not search (or cannot be told to): kbdesk searches with the question."""
     found = yield from _auto_search(desk, plan.searchable, state, plan.result_chars)
     return "\n\n".join(r for r in (reference, found) if r)
@@ -478,7 +479,7 @@ def _notice(state: _State, text: str, level: str = "info") -> Notice:
     return Notice(text, level)  # type: ignore[arg-type]
 
 
-def _auto_search(desk: Any, active: list[ActiveKB], state: _State, max_chars: int) -> Iterator[ChatEvent]:
+def _auto_search(desk: Any, active: list[ActiveKB], state: _State, max_chars: int) -> Generator[ChatEvent, None, str]:
     """Search ``active`` with the turn's own queries (the question; for a follow-up also
     its standalone form); yields the events, returns the reference block."""
     names = [a.kb.name for a in active]
