@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import click
+import pytest
 from click.testing import CliRunner
 
 import kbdesk
@@ -23,7 +24,10 @@ NO_JSON = {"chat", "serve", "mcp"}
 
 def commands(group: click.Group, path: tuple[str, ...] = ()) -> list[tuple[str, click.Command]]:
     out = []
-    for name, command in group.commands.items():
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None
         if isinstance(command, click.Group):
             out += commands(command, (*path, name))
         else:
@@ -90,3 +94,51 @@ def test_docs_name_no_machine_of_ours():
     for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         hits = [line for line in doc.read_text(encoding="utf-8").splitlines() if local.search(line)]
         assert not hits, f"{doc.name}: {hits[:3]}"
+
+
+@pytest.mark.slow
+def test_the_readme_main_command_runs_twice_and_searches_both_times(tmp_path):
+    """The README's first command (after installing) can be run again as it is: the second
+    run finds the KB there, skips the unchanged files and still ends with the results."""
+    import os
+    import subprocess
+    import sys
+
+    block = README.split("<!-- main-command -->", 1)[1].split("```sh", 1)[1].split("```", 1)[0].strip()
+    steps = [step.strip() for step in block.split("&&")]
+    assert steps[:2] == ["python3 -m venv .venv", ".venv/bin/pip install -q ."]  # the install, done here already
+    kbdesk = str(Path(sys.executable).with_name("kbdesk"))
+    script = " && ".join(step.replace(".venv/bin/kbdesk", kbdesk, 1) for step in steps[2:])
+    env = {**os.environ, "KBDESK_HOME": str(tmp_path / "home"), "COLUMNS": "200"}
+    for run in (1, 2):
+        done = subprocess.run(["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, f"run {run}: {done.stderr}"
+        assert "restore" in done.stdout.lower() and "backup" in done.stdout.lower(), done.stdout
+    assert "already exists" in done.stdout
+
+
+def test_exist_ok_takes_the_kb_that_is_there_only_if_it_embeds_as_asked():
+    run = CliRunner().invoke
+    assert run(cli, ["kb", "create", "demo"]).exit_code == 0
+    again = run(cli, ["kb", "create", "demo"])
+    assert again.exit_code == 1 and "already exists" in again.output
+    ok = run(cli, ["kb", "create", "demo", "--exist-ok", "--json"])
+    assert ok.exit_code == 0 and json.loads(ok.output)["existed"] is True
+    other = run(cli, ["kb", "create", "demo", "--exist-ok", "--model", "nomic-embed-text"])
+    assert other.exit_code == 1 and "has no embedding model, not nomic-embed-text" in other.output
+
+
+def test_a_kb_whose_documents_all_failed_says_so(tmp_path):
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    for i in range(3):
+        (folder / f"bad{i}.pdf").write_bytes(b"%PDF-1.4 not really a pdf")
+    (tmp_path / "fine.md").write_text("# Fine\n\nall good here\n", encoding="utf-8")
+    run = CliRunner().invoke
+    assert run(cli, ["kb", "create", "broken"]).exit_code == 0
+    assert run(cli, ["add", "broken", str(folder)]).exit_code == 3
+    listed = json.loads(run(cli, ["kb", "list", "--json"]).output)["data"][0]
+    assert listed["failed_documents"] == 3 and listed["document_count"] == 3
+    assert "error (3 failed)" in run(cli, ["kb", "list"], env={"COLUMNS": "200"}).output
+    assert run(cli, ["add", "broken", str(tmp_path / "fine.md")]).exit_code == 0
+    assert "active (3 failed)" in run(cli, ["kb", "list"], env={"COLUMNS": "200"}).output

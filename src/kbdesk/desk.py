@@ -7,6 +7,7 @@ exactly the same behaviour. Nothing here imports a UI toolkit.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 from collections.abc import Callable, Sequence
@@ -113,7 +114,10 @@ class Desk:
         return self.store.find_kb(ref)
 
     def list_kbs(self) -> list[KnowledgeBase]:
-        return self.store.list_kbs()
+        """The KBs the user can see, each with its count of failed documents."""
+        kbs = self.store.list_kbs()
+        failed = self.store.failed_counts()
+        return [dataclasses.replace(kb, failed_documents=failed[kb.id]) if kb.id in failed else kb for kb in kbs]
 
     def warm_search(self, ref: str) -> None:
         """Get the KB's exact-search file written in the background if its vectors moved,

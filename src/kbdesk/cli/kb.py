@@ -7,7 +7,7 @@ import sys
 import click
 
 from kbdesk.cli.output import human_bytes, plain, print_json, stdout, table
-from kbdesk.errors import InvalidInputError
+from kbdesk.errors import ConflictError, InvalidInputError
 from kbdesk.models import KnowledgeBase
 from kbdesk.textsafe import inert_line
 
@@ -41,17 +41,32 @@ def kb_group() -> None:
 @click.option("--dimensions", type=click.IntRange(1, 16000), help="Vector dimensions, if known in advance.")
 @click.option("--chunk-size", type=click.IntRange(1), help="Characters per chunk (default 1000).")
 @click.option("--chunk-overlap", type=click.IntRange(0), help="Characters shared by neighbouring chunks (default 200).")
+@click.option(
+    "--exist-ok",
+    is_flag=True,
+    help="A KB of that name already there is fine (scripts that run twice), unless it embeds with "
+    "another model than --model or --keyword-only asks for.",
+)
 @json_option
 @click.pass_obj
 def create(
-    state, name, description, model_id, keyword_only, provider, dimensions, chunk_size, chunk_overlap, as_json
+    state, name, description, model_id, keyword_only, provider, dimensions, chunk_size, chunk_overlap, exist_ok, as_json
 ) -> None:
     """Create a knowledge base called NAME."""
     if provider and not model_id:
         raise InvalidInputError("--provider needs --model")
     if keyword_only and model_id:
         raise InvalidInputError("--keyword-only and --model exclude each other")
-    kb = state.desk().create_kb(
+    desk = state.desk()
+    existing = desk.store.kb_named(name) if exist_ok else None
+    if existing is not None:
+        _same_model(existing, model_id, keyword_only)
+        if as_json:
+            print_json({**existing.to_dict(), "existed": True})
+        else:
+            stdout().print(plain(f"Knowledge base '{existing.name}' ({existing.id}) already exists"))
+        return
+    kb = desk.create_kb(
         name,
         description,
         model_id=model_id,
@@ -62,9 +77,20 @@ def create(
         keyword_only=keyword_only,
     )
     if as_json:
-        print_json(kb.to_dict())
+        print_json({**kb.to_dict(), "existed": False} if exist_ok else kb.to_dict())
     else:
         stdout().print(plain(f"Created knowledge base '{kb.name}' ({kb.id})"))
+
+
+def _same_model(kb: KnowledgeBase, model_id: str | None, keyword_only: bool) -> None:
+    """--exist-ok takes a KB that is already there only if it embeds as asked."""
+    if model_id and kb.model_id != model_id:
+        has = f"embeds with {kb.model_id}" if kb.model_id else "has no embedding model"
+        raise ConflictError(f"a knowledge base named '{kb.name}' already exists and {has}, not {model_id}")
+    if keyword_only and kb.model_id:
+        raise ConflictError(
+            f"a knowledge base named '{kb.name}' already exists and embeds with {kb.model_id} (not keyword only)"
+        )
 
 
 @kb_group.command("list")
@@ -74,7 +100,8 @@ def list_(state, as_json) -> None:
     """List knowledge bases."""
     kbs = state.desk().list_kbs()
     if as_json:
-        print_json({"data": [kb.to_dict() for kb in kbs], "total": len(kbs)})
+        rows = [{**kb.to_dict(), "failed_documents": kb.failed_documents} for kb in kbs]
+        print_json({"data": rows, "total": len(kbs)})
         return
     if not kbs:
         stdout().print(plain("No knowledge bases yet. Create one: kbdesk kb create NAME"))
@@ -88,7 +115,7 @@ def list_(state, as_json) -> None:
             str(kb.document_count),
             str(kb.chunk_count),
             human_bytes(kb.total_bytes),
-            plain(kb.status),
+            plain(f"{kb.health} ({kb.failed_documents} failed)" if kb.failed_documents else kb.status),
             plain(_model(kb)),
         )
     stdout().print(t)

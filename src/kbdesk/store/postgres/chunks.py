@@ -15,8 +15,7 @@ import numpy as np
 
 from kbdesk.errors import InvalidInputError, NotFoundError
 from kbdesk.models import ChunkInput, KnowledgeBase
-from kbdesk.store.core.documents import VectorChanges
-from kbdesk.store.core.parts import StoreParts
+from kbdesk.store.core.parts import StoreParts, VectorChanges
 from kbdesk.store.ids import ordered_uuids
 from kbdesk.store.postgres.seed import VECTOR_COLUMN_DIMS
 from kbdesk.store.postgres.values import as_unit_bytes, clean_json, clean_text, pad

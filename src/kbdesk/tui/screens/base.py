@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
+from rich.text import Text
 from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
-from textual.widgets import Footer
+from textual.widgets import Footer, Static
 
+from kbdesk.textsafe import inert_line
 from kbdesk.tui.workers import Blocking
 
 if TYPE_CHECKING:
@@ -46,8 +48,24 @@ class OwnKeys:
         cast(Widget, self).mount(Footer())
 
 
+class FormError(Static):
+    """A dialog's error line: what was wrong with what was typed, shown beside it (the
+    dialog stays open with the input as it was). Hidden while there is nothing to say."""
+
+    def show(self, message: str) -> None:
+        self.update(Text(inert_line(message)))
+        self.display = bool(message)
+
+    def on_mount(self) -> None:
+        self.display = False
+
+
 class DeskModal(OwnKeys, Blocking, ModalScreen[Any]):
     """A dialog over the app's desk; Escape cancels it (returns None)."""
+
+    def show_error(self, message: str) -> None:
+        """Say what is wrong in the dialog's :class:`FormError` line."""
+        self.query_one(FormError).show(message)
 
     @property
     def desk(self) -> Desk:

@@ -19,7 +19,7 @@ from kbdesk.tui.format import human_size, model_label
 from kbdesk.tui.progress import DocProgress, IngestTracker
 from kbdesk.tui.screens.base import DeskScreen
 from kbdesk.tui.screens.confirm import ConfirmScreen
-from kbdesk.tui.screens.kb_form import KbFormResult, KbFormScreen
+from kbdesk.tui.screens.kb_form import KbFormScreen
 from kbdesk.tui.widgets.kb_table import KbTable
 
 WELCOME = (
@@ -161,46 +161,22 @@ class KbListScreen(DeskScreen):
         app.action_open_search([kb.name] if kb else None)
 
     def action_new_kb(self) -> None:
-        self.app.push_screen(KbFormScreen(), self._create)
+        self.app.push_screen(KbFormScreen(), self._created)
 
-    def _create(self, form: KbFormResult | None) -> None:
-        if form is None:
+    def _created(self, kb: KnowledgeBase | None) -> None:
+        if kb is None:  # cancelled
             return
-        self.in_thread(
-            self.desk.create_kb,
-            form.name,
-            form.description,
-            model_id=form.model_id,
-            provider=form.provider,
-            chunk_size=form.chunk_size,
-            chunk_overlap=form.chunk_overlap,
-            keyword_only=form.keyword_only,
-            doing=f"creating '{form.name}'",
-            done=self._created,
-        )
-
-    def _created(self, kb: KnowledgeBase) -> None:
         self.notify(f"Created '{inert_line(kb.name)}'. Press a to add files or a folder.", markup=False)
         self.action_open_kb(kb, hint=True)
 
     def action_edit_kb(self) -> None:
         kb = self.table.selected
         if kb is not None:
-            self.app.push_screen(KbFormScreen(kb), lambda form: self._edit(kb, form))
+            self.app.push_screen(KbFormScreen(kb), self._edited)
 
-    def _edit(self, kb: KnowledgeBase, form: KbFormResult | None) -> None:
-        if form is None:
-            return
-        self.in_thread(
-            self.desk.edit_kb,
-            kb.id,
-            name=form.name,
-            description=form.description,
-            chunk_size=form.chunk_size,
-            chunk_overlap=form.chunk_overlap,
-            doing=f"saving '{inert_line(kb.name)}'",
-            done=lambda new: self.refresh_kbs(new.id),
-        )
+    def _edited(self, kb: KnowledgeBase | None) -> None:
+        if kb is not None:
+            self.refresh_kbs(kb.id)
 
     def action_delete_kb(self) -> None:
         kb = self.table.selected

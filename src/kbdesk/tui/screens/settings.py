@@ -23,12 +23,10 @@ from kbdesk.tui.screens.base import DeskScreen
 from kbdesk.tui.screens.confirm import ConfirmScreen
 from kbdesk.tui.services import (
     ROLES,
-    ProviderForm,
     list_models,
     provider_rows,
     remove_provider,
     role_candidates,
-    save_provider,
     save_roles,
 )
 from kbdesk.tui.widgets.model_picker import ModelPicker
@@ -164,15 +162,9 @@ class SettingsScreen(DeskScreen):
         if name:
             self.app.push_screen(ProviderFormScreen(name), self._save_provider)
 
-    def _save_provider(self, form: ProviderForm | None) -> None:
-        if form is not None:
-            self.in_thread(
-                save_provider,
-                self.desk.paths.config_file,
-                form,
-                doing=f"saving provider '{form.name}'",
-                done=lambda _: self._config_saved(f"Saved provider '{form.name}'"),
-            )
+    def _save_provider(self, name: str | None) -> None:
+        if name is not None:  # the dialog saved it
+            self._config_saved(f"Saved provider '{name}'")
 
     def _config_saved(self, message: str) -> None:
         app: Any = self.app

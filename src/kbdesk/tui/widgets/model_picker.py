@@ -92,6 +92,8 @@ class ModelPicker(Blocking, Widget):
     def value(self) -> str | None:
         if self.mode == MANUAL:
             return self.query_one("#manual", Input).value.strip() or None
+        if not self.models:  # the list is not in (not asked for yet, or loading): the saved id stands
+            return self.saved
         chosen = self.query_one("#choice", Select).value
         return chosen if isinstance(chosen, str) and chosen else None
 
