@@ -19,7 +19,7 @@ import dataclasses
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from kbdesk.config import Config
 from kbdesk.models import KnowledgeBase
@@ -67,7 +67,7 @@ class KbEmbedder:
         its message naming provider, model, expected and got dimensions.
         """
         items = list(texts)
-        mode = "collect" if collect else "raise"
+        mode: Literal["raise", "collect"] = "collect" if collect else "raise"
         expected = self.kb.dimensions
         if isinstance(self.provider, (OpenAICompatProvider, LocalProvider)):
             result = self.provider.embed(items, self.model, expect_dimensions=expected, on_input_error=mode)

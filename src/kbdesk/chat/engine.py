@@ -28,6 +28,7 @@ from typing import Any
 from kbdesk.chat.budget import CHARS_PER_TOKEN, fit, window_for
 from kbdesk.chat.events import (
     Answer,
+    AnswerStatus,
     ChatEvent,
     Notice,
     RetrievalHow,
@@ -151,7 +152,9 @@ class _State:
             out.append(self.sources[key])
         return tuple(out)
 
-    def answer(self, message_id: str | None, status: str, error: str | None = None, retrieval: str = "none") -> Answer:
+    def answer(
+        self, message_id: str | None, status: AnswerStatus, error: str | None = None, retrieval: RetrievalHow = "none"
+    ) -> Answer:
         return Answer(
             self.conversation_id,
             message_id,
@@ -166,7 +169,7 @@ class _State:
             self.finish,
             retrieval,
             self.trimmed,
-        )  # type: ignore[arg-type]
+        )
 
 
 @dataclass
@@ -257,7 +260,7 @@ def run_turn(
                     # reads a named choice as "auto", but honours "required" (with only kb_search offered)
                     if target.settings.kind == "llamacpp":
                         options_wire["tool_choice"] = "required"
-                        tools = [t for t in tools if t["function"]["name"] == "kb_search"]
+                        tools = [t for t in tools or [] if t["function"]["name"] == "kb_search"]
                     else:
                         options_wire["tool_choice"] = "kb_search"
                 try:
@@ -545,7 +548,7 @@ def _finish(
     store: Any,
     state: _State,
     round_text: list[str],
-    status: str,
+    status: AnswerStatus,
     error: str,
     plan: _Plan | None,
     cause: BaseException | None = None,

@@ -273,7 +273,7 @@ def parse_arguments(arguments: str) -> dict[str, Any]:
         return {}
     try:
         value = json.loads(text, strict=False)  # a raw newline inside a string: small models write those
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise BadArguments(
             f"the arguments are not valid JSON ({exc.msg} at character {exc.pos}); send a JSON "
             'object such as {"query": "..."}'
