@@ -172,6 +172,10 @@ class Desk:
         """One document of a KB by id, id prefix or filename."""
         return self.store.find_document(self.kb(ref).id, doc_ref)
 
+    def document_by_id(self, doc_id: str) -> Document:
+        """One document by its id: where it comes from, its status and error."""
+        return self.store.get_document(doc_id)
+
     def chunk_neighbours(self, document_id: str, chunk_index: int, radius: int = 1) -> list[dict[str, Any]]:
         """A chunk with the ``radius`` chunks before and after it in its document."""
         return self.store.chunk_neighbours(document_id, chunk_index, radius)

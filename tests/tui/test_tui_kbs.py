@@ -276,3 +276,38 @@ async def test_the_kb_list_says_when_documents_failed(tui_desk, tmp_path):
         table = app.screen.query_one(KbTable)
         cells = {str(table.get_row(kb_id)[0]): str(table.get_row(kb_id)[5]) for kb_id in table.kbs}
         assert cells == {"broken": "✗ all 2 failed", "fine": "active"}, cells
+
+
+async def test_enter_opens_a_document_with_its_whole_error_and_chunks(tui_desk, tmp_path):
+    from tui_chat_support import screen_text
+
+    from kbdesk.tui.screens.document import DocumentScreen
+
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    (folder / "guide.md").write_text("# Guide\n\nBackups run nightly.\n\n## Restore\n\nUse the snapshot.\n")
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.4 " + b"x" * 50)
+    tui_desk.create_kb("mixed")
+    tui_desk.add("mixed", [folder])
+    app = make_app(tui_desk)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")  # the KB
+        await settle(pilot)
+        table = app.screen.query_one(DocumentsTable)
+        rows = {table.rows_by_id[doc_id].path: i for i, (_, _, doc_id) in enumerate(table._view)}
+        table.move_cursor(row=rows["broken.pdf"])
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, DocumentScreen)
+        facts = str(app.screen.query_one("#document-facts", Static).render())
+        broken = tui_desk.document("mixed", "broken.pdf")
+        assert f"error (file): {broken.error}" in facts  # the whole reason
+        assert "no chunks: nothing of this document is searchable" in screen_text(app)
+        await pilot.press("escape")
+        await settle(pilot)
+        table.move_cursor(row=rows["guide.md"])
+        await pilot.press("enter")
+        await settle(pilot)
+        shown = screen_text(app)
+        assert "Backups run nightly" in shown and "chunk 0 · Guide" in shown, shown

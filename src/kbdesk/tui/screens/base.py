@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING, Any, cast
 from rich.text import Text
 from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from kbdesk.textsafe import inert_line
+from kbdesk.tui.widgets.keys_footer import KeysFooter
 from kbdesk.tui.workers import Blocking
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ class OwnKeys:
     this ``on_mount`` as well as a dialog's own."""
 
     def on_mount(self) -> None:
-        cast(Widget, self).mount(Footer())
+        cast(Widget, self).mount(KeysFooter())
 
 
 class FormError(Static):

@@ -11,7 +11,7 @@ from textual import on
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.timer import Timer
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from kbdesk.models import KnowledgeBase
 from kbdesk.textsafe import inert_line
@@ -21,6 +21,7 @@ from kbdesk.tui.screens.base import DeskScreen
 from kbdesk.tui.screens.confirm import ConfirmScreen
 from kbdesk.tui.screens.kb_form import KbFormScreen
 from kbdesk.tui.widgets.kb_table import KbTable
+from kbdesk.tui.widgets.keys_footer import KeysFooter
 
 WELCOME = (
     "No knowledge bases yet.\n\n"
@@ -52,7 +53,7 @@ class KbListScreen(DeskScreen):
         yield KbTable(id="kbs")
         yield Static(Text(WELCOME), id="welcome", classes="hidden")
         yield Static("", id="kb-info")
-        yield Footer()
+        yield KeysFooter()
 
     @property
     def table(self) -> KbTable:

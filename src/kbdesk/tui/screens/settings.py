@@ -14,7 +14,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Container, Horizontal, VerticalScroll
 from textual.css.query import NoMatches
-from textual.widgets import Button, DataTable, Footer, Header, Label, Select, Static, TabbedContent, TabPane
+from textual.widgets import Button, DataTable, Header, Label, Select, Static, TabbedContent, TabPane
 
 from kbdesk.providers import ModelInfo
 from kbdesk.textsafe import inert_line
@@ -29,6 +29,7 @@ from kbdesk.tui.services import (
     role_candidates,
     save_roles,
 )
+from kbdesk.tui.widgets.keys_footer import KeysFooter
 from kbdesk.tui.widgets.model_picker import ModelPicker
 
 PROVIDER_ACTIONS = {"add_provider", "edit_provider", "remove_provider", "test_provider"}
@@ -83,7 +84,7 @@ class SettingsScreen(DeskScreen):
                         yield ModelPicker(role, chosen.provider, chosen.model, autoload=False, id=f"{role}-model")
                 with Horizontal(classes="buttons"):
                     yield Button("Save roles", variant="primary", id="save-roles", compact=True)
-        yield Footer()
+        yield KeysFooter()
 
     _roles_shown: dict[str, tuple[str | None, str | None]] | None = None
     """The model roles as the form showed them first (or last saved): what 'unsaved' compares to."""
