@@ -72,6 +72,11 @@ SCORE_COSINE = "cosine"
 SCORE_COVERAGE = "keyword coverage"
 
 
+class NeedsVectorsError(InvalidInputError):
+    """Vector or hybrid search was asked of KBs with no vectors for this query; each face
+    says how to search by keyword instead (a CLI flag, a TUI control, an HTTP field)."""
+
+
 @dataclass
 class SearchResponse:
     """What kb_search answers: ``results``, ``query``, ``searched_kbs`` (+ the mode used)."""
@@ -82,14 +87,30 @@ class SearchResponse:
     mode: str
     notes: list[str] = field(default_factory=list)
     explain: list[dict[str, Any]] | None = None
+    keyword_fallback: list[str] = field(default_factory=list)
+    """KBs searched by keyword only because the query could not be embedded for them."""
+
+    @property
+    def notice(self) -> str | None:
+        """One line for the user when the search fell back to keyword search, else None."""
+        if not self.keyword_fallback:
+            return None
+        names = ", ".join(self.keyword_fallback)
+        return f"keyword search only in {names}: the query could not be embedded"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "results": [r.to_dict() for r in self.results],
             "query": self.query,
             "searched_kbs": list(self.searched_kbs),
             "mode": self.mode,
         }
+        if self.keyword_fallback:
+            out["keyword_fallback"] = list(self.keyword_fallback)
+            out["notice"] = self.notice
+        if self.notes:
+            out["notes"] = list(self.notes)
+        return out
 
 
 def check_limit(limit: int | None) -> int:
@@ -294,9 +315,9 @@ def _rank(
     if mode == "auto":
         mode = "hybrid" if qvecs else "keyword"
     if mode in ("vector", "hybrid") and not qvecs:
-        raise InvalidInputError(
+        raise NeedsVectorsError(
             f"{mode} search needs vectors: none of {', '.join(repr(n) for n in names)} holds vectors "
-            "for this query (no embedding model or no query vector); use --mode keyword"
+            "for this query (no embedding model or no query vector); search by keyword instead"
         )
     pool = max(limit * CANDIDATES_PER_RESULT, MIN_CANDIDATES)
     kb_ids = [kb.id for kb in kbs]
@@ -406,15 +427,15 @@ def _hybrid(
         # else: a chunk of a keyword-only KB, kept; its score is its keyword coverage
     if fusion == "rrf":
         survivors = [c for c in candidates if c.cut is None]
-        for c in candidates:
-            c.fused = 0.0
+        fused = dict.fromkeys((c.seq for c in candidates), 0.0)
         # ranks count among the candidates that survive the threshold
-        vector_order = sorted((c for c in survivors if c.vector_rank is not None), key=lambda c: c.vector_rank)
-        keyword_order = sorted((c for c in survivors if c.keyword_rank is not None), key=lambda c: c.keyword_rank)
-        for rank, c in enumerate(vector_order, start=1):
-            c.fused += 1.0 / (RRF_K + rank)
-        for rank, c in enumerate(keyword_order, start=1):
-            c.fused += 1.0 / (RRF_K + rank)
+        by_vector = sorted((c.vector_rank, c.seq) for c in survivors if c.vector_rank is not None)
+        by_keyword = sorted((c.keyword_rank, c.seq) for c in survivors if c.keyword_rank is not None)
+        for order in (by_vector, by_keyword):
+            for rank, (_, seq) in enumerate(order, start=1):
+                fused[seq] += 1.0 / (RRF_K + rank)
+        for c in candidates:
+            c.fused = fused[c.seq]
     return sorted(candidates, key=lambda c: (c.cut is not None, -(c.fused or 0.0), -c.similarity, c.seq))
 
 

@@ -5,504 +5,353 @@ anything that can go wrong with the model, the server or a tool — each failure
 the turn with a :class:`Notice`, a ``notice`` row in the conversation and a
 :class:`TurnFinished` whose answer has ``status="error"`` (or ``"cancelled"``).
 
-The loop: plan the turn (retrieval policy, :mod:`.retrieval`; the model's context
-window and answer length, :mod:`.budget`); fit the conversation into the window; send
-it with the tools; stream the text (:mod:`.rounds`: "waiting for the model" while it
-is silent, stopped at once on cancel); when the model asks for tools, save its
-request, run each tool, save and send each result as a ``role: "tool"`` message with
-the call's ``tool_call_id``, and ask again — at most ``max_rounds`` times. Under the
-``auto`` policy round 1 tells the model to call ``kb_search``; a model that answers
-instead gets the KBs searched by kbdesk and is asked again with the passages. A model
-that rejects tools gets the question again without them, with the passages. Before the
-end, one :class:`Retrieval` says whether the KBs were searched.
+A turn, step by step (:class:`_Turn`): save the question and find who answers and which
+KBs it has (:meth:`~_Turn.start`); plan how it consults them (retrieval policy,
+:mod:`.retrieval`; the model's context window and answer length, :mod:`.budget`) and,
+where the plan says so, search them with the question first (:meth:`~_Turn.search_first`);
+then rounds (:meth:`~_Turn.round`): fit the conversation into the window, send it with
+the tools, stream the text (:mod:`.rounds`: "waiting for the model" while it is silent,
+stopped at once on cancel). A round that fails is recovered where it can be
+(:meth:`~_Turn.recover`): a forced tool choice the server cannot take is asked again
+without forcing, with the passages kbdesk found; a conversation too long for the window
+again without its earlier questions; a model that rejects tools again without them. A
+round that asks for tools gets them run, each result saved and sent back as a ``role:
+"tool"`` message with the call's ``tool_call_id`` (:meth:`~_Turn.answered`), at most
+``max_rounds`` times. Under the ``auto`` policy round 1 tells the model to call
+``kb_search``, and kbdesk's own passages for the question go with the model's search
+(:mod:`.grounding`); a model that answers instead gets the KBs searched by kbdesk and
+is asked again. At the end (:meth:`~_Turn.conclude`), one :class:`Retrieval` says
+whether the KBs were searched.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Generator, Iterator
 from typing import Any
 
-from kbdesk.chat.budget import CHARS_PER_TOKEN, fit, window_for
-from kbdesk.chat.events import (
-    Answer,
-    ChatEvent,
-    Notice,
-    Source,
-    TextDelta,
-    ToolCallFinished,
-    ToolCallInfo,
-    ToolCallStarted,
-    TurnFinished,
-    TurnStarted,
-    Waiting,
-)
+from kbdesk.chat.budget import Fitted, fit
+from kbdesk.chat.events import ChatEvent, TextDelta, TurnFinished, TurnStarted, Waiting
+from kbdesk.chat.grounding import grounding_queries
 from kbdesk.chat.notes import NoteService
 from kbdesk.chat.prompt import system_prompt
 from kbdesk.chat.resolve import ActiveKB, kb_hint, resolve_kbs
-from kbdesk.chat.retrieval import describe, ignores_forcing, policy_for, remember_ignores_forcing
+from kbdesk.chat.retrieval import describe, remember_ignores_forcing
 from kbdesk.chat.rounds import stream_round
 from kbdesk.chat.safety import clean, one_line
-from kbdesk.chat.tools import Outcome, Toolbox
-from kbdesk.config import Config
+from kbdesk.chat.tools import Toolbox
+from kbdesk.chat.turn_parts import (
+    MAX_ROUNDS,
+    ChatTarget,
+    TurnOptions,
+    TurnPlan,
+    TurnState,
+    auto_search,
+    chat_target,
+    finish_failed,
+    forcing_failed,
+    how_retrieved,
+    log_usage,
+    notice,
+    overflow_error,
+    plan_turn,
+    run_tools,
+)
 from kbdesk.errors import KbdeskError
 from kbdesk.providers.chat import CancelToken, ChatCancelled, ChatClient, ToolsRejectedError
-from kbdesk.providers.context import context_window
-from kbdesk.providers.errors import ContextOverflowError, ProviderConfigError, ProviderError
-from kbdesk.providers.settings import ProviderSettings
+from kbdesk.providers.errors import ContextOverflowError, ProviderError, SilentEndError
+
+__all__ = ["MAX_ROUNDS", "ChatTarget", "TurnOptions", "chat_target", "forcing_failed", "run_turn"]
 
 log = logging.getLogger("kbdesk.chat")
 
-MAX_ROUNDS = 5
 HISTORY_MESSAGES = 200
-
-
-@dataclass(frozen=True)
-class ChatTarget:
-    provider: str
-    settings: ProviderSettings
-    model: str
-
-
-def chat_target(
-    config: Config, persona: Any = None, *, model: str | None = None, provider: str | None = None
-) -> ChatTarget:
-    """The provider and model of a turn: explicit > persona > ``roles.chat`` in config.toml."""
-    role = config.roles.chat
-    model = model or (persona.model if persona else None) or role.model
-    name = provider or (persona.provider if persona else None) or role.provider
-    if not model:
-        raise ProviderConfigError(
-            "no chat model is set: choose one in Settings → Model roles, with "
-            "'kbdesk model set chat PROVIDER MODEL', or give the persona a model"
-        )
-    if not name:
-        if len(config.providers) != 1:
-            raise ProviderConfigError(
-                "no chat provider is set: set roles.chat.provider in config.toml "
-                f"(providers: {', '.join(sorted(config.providers)) or 'none yet'})"
-            )
-        name = next(iter(config.providers))
-    settings = config.providers.get(name)
-    if settings is None:
-        raise ProviderConfigError(
-            f"no provider named '{name}' in config.toml; add it with 'kbdesk provider add {name} --kind …'",
-            provider=name,
-        )
-    return ChatTarget(name, settings, model)
-
-
-@dataclass
-class TurnOptions:
-    persona_id: str | None = None
-    project_id: str | None = None
-    model: str | None = None
-    provider: str | None = None
-    max_rounds: int = MAX_ROUNDS
-    retrieval: str | None = None  # auto, tool, always, off; None: conversation > persona > config
-    max_tokens: int | None = None  # None: persona > config
-
-
-@dataclass
-class _State:
-    """What the turn has gathered so far."""
-
-    conversation_id: str
-    model: str | None = None
-    shown: list[str] = field(default_factory=list)  # the text of each round the user saw
-    sources: dict[tuple[Any, ...], Source] = field(default_factory=dict)
-    calls: list[ToolCallInfo] = field(default_factory=list)
-    notices: list[str] = field(default_factory=list)
-    exchange: list[dict[str, Any]] = field(default_factory=list)  # this turn's tool messages, on the wire
-    rounds: int = 0
-    finish: str | None = None
-    searched: str | None = None  # "tool" once kb_search ran, "auto" once kbdesk searched itself
-    trimmed: int = 0
-    attached: tuple[str, ...] = ()  # names of the KBs active for the turn
-
-    def add_sources(self, found: list[dict[str, Any]]) -> tuple[Source, ...]:
-        out = []
-        for item in found:
-            key = (
-                (item.get("note_id"),)
-                if item.get("kind") == "note"
-                else (item.get("document_id"), item.get("chunk_index"), item.get("source"), item.get("kb"))
-            )
-            if key not in self.sources:
-                self.sources[key] = Source(n=len(self.sources) + 1, **item)
-            out.append(self.sources[key])
-        return tuple(out)
-
-    def answer(self, message_id: str | None, status: str, error: str | None = None, retrieval: str = "none") -> Answer:
-        return Answer(
-            self.conversation_id,
-            message_id,
-            "\n\n".join(t for t in self.shown if t.strip()),
-            status,
-            self.model,
-            tuple(self.sources.values()),
-            tuple(self.calls),
-            tuple(self.notices),
-            error,
-            self.rounds,
-            self.finish,
-            retrieval,
-            self.trimmed,
-        )  # type: ignore[arg-type]
-
-
-@dataclass
-class _Plan:
-    """How this turn consults its KBs and talks to its model."""
-
-    policy: str
-    searchable: list[ActiveKB]
-    kb_tools: bool  # kb_search is offered
-    force: bool  # round 1 is told to call kb_search
-    window: int
-    max_tokens: int
-
-    @property
-    def result_chars(self) -> int:
-        """What one tool result may take: a third of the window (whole results dropped beyond)."""
-        return int(self.window * CHARS_PER_TOKEN / 3)
 
 
 def run_turn(
     desk: Any, conversation: Any, text: str, options: TurnOptions | None = None, cancel: CancelToken | None = None
 ) -> Iterator[ChatEvent]:
     """Ask ``text`` in ``conversation`` (already saved); yields events, ends with TurnFinished."""
-    options = options or TurnOptions()
-    cancel = cancel or CancelToken()
-    store = desk.store
-    state = _State(conversation.id)
-    previous = store.messages(conversation.id, limit=HISTORY_MESSAGES)
-    user = store.add_message(conversation.id, "user", text)
-    if not conversation.title:
-        store.update_conversation(conversation.id, title=one_line(text, 60))
-    round_text: list[str] = []
-    plan: _Plan | None = None
-    try:
-        persona = store.find_persona(options.persona_id) if options.persona_id else None
-        target = chat_target(desk.config, persona, model=options.model, provider=options.provider)
-        state.model = target.model
+    return _Turn(desk, conversation, text, options or TurnOptions(), cancel or CancelToken()).events()
+
+
+class _Stop(Exception):
+    """The turn ends here with an error that is nobody's exception (too many rounds)."""
+
+
+class _Turn:
+    """One turn's steps and what they share."""
+
+    def __init__(self, desk: Any, conversation: Any, text: str, options: TurnOptions, cancel: CancelToken) -> None:
+        self.desk, self.store = desk, desk.store
+        self.conversation, self.text, self.options, self.cancel = conversation, text, options, cancel
+        self.state = TurnState(conversation.id)
+        self.plan: TurnPlan | None = None
+        self.previous: list[Any] = []
+        self.round_text: list[str] = []  # what the round in progress has said so far
+        self.final = ""  # the text of the last round that ended
+        self.reference = ""  # passages kbdesk found itself, for the system prompt
+        self.first: list[ActiveKB] = []  # the KBs searched before round 1
+        self.tools_ok = True  # False once the model rejected tools
+        self.retried_overflow = False
+
+    # ── the outline ────────────────────────────────────────────────────────────
+    def events(self) -> Iterator[ChatEvent]:
+        store, state = self.store, self.state
+        self.previous = store.messages(self.conversation.id, limit=HISTORY_MESSAGES)
+        state.ground = grounding_queries(self.text, self.previous)
+        user = store.add_message(self.conversation.id, "user", self.text)
+        if not self.conversation.title:
+            store.update_conversation(self.conversation.id, title=one_line(self.text, 60))
+        try:
+            yield from self.start(user.id)
+            with ChatClient(self.target.provider, self.target.settings) as client:
+                yield from self.search_first()
+                while (yield from self.round(client)):
+                    pass
+            yield from self.conclude()
+        except ChatCancelled as exc:
+            yield from finish_failed(store, state, self.round_text, "cancelled", "stopped by the user", self.plan, exc)
+        except (KbdeskError, _Stop) as exc:
+            yield from finish_failed(store, state, self.round_text, "error", one_line(exc, 600), self.plan, exc)
+        except Exception as exc:  # a bug: still a message, never a traceback in the conversation
+            log.debug("chat turn failed", exc_info=True)
+            error = f"internal error: {type(exc).__name__}: {one_line(exc, 300)}"
+            yield from finish_failed(store, state, self.round_text, "error", error, self.plan, exc)
+
+    # ── the steps ──────────────────────────────────────────────────────────────
+    def start(self, user_id: str) -> Iterator[ChatEvent]:
+        """Who answers, with which KBs and notes, and how the turn consults them."""
+        store, options = self.store, self.options
+        self.persona = store.find_persona(options.persona_id) if options.persona_id else None
+        self.target = chat_target(self.desk.config, self.persona, model=options.model, provider=options.provider)
+        self.state.model = self.target.model
         active = resolve_kbs(
-            store, conversation_id=conversation.id, persona_id=options.persona_id, project_id=options.project_id
+            store, conversation_id=self.conversation.id, persona_id=options.persona_id, project_id=options.project_id
         )
-        notes = NoteService(desk) if store.note_count() else None
-        state.attached = tuple(a.kb.name for a in active)
-        yield TurnStarted(conversation.id, user.id, target.model, target.provider, state.attached)
-        with ChatClient(target.provider, target.settings) as client:
-            plan = _plan(desk, target, conversation, persona, options, active)
-            toolbox = Toolbox(
-                desk, [a.kb for a in plan.searchable] if plan.kb_tools else [], notes=notes, max_chars=plan.result_chars
+        self.notes = NoteService(self.desk) if store.note_count() else None
+        self.state.attached = tuple(a.kb.name for a in active)
+        yield TurnStarted(self.conversation.id, user_id, self.target.model, self.target.provider, self.state.attached)
+        self.plan = plan = plan_turn(self.desk, self.target, self.conversation, self.persona, options, active)
+        kbs = [a.kb for a in plan.searchable] if plan.kb_tools else []
+        self.toolbox = Toolbox(self.desk, kbs, notes=self.notes, max_chars=plan.result_chars)
+
+    def search_first(self) -> Generator[ChatEvent, None, None]:
+        """The KBs the plan searches before the model is asked (auto-search ones; all of
+        them under ``always``, or when ``auto`` cannot tell the model to search)."""
+        plan = self.plan
+        assert plan is not None
+        first = [a for a in plan.searchable if a.auto_search] if plan.policy != "off" else []
+        if plan.policy == "always" or (plan.policy == "auto" and plan.kb_tools and not plan.force):
+            first = plan.searchable
+        self.first = first
+        if first:
+            self.reference = yield from auto_search(self.desk, first, self.state, plan.result_chars)
+
+    def round(self, client: ChatClient) -> Generator[ChatEvent, None, bool]:
+        """One request to the model; True when the turn needs another round."""
+        plan, state = self.plan, self.state
+        assert plan is not None
+        state.rounds += 1
+        self.cancel.check()
+        tools = self.toolbox.definitions() if self.tools_ok else None
+        fitted = self.prompt(tools)
+        forcing = plan.force and state.rounds == 1 and bool(tools)
+        wire: dict[str, Any] = {"max_tokens": fitted.max_tokens, "wait_limit": self.desk.config.chat.timeout}
+        if forcing:
+            # a named function is the widest way to force a call; llama.cpp's llama-server
+            # reads a named choice as "auto", but honours "required" (with only kb_search offered)
+            if self.target.settings.kind == "llamacpp":
+                wire["tool_choice"] = "required"
+                tools = [t for t in tools or [] if t["function"]["name"] == "kb_search"]
+            else:
+                wire["tool_choice"] = "kb_search"
+        self.round_text = []
+        try:
+            completion = yield from self.stream(client, fitted, tools, forcing, wire)
+        except ProviderError as exc:
+            return (yield from self.recover(exc, forcing, fitted, tools))
+        return (yield from self.answered(completion, forcing, tools))
+
+    def prompt(self, tools: list[dict[str, Any]] | None) -> Fitted:
+        """The system prompt and the conversation, fitted into the model's window."""
+        plan, state = self.plan, self.state
+        assert plan is not None
+        hint = kb_hint(plan.searchable if plan.kb_tools else [], tools=self.tools_ok)
+        system = system_prompt(
+            self.persona.system_prompt if self.persona else "",
+            hint,
+            notes=self.notes is not None and self.tools_ok,
+            reference=self.reference,
+        )
+        fitted = fit(
+            system,
+            self.previous,
+            self.text,
+            state.exchange,
+            tools,
+            window=plan.window,
+            max_tokens=plan.max_tokens,
+            use_tools=self.tools_ok,
+            history_share=0.0 if self.retried_overflow else 1.0,
+        )
+        state.trimmed = max(state.trimmed, fitted.trimmed)
+        return fitted
+
+    def stream(
+        self,
+        client: ChatClient,
+        fitted: Fitted,
+        tools: list[dict[str, Any]] | None,
+        forcing: bool,
+        wire: dict[str, Any],
+    ) -> Generator[ChatEvent, None, Any]:
+        """The model's answer as it comes (held back while forcing: what it says beside its
+        tool call is shown once the call came); returns the completion."""
+        completion = None
+        for item in stream_round(
+            client,
+            fitted.messages,
+            self.target.model,
+            tools=tools,
+            cancel=self.cancel,
+            round_no=self.state.rounds,
+            **wire,
+        ):
+            if isinstance(item, Waiting):
+                yield item
+            elif isinstance(item, str):
+                piece = clean(item)
+                self.round_text.append(piece)
+                if not forcing:
+                    yield TextDelta(piece, self.state.rounds)
+            else:
+                completion = item
+                if completion.content and not self.round_text:  # a server that did not stream
+                    self.round_text.append(clean(completion.content))
+                    if not forcing:
+                        yield TextDelta(self.round_text[0], self.state.rounds)
+        return completion
+
+    def recover(
+        self, exc: ProviderError, forcing: bool, fitted: Fitted, tools: list[dict[str, Any]] | None
+    ) -> Generator[ChatEvent, None, bool]:
+        """A round that failed: asked again where that can succeed (True), else raised."""
+        plan, state, target = self.plan, self.state, self.target
+        assert plan is not None
+        if forcing and forcing_failed(exc):
+            # the server fails on a forced tool choice (llama-cpp-python asserts inside its
+            # stream on "required" and answers an empty 200; others a bare 500): asked again
+            # once without forcing, with the passages kbdesk found; remembered for this model
+            state.rounds -= 1
+            log.info("forcing kb_search failed on %s/%s: %s", target.provider, target.model, exc)
+            remember_ignores_forcing(self.store, target.provider, target.model)
+            plan.force = False
+            why = "its server answered with an empty stream" if isinstance(exc, SilentEndError) else exc
+            yield notice(
+                state,
+                f"{target.model} could not be told to search ({one_line(why, 160)}); kbdesk "
+                "searched with the question and asked again without forcing (remembered for "
+                "this model)",
+                "info",
             )
-            reference = ""
-            first = [a for a in plan.searchable if a.auto_search] if plan.policy != "off" else []
-            if plan.policy == "always" or (plan.policy == "auto" and plan.kb_tools and not plan.force):
-                first = plan.searchable
-            if first:
-                reference = yield from _auto_search(desk, first, text, state, plan.result_chars)
-            tools_ok = True
-            retried_overflow = False
-            while True:
-                state.rounds += 1
-                cancel.check()
-                hint = kb_hint(plan.searchable if plan.kb_tools else [], tools=tools_ok)
-                system = system_prompt(
-                    persona.system_prompt if persona else "",
-                    hint,
-                    notes=notes is not None and tools_ok,
-                    reference=reference,
-                )
-                tools = toolbox.definitions() if tools_ok else None
-                fitted = fit(
-                    system,
-                    previous,
-                    text,
-                    state.exchange,
-                    tools,
-                    window=plan.window,
-                    max_tokens=plan.max_tokens,
-                    use_tools=tools_ok,
-                    history_share=0.0 if retried_overflow else 1.0,
-                )
-                state.trimmed = max(state.trimmed, fitted.trimmed)
-                forcing = plan.force and state.rounds == 1 and bool(tools)
-                round_text = []
-                completion = None
-                options_wire: dict[str, Any] = {"max_tokens": fitted.max_tokens, "wait_limit": desk.config.chat.timeout}
-                if forcing:
-                    # a named function is the widest way to force a call; llama.cpp's llama-server
-                    # reads a named choice as "auto", but honours "required" (with only kb_search offered)
-                    if target.settings.kind == "llamacpp":
-                        options_wire["tool_choice"] = "required"
-                        tools = [t for t in tools if t["function"]["name"] == "kb_search"]
-                    else:
-                        options_wire["tool_choice"] = "kb_search"
-                try:
-                    for item in stream_round(
-                        client,
-                        fitted.messages,
-                        target.model,
-                        tools=tools,
-                        cancel=cancel,
-                        round_no=state.rounds,
-                        **options_wire,
-                    ):
-                        if isinstance(item, Waiting):
-                            yield item
-                        elif isinstance(item, str):
-                            piece = clean(item)
-                            round_text.append(piece)
-                            if not forcing:
-                                yield TextDelta(piece, state.rounds)
-                        else:
-                            completion = item
-                            if completion.content and not round_text:  # a server that did not stream
-                                round_text.append(clean(completion.content))
-                                if not forcing:
-                                    yield TextDelta(round_text[0], state.rounds)
-                except ContextOverflowError:
-                    if retried_overflow or (not previous and not state.exchange):
-                        raise
-                    retried_overflow, state.rounds = True, state.rounds - 1
-                    yield _notice(
-                        state,
-                        "the conversation did not fit the model's context: asking again with "
-                        "the earlier questions left out",
-                        "warning",
-                    )
-                    continue
-                except ProviderError as exc:
-                    if not isinstance(exc, ToolsRejectedError):
-                        if not (forcing and exc.status in (400, 422, 500)):
-                            raise
-                        # the server fails on a forced tool choice (llama-cpp-python answers "required"
-                        # with a bare 500): kbdesk searches for this model from now on
-                        state.rounds -= 1
-                        log.info("forcing kb_search failed on %s: %s", target.model, exc)
-                        remember_ignores_forcing(store, target.provider, target.model)
-                        plan.force = False
-                        reference = yield from _search_instead(desk, plan, text, state, reference)
-                        continue
-                    if state.exchange or not tools:
-                        raise
-                    state.rounds -= 1
-                    if forcing and getattr(exc, "choice", True):  # it refuses a forced choice: search first
-                        remember_ignores_forcing(store, target.provider, target.model)
-                        plan.force = False
-                        reference = yield from _search_instead(desk, plan, text, state, reference)
-                        continue
-                    tools_ok = False
-                    searched = {a.kb.id for a in first}
-                    rest = [a for a in plan.searchable if a.kb.id not in searched] if plan.kb_tools else []
-                    what = "kbdesk searched the knowledge bases itself" if rest else "answering without tools"
-                    yield _notice(
-                        state, f"{target.model} does not accept tools ({one_line(exc, 200)}); {what}", "warning"
-                    )
-                    if rest:
-                        found = yield from _auto_search(desk, rest, text, state, plan.result_chars)
-                        reference = "\n\n".join(r for r in (reference, found) if r)
-                    continue
-                _log_usage(store, target, completion)
-                state.finish = completion.finish if completion is not None else None
-                final = "".join(round_text)
-                calls = completion.tool_calls if completion is not None else []
-                if forcing and not calls:
-                    # told to call kb_search, it answered instead: search for it and ask again
-                    remember_ignores_forcing(store, target.provider, target.model)
-                    plan.force = False
-                    state.rounds -= 1
-                    reference = yield from _search_instead(desk, plan, text, state, reference)
-                    continue
-                if forcing and final:
-                    yield TextDelta(final, state.rounds)  # what it said beside its tool call
-                state.shown.append(final)
-                round_text = []  # saved below or with the tool calls, not again by _finish
-                if calls and tools:
-                    if state.rounds >= options.max_rounds:
-                        yield _notice(
-                            state,
-                            f"the model still asked for tools after {options.max_rounds} rounds; stopped here",
-                            "warning",
-                        )
-                        if not "".join(state.shown).strip():
-                            raise _Stop(f"no answer after {options.max_rounds} rounds of tool calls")
-                        break
-                    yield from _run_tools(store, toolbox, completion, final, state, cancel)
-                    continue
-                break
+            yield from self.search_instead()
+            return True
+        if isinstance(exc, ContextOverflowError):
+            if self.retried_overflow or (not self.previous and not state.exchange):
+                raise overflow_error(exc, fitted.prompt_tokens, plan) from None
+            self.retried_overflow, state.rounds = True, state.rounds - 1
+            said = (
+                "the model's server ended the answer without a word, as it does when a prompt does not fit its context"
+                if isinstance(exc, SilentEndError)
+                else "the conversation did not fit the model's context"
+            )
+            yield notice(state, f"{said}: asking again with the earlier questions left out", "warning")
+            return True
+        if not isinstance(exc, ToolsRejectedError) or state.exchange or not tools:
+            raise exc
+        state.rounds -= 1
+        self.tools_ok = False
+        searched = {a.kb.id for a in self.first}
+        rest = [a for a in plan.searchable if a.kb.id not in searched] if plan.kb_tools else []
+        what = "kbdesk searched the knowledge bases itself" if rest else "answering without tools"
+        yield notice(state, f"{target.model} does not accept tools ({one_line(exc, 200)}); {what}", "warning")
+        if rest:
+            found = yield from auto_search(self.desk, rest, state, plan.result_chars)
+            self.reference = "\n\n".join(r for r in (self.reference, found) if r)
+        return True
+
+    def answered(
+        self, completion: Any, forcing: bool, tools: list[dict[str, Any]] | None
+    ) -> Generator[ChatEvent, None, bool]:
+        """A round that ended: its tool calls run (True: ask again), or the answer is in."""
+        plan, state, target = self.plan, self.state, self.target
+        assert plan is not None
+        log_usage(self.store, target, completion)
+        state.finish = completion.finish if completion is not None else None
+        final = "".join(self.round_text)
+        calls = completion.tool_calls if completion is not None else []
+        if forcing and not calls:
+            # told to call kb_search, it answered instead: search for it and ask again
+            remember_ignores_forcing(self.store, target.provider, target.model)
+            plan.force = False
+            state.rounds -= 1
+            yield from self.search_instead()
+            return True
+        if forcing and final:
+            yield TextDelta(final, state.rounds)  # what it said beside its tool call
+        state.shown.append(final)
+        self.final, self.round_text = final, []  # saved below or with the tool calls, not again on failure
+        if not (calls and tools):
+            return False
+        if state.rounds >= self.options.max_rounds:
+            yield notice(
+                state,
+                f"the model still asked for tools after {self.options.max_rounds} rounds; stopped here",
+                "warning",
+            )
+            if not "".join(state.shown).strip():
+                raise _Stop(f"no answer after {self.options.max_rounds} rounds of tool calls")
+            return False
+        ground = state.ground if plan.policy == "auto" and not state.grounded else []
+        yield from run_tools(self.store, self.toolbox, completion, final, state, self.cancel, ground)
+        return True
+
+    def search_instead(self) -> Generator[ChatEvent, None, None]:
+        """The model did not search (or cannot be told to): kbdesk searches with the question."""
+        plan = self.plan
+        assert plan is not None
+        found = yield from auto_search(self.desk, plan.searchable, self.state, plan.result_chars)
+        self.reference = "\n\n".join(r for r in (self.reference, found) if r)
+
+    def conclude(self) -> Iterator[ChatEvent]:
+        """What the user should know about the answer, the retrieval line, the answer saved."""
+        plan, state = self.plan, self.state
+        assert plan is not None
         if not "".join(state.shown).strip():
-            yield _notice(state, "the model returned an empty answer", "warning")
+            yield notice(state, "the model returned an empty answer", "warning")
         if state.finish == "length":
-            yield _notice(
+            yield notice(
                 state,
                 f"the answer was cut at the length limit ({plan.max_tokens} tokens; "
                 "[chat] max_tokens or the persona's)",
                 "warning",
             )
         if state.trimmed:
-            yield _notice(
+            yield notice(
                 state,
                 f"{state.trimmed} earlier question{'' if state.trimmed == 1 else 's'} left out "
                 "to fit the model's context",
                 "info",
             )
-        how = _how(plan, state)
+        how = how_retrieved(plan, state)
         if state.attached:
-            yield describe(how, [a.kb.name for a in plan.searchable] or list(state.attached))
-        message = store.add_message(
-            conversation.id,
+            yield describe(how, [a.kb.name for a in plan.searchable] or list(state.attached), state.fallback)
+        message = self.store.add_message(
+            self.conversation.id,
             "assistant",
-            final,
-            model=target.model,
+            self.final,
+            model=self.target.model,
             sources=[s.to_dict() for s in state.sources.values()],
         )
         yield TurnFinished(state.answer(message.id, "complete", retrieval=how))
-    except ChatCancelled:
-        yield from _finish(store, state, round_text, "cancelled", "stopped by the user", plan)
-    except ContextOverflowError as exc:
-        yield from _finish(
-            store,
-            state,
-            round_text,
-            "error",
-            f"{one_line(exc, 400)} (the question and its "
-            "passages alone are too long for this model: ask a shorter question, or raise "
-            "[chat] context_window if the server allows more)",
-            plan,
-        )
-    except (KbdeskError, _Stop) as exc:
-        yield from _finish(store, state, round_text, "error", one_line(exc, 600), plan)
-    except Exception as exc:  # a bug: still a message, never a traceback in the conversation
-        log.debug("chat turn failed", exc_info=True)
-        yield from _finish(
-            store, state, round_text, "error", f"internal error: {type(exc).__name__}: {one_line(exc, 300)}", plan
-        )
-
-
-def _plan(
-    desk: Any, target: ChatTarget, conversation: Any, persona: Any, options: TurnOptions, active: list[ActiveKB]
-) -> _Plan:
-    chat = desk.config.chat
-    policy = policy_for(options.retrieval, conversation, persona, chat.retrieval)
-    searchable = [a for a in active if a.searchable > 0]
-    kb_tools = policy != "off" and bool(searchable)
-    force = policy == "auto" and kb_tools and not ignores_forcing(desk.store, target.provider, target.model)
-    max_tokens = options.max_tokens or (persona.max_tokens if persona is not None else None) or chat.max_tokens
-    window = window_for(context_window(target.provider, target.settings, target.model), chat.context_window)
-    return _Plan(policy, searchable, kb_tools, force, window, int(max_tokens))
-
-
-def _how(plan: _Plan | None, state: _State) -> str:
-    if plan is None or not plan.searchable:
-        return "none"
-    if state.searched:
-        return state.searched
-    if plan.policy == "off":
-        return "off"
-    return "skipped"
-
-
-def _search_instead(desk: Any, plan: _Plan, text: str, state: _State, reference: str) -> Iterator[ChatEvent]:
-    """The model did not search (or cannot be told to): kbdesk searches with the question."""
-    found = yield from _auto_search(desk, plan.searchable, text, state, plan.result_chars)
-    return "\n\n".join(r for r in (reference, found) if r)
-
-
-class _Stop(Exception):
-    pass
-
-
-def _notice(state: _State, text: str, level: str = "info") -> Notice:
-    state.notices.append(text)
-    return Notice(text, level)  # type: ignore[arg-type]
-
-
-def _auto_search(desk: Any, active: list[ActiveKB], text: str, state: _State, max_chars: int) -> Iterator[ChatEvent]:
-    """Search ``active`` for the question; yields the events, returns the reference block."""
-    names = [a.kb.name for a in active]
-    info = ToolCallInfo(
-        f"auto-{len(state.calls) + 1}",
-        "auto_search",
-        json.dumps({"query": one_line(text, 1000), "kbs": names}, ensure_ascii=False),
-        round=state.rounds,
-    )
-    yield ToolCallStarted(info)
-    outcome: Outcome = Toolbox(desk, [a.kb for a in active], max_chars=max_chars).run_auto(one_line(text, 1000))
-    done = ToolCallInfo(info.call_id, info.name, info.arguments, outcome.ok, outcome.summary, outcome.error, info.round)
-    state.calls.append(done)
-    if outcome.ok and not state.searched:
-        state.searched = "auto"
-    yield ToolCallFinished(done, state.add_sources(outcome.sources))
-    return outcome.content if outcome.ok else ""
-
-
-def _run_tools(
-    store: Any, toolbox: Toolbox, completion: Any, text: str, state: _State, cancel: CancelToken
-) -> Iterator[ChatEvent]:
-    calls = completion.tool_calls
-    asked = store.add_message(
-        state.conversation_id,
-        "assistant",
-        text,
-        model=state.model,
-        tool_calls=[(c.id, c.name, c.arguments) for c in calls],
-    )
-    state.exchange.append({"role": "assistant", "content": text or "", "tool_calls": [c.to_wire() for c in calls]})
-    for call in calls:
-        cancel.check()
-        info = ToolCallInfo(call.id, one_line(call.name, 80), call.arguments, round=state.rounds)
-        yield ToolCallStarted(info)
-        outcome = toolbox.run(call.name, call.arguments)
-        if call.name == "kb_search" and outcome.ok:
-            state.searched = "tool"
-        store.add_message(state.conversation_id, "tool", outcome.content, tool_call_id=call.id)
-        store.set_tool_call_status(asked.id, call.id, "ok" if outcome.ok else "error", outcome.error)
-        state.exchange.append({"role": "tool", "tool_call_id": call.id, "content": outcome.content})
-        done = ToolCallInfo(
-            info.call_id, info.name, info.arguments, outcome.ok, outcome.summary, outcome.error, info.round
-        )
-        state.calls.append(done)
-        yield ToolCallFinished(done, state.add_sources(outcome.sources))
-
-
-def _finish(
-    store: Any, state: _State, round_text: list[str], status: str, error: str, plan: _Plan | None
-) -> Iterator[ChatEvent]:
-    partial = "".join(round_text)
-    message_id = None
-    if partial.strip():
-        state.shown.append(partial)
-        message_id = store.add_message(
-            state.conversation_id,
-            "assistant",
-            partial,
-            status=status,
-            model=state.model,
-            sources=[s.to_dict() for s in state.sources.values()],
-        ).id
-    store.add_message(state.conversation_id, "notice", error, status=status)
-    yield _notice(state, error, "warning" if status == "cancelled" else "error")
-    how = _how(plan, state)
-    if state.attached:
-        yield describe(how, [a.kb.name for a in plan.searchable] if plan and plan.searchable else list(state.attached))
-    yield TurnFinished(state.answer(message_id, status, error, retrieval=how))
-
-
-def _log_usage(store: Any, target: ChatTarget, completion: Any) -> None:
-    usage = completion.usage if completion is not None else {}
-    try:
-        store.log_usage(
-            "chat",
-            provider=target.provider,
-            model=target.model,
-            prompt_tokens=usage.get("prompt_tokens"),
-            completion_tokens=usage.get("completion_tokens"),
-            total_tokens=usage.get("total_tokens"),
-        )
-    except KbdeskError as exc:  # the answer matters more than its bookkeeping
-        log.warning("chat usage not logged: %s", exc)

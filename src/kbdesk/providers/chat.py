@@ -49,7 +49,9 @@ from kbdesk.providers.errors import (
     ProviderRequestError,
     ProviderResponseError,
     ProviderUnavailableError,
+    SilentEndError,
 )
+from kbdesk.providers.json_shapes import obj
 from kbdesk.providers.retry import backoff_delay, parse_retry_after
 from kbdesk.providers.secrets import Redactor
 from kbdesk.providers.settings import ProviderSettings, base_url_for, display_url
@@ -165,7 +167,12 @@ class ChatClient:
         log.debug("provider %s: chat with %s, %d messages, %d tools", self.name, model, len(messages), len(tools or ()))
         waiter = Waiter(cancel, on_wait, float(wait_limit) if wait_limit else DEFAULT_WAIT_LIMIT)
         current: list[Exchange] = []
-        forget = cancel.on_cancel(lambda: current and current[-1].abort())
+
+        def abort() -> None:
+            if current:
+                current[-1].abort()
+
+        forget = cancel.on_cancel(abort)
         try:
             response = self._open(payload, model, waiter, current)
             yield from self._read(current[-1], response, model, waiter)
@@ -311,7 +318,8 @@ class ChatClient:
         if "json" in kind and "event-stream" not in kind:
             yield self._whole(response, model, clean)
             return
-        assembler, parts, usage = ToolCallAssembler(), [], {}
+        assembler, parts = ToolCallAssembler(), []
+        usage: dict[str, Any] = {}
         finish: str | None = None
         done = seen = False
         while not done:
@@ -343,13 +351,7 @@ class ChatClient:
             if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
                 continue
             choice = choices[0]
-            delta = (
-                choice.get("delta")
-                if isinstance(choice.get("delta"), dict)
-                else choice.get("message")
-                if isinstance(choice.get("message"), dict)
-                else {}
-            )
+            delta = obj(choice.get("delta")) or obj(choice.get("message"))
             text = delta.get("content")
             if isinstance(text, str) and text:
                 parts.append(text)
@@ -359,10 +361,10 @@ class ChatClient:
             finish = choice.get("finish_reason") or finish
         calls = assembler.calls()
         if not done and finish is None:
-            if not parts and not calls:  # llama-cpp-python's answer to a prompt over its context
-                raise ContextOverflowError(
-                    f"{named}: {OVERFLOW} (the server ended the answer without a word, "
-                    "as llama-cpp-python does when the prompt does not fit)",
+            if not parts and not calls:  # llama-cpp-python: a prompt over its context, or a request it failed on
+                raise SilentEndError(
+                    f"{named}: the server ended the answer without a word (no error said; llama-cpp-python "
+                    "does this when the prompt does not fit its context, or when it fails on the request)",
                     provider=self.name,
                     model=model,
                     status=response.status_code,
