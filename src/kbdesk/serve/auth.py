@@ -63,17 +63,13 @@ class Caller:
     def check_can_change(self, kb: KnowledgeBase) -> None:
         """Refuse early (before any byte is stored) what the store would refuse anyway."""
         if self.identity is not None:
-            from kbdesk.store.postgres.access import check_manage
-
-            check_manage(self.identity, kb)
+            self.desk.store.policy.check_manage(kb)
 
     def check_can_create(self, scope: str, team_id: str | None) -> None:
         """The scope rules for a new KB, worded for this user (a kbdesk user of the
         database is told how an administrator grants a right, not to edit a config)."""
         if self.identity is not None:
-            from kbdesk.store.postgres.access import check_create
-
-            check_create(self.identity, scope, team_id)
+            self.desk.store.policy.check_create(scope, team_id)
 
 
 async def caller(request: Request) -> AsyncIterator[Caller]:

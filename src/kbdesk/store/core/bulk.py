@@ -157,7 +157,7 @@ class BulkCore(StoreParts):
             self._vectors_touch(conn, kb_id, changes)
             for (doc_id,) in replaced:
                 self._delete_chunks(conn, kb_id, str(doc_id), changes)
-                conn.execute(q("DELETE FROM kb_documents WHERE id = ?"), (doc_id,))
+                self.db.delete(conn, "kb_documents", "id = ?", (doc_id,))
             self.db.executemany(conn, self._IMPORT_SQL, [self._import_row(kb_id, d) for d in docs])
             self._store_blobs(conn, [(d["id"], d["blob"]) for d in docs if d.get("blob") is not None])
             self._import_chunks(conn, kb, docs, changes)
@@ -217,7 +217,7 @@ class BulkCore(StoreParts):
             self._vectors_touch(conn, kb_id, changes)
             for (doc_id,) in gone:
                 self._delete_chunks(conn, kb_id, str(doc_id), changes)
-                conn.execute(self.db.q("DELETE FROM kb_documents WHERE id = ?"), (doc_id,))
+                self.db.delete(conn, "kb_documents", "id = ?", (doc_id,))
             self._vectors_written(conn, changes)
             self._recount(conn, kb_id)
         self._vectors_committed(changes)

@@ -342,7 +342,7 @@ class DocumentsCore(ClaimsCore):
             self.policy.check_manage(self._get_kb(conn, doc.kb_id))
             self._vectors_touch(conn, doc.kb_id, changes)
             count = self._delete_chunks(conn, doc.kb_id, doc_id, changes)
-            conn.execute(self.db.q("DELETE FROM kb_documents WHERE id = ?"), (doc_id,))
+            self.db.delete(conn, "kb_documents", "id = ?", (doc_id,))
             self._vectors_written(conn, changes)
             self._bump(conn, doc.kb_id, docs=-1, chunks=-count, size=-doc.size_bytes)
             self.audit(conn, "document.delete", doc.kb_id, doc.filename, {"document_id": doc_id})

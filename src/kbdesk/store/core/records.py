@@ -44,8 +44,8 @@ class RecordsCore(StoreParts):
     def _kb_created(self, conn: Any, kb_id: str, config: dict[str, Any]) -> None:
         """Engine bookkeeping for a new KB, inside its transaction."""
 
-    def _lock_names(self, conn: Any) -> None:
-        """Serialise name checks with the writes they guard."""
+    def _lock_names(self, conn: Any, name: str) -> None:
+        """Serialise checks of ``name`` with the writes they guard."""
 
     # ── knowledge bases ────────────────────────────────────────────────────────
     def create_kb(
@@ -104,7 +104,7 @@ class RecordsCore(StoreParts):
             return self._get_kb(conn, kb_id)
 
     def _check_name_free(self, conn: Any, name: str, kb_id: str | None) -> None:
-        self._lock_names(conn)
+        self._lock_names(conn, name)
         where, args = self.policy.visible()
         sql = f"SELECT id FROM knowledge_bases WHERE lower(name) = lower(?) AND {where}"
         for row in conn.execute(self.db.q(sql), (name, *args)).fetchall():
@@ -269,7 +269,7 @@ class RecordsCore(StoreParts):
             kb = self._get_kb(conn, kb_id)
             self.policy.check_manage(kb)
             self.vectors.drop(conn, kb_id)
-            conn.execute(self.db.q("DELETE FROM knowledge_bases WHERE id = ?"), (kb_id,))
+            self.db.delete(conn, "knowledge_bases", "id = ?", (kb_id,))
             self.audit(conn, "kb.delete", kb_id, kb.name, {"documents": kb.document_count, "chunks": kb.chunk_count})
             return kb
 
