@@ -10,7 +10,6 @@ from helpers import axis
 from kbdesk import open_desk
 from kbdesk.config import parse_config
 from kbdesk.errors import NotFoundError
-from kbdesk.search import search
 from kbdesk.store.postgres import AccessDeniedError
 from pg_support import sql
 
