@@ -197,7 +197,7 @@ def held_by(uri: str | None, own_pid: int | None) -> str:
         if pid in seen:
             continue
         seen.add(pid)
-        held = "an open transaction" if what == "transactionid" else f"{mode} on {what}"
+        held = {"transactionid": "an open transaction", "advisory": "an advisory lock"}.get(what, f"{mode} on {what}")
         parts.append(f"the login '{login}' (pid {pid}, {held})")
         if len(parts) == 3:
             break
@@ -205,7 +205,7 @@ def held_by(uri: str | None, own_pid: int | None) -> str:
 
 
 @contextmanager
-def maintenance(conn: Any, lock_timeout_ms: int = MAINTENANCE_LOCK_TIMEOUT_MS) -> Iterator[None]:
+def maintenance(conn: Any, lock_timeout_ms: int | None = None) -> Iterator[None]:
     """Schema changes on ``conn`` (autocommit): no statement timeout, a longer lock wait
     (re-entrant: the outermost one restores kbdesk's timeouts)."""
     depth = getattr(conn, "kbdesk_maintenance", 0)
@@ -216,6 +216,7 @@ def maintenance(conn: Any, lock_timeout_ms: int = MAINTENANCE_LOCK_TIMEOUT_MS) -
         finally:
             conn.kbdesk_maintenance = depth
         return
+    lock_timeout_ms = MAINTENANCE_LOCK_TIMEOUT_MS if lock_timeout_ms is None else lock_timeout_ms
     conn.execute(f"SET statement_timeout = 0; SET lock_timeout = {int(lock_timeout_ms)}")
     _remember(conn, lock_timeout_ms, 1)
     try:
