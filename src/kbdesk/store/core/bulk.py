@@ -141,6 +141,9 @@ class BulkCore(StoreParts):
         with self.write() as conn:
             kb = self._get_kb(conn, kb_id)
             self.policy.check_manage(kb)
+            # one import into a KB at a time: a second export of the same KB waits for this
+            # batch, then finds its documents here (and replaces them) instead of colliding
+            conn.execute(q(f"SELECT 1 FROM knowledge_bases WHERE id = ?{self.db.for_update}"), (kb_id,))
             where, args = self.db.in_list("id", ids, ids=True)
             elsewhere = conn.execute(
                 q(f"SELECT id FROM kb_documents WHERE {where} AND kb_id <> ? LIMIT 1"), (*args, kb_id)
