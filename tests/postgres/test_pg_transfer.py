@@ -116,6 +116,11 @@ def test_round_trip_keeps_vectors_files_and_search_results(laptop, pg_uri, fake_
                 == results(laptop, query, fake_openai, "hybrid")[0][0]
             )
         assert sql(pg_uri, "SELECT count(*) FROM kbdesk_document_blobs")[0][0] == report.copied_files
+        # the server keeps file names, never where they lie on the laptop
+        folder = str(tmp_path)
+        for row in sql(pg_uri, "SELECT to_jsonb(d)::text FROM kb_documents d"):
+            assert folder not in row[0]
+        assert {(r[0] or "")[:12] for r in sql(pg_uri, "SELECT source_path FROM kb_documents")} == {"kbdesk-path:", ""}
 
     # re-exported with zero changes
     before = pg_snapshot(pg_uri)
@@ -139,12 +144,12 @@ def test_round_trip_keeps_vectors_files_and_search_results(laptop, pg_uri, fake_
                 )
         for doc in laptop.store.list_documents(laptop.kb("docs").id):
             copy = back.store.get_document(doc.id)
-            assert (copy.filename, copy.content_hash, copy.size_bytes, copy.source_path) == (
+            assert (copy.filename, copy.content_hash, copy.size_bytes) == (
                 doc.filename,
                 doc.content_hash,
                 doc.size_bytes,
-                doc.source_path,
             )
+            assert copy.source_path is None  # the server kept no path of the laptop's to give back
             assert back.store.document_sections(doc.id) == [
                 (t.replace("\x00", ""), m) for t, m in laptop.store.document_sections(doc.id)
             ]

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from kbdesk.errors import ConflictError, InvalidInputError
+from kbdesk.ingest.names import UPLOAD, file_of
 from kbdesk.models import ChunkInput, KnowledgeBase
 from kbdesk.store.core.documents import VectorChanges
 from kbdesk.store.core.parts import StoreParts
@@ -150,6 +151,14 @@ class BulkCore(StoreParts):
             ).fetchone()
             if elsewhere:
                 raise ConflictError(f"document {elsewhere[0]} already belongs to another knowledge base")
+            # each source as this store keeps it (a team server keeps no one's local path); a
+            # row coming back keeps the source it had here when the other side's means nothing here
+            kept = dict(
+                conn.execute(
+                    q(f"SELECT id, source_path FROM kb_documents WHERE kb_id = ? AND {where}"), (kb_id, *args)
+                ).fetchall()
+            )
+            docs = [dict(d, source_path=self._incoming_source(d.get("source_path")) or kept.get(d["id"])) for d in docs]
             # one document per source path: a copy coming in replaces another row of its path
             sources = [self.db.text(d["source_path"]) for d in docs if d.get("source_path")]
             source_where, source_args = self.db.in_list("source_path", sources)
@@ -173,6 +182,13 @@ class BulkCore(StoreParts):
         changes = VectorChanges()
         changes.kbs.add(kb_id)
         self._vectors_committed(changes)
+
+    def _incoming_source(self, source: str | None) -> str | None:
+        """A copied document's source as this store keeps it: a path (or an upload's
+        name) as it is; another server's hidden path means nothing here (None)."""
+        if source and (file_of(source) is not None or source.startswith(UPLOAD)):
+            return source
+        return None
 
     _IMPORT_SQL = (
         "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, "

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError, SupersededError
+from kbdesk.ingest import names
 from kbdesk.models import DOC_STATUSES, ChunkInput, Document, KnowledgeBase
 from kbdesk.store.claims import claim_alive
 from kbdesk.store.core.claiming import ClaimsCore
@@ -153,6 +155,11 @@ class DocumentsCore(ClaimsCore):
             .fetchall()
         )
         return {str(kb_id): int(n) for kb_id, n in rows}
+
+    def source_key(self, path: Path) -> str:
+        """The source a file's document is known by in this store: its path (a team
+        server keeps hidden paths instead, :func:`kbdesk.ingest.names.hidden_source`)."""
+        return names.source_key(path)
 
     def documents_by_source(self, kb_id: str) -> dict[str, Document]:
         """The document of each source path in a KB (what a folder scan compares to)."""

@@ -252,6 +252,29 @@ def _m010_hostile_logins(conn: Any) -> None:
     install_row_security(conn)
 
 
+HIDDEN_PATH_SQL = r"""CREATE OR REPLACE FUNCTION kbdesk_hidden_path(salt text, path text) RETURNS text
+    LANGUAGE sql IMMUTABLE AS $f$
+    SELECT 'kbdesk-path:' || string_agg(left(encode(sha256(convert_to(salt, 'UTF8') || '\x00'::bytea
+                                                           || convert_to(prefix, 'UTF8')), 'hex'), 10), '.' ORDER BY n)
+    FROM (SELECT 0 AS n, '/'::text AS prefix
+          UNION ALL
+          SELECT n, '/' || array_to_string(a.parts[1:n], '/')
+          FROM (SELECT string_to_array(ltrim(path, '/'), '/') AS parts) a, generate_series(1, cardinality(a.parts)) n
+         ) x $f$"""
+
+
+def _m011_private_sources(conn: Any) -> None:
+    # A document on a team server keeps its name, not where the file lay on the disk of
+    # whoever added it: the paths kept so far become the hidden form kbdesk now writes
+    # (kbdesk.ingest.names.hidden_source: one keyed hash per folder, salted with the
+    # adder's user id), so the same file is still the same document.
+    conn.execute(HIDDEN_PATH_SQL)
+    conn.execute(
+        "UPDATE kb_documents SET source_path = kbdesk_hidden_path(uploaded_by::text, source_path) "
+        "WHERE source_path LIKE '/%'"
+    )
+
+
 MIGRATIONS: list[Migration] = [
     ("seed_008_knowledge_bases", _m001_seed_008),
     ("kbdesk_columns", _m002_kbdesk_columns),
@@ -263,6 +286,7 @@ MIGRATIONS: list[Migration] = [
     ("keyword_folding", _m008_keyword_folding),
     ("chat", _m009_chat),
     ("hostile_logins", _m010_hostile_logins),
+    ("private_sources", _m011_private_sources),
 ]
 
 REQUIRED_COLUMNS = {
