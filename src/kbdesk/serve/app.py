@@ -20,6 +20,7 @@ from starlette.exceptions import HTTPException
 
 from kbdesk import __version__
 from kbdesk.errors import KbdeskError
+from kbdesk.serve.apidocs import add_doc_pages, openapi
 from kbdesk.serve.errors import ApiError, error_response, from_kbdesk
 from kbdesk.serve.limits import BodyLimit
 from kbdesk.serve.uploads import Uploads
@@ -52,6 +53,7 @@ def create_app(desk: Any, *, cors_origins: Sequence[str] = (), resume: bool = Tr
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        uploads.clean()  # what a server killed mid-upload left staged
         if desks.multi_user:  # each request thread keeps a connection per user's store: few threads
             import anyio.to_thread
 
@@ -67,16 +69,19 @@ def create_app(desk: Any, *, cors_origins: Sequence[str] = (), resume: bool = Tr
         version=__version__,
         lifespan=lifespan,
         description="Knowledge bases over HTTP: create them, upload documents, poll their indexing, "
-        "search by meaning and keyword. Every endpoint but this document needs "
-        "`Authorization: Bearer <token>` (`kbdesk token create`).",
+        "search by meaning and keyword. Every endpoint but this document and its pages needs "
+        "`Authorization: Bearer <token>` (`kbdesk token create`; in the docs page: Authorize). "
+        "Every refusal is `{error, message}` with its status.",
         openapi_url=f"{PREFIX}/openapi.json",
-        docs_url=f"{PREFIX}/docs",
+        docs_url=None,
         redoc_url=None,
     )
     app.state.kbdesk = state
     for module in (routes_kbs, routes_documents, routes_search, routes_channels):
         app.include_router(module.router, prefix=PREFIX)
     app.add_api_route(PREFIX, index, methods=["GET"], include_in_schema=False)
+    add_doc_pages(app, PREFIX)
+    app.openapi = lambda: openapi(app)  # type: ignore[method-assign]
     _handlers(app)
     if cors_origins:
         from starlette.middleware.cors import CORSMiddleware
@@ -100,6 +105,7 @@ def index(request: Request) -> dict[str, Any]:
         "version": __version__,
         "openapi": f"{PREFIX}/openapi.json",
         "docs": f"{PREFIX}/docs",
+        "redoc": f"{PREFIX}/redoc",
         "auth": "Authorization: Bearer <token>",
         "endpoints": paths,
     }

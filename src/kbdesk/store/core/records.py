@@ -10,6 +10,7 @@ server may hold many "Notes"; a local file holds one of each).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,12 @@ from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError
 from kbdesk.models import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, KB_STATUSES, SCOPES, KnowledgeBase
 from kbdesk.store.core.parts import StoreParts
 from kbdesk.store.ids import ID_PREFIX, check_name, new_id
+
+ACTING_TOKEN: ContextVar[dict[str, str] | None] = ContextVar("kbdesk_acting_token", default=None)
+"""The API token a request of ``kbdesk serve`` acts with (its id, the first characters
+shown in ``kbdesk token list``, and whom it was given to): every audit row the request
+writes names it, so a change can be traced to the token that made it (on a SQLite
+file, where every token acts as its one user, that is the only way to tell)."""
 
 KB_COLUMNS = (
     "id, name, description, scope, owner_id, team_id, embedding_config, document_count, "
@@ -319,14 +326,23 @@ class RecordsCore(StoreParts):
     def audit_many(
         self, conn: Any, entries: Sequence[tuple[str, str | None, str | None, dict[str, Any] | None]]
     ) -> None:
-        """Record KB operations ``(action, kb_id, target, details)`` in one statement."""
+        """Record KB operations ``(action, kb_id, target, details)`` in one statement (the
+        details name the API token that acted, when one did: :data:`ACTING_TOKEN`)."""
         now = self.db.now()
+        via = ACTING_TOKEN.get()
         self.db.executemany(
             conn,
             f"INSERT INTO {self.db.table('audit_log')}(created_at, user_id, action, kb_id, "
             "target, details) VALUES (?, ?, ?, ?, ?, ?)",
             [
-                (now, self.local_user_id, action, kb_id, self.db.text(target), self.db.json_in(details or {}))
+                (
+                    now,
+                    self.local_user_id,
+                    action,
+                    kb_id,
+                    self.db.text(target),
+                    self.db.json_in({**(details or {}), "token": via} if via else details or {}),
+                )
                 for action, kb_id, target, details in entries
             ],
         )
