@@ -23,7 +23,7 @@ from kbdesk.errors import KbdeskError
 from kbdesk.serve.apidocs import add_doc_pages, openapi
 from kbdesk.serve.errors import ApiError, error_response, from_kbdesk
 from kbdesk.serve.limits import BodyLimit
-from kbdesk.serve.uploads import Uploads
+from kbdesk.serve.uploads import Uploads, limit_arenas
 from kbdesk.serve.users import REQUEST_THREADS, Desks, Lease
 from kbdesk.store.tokens import Tokens
 
@@ -47,6 +47,7 @@ def create_app(desk: Any, *, cors_origins: Sequence[str] = (), resume: bool = Tr
     import kbdesk.serve.routes_search as routes_search
 
     max_upload = int(desk.config.storage.max_file_mb * 1024 * 1024)
+    limit_arenas()  # memory that follows the load, not the number of uploads seen
     uploads = Uploads(desk.paths.cache_dir / "uploads")
     desks = Desks(desk, on_new=uploads.resume if resume else None)
     state = ServerState(Tokens(desk.store), desks, uploads, max_upload)

@@ -14,10 +14,10 @@ A file is known by its name within a KB, whichever way it came: uploading
 earlier upload made, or one ``kbdesk add`` made — and identical bytes change nothing.
 Uploads of one name to one KB run one after the other, so two versions never race.
 
-Memory stays bounded however many upload at once: at most :data:`INGEST_SLOTS` uploads
-are indexed at a time (each holds its file and its text while it runs); the others
-wait on disk, at most :data:`MAX_WAITING` of them, and a request that cannot get its
-turn within :data:`QUEUED_WAIT` is answered 503 with nothing stored. The staged copy is
+Memory stays bounded however many upload at once: uploads are indexed together only
+while their files add up to at most :data:`INGEST_BUDGET` (a bigger one runs alone);
+the others wait on disk, at most :data:`MAX_WAITING` of them, and a request that
+cannot get its turn within :data:`QUEUED_WAIT` is answered 503 with nothing stored. The staged copy is
 removed when its run ends; a start-up removes the staging folders of servers that are
 no longer running (a document a kill interrupted is finished from its stored copy by
 the resume the server runs when it starts).
@@ -34,6 +34,7 @@ import secrets
 import shutil
 import threading
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -47,12 +48,13 @@ from kbdesk.serve.errors import ApiError, from_kbdesk
 log = logging.getLogger("kbdesk.serve")
 
 MAX_NAME_BYTES = 255  # what file systems allow for one name (the stored copy's name is shortened)
-QUEUED_WAIT = 60.0  # seconds a request waits for its turn to be indexed
+QUEUED_WAIT = 300.0  # seconds a request waits for its turn to be indexed (8 x 10 MB in a row: ~40 s)
 MAX_WAITING = 64  # uploads accepted and not yet finished; beyond, 503 and Retry-After
-INGEST_SLOTS = 2
-"""Uploads indexed at once. Each holds its file's bytes, text and chunks while it runs
-(about 4x the file for text); two keep both cores busy and 8 concurrent 10 MB uploads
-under 100 MiB of extra memory (measured: docs/SERVE.md)."""
+INGEST_BUDGET = 12 * 1024 * 1024
+"""Bytes of uploaded files indexed at once. A run holds several times its file while it
+runs (its bytes, the text and chunks coming back from the extraction helper, the chunks
+stored: 77 MB measured for a 10 MB Markdown file), so 12 MB lets small uploads run side
+by side while a 10 MB one runs alone (measured: docs/SERVE.md)."""
 COPY_CHUNK = 1024 * 1024  # bytes per piece when a spooled upload is copied to staging
 _FIRST = {"queued", "unchanged", "known-failure", "error"}
 _RESULT = {"unchanged": "unchanged", "known-failure": "known_error", "error": "failed"}
@@ -122,7 +124,7 @@ class Uploads:
         self.staging = root / f"{os.getpid()}-{secrets.token_hex(4)}"  # this server's own
         self._lock = threading.Lock()
         self._names: dict[tuple[str, str], list[Any]] = {}  # (kb, name) -> [lock, uploads holding it]
-        self._slots = threading.BoundedSemaphore(INGEST_SLOTS)
+        self._budget = ByteBudget(INGEST_BUDGET)
         self._running = 0
         self._threads: set[threading.Thread] = set()
         self._stopping = threading.Event()
@@ -210,7 +212,7 @@ class Uploads:
     ) -> None:
         desk = hold.desk
         try:
-            with name_lock, self._slots:
+            with name_lock, self._budget.taking(staged.stat().st_size):
                 if not wait.begin():
                     return
                 if self._stopping.is_set():
@@ -229,6 +231,7 @@ class Uploads:
             _remove(staged)
             wait.done.set()
             hold.release()
+            give_back_memory()
             with self._lock:
                 self._running -= 1
                 self._threads.discard(threading.current_thread())
@@ -309,6 +312,70 @@ class Uploads:
         deadline = time.monotonic() + timeout
         for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
+
+
+ARENAS = 1
+"""glibc malloc arenas of a server process. An upload is indexed in threads of its own,
+each of which glibc would give an arena of its own (up to 8 per core); what one run
+frees in its arena, the next run's threads cannot reuse, so the server grew by a
+run's worth per upload. Measured, 8 concurrent 10 MB uploads to a ``kbdesk serve``
+process (bench/bench_serve_limits.py): 300 MiB with glibc's default, 102 MiB with 2
+arenas, 80 MiB with 1 (the slowest 202 came after 16.5 s and 19.2 s)."""
+M_ARENA_MAX = -8  # glibc's mallopt parameter
+
+
+def _libc() -> Any:
+    global _LIBC
+    if _LIBC is None:
+        try:
+            import ctypes
+            import ctypes.util
+
+            _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+            _LIBC.malloc_trim  # noqa: B018 - glibc's, or AttributeError
+        except (OSError, AttributeError):
+            _LIBC = False
+    return _LIBC
+
+
+_LIBC: Any = None
+
+
+def limit_arenas() -> None:
+    """A server's memory stays with its load, not with the number of uploads it has seen
+    (:data:`ARENAS`; glibc only: elsewhere nothing changes)."""
+    libc = _libc()
+    if libc:
+        libc.mallopt(M_ARENA_MAX, ARENAS)
+
+
+def give_back_memory() -> None:
+    """Return the heap a finished upload freed to the system (glibc's ``malloc_trim``)."""
+    libc = _libc()
+    if libc:
+        libc.malloc_trim(0)
+
+
+class ByteBudget:
+    """At most ``total`` bytes taken at once; one taker bigger than all of it runs alone."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.used = 0
+        self._cond = threading.Condition()
+
+    @contextlib.contextmanager
+    def taking(self, size: int) -> Iterator[None]:
+        size = max(1, min(int(size), self.total))
+        with self._cond:
+            self._cond.wait_for(lambda: self.used + size <= self.total)
+            self.used += size
+        try:
+            yield
+        finally:
+            with self._cond:
+                self.used -= size
+                self._cond.notify_all()
 
 
 def _alive(pid: int) -> bool:
