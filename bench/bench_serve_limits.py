@@ -39,10 +39,36 @@ from harness import command_line, kbdesk_cli, machine_info, parser, save_result,
 from harness.tables import markdown_table
 
 MiB = 1024 * 1024
-WORDS = (
-    "harbour lighthouse keeper estuary heron tide ledger invoice walrus narwhal beacon quay ferry "
-    "pilot chart compass anchor rope sail mast hull keel rudder storm gale fog channel buoy"
-).split()
+WORDS = [
+    "harbour",
+    "lighthouse",
+    "keeper",
+    "estuary",
+    "heron",
+    "tide",
+    "ledger",
+    "invoice",
+    "walrus",
+    "narwhal",
+    "beacon",
+    "quay",
+    "ferry",
+    "pilot",
+    "chart",
+    "compass",
+    "anchor",
+    "rope",
+    "sail",
+    "mast",
+    "hull",
+    "keel",
+    "rudder",
+    "storm",
+    "gale",
+    "fog",
+    "channel",
+    "buoy",
+]
 
 
 def text_of(mb: float, seed: int) -> bytes:

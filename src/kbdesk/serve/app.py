@@ -41,11 +41,6 @@ class ServerState:
 
 def create_app(desk: Any, *, cors_origins: Sequence[str] = (), resume: bool = True) -> Any:
     """The ASGI app serving ``desk`` (its store, config and files)."""
-    import kbdesk.serve.routes_channels as routes_channels
-    import kbdesk.serve.routes_documents as routes_documents
-    import kbdesk.serve.routes_kbs as routes_kbs
-    import kbdesk.serve.routes_search as routes_search
-
     max_upload = int(desk.config.storage.max_file_mb * 1024 * 1024)
     limit_arenas()  # memory that follows the load, not the number of uploads seen
     uploads = Uploads(desk.paths.cache_dir / "uploads")
@@ -78,8 +73,8 @@ def create_app(desk: Any, *, cors_origins: Sequence[str] = (), resume: bool = Tr
         redoc_url=None,
     )
     app.state.kbdesk = state
-    for module in (routes_kbs, routes_documents, routes_search, routes_channels):
-        app.include_router(module.router, prefix=PREFIX)
+    for router in routers():
+        app.include_router(router, prefix=PREFIX)
     app.add_api_route(PREFIX, index, methods=["GET"], include_in_schema=False)
     add_doc_pages(app, PREFIX)
     app.openapi = lambda: openapi(app)  # type: ignore[method-assign]
@@ -95,6 +90,16 @@ def create_app(desk: Any, *, cors_origins: Sequence[str] = (), resume: bool = Tr
             allow_headers=["Authorization", "Content-Type"],
         )
     return Headers(BodyLimit(app, upload_bytes=max_upload))
+
+
+def routers() -> list[Any]:
+    """The API's routes, by subject (mounted under ``/api``; the route-table test walks them)."""
+    import kbdesk.serve.routes_channels as routes_channels
+    import kbdesk.serve.routes_documents as routes_documents
+    import kbdesk.serve.routes_kbs as routes_kbs
+    import kbdesk.serve.routes_search as routes_search
+
+    return [m.router for m in (routes_kbs, routes_documents, routes_search, routes_channels)]
 
 
 def index(request: Request) -> dict[str, Any]:

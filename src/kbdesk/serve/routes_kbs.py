@@ -15,7 +15,9 @@ from kbdesk.serve.schemas import Discoverable, KbCreate, KbUpdate
 router = APIRouter(tags=["knowledge bases"])
 
 
-@router.get("/knowledge-bases", summary="The knowledge bases you can use", response_model=KnowledgeBases)
+@router.get(
+    "/knowledge-bases", summary="The knowledge bases you can use", response_model=KnowledgeBases, responses=errors()
+)
 def list_kbs(who: Caller = Depends(caller)) -> dict[str, Any]:
     kbs = who.desk.list_kbs()
     return {"data": [kb.to_dict() for kb in kbs], "total": len(kbs)}
@@ -47,7 +49,10 @@ def create_kb(body: KbCreate, who: Caller = CREATES) -> dict[str, Any]:
 
 
 @router.get(
-    "/knowledge-bases-discoverable", summary="The knowledge bases a picker shows", response_model=KnowledgeBases
+    "/knowledge-bases-discoverable",
+    summary="The knowledge bases a picker shows",
+    response_model=KnowledgeBases,
+    responses=errors(),
 )
 def discoverable_kbs(who: Caller = Depends(caller)) -> dict[str, Any]:
     kbs = [kb for kb in who.desk.list_kbs() if kb.discoverable]

@@ -109,7 +109,10 @@ class _Wait:
             return
         if event.kind in _FIRST and event.doc_id:
             self.doc_id = event.doc_id
-            self.result = "failed" if event.status == "error" else _RESULT.get(event.kind, "queued")
+            if event.kind == "queued":
+                self.result = "failed" if event.status == "error" else "queued"
+            else:
+                self.result = _RESULT[event.kind]
             self.done.set()
         elif event.kind in ("skipped", "error"):
             self.problem = event.detail or "the file was not added"
