@@ -347,3 +347,51 @@ def test_a_stranger_gets_nothing(server):
         sql(server.uri, "DELETE FROM kbdesk_migrations WHERE version = %s", last)
         timed("pg setup", lambda: setup(server.uri))  # migrates while the stranger holds all it can
     assert count(server.uri, "SELECT max(version) FROM kbdesk_migrations") == last
+
+
+def test_team_admins_work_from_the_cli(server):
+    """A team admin makes the team's KBs and sees its members from the CLI; a system admin
+    makes and hides global KBs; every refusal is one line naming the team by name."""
+    import json
+
+    from click.testing import CliRunner
+
+    from kbdesk.cli.main import cli
+
+    def run(who, *args):
+        result = CliRunner().invoke(cli, ["--db", server.uris[who], *args])
+        assert "Traceback" not in result.output, result.output
+        return result
+
+    assert run("alice", "kb", "create", "Notes").exit_code == 0  # alice's personal KB
+    made = run("bob", "kb", "create", "Runbooks", "--team", "Eng", "--keyword-only", "--json")
+    assert made.exit_code == 0 and json.loads(made.stdout)["scope"] == "team", made.output
+    taken = run("bob", "kb", "create", "notes", "--team", "Eng")  # a member's personal KB's name
+    assert taken.exit_code == 1 and taken.output.count("\n") == 1
+    assert "the name 'notes' is taken: a member of team 'Eng' already sees" in taken.output
+    refused = run("alice", "kb", "create", "Ideas", "--team", "Eng")
+    assert refused.exit_code == 1 and "only an admin of team 'Eng'" in refused.output, refused.output
+    shown = json.loads(run("bob", "team", "show", "Eng", "--json").stdout)
+    assert [kb["name"] for kb in shown["kbs"]] == ["Runbooks"] and shown["role"] == "admin"
+    assert {(m["login"], m["role"]) for m in shown["members"]} == {
+        (server.logins["alice"], "member"),
+        (server.logins["bob"], "admin"),
+    }
+    assert "Runbooks" in run("bob", "team", "show", "Eng").output
+    as_member = json.loads(run("alice", "team", "show", "Eng", "--json").stdout)
+    assert as_member["members"] is None and [kb["name"] for kb in as_member["kbs"]] == ["Runbooks"]
+    assert json.loads(run("alice", "team", "list", "--json").stdout)["data"] == [
+        {"id": server.team, "name": "Eng", "role": "member"}
+    ]
+    # and the database shows members to team admins (and system admins) only
+    assert raw(server.uris["alice"], "SELECT * FROM kbdesk_team_members(%s)", server.team)[0] == []
+    assert len(raw(server.uris["bob"], "SELECT * FROM kbdesk_team_members(%s)", server.team)[0]) == 2
+    assert run("eve", "team", "show", "Eng").exit_code == 1
+    # global KBs: a system admin makes them, and hides them from everyone else
+    assert run("root", "kb", "create", "Handbook", "--scope", "global").exit_code == 0
+    assert "Handbook" in run("alice", "kb", "list").output
+    assert run("alice", "kb", "discoverable", "Handbook", "no").exit_code == 1  # only an owner or system admin
+    assert "is hidden" in run("root", "kb", "discoverable", "Handbook", "no").output
+    assert "Handbook" not in run("alice", "kb", "list").output
+    assert "Handbook" in run("root", "kb", "list").output
+    assert run("alice", "kb", "create", "Mine", "--scope", "global").exit_code == 1

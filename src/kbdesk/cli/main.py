@@ -118,11 +118,12 @@ def _register() -> None:
     ):
         cli.add_command(command)
 
-    from kbdesk.cli import pg, transfer
+    from kbdesk.cli import pg, teams, transfer
 
     cli.add_command(transfer.export_command)
     cli.add_command(transfer.import_command)
     cli.add_command(pg.pg_group)
+    cli.add_command(teams.team_group)
 
     from kbdesk.cli import serve, tokens
 
