@@ -3,10 +3,18 @@
 # `pip install -e '.[bench,postgres]'`. Results and discussion: docs/BENCHMARKS.md.
 PY ?= .venv/bin/python
 
-.PHONY: test bench bench-full
+.PHONY: check test test-fast bench bench-full
+
+# everything CI runs: lint, format, types, the wheel, the whole suite (scripts/check)
+check:
+	scripts/check
 
 test:
 	$(PY) -m pytest -q
+
+# the fast lane (under two minutes): no real processes, kills, terminals or TUI
+test-fast:
+	$(PY) -m pytest -q -m "not slow"
 
 bench:
 	$(PY) bench/bench_chunker.py --mb 5

@@ -61,6 +61,37 @@ def engine_desk(request: pytest.FixtureRequest, kbdesk_home: Path):
     d.close()
 
 
+# Modules whose tests take seconds each: real processes started, killed or interrupted,
+# terminals, servers on loopback. With tests/tui (Textual apps) they are the `slow` lane;
+# `-m "not slow"` is the fast lane (README: make test-fast).
+SLOW_MODULES = {
+    "test_interrupts.py",
+    "test_crash_safety.py",
+    "test_integrity_processes.py",
+    "test_concurrency.py",
+    "test_readonly.py",
+    "test_watch.py",
+    "test_serve_e2e.py",
+    "test_mcp_server.py",
+    "test_chat_repl.py",
+    "test_chat_cancel.py",
+}
+PG_FIXTURES = {"pg_server", "pg_uri", "empty_pg_uri"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Markers by what a test needs: ``postgres`` (a real PostgreSQL, by its fixtures or the
+    engine parameter), ``slow`` (SLOW_MODULES, the TUI tests and the e2e ones, so that a
+    ``-m "not slow"`` of its own never brings back the e2e tests the default run leaves out)."""
+    for item in items:
+        path = Path(str(item.fspath))
+        if path.name in SLOW_MODULES or "tui" in path.parent.name or item.get_closest_marker("e2e"):
+            item.add_marker(pytest.mark.slow)
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if PG_FIXTURES & set(getattr(item, "fixturenames", ())) or "postgres" in params.values():
+            item.add_marker(pytest.mark.postgres)
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     driver = choose_driver("auto")
     return f"kbdesk vector backend: {driver.backend} ({driver.reason})"

@@ -21,7 +21,7 @@ FILES = {
 }
 
 
-def kbdesk(*args: str) -> subprocess.Popen:
+def start_cli(*args: str) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-c", CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -33,7 +33,7 @@ def test_two_processes_adding_one_folder_share_the_work(tmp_path, fake_openai):
     with open_desk() as desk:
         desk.create_kb("docs", model_id="text-embedding-3-small", provider="fake")
     fake_openai.fail_next("stall", times=10_000, seconds=0.4)  # every call takes a while: the runs overlap
-    runs = [kbdesk("add", "docs", str(folder), "--json", "--workers", "2") for _ in range(2)]
+    runs = [start_cli("add", "docs", str(folder), "--json", "--workers", "2") for _ in range(2)]
     outs = [run.communicate(timeout=300) for run in runs]
     for run, (_out, err) in zip(runs, outs, strict=True):
         assert run.returncode == 0, err
@@ -68,14 +68,14 @@ def test_kills_along_an_update_chain_end_with_the_newest_version(tmp_path, fake_
     for round_ in range(1, 6):  # edit, start an add, kill it mid-way
         for i in range(30):
             (folder / f"f{i:02d}.txt").write_text(f"version {round_} of file {i} " + "word " * (round_ * 40))
-        child = kbdesk("add", "docs", str(folder), "-q")
+        child = start_cli("add", "docs", str(folder), "-q")
         time.sleep(1.0 + 0.3 * round_)
         child.send_signal(signal.SIGKILL)
         child.communicate(timeout=30)
     for i in range(30):
         (folder / f"f{i:02d}.txt").write_text(f"final version of file {i}")
     fake_openai._script.clear()
-    done = kbdesk("add", "docs", str(folder), "--json")
+    done = start_cli("add", "docs", str(folder), "--json")
     _out, err = done.communicate(timeout=120)
     assert done.returncode == 0, err
     with open_desk() as desk:

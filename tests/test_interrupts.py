@@ -109,7 +109,7 @@ def started():
         run.kill()
 
 
-def kbdesk(*args: object) -> subprocess.CompletedProcess:
+def run_cli_process(*args: object) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", MAIN, *map(str, args)], capture_output=True, text=True, timeout=120)
 
 
@@ -207,7 +207,7 @@ def test_ctrl_c_stops_add_within_moments_and_the_next_add_finishes(tmp_path, fak
     assert sorted(n for n, s in after.items() if s == "ready") == sorted(n for n in files if n.startswith("a"))
 
     fake_openai.poison.clear()
-    finish = kbdesk("add", "docs", folder)
+    finish = run_cli_process("add", "docs", folder)
     assert finish.returncode == 0, finish.stdout + finish.stderr
     assert statuses() == dict.fromkeys(files, "ready")  # one ready row per file
 
@@ -228,7 +228,7 @@ def test_a_second_ctrl_c_quits_at_once(tmp_path, fake_openai, started):
     assert_nothing_left(run)
 
     fake_openai.poison.clear()
-    assert kbdesk("resume", "docs").returncode == 0
+    assert run_cli_process("resume", "docs").returncode == 0
     assert statuses() == {f"g{i}.txt": "ready" for i in range(3)}
 
 
@@ -257,7 +257,7 @@ def test_ctrl_c_stops_resume_and_a_later_resume_finishes(tmp_path, fake_openai, 
     assert_nothing_left(run)
 
     fake_openai.poison.clear()
-    done = kbdesk("resume", "docs")
+    done = run_cli_process("resume", "docs")
     assert done.returncode == 0, done.stderr
     assert statuses() == {f"g{i}.txt": "ready" for i in range(3)}
 
@@ -270,7 +270,7 @@ def test_ctrl_c_stops_rebuild_and_resume_finishes_it(tmp_path, fake_openai, star
         desk.edit_kb("docs", chunk_size=400, chunk_overlap=0)
     texts = {f"g{i}.txt": " ".join(f"Sentence {j} of note {i} about a {SLOW}." for j in range(20)) for i in range(3)}
     folder = write_files(tmp_path / "corpus", texts)
-    assert kbdesk("add", "docs", folder).returncode == 0
+    assert run_cli_process("add", "docs", folder).returncode == 0
     with open_desk() as desk:  # new chunking: the rebuild must embed chunks it has never seen
         desk.edit_kb("docs", chunk_size=200, chunk_overlap=0)
     fake_openai.poison[SLOW] = STALL
@@ -286,7 +286,7 @@ def test_ctrl_c_stops_rebuild_and_resume_finishes_it(tmp_path, fake_openai, star
     assert_nothing_left(run)
 
     fake_openai.poison.clear()
-    done = kbdesk("resume", "docs")
+    done = run_cli_process("resume", "docs")
     assert done.returncode == 0, done.stderr
     assert statuses() == dict.fromkeys(texts, "ready")
     with open_desk() as desk:

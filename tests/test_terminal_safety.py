@@ -64,7 +64,7 @@ def shelf(tmp_path: Path) -> dict[str, str]:
     return {"raw_id": docs["raw.md"], "raw_name": raw_name, "ingested_id": ingested}
 
 
-def kbdesk(*args: str):
+def inert_cli(*args: str):
     result = CliRunner().invoke(cli, list(args), env={"COLUMNS": "400"})
     assert "Traceback" not in result.output
     assert_inert(result.stdout)
@@ -74,7 +74,7 @@ def kbdesk(*args: str):
 
 def test_search_results_show_the_sequences_escaped(shelf):
     for extra in ([], ["--full"]):
-        r = kbdesk("search", "docs", "lighthouse", "--mode", "keyword", *extra)
+        r = inert_cli("search", "docs", "lighthouse", "--mode", "keyword", *extra)
         assert r.exit_code == 0, r.output
         assert r.stdout.count("2 results") == 1
         # the text and both names are there, visibly: \x1b]0;PWNED\x07 and the rest
@@ -84,50 +84,50 @@ def test_search_results_show_the_sequences_escaped(shelf):
 
 
 def test_search_explain_shows_the_sequences_escaped(shelf):
-    r = kbdesk("search", "docs", "lighthouse", "--mode", "keyword", "--explain")
+    r = inert_cli("search", "docs", "lighthouse", "--mode", "keyword", "--explain")
     assert r.exit_code == 0, r.output
     assert "every candidate" in r.stdout
     assert "raw\\x1b]0;PWNED\\x07" in r.stdout and "\\x1b]0;PWNED\\x07 \\x1b[2J" in r.stdout
 
 
 def test_docs_and_doc_status_show_file_names_escaped(shelf):
-    r = kbdesk("docs", "docs")
+    r = inert_cli("docs", "docs")
     assert r.exit_code == 0, r.output
     assert "raw\\x1b]0;PWNED\\x07 \\x1b[2J" in r.stdout
     assert "report\\x1b]0;PWNED\\x07 \\x1b[2J" in r.stdout
     for doc_id in (shelf["raw_id"], shelf["ingested_id"]):
-        r = kbdesk("doc", "status", "docs", doc_id)
+        r = inert_cli("doc", "status", "docs", doc_id)
         assert r.exit_code == 0, r.output
         assert "\\x1b]0;PWNED\\x07" in r.stdout and ": ready, 1 chunks" in r.stdout
 
 
 def test_errors_quoting_a_name_show_it_escaped(shelf):
-    r = kbdesk("doc", "status", "docs", f"missing{CLEAR}{TITLE}")
+    r = inert_cli("doc", "status", "docs", f"missing{CLEAR}{TITLE}")
     assert r.exit_code == 1
     assert r.stderr.startswith("Error: ") and r.stderr.count("\n") == 1
     assert "missing\\x1b[2J\\x1b]0;PWNED\\x07" in r.stderr
 
 
 def test_json_keeps_the_exact_text(shelf):
-    r = kbdesk("search", "docs", "lighthouse", "--mode", "keyword", "--json")
+    r = inert_cli("search", "docs", "lighthouse", "--mode", "keyword", "--json")
     results = json.loads(r.stdout)["results"]
     assert [hit["content"] for hit in results] == [TEXT, TEXT]
     assert shelf["raw_name"] in [hit["source"] for hit in results]
 
-    r = kbdesk("search", "docs", "lighthouse", "--mode", "keyword", "--explain", "--json")
+    r = inert_cli("search", "docs", "lighthouse", "--mode", "keyword", "--explain", "--json")
     assert {c["content"] for c in json.loads(r.stdout)["explain"]} == {TEXT}
 
-    r = kbdesk("docs", "docs", "--json")
+    r = inert_cli("docs", "docs", "--json")
     by_id = {d["id"]: d for d in json.loads(r.stdout)["data"]}
     assert by_id[shelf["raw_id"]]["filename"] == shelf["raw_name"]
 
-    r = kbdesk("doc", "status", "docs", shelf["raw_id"], "--json")
+    r = inert_cli("doc", "status", "docs", shelf["raw_id"], "--json")
     assert json.loads(r.stdout)["filename"] == shelf["raw_name"]
 
 
 def test_kb_list_and_show_are_inert(shelf):
     for args in (["kb", "list"], ["kb", "show", "docs"]):
-        r = kbdesk(*args)
+        r = inert_cli(*args)
         assert r.exit_code == 0 and "docs" in r.stdout
 
 

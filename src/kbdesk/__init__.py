@@ -1,11 +1,20 @@
 """kbdesk: a local-first knowledge desk.
 
-The core (this package minus ``kbdesk.cli`` and ``kbdesk.tui``) never imports a UI
-toolkit. Library use starts with :func:`open_desk`::
+The core (this package minus its faces: ``kbdesk.cli``, ``kbdesk.tui``, ``kbdesk.serve``
+and ``kbdesk.mcp``) never imports a UI toolkit. Library use starts with
+:func:`open_desk` (``home`` moves every path, as ``KBDESK_HOME`` does; without it the
+desk is the user's own):
 
-    from kbdesk import open_desk
-    with open_desk() as desk:
-        kb = desk.kbs.create("notes")
+>>> import tempfile
+>>> from kbdesk import open_desk
+>>> with open_desk(home=tempfile.mkdtemp()) as desk:
+...     kb = desk.create_kb("notes")
+...     doc = desk.add_document("notes", "minutes.md", ["We decided to ship on Friday."])
+...     [hit.source for hit in desk.search(["notes"], "when do we ship").results]
+['minutes.md']
+
+``desk.add("notes", ["~/Documents/notes"])`` indexes files and folders;
+``desk.chat()`` asks the knowledge bases (see :class:`kbdesk.desk.Desk`).
 """
 
 from kbdesk.errors import KbdeskError

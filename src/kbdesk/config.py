@@ -215,7 +215,7 @@ def _coerce(value: Any, annotation: Any, key: str) -> Any:
             wanted = ", ".join(repr(c) for c in choices)
             raise ConfigError(f"config: {key} must be one of {wanted}, got {value!r}")
         return value
-    if dataclasses.is_dataclass(annotation):
+    if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
         if not isinstance(value, dict):
             raise ConfigError(f"config: {key} must be a table, got {_type_name(value)}")
         return _build(annotation, value, key + ".")

@@ -7,6 +7,7 @@ exactly the same behaviour. Nothing here imports a UI toolkit.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 from collections.abc import Callable, Sequence
@@ -134,7 +135,10 @@ class Desk:
         return self.store.find_kb(ref)
 
     def list_kbs(self) -> list[KnowledgeBase]:
-        return self.store.list_kbs()
+        """The KBs the user can see, each with its count of failed documents."""
+        kbs = self.store.list_kbs()
+        failed = self.store.failed_counts()
+        return [dataclasses.replace(kb, failed_documents=failed[kb.id]) if kb.id in failed else kb for kb in kbs]
 
     def warm_search(self, ref: str) -> None:
         """Get the KB's exact-search file written in the background if its vectors moved,
@@ -188,6 +192,10 @@ class Desk:
     def document(self, ref: str, doc_ref: str) -> Document:
         """One document of a KB by id, id prefix or filename."""
         return self.store.find_document(self.kb(ref).id, doc_ref)
+
+    def document_by_id(self, doc_id: str) -> Document:
+        """One document by its id: where it comes from, its status and error."""
+        return self.store.get_document(doc_id)
 
     def chunk_neighbours(self, document_id: str, chunk_index: int, radius: int = 1) -> list[dict[str, Any]]:
         """A chunk with the ``radius`` chunks before and after it in its document."""

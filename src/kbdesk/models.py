@@ -36,6 +36,15 @@ class KnowledgeBase:
     discoverable: bool
     created_at: str
     updated_at: str
+    failed_documents: int = 0
+    """Documents whose newest version failed (filled by :meth:`kbdesk.desk.Desk.list_kbs`)."""
+
+    @property
+    def health(self) -> str:
+        """The status a person should see: ``error`` when every document failed, else the KB's own."""
+        if self.document_count and self.failed_documents >= self.document_count:
+            return "error"
+        return self.status
 
     @property
     def model_id(self) -> str | None:

@@ -58,42 +58,29 @@ async def test_help_and_settings_keys(tui_desk):
 
 
 def test_every_binding_has_an_id():
-    from kbdesk.tui.screens import (
-        add_files,
-        choose_kbs,
-        chunk,
-        confirm,
-        help,
-        kb_detail,
-        kb_form,
-        kb_list,
-        provider_form,
-        reembed,
-        search,
-        settings,
-    )
+    """Every key of every screen and widget can be remapped by id (a user keymap), and no two
+    bindings share one."""
+    import importlib
+    import inspect
+    import pkgutil
 
-    classes = [
-        KbdeskApp,
-        add_files.AddFilesScreen,
-        choose_kbs.ChooseKbsScreen,
-        chunk.ChunkScreen,
-        confirm.ConfirmScreen,
-        help.HelpScreen,
-        kb_detail.KbDetailScreen,
-        kb_form.KbFormScreen,
-        kb_list.KbListScreen,
-        provider_form.ProviderFormScreen,
-        reembed.ReembedScreen,
-        search.SearchScreen,
-        settings.SettingsScreen,
-    ]
+    import kbdesk.tui
+
+    classes = {KbdeskApp}
+    for info in pkgutil.walk_packages(kbdesk.tui.__path__, "kbdesk.tui."):
+        module = importlib.import_module(info.name)
+        classes |= {
+            cls
+            for _, cls in inspect.getmembers(module, inspect.isclass)
+            if cls.__module__ == info.name and "BINDINGS" in vars(cls)
+        }
+    assert len(classes) > 15
     ids = []
-    for cls in classes:
+    for cls in sorted(classes, key=lambda c: c.__qualname__):
         for binding in cls.BINDINGS:
             assert binding.id, f"{cls.__name__}: {binding.key} has no id"
             ids.append(binding.id)
-    assert len(ids) == len(set(ids))
+    assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)
 
 
 async def test_quitting_while_indexing_asks_first(tui_desk, tmp_path):

@@ -7,6 +7,7 @@ from tui_support import notifications, settle, type_text
 
 from kbdesk.tui.app import make_app
 from kbdesk.tui.screens.add_files import AddFilesScreen
+from kbdesk.tui.screens.base import FormError
 from kbdesk.tui.screens.confirm import ConfirmScreen
 from kbdesk.tui.screens.kb_detail import KbDetailScreen
 from kbdesk.tui.screens.kb_form import KbFormScreen
@@ -48,9 +49,39 @@ async def test_create_refuses_a_bad_form(tui_desk):
         form.query_one("#chunk_overlap", Input).value = "5000"
         await pilot.press("ctrl+s")
         await settle(pilot)
-        assert app.screen is form  # still open
-        assert any("overlap" in m for m in notifications(app))
+        assert app.screen is form  # still open, with what was typed and the reason beside it
+        assert "overlap" in error_line(form) and form.query_one("#name", Input).value == "x"
         assert tui_desk.list_kbs() == []
+
+
+def error_line(form) -> str:
+    line = form.query_one(FormError)
+    return str(line.render()) if line.display else ""
+
+
+async def test_renaming_to_a_taken_name_keeps_the_form_and_says_why(tui_desk):
+    tui_desk.create_kb("notes")
+    tui_desk.create_kb("papers", description="the papers")
+    app = make_app(tui_desk)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        app.screen.query_one(KbTable).move_cursor(row=1)  # papers
+        await pilot.press("e")
+        await settle(pilot)
+        form = app.screen
+        assert isinstance(form, KbFormScreen) and error_line(form) == ""
+        form.query_one("#name", Input).value = "notes"
+        form.query_one("#description", Input).value = "typed, not lost"
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        assert app.screen is form and "already exists" in error_line(form)
+        assert form.query_one("#description", Input).value == "typed, not lost"
+        assert not notifications(app)  # said once, in the form
+        form.query_one("#name", Input).value = "reading"
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        assert isinstance(app.screen, KbListScreen)
+        assert tui_desk.kb("reading").description == "typed, not lost"
 
 
 async def test_add_a_folder_and_watch_every_document_finish(tui_desk, corpus):
@@ -150,17 +181,16 @@ async def test_edit_a_kb(tui_desk):
 
 async def test_errors_become_one_line_notifications(tui_desk):
     tui_desk.create_kb("docs")
-    tui_desk.create_kb("other")
     app = make_app(tui_desk)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        await pilot.press("e")
+        tui_desk.delete_kb("docs")  # behind the app's back (another process, say)
+        await pilot.press("d")
         await settle(pilot)
-        app.screen.query_one("#name", Input).value = "other"  # clashes with the other KB
-        await pilot.press("ctrl+s")
+        await pilot.press("y")
         await settle(pilot)
         messages = notifications(app)
-        assert any("already exists" in m for m in messages), messages
+        assert any("no knowledge base" in m for m in messages), messages
         assert not any("Traceback" in m for m in messages)
 
 
@@ -230,3 +260,54 @@ async def test_create_form_keyword_only_hides_the_picker(vector_desk):
         await pilot.press("ctrl+s")
         await settle(pilot)
         assert vector_desk.kb("plain").model_id is None
+
+
+async def test_the_kb_list_says_when_documents_failed(tui_desk, tmp_path):
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    for i in range(2):
+        (folder / f"bad{i}.pdf").write_bytes(b"%PDF-1.4 not really a pdf")
+    tui_desk.create_kb("broken")
+    tui_desk.add("broken", [folder])
+    tui_desk.create_kb("fine")
+    app = make_app(tui_desk)
+    async with app.run_test(size=(100, 24)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(KbTable)
+        cells = {str(table.get_row(kb_id)[0]): str(table.get_row(kb_id)[5]) for kb_id in table.kbs}
+        assert cells == {"broken": "✗ all 2 failed", "fine": "active"}, cells
+
+
+async def test_enter_opens_a_document_with_its_whole_error_and_chunks(tui_desk, tmp_path):
+    from tui_chat_support import screen_text
+
+    from kbdesk.tui.screens.document import DocumentScreen
+
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    (folder / "guide.md").write_text("# Guide\n\nBackups run nightly.\n\n## Restore\n\nUse the snapshot.\n")
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.4 " + b"x" * 50)
+    tui_desk.create_kb("mixed")
+    tui_desk.add("mixed", [folder])
+    app = make_app(tui_desk)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")  # the KB
+        await settle(pilot)
+        table = app.screen.query_one(DocumentsTable)
+        rows = {table.rows_by_id[doc_id].path: i for i, (_, _, doc_id) in enumerate(table._view)}
+        table.move_cursor(row=rows["broken.pdf"])
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, DocumentScreen)
+        facts = str(app.screen.query_one("#document-facts", Static).render())
+        broken = tui_desk.document("mixed", "broken.pdf")
+        assert f"error (file): {broken.error}" in facts  # the whole reason
+        assert "no chunks: nothing of this document is searchable" in screen_text(app)
+        await pilot.press("escape")
+        await settle(pilot)
+        table.move_cursor(row=rows["guide.md"])
+        await pilot.press("enter")
+        await settle(pilot)
+        shown = screen_text(app)
+        assert "Backups run nightly" in shown and "chunk 0 · Guide" in shown, shown

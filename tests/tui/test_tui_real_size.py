@@ -75,7 +75,7 @@ async def test_counts_are_never_cut_and_long_names_end_visibly(big_desk, size):
         cells = {table.get_row_at(i)[0].plain: table.get_row_at(i) for i in range(table.row_count)}
         big = cells["big"]
         assert (big[2].plain, big[3].plain) == ("12500", "12497")  # documents and chunks, whole
-        long_name = next(name for name in cells if name.startswith("a knowledge base"))
+        long_name = next(name for name in cells if name.startswith("a knowledge"))
         assert long_name.endswith("…") and len(long_name) < 70
 
 

@@ -11,6 +11,7 @@ from tui_support import notifications, press_into, settle
 from ingest_support import configure_provider
 from kbdesk.paths import get_paths
 from kbdesk.tui.app import make_app
+from kbdesk.tui.screens.base import FormError
 from kbdesk.tui.screens.provider_form import ProviderFormScreen
 from kbdesk.tui.screens.settings import SettingsScreen
 from kbdesk.tui.widgets.model_picker import LIST, MANUAL, ModelPicker
@@ -197,3 +198,43 @@ async def test_leaving_model_roles_with_unsaved_changes_asks_first(tui_desk):
         await settle(pilot)
         assert not isinstance(app.screen, SettingsScreen)
         assert tui_desk.config.roles.chat.model is None
+
+
+async def test_only_viewing_the_model_roles_leaves_without_asking(fake_openai):
+    """Opening the roles tab lists the providers' models and shows the saved ones chosen:
+    nothing changed, so Escape leaves at once (no "Leave without saving?")."""
+    from kbdesk import open_desk
+
+    configure_provider(fake_openai)
+    set_roles("text-embedding-3-small", "llama3.2")
+    with open_desk() as desk:
+        app = make_app(desk)
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = await open_roles(app, pilot)
+            assert screen.query_one("#chat-model", ModelPicker).models  # the lists came in
+            assert not screen.unsaved_roles()
+            await pilot.press("escape")
+            await settle(pilot)
+            assert not isinstance(app.screen, SettingsScreen)
+
+
+async def test_a_refused_provider_url_keeps_the_form_and_says_why(tui_desk):
+    app = make_app(tui_desk)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("s")
+        await settle(pilot)
+        await pilot.press("a")
+        await settle(pilot)
+        form = app.screen
+        assert isinstance(form, ProviderFormScreen)
+        url = "http://me:hunter2@localhost:8080/v1"
+        form.query_one("#name", Input).value = "mine"
+        form.query_one("#base_url", Input).value = url
+        await pilot.press("ctrl+s")
+        await settle(pilot)
+        assert app.screen is form and form.query_one("#base_url", Input).value == url  # kept as typed
+        line = form.query_one(FormError)
+        assert line.display and "user name or password" in str(line.render())
+        assert "hunter2" not in str(line.render())
+        assert "mine" not in tui_desk.config.providers

@@ -110,11 +110,15 @@ def note_search(state, query, semantic, limit, as_json) -> None:
 
 @note_group.command("rm")
 @click.argument("note")
+@json_option
 @click.pass_obj
-def note_rm(state, note) -> None:
+def note_rm(state, note, as_json) -> None:
     """Delete a note."""
     removed = state.desk().chat().notes.remove(note)
-    stdout().print(plain(f"Deleted note {removed.id[:8]}"))
+    if as_json:
+        print_json({"deleted": removed.to_dict()})
+    else:
+        stdout().print(plain(f"Deleted note {removed.id[:8]}"))
 
 
 # ── personas ───────────────────────────────────────────────────────────────────
@@ -272,11 +276,15 @@ def persona_show(state, persona, as_json) -> None:
 
 @persona_group.command("rm")
 @click.argument("persona")
+@json_option
 @click.pass_obj
-def persona_rm(state, persona) -> None:
+def persona_rm(state, persona, as_json) -> None:
     """Delete a persona (its conversations stay, without it)."""
     removed = state.desk().chat().delete_persona(persona)
-    stdout().print(plain(f"Deleted persona '{removed.name}'"))
+    if as_json:
+        print_json({"deleted": removed.to_dict()})
+    else:
+        stdout().print(plain(f"Deleted persona '{removed.name}'"))
 
 
 # ── projects ───────────────────────────────────────────────────────────────────
@@ -352,8 +360,12 @@ def project_show(state, project, as_json) -> None:
 
 @project_group.command("rm")
 @click.argument("project")
+@json_option
 @click.pass_obj
-def project_rm(state, project) -> None:
+def project_rm(state, project, as_json) -> None:
     """Delete a project (its conversations stay, without it)."""
     removed = state.desk().chat().delete_project(project)
-    stdout().print(plain(f"Deleted project '{removed.name}'"))
+    if as_json:
+        print_json({"deleted": removed.to_dict()})
+    else:
+        stdout().print(plain(f"Deleted project '{removed.name}'"))

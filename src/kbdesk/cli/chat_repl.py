@@ -257,6 +257,7 @@ class ChatSession:
         elif args:
             if not args.isdigit():
                 raise InvalidInputError("/sources N takes a source number")
+            assert self.conversation is not None  # there are answers
             print_source(self.chat, self.conversation, int(args))
         else:
             for s in answers[-1].sources:

@@ -85,20 +85,28 @@ def print_messages(chat: Any, conversation_id: str) -> None:
 @conversations_group.command("rename")
 @click.argument("conversation")
 @click.argument("title")
+@json_option
 @click.pass_obj
-def conversations_rename(state, conversation, title) -> None:
+def conversations_rename(state, conversation, title, as_json) -> None:
     """Give a conversation a new title."""
     conv = state.desk().chat().rename(conversation, title)
-    stdout().print(plain(f"Renamed {conv.id[:8]} to '{conv.title}'"))
+    if as_json:
+        print_json(conv.to_dict())
+    else:
+        stdout().print(plain(f"Renamed {conv.id[:8]} to '{conv.title}'"))
 
 
 @conversations_group.command("rm")
 @click.argument("conversation")
+@json_option
 @click.pass_obj
-def conversations_rm(state, conversation) -> None:
+def conversations_rm(state, conversation, as_json) -> None:
     """Delete a conversation with its messages."""
     conv = state.desk().chat().delete(conversation)
-    stdout().print(plain(f"Deleted conversation '{conv.title or conv.id[:8]}'"))
+    if as_json:
+        print_json({"deleted": conv.to_dict()})
+    else:
+        stdout().print(plain(f"Deleted conversation '{conv.title or conv.id[:8]}'"))
 
 
 @conversations_group.command("kbs")
@@ -136,8 +144,9 @@ def toggle_lines(toggles: list[Any], *, numbered: bool) -> list[str]:
 @conversations_group.command("retrieval")
 @click.argument("conversation")
 @click.argument("policy", type=click.Choice([*RETRIEVAL_POLICIES, "default"]), required=False)
+@json_option
 @click.pass_obj
-def conversations_retrieval(state, conversation, policy) -> None:
+def conversations_retrieval(state, conversation, policy, as_json) -> None:
     """Show or set how the conversation consults its KBs: auto (the model may search; if it
     does not, kbdesk does), tool (only when the model searches), always (kbdesk searches
     before every answer), off, or default (the persona's, else [chat] retrieval)."""
@@ -145,24 +154,31 @@ def conversations_retrieval(state, conversation, policy) -> None:
     if policy is not None:
         chat.set_retrieval(conversation, None if policy == "default" else policy)
     conv = chat.conversation(conversation)
-    stdout().print(plain(f"retrieval: {conv.retrieval or 'default (the persona’s, else [chat] retrieval)'}"))
+    if as_json:
+        print_json({"conversation": conv.id, "retrieval": conv.retrieval})
+    else:
+        stdout().print(plain(f"retrieval: {conv.retrieval or 'default (the persona’s, else [chat] retrieval)'}"))
 
 
 @conversations_group.command("source")
 @click.argument("conversation")
 @click.argument("number", type=click.IntRange(1))
+@json_option
 @click.pass_obj
-def conversations_source(state, conversation, number) -> None:
+def conversations_source(state, conversation, number, as_json) -> None:
     """Print source NUMBER of the conversation's last answer with its neighbours."""
-    print_source(state.desk().chat(), conversation, number)
+    print_source(state.desk().chat(), conversation, number, as_json=as_json)
 
 
-def print_source(chat: Any, conversation: str, number: int) -> None:
+def print_source(chat: Any, conversation: str, number: int, *, as_json: bool = False) -> None:
     answers = [m for m in chat.messages(conversation) if m.role == "assistant" and m.sources]
     sources = answers[-1].sources if answers else []
     source = next((s for s in sources if s.get("n") == number), None)
     if source is None:
         raise InvalidInputError(f"the last answer has no source [{number}]")
+    if as_json:
+        print_json({"source": source, "passages": chat.open_source(source)})
+        return
     console = stdout()
     console.print(plain(f"[{number}] {source.get('label', '')}", style="bold"))
     for part in chat.open_source(source):

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import click
 from rich.text import Text
 
-from kbdesk.cli.output import human_bytes, plain, print_json, stderr, stdout, table
+from kbdesk.cli.output import human_bytes, plain, print_json, print_json_line, stderr, stdout, table
 from kbdesk.cli.progress import IngestProgress, Ledger
 from kbdesk.ingest.pdf_worker import kill_pdf_workers
 from kbdesk.ingest.pipeline import IngestReport
@@ -302,12 +302,15 @@ def rebuild_command(state, kb, as_json) -> None:
     "--interval", type=click.FloatRange(0.2), default=2.0, show_default=True, help="Seconds between looks when polling."
 )
 @click.option("--passes", type=click.IntRange(1), hidden=True, help="Stop after this many passes (tests).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line for each event, for scripts.")
 @click.pass_obj
-def watch_command(state, kb, folder, include, exclude, hidden, poll, interval, passes) -> None:
+def watch_command(state, kb, folder, include, exclude, hidden, poll, interval, passes, as_json) -> None:
     """Keep KB in step with FOLDER until Ctrl-C: new, changed and deleted files.
 
     Reacts to OS file events (one pass per burst of changes, after a first pass at
     start); a file that failed is reported once and tried again when it changes.
+    With --json every event is a line {"at", "kind", "name", "detail"} (kinds: watching,
+    fallback, added, updated, resumed, removed, failed, pass, stopped).
     """
     from kbdesk.ingest.watch import WatchEvent, watch_folder
 
@@ -316,9 +319,15 @@ def watch_command(state, kb, folder, include, exclude, hidden, poll, interval, p
     ingestor = desk.ingestor()
     out = stdout()
     stop = threading.Event()
-    out.print(Text(f"Watching {inert_line(folder)} for '{inert_line(name)}'; Ctrl-C stops."))
+    if not as_json:
+        out.print(Text(f"Watching {inert_line(folder)} for '{inert_line(name)}'; Ctrl-C stops."))
 
     def show(event: WatchEvent) -> None:
+        if as_json:
+            print_json_line(
+                {"at": event.at.isoformat(), "kind": event.kind, "name": event.name, "detail": event.detail}
+            )
+            return
         when = event.at.strftime("%H:%M:%S")
         if event.kind in ("added", "updated", "resumed", "removed"):
             out.print(Text(f"{when} {event.kind} {inert_line(event.name)}"))
@@ -332,7 +341,10 @@ def watch_command(state, kb, folder, include, exclude, hidden, poll, interval, p
         ingestor.cancel()
 
     def stopped(_passes: Any) -> None:
-        out.print(Text("Stopped."))
+        if as_json:
+            show(WatchEvent("stopped"))
+        else:
+            out.print(Text("Stopped."))
 
     _run_interruptibly(
         lambda: watch_folder(

@@ -7,7 +7,7 @@ import sys
 import click
 
 from kbdesk.cli.output import human_bytes, plain, print_json, stdout, table
-from kbdesk.errors import InvalidInputError
+from kbdesk.errors import ConflictError, InvalidInputError
 from kbdesk.models import KnowledgeBase
 from kbdesk.textsafe import inert_line
 
@@ -48,6 +48,12 @@ def kb_group() -> None:
     "or everyone's (system admins create it).",
 )
 @click.option("--team", "team", metavar="TEAM", help="The team of a team KB, by name or id (implies --scope team).")
+@click.option(
+    "--exist-ok",
+    is_flag=True,
+    help="A KB of that name already there is fine (scripts that run twice), unless it embeds with "
+    "another model than --model or --keyword-only asks for.",
+)
 @json_option
 @click.pass_obj
 def create(
@@ -62,6 +68,7 @@ def create(
     chunk_overlap,
     scope,
     team,
+    exist_ok,
     as_json,
 ) -> None:
     """Create a knowledge base called NAME."""
@@ -77,6 +84,14 @@ def create(
     desk = state.desk()
     if scope != "personal" and desk.store.kind != "postgres":
         raise InvalidInputError(f"{scope} knowledge bases live on a team server (kbdesk --db postgresql://…)")
+    existing = desk.store.kb_named(name) if exist_ok else None
+    if existing is not None:
+        _same_model(existing, model_id, keyword_only)
+        if as_json:
+            print_json({**existing.to_dict(), "existed": True})
+        else:
+            stdout().print(plain(f"Knowledge base '{existing.name}' ({existing.id}) already exists"))
+        return
     kb = desk.create_kb(
         name,
         description,
@@ -90,9 +105,20 @@ def create(
         team_id=desk.store.resolve_team(team) if team else None,
     )
     if as_json:
-        print_json(kb.to_dict())
+        print_json({**kb.to_dict(), "existed": False} if exist_ok else kb.to_dict())
     else:
         stdout().print(plain(f"Created knowledge base '{kb.name}' ({kb.id})"))
+
+
+def _same_model(kb: KnowledgeBase, model_id: str | None, keyword_only: bool) -> None:
+    """--exist-ok takes a KB that is already there only if it embeds as asked."""
+    if model_id and kb.model_id != model_id:
+        has = f"embeds with {kb.model_id}" if kb.model_id else "has no embedding model"
+        raise ConflictError(f"a knowledge base named '{kb.name}' already exists and {has}, not {model_id}")
+    if keyword_only and kb.model_id:
+        raise ConflictError(
+            f"a knowledge base named '{kb.name}' already exists and embeds with {kb.model_id} (not keyword only)"
+        )
 
 
 @kb_group.command("list")
@@ -102,7 +128,8 @@ def list_(state, as_json) -> None:
     """List knowledge bases."""
     kbs = state.desk().list_kbs()
     if as_json:
-        print_json({"data": [kb.to_dict() for kb in kbs], "total": len(kbs)})
+        rows = [{**kb.to_dict(), "failed_documents": kb.failed_documents} for kb in kbs]
+        print_json({"data": rows, "total": len(kbs)})
         return
     if not kbs:
         stdout().print(plain("No knowledge bases yet. Create one: kbdesk kb create NAME"))
@@ -116,7 +143,7 @@ def list_(state, as_json) -> None:
             str(kb.document_count),
             str(kb.chunk_count),
             human_bytes(kb.total_bytes),
-            plain(kb.status),
+            plain(f"{kb.health} ({kb.failed_documents} failed)" if kb.failed_documents else kb.status),
             plain(_model(kb)),
         )
     stdout().print(t)

@@ -47,7 +47,8 @@ class KbdeskGroup(click.Group):
         except KbdeskError as exc:
             raise click.ClickException(inert_line(str(exc))) from None
         except click.ClickException as exc:
-            exc.message = inert(exc.message)  # usage errors may span lines: those stay
+            # made inert in place, so a usage error keeps its context and usage lines
+            exc.message = inert(exc.message)  # type: ignore[misc]  # click types it Final
             raise
         except (click.exceptions.Exit, click.Abort):
             raise
@@ -62,7 +63,124 @@ class KbdeskGroup(click.Group):
             ) from None
 
 
-@click.group(cls=KbdeskGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+# Every command: where it lives and its one-line help. A command's module is imported only
+# when it runs (or its own --help is asked for), so `kbdesk --version`, `--help` and shell
+# completion start in a blink; tests/test_cli_startup.py checks this table against the
+# commands themselves.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "add": ("kbdesk.cli.ingest:add_command", "Add files and folders (recursively) to KB; unchanged files are skipped."),
+    "ask": ("kbdesk.cli.chat:ask_command", "Ask QUESTION; the answer streams to stdout, then its sources."),
+    "chat": (
+        "kbdesk.cli.chat:chat_command",
+        "Chat in the terminal: a new conversation, the latest (--continue) or CONVERSATION (id, prefix or title).",
+    ),
+    "conversations": (
+        "kbdesk.cli.conversations:conversations_group",
+        "Saved conversations: list, show, rename, delete, KB toggles, retrieval, sources.",
+    ),
+    "conv": ("kbdesk.cli.conversations:conv_alias", ""),  # hidden: short for conversations
+    "doc": ("kbdesk.cli.ingest:doc_group", "One document: its status, or removing it."),
+    "docs": ("kbdesk.cli.ingest:docs_command", "List the documents of KB with status, chunks, size and error."),
+    "doctor": (
+        "kbdesk.cli.doctor:doctor_command",
+        "Report paths, SQLite, the vector backend in use and why, FTS5, and whether the database file is "
+        "sound (exit 1 when something is wrong).",
+    ),
+    "export": (
+        "kbdesk.cli.transfer:export_command",
+        "Copy KB (documents, text, chunks, vectors, files) to another store.",
+    ),
+    "import": (
+        "kbdesk.cli.transfer:import_command",
+        "Copy KB from another store into this one (the same rules as export).",
+    ),
+    "kb": ("kbdesk.cli.kb:kb_group", "Manage knowledge bases."),
+    "mcp": (
+        "kbdesk.cli.serve:mcp_command",
+        "Run an MCP server over stdio (for editors, agents and desktop assistants).",
+    ),
+    "model": (
+        "kbdesk.cli.model:model_group",
+        "Chat and embedding models: what the providers offer, and which model each role uses ([roles.chat] "
+        "and [roles.embedding] in config.toml; Settings → Model roles in the TUI).",
+    ),
+    "note": (
+        "kbdesk.cli.chat_manage:note_group",
+        "Short notes, searchable by keyword and by meaning (note_search in chat).",
+    ),
+    "persona": (
+        "kbdesk.cli.chat_manage:persona_group",
+        "Personas: a system prompt, a chat model and bound KBs (with auto-search).",
+    ),
+    "pg": ("kbdesk.cli.pg:pg_group", "Team servers: prepare a PostgreSQL database and make logins kbdesk users."),
+    "project": ("kbdesk.cli.chat_manage:project_group", "Projects: group conversations and bind KBs to all of them."),
+    "provider": (
+        "kbdesk.cli.providers:provider_group",
+        "Embedding and chat providers (any OpenAI-compatible server, or in-process embeddings).",
+    ),
+    "rebuild": (
+        "kbdesk.cli.ingest:rebuild_command",
+        "Re-chunk and re-embed every document of KB that has stored text.",
+    ),
+    "resume": (
+        "kbdesk.cli.ingest:resume_command",
+        "Finish documents that a crash or kill left half-way (all KBs, or KB).",
+    ),
+    "search": (
+        "kbdesk.cli.search:search_command",
+        "Search one or more knowledge bases (KB... names or ids) for QUERY.",
+    ),
+    "team": (
+        "kbdesk.cli.teams:team_group",
+        "Your teams on a team server: their knowledge bases, and (for their admins) their members.",
+    ),
+    "serve": (
+        "kbdesk.cli.serve:serve_command",
+        "Serve the knowledge bases over HTTP under /api (OpenAPI at /api/docs).",
+    ),
+    "token": (
+        "kbdesk.cli.tokens:token_group",
+        "Tokens for kbdesk serve: each acts as one user, with its permissions.",
+    ),
+    "watch": (
+        "kbdesk.cli.ingest:watch_command",
+        "Keep KB in step with FOLDER until Ctrl-C: new, changed and deleted files.",
+    ),
+}
+HIDDEN = {"conv"}
+
+
+def load_command(name: str) -> click.Command:
+    """The command ``name``, its module imported now."""
+    import importlib
+
+    module, _, attr = COMMANDS[name][0].partition(":")
+    command = getattr(importlib.import_module(module), attr)
+    assert isinstance(command, click.Command)
+    return command
+
+
+class LazyGroup(KbdeskGroup):
+    """The top-level group: commands from :data:`COMMANDS`, imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return load_command(cmd_name) if cmd_name in COMMANDS else None
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list of ``--help`` from the table, without importing any command."""
+        shown = [(name, help_text) for name, (_, help_text) in sorted(COMMANDS.items()) if name not in HIDDEN]
+        limit = formatter.width - 6 - max(len(name) for name, _ in shown)  # as click cuts them
+        with formatter.section("Commands"):
+            # a stand-in command cuts each help the way click's own command list does
+            formatter.write_dl(
+                [(name, click.Command(name, help=text).get_short_help_str(limit)) for name, text in shown]
+            )
+
+
+@click.group(cls=LazyGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--db",
     metavar="PATH",
@@ -86,52 +204,6 @@ def cli(ctx: click.Context, db: str | None, home: str | None) -> None:
         from kbdesk.tui.app import run  # Textual is imported only here, never by the CLI itself
 
         run(db, home)
-
-
-def _register() -> None:
-    from kbdesk.cli import doctor, ingest, kb, providers, search
-
-    cli.add_command(kb.kb_group)
-    cli.add_command(search.search_command)
-    cli.add_command(doctor.doctor_command)
-    for command in (
-        ingest.add_command,
-        ingest.resume_command,
-        ingest.rebuild_command,
-        ingest.watch_command,
-        ingest.docs_command,
-        ingest.doc_group,
-        providers.provider_group,
-    ):
-        cli.add_command(command)
-    from kbdesk.cli import chat, chat_manage, conversations, model
-
-    for command in (
-        chat.ask_command,
-        chat.chat_command,
-        conversations.conversations_group,
-        conversations.conv_alias,
-        chat_manage.note_group,
-        chat_manage.persona_group,
-        chat_manage.project_group,
-        model.model_group,
-    ):
-        cli.add_command(command)
-
-    from kbdesk.cli import pg, teams, transfer
-
-    cli.add_command(transfer.export_command)
-    cli.add_command(transfer.import_command)
-    cli.add_command(pg.pg_group)
-    cli.add_command(teams.team_group)
-
-    from kbdesk.cli import serve, tokens
-
-    for command in (serve.serve_command, serve.mcp_command, tokens.token_group):
-        cli.add_command(command)
-
-
-_register()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -112,14 +112,18 @@ def _print_rows(rows: list[Any], names: list[str], errors: list[tuple[str, str]]
 @click.argument("role", type=click.Choice(ROLES))
 @click.argument("provider")
 @click.argument("model")
+@json_option
 @click.pass_obj
-def model_set(state, role, provider, model) -> None:
+def model_set(state, role, provider, model, as_json) -> None:
     """Make MODEL of PROVIDER the chat or embedding model (writes [roles.ROLE] in config.toml,
     as the TUI's Settings → Model roles does). The provider is not asked: 'kbdesk model list'
     shows what it offers."""
     config = set_role(_config_path(state), _load(state), role, provider, model)
     chosen = getattr(config.roles, role)
-    stdout().print(plain(f"{role} model: {chosen.model} via {chosen.provider} — used by {ROLE_USE[role]}"))
+    if as_json:
+        print_json({"role": role, "provider": chosen.provider, "model": chosen.model})
+    else:
+        stdout().print(plain(f"{role} model: {chosen.model} via {chosen.provider} — used by {ROLE_USE[role]}"))
 
 
 @model_group.command("show")

@@ -66,6 +66,13 @@ def print_json(data: Any) -> None:
     sys.stdout.write(json_text(data) + "\n")
 
 
+def print_json_line(data: Any) -> None:
+    """``data`` as one line of JSON (a stream of events), flushed at once."""
+    text = json.dumps(data, ensure_ascii=False)
+    sys.stdout.write(_JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text) + "\n")
+    sys.stdout.flush()
+
+
 def human_bytes(n: int) -> str:
     size = float(n)
     for unit in ("B", "KB", "MB", "GB"):

@@ -52,8 +52,9 @@ def provider_group() -> None:
 )
 @click.option("--timeout", type=click.FloatRange(min=0.1), help="Seconds per request.")
 @click.option("--batch-size", type=click.IntRange(1, 100), help="Inputs per embedding request.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
-def add(state, name, kind, base_url, api_key_env, store_key, timeout, batch_size) -> None:
+def add(state, name, kind, base_url, api_key_env, store_key, timeout, batch_size, as_json) -> None:
     """Add provider NAME to config.toml, or set its kind, base URL and key variable
     anew (its other settings stay)."""
     from kbdesk import provider_config
@@ -79,18 +80,25 @@ def add(state, name, kind, base_url, api_key_env, store_key, timeout, batch_size
     )
     url = base_url or DEFAULT_BASE_URLS.get(kind, "")
     where = display_url(url) if url else "in this process"
-    stdout().print(plain(f"Provider '{name}' ({kind}, {where}) saved to {_config_path(state)}"))
+    if as_json:  # the URL as display_url shows it: never a password
+        print_json({"provider": name, "kind": kind, "base_url": display_url(url) if url else None})
+    else:
+        stdout().print(plain(f"Provider '{name}' ({kind}, {where}) saved to {_config_path(state)}"))
 
 
 @provider_group.command("rm")
 @click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
-def remove(state, name) -> None:
+def remove(state, name, as_json) -> None:
     """Remove provider NAME from config.toml (refused while a model role uses it)."""
     from kbdesk import provider_config
 
     provider_config.remove_provider(_config_path(state), name)
-    stdout().print(plain(f"Provider '{name}' removed"))
+    if as_json:
+        print_json({"removed": name})
+    else:
+        stdout().print(plain(f"Provider '{name}' removed"))
 
 
 @provider_group.command("list")

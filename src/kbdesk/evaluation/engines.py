@@ -212,6 +212,7 @@ def statistics_cost(uri: str, kb_id: str, queries: Sequence[str], texts: Sequenc
             "(SELECT avg(pg_column_size(content_tsv)) FROM kb_chunks WHERE kb_id = %s)",
             (kb_id,),
         ).fetchone()
+        assert sizes is not None  # an aggregate query always gives a row
         out["GIN index on content_tsv, whole table (MB)"] = sizes[0] / 2**20
         out["kbdesk_keyword_terms, whole table (MB)"] = sizes[1] / 2**20
         out["kbdesk_keyword_terms rows / kb_chunks rows"] = sizes[2] / max(1, sizes[3])

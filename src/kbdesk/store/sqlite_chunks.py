@@ -14,8 +14,7 @@ from typing import Any
 
 from kbdesk.errors import InvalidInputError
 from kbdesk.models import ChunkInput, KnowledgeBase
-from kbdesk.store.core.documents import VectorChanges
-from kbdesk.store.core.parts import StoreParts
+from kbdesk.store.core.parts import StoreParts, VectorChanges
 from kbdesk.store.ids import ordered_uuids
 
 

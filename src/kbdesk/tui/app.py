@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 from textual import on
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
@@ -245,7 +246,7 @@ class KbdeskApp(Blocking, App[None]):
             self.report_error(worker.error, worker.name)
         elif tracker is not None:
             summary = tracker.summary()
-            severity = "warning" if " failed" in summary else "information"
+            severity: SeverityLevel = "warning" if " failed" in summary else "information"
             self.notify(inert_line(summary), title="Indexing finished", severity=severity, markup=False)
         if kb_id:
             self._dispatch_progress(kb_id)

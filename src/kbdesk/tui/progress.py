@@ -40,7 +40,7 @@ class IngestTracker:
         kb_id: str,
         kb_name: str,
         what: str,
-        notify: Callable[[], None],
+        notify: Callable[[], object],
         *,
         expected: int = 0,
         interval: float = 0.25,

@@ -18,8 +18,7 @@ from typing import Any
 from kbdesk.errors import ConflictError, InvalidInputError
 from kbdesk.ingest.names import UPLOAD, file_of
 from kbdesk.models import ChunkInput, KnowledgeBase
-from kbdesk.store.core.documents import VectorChanges
-from kbdesk.store.core.parts import StoreParts
+from kbdesk.store.core.parts import StoreParts, VectorChanges
 from kbdesk.store.doc_types import storage_key
 
 EXPORT_COLUMNS = (

@@ -19,7 +19,6 @@ end of :class:`DocumentsCore`); the rules above are written here once.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,20 +27,11 @@ from kbdesk.ingest import names
 from kbdesk.models import DOC_STATUSES, ChunkInput, Document, KnowledgeBase
 from kbdesk.store.claims import claim_alive
 from kbdesk.store.core.claiming import ClaimsCore
+from kbdesk.store.core.parts import VectorChanges
 from kbdesk.store.core.ready import READY_SQL, READY_TEXT_SQL, finish_batch
 from kbdesk.store.doc_types import DOC_COLUMNS, IN_FLIGHT, SOURCE, StatusUpdate, check_filename, storage_key
 from kbdesk.store.ids import ID_PREFIX, new_id
 from kbdesk.store.vectors import normalise_rows
-
-
-@dataclass
-class VectorChanges:
-    """What one write did to the KBs' vectors, for the engine to bring its index along."""
-
-    fresh: dict[str, bool] = field(default_factory=dict)
-    added: dict[str, list[tuple[int, bytes]]] = field(default_factory=dict)
-    removed: dict[str, list[int]] = field(default_factory=dict)
-    kbs: set[str] = field(default_factory=set)
 
 
 class DocumentsCore(ClaimsCore):
@@ -160,6 +150,15 @@ class DocumentsCore(ClaimsCore):
         """The source a file's document is known by in this store: its path (a team
         server keeps hidden paths instead, :func:`kbdesk.ingest.names.hidden_source`)."""
         return names.source_key(path)
+
+    def failed_counts(self) -> dict[str, int]:
+        """Documents whose newest version failed, per KB (KBs with none left out)."""
+        rows = (
+            self.connection()
+            .execute("SELECT kb_id, count(*) FROM kb_documents WHERE status = 'error' GROUP BY kb_id")
+            .fetchall()
+        )
+        return {str(kb_id): int(n) for kb_id, n in rows}
 
     def documents_by_source(self, kb_id: str) -> dict[str, Document]:
         """The document of each source path in a KB (what a folder scan compares to)."""

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kbdesk.models import KnowledgeBase
+from kbdesk.models import Document, KnowledgeBase
 
 if TYPE_CHECKING:
-    from kbdesk.models import Document
-    from kbdesk.store.core.documents import VectorChanges
     from kbdesk.store.engine import Engine
 
 
@@ -37,6 +36,16 @@ class Policy(Protocol):
     def can_see(self, kb: KnowledgeBase) -> bool: ...
     def visible(self, alias: str = "") -> tuple[str, list[Any]]: ...
     def picker(self, alias: str = "") -> tuple[str, list[Any]]: ...
+
+
+@dataclass
+class VectorChanges:
+    """What one write did to the KBs' vectors, for the engine to bring its index along."""
+
+    fresh: dict[str, bool] = field(default_factory=dict)
+    added: dict[str, list[tuple[int, bytes]]] = field(default_factory=dict)
+    removed: dict[str, list[int]] = field(default_factory=dict)
+    kbs: set[str] = field(default_factory=set)
 
 
 AuditEntry = tuple[str, str | None, str | None, dict[str, Any] | None]

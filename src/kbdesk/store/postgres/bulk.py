@@ -17,8 +17,7 @@ import numpy as np
 from kbdesk.errors import InvalidInputError
 from kbdesk.ingest.names import file_of, hidden_source
 from kbdesk.models import KnowledgeBase
-from kbdesk.store.core.documents import VectorChanges
-from kbdesk.store.core.parts import StoreParts
+from kbdesk.store.core.parts import StoreParts, VectorChanges
 from kbdesk.store.postgres.chunks import copy_chunks
 from kbdesk.store.postgres.values import as_unit_bytes, clean_json, clean_text, pad
 

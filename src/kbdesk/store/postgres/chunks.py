@@ -16,8 +16,7 @@ import numpy as np
 
 from kbdesk.errors import InvalidInputError, NotFoundError
 from kbdesk.models import ChunkInput, KnowledgeBase
-from kbdesk.store.core.documents import VectorChanges
-from kbdesk.store.core.parts import StoreParts
+from kbdesk.store.core.parts import StoreParts, VectorChanges
 from kbdesk.store.ids import ordered_uuids
 from kbdesk.store.postgres.locks import NAME_LOCK_WAIT, lock_name
 from kbdesk.store.postgres.seed import VECTOR_COLUMN_DIMS

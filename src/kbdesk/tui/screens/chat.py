@@ -17,7 +17,7 @@ from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.markup import escape
-from textual.widgets import Footer, Header, Input, OptionList, Static
+from textual.widgets import Header, Input, OptionList, Static
 
 from kbdesk.chat.safety import one_line
 from kbdesk.store.chat import Conversation, Persona, Project
@@ -26,6 +26,7 @@ from kbdesk.tui.screens.base import DeskScreen
 from kbdesk.tui.screens.chat_turns import ChatTurns, Turn, TurnTick
 from kbdesk.tui.widgets.choice_bar import ChoiceBar
 from kbdesk.tui.widgets.conversation_list import ConversationList, conversation_title
+from kbdesk.tui.widgets.keys_footer import KeysFooter
 from kbdesk.tui.widgets.transcript import Transcript
 
 POLICIES = {  # how a conversation's KBs are searched (kbdesk.chat.retrieval), in the order ctrl+t steps
@@ -74,7 +75,7 @@ class ChatScreen(ChatTurns, DeskScreen):
                 yield Transcript(id="transcript")
                 yield Static("", id="chat-status")
                 yield Input(placeholder="Ask the knowledge bases… (Enter)", id="question", max_length=32_000)
-        yield Footer()
+        yield KeysFooter()
 
     @property
     def transcript(self) -> Transcript:
@@ -159,7 +160,7 @@ class ChatScreen(ChatTurns, DeskScreen):
         conv = self.conv
         self.choices.show(conv.persona_id if conv else None, conv.project_id if conv else None)
 
-    def _with_conversation(self, then: Callable[[Conversation], None]) -> None:
+    def _with_conversation(self, then: Callable[[Conversation], object]) -> None:
         """Run ``then`` with the conversation on screen, saving a new one first."""
         if self.conv is not None:
             then(self.conv)

@@ -11,9 +11,9 @@ from textual import on
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.widgets import Footer, Header, ProgressBar, Static
+from textual.widgets import Header, ProgressBar, Static
 
-from kbdesk.models import KnowledgeBase
+from kbdesk.models import Document, KnowledgeBase
 from kbdesk.textsafe import inert_line
 from kbdesk.tui.doc_cache import DocRows
 from kbdesk.tui.format import human_size, model_label, palette
@@ -22,6 +22,7 @@ from kbdesk.tui.screens.base import DeskScreen
 from kbdesk.tui.screens.confirm import ConfirmScreen
 from kbdesk.tui.widgets.doc_rows import FILTER_ORDER, FILTERS, IN_FLIGHT
 from kbdesk.tui.widgets.documents_table import DocumentsTable
+from kbdesk.tui.widgets.keys_footer import KeysFooter
 from kbdesk.tui.widgets.readout import Readout
 
 EMPTY = "No documents yet. Press a to add files or a whole folder (with include/exclude patterns)."
@@ -31,6 +32,7 @@ class KbDetailScreen(DeskScreen):
     CSS_PATH = "kb_detail.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back", id="kb.back"),
+        Binding("enter", "open_document", "Open", id="kb.open"),
         Binding("a", "add_files", "Add", id="kb.add"),
         Binding("d,delete", "remove_document", "Remove", id="kb.remove"),
         Binding("slash", "search", "Search", id="kb.search"),
@@ -63,7 +65,7 @@ class KbDetailScreen(DeskScreen):
         with Horizontal(id="progress-row"):
             yield Readout("", id="progress-label")
             yield ProgressBar(total=None, show_eta=False, id="progress")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.sub_title = inert_line(self.kb.name)
@@ -158,7 +160,12 @@ class KbDetailScreen(DeskScreen):
         row = self.table.selected
         error = self.query_one("#doc-error", Readout)
         if row is not None and row.status == "error":
-            error.show(Text(f"✗ {row.path}: {inert_line(row.error or 'failed')}", style=palette(self.app)["bad"]))
+            message = f"✗ {row.path}: {inert_line(row.error or 'failed')}"
+            room = 2 * max(20, error.size.width - 2)  # two lines: the table does not jump as the cursor moves
+            if len(message) > room:
+                more = " … (Enter: the whole error)"
+                message = message[: room - len(more)].rstrip() + more
+            error.show(Text(message, style=palette(self.app)["bad"]))
             return
         counts = self.table.counts()
         failed = counts.get("error", 0)
@@ -225,7 +232,7 @@ class KbDetailScreen(DeskScreen):
             return bool(self.unfinished) and not self.app_.ingesting(self.kb.id)
         if action == "next_error":
             return True if self.table.counts().get("error") else None
-        if action == "remove_document":
+        if action in ("remove_document", "open_document"):
             return True if self.table.selected is not None else None
         return True
 
@@ -303,6 +310,14 @@ class KbDetailScreen(DeskScreen):
         kb_id = self.kb.id
         self.app_.start_ingest(self.kb, "Re-embedding", lambda ingestor: ingestor.reembed(kb_id, provider, model))
 
+    def action_open_document(self) -> None:
+        """The document under the cursor: its status, whole error and first chunks."""
+        from kbdesk.tui.screens.document import DocumentScreen
+
+        row = self.table.selected
+        if row is not None:
+            self.app.push_screen(DocumentScreen(row.doc_id, row.path))
+
     def action_remove_document(self) -> None:
         row = self.table.selected
         if row is None:
@@ -320,10 +335,11 @@ class KbDetailScreen(DeskScreen):
         )
 
     def _remove(self, doc_id: str, yes: bool | None) -> None:
-        if yes:
-            self.in_thread(
-                self.desk.delete_document,
-                doc_id,
-                doing="removing a document",
-                done=lambda doc: (self.notify(f"Removed '{inert_line(doc.filename)}'", markup=False), self.reload()),
-            )
+        if not yes:
+            return
+
+        def removed(doc: Document) -> None:
+            self.notify(f"Removed '{inert_line(doc.filename)}'", markup=False)
+            self.reload()
+
+        self.in_thread(self.desk.delete_document, doc_id, doing="removing a document", done=removed)

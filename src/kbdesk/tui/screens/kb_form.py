@@ -12,9 +12,10 @@ from textual.binding import Binding, BindingType
 from textual.containers import Container, Horizontal, VerticalScroll
 from textual.widgets import Button, Input, Label, Select, Static
 
+from kbdesk.errors import KbdeskError
 from kbdesk.models import KnowledgeBase
 from kbdesk.textsafe import inert_line
-from kbdesk.tui.screens.base import DeskModal
+from kbdesk.tui.screens.base import DeskModal, FormError
 from kbdesk.tui.widgets.model_picker import ModelPicker
 
 KEYWORD_ONLY = "\x00keyword"
@@ -32,7 +33,9 @@ class KbFormResult:
 
 
 class KbFormScreen(DeskModal):
-    """``KbFormScreen()`` creates, ``KbFormScreen(kb)`` edits; dismisses with a KbFormResult."""
+    """``KbFormScreen()`` creates, ``KbFormScreen(kb)`` edits; dismisses with the KB created or
+    saved. A refusal (a name taken, bad chunking) is shown in the dialog, which stays open
+    with what was typed."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="form.cancel"),
@@ -80,6 +83,7 @@ class KbFormScreen(DeskModal):
                     ),
                     classes="note",
                 )
+            yield FormError(classes="form-error")
             with Horizontal(classes="buttons"):
                 yield Button("Save" if kb else "Create", variant="primary", id="ok", compact=True)
                 yield Button("Cancel", id="cancel", compact=True)
@@ -122,9 +126,42 @@ class KbFormScreen(DeskModal):
     @on(Button.Pressed, "#ok")
     @on(Input.Submitted)
     def action_save(self) -> None:
-        result = self._read()
-        if result is not None:
-            self.dismiss(result)
+        form = self._read()
+        if form is None:
+            return
+        self.show_error("")
+        if self.kb is None:
+            self.in_thread(
+                self.desk.create_kb,
+                form.name,
+                form.description,
+                model_id=form.model_id,
+                provider=form.provider,
+                chunk_size=form.chunk_size,
+                chunk_overlap=form.chunk_overlap,
+                keyword_only=form.keyword_only,
+                doing=f"creating '{form.name}'",
+                done=self.dismiss,
+                failed=self._refused,
+                inline=KbdeskError,
+            )
+        else:
+            self.in_thread(
+                self.desk.edit_kb,
+                self.kb.id,
+                name=form.name,
+                description=form.description,
+                chunk_size=form.chunk_size,
+                chunk_overlap=form.chunk_overlap,
+                doing=f"saving '{inert_line(self.kb.name)}'",
+                done=self.dismiss,
+                failed=self._refused,
+                inline=KbdeskError,
+            )
+
+    def _refused(self, error: BaseException) -> None:
+        if isinstance(error, KbdeskError):
+            self.show_error(str(error))
 
     def _read(self) -> KbFormResult | None:
         def text(widget_id: str) -> str:
@@ -132,13 +169,16 @@ class KbFormScreen(DeskModal):
 
         name = text("name")
         if not name:
-            return self._invalid("give the knowledge base a name")
+            self._invalid("give the knowledge base a name")
+            return None
         try:
             size, overlap = int(text("chunk_size")), int(text("chunk_overlap"))
         except ValueError:
-            return self._invalid("chunk size and overlap are whole numbers")
+            self._invalid("chunk size and overlap are whole numbers")
+            return None
         if size < 1 or not 0 <= overlap < size:
-            return self._invalid("chunk size must be at least 1, and overlap between 0 and the size")
+            self._invalid("chunk size must be at least 1, and overlap between 0 and the size")
+            return None
         result = KbFormResult(name, text("description"), size, overlap)
         if self.kb is None:
             provider: Any = self.query_one("#provider", Select).value
@@ -147,10 +187,10 @@ class KbFormScreen(DeskModal):
             else:
                 model = self.query_one("#model", ModelPicker).value
                 if not model:
-                    return self._invalid("choose or type an embedding model, or pick 'keyword only'")
+                    self._invalid("choose or type an embedding model, or pick 'keyword only'")
+                    return None
                 result.provider, result.model_id = str(provider), model
         return result
 
     def _invalid(self, message: str) -> None:
-        self.notify(message, severity="warning", markup=False)
-        return None
+        self.show_error(message)

@@ -11,7 +11,7 @@ from textual import on
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.timer import Timer
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from kbdesk.models import KnowledgeBase
 from kbdesk.textsafe import inert_line
@@ -19,8 +19,9 @@ from kbdesk.tui.format import human_size, model_label
 from kbdesk.tui.progress import DocProgress, IngestTracker
 from kbdesk.tui.screens.base import DeskScreen
 from kbdesk.tui.screens.confirm import ConfirmScreen
-from kbdesk.tui.screens.kb_form import KbFormResult, KbFormScreen
+from kbdesk.tui.screens.kb_form import KbFormScreen
 from kbdesk.tui.widgets.kb_table import KbTable
+from kbdesk.tui.widgets.keys_footer import KeysFooter
 
 WELCOME = (
     "No knowledge bases yet.\n\n"
@@ -52,7 +53,7 @@ class KbListScreen(DeskScreen):
         yield KbTable(id="kbs")
         yield Static(Text(WELCOME), id="welcome", classes="hidden")
         yield Static("", id="kb-info")
-        yield Footer()
+        yield KeysFooter()
 
     @property
     def table(self) -> KbTable:
@@ -85,7 +86,7 @@ class KbListScreen(DeskScreen):
         if kb is not None:  # read its documents ahead: opening it then paints at once
             if self._prefetch is not None:
                 self._prefetch.stop()
-            self._prefetch = self.set_timer(0.15, lambda: self.app.doc_rows.prefetch(kb.id))
+            self._prefetch = self.set_timer(0.15, lambda: self.kb_app.doc_rows.prefetch(kb.id))
 
     def _describe(self, kb: KnowledgeBase | None) -> None:
         info = self.query_one("#kb-info", Static)
@@ -134,7 +135,7 @@ class KbListScreen(DeskScreen):
 
     # ── actions ────────────────────────────────────────────────────────────────
     def action_resume(self) -> None:
-        self.app.action_resume_all()
+        self.kb_app.action_resume_all()
 
     def action_refresh(self) -> None:
         self.refresh_kbs()
@@ -161,52 +162,28 @@ class KbListScreen(DeskScreen):
         app.action_open_search([kb.name] if kb else None)
 
     def action_new_kb(self) -> None:
-        self.app.push_screen(KbFormScreen(), self._create)
+        self.app.push_screen(KbFormScreen(), self._created)
 
-    def _create(self, form: KbFormResult | None) -> None:
-        if form is None:
+    def _created(self, kb: KnowledgeBase | None) -> None:
+        if kb is None:  # cancelled
             return
-        self.in_thread(
-            self.desk.create_kb,
-            form.name,
-            form.description,
-            model_id=form.model_id,
-            provider=form.provider,
-            chunk_size=form.chunk_size,
-            chunk_overlap=form.chunk_overlap,
-            keyword_only=form.keyword_only,
-            doing=f"creating '{form.name}'",
-            done=self._created,
-        )
-
-    def _created(self, kb: KnowledgeBase) -> None:
         self.notify(f"Created '{inert_line(kb.name)}'. Press a to add files or a folder.", markup=False)
         self.action_open_kb(kb, hint=True)
 
     def action_edit_kb(self) -> None:
         kb = self.table.selected
         if kb is not None:
-            self.app.push_screen(KbFormScreen(kb), lambda form: self._edit(kb, form))
+            self.app.push_screen(KbFormScreen(kb), self._edited)
 
-    def _edit(self, kb: KnowledgeBase, form: KbFormResult | None) -> None:
-        if form is None:
-            return
-        self.in_thread(
-            self.desk.edit_kb,
-            kb.id,
-            name=form.name,
-            description=form.description,
-            chunk_size=form.chunk_size,
-            chunk_overlap=form.chunk_overlap,
-            doing=f"saving '{inert_line(kb.name)}'",
-            done=lambda new: self.refresh_kbs(new.id),
-        )
+    def _edited(self, kb: KnowledgeBase | None) -> None:
+        if kb is not None:
+            self.refresh_kbs(kb.id)
 
     def action_delete_kb(self) -> None:
         kb = self.table.selected
         if kb is None or kb.id in self.table.deleting:
             return
-        if self.app.ingesting(kb.id):
+        if self.kb_app.ingesting(kb.id):
             self.notify(
                 f"'{inert_line(kb.name)}' is being indexed; delete it when that is done",
                 severity="warning",
@@ -235,11 +212,9 @@ class KbListScreen(DeskScreen):
             self.table.deleting.discard(kb.id)
             self.refresh_kbs()
 
-        self.app.doc_rows.forget(kb.id)
-        self.in_thread(
-            self.desk.delete_kb,
-            kb.id,
-            doing=f"deleting '{name}'",
-            done=lambda _: (over(None), self.notify(f"Deleted '{name}'", markup=False)),
-            failed=over,
-        )
+        def deleted(_: object) -> None:
+            over(None)
+            self.notify(f"Deleted '{name}'", markup=False)
+
+        self.kb_app.doc_rows.forget(kb.id)
+        self.in_thread(self.desk.delete_kb, kb.id, doing=f"deleting '{name}'", done=deleted, failed=over)

@@ -11,13 +11,14 @@ from textual import on
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.widgets import Checkbox, Footer, Header, Input, OptionList, Static
+from textual.widgets import Checkbox, Header, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from kbdesk.chat.notes import NoteSearch
 from kbdesk.chat.safety import clean, one_line
 from kbdesk.store.notes import Note
 from kbdesk.tui.screens.base import DeskScreen
+from kbdesk.tui.widgets.keys_footer import KeysFooter
 
 EMPTY = "No notes yet. Press n to write one: the chat's note_search tool finds them too."
 
@@ -51,7 +52,7 @@ class NotesScreen(DeskScreen):
         yield OptionList(id="notes-list")
         yield Static("", id="note-preview")
         yield Static("", id="notes-status")
-        yield Footer()
+        yield KeysFooter()
 
     @property
     def listing(self) -> OptionList:

@@ -15,14 +15,17 @@ from textual.binding import Binding, BindingType
 from textual.containers import Container, Horizontal, Vertical
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
+from kbdesk.errors import KbdeskError
 from kbdesk.providers import DEFAULT_BASE_URLS
 from kbdesk.providers.settings import display_url
-from kbdesk.tui.screens.base import DeskModal
-from kbdesk.tui.services import KINDS, ProviderForm
+from kbdesk.tui.screens.base import DeskModal, FormError
+from kbdesk.tui.services import KINDS, ProviderForm, save_provider
 
 
 class ProviderFormScreen(DeskModal):
-    """Dismisses with a :class:`ProviderForm`, or None."""
+    """Saves the provider itself and dismisses with the name saved, or None. A refusal (a
+    URL with a password in it, a taken name) is shown in the dialog, which keeps what was
+    typed."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="provider.cancel"),
@@ -80,6 +83,7 @@ class ProviderFormScreen(DeskModal):
                 ),
                 classes="note",
             )
+            yield FormError(classes="form-error")
             with Horizontal(classes="buttons"):
                 yield Button("Save", variant="primary", id="ok", compact=True)
                 yield Button("Cancel", id="cancel", compact=True)
@@ -109,17 +113,28 @@ class ProviderFormScreen(DeskModal):
             return self.query_one(f"#{widget_id}", Input).value.strip()
 
         if not text("name"):
-            self.notify("give the provider a name", severity="warning")
+            self.show_error("give the provider a name")
             return
         forget = self.query("#forget")
-        self.dismiss(
-            ProviderForm(
-                name=text("name"),
-                kind=str(self.query_one("#kind", Select).value),
-                base_url=text("base_url"),
-                api_key_env=text("api_key_env"),
-                api_key=text("api_key") or None,
-                forget_key=bool(forget and forget.first(Checkbox).value),
-                original=self.original,
-            )
+        form = ProviderForm(
+            name=text("name"),
+            kind=str(self.query_one("#kind", Select).value),
+            base_url=text("base_url"),
+            api_key_env=text("api_key_env"),
+            api_key=text("api_key") or None,
+            forget_key=bool(forget and forget.first(Checkbox).value),
+            original=self.original,
         )
+        self.show_error("")
+        self.in_thread(
+            save_provider,
+            self.desk.paths.config_file,
+            form,
+            doing=f"saving provider '{form.name}'",
+            done=lambda _: self.dismiss(form.name),
+            failed=self._refused,
+            inline=KbdeskError,
+        )
+
+    def _refused(self, error: BaseException) -> None:
+        self.show_error(str(error))

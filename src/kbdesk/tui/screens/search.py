@@ -9,12 +9,13 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.widgets import Button, DataTable, Footer, Header, Input, Label, Select, Static
+from textual.widgets import Button, DataTable, Header, Input, Label, Select, Static
 
 from kbdesk.search import MODES, SearchResponse
 from kbdesk.textsafe import inert, inert_line
 from kbdesk.tui.format import line, score, significant, where_label
 from kbdesk.tui.screens.base import DeskScreen
+from kbdesk.tui.widgets.keys_footer import KeysFooter
 from kbdesk.tui.widgets.results_table import ResultsTable
 
 HINT = (
@@ -55,7 +56,7 @@ class SearchScreen(DeskScreen):
         yield ResultsTable(id="results")
         yield Static(Text(HINT), id="preview")
         yield Static("", id="search-status")
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.sub_title = "search"
@@ -69,10 +70,16 @@ class SearchScreen(DeskScreen):
             self._set_kbs(self.kb_names)
         self.query_one("#query", Input).focus()
 
+    def on_resize(self) -> None:
+        self._set_kbs(self.kb_names)
+
     def _set_kbs(self, names: list[str]) -> None:
         self.kb_names = names
-        label = ", ".join(names) if names else "none"
-        self.query_one("#kbs", Button).label = line(f"KBs: {label}"[:40])
+        label = f"KBs: {', '.join(names) if names else 'none'}"
+        room = max(20, self.size.width - 54)  # beside mode, limit and threshold
+        if len(label) > room:  # cut, and showing that it is (^o lists them all)
+            label = label[: room - 1] + "…"
+        self.query_one("#kbs", Button).label = line(label)
 
     # ── searching ──────────────────────────────────────────────────────────────
     @on(Input.Submitted)

@@ -14,7 +14,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Container, Horizontal, VerticalScroll
 from textual.css.query import NoMatches
-from textual.widgets import Button, DataTable, Footer, Header, Label, Select, Static, TabbedContent, TabPane
+from textual.widgets import Button, DataTable, Header, Label, Select, Static, TabbedContent, TabPane
 
 from kbdesk.providers import ModelInfo
 from kbdesk.textsafe import inert_line
@@ -23,14 +23,13 @@ from kbdesk.tui.screens.base import DeskScreen
 from kbdesk.tui.screens.confirm import ConfirmScreen
 from kbdesk.tui.services import (
     ROLES,
-    ProviderForm,
     list_models,
     provider_rows,
     remove_provider,
     role_candidates,
-    save_provider,
     save_roles,
 )
+from kbdesk.tui.widgets.keys_footer import KeysFooter
 from kbdesk.tui.widgets.model_picker import ModelPicker
 
 PROVIDER_ACTIONS = {"add_provider", "edit_provider", "remove_provider", "test_provider"}
@@ -85,7 +84,7 @@ class SettingsScreen(DeskScreen):
                         yield ModelPicker(role, chosen.provider, chosen.model, autoload=False, id=f"{role}-model")
                 with Horizontal(classes="buttons"):
                     yield Button("Save roles", variant="primary", id="save-roles", compact=True)
-        yield Footer()
+        yield KeysFooter()
 
     _roles_shown: dict[str, tuple[str | None, str | None]] | None = None
     """The model roles as the form showed them first (or last saved): what 'unsaved' compares to."""
@@ -164,15 +163,9 @@ class SettingsScreen(DeskScreen):
         if name:
             self.app.push_screen(ProviderFormScreen(name), self._save_provider)
 
-    def _save_provider(self, form: ProviderForm | None) -> None:
-        if form is not None:
-            self.in_thread(
-                save_provider,
-                self.desk.paths.config_file,
-                form,
-                doing=f"saving provider '{form.name}'",
-                done=lambda _: self._config_saved(f"Saved provider '{form.name}'"),
-            )
+    def _save_provider(self, name: str | None) -> None:
+        if name is not None:  # the dialog saved it
+            self._config_saved(f"Saved provider '{name}'")
 
     def _config_saved(self, message: str) -> None:
         app: Any = self.app
@@ -280,10 +273,9 @@ class SettingsScreen(DeskScreen):
     @on(Button.Pressed, "#save-roles")
     def action_save_roles(self) -> None:
         roles = self._roles_form()
-        self.in_thread(
-            save_roles,
-            self.desk.paths.config_file,
-            roles,
-            doing="saving model roles",
-            done=lambda _: (self._config_saved("Saved model roles"), self._remember_roles()),
-        )
+
+        def saved(_: object) -> None:
+            self._config_saved("Saved model roles")
+            self._remember_roles()
+
+        self.in_thread(save_roles, self.desk.paths.config_file, roles, doing="saving model roles", done=saved)

@@ -105,7 +105,7 @@ class AnswerMarkdown(Markdown):
     def _start(self) -> None:
         if self._ready and self._pending and not self._appending:
             self._appending = True
-            self.run_worker(self._append_pending, group="markdown", exit_on_error=False)
+            self.run_worker(self._append_pending(), group="markdown", exit_on_error=False)
 
     async def _append_pending(self) -> None:
         try:

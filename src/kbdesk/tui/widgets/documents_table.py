@@ -36,12 +36,12 @@ class DocumentsTable(ScrollView, can_focus=True):
     """Filename, folder, size, chunks and live status of every document of a KB."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up", "cursor(-1)", "Up", show=False),
-        Binding("down", "cursor(1)", "Down", show=False),
-        Binding("pageup", "page(-1)", "Page up", show=False),
-        Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("home", "first", "First", show=False),
-        Binding("end", "last", "Last", show=False),
+        Binding("up", "cursor(-1)", "Up", show=False, id="documents.up"),
+        Binding("down", "cursor(1)", "Down", show=False, id="documents.down"),
+        Binding("pageup", "page(-1)", "Page up", show=False, id="documents.page_up"),
+        Binding("pagedown", "page(1)", "Page down", show=False, id="documents.page_down"),
+        Binding("home", "first", "First", show=False, id="documents.first"),
+        Binding("end", "last", "Last", show=False, id="documents.last"),
     ]
     COMPONENT_CLASSES: ClassVar[set[str]] = {"documents--header", "documents--cursor", "documents--stripe"}
     DEFAULT_CSS = """
@@ -85,7 +85,10 @@ class DocumentsTable(ScrollView, can_focus=True):
         self._longest = (0, 0, 0)  # cells of the longest name, folder and chunk count (never shrinks)
 
     def on_mount(self) -> None:
-        self.watch(self.app, "theme", lambda: self.refresh(), init=False)
+        self.watch(self.app, "theme", self._repaint, init=False)
+
+    def _repaint(self) -> None:
+        self.refresh()
 
     # ── what the screen reads ──────────────────────────────────────────────────
     @property

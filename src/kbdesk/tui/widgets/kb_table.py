@@ -120,6 +120,10 @@ class KbTable(DataTable[Text]):
             return self._progress(tracker, colours)
         if self.unfinished.get(kb.id):
             return Text(f"⚠ {self.unfinished[kb.id]} unfinished", style=f"bold {colours['busy']}")
+        if kb.failed_documents and kb.health == "error":
+            return Text(f"✗ all {kb.failed_documents} failed", style=f"bold {colours['bad']}")
+        if kb.failed_documents:
+            return Text(f"⚠ {kb.failed_documents} failed", style=colours["busy"])
         return status_text(kb.status, colours)
 
     def show_progress(self, tracker: IngestTracker) -> None:

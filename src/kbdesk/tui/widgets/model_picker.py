@@ -92,6 +92,8 @@ class ModelPicker(Blocking, Widget):
     def value(self) -> str | None:
         if self.mode == MANUAL:
             return self.query_one("#manual", Input).value.strip() or None
+        if not self.models:  # the list is not in (not asked for yet, or loading): the saved id stands
+            return self.saved
         chosen = self.query_one("#choice", Select).value
         return chosen if isinstance(chosen, str) and chosen else None
 
@@ -115,7 +117,7 @@ class ModelPicker(Blocking, Widget):
         self._note(f"listing the models of '{provider}'…")
         self.in_thread(
             list_models,
-            self.app.desk.config,
+            self.kb_app.desk.config,
             provider,
             doing=f"listing models of '{provider}'",
             done=self._listed,

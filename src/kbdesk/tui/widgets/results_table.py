@@ -21,6 +21,9 @@ COLUMNS = (
     ("KB", "kb", 10),
 )
 
+FIXED = sum(width for _, key, width in COLUMNS if key not in ("source", "kb"))
+"""Cells of the columns whose width never changes; Source and KB share what is left."""
+
 CUT_LABELS = {"threshold": "threshold", "limit": "limit", "keyword floor": "kw floor", "no vector": "no vector"}
 
 
@@ -29,11 +32,29 @@ class ResultsTable(DataTable[Text]):
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self.hits: list[dict[str, Any]] = []
         self._last: tuple[list[dict[str, Any]], bool] | None = None
+        self._widths = {key: width for _, key, width in COLUMNS}
 
     def on_mount(self) -> None:
-        for label, key, width in COLUMNS:
-            self.add_column(label, key=key, width=width)
+        self._add_columns()
         self.watch(self.app, "theme", self._restyle, init=False)
+
+    def _add_columns(self) -> None:
+        for label, key, _ in COLUMNS:
+            self.add_column(label, key=key, width=self._widths[key])
+
+    def on_resize(self) -> None:
+        """Source and KB take the width the terminal has (the source gets two thirds)."""
+        room = self.size.width - FIXED - 2 * len(COLUMNS) - 1  # cell padding, a scrollbar's cell
+        kb = max(10, min(30, room // 3))
+        widths = {**self._widths, "kb": kb, "source": max(24, room - kb)}
+        if widths != self._widths:
+            self._widths = widths
+            row = self.cursor_row
+            self.clear(columns=True)
+            self._add_columns()
+            if self._last is not None:
+                self.show(*self._last)
+                self.move_cursor(row=row)
 
     def _restyle(self) -> None:
         if self._last is not None:
@@ -79,6 +100,12 @@ class ResultsTable(DataTable[Text]):
                 Text(str(hit["keyword_rank"] or "–"), style=dim, justify="right"),
                 Text(score(hit.get("fused"), 4), style=dim, justify="right"),
                 fate,
-                line(f"{source} · {where}" if where else source, style=dim),
-                line(hit.get("kb", ""), style=dim),
+                _fit(line(f"{source} · {where}" if where else source, style=dim), self._widths["source"]),
+                _fit(line(hit.get("kb", ""), style=dim), self._widths["kb"]),
             )
+
+
+def _fit(text: Text, width: int) -> Text:
+    """``text`` cut to ``width`` cells with an ellipsis, so a cut name shows that it is cut."""
+    text.truncate(width, overflow="ellipsis")
+    return text

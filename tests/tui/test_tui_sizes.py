@@ -1,0 +1,60 @@
+"""Nothing a person needs is cut at the sizes terminals open at (80×24, 120×40): every key
+in a footer is whole, and a name too long for its column shows that it is cut (…)."""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets._footer import FooterKey
+from tui_chat_support import screen_text
+from tui_support import settle, type_text
+
+from kbdesk.tui.app import make_app
+from kbdesk.tui.widgets.keys_footer import KeysFooter
+
+LONG_KB = "Product documentation for the whole support team"
+LONG_FILE = "a-very-long-file-name-of-a-meeting-note-from-last-year-about-backups.md"
+
+
+def whole_keys(app) -> list[str]:
+    """The keys the footer shows; each must lie inside the screen."""
+    footer = app.screen.query_one(KeysFooter)
+    keys = list(footer.query(FooterKey))
+    assert keys, "a footer without keys"
+    for key in keys:
+        assert key.region.right <= app.size.width, f"'{key.key_display} {key.description}' runs off the screen"
+    return [key.description for key in keys]
+
+
+@pytest.fixture
+def long_names(tui_desk, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / LONG_FILE).write_text("# Backups\n\nWe restore backups with the snapshot tool every night.\n")
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.4 " + b"x" * 40)
+    tui_desk.create_kb(LONG_KB, description="What support answers from, kept up to date by the docs group")
+    tui_desk.add(LONG_KB, [folder])
+    return tui_desk
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_footers_hold_whole_keys_and_long_names_show_they_are_cut(long_names, size):
+    app = make_app(long_names)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        assert "New" in whole_keys(app) and "palette" in whole_keys(app)
+        await pilot.press("enter")  # the KB screen
+        await settle(pilot)
+        assert "Open" in whole_keys(app)
+        await pilot.press("slash")
+        await settle(pilot)
+        await type_text(pilot, "restore backups")
+        await pilot.press("enter")
+        await settle(pilot)
+        whole_keys(app)
+        shown = screen_text(app)
+        row = next(r for r in shown.splitlines() if "✓ result" in r)
+        assert LONG_FILE[:20] in row and "…" in row  # the source, cut visibly
+        kbs = next(r for r in shown.splitlines() if "KBs:" in r)
+        assert kbs.rstrip().endswith("…") or LONG_KB in kbs
+        if size[0] >= 120:  # room for more of the name at 120 columns
+            assert LONG_FILE[:45] in row
