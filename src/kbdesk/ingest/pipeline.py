@@ -455,7 +455,7 @@ def _found(doc: Document) -> FoundFile | None:
     """The file behind a document, as a scan would find it (None when it is gone, or its
     source names no file here)."""
     path = file_of(doc.source_path)
-    if path is None:
+    if path is None or doc.source_path is None:
         return None
     try:
         st = path.stat()

@@ -138,7 +138,7 @@ class Preparer:
                     self._fail(file, problem)
                     continue
             held = prev is not None and prev.id in resumed
-            if held:
+            if prev is not None and held:
                 prev = resumed[prev.id]  # ours, at the version we claimed it
                 if _same_stat(prev, file) and file_of(prev.source_path) is not None:
                     continue  # resumed as it is (a missing copy is read again from its source)

@@ -139,11 +139,11 @@ def _target_kb(
         try:
             made = dst.create_kb(kb, scope or "personal", team_id)
         except (ConflictError, StoreError):
-            made = dst.kb_by_id(kb.id)  # another export of this KB made it a moment ago: join it
-            if made is None:
+            joined = dst.kb_by_id(kb.id)  # another export of this KB made it a moment ago: join it
+            if joined is None:
                 raise
-            check_same_model(kb, made, dst.label)
-            return made
+            check_same_model(kb, joined, dst.label)
+            return joined
         report.kb_created = True
         return made
     check_same_model(kb, found, dst.label)

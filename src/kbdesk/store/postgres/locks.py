@@ -96,7 +96,7 @@ def _classes() -> tuple[Any, Any]:
         return _CLASSES[0], _CLASSES[1]
     import psycopg
 
-    class KbdeskConnection(psycopg.Connection):  # type: ignore[type-arg]
+    class KbdeskConnection(psycopg.Connection):
         """A connection that knows its URI (to diagnose a wait) and label (to say where)."""
 
         kbdesk_uri: str | None = None
@@ -104,7 +104,7 @@ def _classes() -> tuple[Any, Any]:
         kbdesk_lock_timeout: int | None = None
         kbdesk_maintenance: int = 0
 
-    class GuardedCursor(psycopg.Cursor):  # type: ignore[type-arg]
+    class GuardedCursor(psycopg.Cursor):
         def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
             try:
                 return super().execute(query, params, **kwargs)
