@@ -127,7 +127,8 @@ class RecordsCore(StoreParts):
         return self._kb(row)
 
     def get_kb(self, kb_id: str) -> KnowledgeBase:
-        """A KB by id if the user may see it (discoverable or not: bindings use this)."""
+        """A KB by id if the user may see it (bindings use this: on a team server a hidden
+        global KB is not there for anyone but system admins)."""
         kb = self._get_kb(self.connection(), kb_id)
         if not self.policy.can_see(kb):
             raise NotFoundError(f"no knowledge base with id '{kb_id}'")
