@@ -395,3 +395,21 @@ def test_team_admins_work_from_the_cli(server):
     assert "Handbook" not in run("alice", "kb", "list").output
     assert "Handbook" in run("root", "kb", "list").output
     assert run("alice", "kb", "create", "Mine", "--scope", "global").exit_code == 1
+
+
+def test_a_user_deletes_a_kb_the_owner_indexed_and_pg_setup_drops_the_index(server):
+    """The owner builds a KB's vector index (users cannot); its user still deletes the KB
+    (the index is not theirs to drop) and the next pg setup removes the index left."""
+    import numpy as np
+
+    alice = server.desk("alice")
+    data = np.random.default_rng(5).standard_normal((1000, 8)).astype(np.float32)
+    kb = alice.create_kb("Big", model_id="m", dimensions=8)
+    alice.add_document("Big", "big.txt", [f"row {i}" for i in range(1000)], vectors=data)
+    assert setup(server.uri)["indexes_built"] == 1
+    name = f"kbvec_{uuid.UUID(kb.id).hex}_8"
+    assert count(server.uri, "SELECT count(*) FROM pg_class WHERE relname = %s", name) == 1
+    timed("delete", lambda: alice.delete_kb("Big"))
+    assert "Big" not in names(alice)
+    setup(server.uri)
+    assert count(server.uri, "SELECT count(*) FROM pg_class WHERE relname = %s", name) == 0
