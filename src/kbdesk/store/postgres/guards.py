@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbdesk.store.postgres.rls import MANAGED_KBS, UID, managed
+from kbdesk.store.postgres.rules import ADMIN_TEAM_ROLES, MANAGED_KBS, UID, managed
 
 DELETE_FUNCTION = "kbdesk_delete"
 NAME_CONSTRAINT = "kbdesk_kb_name"  # the constraint name the name rule's errors carry
@@ -202,8 +202,6 @@ def database_refusal(exc: BaseException) -> Exception | None:
 def install_team_members(conn: Any, path: str, members: str, has_role: bool) -> None:
     """``kbdesk_team_members(team)``: a team's members (login, user id, role) for its
     admins and system admins; nobody else gets a row."""
-    from kbdesk.store.postgres.rls import ADMIN_TEAM_ROLES
-
     admin_roles = ", ".join(f"'{r}'" for r in ADMIN_TEAM_ROLES)
     role = f"CASE WHEN m.role IN ({admin_roles}) THEN 'admin' ELSE 'member' END" if has_role else "'member'"
     conn.execute(f"""CREATE OR REPLACE FUNCTION kbdesk_team_members(team uuid)

@@ -58,38 +58,19 @@ from __future__ import annotations
 
 from typing import Any
 
-ROLE_USER = "kbdesk_user"
-ROLE_ADMIN = "kbdesk_admin"
-NO_USER = "00000000-0000-0000-0000-000000000000"  # the owner's rows in the embedding cache
-ADMIN_TEAM_ROLES = ("admin", "owner")
-
-UID = "(SELECT kbdesk_uid())"
-ADMIN = "(SELECT kbdesk_is_admin())"
-
-
-def visible(p: str = "") -> str:
-    """The KB row (columns prefixed ``p``) is readable by the current user: a global KB
-    by every kbdesk user while it is discoverable, by system admins always."""
-    return (
-        f"(({p}scope = 'global' AND {UID} IS NOT NULL AND ({p}discoverable OR {ADMIN})) "
-        f"OR ({p}scope = 'personal' AND {p}owner_id = {UID}) "
-        f"OR ({p}scope = 'team' AND ({ADMIN} OR {p}team_id = ANY ((SELECT kbdesk_team_ids(false))::uuid[]))))"
-    )
-
-
-def managed(p: str = "") -> str:
-    """The KB row may be changed (and its documents) by the current user."""
-    return (
-        f"(({p}scope = 'personal' AND {p}owner_id = {UID}) "
-        f"OR ({p}scope = 'team' AND ({ADMIN} OR {p}team_id = ANY ((SELECT kbdesk_team_ids(true))::uuid[]))) "
-        f"OR ({p}scope = 'global' AND {ADMIN}))"
-    )
-
-
-# the KBs the current user may read / change (the inner select sees knowledge_bases
-# through its own policies, so "readable" is written once)
-READABLE_KBS = "ARRAY(SELECT k.id FROM knowledge_bases k)"
-MANAGED_KBS = f"ARRAY(SELECT k.id FROM knowledge_bases k WHERE {managed('k.')})"
+import kbdesk.store.postgres.guards as guards
+from kbdesk.store.postgres.rules import (  # noqa: F401 - re-exported: the rules' names, where they always were
+    ADMIN,
+    ADMIN_TEAM_ROLES,
+    MANAGED_KBS,
+    NO_USER,
+    READABLE_KBS,
+    ROLE_ADMIN,
+    ROLE_USER,
+    UID,
+    managed,
+    visible,
+)
 
 KB_KEYED = ("kb_documents", "kb_chunks")  # plus any kbdesk_* table with a kb_id column
 # the chat's tables (store/postgres/chat_tables.py): every row is one user's
@@ -130,8 +111,6 @@ def install_row_security(conn: Any) -> None:
     members, has_role = membership_table(conn, create=True)
     _functions(conn, path, members, has_role)
     _embedding_cache_per_user(conn)
-    from kbdesk.store.postgres import guards
-
     guards.install_kb_exists(conn, path)
     for table, policies in _policies(conn).items():
         conn.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
