@@ -17,7 +17,7 @@ from typing import Any
 
 from kbdesk.config import Config, load_config, vector_backend_override
 from kbdesk.embedding import Embedders
-from kbdesk.errors import InvalidInputError
+from kbdesk.errors import InvalidInputError, KbdeskError
 from kbdesk.models import ChunkInput, Document, KnowledgeBase
 from kbdesk.paths import Paths, get_paths, resolve_db
 from kbdesk.search import SearchResponse, search
@@ -235,15 +235,24 @@ class Desk:
         """Search the KBs named by ``refs`` (names, ids or id prefixes).
 
         Without ``query_vector`` the desk's query embedder (when a provider is set up)
-        embeds the query for each KB with an embedding model.
+        embeds the query for each KB that holds vectors (once per provider and model; a
+        KB without vectors never needs it). A KB whose query cannot be embedded (the
+        provider is down, refuses, or was just seen failing) is searched by keyword,
+        and the response says so (``keyword_fallback``, ``notes``); only an explicit
+        ``mode="vector"`` fails then, with the provider's error.
         """
         if not refs:
             raise InvalidInputError("name at least one knowledge base to search")
         kbs = _unique([self.kb(ref) for ref in refs])
         mode = mode or self.config.search.mode
         notes: list[str] = []
+        fallback: list[str] = []
         if query_vector is None and mode != "keyword":
-            query_vector, notes = self._embed_query(kbs, query)
+            query_vector, notes, fallback, error = self._embed_query(kbs, query)
+            if error is not None and mode == "vector":
+                raise error
+            if fallback and query_vector is None and mode == "hybrid":
+                mode = "keyword"  # nothing to fuse: every vector KB lost its query vector
         response = search(
             self.store,
             kbs,
@@ -257,26 +266,46 @@ class Desk:
             alpha=self.config.search.alpha,
         )
         response.notes.extend(notes)
-        if threshold is not None and response.mode == "keyword":  # asked for, and it cannot apply
+        response.keyword_fallback.extend(fallback)
+        if threshold is not None and response.mode == "keyword" and not fallback:  # asked for, and it cannot apply
             response.notes.append(
                 "keyword search has no cosine: the threshold applies to vector and hybrid search only"
             )
         return response
 
-    def _embed_query(self, kbs: Sequence[KnowledgeBase], query: str) -> tuple[dict[str, Any] | None, list[str]]:
+    def _embed_query(
+        self, kbs: Sequence[KnowledgeBase], query: str
+    ) -> tuple[dict[str, Any] | None, list[str], list[str], KbdeskError | None]:
+        """Query vectors of the KBs that hold vectors, embedded once per (provider, model):
+        ``(vectors, notes, names searched by keyword instead, the first error)``."""
+        groups: dict[tuple[Any, str], list[KnowledgeBase]] = {}
+        for kb in kbs:
+            if kb.model_id and self.store.kb_vector_dimensions(kb.id) is not None:
+                groups.setdefault((kb.embedding_config.get("provider"), kb.model_id), []).append(kb)
         vectors: dict[str, Any] = {}
         notes: list[str] = []
-        for kb in kbs:
-            if not kb.model_id:
+        fallback: list[str] = []
+        first_error: KbdeskError | None = None
+        for (_, model), members in groups.items():
+            names = ", ".join(f"'{kb.name}'" for kb in members)
+            try:
+                vector = self.query_embedder(members[0], query) if self.query_embedder else None
+            except KbdeskError as exc:
+                first_error = first_error or exc
+                fallback.extend(kb.name for kb in members)
+                notes.append(f"the query could not be embedded with {model} ({_short(exc)}): keyword search in {names}")
                 continue
-            vector = self.query_embedder(kb, query) if self.query_embedder else None
             if vector is None:
-                notes.append(
-                    f"'{kb.name}' embeds with {kb.model_id}, but no provider for it is set up: keyword search only"
-                )
-            else:
-                vectors[kb.id] = vector
-        return (vectors or None), notes
+                fallback.extend(kb.name for kb in members)
+                notes.append(f"{names} embed with {model}, but no provider for it is set up: keyword search only")
+                continue
+            vectors.update({kb.id: vector for kb in members})
+        return (vectors or None), notes, fallback, first_error
+
+
+def _short(error: BaseException, limit: int = 200) -> str:
+    text = " ".join(str(error).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _unique(kbs: list[KnowledgeBase]) -> list[KnowledgeBase]:

@@ -5,20 +5,39 @@ config.toml) and a model. :class:`Embedders` turns that into a :class:`KbEmbedde
 whose calls go through the provider client and write one ``usage_log`` row each.
 Whatever the provider, every vector is checked against the KB's recorded dimension
 before it can reach the store (:func:`~kbdesk.providers.faults.check_result`).
+
+A search query is embedded while someone waits, so it gets a short policy of its own
+(:data:`QUERY_TIMEOUT`, :data:`QUERY_RETRIES`, :data:`QUERY_RETRY_BUDGET`) and goes
+through the provider's circuit breaker (:mod:`kbdesk.providers.breaker`): a provider that
+just failed is not asked again for a short, growing pause, and the search answers by
+keyword meanwhile. Ingestion keeps the provider's own, patient policy.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from kbdesk.config import Config
 from kbdesk.models import KnowledgeBase
-from kbdesk.providers import EmbedResult, OpenAICompatProvider, ProviderConfigError
+from kbdesk.providers import EmbedResult, OpenAICompatProvider, ProviderConfigError, base_url_for
+from kbdesk.providers.breaker import Breaker, breaker_for
 from kbdesk.providers.faults import check_result
 from kbdesk.providers.local import LocalProvider
+
+QUERY_TIMEOUT = 2.0
+"""Seconds one query embedding may take: a warm local model answers in tens of
+milliseconds, a hosted API in a few hundred; a provider slower than this (a model still
+loading, a server that hangs) costs that search its vector side, with a notice."""
+QUERY_RETRIES = 0
+"""A query embedding is not retried: the search answers at once by keyword, with a
+notice, and the circuit breaker lets the provider be tried again a few seconds later (a
+retry would cost every search during an outage the backoff, 0.25-0.5 s, for nothing)."""
+QUERY_RETRY_BUDGET = 2.0
+"""Seconds a query embedding may take altogether."""
 
 
 @dataclass
@@ -48,7 +67,7 @@ class KbEmbedder:
         its message naming provider, model, expected and got dimensions.
         """
         items = list(texts)
-        mode = "collect" if collect else "raise"
+        mode: Literal["raise", "collect"] = "collect" if collect else "raise"
         expected = self.kb.dimensions
         if isinstance(self.provider, (OpenAICompatProvider, LocalProvider)):
             result = self.provider.embed(items, self.model, expect_dimensions=expected, on_input_error=mode)
@@ -67,6 +86,8 @@ class Embedders:
         self.store = store
         self._lock = threading.Lock()
         self._providers: dict[str, Any] = {}
+        self._query_providers: dict[str, Any] = {}
+        self._registered: set[str] = set()
 
     def register(self, name: str, provider: Any) -> None:
         """Use ``provider`` (anything with ``embed(texts, model, on_input_error=...)``
@@ -77,6 +98,8 @@ class Embedders:
         """
         with self._lock:
             self._providers[name] = provider
+            self._query_providers.pop(name, None)
+            self._registered.add(name)
 
     def provider(self, name: str) -> Any:
         with self._lock:
@@ -105,8 +128,41 @@ class Embedders:
                 raise ProviderConfigError(f"knowledge base '{kb.name}' names no provider for {kb.model_id}")
         return KbEmbedder(kb, self.provider(name), name)
 
+    def query_provider(self, name: str) -> Any:
+        """The client search queries go through: an HTTP client with the short query
+        policy (module docstring); an in-process or registered provider as it is."""
+        with self._lock:
+            if name in self._registered:
+                return self._providers[name]
+            if name in self._query_providers:
+                return self._query_providers[name]
+            settings = self.config.providers.get(name)
+        if settings is None or settings.kind == "local":
+            return self.provider(name)  # the one error message for a missing provider; local as it is
+        quick = dataclasses.replace(
+            settings,
+            timeout=min(settings.timeout, QUERY_TIMEOUT),
+            max_retries=min(settings.max_retries, QUERY_RETRIES),
+            retry_budget=min(settings.retry_budget, QUERY_RETRY_BUDGET),
+        )
+        with self._lock:
+            if name not in self._query_providers:
+                self._query_providers[name] = OpenAICompatProvider(name, quick, on_usage=self._log)
+            return self._query_providers[name]
+
+    def breaker(self, name: str) -> Breaker:
+        """The circuit breaker of provider ``name`` (shared by every desk of this process
+        that reaches the same server)."""
+        settings = self.config.providers.get(name)
+        if name in self._registered or settings is None or settings.kind == "local":
+            return breaker_for(f"{name} (in this process: {id(self)})", name)
+        return breaker_for(f"{name} {base_url_for(settings, name)}", name)
+
     def query_vector(self, kb: KnowledgeBase, query: str) -> list[float] | None:
-        """Embed a search query for ``kb``; None when the KB's provider is not set up."""
+        """Embed a search query for ``kb``; None when the KB's provider is not set up.
+
+        Raises the provider's error when it fails, or :class:`~kbdesk.providers.breaker.BreakerOpen`
+        at once while the provider is left alone after a failure."""
         try:
             embedder = self.for_kb(kb)
         except ProviderConfigError:
@@ -118,7 +174,9 @@ class Embedders:
             import numpy as np
 
             return np.frombuffer(next(iter(cached.values())), dtype=np.float32).tolist()
-        return embedder.embed([query]).vectors[0]
+        quick = KbEmbedder(kb, self.query_provider(embedder.provider_name), embedder.provider_name)
+        result: Any = self.breaker(embedder.provider_name).call(lambda: quick.embed([query]), embedder.model)
+        return result.vectors[0]
 
     def _log(self, usage: dict[str, Any]) -> None:
         self.store.log_usage(
@@ -132,11 +190,12 @@ class Embedders:
 
     def close(self) -> None:
         with self._lock:
-            for provider in self._providers.values():
+            for provider in [*self._providers.values(), *self._query_providers.values()]:
                 close = getattr(provider, "close", None)
                 if close:
                     close()
             self._providers.clear()
+            self._query_providers.clear()
 
 
 def _hash(text: str) -> str:

@@ -71,6 +71,11 @@ SCORE_COSINE = "cosine"
 SCORE_COVERAGE = "keyword coverage"
 
 
+class NeedsVectorsError(InvalidInputError):
+    """Vector or hybrid search was asked of KBs with no vectors for this query; each face
+    says how to search by keyword instead (a CLI flag, a TUI control, an HTTP field)."""
+
+
 @dataclass
 class SearchResponse:
     """What kb_search answers: ``results``, ``query``, ``searched_kbs`` (+ the mode used)."""
@@ -81,14 +86,30 @@ class SearchResponse:
     mode: str
     notes: list[str] = field(default_factory=list)
     explain: list[dict[str, Any]] | None = None
+    keyword_fallback: list[str] = field(default_factory=list)
+    """KBs searched by keyword only because the query could not be embedded for them."""
+
+    @property
+    def notice(self) -> str | None:
+        """One line for the user when the search fell back to keyword search, else None."""
+        if not self.keyword_fallback:
+            return None
+        names = ", ".join(self.keyword_fallback)
+        return f"keyword search only in {names}: the query could not be embedded"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "results": [r.to_dict() for r in self.results],
             "query": self.query,
             "searched_kbs": list(self.searched_kbs),
             "mode": self.mode,
         }
+        if self.keyword_fallback:
+            out["keyword_fallback"] = list(self.keyword_fallback)
+            out["notice"] = self.notice
+        if self.notes:
+            out["notes"] = list(self.notes)
+        return out
 
 
 def check_limit(limit: int | None) -> int:
@@ -293,9 +314,9 @@ def _rank(
     if mode == "auto":
         mode = "hybrid" if qvecs else "keyword"
     if mode in ("vector", "hybrid") and not qvecs:
-        raise InvalidInputError(
+        raise NeedsVectorsError(
             f"{mode} search needs vectors: none of {', '.join(repr(n) for n in names)} holds vectors "
-            "for this query (no embedding model or no query vector); use --mode keyword"
+            "for this query (no embedding model or no query vector); search by keyword instead"
         )
     pool = max(limit * CANDIDATES_PER_RESULT, MIN_CANDIDATES)
     kb_ids = [kb.id for kb in kbs]

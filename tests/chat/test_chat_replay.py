@@ -2,7 +2,10 @@
 replayed: what that server answered is served again byte for byte, and kbdesk must send
 the very requests it sent then — the forced kb_search, the tool result with the call's
 id, an assistant tool-call message whose content is a string — and make the same answer
-of what comes back, including an overflow answered with an empty stream."""
+of what comes back, including an overflow answered with an empty stream, the four
+two-turn conversations about assets/sample (SmolLM2 writes kb_search queries such as
+``"]["`` and ``function_name() { return 2; }``: the answers still cite the document that
+holds the answer) and the server registered as the wrong kind."""
 
 from __future__ import annotations
 
@@ -19,6 +22,9 @@ from kbdesk.paths import get_paths
 
 RECORDED = Path(__file__).resolve().parent / "recorded" / "llamacpp.json"
 SAMPLE = Path(__file__).resolve().parents[2] / "assets" / "sample"
+CONVERSATIONS = json.loads(
+    (Path(__file__).resolve().parents[1] / "e2e" / "conversations.json").read_text(encoding="utf-8")
+)["conversations"]
 
 
 class Replay:
@@ -78,12 +84,12 @@ def recorded(*labels: str) -> list[dict[str, Any]]:
 def replay_desk():
     made: list[Any] = []
 
-    def make(*labels: str):
+    def make(*labels: str, kind: str = "custom"):
         replay = Replay(recorded(*labels))
         config = get_paths().config_file
         config.parent.mkdir(parents=True, exist_ok=True)
         config.write_text(
-            f'[providers.llama]\nkind = "custom"\nbase_url = "{replay.base_url}"\ntimeout = 30\n\n'
+            f'[providers.llama]\nkind = "{kind}"\nbase_url = "{replay.base_url}"\ntimeout = 30\n\n'
             '[roles.chat]\nprovider = "llama"\nmodel = "smollm2"\n\n[chat]\nmax_tokens = 160\n'
         )
         desk = open_desk()
@@ -123,6 +129,59 @@ def test_an_overflow_answered_with_an_empty_stream_is_retried_without_the_histor
         desk.store.add_message(conv.id, "assistant", f"Answer {i}: " + "water " * 150)
     answer = chat.ask(conv.id, "What is the capital of France?", retrieval="off", max_tokens=48)
     assert answer.status == "complete" and answer.text.strip()
-    assert any("did not fit the model's context" in n for n in answer.notices)
+    assert any("ended the answer without a word" in n and "earlier questions left out" in n for n in answer.notices)
     first, retry = replay.chat_requests()
     assert len(first["messages"]) > 1 and [m["role"] for m in retry["messages"]] == ["user"]
+
+
+def _same_requests(replay: Replay, *labels: str) -> None:
+    then = [e["request"] for e in recorded(*labels) if e["path"].endswith("/chat/completions")]
+    now = replay.chat_requests()
+    assert len(now) == len(then)
+    for sent, was in zip(now, then, strict=True):
+        assert sent == was
+
+
+def test_four_recorded_conversations_cite_the_documents_that_answer_them(replay_desk):
+    """What SmolLM2 searched for had nothing to do with the questions; every turn is
+    grounded all the same (at least 7 of the 8 turns are the promise; all 8 did)."""
+    labels = [f"conversation-{n}-turn-{t}" for n in range(1, 5) for t in (1, 2)]
+    desk, replay = replay_desk(*labels)
+    desk.create_kb("demo")
+    desk.add("demo", [SAMPLE])
+    chat = desk.chat()
+    cited = 0
+    for conversation in CONVERSATIONS:
+        conv_id = None
+        for turn in conversation["turns"]:
+            answer = chat.ask(conv_id, turn["q"])
+            conv_id = answer.conversation_id
+            assert answer.status == "complete" and answer.retrieval == "tool", answer.error
+            cited += turn["doc"] in [s.source for s in answer.sources]
+    assert cited >= 7
+    _same_requests(replay, *labels)
+    model_queries = [
+        json.loads(m["tool_calls"][0]["function"]["arguments"], strict=False).get("query")
+        for r in replay.chat_requests()
+        for m in r["messages"]
+        if m.get("tool_calls")
+    ]
+    assert "][" in model_queries  # the query SmolLM2 wrote for "How much does the Team plan cost?"
+
+
+def test_the_wrong_kind_registration_is_asked_again_without_forcing(replay_desk):
+    """Registered as kind llamacpp: "required" made llama-cpp-python answer an empty 200;
+    kbdesk asked again without forcing, with the passages, and remembered it."""
+    from kbdesk.chat.retrieval import ignores_forcing
+
+    desk, replay = replay_desk("wrong-kind", kind="llamacpp")
+    desk.create_kb("demo")
+    desk.add("demo", [SAMPLE])
+    answer = desk.chat().ask(None, "How do I restore a backup?")
+    assert answer.status == "complete" and answer.text.strip()
+    assert "getting-started.md" in [s.source for s in answer.sources]
+    assert answer.retrieval == "auto" and not any("too long" in n for n in answer.notices)
+    forced, again = replay.chat_requests()
+    assert forced["tool_choice"] == "required" and "tool_choice" not in again
+    assert ignores_forcing(desk.store, "llama", "smollm2")
+    _same_requests(replay, "wrong-kind")

@@ -5,11 +5,55 @@ from __future__ import annotations
 import json
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from e2e_support import kbdesk
 
 pytestmark = pytest.mark.e2e
+CONVERSATIONS = json.loads((Path(__file__).resolve().parent / "conversations.json").read_text())["conversations"]
+
+
+def test_four_two_turn_conversations_about_the_sample_cite_their_documents(e2e_home, recorder):
+    """A question, then a follow-up in the same conversation, four times: at least 7 of the
+    8 turns list the document that holds the answer among their sources (whatever query
+    SmolLM2 writes for kb_search, kbdesk searches with the question too)."""
+    cited, report = 0, []
+    for n, conversation in enumerate(CONVERSATIONS, start=1):
+        conv_id = None
+        for t, turn in enumerate(conversation["turns"], start=1):
+            recorder.label = f"conversation-{n}-turn-{t}"
+            args = ["ask", turn["q"], "--json"] + (["-c", conv_id] if conv_id else [])
+            answer = json.loads(kbdesk(*args).stdout)
+            recorder.label = None
+            conv_id = answer["conversation_id"]
+            sources = [s["source"] for s in answer["sources"]]
+            hit = turn["doc"] in sources
+            cited += hit
+            queries = [c["arguments"] for c in answer["tool_calls"]]
+            report.append(f"{turn['q']!r}: {answer['status']}, {answer['retrieval']}, model query {queries}, {hit}")
+            assert answer["status"] == "complete", answer["error"]
+            assert answer["retrieval"] in ("tool", "auto") and answer["sources"]
+    print("\n".join(report))
+    assert cited >= 7, report
+
+
+def test_the_server_registered_as_the_wrong_kind_still_answers_from_the_kb(e2e_home, recorder):
+    """llama-cpp-python registered as kind llamacpp (that kind is llama.cpp's llama-server):
+    the forced "required" tool choice makes it answer an empty 200. kbdesk asks again
+    without forcing, with the passages, and remembers it; the answer cites the KB."""
+    config = e2e_home / "config" / "config.toml"
+    config.write_text(config.read_text().replace('kind = "custom"', 'kind = "llamacpp"'))
+    recorder.label = "wrong-kind"
+    answer = json.loads(kbdesk("ask", "How do I restore a backup?", "--json").stdout)
+    recorder.label = None
+    assert answer["status"] == "complete", answer["error"]
+    assert "getting-started.md" in [s["source"] for s in answer["sources"]]
+    assert not any("too long" in n for n in answer["notices"])
+    forced = next(e for e in recorder.exchanges if e["label"] == "wrong-kind" and e["path"].endswith("/completions"))
+    assert forced["request"]["tool_choice"] == "required" and forced["status"] == 200
+    tested = kbdesk("provider", "test", "llama")
+    assert "llama-cpp-python" in tested.stdout + tested.stderr
 
 
 def test_a_question_about_the_sample_kb_and_its_follow_up(e2e_home, recorder):

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import anyio
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from ingest_support import write_files
 from kbdesk import open_desk
@@ -24,8 +24,9 @@ FILES = {
 }
 
 
-def run_client(work, *args: str, mcp_args: tuple[str, ...] = ()) -> object:
-    """``work(client)`` against ``kbdesk [args] mcp [mcp_args]`` in a child process."""
+def run_client(work, *args: str, mcp_args: tuple[str, ...] = (), errlog=None) -> object:
+    """``work(client)`` against ``kbdesk [args] mcp [mcp_args]`` in a child process (its
+    stderr into ``errlog``, a file, when given)."""
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "kbdesk.cli.main", *args, "mcp", *mcp_args],
@@ -35,7 +36,8 @@ def run_client(work, *args: str, mcp_args: tuple[str, ...] = ()) -> object:
 
     async def main() -> None:
         with anyio.fail_after(60):
-            async with Client(params) as client:
+            transport = stdio_client(params, errlog=errlog) if errlog is not None else params
+            async with Client(transport) as client:
                 out["value"] = await work(client)
 
     anyio.run(main)
@@ -65,10 +67,10 @@ def test_an_mcp_client_lists_the_tools_and_finds_the_passage_with_its_source(tmp
     tools, found, listed, notes = run_client(work)
     assert set(tools) == {"kb_search", "kb_list", "note_search"}
     spec = KB_SEARCH_TOOL["function"]
-    assert (tools["kb_search"].description, tools["kb_search"].input_schema) == (
-        spec["description"],
-        spec["parameters"],
-    )
+    schema = tools["kb_search"].input_schema
+    assert tools["kb_search"].description == spec["description"]
+    assert {k: v for k, v in schema["properties"].items() if k != "kbs"} == spec["parameters"]["properties"]
+    assert schema["properties"]["kbs"]["type"] == "array" and schema["required"] == ["query"]
     assert tools["note_search"].input_schema == NOTE_SEARCH_TOOL["function"]["parameters"]
 
     assert not found.is_error
@@ -163,3 +165,117 @@ def test_kb_chooses_what_the_client_may_reach(tmp_path, kbdesk_home):
         stdin=subprocess.DEVNULL,
     )
     assert missing.returncode == 1 and "Nope" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_with_no_knowledge_base_kb_search_says_so_as_a_tool_result(kbdesk_home):
+    open_desk().close()
+
+    async def work(client):
+        names = [t.name for t in (await client.list_tools()).tools]
+        return names, await client.call_tool("kb_search", {"query": "anything"})
+
+    names, found = run_client(work)
+    assert "kb_search" in names
+    assert found.is_error and "no knowledge base to search yet" in found.content[0].text
+    assert "no tool named" not in found.content[0].text
+
+
+def test_bad_input_is_an_error_not_silently_changed(tmp_path, kbdesk_home):
+    _desk(tmp_path).close()
+
+    async def work(client):
+        calls = {
+            "zero": {"query": "backups", "max_results": 0},
+            "negative": {"query": "backups", "max_results": -5},
+            "huge": {"query": "backups", "max_results": 1000},
+            "limit": {"query": "backups", "limit": 3},
+            "unknown": {"query": "backups", "colour": "red"},
+            "kbs_not_list": {"query": "backups", "kbs": "Handbook"},
+            "kbs_unknown": {"query": "backups", "kbs": ["Nope"]},
+        }
+        out = {k: await client.call_tool("kb_search", v) for k, v in calls.items()}
+        out["tool"] = await client.call_tool("kb_find", {"query": "backups"})
+        out["ok"] = await client.call_tool("kb_search", {"query": "backups", "max_results": 20})
+        return out
+
+    out = run_client(work)
+    text = {k: v.content[0].text for k, v in out.items()}
+    for key in ("zero", "negative", "huge"):
+        assert out[key].is_error and "max_results must be from 1 to 20" in text[key], text[key]
+    assert out["limit"].is_error and "unknown argument 'limit' (the number of results is max_results)" in text["limit"]
+    assert out["unknown"].is_error and "unknown argument 'colour'" in text["unknown"]
+    assert out["kbs_not_list"].is_error and "kbs must be a non-empty list" in text["kbs_not_list"]
+    assert (
+        out["kbs_unknown"].is_error
+        and "'Nope' is not one of the knowledge bases offered (Handbook)" in text["kbs_unknown"]
+    )
+    assert out["tool"].is_error and "the tools are: kb_search, kb_list, note_search" in text["tool"]
+    assert not out["ok"].is_error
+
+
+def test_kbs_narrows_the_search_by_name_or_id(tmp_path, kbdesk_home):
+    desk = _desk(tmp_path)
+    other = desk.create_kb("Recipes", keyword_only=True)
+    desk.add(other.id, [write_files(tmp_path / "food", {"soup.md": "# Soup\n\nBackups of soup run nightly.\n"})])
+    desk.close()
+
+    async def work(client):
+        both = await client.call_tool("kb_search", {"query": "backups nightly"})
+        by_name = await client.call_tool("kb_search", {"query": "backups nightly", "kbs": ["Recipes"]})
+        by_id = await client.call_tool("kb_search", {"query": "backups nightly", "kbs": [other.id]})
+        by_prefix = await client.call_tool("kb_search", {"query": "backups nightly", "kbs": [other.id[:8]]})
+        return both, by_name, by_id, by_prefix
+
+    both, by_name, by_id, by_prefix = run_client(work)
+    assert {r["kb"] for r in both.structured_content["results"]} == {"Handbook", "Recipes"}
+    for found in (by_name, by_id, by_prefix):
+        assert not found.is_error
+        assert [r["source"] for r in found.structured_content["results"]] == ["soup.md"]
+        assert found.structured_content["searched_kbs"] == ["Recipes"]
+
+
+def test_a_bad_resource_read_is_one_line_and_no_traceback(tmp_path, kbdesk_home):
+    desk = _desk(tmp_path)
+    kb = desk.kb("Handbook").id
+    desk.close()
+    errors: dict[str, str] = {}
+
+    async def work(client):
+        for label, uri in {
+            "not ours": "kbdesk://elsewhere/1",
+            "no kb": "kbdesk://kb/00000000-0000-0000-0000-000000000000/documents/00000000-0000-0000-0000-000000000000",
+            "no doc": f"kbdesk://kb/{kb}/documents/00000000-0000-0000-0000-000000000000",
+        }.items():
+            try:
+                await client.read_resource(uri)
+            except Exception as exc:  # noqa: BLE001 - the SDK raises the server's error
+                errors[label] = str(exc)
+        return (await client.list_tools()).tools  # still serving
+
+    with open(tmp_path / "stderr.txt", "w") as errlog:
+        assert run_client(work, errlog=errlog)
+    logged = (tmp_path / "stderr.txt").read_text()
+    assert "Traceback" not in logged, logged
+    assert "not a kbdesk document" in errors["not ours"] and "\n" not in errors["not ours"]
+    assert "is offered here" in errors["no kb"]
+    assert "no document 00000000-0000-0000-0000-000000000000 in Handbook" in errors["no doc"]
+
+
+def test_a_query_that_cannot_be_embedded_is_answered_by_keyword_with_a_notice(tmp_path, kbdesk_home, fake_openai):
+    from ingest_support import configure_provider
+
+    configure_provider(fake_openai)
+    desk = open_desk()
+    desk.create_kb("Vec", model_id="text-embedding-3-small", provider="fake")
+    desk.add("Vec", [write_files(tmp_path / "docs", FILES)])
+    desk.close()
+    fake_openai.stop()
+
+    async def work(client):
+        return await client.call_tool("kb_search", {"query": "backups nightly"})
+
+    found = run_client(work)
+    assert not found.is_error
+    assert found.structured_content["keyword_fallback"] == ["Vec"]
+    assert found.structured_content["notice"] == "keyword search only in Vec: the query could not be embedded"
+    assert found.structured_content["results"][0]["source"] == "backups.txt"

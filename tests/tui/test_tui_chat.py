@@ -131,6 +131,28 @@ async def test_keys_keep_working_while_an_answer_streams_and_esc_stops_it(chat_d
         assert isinstance(app.screen, KbListScreen)
 
 
+async def test_ctrl_c_stops_a_streaming_answer_and_quit_stays_on_ctrl_q(chat_desk, chat_server):
+    docs(chat_desk)
+    chat_server.slow(" ".join(f"w{i}" for i in range(200)), delay=0.05)
+    app = make_app(chat_desk)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_chat(pilot)
+        await type_text(pilot, "Tell me everything")
+        await pilot.press("enter")
+        assert await wait_until(pilot, lambda: screen.turn is not None and "w3" in screen.turn.state.text)
+        turn = screen.turn
+        await pilot.press("ctrl+c")  # the question box has focus: it still stops the answer
+        assert await wait_until(pilot, lambda: screen.turn is None)
+        await settle(pilot)
+        assert turn.state.status == "cancelled"
+        assert not any("quit" in n.lower() for n in notifications(app))
+        assert app.is_running and app.screen is screen
+        await type_text(pilot, "abc")
+        await pilot.press("ctrl+c")  # no answer streaming: the question box keeps its text, nothing stops
+        await settle(pilot)
+        assert screen.query_one("#question", Input).value == "abc" and app.screen is screen
+
+
 async def settle_ui(pilot) -> None:
     """A few refreshes without waiting for workers (the turn's worker is still running)."""
     for _ in range(5):

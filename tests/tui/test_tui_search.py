@@ -102,3 +102,46 @@ async def test_keyword_kb_and_kb_choice(tui_desk, corpus):
         await settle(pilot)
         assert screen.response.mode == "keyword"
         assert screen.response.results[0].source == "notes/meeting.txt"
+
+
+async def test_a_failed_search_clears_the_old_results_and_speaks_the_screens_words(tui_desk, corpus):
+    tui_desk.create_kb("docs", keyword_only=True)
+    tui_desk.add("docs", [corpus])
+    app = make_app(tui_desk)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        app.action_open_search()
+        await settle(pilot)
+        screen = app.screen
+        await type_text(pilot, "lighthouse")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert screen.query_one(ResultsTable).row_count > 0
+        screen.query_one("#mode", Select).value = "vector"  # a keyword-only KB: vector search cannot run
+        await settle(pilot)
+        assert screen.response is None and screen.query_one(ResultsTable).row_count == 0
+        status = str(screen.query_one("#search-status", Static).render())
+        assert "Choose keyword in Mode" in status and "--mode" not in status
+
+
+async def test_a_down_embedder_answers_by_keyword_under_a_banner(vector_desk, corpus, fake_openai):
+    from kbdesk.providers.breaker import forget_breakers
+
+    forget_breakers()
+    vector_desk.create_kb("docs")
+    vector_desk.add("docs", [corpus])
+    fake_openai.stop()
+    app = make_app(vector_desk)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        app.action_open_search()
+        await settle(pilot)
+        screen = app.screen
+        await type_text(pilot, "lighthouse")
+        await pilot.press("enter")
+        await settle(pilot)
+        banner = screen.query_one("#search-notice", Static)
+        assert banner.display
+        assert "keyword search only in docs: the query could not be embedded" in str(banner.render())
+        assert screen.response.results and screen.response.mode == "keyword"
+    forget_breakers()

@@ -21,15 +21,17 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from kbdesk.chat.budget import CHARS_PER_TOKEN, fit, window_for
 from kbdesk.chat.events import (
     Answer,
+    AnswerStatus,
     ChatEvent,
     Notice,
+    RetrievalHow,
     Source,
     TextDelta,
     ToolCallFinished,
@@ -39,6 +41,7 @@ from kbdesk.chat.events import (
     TurnStarted,
     Waiting,
 )
+from kbdesk.chat.grounding import grounding_queries
 from kbdesk.chat.notes import NoteService
 from kbdesk.chat.prompt import system_prompt
 from kbdesk.chat.resolve import ActiveKB, kb_hint, resolve_kbs
@@ -50,7 +53,15 @@ from kbdesk.config import Config
 from kbdesk.errors import KbdeskError
 from kbdesk.providers.chat import CancelToken, ChatCancelled, ChatClient, ToolsRejectedError
 from kbdesk.providers.context import context_window
-from kbdesk.providers.errors import ContextOverflowError, ProviderConfigError, ProviderError
+from kbdesk.providers.errors import (
+    ContextOverflowError,
+    ProviderConfigError,
+    ProviderError,
+    ProviderRequestError,
+    ProviderResponseError,
+    ProviderUnavailableError,
+    SilentEndError,
+)
 from kbdesk.providers.settings import ProviderSettings
 
 log = logging.getLogger("kbdesk.chat")
@@ -119,8 +130,14 @@ class _State:
     rounds: int = 0
     finish: str | None = None
     searched: str | None = None  # "tool" once kb_search ran, "auto" once kbdesk searched itself
+    grounded: bool = False  # kbdesk has searched with the question this turn
+    ground: list[str] = field(default_factory=list)  # what it searches with (.grounding)
     trimmed: int = 0
     attached: tuple[str, ...] = ()  # names of the KBs active for the turn
+    fallback: list[str] = field(default_factory=list)  # KBs searched by keyword only (no query vector)
+
+    def note_fallback(self, names: list[str]) -> None:
+        self.fallback.extend(n for n in names if n not in self.fallback)
 
     def add_sources(self, found: list[dict[str, Any]]) -> tuple[Source, ...]:
         out = []
@@ -135,7 +152,9 @@ class _State:
             out.append(self.sources[key])
         return tuple(out)
 
-    def answer(self, message_id: str | None, status: str, error: str | None = None, retrieval: str = "none") -> Answer:
+    def answer(
+        self, message_id: str | None, status: AnswerStatus, error: str | None = None, retrieval: RetrievalHow = "none"
+    ) -> Answer:
         return Answer(
             self.conversation_id,
             message_id,
@@ -150,7 +169,7 @@ class _State:
             self.finish,
             retrieval,
             self.trimmed,
-        )  # type: ignore[arg-type]
+        )
 
 
 @dataclass
@@ -163,6 +182,7 @@ class _Plan:
     force: bool  # round 1 is told to call kb_search
     window: int
     max_tokens: int
+    window_known: bool = False  # the server said its window, or [chat] context_window did
 
     @property
     def result_chars(self) -> int:
@@ -179,6 +199,7 @@ def run_turn(
     store = desk.store
     state = _State(conversation.id)
     previous = store.messages(conversation.id, limit=HISTORY_MESSAGES)
+    state.ground = grounding_queries(text, previous)
     user = store.add_message(conversation.id, "user", text)
     if not conversation.title:
         store.update_conversation(conversation.id, title=one_line(text, 60))
@@ -204,7 +225,7 @@ def run_turn(
             if plan.policy == "always" or (plan.policy == "auto" and plan.kb_tools and not plan.force):
                 first = plan.searchable
             if first:
-                reference = yield from _auto_search(desk, first, text, state, plan.result_chars)
+                reference = yield from _auto_search(desk, first, state, plan.result_chars)
             tools_ok = True
             retried_overflow = False
             while True:
@@ -239,7 +260,7 @@ def run_turn(
                     # reads a named choice as "auto", but honours "required" (with only kb_search offered)
                     if target.settings.kind == "llamacpp":
                         options_wire["tool_choice"] = "required"
-                        tools = [t for t in tools if t["function"]["name"] == "kb_search"]
+                        tools = [t for t in tools or [] if t["function"]["name"] == "kb_search"]
                     else:
                         options_wire["tool_choice"] = "kb_search"
                 try:
@@ -265,37 +286,42 @@ def run_turn(
                                 round_text.append(clean(completion.content))
                                 if not forcing:
                                     yield TextDelta(round_text[0], state.rounds)
-                except ContextOverflowError:
-                    if retried_overflow or (not previous and not state.exchange):
-                        raise
-                    retried_overflow, state.rounds = True, state.rounds - 1
-                    yield _notice(
-                        state,
-                        "the conversation did not fit the model's context: asking again with "
-                        "the earlier questions left out",
-                        "warning",
-                    )
-                    continue
                 except ProviderError as exc:
-                    if not isinstance(exc, ToolsRejectedError):
-                        if not (forcing and exc.status in (400, 422, 500)):
-                            raise
-                        # the server fails on a forced tool choice (llama-cpp-python answers "required"
-                        # with a bare 500): kbdesk searches for this model from now on
+                    if forcing and forcing_failed(exc):
+                        # the server fails on a forced tool choice (llama-cpp-python asserts inside its
+                        # stream on "required" and answers an empty 200; others a bare 500): asked again
+                        # once without forcing, with the passages kbdesk found; remembered for this model
                         state.rounds -= 1
-                        log.info("forcing kb_search failed on %s: %s", target.model, exc)
+                        log.info("forcing kb_search failed on %s/%s: %s", target.provider, target.model, exc)
                         remember_ignores_forcing(store, target.provider, target.model)
                         plan.force = False
-                        reference = yield from _search_instead(desk, plan, text, state, reference)
+                        why = "its server answered with an empty stream" if isinstance(exc, SilentEndError) else exc
+                        yield _notice(
+                            state,
+                            f"{target.model} could not be told to search ({one_line(why, 160)}); kbdesk "
+                            "searched with the question and asked again without forcing (remembered for "
+                            "this model)",
+                            "info",
+                        )
+                        reference = yield from _search_instead(desk, plan, state, reference)
                         continue
+                    if isinstance(exc, ContextOverflowError):
+                        if retried_overflow or (not previous and not state.exchange):
+                            raise _overflow(exc, fitted.prompt_tokens, plan) from None
+                        retried_overflow, state.rounds = True, state.rounds - 1
+                        said = (
+                            "the model's server ended the answer without a word, as it does when a prompt does "
+                            "not fit its context"
+                            if isinstance(exc, SilentEndError)
+                            else "the conversation did not fit the model's context"
+                        )
+                        yield _notice(state, f"{said}: asking again with the earlier questions left out", "warning")
+                        continue
+                    if not isinstance(exc, ToolsRejectedError):
+                        raise
                     if state.exchange or not tools:
                         raise
                     state.rounds -= 1
-                    if forcing and getattr(exc, "choice", True):  # it refuses a forced choice: search first
-                        remember_ignores_forcing(store, target.provider, target.model)
-                        plan.force = False
-                        reference = yield from _search_instead(desk, plan, text, state, reference)
-                        continue
                     tools_ok = False
                     searched = {a.kb.id for a in first}
                     rest = [a for a in plan.searchable if a.kb.id not in searched] if plan.kb_tools else []
@@ -304,7 +330,7 @@ def run_turn(
                         state, f"{target.model} does not accept tools ({one_line(exc, 200)}); {what}", "warning"
                     )
                     if rest:
-                        found = yield from _auto_search(desk, rest, text, state, plan.result_chars)
+                        found = yield from _auto_search(desk, rest, state, plan.result_chars)
                         reference = "\n\n".join(r for r in (reference, found) if r)
                     continue
                 _log_usage(store, target, completion)
@@ -316,7 +342,7 @@ def run_turn(
                     remember_ignores_forcing(store, target.provider, target.model)
                     plan.force = False
                     state.rounds -= 1
-                    reference = yield from _search_instead(desk, plan, text, state, reference)
+                    reference = yield from _search_instead(desk, plan, state, reference)
                     continue
                 if forcing and final:
                     yield TextDelta(final, state.rounds)  # what it said beside its tool call
@@ -332,7 +358,8 @@ def run_turn(
                         if not "".join(state.shown).strip():
                             raise _Stop(f"no answer after {options.max_rounds} rounds of tool calls")
                         break
-                    yield from _run_tools(store, toolbox, completion, final, state, cancel)
+                    ground = state.ground if plan.policy == "auto" and not state.grounded else []
+                    yield from _run_tools(store, toolbox, completion, final, state, cancel, ground)
                     continue
                 break
         if not "".join(state.shown).strip():
@@ -353,7 +380,7 @@ def run_turn(
             )
         how = _how(plan, state)
         if state.attached:
-            yield describe(how, [a.kb.name for a in plan.searchable] or list(state.attached))
+            yield describe(how, [a.kb.name for a in plan.searchable] or list(state.attached), state.fallback)
         message = store.add_message(
             conversation.id,
             "assistant",
@@ -362,26 +389,51 @@ def run_turn(
             sources=[s.to_dict() for s in state.sources.values()],
         )
         yield TurnFinished(state.answer(message.id, "complete", retrieval=how))
-    except ChatCancelled:
-        yield from _finish(store, state, round_text, "cancelled", "stopped by the user", plan)
-    except ContextOverflowError as exc:
-        yield from _finish(
-            store,
-            state,
-            round_text,
-            "error",
-            f"{one_line(exc, 400)} (the question and its "
-            "passages alone are too long for this model: ask a shorter question, or raise "
-            "[chat] context_window if the server allows more)",
-            plan,
-        )
+    except ChatCancelled as exc:
+        yield from _finish(store, state, round_text, "cancelled", "stopped by the user", plan, exc)
     except (KbdeskError, _Stop) as exc:
-        yield from _finish(store, state, round_text, "error", one_line(exc, 600), plan)
+        yield from _finish(store, state, round_text, "error", one_line(exc, 600), plan, exc)
     except Exception as exc:  # a bug: still a message, never a traceback in the conversation
         log.debug("chat turn failed", exc_info=True)
         yield from _finish(
-            store, state, round_text, "error", f"internal error: {type(exc).__name__}: {one_line(exc, 300)}", plan
+            store, state, round_text, "error", f"internal error: {type(exc).__name__}: {one_line(exc, 300)}", plan, exc
         )
+
+
+def forcing_failed(exc: ProviderError) -> bool:
+    """Whether a failure of a round that forced ``kb_search`` is the forcing's: the server
+    answered (an error status, an empty or malformed stream) rather than being unreachable,
+    refusing the key, missing the model, or saying the prompt is too long."""
+    if isinstance(exc, SilentEndError):
+        return True
+    if isinstance(exc, ContextOverflowError):
+        return False  # the server said so: the length, not the forcing
+    if isinstance(exc, ToolsRejectedError):
+        return bool(exc.choice)
+    if isinstance(exc, ProviderResponseError):
+        return True
+    if isinstance(exc, (ProviderRequestError, ProviderUnavailableError)):
+        return exc.status is not None and exc.status not in (401, 403, 404, 408, 429)
+    return False
+
+
+def _overflow(exc: ContextOverflowError, prompt_tokens: int, plan: _Plan) -> KbdeskError:
+    """The error a turn ends with when its prompt alone did not fit: an overflow only when
+    the server said so, or when the prompt really is over the window kbdesk knows."""
+    if isinstance(exc, SilentEndError) and not (plan.window_known and prompt_tokens > plan.window):
+        return ProviderResponseError(
+            f"{one_line(exc, 400)}; the question is about {prompt_tokens} tokens, so the request itself "
+            "may have failed: the server's log says why",
+            provider=exc.provider,
+            model=exc.model,
+        )
+    return ContextOverflowError(
+        f"{one_line(exc, 400)} (the question and its passages alone are too long for this model: ask a "
+        "shorter question, or raise [chat] context_window if the server allows more)",
+        provider=exc.provider,
+        model=exc.model,
+        status=exc.status,
+    )
 
 
 def _plan(
@@ -393,23 +445,31 @@ def _plan(
     kb_tools = policy != "off" and bool(searchable)
     force = policy == "auto" and kb_tools and not ignores_forcing(desk.store, target.provider, target.model)
     max_tokens = options.max_tokens or (persona.max_tokens if persona is not None else None) or chat.max_tokens
-    window = window_for(context_window(target.provider, target.settings, target.model), chat.context_window)
-    return _Plan(policy, searchable, kb_tools, force, window, int(max_tokens))
+    said = context_window(target.provider, target.settings, target.model)
+    window = window_for(said, chat.context_window)
+    known = bool(said) or bool(chat.context_window)
+    return _Plan(policy, searchable, kb_tools, force, window, int(max_tokens), known)
 
 
-def _how(plan: _Plan | None, state: _State) -> str:
+def _how(plan: _Plan | None, state: _State, cause: BaseException | None = None) -> RetrievalHow:
     if plan is None or not plan.searchable:
         return "none"
     if state.searched:
-        return state.searched
+        return "tool" if state.searched == "tool" else "auto"
     if plan.policy == "off":
         return "off"
+    if isinstance(cause, ChatCancelled):
+        return "stopped"
+    if isinstance(cause, ProviderUnavailableError) and cause.status is None:
+        return "unreachable"  # no connection, or no answer in time
+    if cause is not None:
+        return "failed"
     return "skipped"
 
 
-def _search_instead(desk: Any, plan: _Plan, text: str, state: _State, reference: str) -> Iterator[ChatEvent]:
+def _search_instead(desk: Any, plan: _Plan, state: _State, reference: str) -> Generator[ChatEvent, None, str]:
     """The model did not search (or cannot be told to): kbdesk searches with the question."""
-    found = yield from _auto_search(desk, plan.searchable, text, state, plan.result_chars)
+    found = yield from _auto_search(desk, plan.searchable, state, plan.result_chars)
     return "\n\n".join(r for r in (reference, found) if r)
 
 
@@ -422,27 +482,38 @@ def _notice(state: _State, text: str, level: str = "info") -> Notice:
     return Notice(text, level)  # type: ignore[arg-type]
 
 
-def _auto_search(desk: Any, active: list[ActiveKB], text: str, state: _State, max_chars: int) -> Iterator[ChatEvent]:
-    """Search ``active`` for the question; yields the events, returns the reference block."""
+def _auto_search(desk: Any, active: list[ActiveKB], state: _State, max_chars: int) -> Generator[ChatEvent, None, str]:
+    """Search ``active`` with the turn's own queries (the question; for a follow-up also
+    its standalone form); yields the events, returns the reference block."""
     names = [a.kb.name for a in active]
+    queries = [one_line(q, 1000) for q in state.ground] or [""]
+    arguments: dict[str, Any] = {"query": queries[-1], "kbs": names}
+    if len(queries) > 1:
+        arguments["standalone"] = queries[0]
     info = ToolCallInfo(
-        f"auto-{len(state.calls) + 1}",
-        "auto_search",
-        json.dumps({"query": one_line(text, 1000), "kbs": names}, ensure_ascii=False),
-        round=state.rounds,
+        f"auto-{len(state.calls) + 1}", "auto_search", json.dumps(arguments, ensure_ascii=False), round=state.rounds
     )
     yield ToolCallStarted(info)
-    outcome: Outcome = Toolbox(desk, [a.kb for a in active], max_chars=max_chars).run_auto(one_line(text, 1000))
+    outcome: Outcome = Toolbox(desk, [a.kb for a in active], max_chars=max_chars).run_auto(queries)
     done = ToolCallInfo(info.call_id, info.name, info.arguments, outcome.ok, outcome.summary, outcome.error, info.round)
     state.calls.append(done)
-    if outcome.ok and not state.searched:
-        state.searched = "auto"
+    if outcome.ok:
+        state.grounded = True
+        state.note_fallback(outcome.keyword_fallback)
+        if not state.searched:
+            state.searched = "auto"
     yield ToolCallFinished(done, state.add_sources(outcome.sources))
     return outcome.content if outcome.ok else ""
 
 
 def _run_tools(
-    store: Any, toolbox: Toolbox, completion: Any, text: str, state: _State, cancel: CancelToken
+    store: Any,
+    toolbox: Toolbox,
+    completion: Any,
+    text: str,
+    state: _State,
+    cancel: CancelToken,
+    ground: list[str],
 ) -> Iterator[ChatEvent]:
     calls = completion.tool_calls
     asked = store.add_message(
@@ -457,9 +528,12 @@ def _run_tools(
         cancel.check()
         info = ToolCallInfo(call.id, one_line(call.name, 80), call.arguments, round=state.rounds)
         yield ToolCallStarted(info)
-        outcome = toolbox.run(call.name, call.arguments)
+        grounding = ground if call.name == "kb_search" and not state.grounded else []
+        outcome = toolbox.run(call.name, call.arguments, ground=grounding)
         if call.name == "kb_search" and outcome.ok:
             state.searched = "tool"
+            state.grounded = state.grounded or bool(grounding)
+            state.note_fallback(outcome.keyword_fallback)
         store.add_message(state.conversation_id, "tool", outcome.content, tool_call_id=call.id)
         store.set_tool_call_status(asked.id, call.id, "ok" if outcome.ok else "error", outcome.error)
         state.exchange.append({"role": "tool", "tool_call_id": call.id, "content": outcome.content})
@@ -471,7 +545,13 @@ def _run_tools(
 
 
 def _finish(
-    store: Any, state: _State, round_text: list[str], status: str, error: str, plan: _Plan | None
+    store: Any,
+    state: _State,
+    round_text: list[str],
+    status: AnswerStatus,
+    error: str,
+    plan: _Plan | None,
+    cause: BaseException | None = None,
 ) -> Iterator[ChatEvent]:
     partial = "".join(round_text)
     message_id = None
@@ -487,9 +567,10 @@ def _finish(
         ).id
     store.add_message(state.conversation_id, "notice", error, status=status)
     yield _notice(state, error, "warning" if status == "cancelled" else "error")
-    how = _how(plan, state)
+    how = _how(plan, state, cause)
     if state.attached:
-        yield describe(how, [a.kb.name for a in plan.searchable] if plan and plan.searchable else list(state.attached))
+        names = [a.kb.name for a in plan.searchable] if plan and plan.searchable else list(state.attached)
+        yield describe(how, names, state.fallback)
     yield TurnFinished(state.answer(message_id, status, error, retrieval=how))
 
 

@@ -22,8 +22,10 @@ AnswerStatus = Literal["complete", "error", "cancelled"]
 # how the active KBs were consulted in a turn: "tool" (the model called kb_search),
 # "auto" (kbdesk searched them itself: the model did not, or policy "always"),
 # "skipped" (policy "tool" and the model did not search), "off" (policy off),
-# "none" (no KB was active)
-RetrievalHow = Literal["tool", "auto", "skipped", "off", "none"]
+# "none" (no KB was active); a turn that ended before any search: "unreachable" (the
+# model's server could not be reached), "stopped" (the user stopped it), "failed" (it
+# failed otherwise)
+RetrievalHow = Literal["tool", "auto", "skipped", "off", "none", "unreachable", "stopped", "failed"]
 
 
 @dataclass(frozen=True)
@@ -173,6 +175,8 @@ class Retrieval:
     knowledge_bases: tuple[str, ...] = ()
     text: str = ""
     """One line for the user: "searched Docs (kb_search)", "the model did not search Docs"."""
+    keyword_only: tuple[str, ...] = ()
+    """KBs searched by keyword alone: the question could not be embedded for them."""
 
 
 @dataclass(frozen=True)

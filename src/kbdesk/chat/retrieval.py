@@ -1,15 +1,20 @@
 """The retrieval policy of a turn: whether and how the active KBs are consulted.
 
 * ``auto`` (the default): the model is asked to call ``kb_search`` first (a forced tool
-  choice) and then answers from what it found. A model or server that does not follow
-  a forced tool choice answers without searching: kbdesk then searches the KBs itself
-  with the question and asks again with the passages — and remembers that this model
-  does not follow forced tool choices, so later turns search first and spare it the
-  wasted answer. Either way a question asked with KBs attached is answered from them.
+  choice) and then answers from what it found — merged with what kbdesk finds for the
+  question itself (:mod:`.grounding`: for a follow-up, also the question made
+  standalone), so a query the model writes badly (empty, punctuation, finding nothing)
+  never leaves the turn without passages. A model or server that does not follow a
+  forced tool choice — it answers without the call, or fails in any way (an error
+  status, an empty or broken stream) — is asked again once without forcing, with the
+  passages kbdesk found; kbdesk remembers that for the provider and model, so later
+  turns search first and spare it the wasted round. Either way a question asked with
+  KBs attached is answered from them.
 * ``tool``: the model may call ``kb_search`` when it sees fit; when it does not, the
   turn says so ("the model did not search …").
-* ``always``: kbdesk searches the KBs with the question before every answer (the
-  passages go into the prompt); ``kb_search`` is still offered for more.
+* ``always``: kbdesk searches the KBs with the question (a follow-up also in its
+  standalone form) before every answer (the passages go into the prompt);
+  ``kb_search`` is still offered for more.
 * ``off``: the KBs are not offered and not searched.
 
 The policy comes from the turn's own option, else the conversation, else the persona,
@@ -53,8 +58,9 @@ def _ignoring(store: Any) -> set[str]:
         return set()
 
 
-def describe(how: RetrievalHow, names: Sequence[str]) -> Retrieval:
-    """The line the user sees about this turn's retrieval."""
+def describe(how: RetrievalHow, names: Sequence[str], keyword_only: Sequence[str] = ()) -> Retrieval:
+    """The line the user sees about this turn's retrieval; ``keyword_only`` names the KBs
+    searched by keyword alone because the question could not be embedded for them."""
     kbs = ", ".join(names)
     text = {
         "tool": f"searched {kbs} (kb_search)",
@@ -62,5 +68,10 @@ def describe(how: RetrievalHow, names: Sequence[str]) -> Retrieval:
         "skipped": f"the model did not search {kbs}",
         "off": f"did not search {kbs} (retrieval is off)",
         "none": "no knowledge base with searchable documents is active",
+        "unreachable": f"not searched: the server could not be reached ({kbs})",
+        "stopped": f"stopped before searching {kbs}",
+        "failed": f"not searched: the answer failed before {kbs} could be searched",
     }[how]
-    return Retrieval(how, tuple(names), text)
+    if keyword_only and how in ("tool", "auto"):
+        text += f"; by keyword only in {', '.join(keyword_only)}: the question could not be embedded"
+    return Retrieval(how, tuple(names), text, tuple(keyword_only))

@@ -15,10 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kbdesk.chat.grounding import merge, usable
 from kbdesk.chat.safety import bounded, clean, data_json, one_line, reference_block
 from kbdesk.errors import KbdeskError
 from kbdesk.models import KnowledgeBase
-from kbdesk.search import DEFAULT_LIMIT, MAX_LIMIT
+from kbdesk.search import DEFAULT_LIMIT, MAX_LIMIT, SearchResponse
 
 log = logging.getLogger("kbdesk.chat")
 
@@ -78,13 +79,11 @@ class Outcome:
     """One line for the user."""
     sources: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
+    keyword_fallback: list[str] = field(default_factory=list)
+    """KBs searched by keyword only: the query could not be embedded for them."""
 
 
 class BadArguments(ValueError):
-    pass
-
-
-class _KeywordOnly(Exception):
     pass
 
 
@@ -105,13 +104,19 @@ class Toolbox:
             tools.append(NOTE_SEARCH_TOOL)
         return tools
 
-    def run(self, name: str, arguments: str) -> Outcome:
+    def run(self, name: str, arguments: str, *, ground: Sequence[str] = ()) -> Outcome:
+        """Run tool ``name``. With ``ground`` (the turn's own queries, :mod:`.grounding`),
+        a ``kb_search`` call also searches those and merges them in: a query the model
+        wrote that is empty, punctuation, malformed or finds nothing still brings the
+        passages for the question."""
         offered = [t["function"]["name"] for t in self.definitions()]
         try:
             if name not in offered:
                 raise BadArguments(
                     f"there is no tool named {one_line(name, 60)!r}; the tools are: {', '.join(offered) or 'none'}"
                 )
+            if name == "kb_search" and ground:
+                return self.grounded(arguments, list(ground))
             args = parse_arguments(arguments)
             if name == "kb_search":
                 return self.kb_search(_query(args, name), _limit(args))
@@ -121,27 +126,61 @@ class Toolbox:
         except KbdeskError as exc:
             return _failed(name, f"the search failed: {exc}")
 
-    def run_auto(self, query: str) -> Outcome:
-        """kbdesk's own search of these KBs for the question (``auto_search``)."""
+    def run_auto(self, query: str | Sequence[str]) -> Outcome:
+        """kbdesk's own search of these KBs for the question (``auto_search``); several
+        queries (a follow-up and its standalone form) are searched and interleaved."""
+        queries = [query] if isinstance(query, str) else list(query)
         try:
-            return self.kb_search(query, DEFAULT_LIMIT, via="auto_search")
+            responses = [self.desk.search([kb.id for kb in self.kbs], q, limit=DEFAULT_LIMIT) for q in queries]
+            combined = _combine(responses, [r.results for r in responses], DEFAULT_LIMIT)
+            return self.outcome(combined, "auto_search")
         except KbdeskError as exc:
             return _failed("auto_search", f"the search failed: {exc}")
 
+    def grounded(self, arguments: str, ground: list[str]) -> Outcome:
+        """A model's ``kb_search`` call merged with kbdesk's searches for the question."""
+        refs = [kb.id for kb in self.kbs]
+        model_query: str | None = None
+        limit = DEFAULT_LIMIT
+        try:
+            args = parse_arguments(arguments)
+            model_query = _query(args, "kb_search")
+            limit = _limit(args)
+        except BadArguments as exc:
+            log.info("kb_search with unusable arguments (%s): searching with the question", exc)
+        if model_query is not None and (not usable(model_query) or model_query in ground):
+            model_query = None
+        responses = [self.desk.search(refs, q, limit=DEFAULT_LIMIT) for q in ground]
+        vias: dict[tuple[Any, ...], str] = {}
+        rankings = [r.results for r in responses]
+        for r in responses:
+            vias.update({_key(x): "auto_search" for x in r.results})
+        if model_query is not None:
+            own = self.desk.search(refs, model_query, limit=limit)
+            responses.append(own)
+            rankings.append(own.results)
+            vias.update({_key(x): "kb_search" for x in own.results if _key(x) not in vias})
+        combined = _combine(responses, rankings, DEFAULT_LIMIT + (limit if model_query is not None else 0))
+        combined.query = model_query or ""
+        return self.outcome(combined, "kb_search", {"question": ground}, vias=vias)
+
     # ── kb_search ──────────────────────────────────────────────────────────────
     def kb_search(self, query: str, limit: int = DEFAULT_LIMIT, via: str = "kb_search") -> Outcome:
-        refs = [kb.id for kb in self.kbs]
-        vectors, notes = self._query_vectors(query)
-        try:
-            if vectors is None:
-                raise _KeywordOnly()
-            response = self.desk.search(refs, query, query_vector=vectors, limit=limit)
-        except (KbdeskError, _KeywordOnly) as exc:
-            if isinstance(exc, KbdeskError):
-                log.warning("kb_search: %s; falling back to keyword search", exc)
-                notes.append(f"search by meaning failed ({one_line(exc, 160)}): keyword search only")
-            response = self.desk.search(refs, query, limit=limit, mode="keyword")
-        notes.extend(response.notes)
+        """Search the turn's KBs; a KB whose query cannot be embedded is searched by
+        keyword, and the summary (and ``keyword_fallback`` in the result) says so."""
+        response = self.desk.search([kb.id for kb in self.kbs], query, limit=limit)
+        return self.outcome(response, via)
+
+    def outcome(
+        self,
+        response: Any,
+        via: str,
+        extra: dict[str, Any] | None = None,
+        *,
+        vias: dict[tuple[Any, ...], str] | None = None,
+    ) -> Outcome:
+        """The tool result of one search response (bounded, fenced as data); ``vias``
+        says which search found each result when several were merged."""
         results, sources = [], []
         for result in response.results:
             metadata = {k: _clean_meta(v) for k, v in result.metadata.items() if k in _META_KEYS}
@@ -154,41 +193,26 @@ class Toolbox:
                     "metadata": metadata,
                 }
             )
-            sources.append(_chunk_source(result, metadata, via, self.kbs))
-        payload: dict[str, Any] = {"results": results, "query": query, "searched_kbs": response.searched_kbs}
+            found_by = (vias or {}).get(_key(result), via)
+            sources.append(_chunk_source(result, metadata, found_by, self.kbs))
+        payload: dict[str, Any] = {"results": results, "query": response.query, "searched_kbs": response.searched_kbs}
+        payload.update(extra or {})
+        if response.keyword_fallback:
+            payload["keyword_fallback"] = list(response.keyword_fallback)
         _fit(payload, self.max_chars)
         sources = sources[: len(payload["results"])]
         kbs = ", ".join(response.searched_kbs)
         summary = f"{len(payload['results'])} result{'' if len(payload['results']) == 1 else 's'} from {kbs}"
+        notes = ([response.notice] if response.notice else []) + list(response.notes)
         if notes:
             summary += f" ({'; '.join(one_line(n, 160) for n in notes)})"
-        return Outcome(reference_block(payload, label=f"{via} results"), True, summary, sources)
-
-    def _query_vectors(self, query: str) -> tuple[dict[str, Any] | None, list[str]]:
-        """The query embedded once per (provider, model) among the KBs: ``{kb_id: vector}``,
-        or None when no KB can be searched by meaning."""
-        groups: dict[tuple[Any, str], list[KnowledgeBase]] = {}
-        for kb in self.kbs:
-            if kb.model_id:
-                groups.setdefault((kb.embedding_config.get("provider"), kb.model_id), []).append(kb)
-        vectors: dict[str, Any] = {}
-        notes: list[str] = []
-        for (_, model), kbs in groups.items():
-            try:
-                vector = self.desk.query_embedder(kbs[0], query) if self.desk.query_embedder else None
-            except KbdeskError as exc:
-                notes.append(
-                    f"the query could not be embedded with {model} ({one_line(exc, 160)}): "
-                    f"keyword search only in {', '.join(kb.name for kb in kbs)}"
-                )
-                continue
-            if vector is None:
-                notes.append(
-                    f"no provider is set up for {model}: keyword search only in {', '.join(kb.name for kb in kbs)}"
-                )
-                continue
-            vectors.update({kb.id: vector for kb in kbs})
-        return (vectors or None), notes
+        return Outcome(
+            reference_block(payload, label=f"{via} results"),
+            True,
+            summary,
+            sources,
+            keyword_fallback=list(response.keyword_fallback),
+        )
 
     # ── note_search ────────────────────────────────────────────────────────────
     def note_search(self, query: str, limit: int = DEFAULT_LIMIT, semantic: bool = False) -> Outcome:
@@ -223,13 +247,33 @@ class Toolbox:
         return Outcome(reference_block(payload, what="notes", label="note_search results"), True, summary, sources)
 
 
+def _key(result: Any) -> tuple[Any, ...]:
+    return (result.document_id, result.chunk_index, result.kb, result.source)
+
+
+def _combine(responses: Sequence[SearchResponse], rankings: Sequence[Sequence[Any]], limit: int) -> SearchResponse:
+    """One response of several searches of the same KBs: results interleaved, notes and
+    keyword fallbacks of each kept once."""
+    first = responses[0]
+    notes = list(dict.fromkeys(n for r in responses for n in r.notes))
+    fallback = list(dict.fromkeys(k for r in responses for k in r.keyword_fallback))
+    return SearchResponse(
+        merge(rankings, min(limit, MAX_LIMIT)),
+        first.query,
+        list(first.searched_kbs),
+        first.mode,
+        notes=notes,
+        keyword_fallback=fallback,
+    )
+
+
 def parse_arguments(arguments: str) -> dict[str, Any]:
     text = (arguments or "").strip()
     if not text:
         return {}
     try:
-        value = json.loads(text)
-    except ValueError as exc:
+        value = json.loads(text, strict=False)  # a raw newline inside a string: small models write those
+    except json.JSONDecodeError as exc:
         raise BadArguments(
             f"the arguments are not valid JSON ({exc.msg} at character {exc.pos}); send a JSON "
             'object such as {"query": "..."}'

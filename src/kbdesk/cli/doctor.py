@@ -66,7 +66,13 @@ def gather(state: Any, check_seconds: float = 5.0) -> dict[str, Any]:
     from kbdesk.config import load_config, vector_backend_override
     from kbdesk.paths import get_paths, resolve_db
 
-    report: dict[str, Any] = {"kbdesk": __version__, "python": platform.python_version(), "ok": True, "problems": []}
+    report: dict[str, Any] = {
+        "kbdesk": __version__,
+        "python": platform.python_version(),
+        "ok": True,
+        "problems": [],
+        "warnings": [],
+    }
     paths = get_paths(state.home)
     report["paths"] = {
         "config_file": str(paths.config_file),
@@ -119,7 +125,29 @@ def gather(state: Any, check_seconds: float = 5.0) -> dict[str, Any]:
     if not report["fts5"]:
         report["ok"] = False
         report["problems"].append("this SQLite has no FTS5: keyword search is unavailable")
+    report["providers"] = _providers(desk.config, report["warnings"])
     return report
+
+
+def _providers(config: Any, warnings: list[str]) -> dict[str, Any]:
+    """The providers the model roles use: which server each URL answers like, and a
+    warning when that is not the kind it is registered as (a server that does not answer
+    is not a problem here: it may simply not be running)."""
+    from kbdesk.providers.server_kind import detect, mismatch
+
+    used = [r.provider for r in (config.roles.chat, config.roles.embedding) if r.provider]
+    out: dict[str, Any] = {}
+    for name in dict.fromkeys(used):
+        settings = config.providers.get(name)
+        if settings is None or settings.kind == "local":
+            continue
+        found = detect(name, settings, timeout=2.0)
+        out[name] = {"kind": settings.kind, "answers_like": found.kind if found else None}
+        warning = mismatch(name, settings, found)
+        if warning:
+            out[name]["kind_mismatch"] = warning
+            warnings.append(warning)
+    return out
 
 
 def _driver(driver: Any) -> dict[str, Any]:
@@ -173,7 +201,12 @@ def doctor_command(state, check_seconds, as_json) -> None:
                 t.add_row("exact search", plain(vb["exact_search"]))
         if "fts5" in report:
             t.add_row("keyword search", "FTS5 available" if report["fts5"] else "FTS5 missing")
+        for name, info in report.get("providers", {}).items():
+            like = info["answers_like"] or "no known server answered"
+            t.add_row(plain(f"provider {name}"), plain(f"kind {info['kind']}; answers like: {like}"))
         stdout().print(t)
+        for warning in report["warnings"]:
+            click.echo(f"warning: {inert_line(warning)}", err=True)
         for problem in report["problems"]:
             click.echo(f"problem: {inert_line(problem)}", err=True)
     if not report["ok"]:

@@ -13,6 +13,7 @@ from kbdesk.errors import InvalidInputError
 from kbdesk.provider_config import key_source
 from kbdesk.providers import DEFAULT_BASE_URLS, OpenAICompatProvider, embedding_candidates
 from kbdesk.providers.settings import display_url
+from kbdesk.textsafe import inert_line
 
 KINDS = ["openai", "ollama", "lmstudio", "llamacpp", "vllm", "openrouter", "custom", "local"]
 
@@ -159,11 +160,22 @@ def test(state, name, model, as_json) -> None:
             embedded = provider.embed(["kbdesk connection test"], model)
             result["model"] = model
             result["dimensions"] = embedded.dimensions
+    from kbdesk.providers.server_kind import detect, mismatch
+
+    found = detect(name, settings)
+    result["answers_like"] = found.kind if found else None
+    warning = mismatch(name, settings, found)
+    if warning:
+        result["kind_mismatch"] = warning
     if as_json:
         print_json(result)
         return
     out = stdout()
     out.print(Text(f"'{name}' answered: {len(models)} models, {len(candidates)} embedding candidates"))
+    if found is not None:
+        out.print(Text(f"it answers like {found.name} ({found.evidence})"))
+    if warning:
+        click.echo(f"warning: {inert_line(warning)}", err=True)
     for m in candidates:
         out.print(Text(f"  {m.id}" + (f"  ({m.model_type})" if m.model_type else "")))
     if model:

@@ -6,7 +6,7 @@ import click
 from rich.text import Text
 
 from kbdesk.cli.output import passage, plain, print_json, stdout, table
-from kbdesk.search import MAX_LIMIT, MODES
+from kbdesk.search import MAX_LIMIT, MODES, NeedsVectorsError
 from kbdesk.textsafe import inert_line
 
 SNIPPET = 400
@@ -35,7 +35,12 @@ def search_command(state, kbs, query, limit, threshold, mode, full, explain, as_
     """Search one or more knowledge bases (KB... names or ids) for QUERY."""
     if mode == "keyword" and threshold is not None:
         raise click.UsageError("--threshold applies to vector and hybrid search (keyword search has no cosine)")
-    response = state.desk().search(list(kbs), query, limit=limit, threshold=threshold, mode=mode, explain=explain)
+    try:
+        response = state.desk().search(list(kbs), query, limit=limit, threshold=threshold, mode=mode, explain=explain)
+    except NeedsVectorsError as exc:
+        raise NeedsVectorsError(f"{exc} (--mode keyword)") from None
+    if response.notice:
+        click.echo(f"notice: {inert_line(response.notice)}", err=True)
     for note in response.notes:
         click.echo(f"note: {inert_line(note)}", err=True)
     if as_json:

@@ -49,6 +49,7 @@ from kbdesk.providers.errors import (
     ProviderRequestError,
     ProviderResponseError,
     ProviderUnavailableError,
+    SilentEndError,
 )
 from kbdesk.providers.retry import backoff_delay, parse_retry_after
 from kbdesk.providers.secrets import Redactor
@@ -359,10 +360,10 @@ class ChatClient:
             finish = choice.get("finish_reason") or finish
         calls = assembler.calls()
         if not done and finish is None:
-            if not parts and not calls:  # llama-cpp-python's answer to a prompt over its context
-                raise ContextOverflowError(
-                    f"{named}: {OVERFLOW} (the server ended the answer without a word, "
-                    "as llama-cpp-python does when the prompt does not fit)",
+            if not parts and not calls:  # llama-cpp-python: a prompt over its context, or a request it failed on
+                raise SilentEndError(
+                    f"{named}: the server ended the answer without a word (no error said; llama-cpp-python "
+                    "does this when the prompt does not fit its context, or when it fails on the request)",
                     provider=self.name,
                     model=model,
                     status=response.status_code,

@@ -70,6 +70,13 @@ class ContextOverflowError(ProviderRequestError):
     (llama-cpp-python does that). Not retried: the caller shortens the prompt."""
 
 
+class SilentEndError(ContextOverflowError):
+    """The server answered 200 and ended the stream without a word, a tool call or a
+    finish_reason. llama-cpp-python does that for a prompt over its context — and for a
+    request it fails on inside the stream (a ``tool_choice`` it cannot follow). Only a
+    guess at an overflow: the caller decides from what it sent."""
+
+
 class ProviderResponseError(ProviderError):
     """The server answered, but not with what the OpenAI embeddings API promises."""
 

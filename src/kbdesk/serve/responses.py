@@ -102,6 +102,10 @@ class SearchAnswer(BaseModel):
     query: str
     total: int
     mode: str = Field(description="How the results were ranked: vector, keyword or hybrid.")
+    keyword_fallback: list[str] | None = Field(
+        None, description="The KBs searched by keyword alone because their embedding provider failed."
+    )
+    notice: str | None = Field(None, description="One line about that fallback, for a person.")
     notes: list[str] | None = Field(None, description="Why the answer is not what was asked (say, keyword only).")
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import anyio
+import anyio.to_thread
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
-from kbdesk.providers.errors import ProviderError
+from kbdesk.search import NeedsVectorsError
 from kbdesk.serve.auth import WRITES, Caller, caller
 from kbdesk.serve.errors import ApiError
 from kbdesk.serve.responses import RebuildStarted, SearchAnswer, errors
@@ -20,6 +22,18 @@ log = logging.getLogger("kbdesk.serve")
 router = APIRouter(tags=["search"])
 
 
+SEARCH_THREADS = 4
+"""Searches run at once, in threads of their own: a search waiting on a slow embedding
+provider never holds a thread that other requests need (they queue among themselves)."""
+
+
+def search_limiter(app: Any) -> anyio.CapacityLimiter:
+    limiter = getattr(app.state, "search_limiter", None)
+    if limiter is None:
+        limiter = app.state.search_limiter = anyio.CapacityLimiter(SEARCH_THREADS)
+    return limiter
+
+
 @router.post(
     "/knowledge-bases/{kb_id}/search",
     summary="Search a knowledge base by meaning and keyword",
@@ -27,32 +41,35 @@ router = APIRouter(tags=["search"])
     response_model_exclude_none=True,
     responses=errors(404, 413, 502),
 )
-def search(kb_id: str, body: SearchRequest, who: Caller = Depends(caller)) -> dict[str, Any]:
+async def search(kb_id: str, body: SearchRequest, request: Request, who: Caller = Depends(caller)) -> dict[str, Any]:
     """Results are ``{content, source, kb, similarity, metadata}``, best first; ``limit``
     5 by default (at most 20); ``threshold`` (0.3) the minimum cosine in vector mode and a
     floor on the fused score in hybrid mode, refused in keyword mode.
-    When the KB's embedding provider cannot embed the query, the answer comes from
-    keyword search alone and ``notes`` says so."""
+    When the KB's embedding provider cannot embed the query (or failed a moment ago), the
+    answer comes from keyword search alone: ``keyword_fallback`` names the KB, ``notice``
+    and ``notes`` say why. Only ``mode: "vector"`` fails then (502)."""
     if body.mode == "keyword" and body.threshold is not None:
         raise ApiError(400, "threshold applies to vector and hybrid search (keyword search has no cosine)")
+    return await anyio.to_thread.run_sync(_search, who, kb_id, body, limiter=search_limiter(request.app))
+
+
+def _search(who: Caller, kb_id: str, body: SearchRequest) -> dict[str, Any]:
     kb = who.kb(kb_id)
-    notes: list[str] = []
     try:
         response = who.desk.search([kb.id], body.query, limit=body.limit, threshold=body.threshold, mode=body.mode)
-    except ProviderError as exc:
-        if body.mode == "vector":
-            raise
-        notes.append(f"the query could not be embedded ({inert_line(str(exc))}): keyword search only")
-        response = who.desk.search([kb.id], body.query, limit=body.limit, mode="keyword")
-    notes.extend(response.notes)
+    except NeedsVectorsError as exc:
+        raise ApiError(400, f'{exc} ("mode": "keyword")') from None
     out: dict[str, Any] = {
         "data": [r.to_dict() for r in response.results],
         "query": body.query,
         "total": len(response.results),
         "mode": response.mode,
     }
-    if notes:
-        out["notes"] = notes
+    if response.keyword_fallback:
+        out["keyword_fallback"] = list(response.keyword_fallback)
+        out["notice"] = response.notice
+    if response.notes:
+        out["notes"] = [inert_line(n) for n in response.notes]
     return out
 
 

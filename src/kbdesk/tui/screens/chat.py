@@ -1,6 +1,7 @@
 """Chat with the knowledge bases: conversations, answers streamed as Markdown with their
 sources, persona and project, the conversation's KBs (ctrl+o) and how they are searched
-(ctrl+t), stopping an answer (Esc), and the way to Settings when no model is set (ctrl+g).
+(ctrl+t), stopping an answer (Esc or ctrl+c; quitting stays on ctrl+q), and the way to
+Settings when no model is set (ctrl+g).
 
 Asking, stopping and leaving while an answer runs live in :mod:`.chat_turns`. Keys keep
 working meanwhile: typing the next question, scrolling, opening sources, the KB popup, help.
@@ -41,6 +42,9 @@ class ChatScreen(ChatTurns, DeskScreen):
     CSS_PATH = "chat.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "stop", "Stop", id="chat.stop"),
+        # ctrl+c stops an answer as it does in `kbdesk chat` (before the question box copies or
+        # the app says how to quit: neither is what someone pressing it mid-answer wants)
+        Binding("ctrl+c", "stop", "Stop", id="chat.stop_ctrl_c", show=False, priority=True),
         Binding("escape", "back", "Back", id="chat.back"),
         Binding("ctrl+n", "new_conversation", "New", id="chat.new"),
         Binding("ctrl+r,f2", "rename", "Rename", id="chat.rename"),

@@ -11,7 +11,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import Button, DataTable, Header, Input, Label, Select, Static
 
-from kbdesk.search import MODES, SearchResponse
+from kbdesk.search import MODES, NeedsVectorsError, SearchResponse
 from kbdesk.textsafe import inert, inert_line
 from kbdesk.tui.format import line, score, significant, where_label
 from kbdesk.tui.screens.base import DeskScreen
@@ -53,6 +53,7 @@ class SearchScreen(DeskScreen):
             yield Label("Threshold")
             yield Input(f"{config.threshold:g}", type="number", id="threshold", compact=True)
             yield Button("KBs: …", id="kbs", compact=True)
+        yield Static("", id="search-notice")
         yield ResultsTable(id="results")
         yield Static(Text(HINT), id="preview")
         yield Static("", id="search-status")
@@ -60,6 +61,7 @@ class SearchScreen(DeskScreen):
 
     def on_mount(self) -> None:
         self.sub_title = "search"
+        self.query_one("#search-notice", Static).display = False
         if not self.kb_names:
             self.in_thread(
                 self.desk.list_kbs,
@@ -111,13 +113,31 @@ class SearchScreen(DeskScreen):
             group="search",
             exclusive=True,
             done=self._show,
-            failed=lambda _: self._status(Text("")),
+            failed=self._failed,
         )
+
+    def _failed(self, error: BaseException) -> None:
+        """The search failed: its results are gone (never the last query's, as if they were
+        this one's), and the status line says what to do, in this screen's words."""
+        self.response = None
+        self.query_one(ResultsTable).show([], self.show_cut)
+        self._banner(None)
+        self._preview()
+        text = Text(inert_line(str(error) if str(error) else type(error).__name__), style="bold")
+        if isinstance(error, NeedsVectorsError):
+            text.append("\nChoose keyword in Mode to search these knowledge bases by their words.", style="italic")
+        self._status(text)
+
+    def _banner(self, notice: str | None) -> None:
+        banner = self.query_one("#search-notice", Static)
+        banner.display = bool(notice)
+        banner.update(Text(f"⚠ {inert_line(notice)}", style="bold") if notice else "")
 
     def _show(self, response: SearchResponse) -> None:
         self.response = response
         table = self.query_one(ResultsTable)
         table.show(response.explain or [], self.show_cut)
+        self._banner(response.notice)
         self._status(self._explain_summary(response))
         self._preview()
 
@@ -136,7 +156,7 @@ class SearchScreen(DeskScreen):
             if best is not None and cut.get("threshold"):
                 text.append(
                     f"\nNothing passed: the best cosine is {best:.3f}, under the threshold {threshold}. "
-                    "Lower the threshold or try keyword mode.",
+                    "Lower the Threshold, or choose keyword in Mode.",
                     style="bold",
                 )
             elif not explain:
@@ -207,6 +227,7 @@ class SearchScreen(DeskScreen):
         else:
             self.response = None
             self.query_one(ResultsTable).show([], self.show_cut)
+            self._banner(None)
             self._status(Text(""))
             self._preview()
 
