@@ -426,15 +426,15 @@ def _hybrid(
         # else: a chunk of a keyword-only KB, kept; its score is its keyword coverage
     if fusion == "rrf":
         survivors = [c for c in candidates if c.cut is None]
-        for c in candidates:
-            c.fused = 0.0
+        fused = dict.fromkeys((c.seq for c in candidates), 0.0)
         # ranks count among the candidates that survive the threshold
-        vector_order = sorted((c for c in survivors if c.vector_rank is not None), key=lambda c: c.vector_rank)
-        keyword_order = sorted((c for c in survivors if c.keyword_rank is not None), key=lambda c: c.keyword_rank)
-        for rank, c in enumerate(vector_order, start=1):
-            c.fused += 1.0 / (RRF_K + rank)
-        for rank, c in enumerate(keyword_order, start=1):
-            c.fused += 1.0 / (RRF_K + rank)
+        by_vector = sorted((c.vector_rank, c.seq) for c in survivors if c.vector_rank is not None)
+        by_keyword = sorted((c.keyword_rank, c.seq) for c in survivors if c.keyword_rank is not None)
+        for order in (by_vector, by_keyword):
+            for rank, (_, seq) in enumerate(order, start=1):
+                fused[seq] += 1.0 / (RRF_K + rank)
+        for c in candidates:
+            c.fused = fused[c.seq]
     return sorted(candidates, key=lambda c: (c.cut is not None, -(c.fused or 0.0), -c.similarity, c.seq))
 
 

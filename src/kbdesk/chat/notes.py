@@ -9,6 +9,7 @@ search runs, so it is never lost to that search for long.
 
 from __future__ import annotations
 
+import builtins
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -124,7 +125,9 @@ class NoteService:
         result.hits = [NoteHit(notes[i], score[i], tuple(matched[i])) for i in order if i in notes]
         return result
 
-    def _vector_hits(self, query: str, pool: int, threshold: float, notes: list[str]) -> list[tuple[str, float]]:
+    def _vector_hits(
+        self, query: str, pool: int, threshold: float, notes: builtins.list[str]
+    ) -> builtins.list[tuple[str, float]]:
         target = self._embedder()
         if target is None:
             notes.append("no embedding model is set (roles.embedding in config.toml): keyword matches only")
@@ -157,7 +160,7 @@ class NoteService:
         except KbdeskError:
             return None
 
-    def _embed(self, notes: list[Note]) -> str | None:
+    def _embed(self, notes: builtins.list[Note]) -> str | None:
         if not notes:
             return None
         target = self._embedder()

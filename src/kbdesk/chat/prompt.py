@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from kbdesk.store.chat import ChatMessage
+
 HISTORY_CHARS = 24_000
 NOTES_HINT = "Use the note_search tool to search the user's notes (set semantic to true to match by meaning)."
 SOURCES_HINT = "When you use retrieved passages, say which source each fact comes from."
@@ -49,7 +51,7 @@ def fit_history(
     groups: list[list[dict[str, Any]]] = []  # one group per answered question
     current: list[dict[str, Any]] = []
     answered = False
-    pending: dict[str, Any] | None = None  # an assistant tool-call message waiting for its results
+    pending: ChatMessage | None = None  # an assistant tool-call message waiting for its results
     results: list[dict[str, Any]] = []
     for msg in messages:
         if msg.role == "notice":

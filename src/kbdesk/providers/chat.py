@@ -51,6 +51,7 @@ from kbdesk.providers.errors import (
     ProviderUnavailableError,
     SilentEndError,
 )
+from kbdesk.providers.json_shapes import obj
 from kbdesk.providers.retry import backoff_delay, parse_retry_after
 from kbdesk.providers.secrets import Redactor
 from kbdesk.providers.settings import ProviderSettings, base_url_for, display_url
@@ -166,7 +167,12 @@ class ChatClient:
         log.debug("provider %s: chat with %s, %d messages, %d tools", self.name, model, len(messages), len(tools or ()))
         waiter = Waiter(cancel, on_wait, float(wait_limit) if wait_limit else DEFAULT_WAIT_LIMIT)
         current: list[Exchange] = []
-        forget = cancel.on_cancel(lambda: current and current[-1].abort())
+
+        def abort() -> None:
+            if current:
+                current[-1].abort()
+
+        forget = cancel.on_cancel(abort)
         try:
             response = self._open(payload, model, waiter, current)
             yield from self._read(current[-1], response, model, waiter)
@@ -312,7 +318,8 @@ class ChatClient:
         if "json" in kind and "event-stream" not in kind:
             yield self._whole(response, model, clean)
             return
-        assembler, parts, usage = ToolCallAssembler(), [], {}
+        assembler, parts = ToolCallAssembler(), []
+        usage: dict[str, Any] = {}
         finish: str | None = None
         done = seen = False
         while not done:
@@ -344,13 +351,7 @@ class ChatClient:
             if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
                 continue
             choice = choices[0]
-            delta = (
-                choice.get("delta")
-                if isinstance(choice.get("delta"), dict)
-                else choice.get("message")
-                if isinstance(choice.get("message"), dict)
-                else {}
-            )
+            delta = obj(choice.get("delta")) or obj(choice.get("message"))
             text = delta.get("content")
             if isinstance(text, str) and text:
                 parts.append(text)

@@ -134,9 +134,9 @@ class Exchange:
             _shutdown(sock)
         if response is not None:
             stream = response.extensions.get("network_stream")
-            sock = stream.get_extra_info("socket") if stream is not None else None
-            if sock is not None:
-                _shutdown(sock)
+            raw = stream.get_extra_info("socket") if stream is not None else None
+            if raw is not None:
+                _shutdown(raw)
 
     # ── the worker ─────────────────────────────────────────────────────────────
     def _run(self) -> None:

@@ -32,6 +32,8 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from kbdesk.providers.json_shapes import obj
+
 # servers documented to accept stream_options.include_usage (usage in the last chunk);
 # LM Studio and unknown servers may refuse fields they do not know
 USAGE_KINDS = frozenset({"openai", "openrouter", "ollama", "vllm"})
@@ -89,7 +91,7 @@ def wire_tool_call(call: Any, position: int = 0) -> dict[str, Any]:
         call = call.to_wire()
     if not isinstance(call, dict):
         raise TypeError(f"a tool call must be a dict, got {type(call).__name__}")
-    function = call.get("function") if isinstance(call.get("function"), dict) else {}
+    function = obj(call.get("function"))
     call_id = call.get("id")
     return {
         "id": call_id if isinstance(call_id, str) and call_id else f"call_{position}",

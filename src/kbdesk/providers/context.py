@@ -123,6 +123,7 @@ class _Asker:
             "lmstudio": self.lmstudio,
             "vllm": self.models_list,
         }
+        order: list[Callable[[str], int | None]]
         if self.settings.kind in ("openai", "openrouter"):
             order = [self.models_list]
         else:

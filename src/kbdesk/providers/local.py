@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from kbdesk.providers.errors import ProviderConfigError, ProviderNotFoundError
 from kbdesk.providers.faults import check_result
@@ -95,7 +95,7 @@ class LocalProvider:
                     "total_tokens": None,
                 }
             )
-        mode = "collect" if on_input_error == "collect" else "raise"
+        mode: Literal["raise", "collect"] = "collect" if on_input_error == "collect" else "raise"
         return check_result(
             EmbedResult(vectors=vectors, calls=1),
             len(vectors),

@@ -18,6 +18,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from kbdesk.providers.json_shapes import obj, text
+
 
 @dataclass
 class ToolCall:
@@ -64,9 +66,9 @@ class ToolCallAssembler:
     def add(self, fragment: object) -> None:
         if not isinstance(fragment, dict):
             return
-        function = fragment.get("function") if isinstance(fragment.get("function"), dict) else {}
-        call_id = fragment.get("id") if isinstance(fragment.get("id"), str) else ""
-        name = function.get("name") if isinstance(function.get("name"), str) else ""
+        function = obj(fragment.get("function"))
+        call_id = text(fragment.get("id"))
+        name = text(function.get("name"))
         slot = self._slot_for(fragment.get("index"), call_id, name)
         if call_id and not slot.id:
             slot.id = call_id
@@ -124,7 +126,7 @@ def whole_completion(body: object) -> Completion:
     choices = body.get("choices") if isinstance(body, dict) else None
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise ValueError("expected a JSON object with a 'choices' list")
-    message = choices[0].get("message") if isinstance(choices[0].get("message"), dict) else {}
+    message = obj(choices[0].get("message"))
     assembler = ToolCallAssembler()
     for position, call in enumerate(message.get("tool_calls") or []):
         if isinstance(call, dict):

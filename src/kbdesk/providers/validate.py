@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kbdesk.providers.json_shapes import obj
 from kbdesk.providers.results import ModelInfo, normalise_model_type
 
 NESTED_VECTORS = (
@@ -94,10 +95,10 @@ def parse_embeddings(body: object, n_inputs: int, dimensions: int | None) -> Par
     bad: dict[int, str] = {}
     for i, raw in enumerate(slots):
         array, problem = vector_problem(raw)
-        if problem is None:
+        if array is not None:
             arrays[i] = array
         else:
-            bad[i] = problem
+            bad[i] = problem or "not a vector"
     lengths = sorted({a.size for a in arrays.values()})
     if dimensions is None and len(lengths) > 1:
         raise ShapeError(f"vectors have different lengths ({', '.join(map(str, lengths))})")
@@ -105,7 +106,7 @@ def parse_embeddings(body: object, n_inputs: int, dimensions: int | None) -> Par
         if dimensions is not None and array.size != dimensions:
             bad[i] = f"has {array.size} dimensions, expected {dimensions}"
     vectors = [None if i in bad else arrays[i].tolist() for i in range(n_inputs)]
-    usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+    usage = obj(body.get("usage"))
     return ParsedEmbeddings(
         vectors,
         bad,
@@ -159,6 +160,7 @@ def parse_models(body: object) -> list[ModelInfo]:
     seen: set[str] = set()
     for item in items:
         model_type = None
+        model_id: object
         if isinstance(item, str):
             model_id = item
         elif isinstance(item, dict):
