@@ -110,6 +110,27 @@ class Desk:
             team_id=team_id,
         )
 
+    # ── teams (a team server's) ────────────────────────────────────────────────
+    def teams(self) -> list[dict[str, Any]]:
+        """The user's teams on a team server: id, name, role ("member" or "admin")."""
+        return _teams_module(self.store).my_teams(self.store)
+
+    def team(self, ref: str) -> dict[str, Any]:
+        """One of the user's teams (by name or id) with its KBs, and its members when the
+        user administers it (a team's members are shown to its admins only)."""
+        teams = _teams_module(self.store)
+        team_id = teams.resolve(self.store, ref)
+        mine = {t["id"]: t for t in teams.my_teams(self.store)}
+        if team_id not in mine:
+            from kbdesk.errors import NotFoundError
+
+            raise NotFoundError(f"you are not a member of team '{ref}'")
+        kbs = [kb for kb in self.list_kbs() if kb.scope == "team" and kb.team_id == team_id]
+        team = dict(mine[team_id])
+        team["kbs"] = kbs
+        team["members"] = teams.team_members(self.store, team_id) if team["role"] == "admin" else None
+        return team
+
     def kb(self, ref: str) -> KnowledgeBase:
         return self.store.find_kb(ref)
 
@@ -332,3 +353,14 @@ def _open_postgres(paths: Paths, config: Config, uri: str) -> Desk:
     # not a file: files_dir() puts this server's document bytes beside it, in "<slug>.files"
     db_path = paths.data_dir / "postgres" / uri_slug(uri)
     return Desk(paths=paths, config=config, db_path=db_path, store=store)
+
+
+def _teams_module(store: Any) -> Any:
+    """Teams exist on a team server only (:mod:`kbdesk.store.postgres.teams`)."""
+    if store.kind != "postgres":
+        raise InvalidInputError(
+            "teams live on a team server: kbdesk --db postgresql://… team … (this desk is a SQLite file)"
+        )
+    from kbdesk.store.postgres import teams
+
+    return teams

@@ -19,7 +19,7 @@ from kbdesk.cli.chat_turn import TurnView
 from kbdesk.cli.main import cli
 
 
-def kbdesk(*args: str, input: str = "") -> subprocess.CompletedProcess[str]:
+def run_kbdesk(*args: str, input: str = "") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "kbdesk.cli.main", *args], input=input, capture_output=True, text=True, timeout=WAIT
     )
@@ -57,7 +57,7 @@ def test_piped_questions_share_one_conversation_with_sources_and_what_was_search
     chat_server.reply(tool_calls=[("kb_search", {"query": "backups"})])
     chat_server.reply("Backups run nightly at two [1].")
     chat_server.reply("Yes, every night.")
-    r = kbdesk("chat", "--kb", "Docs", input="When do backups run?\nEvery night?\n")
+    r = run_kbdesk("chat", "--kb", "Docs", input="When do backups run?\nEvery night?\n")
     assert r.returncode == 0, r.stderr
     assert "Backups run nightly at two [1]." in r.stdout and "[1] guide.md § Guide › Backups — Docs" in r.stdout
     assert r.stdout.index("[1] guide.md") < r.stdout.index("Yes, every night.")  # sources after their answer
@@ -75,7 +75,7 @@ def test_kbs_persona_and_retrieval_commands_change_the_next_answer(docs, chat_se
         )
         + "\n"
     )
-    r = kbdesk("chat", input=script)
+    r = run_kbdesk("chat", input=script)
     assert r.returncode == 0, r.stderr
     assert " 1 ☑ Docs (1 doc)  (personal)" in r.stdout and " 2 ☑ HR (1 doc)  (personal)" in r.stdout
     assert " 2 ☐ HR (1 doc)" in r.stdout
@@ -109,7 +109,7 @@ def test_new_history_sources_unknown_commands_and_exit(docs, chat_server):
         )
         + "\n"
     )
-    r = kbdesk("chat", input=script)
+    r = run_kbdesk("chat", input=script)
     assert r.returncode == 1, r.stderr  # piped: /nonsense failed, and a script learns it
     assert "[1] hr.txt — HR" in r.stdout and "Holidays are booked through the HR portal." in r.stdout
     assert "you:" in r.stdout and "How do I book holidays?" in r.stdout.split("you:")[1]
@@ -121,14 +121,14 @@ def test_new_history_sources_unknown_commands_and_exit(docs, chat_server):
 
 
 def test_several_lines_with_multi_or_a_trailing_backslash(docs, chat_server):
-    r = kbdesk("chat", input="!multi\nline one\n\nline three\n!end\nfirst\\\nsecond\n")
+    r = run_kbdesk("chat", input="!multi\nline one\n\nline three\n!end\nfirst\\\nsecond\n")
     assert r.returncode == 0, r.stderr
     assert [user_questions(req)[-1] for req in chat_server.chat_requests] == ["line one\n\nline three", "first\nsecond"]
 
 
 def test_leaving_without_asking_saves_nothing(docs, chat_server):
-    assert kbdesk("chat", input="/kbs\n/retrieval always\n").returncode == 0
-    assert kbdesk("chat", input="").returncode == 0
+    assert run_kbdesk("chat", input="/kbs\n/retrieval always\n").returncode == 0
+    assert run_kbdesk("chat", input="").returncode == 0
     assert cli_json("conversations", "list")["total"] == 0 and chat_server.chat_requests == []
 
 
@@ -136,20 +136,20 @@ def test_continue_and_a_named_conversation(docs, chat_server):
     chat_server.reply("First answer.")
     conv = cli_json("ask", "Where are the backups?")["conversation_id"]
     chat_server.reply("Second answer.")
-    r = kbdesk("chat", "--continue", input="And how often?\n")
+    r = run_kbdesk("chat", "--continue", input="And how often?\n")
     assert r.returncode == 0 and "Second answer." in r.stdout
     assert user_questions(chat_server.chat_requests[-1]) == ["Where are the backups?", "And how often?"]
-    r = kbdesk("chat", conv[:8], input="Anything else?\n")
+    r = run_kbdesk("chat", conv[:8], input="Anything else?\n")
     assert user_questions(chat_server.chat_requests[-1])[0] == "Where are the backups?"
     assert cli_json("conversations", "list")["total"] == 1
-    r = kbdesk("chat", "--continue", conv, input="")
+    r = run_kbdesk("chat", "--continue", conv, input="")
     assert r.returncode == 2 and "not both" in r.stderr
 
 
 def test_a_failed_answer_is_one_line_and_the_session_goes_on(docs, chat_server):
     chat_server.error(503, "upstream is down")
     chat_server.reply("Back again.")
-    r = kbdesk("chat", input="Anyone there?\nAnd now?\n")
+    r = run_kbdesk("chat", input="Anyone there?\nAnd now?\n")
     assert r.returncode == 1  # piped: a script learns that an answer failed
     errors = [line for line in r.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "upstream is down" in errors[0]
@@ -163,7 +163,7 @@ def test_waiting_cut_and_trimmed_history_are_said(chat_server, kbdesk_home):
         chat_server.reply(f"answer {i} " + "word " * 180)
     chat_server.reply("Backups run every", finish="length")
     questions = ["hello"] + [f"question {i} " + "filler " * 20 for i in range(7)] + ["And now?"]
-    r = kbdesk("chat", input="\n".join(questions) + "\n")
+    r = run_kbdesk("chat", input="\n".join(questions) + "\n")
     assert r.returncode == 0, r.stderr
     waiting = [line for line in r.stderr.splitlines() if line.startswith("waiting for the model (")]
     assert len(waiting) == 1 and "Late but here." in r.stdout  # printed sparsely: not a line a second

@@ -26,7 +26,7 @@ from typing import Any
 
 import httpx
 import pytest
-from e2e_support import kbdesk
+from e2e_support import e2e_cli
 
 RECORDED = Path(__file__).resolve().parent.parent / "chat" / "recorded" / "llamacpp.json"
 N_CTX = 2048
@@ -198,6 +198,6 @@ def e2e_home(tmp_path, recorder, monkeypatch):
         f'[roles.chat]\nprovider = "llama"\nmodel = "{MODEL}"\n\n[chat]\nmax_tokens = 160\n'
     )
     root = Path(__file__).resolve().parents[2]
-    kbdesk("kb", "create", "demo")
-    kbdesk("add", "demo", str(root / "assets" / "sample"), "-q")
+    e2e_cli("kb", "create", "demo")
+    e2e_cli("add", "demo", str(root / "assets" / "sample"), "-q")
     return home

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 
-def kbdesk(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+def e2e_cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     run = subprocess.run(
         [sys.executable, "-c", "from kbdesk.cli.main import main; main()", *args],
         capture_output=True,

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from e2e_support import kbdesk
+from e2e_support import e2e_cli
 
 pytestmark = pytest.mark.e2e
 CONVERSATIONS = json.loads((Path(__file__).resolve().parent / "conversations.json").read_text())["conversations"]
@@ -24,7 +24,7 @@ def test_four_two_turn_conversations_about_the_sample_cite_their_documents(e2e_h
         for t, turn in enumerate(conversation["turns"], start=1):
             recorder.label = f"conversation-{n}-turn-{t}"
             args = ["ask", turn["q"], "--json"] + (["-c", conv_id] if conv_id else [])
-            answer = json.loads(kbdesk(*args).stdout)
+            answer = json.loads(e2e_cli(*args).stdout)
             recorder.label = None
             conv_id = answer["conversation_id"]
             sources = [s["source"] for s in answer["sources"]]
@@ -45,20 +45,20 @@ def test_the_server_registered_as_the_wrong_kind_still_answers_from_the_kb(e2e_h
     config = e2e_home / "config" / "config.toml"
     config.write_text(config.read_text().replace('kind = "custom"', 'kind = "llamacpp"'))
     recorder.label = "wrong-kind"
-    answer = json.loads(kbdesk("ask", "How do I restore a backup?", "--json").stdout)
+    answer = json.loads(e2e_cli("ask", "How do I restore a backup?", "--json").stdout)
     recorder.label = None
     assert answer["status"] == "complete", answer["error"]
     assert "getting-started.md" in [s["source"] for s in answer["sources"]]
     assert not any("too long" in n for n in answer["notices"])
     forced = next(e for e in recorder.exchanges if e["label"] == "wrong-kind" and e["path"].endswith("/completions"))
     assert forced["request"]["tool_choice"] == "required" and forced["status"] == 200
-    tested = kbdesk("provider", "test", "llama")
+    tested = e2e_cli("provider", "test", "llama")
     assert "llama-cpp-python" in tested.stdout + tested.stderr
 
 
 def test_a_question_about_the_sample_kb_and_its_follow_up(e2e_home, recorder):
     recorder.label = "ask"
-    first = json.loads(kbdesk("ask", "How do I restore a backup?", "--json").stdout)
+    first = json.loads(e2e_cli("ask", "How do I restore a backup?", "--json").stdout)
     assert first["status"] == "complete" and first["answer"].strip()
     assert first["sources"] and first["retrieval"] in ("tool", "auto")
     assert {s["kb"] for s in first["sources"]} == {"demo"}
@@ -72,7 +72,9 @@ def test_a_question_about_the_sample_kb_and_its_follow_up(e2e_home, recorder):
         result = next(m for m in sent_back if m["role"] == "tool")
         assert result["tool_call_id"] == call["tool_calls"][0]["id"]
     recorder.label = "follow-up"
-    second = json.loads(kbdesk("ask", "-c", first["conversation_id"], "And how often do backups run?", "--json").stdout)
+    second = json.loads(
+        e2e_cli("ask", "-c", first["conversation_id"], "And how often do backups run?", "--json").stdout
+    )
     assert second["status"] == "complete" and second["answer"].strip()
     assert second["conversation_id"] == first["conversation_id"]
     recorder.label = None

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 import psycopg
 import pytest
+from psycopg.types.json import Jsonb
 from test_pg_security import Refused, count, raw
 from test_pg_security import server as server
 
@@ -131,7 +132,10 @@ def test_a_users_chat_is_theirs_alone_through_raw_sql(server, alices):
     bob_uri, bob = server.uris["bob"], server.uid("bob")
     for table in tables:
         assert count(bob_uri, f"SELECT count(*) FROM {table}") == 0, table
-        assert raw(bob_uri, f"DELETE FROM {table}")[1] == 0, table
+        with pytest.raises(Refused):  # users delete only through kbdesk_delete (DELETE would allow LOCK TABLE)
+            raw(bob_uri, f"DELETE FROM {table}")
+        keys = raw(server.uri, f"SELECT jsonb_agg(to_jsonb(t)) FROM {table} t")[0][0][0]  # every row, the owner's view
+        assert raw(bob_uri, "SELECT kbdesk_delete(%s, %s)", table, Jsonb(keys))[0] == [(0,)], table
     for table, column in [
         ("channels", "title"),
         ("kbdesk_chat_messages", "content"),

@@ -102,3 +102,58 @@ def test_the_cli_runs_against_postgres(tmp_path, pg_uri, monkeypatch):
     assert sql(pg_uri, "SELECT count(*) FROM kb_chunks")[0][0] == 0
     monkeypatch.setenv("KBDESK_DB", pg_uri)  # KBDESK_DB (and config storage.db) select Postgres too
     assert "No knowledge bases yet" in runner.invoke(cli, ["kb", "list"]).output
+
+
+def test_the_server_keeps_file_names_not_the_paths_on_the_adders_disk(tmp_path, pg_uri, kbdesk_home):
+    """Added from a desktop, a document on the server keeps its name; where the file lies
+    on that desktop is kept only as keyed hashes: the same file is still the same
+    document, --sync still finds what went from a folder, and nobody reads the path."""
+    secret = tmp_path / "home" / "alice" / "Clients-Acme-Layoffs"
+    folder = write_files(
+        secret,
+        {
+            "plan.md": "# Plan\n\nThe walrus ships.",
+            "sub/notes.txt": "herons",
+            "x.csv": "name,role\nAda,engineer\nGrace,admiral\n",
+        },
+    )
+    with open_desk(pg_uri) as desk:
+        desk.create_kb("docs", keyword_only=True)
+        assert sorted(desk.add("docs", [folder]).added) == ["plan.md", "sub/notes.txt", "x.csv"]
+        rows = sql(pg_uri, "SELECT to_jsonb(d)::text FROM kb_documents d")
+        assert len(rows) == 3 and not any("Clients-Acme" in r[0] or "alice" in r[0] for r in rows)
+        assert sorted(desk.add("docs", [folder / "plan.md"]).unchanged) == ["plan.md"]  # the same document
+        assert sorted(desk.add("docs", [folder]).unchanged) == ["plan.md", "sub/notes.txt", "x.csv"]
+        (folder / "sub" / "notes.txt").unlink()
+        report = desk.add("docs", [folder], sync=True, exclude=["*.csv"])  # x.csv is only filtered out: kept
+        assert report.removed == ["sub/notes.txt"]
+        assert sorted(d.filename for d in desk.documents("docs")) == ["plan.md", "x.csv"]
+        other = write_files(tmp_path / "elsewhere", {"plan.md": "# Plan\n\nAnother plan."})
+        assert desk.add("docs", [other], sync=True).added == ["plan.md"]  # another folder: another document
+        assert sorted(d.filename for d in desk.documents("docs")) == ["plan.md", "plan.md", "x.csv"]
+
+
+def test_paths_kept_before_are_hidden_by_the_schema_step_the_same_way(tmp_path, pg_uri, kbdesk_home):
+    """Documents an older kbdesk kept with their paths: the schema step turns each into
+    the hidden form kbdesk computes now, so adding the file again finds its document."""
+    from kbdesk.ingest.names import hidden_source
+
+    folder = write_files(tmp_path / "old" / "Ünïcode folder", {"a.md": "# A\n\nalpha", "b/c.md": "# C\n\ngamma"})
+    with open_desk(pg_uri) as desk:
+        desk.create_kb("docs", keyword_only=True)
+        desk.add("docs", [folder])
+        uid = desk.store.local_user_id
+    for path in (folder / "a.md", folder / "b" / "c.md"):  # as an older kbdesk kept them
+        sql(
+            pg_uri,
+            "UPDATE kb_documents SET source_path = %s WHERE source_path = %s",
+            str(path),
+            hidden_source(path, uid),
+        )
+    last = sql(pg_uri, "SELECT max(version) FROM kbdesk_migrations")[0][0]
+    sql(pg_uri, "DELETE FROM kbdesk_migrations WHERE version = %s", last)  # private_sources runs again
+    with open_desk(pg_uri) as desk:
+        assert sorted(r[0] for r in sql(pg_uri, "SELECT source_path FROM kb_documents")) == sorted(
+            hidden_source(p, uid) for p in (folder / "a.md", folder / "b" / "c.md")
+        )
+        assert sorted(desk.add("docs", [folder]).unchanged) == ["a.md", "b/c.md"]

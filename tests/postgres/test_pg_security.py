@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import psycopg
 import pytest
+from psycopg.types.json import Jsonb
 
 from helpers import axis
 from kbdesk import open_desk
@@ -212,14 +213,27 @@ def test_a_personal_kb_is_its_owners_alone_through_raw_sql(server, diary):
         for statement in [
             "UPDATE knowledge_bases SET name = 'pwned' WHERE id = %s",
             "UPDATE knowledge_bases SET discoverable = false WHERE id = %s",
-            "DELETE FROM knowledge_bases WHERE id = %s",
             "UPDATE kb_documents SET filename = 'pwned' WHERE kb_id = %s",
-            "DELETE FROM kb_documents WHERE kb_id = %s",
             "UPDATE kb_chunks SET content = 'pwned' WHERE kb_id = %s",
-            "DELETE FROM kb_chunks WHERE kb_id = %s",
         ]:
             assert raw(uri, statement, kb.id)[1] == 0, (who, statement)
-        assert raw(uri, "DELETE FROM kbdesk_document_blobs WHERE document_id = %s", doc.id)[1] == 0
+        # users delete only through kbdesk_delete (a DELETE privilege would allow LOCK TABLE):
+        # a plain DELETE is refused, and the function deletes nothing of alice's
+        for table, key, value in [
+            ("knowledge_bases", "id", kb.id),
+            ("kb_documents", "kb_id", kb.id),
+            ("kb_chunks", "kb_id", kb.id),
+            ("kbdesk_document_blobs", "document_id", doc.id),
+        ]:
+            with pytest.raises(Refused):
+                raw(uri, f"DELETE FROM {table} WHERE {key} = %s", value)
+        for table, ident in [("knowledge_bases", kb.id), ("kb_documents", doc.id)]:
+            gone = raw(
+                uri, "SELECT kbdesk_delete(%s, jsonb_build_array(jsonb_build_object('id', %s::uuid)))", table, ident
+            )
+            assert gone[0] == [(0,)], (who, table)
+        blob = "jsonb_build_array(jsonb_build_object('document_id', %s::uuid))"
+        assert raw(uri, f"SELECT kbdesk_delete('kbdesk_document_blobs', {blob})", doc.id)[0] == [(0,)]
         for statement, args in [
             (
                 "INSERT INTO kb_documents(kb_id, filename, content_type, size_bytes, storage_key, uploaded_by) "
@@ -312,9 +326,9 @@ def test_team_kbs_are_read_by_members_and_managed_by_team_admins(server):
     assert alice.search(["Runbooks"], "x", query_vector=axis(0), mode="vector").results[0].source == "deploy.md"
     with pytest.raises(NotFoundError):
         eve.kb("Runbooks")
-    with pytest.raises(AccessDeniedError, match="only an admin of its team"):
+    with pytest.raises(AccessDeniedError, match="only an admin of team 'Eng' may change it"):
         alice.rename_kb("Runbooks", "Mine now")
-    with pytest.raises(AccessDeniedError, match="only an admin of its team"):
+    with pytest.raises(AccessDeniedError, match="only an admin of team 'Eng' may change it"):
         alice.add_document("Runbooks", "x.md", ["x"], vectors=[axis(1)])
     with pytest.raises(AccessDeniedError):
         alice.delete_kb("Runbooks")
@@ -325,11 +339,11 @@ def test_team_kbs_are_read_by_members_and_managed_by_team_admins(server):
     for statement in [
         "UPDATE knowledge_bases SET name = 'Mine now' WHERE id = %s",
         "UPDATE kb_chunks SET content = 'Deploys never go out.' WHERE kb_id = %s",
-        "DELETE FROM kb_chunks WHERE kb_id = %s",
-        "DELETE FROM kb_documents WHERE kb_id = %s",
-        "DELETE FROM knowledge_bases WHERE id = %s",
     ]:
         assert raw(uri, statement, kb.id)[1] == 0, statement
+    for table, key in [("kb_chunks", "kb_id"), ("kb_documents", "kb_id"), ("knowledge_bases", "id")]:
+        rows = raw(uri, f"SELECT jsonb_agg(jsonb_build_object('id', id)) FROM {table} WHERE {key} = %s", kb.id)[0]
+        assert raw(uri, "SELECT kbdesk_delete(%s, %s)", table, Jsonb(rows[0][0]))[0] == [(0,)], table
     with pytest.raises(Refused):
         raw(
             uri,
@@ -367,7 +381,10 @@ def test_global_kbs_are_read_by_all_and_managed_by_system_admins(server):
         uri = server.uris[who]
         assert count(uri, "SELECT count(*) FROM kb_chunks WHERE kb_id = %s", kb.id) == 1
         assert raw(uri, "UPDATE knowledge_bases SET name = 'Mine' WHERE id = %s", kb.id)[1] == 0
-        assert raw(uri, "DELETE FROM kb_chunks WHERE kb_id = %s", kb.id)[1] == 0
+        keys = raw(uri, "SELECT jsonb_agg(jsonb_build_object('id', id)) FROM kb_chunks WHERE kb_id = %s", kb.id)[0]
+        assert raw(uri, "SELECT kbdesk_delete('kb_chunks', %s)", Jsonb(keys[0][0]))[0] == [
+            (0,)
+        ]  # seen, not theirs to delete
     assert raw(server.uris["root"], "UPDATE knowledge_bases SET description = 'HR' WHERE id = %s", kb.id)[1] == 1
     # taking admin back takes the power with it, at once
     revoke(server.uri, server.logins["root"], admin_only=True)
@@ -377,7 +394,9 @@ def test_global_kbs_are_read_by_all_and_managed_by_system_admins(server):
 
 
 # ── discoverable ───────────────────────────────────────────────────────────────
-def test_discoverable_hides_from_pickers_but_not_from_bindings(server):
+def test_a_hidden_global_kb_is_not_there_for_anyone_but_system_admins(server):
+    """discoverable = false: not in the picker, not by name or id, not through a binding,
+    not by raw SQL — for everyone but a system admin (a global KB has no owner)."""
     alice, bob, root = server.desk("alice"), server.desk("bob"), server.desk("root")
     kb = root.create_kb("Legal", scope="global")
     root.add_document("Legal", "nda.md", ["Mutual NDAs are signed by legal."])
@@ -388,15 +407,18 @@ def test_discoverable_hides_from_pickers_but_not_from_bindings(server):
     for ref in ("Legal", kb.id, kb.id[:8]):
         with pytest.raises(NotFoundError):
             alice.kb(ref)
-    bound = alice.store.get_kb(kb.id)  # what a persona or channel binding resolves
-    assert search(alice.store, [bound], "who signs NDAs", mode="keyword").results[0].source == "nda.md"
-    # the database's picker says the same; the rows stay readable for a binding
+    with pytest.raises(NotFoundError):
+        alice.store.get_kb(kb.id)  # what a persona or channel binding resolves
+    assert search(alice.store, [kb], "who signs NDAs", mode="keyword").results == []
+    assert root.search(["Legal"], "who signs NDAs", mode="keyword").results[0].source == "nda.md"
+    # the database says the same to raw SQL: no row of the KB, its documents or chunks
     uri = server.uris["alice"]
     assert "Legal" not in {r[0] for r in raw(uri, "SELECT name FROM kbdesk_picker()")[0]}
     assert "Legal" in {r[0] for r in raw(server.uris["root"], "SELECT name FROM kbdesk_picker()")[0]}
-    assert count(uri, "SELECT count(*) FROM kb_chunks WHERE kb_id = %s", kb.id) == 1
+    for table, key in [("knowledge_bases", "id"), ("kb_documents", "kb_id"), ("kb_chunks", "kb_id")]:
+        assert count(uri, f"SELECT count(*) FROM {table} WHERE {key} = %s", kb.id) == 0, table
     # only the owner or a system admin changes the flag: a team admin may change their
-    # team's KB, but not whether it is discoverable
+    # team's KB, but not whether it is discoverable; a hidden team KB stays its members'
     team_kb = bob.create_kb("Team docs", scope="team", team_id=server.team)
     with pytest.raises(AccessDeniedError, match="only the owner"):
         bob.edit_kb("Team docs", discoverable=False)
@@ -404,6 +426,7 @@ def test_discoverable_hides_from_pickers_but_not_from_bindings(server):
         raw(server.uris["bob"], "UPDATE knowledge_bases SET discoverable = false WHERE id = %s", team_kb.id)
     assert raw(server.uris["bob"], "UPDATE knowledge_bases SET name = 'Team wiki' WHERE id = %s", team_kb.id)[1] == 1
     assert root.store.update_kb(team_kb.id, discoverable=False).discoverable is False
+    assert "Team wiki" in names(alice) and count(uri, "SELECT count(*) FROM knowledge_bases WHERE id = %s", team_kb.id)
     alice.create_kb("Private")
     assert alice.edit_kb("Private", discoverable=False).discoverable is False  # the owner's own
     assert "Private" in names(alice)
@@ -418,14 +441,11 @@ def test_channel_bindings_are_the_channel_owners_and_reach_only_readable_kbs(ser
     channel = raw(
         alice_uri, "INSERT INTO channels(title, owner_id) VALUES ('chat', %s) RETURNING id::text", server.uid("alice")
     )[0][0][0]
-    raw(
-        alice_uri,
-        "INSERT INTO channel_knowledge_bases(channel_id, kb_id) VALUES (%s, %s), (%s, %s)",
-        channel,
-        kb.id,
-        channel,
-        legal.id,
-    )  # her own KB, and a hidden global one
+    raw(alice_uri, "INSERT INTO channel_knowledge_bases(channel_id, kb_id) VALUES (%s, %s)", channel, kb.id)
+    with pytest.raises(Refused):  # a hidden global KB is not hers to bind
+        raw(alice_uri, "INSERT INTO channel_knowledge_bases(channel_id, kb_id) VALUES (%s, %s)", channel, legal.id)
+    raw(server.uris["root"], "UPDATE knowledge_bases SET discoverable = true WHERE id = %s", legal.id)
+    raw(alice_uri, "INSERT INTO channel_knowledge_bases(channel_id, kb_id) VALUES (%s, %s)", channel, legal.id)
     bobs = raw(
         bob_uri, "INSERT INTO channels(title, owner_id) VALUES ('mine', %s) RETURNING id::text", server.uid("bob")
     )[0][0][0]
@@ -438,8 +458,12 @@ def test_channel_bindings_are_the_channel_owners_and_reach_only_readable_kbs(ser
             raw(bob_uri, statement, *args)
     assert count(bob_uri, "SELECT count(*) FROM channel_knowledge_bases") == 0
     assert count(bob_uri, "SELECT count(*) FROM channels WHERE id = %s", channel) == 0
-    assert raw(bob_uri, "DELETE FROM channel_knowledge_bases WHERE channel_id = %s", channel)[1] == 0
+    their_binding = f"jsonb_build_array(jsonb_build_object('channel_id', '{channel}', 'kb_id', '{kb.id}'))"
+    assert raw(bob_uri, f"SELECT kbdesk_delete('channel_knowledge_bases', {their_binding})")[0] == [(0,)]
     assert count(alice_uri, "SELECT count(*) FROM channel_knowledge_bases WHERE channel_id = %s", channel) == 2
+    # hidden again, the KB is gone from her conversation too (its binding row with it)
+    raw(server.uris["root"], "UPDATE knowledge_bases SET discoverable = false WHERE id = %s", legal.id)
+    assert count(alice_uri, "SELECT count(*) FROM channel_knowledge_bases WHERE channel_id = %s", channel) == 1
 
 
 # ── kbdesk's own tables ────────────────────────────────────────────────────────
@@ -452,7 +476,13 @@ def test_the_embedding_cache_and_usage_log_are_per_user(server):
     assert set(alice.store.cached_vectors("m", ["h1", "h2"])) == {"h1"}
     assert np.frombuffer(bob.store.cached_vectors("m", ["h1"])["h1"], dtype=np.float32)[1] == 1.0
     assert count(server.uris["bob"], "SELECT count(*) FROM kbdesk_embedding_cache") == 2
-    assert raw(server.uris["bob"], "DELETE FROM kbdesk_embedding_cache")[1] == 2  # his own only
+    everyone = raw(
+        server.uri,
+        "SELECT jsonb_agg(jsonb_build_object('model', model, 'text_hash', text_hash, 'user_id', user_id)) "
+        "FROM kbdesk_embedding_cache",
+    )[0][0][0]
+    assert len(everyone) == 3
+    assert raw(server.uris["bob"], "SELECT kbdesk_delete('kbdesk_embedding_cache', %s)", Jsonb(everyone))[0] == [(2,)]
     assert set(alice.store.cached_vectors("m", ["h1"])) == {"h1"}
     alice.store.log_usage("embedding", provider="p", model="m", inputs=3)
     assert count(server.uris["bob"], "SELECT count(*) FROM kbdesk_usage_log") == 0

@@ -116,6 +116,11 @@ def test_round_trip_keeps_vectors_files_and_search_results(laptop, pg_uri, fake_
                 == results(laptop, query, fake_openai, "hybrid")[0][0]
             )
         assert sql(pg_uri, "SELECT count(*) FROM kbdesk_document_blobs")[0][0] == report.copied_files
+        # the server keeps file names, never where they lie on the laptop
+        folder = str(tmp_path)
+        for row in sql(pg_uri, "SELECT to_jsonb(d)::text FROM kb_documents d"):
+            assert folder not in row[0]
+        assert {(r[0] or "")[:12] for r in sql(pg_uri, "SELECT source_path FROM kb_documents")} == {"kbdesk-path:", ""}
 
     # re-exported with zero changes
     before = pg_snapshot(pg_uri)
@@ -139,12 +144,12 @@ def test_round_trip_keeps_vectors_files_and_search_results(laptop, pg_uri, fake_
                 )
         for doc in laptop.store.list_documents(laptop.kb("docs").id):
             copy = back.store.get_document(doc.id)
-            assert (copy.filename, copy.content_hash, copy.size_bytes, copy.source_path) == (
+            assert (copy.filename, copy.content_hash, copy.size_bytes) == (
                 doc.filename,
                 doc.content_hash,
                 doc.size_bytes,
-                doc.source_path,
             )
+            assert copy.source_path is None  # the server kept no path of the laptop's to give back
             assert back.store.document_sections(doc.id) == [
                 (t.replace("\x00", ""), m) for t, m in laptop.store.document_sections(doc.id)
             ]
@@ -342,3 +347,35 @@ def test_a_keyword_only_kb_moves_both_ways(tmp_path, pg_uri, kbdesk_home):
                 assert [(r.source, r.content, r.similarity) for r in copy.search(["plain"], query).results] == [
                     (r.source, r.content, r.similarity) for r in laptop.search(["plain"], query).results
                 ]
+
+
+def test_two_desktops_exporting_one_kb_at_once_both_succeed(laptop, pg_uri, tmp_path):
+    """Two copies of one KB (a colleague imported it) exported to the server at the same
+    moment, in small batches that interleave: both runs finish, the server holds each
+    document once (no raw constraint error for the one that comes second)."""
+    import shutil
+    import threading
+
+    copy = tmp_path / "colleague.db"
+    laptop.store.connection().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    shutil.copy(tmp_path / "laptop.db", copy)
+    total, chunks = laptop.kb("docs").document_count, laptop.kb("docs").chunk_count
+    start, reports, errors = threading.Barrier(2), [], []
+
+    def export(db):
+        try:
+            with open_desk(db) as desk:
+                start.wait()
+                reports.append(export_kb(desk, "docs", pg_uri, batch_docs=1))
+        except Exception as exc:  # noqa: BLE001 - the test reports it
+            errors.append(exc)
+
+    threads = [threading.Thread(target=export, args=(db,)) for db in (tmp_path / "laptop.db", copy)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert errors == [] and len(reports) == 2
+    assert sql(pg_uri, "SELECT count(*), count(DISTINCT id) FROM kb_documents") == [(total, total)]
+    assert sql(pg_uri, "SELECT status, document_count, chunk_count FROM knowledge_bases") == [("active", total, chunks)]
+    assert export_kb(laptop, "docs", pg_uri).copied_documents == 0  # and nothing left to do

@@ -130,7 +130,9 @@ def test_a_channel_is_a_conversation_and_its_kbs_can_be_set(api, desk):
         ("beta", True, "personal"),
     }
     assert set(rows[0]) >= {"kb_id", "kb_name", "enabled", "document_count"}
-    only_beta = api.put(f"/channels/{conv.id}/knowledge-bases", json={"kb_ids": [b["id"]]}).json()["data"]
+    answer = api.put(f"/channels/{conv.id}/knowledge-bases", json={"kb_ids": [b["id"]]})
+    assert answer.status_code == 200, answer.text
+    only_beta = answer.json()["data"]
     assert {(r["kb_name"], r["enabled"]) for r in only_beta} == {("alpha", False), ("beta", True)}
     assert [(a.kb.name, a.origin) for a in desk.chat().active_kbs(conv.id)] == [("beta", "conversation")]
     unknown = api.put(

@@ -42,6 +42,13 @@ def kb_group() -> None:
 @click.option("--chunk-size", type=click.IntRange(1), help="Characters per chunk (default 1000).")
 @click.option("--chunk-overlap", type=click.IntRange(0), help="Characters shared by neighbouring chunks (default 200).")
 @click.option(
+    "--scope",
+    type=click.Choice(["personal", "team", "global"]),
+    help="Who sees it (a team server): yours alone (default), a team's (--team; its admins create it), "
+    "or everyone's (system admins create it).",
+)
+@click.option("--team", "team", metavar="TEAM", help="The team of a team KB, by name or id (implies --scope team).")
+@click.option(
     "--exist-ok",
     is_flag=True,
     help="A KB of that name already there is fine (scripts that run twice), unless it embeds with "
@@ -50,14 +57,33 @@ def kb_group() -> None:
 @json_option
 @click.pass_obj
 def create(
-    state, name, description, model_id, keyword_only, provider, dimensions, chunk_size, chunk_overlap, exist_ok, as_json
+    state,
+    name,
+    description,
+    model_id,
+    keyword_only,
+    provider,
+    dimensions,
+    chunk_size,
+    chunk_overlap,
+    scope,
+    team,
+    exist_ok,
+    as_json,
 ) -> None:
     """Create a knowledge base called NAME."""
     if provider and not model_id:
         raise InvalidInputError("--provider needs --model")
     if keyword_only and model_id:
         raise InvalidInputError("--keyword-only and --model exclude each other")
+    scope = scope or ("team" if team else "personal")
+    if scope == "team" and not team:
+        raise InvalidInputError("a team knowledge base needs --team NAME")
+    if team and scope != "team":
+        raise InvalidInputError(f"--team is for team knowledge bases, not {scope} ones")
     desk = state.desk()
+    if scope != "personal" and desk.store.kind != "postgres":
+        raise InvalidInputError(f"{scope} knowledge bases live on a team server (kbdesk --db postgresql://…)")
     existing = desk.store.kb_named(name) if exist_ok else None
     if existing is not None:
         _same_model(existing, model_id, keyword_only)
@@ -75,6 +101,8 @@ def create(
         chunk_size=chunk_size,
         chunk_overlap=chunk_overlap,
         keyword_only=keyword_only,
+        scope=scope,
+        team_id=desk.store.resolve_team(team) if team else None,
     )
     if as_json:
         print_json({**kb.to_dict(), "existed": False} if exist_ok else kb.to_dict())
@@ -177,6 +205,21 @@ def describe(state, kb, description, as_json) -> None:
         print_json(updated.to_dict())
     else:
         stdout().print(plain(f"Description of '{updated.name}' updated"))
+
+
+@kb_group.command("discoverable")
+@click.argument("kb")
+@click.argument("shown", metavar="yes|no", type=click.Choice(["yes", "no"]))
+@json_option
+@click.pass_obj
+def discoverable(state, kb, shown, as_json) -> None:
+    """Show (yes) or hide (no) a knowledge base. On a team server a hidden global KB is
+    there for system admins only; only its owner or a system admin may change this."""
+    updated = state.desk().edit_kb(kb, discoverable=shown == "yes")
+    if as_json:
+        print_json({**updated.to_dict(), "discoverable": updated.discoverable})
+    else:
+        stdout().print(plain(f"'{updated.name}' is {'discoverable' if updated.discoverable else 'hidden'}"))
 
 
 @kb_group.command("recount")

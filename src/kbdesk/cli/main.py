@@ -130,6 +130,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "kbdesk.cli.search:search_command",
         "Search one or more knowledge bases (KB... names or ids) for QUERY.",
     ),
+    "team": (
+        "kbdesk.cli.teams:team_group",
+        "Your teams on a team server: their knowledge bases, and (for their admins) their members.",
+    ),
     "serve": (
         "kbdesk.cli.serve:serve_command",
         "Serve the knowledge bases over HTTP under /api (OpenAPI at /api/docs).",

@@ -63,6 +63,15 @@ def create(state, user, permissions, read_only, label, as_json) -> None:
             "somewhere safe; kbdesk token revoke ends it."
         )
     )
+    if state.desk().store.kind != "postgres":
+        stderr().print(
+            plain(
+                f"Note: on a SQLite file every token acts as this file's one user, with that user's "
+                f"knowledge bases; '{who.username}' only says whom you gave it to (the audit log names "
+                "the token behind each change). For one user per person, serve a team server (Postgres)."
+            ),
+            style="yellow",
+        )
 
 
 @token_group.command("list")

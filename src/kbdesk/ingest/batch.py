@@ -26,7 +26,7 @@ from kbdesk.ingest.copies import write_copy
 from kbdesk.ingest.events import EventSink, IngestEvent
 from kbdesk.ingest.extract import ExtractionError, extract_bytes
 from kbdesk.ingest.helper import Helper
-from kbdesk.ingest.names import path_of
+from kbdesk.ingest.names import file_of
 from kbdesk.ingest.offload import Prepared, chunks_of
 from kbdesk.ingest.pdf_text import ExtractionCancelled
 from kbdesk.ingest.sections import ResourceLimit, Section
@@ -318,9 +318,10 @@ class BatchRunner:
     def _recover_bytes(self, doc: Document, path: Path) -> bytes:
         """The stored copy is missing or older than the row (a kill before it was
         written): re-read the source, which must still hold the bytes the row names."""
-        if doc.source_path:
+        source = file_of(doc.source_path)
+        if source is not None:
             try:
-                data = path_of(doc.source_path).read_bytes()
+                data = source.read_bytes()
             except OSError:
                 data = None
             if data is not None and (not doc.content_hash or sha256(data) == doc.content_hash):

@@ -38,26 +38,29 @@ COPIES, PREPARE = "copies", "prepare"  # a request's kind
 _LENGTH = struct.Struct("<I")  # every request and reply: its length in bytes, then it, pickled
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_all(fd: int, data: bytes | bytearray) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
 
 
-def _read_exact(fd: int, size: int) -> bytes:
-    parts = []
-    while size:
-        part = os.read(fd, size)
-        if not part:
+def _read_exact(fd: int, size: int) -> bytearray:
+    """``size`` bytes from ``fd``, read straight into one buffer (a reply of a big file's
+    text is read once, not gathered in pieces and joined)."""
+    buffer = bytearray(size)
+    view, done = memoryview(buffer), 0
+    while done < size:
+        got = os.readv(fd, [view[done:]])
+        if not got:
             raise EOFError("the helper's pipe closed")
-        parts.append(part)
-        size -= len(part)
-    return b"".join(parts)
+        done += got
+    return buffer
 
 
 def _send(fd: int, value: Any) -> None:
     body = pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
-    _write_all(fd, _LENGTH.pack(len(body)) + body)
+    _write_all(fd, _LENGTH.pack(len(body)))
+    _write_all(fd, body)  # (not concatenated: a big request is not copied once more)
 
 
 def _receive(fd: int) -> Any:

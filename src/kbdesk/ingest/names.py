@@ -5,9 +5,13 @@ not UTF-8 (a latin-1 ``café.md`` from an old archive), thousands of characters.
 database needs text it can store and compare, and a person needs a name that cannot
 drive the terminal. So every found file has
 
-* a **source** — its absolute path as text, the key of its document (one row per
-  source in a KB); bytes that are not UTF-8 are written ``\\xNN``, and a backslash that
-  would read as such an escape ``\\x5c``, so distinct names never share a key;
+* a **source** — the key of its document (one row per source in a KB): its absolute
+  path as text (bytes that are not UTF-8 written ``\\xNN``, and a backslash that would
+  read as such an escape ``\\x5c``, so distinct names never share a key); on a team
+  server, where others read a shared KB's rows, the same path as a chain of keyed hashes
+  (:func:`hidden_source`: the same file is the same document, and the path is not
+  shown); for an upload over HTTP, its name (:func:`upload_source`: a file is known
+  by its name there);
 * a **display name** — its path relative to the folder added, with those bytes and
   every control character shown as escapes (``\\t``, ``\\x1b``), so the name is one
   safe line.
@@ -15,9 +19,10 @@ drive the terminal. So every found file has
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from kbdesk.textsafe import inert_line
 
@@ -70,3 +75,43 @@ def path_of(source: str) -> Path:
         return chr(0xDC00 + value) if value >= 0x80 else chr(value)
 
     return Path(_ESCAPED_BYTE.sub(byte, source))
+
+
+UPLOAD = "upload:"
+"""The source of a document that came by HTTP upload: ``upload:`` and its file name."""
+HIDDEN = "kbdesk-path:"
+"""The source of a document on a team server: its path as keyed hashes, one per folder."""
+HASH_CHARS = 10  # hex characters per path component (40 bits: distinct names under one folder never meet)
+
+
+def upload_source(name: str) -> str:
+    """The source of an upload named ``name`` (its document is known by that name)."""
+    return UPLOAD + name
+
+
+def hidden_source(path: str | os.PathLike[str], salt: str) -> str:
+    """``path`` (absolute) as ``kbdesk-path:`` and one keyed hash per component: each
+    hash covers the path up to that component and ``salt`` (the user's id), so the same
+    file of the same user always has the same source, a folder's source is a prefix of
+    its files' (``--sync`` finds what was under it), and the path itself is not kept."""
+    # a file's path as its source key (distinct byte names stay distinct), a source as it is
+    text = source_key(Path(path)) if isinstance(path, PurePath) else as_text(os.fspath(path))
+    parts = PurePath(text).parts
+    out, prefix = [], ""
+    for part in parts:
+        prefix = os.path.join(prefix, part) if prefix else part
+        out.append(hashlib.sha256(f"{salt}\0{prefix}".encode("utf-8", "surrogatepass")).hexdigest()[:HASH_CHARS])
+    return HIDDEN + ".".join(out)
+
+
+def under(source: str, folder_source: str) -> bool:
+    """Whether the hidden ``source`` is of a file under the folder of ``folder_source``."""
+    return source.startswith(folder_source + ".")
+
+
+def file_of(source: str | None) -> Path | None:
+    """The file a source names on this machine, when it names one (an upload's name or
+    a hidden path does not)."""
+    if not source or source.startswith((UPLOAD, HIDDEN)):
+        return None
+    return path_of(source)

@@ -11,11 +11,12 @@ moment leaves either the whole document or a resumable one.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from kbdesk.ingest.batch import EMBED_GROUP, STAGED, BatchRunner, Feeder, Job
 from kbdesk.ingest.events import EventSink, IngestEvent, ignore
 from kbdesk.ingest.folders import FoundFile, scan
 from kbdesk.ingest.helper import Helper
-from kbdesk.ingest.names import path_of
+from kbdesk.ingest.names import HIDDEN, file_of, under, upload_source
 from kbdesk.ingest.prepare import Preparer
 from kbdesk.ingest.writer import Writer
 from kbdesk.models import Document, KnowledgeBase
@@ -140,15 +141,22 @@ class Ingestor:
         sync: bool = False,
         retry_failed: bool = False,
         checksum: bool = False,
+        uploads: Mapping[Path, str] | None = None,
     ) -> IngestReport:
         """Ingest files and folders into a KB; unchanged files cost nothing, files that
         failed for a reason of their own are not tried again until they change (or
         ``retry_failed``). ``checksum``: compare every file's contents, not only its size
-        and mtime. Files another live kbdesk run is indexing are waited for."""
+        and mtime. Files another live kbdesk run is indexing are waited for.
+
+        ``uploads``: the files (staged copies) came over HTTP, each under the name given
+        for it, and are known by that name (a new version of the document of that name,
+        however it came); otherwise a file is known by its path (as the store keeps it:
+        ``store.source_key``), and takes over the document an upload of its name made."""
         kb = self.desk.kb(kb_ref)
         report = IngestReport()
         self.sweep(kb)
         found = scan(paths, include=include, exclude=exclude, hidden=hidden, protect=self._protected())
+        found.files = [self._known_by(f, uploads) for f in found.files]
         report.missing = list(found.missing)
         for item in found.skipped:
             report.skipped.append((item.path, item.reason))
@@ -172,7 +180,8 @@ class Ingestor:
             if prepared.elsewhere:
                 self._wait_for_others(kb, prepared.elsewhere, claim, report)
             if sync and not self._cancel.is_set():
-                self._sync(kb, found.roots, {f.source for f in found.files}, report)
+                unfiltered = (lambda: self._all_sources(paths, hidden)) if include or exclude else (lambda: set[str]())
+                self._sync(kb, found.roots, {f.source for f in found.files}, unfiltered, report)
             if not self._cancel.is_set():  # staged vectors whose documents moved on long ago
                 self.store.prune_cached_vectors(STAGED, STAGED_DAYS)
         finally:
@@ -404,15 +413,46 @@ class Ingestor:
         for doc in waiting.values():
             report.cancelled.append(doc.filename)
 
+    def _known_by(self, file: FoundFile, uploads: Mapping[Path, str] | None) -> FoundFile:
+        """``file`` with the source its document is known by (see :meth:`add`)."""
+        if uploads is not None and file.path in uploads:
+            name = uploads[file.path]
+            return dataclasses.replace(file, name=name, source=upload_source(name))
+        return dataclasses.replace(file, source=self.store.source_key(file.path))
+
     # ── --sync ─────────────────────────────────────────────────────────────────
-    def _sync(self, kb: KnowledgeBase, roots: list[Path], present: set[str], report: IngestReport) -> None:
-        """Remove documents whose file under a scanned folder no longer exists."""
+    def _all_sources(self, paths: Sequence[str | os.PathLike[str]], hidden: bool) -> set[str]:
+        """The sources of every file under ``paths``, globs or not (what a sync keeps)."""
+        found = scan(paths, hidden=hidden, protect=self._protected())
+        return {self.store.source_key(f.path) for f in found.files}
+
+    def _sync(
+        self,
+        kb: KnowledgeBase,
+        roots: list[Path],
+        present: set[str],
+        unfiltered: Callable[[], set[str]],
+        report: IngestReport,
+    ) -> None:
+        """Remove documents whose file under a scanned folder no longer exists (uploads
+        are under no folder; a hidden path is under a folder when the folder's is its prefix)."""
+        folders = [self.store.source_key(root) for root in roots]
+        everything: set[str] | None = None
         for source, doc in self.store.documents_by_source(kb.id).items():
-            path = path_of(source)
-            if source in present or not any(root == path or root in path.parents for root in roots):
+            if source in present:
                 continue
-            if path.is_file():
-                continue  # still there, merely filtered out by this run's globs
+            path = file_of(source)
+            if path is not None:
+                if not any(root == path or root in path.parents for root in roots):
+                    continue
+                if path.is_file():
+                    continue  # still there, merely filtered out by this run's globs
+            elif source.startswith(HIDDEN) and any(under(source, folder) for folder in folders):
+                everything = unfiltered() if everything is None else everything
+                if source in everything:
+                    continue  # still there, merely filtered out by this run's globs
+            else:
+                continue
             if doc.status in IN_FLIGHT and claim_alive(doc.claimed_by, doc.updated_at):
                 continue  # another run is indexing it right now
             self.desk.delete_document(doc.id)
@@ -421,10 +461,11 @@ class Ingestor:
 
 
 def _found(doc: Document) -> FoundFile | None:
-    """The file behind a document, as a scan would find it (None when it is gone)."""
-    if not doc.source_path:
+    """The file behind a document, as a scan would find it (None when it is gone, or its
+    source names no file here)."""
+    path = file_of(doc.source_path)
+    if path is None or doc.source_path is None:
         return None
-    path = path_of(doc.source_path)
     try:
         st = path.stat()
     except OSError:

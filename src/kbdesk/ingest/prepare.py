@@ -22,18 +22,20 @@ of another file is its own document, and its vectors come from the cache.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, nullcontext, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kbdesk.errors import KbdeskError, StoreError
 from kbdesk.ingest.batch import Job, sha256
-from kbdesk.ingest.copies import read_at_most
+from kbdesk.ingest.copies import read_at_most, write_copy
 from kbdesk.ingest.events import EventSink, IngestEvent
 from kbdesk.ingest.extract import content_type_for
 from kbdesk.ingest.folders import FoundFile
+from kbdesk.ingest.names import UPLOAD, file_of
 from kbdesk.models import Document, KnowledgeBase
 from kbdesk.store.claims import claim_alive
 from kbdesk.store.doc_types import IN_FLIGHT, NewDocument
@@ -129,13 +131,21 @@ class Preparer:
         pending: list[_Pending] = []
         touches: list[tuple[str, int, float]] = []
         lost: list[FoundFile] = []
+        by_name: dict[str, list[tuple[str, Document]]] = {}
+        for source, doc in by_source.items():
+            by_name.setdefault(doc.filename, []).append((source, doc))
         for file in files:
             prev = by_source.get(file.source)
+            if prev is None:
+                file, prev, problem = _adopt(file, by_name)
+                if problem:
+                    self._fail(file, problem)
+                    continue
             held = prev is not None and prev.id in resumed
-            if held:
+            if prev is not None and held:
                 prev = resumed[prev.id]  # ours, at the version we claimed it
-                if _same_stat(prev, file):
-                    continue  # resumed as it is
+                if _same_stat(prev, file) and file_of(prev.source_path) is not None:
+                    continue  # resumed as it is (a missing copy is read again from its source)
             elif prev is not None and prev.status in IN_FLIGHT:
                 if prev.claimed_by != self.claim and claim_alive(prev.claimed_by, prev.updated_at):
                     out.elsewhere.append(prev)
@@ -157,7 +167,9 @@ class Preparer:
                 held or prev.status == "ready" or (failure_remembered(prev) and not self.retry_failed)
             ):
                 touches.append((prev.id, prev.version, file.mtime))  # the same bytes, a new mtime
-                if not held:
+                if held:
+                    self._keep_copy(prev, data)
+                else:
                     self._settled(file, prev)
                 continue
             if prev is not None:
@@ -170,6 +182,18 @@ class Preparer:
         if touches:
             self.store.touch_documents(touches)
         return lost
+
+    def _keep_copy(self, doc: Document, data: bytes) -> None:
+        """The stored copy of a resumed document, written from the file now when it is
+        missing or wrong: a source kept hidden (a team server) cannot be read again later."""
+        path = self.files_dir / doc.storage_key
+        try:
+            if sha256(path.read_bytes()) == doc.content_hash:
+                return
+        except OSError:
+            pass  # missing: written below
+        with suppress(OSError):  # the disk is full: the document fails later with the reason
+            write_copy(path, data)
 
     # ── what a file is, against its row ───────────────────────────────────────
     def _settled(self, file: FoundFile, prev: Document) -> bool:
@@ -281,3 +305,28 @@ class Preparer:
 
 def _same_stat(doc: Document, file: FoundFile) -> bool:
     return doc.size_bytes == file.size and doc.source_mtime == file.mtime
+
+
+def _adopt(
+    file: FoundFile, by_name: dict[str, list[tuple[str, Document]]]
+) -> tuple[FoundFile, Document | None, str | None]:
+    """One document per file name, whether it came by ``kbdesk add`` or over HTTP: an
+    upload becomes a new version of the document of its name (however it came); a file
+    added from disk takes over the document an upload of its name made. Returns the file
+    (with the source it is known by), the document it becomes a version of (or None),
+    and why it cannot be added (the name is ambiguous)."""
+    same = by_name.get(file.name, [])
+    if not file.source.startswith(UPLOAD):
+        same = [(source, doc) for source, doc in same if source.startswith(UPLOAD)]
+    elif len(same) > 1:
+        return (
+            file,
+            None,
+            f"{len(same)} documents of this knowledge base are named '{file.name}' (added from different "
+            "folders): delete one, or upload under another name",
+        )
+    if len(same) != 1:
+        return file, None, None
+    source, doc = same[0]
+    by_name.pop(file.name, None)  # taken: a second file of that name is a document of its own
+    return dataclasses.replace(file, source=source), doc, None

@@ -20,9 +20,10 @@ from starlette.exceptions import HTTPException
 
 from kbdesk import __version__
 from kbdesk.errors import KbdeskError
+from kbdesk.serve.apidocs import add_doc_pages, openapi
 from kbdesk.serve.errors import ApiError, error_response, from_kbdesk
 from kbdesk.serve.limits import BodyLimit
-from kbdesk.serve.uploads import Uploads
+from kbdesk.serve.uploads import Uploads, limit_arenas
 from kbdesk.serve.users import REQUEST_THREADS, Desks, Lease
 from kbdesk.store.tokens import Tokens
 
@@ -40,18 +41,15 @@ class ServerState:
 
 def create_app(desk: Any, *, cors_origins: Sequence[str] = (), resume: bool = True) -> Any:
     """The ASGI app serving ``desk`` (its store, config and files)."""
-    import kbdesk.serve.routes_channels as routes_channels
-    import kbdesk.serve.routes_documents as routes_documents
-    import kbdesk.serve.routes_kbs as routes_kbs
-    import kbdesk.serve.routes_search as routes_search
-
     max_upload = int(desk.config.storage.max_file_mb * 1024 * 1024)
+    limit_arenas()  # memory that follows the load, not the number of uploads seen
     uploads = Uploads(desk.paths.cache_dir / "uploads")
     desks = Desks(desk, on_new=uploads.resume if resume else None)
     state = ServerState(Tokens(desk.store), desks, uploads, max_upload)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        uploads.clean()  # what a server killed mid-upload left staged
         if desks.multi_user:  # each request thread keeps a connection per user's store: few threads
             import anyio.to_thread
 
@@ -67,16 +65,19 @@ def create_app(desk: Any, *, cors_origins: Sequence[str] = (), resume: bool = Tr
         version=__version__,
         lifespan=lifespan,
         description="Knowledge bases over HTTP: create them, upload documents, poll their indexing, "
-        "search by meaning and keyword. Every endpoint but this document needs "
-        "`Authorization: Bearer <token>` (`kbdesk token create`).",
+        "search by meaning and keyword. Every endpoint but this document and its pages needs "
+        "`Authorization: Bearer <token>` (`kbdesk token create`; in the docs page: Authorize). "
+        "Every refusal is `{error, message}` with its status.",
         openapi_url=f"{PREFIX}/openapi.json",
-        docs_url=f"{PREFIX}/docs",
+        docs_url=None,
         redoc_url=None,
     )
     app.state.kbdesk = state
-    for module in (routes_kbs, routes_documents, routes_search, routes_channels):
-        app.include_router(module.router, prefix=PREFIX)
+    for router in routers():
+        app.include_router(router, prefix=PREFIX)
     app.add_api_route(PREFIX, index, methods=["GET"], include_in_schema=False)
+    add_doc_pages(app, PREFIX)
+    app.openapi = lambda: openapi(app)  # type: ignore[method-assign]
     _handlers(app)
     if cors_origins:
         from starlette.middleware.cors import CORSMiddleware
@@ -91,6 +92,16 @@ def create_app(desk: Any, *, cors_origins: Sequence[str] = (), resume: bool = Tr
     return Headers(BodyLimit(app, upload_bytes=max_upload))
 
 
+def routers() -> list[Any]:
+    """The API's routes, by subject (mounted under ``/api``; the route-table test walks them)."""
+    import kbdesk.serve.routes_channels as routes_channels
+    import kbdesk.serve.routes_documents as routes_documents
+    import kbdesk.serve.routes_kbs as routes_kbs
+    import kbdesk.serve.routes_search as routes_search
+
+    return [m.router for m in (routes_kbs, routes_documents, routes_search, routes_channels)]
+
+
 def index(request: Request) -> dict[str, Any]:
     """What is here: a client's first look (no token needed, nothing private)."""
     spec = request.app.openapi()
@@ -100,6 +111,7 @@ def index(request: Request) -> dict[str, Any]:
         "version": __version__,
         "openapi": f"{PREFIX}/openapi.json",
         "docs": f"{PREFIX}/docs",
+        "redoc": f"{PREFIX}/redoc",
         "auth": "Authorization: Bearer <token>",
         "endpoints": paths,
     }

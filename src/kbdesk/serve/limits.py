@@ -2,15 +2,20 @@
 
 An upload may be as big as the largest document kbdesk accepts (``storage.max_file_mb``,
 10 MB by default) plus room for the multipart envelope; every other request body is
-small JSON. A declared ``Content-Length`` over the limit is refused before a byte is
-read; a body that grows past it while streaming is refused when it does. Either way the
-rest of the body is read and dropped (up to :data:`DRAIN_LIMIT`), so the client reads
-a clean 413 instead of a connection reset halfway through its upload.
+small JSON. The limit holds whatever the transfer encoding: a declared
+``Content-Length`` over the limit is refused before a byte is read, and a body that
+grows past it (chunked, or lying about its length) is refused the moment it does — the
+server reads at most the limit and one piece more of it. Either way the answer is a
+413 in the one error shape with ``Connection: close``: the rest of the body is never
+read (a 1 GB upload is refused within a second, not after the gigabyte), and the
+connection goes once the answer is out (after a short linger that lets a client still
+sending see the answer rather than a reset).
 """
 
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from starlette.exceptions import HTTPException
@@ -19,12 +24,13 @@ from kbdesk.serve.errors import error_body
 
 MULTIPART_ROOM = 64 * 1024  # boundaries and part headers around the file
 JSON_LIMIT = 1024 * 1024
-DRAIN_LIMIT = 256 * 1024 * 1024  # beyond this the connection is simply closed
+LINGER_SECONDS = 0.5  # after a 413, how long the rest of the body is read and dropped, at most…
+LINGER_BYTES = 4 * 1024 * 1024  # … and how much of it
 
 
 class BodyTooLarge(HTTPException):
-    """Raised inside the app when a streamed body passes its limit (after the rest of
-    the body was read and dropped); the app's handler answers 413."""
+    """Raised inside the app when a streamed body passes its limit; the app's handler
+    answers 413 (and :class:`BodyLimit` closes the connection after it)."""
 
     def __init__(self, message: str) -> None:
         super().__init__(413, message)
@@ -55,23 +61,31 @@ class BodyLimit:
         limit, message = self._limit(scope)
         declared = _content_length(scope)
         if declared is not None and declared > limit:
-            await _drain(receive)
             await _refuse(send, message)
+            await _linger(receive)
             return
         seen = 0
+        over = False
 
         async def counted() -> dict[str, Any]:
-            nonlocal seen
+            nonlocal seen, over
             event = await receive()
             if event["type"] == "http.request":
                 seen += len(event.get("body", b""))
                 if seen > limit:
-                    if event.get("more_body", False):
-                        await _drain(receive)
+                    over = True
                     raise BodyTooLarge(message)
             return event
 
-        await self.app(scope, counted, send)
+        async def closing(event: dict[str, Any]) -> None:
+            if over and event["type"] == "http.response.start":  # the rest of the body is never read
+                headers = [(k, v) for k, v in event.get("headers", []) if k.lower() != b"connection"]
+                event = {**event, "headers": [*headers, (b"connection", b"close")]}
+            await send(event)
+
+        await self.app(scope, counted, closing)
+        if over:
+            await _linger(receive)
 
 
 def _content_length(scope: dict[str, Any]) -> int | None:
@@ -84,15 +98,20 @@ def _content_length(scope: dict[str, Any]) -> int | None:
     return None
 
 
-async def _drain(receive: Any) -> None:
-    dropped = 0
-    while dropped < DRAIN_LIMIT:
-        event = await receive()
-        if event["type"] != "http.request":
-            return
-        dropped += len(event.get("body", b""))
-        if not event.get("more_body", False):
-            return
+async def _linger(receive: Any) -> None:
+    """After a 413: read and drop a little more of the body, briefly, so a client still
+    sending reads the answer before the connection closes (never the whole body)."""
+    import anyio
+
+    dropped, deadline = 0, time.monotonic() + LINGER_SECONDS
+    with anyio.move_on_after(LINGER_SECONDS):
+        while dropped < LINGER_BYTES and time.monotonic() < deadline:
+            event = await receive()
+            if event["type"] != "http.request":
+                return
+            dropped += len(event.get("body", b""))
+            if not event.get("more_body", False):
+                return
 
 
 async def _refuse(send: Any, message: str) -> None:

@@ -12,8 +12,10 @@ from typing import Any
 from fastapi import APIRouter, Depends
 
 from kbdesk.errors import NotFoundError
-from kbdesk.serve.auth import Caller, caller, is_uuid
+from kbdesk.serve.auth import WRITES, Caller, caller, is_uuid
 from kbdesk.serve.errors import ApiError
+from kbdesk.serve.responses import ChannelKbs as ChannelKbsAnswer
+from kbdesk.serve.responses import errors
 from kbdesk.serve.schemas import ChannelKbs
 from kbdesk.store.api import CHAT
 
@@ -52,7 +54,12 @@ def _rows(toggles: list[Any]) -> dict[str, Any]:
     }
 
 
-@router.get("/channels/{channel_id}/knowledge-bases", summary="The knowledge bases of a conversation")
+@router.get(
+    "/channels/{channel_id}/knowledge-bases",
+    summary="The knowledge bases of a conversation",
+    response_model=ChannelKbsAnswer,
+    responses=errors(404, 501),
+)
 def channel_kbs(channel_id: str, who: Caller = Depends(caller)) -> dict[str, Any]:
     chat, conv = _chat(who, channel_id)
     return _rows(chat.kb_toggles(conv.id))
@@ -60,9 +67,11 @@ def channel_kbs(channel_id: str, who: Caller = Depends(caller)) -> dict[str, Any
 
 @router.put(
     "/channels/{channel_id}/knowledge-bases",
-    summary="Exactly these knowledge bases on in a conversation (the others off)",
+    summary="Exactly these knowledge bases on in a conversation, the others off (needs kb.write)",
+    response_model=ChannelKbsAnswer,
+    responses=errors(403, 404, 413, 501),
 )
-def set_channel_kbs(channel_id: str, body: ChannelKbs, who: Caller = Depends(caller)) -> dict[str, Any]:
+def set_channel_kbs(channel_id: str, body: ChannelKbs, who: Caller = WRITES) -> dict[str, Any]:
     chat, conv = _chat(who, channel_id)
     kb_ids = [who.kb(kb_id).id for kb_id in dict.fromkeys(body.kb_ids)]  # every one reachable by this user
     return _rows(chat.set_kbs(conv.id, kb_ids))

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio.to_thread
 from fastapi import APIRouter, Depends, File, Request, UploadFile
 
 from kbdesk.errors import NotFoundError
 from kbdesk.models import Document
-from kbdesk.serve.auth import Caller, caller, is_uuid
+from kbdesk.serve.auth import WRITES, Caller, caller, is_uuid
 from kbdesk.serve.errors import ApiError
+from kbdesk.serve.responses import Deleted, Documents, DocumentStatus, Upload, errors
 from kbdesk.serve.uploads import check_upload_name
 
 router = APIRouter(tags=["documents"])
@@ -60,36 +62,57 @@ def _document(who: Caller, kb_id: str, doc_id: str) -> Document:
     "/knowledge-bases/{kb_id}/documents",
     status_code=202,
     summary="Upload a document (multipart field 'file'; needs kb.write)",
+    response_model=Upload,
+    responses=errors(403, 404, 412, 413, 415),
 )
-def upload(
+async def upload(
     kb_id: str,
     request: Request,
     file: UploadFile = File(description="The document: TXT, MD, CSV, HTML, PDF…"),
-    who: Caller = Depends(caller),
+    who: Caller = WRITES,
 ) -> dict[str, Any]:
-    who.require("kb.write")
+    """A file is known by its name within the knowledge base: uploading a name again (or
+    one ``kbdesk add`` added) makes a new version of that document; the same bytes
+    change nothing. The answer is the document as it was accepted (``result`` says what
+    happened); poll its status while it is indexed."""
+    parts = (await request.form()).getlist("file")  # (parsed already, for ``file``)
+    if len(parts) > 1:
+        raise ApiError(400, f"send one file per upload: the multipart field 'file' came {len(parts)} times")
+    name = check_upload_name(file.filename)
+    return await anyio.to_thread.run_sync(_accept, who, kb_id, name, file, request.app.state.kbdesk)
+
+
+def _accept(who: Caller, kb_id: str, name: str, file: UploadFile, state: Any) -> dict[str, Any]:
+    """Check, stage to disk and hand over an upload (blocking: the database, the disk)."""
     kb = who.kb(kb_id)
     who.check_can_change(kb)
-    name = check_upload_name(file.filename)
-    state = request.app.state.kbdesk
-    data = file.file.read(state.max_upload_bytes + 1)
-    if len(data) > state.max_upload_bytes:
-        raise ApiError(413, f"the file is over the {state.max_upload_bytes / 1048576:g} MB limit")
-    if not data:
-        raise ApiError(400, f"'{name}' is empty: there is nothing to index")
     if kb.model_id:
         who.desk.embedders.for_kb(kb)  # no provider for the KB's model: 412, before anything is stored
-    doc = state.uploads.submit(who.lease.share(), kb, name, data)
-    return document_object(doc)
+    staged = state.uploads.stage(kb, name, file.file, state.max_upload_bytes)
+    doc, result = state.uploads.submit(who.lease.share(), kb, name, staged)
+    shown = document_object(doc)
+    if result == "queued":
+        shown["status"] = "pending"  # as it was accepted (polling shows where it is now)
+    return {**shown, "result": result}
 
 
-@router.get("/knowledge-bases/{kb_id}/documents", summary="The documents of a knowledge base")
+@router.get(
+    "/knowledge-bases/{kb_id}/documents",
+    summary="The documents of a knowledge base",
+    response_model=Documents,
+    responses=errors(404),
+)
 def list_documents(kb_id: str, who: Caller = Depends(caller)) -> dict[str, Any]:
     docs = who.desk.documents(who.kb(kb_id).id)
     return {"data": [document_object(d) for d in docs], "total": len(docs)}
 
 
-@router.get("/knowledge-bases/{kb_id}/documents/{doc_id}/status", summary="Where a document's indexing is")
+@router.get(
+    "/knowledge-bases/{kb_id}/documents/{doc_id}/status",
+    summary="Where a document's indexing is",
+    response_model=DocumentStatus,
+    responses=errors(404),
+)
 def document_status(kb_id: str, doc_id: str, who: Caller = Depends(caller)) -> dict[str, Any]:
     doc = document_object(_document(who, kb_id, doc_id))
     return {k: doc[k] for k in STATUS_FIELDS}
@@ -98,9 +121,10 @@ def document_status(kb_id: str, doc_id: str, who: Caller = Depends(caller)) -> d
 @router.delete(
     "/knowledge-bases/{kb_id}/documents/{doc_id}",
     summary="Delete a document, its chunks and its stored file (needs kb.write)",
+    response_model=Deleted,
+    responses=errors(403, 404),
 )
-def delete_document(kb_id: str, doc_id: str, who: Caller = Depends(caller)) -> dict[str, Any]:
-    who.require("kb.write")
+def delete_document(kb_id: str, doc_id: str, who: Caller = WRITES) -> dict[str, Any]:
     doc = _document(who, kb_id, doc_id)
     who.check_can_change(who.kb(kb_id))
     who.desk.delete_document(doc.id)

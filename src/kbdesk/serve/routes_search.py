@@ -11,8 +11,9 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
 from kbdesk.search import NeedsVectorsError
-from kbdesk.serve.auth import Caller, caller
+from kbdesk.serve.auth import WRITES, Caller, caller
 from kbdesk.serve.errors import ApiError
+from kbdesk.serve.responses import RebuildStarted, SearchAnswer, errors
 from kbdesk.serve.schemas import SearchRequest
 from kbdesk.store.claims import claim_alive
 from kbdesk.textsafe import inert_line
@@ -33,7 +34,13 @@ def search_limiter(app: Any) -> anyio.CapacityLimiter:
     return limiter
 
 
-@router.post("/knowledge-bases/{kb_id}/search", summary="Search a knowledge base by meaning and keyword")
+@router.post(
+    "/knowledge-bases/{kb_id}/search",
+    summary="Search a knowledge base by meaning and keyword",
+    response_model=SearchAnswer,
+    response_model_exclude_none=True,
+    responses=errors(404, 413, 502),
+)
 async def search(kb_id: str, body: SearchRequest, request: Request, who: Caller = Depends(caller)) -> dict[str, Any]:
     """Results are ``{content, source, kb, similarity, metadata}``, best first; ``limit``
     5 by default (at most 20); ``threshold`` (0.3) the minimum cosine in vector mode and a
@@ -67,12 +74,15 @@ def _search(who: Caller, kb_id: str, body: SearchRequest) -> dict[str, Any]:
 
 
 @router.post(
-    "/knowledge-bases/{kb_id}/rebuild", status_code=202, summary="Re-chunk and re-embed every document (needs kb.write)"
+    "/knowledge-bases/{kb_id}/rebuild",
+    status_code=202,
+    summary="Re-chunk and re-embed every document (needs kb.write)",
+    response_model=RebuildStarted,
+    responses=errors(403, 404, 412),
 )
-def rebuild(kb_id: str, request: Request, who: Caller = Depends(caller)) -> JSONResponse:
+def rebuild(kb_id: str, request: Request, who: Caller = WRITES) -> JSONResponse:
     """Documents whose extracted text is kept are rebuilt in the background; the rest
     (and those another run is indexing right now) are skipped and counted."""
-    who.require("kb.write")
     kb = who.kb(kb_id)
     who.check_can_change(kb)
     state = request.app.state.kbdesk

@@ -1,29 +1,43 @@
 """Uploaded files, through the same ingestion pipeline as ``kbdesk add``.
 
-An upload is written to a staging folder (``<cache>/uploads/<kb id>/<name>``, outside
-the data directory, which ingestion never reads from) and added with
-:meth:`kbdesk.desk.Desk.add` in a thread of its own: the same claims, statuses,
-worker threads, embedding cache and crash safety as a file added from the CLI. The
-request returns (202) as soon as the pipeline has recorded the document (``pending``)
-and stored its copy under the desk's files directory; the client polls its status.
+An upload streams to disk: the multipart parser spools the file part to a temporary
+file, which is copied in 1 MB pieces to this server's staging folder
+(``<cache>/uploads/<pid>-<token>/<kb id>/<random name><suffix>``: short, whatever the
+file's own name, outside the data directory, which ingestion never reads from). It is
+then added with :meth:`kbdesk.desk.Desk.add` in a thread of its own: the same claims,
+statuses, worker threads, embedding cache and crash safety as a file added from the
+CLI. The request returns (202) as soon as the pipeline has recorded the document
+(``pending``); the client polls its status.
 
-A file is known by its name within a KB: uploading ``guide.md`` again makes a new
-version of the same document (unchanged bytes change nothing), as re-adding a file
-does. Uploads of one name to one KB run one after the other, so two versions never
-race. The staged copy is removed when its run ends: a document a crash interrupted is
-finished from its stored copy by the resume the server runs when it starts.
+A file is known by its name within a KB, whichever way it came: uploading
+``guide.md`` makes a new version of the KB's document named ``guide.md`` — one an
+earlier upload made, or one ``kbdesk add`` made — and identical bytes change nothing.
+Uploads of one name to one KB run one after the other, so two versions never race.
+
+Memory stays bounded however many upload at once: uploads are indexed together only
+while their files add up to at most :data:`INGEST_BUDGET` (a bigger one runs alone);
+the others wait on disk, at most :data:`MAX_WAITING` of them, and a request that
+cannot get its turn within :data:`QUEUED_WAIT` is answered 503 with nothing stored. The staged copy is
+removed when its run ends; a start-up removes the staging folders of servers that are
+no longer running (a document a kill interrupted is finished from its stored copy by
+the resume the server runs when it starts).
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import os
+import re
+import secrets
+import shutil
 import threading
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from kbdesk.errors import KbdeskError
 from kbdesk.ingest.events import IngestEvent
@@ -33,10 +47,18 @@ from kbdesk.serve.errors import ApiError, from_kbdesk
 
 log = logging.getLogger("kbdesk.serve")
 
-MAX_NAME_BYTES = 255  # what file systems allow for one name
-QUEUED_WAIT = 60.0  # seconds a request waits for its document to be recorded
-MAX_RUNNING = 64  # uploads being ingested at once; beyond, 503 and Retry-After
-_FIRST = ("queued", "unchanged", "known-failure", "error")
+MAX_NAME_BYTES = 255  # what file systems allow for one name (the stored copy's name is shortened)
+QUEUED_WAIT = 300.0  # seconds a request waits for its turn to be indexed (8 x 10 MB in a row: ~40 s)
+MAX_WAITING = 64  # uploads accepted and not yet finished; beyond, 503 and Retry-After
+INGEST_BUDGET = 12 * 1024 * 1024
+"""Bytes of uploaded files indexed at once. A run holds several times its file while it
+runs (its bytes, the text and chunks coming back from the extraction helper, the chunks
+stored: 77 MB measured for a 10 MB Markdown file), so 12 MB lets small uploads run side
+by side while a 10 MB one runs alone (measured: docs/SERVE.md)."""
+COPY_CHUNK = 1024 * 1024  # bytes per piece when a spooled upload is copied to staging
+_FIRST = {"queued", "unchanged", "known-failure", "error"}
+_RESULT = {"unchanged": "unchanged", "known-failure": "known_error", "error": "failed"}
+_SUFFIX = re.compile(r"\.[A-Za-z0-9]{1,15}$")
 
 
 def check_upload_name(name: str | None) -> str:
@@ -65,6 +87,7 @@ class _Wait:
     lock: threading.Lock = field(default_factory=threading.Lock)
     abandoned: bool = False  # the request gave up before its turn: the run must not happen
     doc_id: str | None = None
+    result: str = "queued"
     problem: str | None = None
     error: BaseException | None = None
 
@@ -86,6 +109,10 @@ class _Wait:
             return
         if event.kind in _FIRST and event.doc_id:
             self.doc_id = event.doc_id
+            if event.kind == "queued":
+                self.result = "failed" if event.status == "error" else "queued"
+            else:
+                self.result = _RESULT[event.kind]
             self.done.set()
         elif event.kind in ("skipped", "error"):
             self.problem = event.detail or "the file was not added"
@@ -95,51 +122,83 @@ class _Wait:
 class Uploads:
     """Runs uploads; one per server."""
 
-    def __init__(self, staging: Path) -> None:
-        self.staging = staging
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.staging = root / f"{os.getpid()}-{secrets.token_hex(4)}"  # this server's own
         self._lock = threading.Lock()
         self._names: dict[tuple[str, str], list[Any]] = {}  # (kb, name) -> [lock, uploads holding it]
+        self._budget = ByteBudget(INGEST_BUDGET)
         self._running = 0
         self._threads: set[threading.Thread] = set()
         self._stopping = threading.Event()
 
     # ── one upload ─────────────────────────────────────────────────────────────
-    def submit(self, hold: Any, kb: KnowledgeBase, name: str, data: bytes) -> Document:
-        """Hand ``data`` to the pipeline as the file ``name`` of ``kb`` on the desk ``hold``
-        leases (released when the run ends); return its document once recorded (blocking:
-        call it from a worker thread)."""
+    def stage(self, kb: KnowledgeBase, name: str, source: IO[bytes], limit: int) -> Path:
+        """Copy the upload ``source`` to a staging file of its own, in pieces; 413 past
+        ``limit`` bytes, 400 when empty (nothing is left behind either way)."""
+        match = _SUFFIX.search(name)
+        path = self.staging / kb.id / (secrets.token_hex(8) + (match.group(0).lower() if match else ""))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        size = 0
+        try:
+            with open(path, "xb") as out:
+                while piece := source.read(COPY_CHUNK):
+                    size += len(piece)
+                    if size > limit:
+                        raise ApiError(413, f"the file is over the {limit / 1048576:g} MB limit")
+                    out.write(piece)
+            if not size:
+                raise ApiError(400, f"'{name}' is empty: there is nothing to index")
+        except BaseException:
+            _remove(path)
+            raise
+        return path
+
+    def submit(self, hold: Any, kb: KnowledgeBase, name: str, staged: Path) -> tuple[Document, str]:
+        """Hand the staged file to the pipeline as the file ``name`` of ``kb`` on the desk
+        ``hold`` leases (released when the run ends); return its document once recorded,
+        and what happened (blocking: call it from a worker thread). The run removes the
+        staged file; so does a refusal."""
         desk = hold.desk
         try:
-            return self._submit(hold, desk, kb, name, data)
+            return self._submit(hold, desk, kb, name, staged)
         except BaseException:
             if not hold.started:
                 hold.release()
+                _remove(staged)
             raise
 
-    def _submit(self, hold: Any, desk: Any, kb: KnowledgeBase, name: str, data: bytes) -> Document:
+    def _submit(self, hold: Any, desk: Any, kb: KnowledgeBase, name: str, staged: Path) -> tuple[Document, str]:
         if self._stopping.is_set():
             raise ApiError(503, "the server is shutting down", headers={"Retry-After": "5"})
         with self._lock:
-            if self._running >= MAX_RUNNING:
+            if self._running >= MAX_WAITING:
                 raise ApiError(
-                    503, f"{MAX_RUNNING} uploads are being indexed; try again shortly", headers={"Retry-After": "5"}
+                    503,
+                    f"{MAX_WAITING} uploads are waiting to be indexed; try again shortly",
+                    headers={"Retry-After": "5"},
                 )
             self._running += 1
             entry = self._names.setdefault((kb.id, name), [threading.Lock(), 0])
             entry[1] += 1
             name_lock = entry[0]
         wait = _Wait(name)
+        context = contextvars.copy_context()  # the request's (which token acts, for the audit log)
         thread = threading.Thread(
-            target=self._run, args=(hold, kb, name, data, name_lock, wait), name="kbdesk-upload", daemon=True
+            target=context.run,
+            args=(self._run, hold, kb, name, staged, name_lock, wait),
+            name="kbdesk-upload",
+            daemon=True,
         )
         with self._lock:
             self._threads.add(thread)
-        hold.started = True  # the run releases it from here on
+        hold.started = True  # the run releases it (and removes the staged file) from here on
         thread.start()
         if not wait.turn.wait(QUEUED_WAIT) and wait.give_up():  # nothing was stored: say so, and try later
             raise ApiError(
                 503,
-                f"an earlier upload of '{name}' is still being indexed; try again shortly",
+                f"'{name}' is waiting behind other uploads (or an earlier upload of it) still being indexed; "
+                "try again shortly",
                 headers={"Retry-After": "10"},
             )
         wait.done.wait()
@@ -149,25 +208,20 @@ class Uploads:
             raise wait.error
         if wait.doc_id is None:
             raise ApiError(400, f"'{name}' was not added: {wait.problem}")
-        return desk.store.get_document(wait.doc_id)
+        return desk.store.get_document(wait.doc_id), wait.result
 
     def _run(
-        self, hold: Any, kb: KnowledgeBase, name: str, data: bytes, name_lock: threading.Lock, wait: _Wait
+        self, hold: Any, kb: KnowledgeBase, name: str, staged: Path, name_lock: threading.Lock, wait: _Wait
     ) -> None:
         desk = hold.desk
-        path = self.staging / kb.id / name
         try:
-            with name_lock:
+            with name_lock, self._budget.taking(staged.stat().st_size):
                 if not wait.begin():
                     return
                 if self._stopping.is_set():
                     wait.error = ApiError(503, "the server is shutting down", headers={"Retry-After": "5"})
                     return
-                _write(path, data)
-                try:
-                    report = desk.add(kb.id, [path], on_event=wait.on_event, workers=1)
-                finally:
-                    _remove(path)
+                report = desk.add(kb.id, [staged], uploads={staged: name}, on_event=wait.on_event, workers=1)
                 if not wait.done.is_set():  # nothing said about this file: the report does
                     reason = next((r for _, r in report.skipped), None) or next((e for _, e in report.failed), None)
                     wait.problem = reason or "the file was not added"
@@ -177,8 +231,10 @@ class Uploads:
             if not isinstance(exc, (KbdeskError, ApiError)):
                 log.exception("upload of a file to %s failed", kb.id)
         finally:
+            _remove(staged)
             wait.done.set()
             hold.release()
+            give_back_memory()
             with self._lock:
                 self._running -= 1
                 self._threads.discard(threading.current_thread())
@@ -188,6 +244,25 @@ class Uploads:
                     del self._names[(kb.id, name)]
 
     # ── the server's life ──────────────────────────────────────────────────────
+    def clean(self) -> int:
+        """Remove what servers no longer running left staged (a kill mid-upload); the
+        staging of servers still running is theirs. Returns how many files went."""
+        if not self.root.is_dir():
+            return 0
+        removed = 0
+        for entry in self.root.iterdir():
+            owner = entry.name.split("-", 1)[0]
+            if entry.is_dir() and owner.isdigit() and _alive(int(owner)):
+                continue  # a running server's (this one's included)
+            removed += sum(1 for p in entry.rglob("*") if p.is_file()) if entry.is_dir() else 1
+            if entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                _remove(entry)
+        if removed:
+            log.info("removed %d staged uploads left by a server that stopped", removed)
+        return removed
+
     def resume(self, hold: Any) -> None:
         """Finish, in the background, documents a crash or kill left half-way on the desk
         ``hold`` leases."""
@@ -215,7 +290,8 @@ class Uploads:
                 with self._lock:
                     self._threads.discard(threading.current_thread())
 
-        thread = threading.Thread(target=run, name=f"kbdesk-{what}", daemon=True)
+        context = contextvars.copy_context()
+        thread = threading.Thread(target=context.run, args=(run,), name=f"kbdesk-{what}", daemon=True)
         with self._lock:
             self._threads.add(thread)
         thread.start()
@@ -241,12 +317,78 @@ class Uploads:
             thread.join(max(0.0, deadline - time.monotonic()))
 
 
-def _write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.part")
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-    os.replace(tmp, path)
+ARENAS = 1
+"""glibc malloc arenas of a server process. An upload is indexed in threads of its own,
+each of which glibc would give an arena of its own (up to 8 per core); what one run
+frees in its arena, the next run's threads cannot reuse, so the server grew by a
+run's worth per upload. Measured, 8 concurrent 10 MB uploads to a ``kbdesk serve``
+process (bench/bench_serve_limits.py): 300 MiB with glibc's default, 102 MiB with 2
+arenas, 80 MiB with 1 (the slowest 202 came after 16.5 s and 19.2 s)."""
+M_ARENA_MAX = -8  # glibc's mallopt parameter
+
+
+def _libc() -> Any:
+    global _LIBC
+    if _LIBC is None:
+        try:
+            import ctypes
+            import ctypes.util
+
+            _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+            _LIBC.malloc_trim  # noqa: B018 - glibc's, or AttributeError
+        except (OSError, AttributeError):
+            _LIBC = False
+    return _LIBC
+
+
+_LIBC: Any = None
+
+
+def limit_arenas() -> None:
+    """A server's memory stays with its load, not with the number of uploads it has seen
+    (:data:`ARENAS`; glibc only: elsewhere nothing changes)."""
+    libc = _libc()
+    if libc:
+        libc.mallopt(M_ARENA_MAX, ARENAS)
+
+
+def give_back_memory() -> None:
+    """Return the heap a finished upload freed to the system (glibc's ``malloc_trim``)."""
+    libc = _libc()
+    if libc:
+        libc.malloc_trim(0)
+
+
+class ByteBudget:
+    """At most ``total`` bytes taken at once; one taker bigger than all of it runs alone."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.used = 0
+        self._cond = threading.Condition()
+
+    @contextlib.contextmanager
+    def taking(self, size: int) -> Iterator[None]:
+        size = max(1, min(int(size), self.total))
+        with self._cond:
+            self._cond.wait_for(lambda: self.used + size <= self.total)
+            self.used += size
+        try:
+            yield
+        finally:
+            with self._cond:
+                self.used -= size
+                self._cond.notify_all()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
 
 
 def _remove(path: Path) -> None:

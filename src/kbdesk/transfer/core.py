@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kbdesk.errors import ConflictError, InvalidInputError
+from kbdesk.errors import ConflictError, InvalidInputError, StoreError
 from kbdesk.models import KnowledgeBase
 from kbdesk.transfer.report import TransferEvent, TransferReport, TransferSink, fingerprint, ignore
 from kbdesk.transfer.sides import Side, side_for
@@ -136,8 +136,16 @@ def _target_kb(
                 f"{dst.label} already has a different knowledge base named '{kb.name}' "
                 f"(id {named.id}); rename one of them first"
             )
+        try:
+            made = dst.create_kb(kb, scope or "personal", team_id)
+        except (ConflictError, StoreError):
+            joined = dst.kb_by_id(kb.id)  # another export of this KB made it a moment ago: join it
+            if joined is None:
+                raise
+            check_same_model(kb, joined, dst.label)
+            return joined
         report.kb_created = True
-        return dst.create_kb(kb, scope or "personal", team_id)
+        return made
     check_same_model(kb, found, dst.label)
     if scope and scope != found.scope:
         raise ConflictError(

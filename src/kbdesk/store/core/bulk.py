@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from kbdesk.errors import ConflictError, InvalidInputError
+from kbdesk.ingest.names import UPLOAD, file_of
 from kbdesk.models import ChunkInput, KnowledgeBase
 from kbdesk.store.core.parts import StoreParts, VectorChanges
 from kbdesk.store.doc_types import storage_key
@@ -140,12 +141,23 @@ class BulkCore(StoreParts):
         with self.write() as conn:
             kb = self._get_kb(conn, kb_id)
             self.policy.check_manage(kb)
+            # one import into a KB at a time: a second export of the same KB waits for this
+            # batch, then finds its documents here (and replaces them) instead of colliding
+            conn.execute(q(f"SELECT 1 FROM knowledge_bases WHERE id = ?{self.db.for_update}"), (kb_id,))
             where, args = self.db.in_list("id", ids, ids=True)
             elsewhere = conn.execute(
                 q(f"SELECT id FROM kb_documents WHERE {where} AND kb_id <> ? LIMIT 1"), (*args, kb_id)
             ).fetchone()
             if elsewhere:
                 raise ConflictError(f"document {elsewhere[0]} already belongs to another knowledge base")
+            # each source as this store keeps it (a team server keeps no one's local path); a
+            # row coming back keeps the source it had here when the other side's means nothing here
+            kept = dict(
+                conn.execute(
+                    q(f"SELECT id, source_path FROM kb_documents WHERE kb_id = ? AND {where}"), (kb_id, *args)
+                ).fetchall()
+            )
+            docs = [dict(d, source_path=self._incoming_source(d.get("source_path")) or kept.get(d["id"])) for d in docs]
             # one document per source path: a copy coming in replaces another row of its path
             sources = [self.db.text(d["source_path"]) for d in docs if d.get("source_path")]
             source_where, source_args = self.db.in_list("source_path", sources)
@@ -156,7 +168,7 @@ class BulkCore(StoreParts):
             self._vectors_touch(conn, kb_id, changes)
             for (doc_id,) in replaced:
                 self._delete_chunks(conn, kb_id, str(doc_id), changes)
-                conn.execute(q("DELETE FROM kb_documents WHERE id = ?"), (doc_id,))
+                self.db.delete(conn, "kb_documents", "id = ?", (doc_id,))
             self.db.executemany(conn, self._IMPORT_SQL, [self._import_row(kb_id, d) for d in docs])
             self._store_blobs(conn, [(d["id"], d["blob"]) for d in docs if d.get("blob") is not None])
             self._import_chunks(conn, kb, docs, changes)
@@ -169,6 +181,13 @@ class BulkCore(StoreParts):
         changes = VectorChanges()
         changes.kbs.add(kb_id)
         self._vectors_committed(changes)
+
+    def _incoming_source(self, source: str | None) -> str | None:
+        """A copied document's source as this store keeps it: a path (or an upload's
+        name) as it is; another server's hidden path means nothing here (None)."""
+        if source and (file_of(source) is not None or source.startswith(UPLOAD)):
+            return source
+        return None
 
     _IMPORT_SQL = (
         "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, "
@@ -216,7 +235,7 @@ class BulkCore(StoreParts):
             self._vectors_touch(conn, kb_id, changes)
             for (doc_id,) in gone:
                 self._delete_chunks(conn, kb_id, str(doc_id), changes)
-                conn.execute(self.db.q("DELETE FROM kb_documents WHERE id = ?"), (doc_id,))
+                self.db.delete(conn, "kb_documents", "id = ?", (doc_id,))
             self._vectors_written(conn, changes)
             self._recount(conn, kb_id)
         self._vectors_committed(changes)

@@ -71,21 +71,18 @@ class CacheCore(StoreParts):
         with self.write() as conn:
             for start in range(0, len(todo), step):
                 where, args = self.db.in_list("text_hash", todo[start : start + step])
-                conn.execute(
-                    self.db.q(f"DELETE FROM {self.db.table('embedding_cache')} WHERE model = ? AND {where}"),
-                    (model_key, *args),
-                )
+                self.db.delete(conn, self.db.table("embedding_cache"), f"model = ? AND {where}", (model_key, *args))
 
     def prune_cached_vectors(self, prefix: str, days: int) -> int:
         """Forget cached vectors under keys starting with ``prefix`` older than ``days``."""
         cutoff = self.db.at(datetime.now(UTC) - timedelta(days=int(days)))
         with self.write() as conn:
-            return conn.execute(
-                self.db.q(
-                    f"DELETE FROM {self.db.table('embedding_cache')} WHERE substr(model, 1, ?) = ? AND created_at < ?"
-                ),
+            return self.db.delete(
+                conn,
+                self.db.table("embedding_cache"),
+                "substr(model, 1, ?) = ? AND created_at < ?",
                 (len(prefix), prefix, cutoff),
-            ).rowcount
+            )
 
     def chunk_texts(self, kb_id: str) -> list[tuple[str, str]]:
         """Distinct (text_hash, content) of a KB's chunks."""
@@ -136,7 +133,7 @@ class CacheCore(StoreParts):
                 q("UPDATE knowledge_bases SET embedding_config = ?, updated_at = ? WHERE id = ?"),
                 (self.db.json_in(config), self.db.now(), kb_id),
             )
-            conn.execute(q(f"DELETE FROM {cache} WHERE model = ?"), (model_key,))  # now in kb_chunks
+            self.db.delete(conn, cache, "model = ?", (model_key,))  # now in kb_chunks
             self.audit(
                 conn,
                 "kb.reembed",

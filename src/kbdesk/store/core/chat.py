@@ -266,7 +266,7 @@ class ChatCore(StoreParts):
     def set_channel_kbs(self, channel_id: str, enabled: Iterable[str], disabled: Iterable[str] = ()) -> None:
         """Replace the conversation's bindings: ``enabled`` on, ``disabled`` explicitly off."""
         with self.write() as conn:
-            conn.execute(self.db.q("DELETE FROM channel_knowledge_bases WHERE channel_id = ?"), (channel_id,))
+            self.db.delete(conn, "channel_knowledge_bases", "channel_id = ?", (channel_id,))
             self._bind(conn, channel_id, [(k, False) for k in disabled] + [(k, True) for k in enabled])
 
     def _bind(self, conn: Any, channel_id: str, rows: Sequence[tuple[str, bool]]) -> None:

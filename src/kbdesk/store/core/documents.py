@@ -19,9 +19,11 @@ end of :class:`DocumentsCore`); the rules above are written here once.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError, SupersededError
+from kbdesk.ingest import names
 from kbdesk.models import DOC_STATUSES, ChunkInput, Document, KnowledgeBase
 from kbdesk.store.claims import claim_alive
 from kbdesk.store.core.claiming import ClaimsCore
@@ -143,6 +145,11 @@ class DocumentsCore(ClaimsCore):
             .fetchall()
         )
         return {str(kb_id): int(n) for kb_id, n in rows}
+
+    def source_key(self, path: Path) -> str:
+        """The source a file's document is known by in this store: its path (a team
+        server keeps hidden paths instead, :func:`kbdesk.ingest.names.hidden_source`)."""
+        return names.source_key(path)
 
     def failed_counts(self) -> dict[str, int]:
         """Documents whose newest version failed, per KB (KBs with none left out)."""
@@ -341,7 +348,7 @@ class DocumentsCore(ClaimsCore):
             self.policy.check_manage(self._get_kb(conn, doc.kb_id))
             self._vectors_touch(conn, doc.kb_id, changes)
             count = self._delete_chunks(conn, doc.kb_id, doc_id, changes)
-            conn.execute(self.db.q("DELETE FROM kb_documents WHERE id = ?"), (doc_id,))
+            self.db.delete(conn, "kb_documents", "id = ?", (doc_id,))
             self._vectors_written(conn, changes)
             self._bump(conn, doc.kb_id, docs=-1, chunks=-count, size=-doc.size_bytes)
             self.audit(conn, "document.delete", doc.kb_id, doc.filename, {"document_id": doc_id})

@@ -58,7 +58,7 @@ class NotesCore(StoreParts):
                     self.db.qt(f"UPDATE {{notes}} SET {sets}, updated_at = ? WHERE id = ?"),
                     (*changes.values(), self.db.now(), note.id),
                 )
-                conn.execute(self.db.qt("DELETE FROM {note_vectors} WHERE note_id = ?"), (note.id,))
+                self.db.delete(conn, self.db.table("note_vectors"), "note_id = ?", (note.id,))
         return self.find_note(note.id)
 
     def delete_note(self, note_id: str) -> Note:

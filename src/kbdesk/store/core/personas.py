@@ -80,7 +80,7 @@ class PersonasCore(StoreParts):
     def _delete_row(self, table: str, row: Any) -> Any:
         """Delete ``row`` (found for this user) from ``{table}``; returns it."""
         with self.write() as conn:
-            conn.execute(self.db.qt(f"DELETE FROM {{{table}}} WHERE id = ?"), (row.id,))
+            self.db.delete(conn, self.db.table(table), "id = ?", (row.id,))
         return row
 
     def _bound(self, owner: str, owner_id: str, extra: str = "") -> list[Any]:
@@ -118,7 +118,7 @@ class PersonasCore(StoreParts):
             )
             if bindings is not None:
                 links = self.db.table(f"{what}_knowledge_bases")
-                conn.execute(self.db.q(f"DELETE FROM {links} WHERE {what}_id = ?"), (row_id,))
+                self.db.delete(conn, links, f"{what}_id = ?", (row_id,))
                 marks = ", ".join("?" * (2 + extra.count(",")))
                 self.db.executemany(
                     conn,

@@ -10,6 +10,7 @@ server may hold many "Notes"; a local file holds one of each).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,12 @@ from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError
 from kbdesk.models import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, KB_STATUSES, SCOPES, KnowledgeBase
 from kbdesk.store.core.parts import StoreParts
 from kbdesk.store.ids import ID_PREFIX, check_name, new_id
+
+ACTING_TOKEN: ContextVar[dict[str, str] | None] = ContextVar("kbdesk_acting_token", default=None)
+"""The API token a request of ``kbdesk serve`` acts with (its id, the first characters
+shown in ``kbdesk token list``, and whom it was given to): every audit row the request
+writes names it, so a change can be traced to the token that made it (on a SQLite
+file, where every token acts as its one user, that is the only way to tell)."""
 
 KB_COLUMNS = (
     "id, name, description, scope, owner_id, team_id, embedding_config, document_count, "
@@ -44,8 +51,8 @@ class RecordsCore(StoreParts):
     def _kb_created(self, conn: Any, kb_id: str, config: dict[str, Any]) -> None:
         """Engine bookkeeping for a new KB, inside its transaction."""
 
-    def _lock_names(self, conn: Any) -> None:
-        """Serialise name checks with the writes they guard."""
+    def _lock_names(self, conn: Any, name: str) -> None:
+        """Serialise checks of ``name`` with the writes they guard."""
 
     # ── knowledge bases ────────────────────────────────────────────────────────
     def create_kb(
@@ -104,7 +111,7 @@ class RecordsCore(StoreParts):
             return self._get_kb(conn, kb_id)
 
     def _check_name_free(self, conn: Any, name: str, kb_id: str | None) -> None:
-        self._lock_names(conn)
+        self._lock_names(conn, name)
         where, args = self.policy.visible()
         sql = f"SELECT id FROM knowledge_bases WHERE lower(name) = lower(?) AND {where}"
         for row in conn.execute(self.db.q(sql), (name, *args)).fetchall():
@@ -120,7 +127,8 @@ class RecordsCore(StoreParts):
         return self._kb(row)
 
     def get_kb(self, kb_id: str) -> KnowledgeBase:
-        """A KB by id if the user may see it (discoverable or not: bindings use this)."""
+        """A KB by id if the user may see it (bindings use this: on a team server a hidden
+        global KB is not there for anyone but system admins)."""
         kb = self._get_kb(self.connection(), kb_id)
         if not self.policy.can_see(kb):
             raise NotFoundError(f"no knowledge base with id '{kb_id}'")
@@ -269,7 +277,7 @@ class RecordsCore(StoreParts):
             kb = self._get_kb(conn, kb_id)
             self.policy.check_manage(kb)
             self.vectors.drop(conn, kb_id)
-            conn.execute(self.db.q("DELETE FROM knowledge_bases WHERE id = ?"), (kb_id,))
+            self.db.delete(conn, "knowledge_bases", "id = ?", (kb_id,))
             self.audit(conn, "kb.delete", kb_id, kb.name, {"documents": kb.document_count, "chunks": kb.chunk_count})
             return kb
 
@@ -319,14 +327,23 @@ class RecordsCore(StoreParts):
     def audit_many(
         self, conn: Any, entries: Sequence[tuple[str, str | None, str | None, dict[str, Any] | None]]
     ) -> None:
-        """Record KB operations ``(action, kb_id, target, details)`` in one statement."""
+        """Record KB operations ``(action, kb_id, target, details)`` in one statement (the
+        details name the API token that acted, when one did: :data:`ACTING_TOKEN`)."""
         now = self.db.now()
+        via = ACTING_TOKEN.get()
         self.db.executemany(
             conn,
             f"INSERT INTO {self.db.table('audit_log')}(created_at, user_id, action, kb_id, "
             "target, details) VALUES (?, ?, ?, ?, ?, ?)",
             [
-                (now, self.local_user_id, action, kb_id, self.db.text(target), self.db.json_in(details or {}))
+                (
+                    now,
+                    self.local_user_id,
+                    action,
+                    kb_id,
+                    self.db.text(target),
+                    self.db.json_in({**(details or {}), "token": via} if via else details or {}),
+                )
                 for action, kb_id, target, details in entries
             ],
         )

@@ -11,22 +11,24 @@ checks here give the refusals their clear one-line messages. The rules:
 - **team** KBs are seen by the team's members and changed by its admins; creating one
   needs the team id and team-admin rights (or system admin).
 - **global** KBs are seen by everyone and created and changed by system admins.
-- **discoverable** = false hides a KB from the picker (listing, lookup by name or id)
-  while bindings (a persona's or channel's KB ids, :meth:`get_kb`) still reach it; only
-  the owner or a system admin may change the flag. Following seed 002's picker
-  ("personal + team + discoverable global"), the flag hides global KBs; a system admin's
-  picker shows them all.
+- **discoverable** = false hides a KB from everyone who is not its owner, a system
+  admin or (for a team KB) a member of its team: for them it is not there at all — not
+  in the picker, not by name or id, not through a binding of a persona, project or
+  conversation, not by raw SQL (row security says the same). A personal KB is only
+  ever its owner's and a team KB its members', so the flag hides global KBs (seed
+  002's picker: "personal + team + discoverable global"); only the owner or a system
+  admin may change it.
 """
 
 from __future__ import annotations
 
 import getpass
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbdesk.errors import KbdeskError
+from kbdesk.errors import KbdeskError, NotFoundError
 from kbdesk.models import KnowledgeBase
 
 # Users who name no id get a stable one derived from login and host, in this namespace.
@@ -92,14 +94,14 @@ def is_uuid(value: Any) -> bool:
 
 def can_see(who: Identity, kb: KnowledgeBase) -> bool:
     if kb.scope == "global":
-        return True
+        return kb.discoverable or who.admin
     if kb.scope == "team":
         return who.admin or who.member_of(kb.team_id)
     return kb.owner_id == who.user_id
 
 
 def in_picker(who: Identity, kb: KnowledgeBase) -> bool:
-    return can_see(who, kb) and (kb.scope != "global" or kb.discoverable or who.admin)
+    return can_see(who, kb)
 
 
 def visible_sql(who: Identity, alias: str = "") -> tuple[str, list[Any]]:
@@ -111,21 +113,18 @@ def visible_sql(who: Identity, alias: str = "") -> tuple[str, list[Any]]:
             [who.user_id],
         )
     return (
-        f"({p}scope = 'global' OR ({p}scope = 'team' AND {p}team_id = ANY(?::uuid[])) "
+        f"(({p}scope = 'global' AND {p}discoverable) OR ({p}scope = 'team' AND {p}team_id = ANY(?::uuid[])) "
         f"OR ({p}scope = 'personal' AND {p}owner_id = ?))",
         [who.team_ids, who.user_id],
     )
 
 
 def picker_sql(who: Identity, alias: str = "") -> tuple[str, list[Any]]:
-    sql, args = visible_sql(who, alias)
-    if who.admin:
-        return sql, args
-    p = f"{alias}." if alias else ""
-    return f"({sql} AND ({p}scope <> 'global' OR {p}discoverable))", args
+    """The picker is every KB the user can see (hidden ones are not seen at all)."""
+    return visible_sql(who, alias)
 
 
-def check_create(who: Identity, scope: str, team_id: str | None) -> None:
+def check_create(who: Identity, scope: str, team_id: str | None, team_name: str | None = None) -> None:
     if scope == "global" and not who.admin:
         how = (
             "an administrator grants it with kbdesk pg grant LOGIN --admin"
@@ -135,11 +134,11 @@ def check_create(who: Identity, scope: str, team_id: str | None) -> None:
         raise AccessDeniedError(f"only a system admin may create a global knowledge base ({how})")
     if scope == "team" and not (who.admin or who.team_admin(team_id)):
         raise AccessDeniedError(
-            f"only an admin of team {team_id} (or a system admin) may create a knowledge base for it"
+            f"only an admin of team '{team_name or team_id}' (or a system admin) may create a knowledge base for it"
         )
 
 
-def check_manage(who: Identity, kb: KnowledgeBase) -> None:
+def check_manage(who: Identity, kb: KnowledgeBase, team_name: str | None = None) -> None:
     """Changing a KB or its documents: owner; team admins; system admins for global."""
     if kb.scope == "personal" and kb.owner_id == who.user_id:
         return
@@ -148,8 +147,9 @@ def check_manage(who: Identity, kb: KnowledgeBase) -> None:
     if kb.scope == "global" and who.admin:
         return
     if not can_see(who, kb):
-        raise AccessDeniedError(f"no access to knowledge base {kb.id}")
-    whom = {"personal": "its owner", "team": "an admin of its team", "global": "a system admin"}[kb.scope]
+        raise NotFoundError(f"no knowledge base with id '{kb.id}'")  # not there, for this user
+    team = f"an admin of team '{team_name}'" if team_name else "an admin of its team"
+    whom = {"personal": "its owner", "team": team, "global": "a system admin"}[kb.scope]
     raise AccessDeniedError(f"'{kb.name}' is a {kb.scope} knowledge base: only {whom} may change it")
 
 
@@ -163,14 +163,15 @@ class ScopePolicy:
     """The store core's access policy on a team server: the rules above for one identity
     (the local one is :class:`kbdesk.store.policy.LocalPolicy`)."""
 
-    def __init__(self, who: Identity) -> None:
+    def __init__(self, who: Identity, team_name: Callable[[str], str | None] | None = None) -> None:
         self.who = who
+        self.team_name = team_name or (lambda _team_id: None)
 
     def check_create(self, scope: str, team_id: str | None) -> None:
-        check_create(self.who, scope, team_id)
+        check_create(self.who, scope, team_id, self.team_name(team_id) if team_id else None)
 
     def check_manage(self, kb: KnowledgeBase) -> None:
-        check_manage(self.who, kb)
+        check_manage(self.who, kb, self.team_name(kb.team_id) if kb.team_id else None)
 
     def check_discoverable(self, kb: KnowledgeBase) -> None:
         check_discoverable(self.who, kb)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kbdesk.errors import InvalidInputError, NotFoundError, StoreError
+from kbdesk.store.postgres import locks
 from kbdesk.store.postgres.access import IDENTITY_NAMESPACE, AccessDeniedError, is_uuid
 from kbdesk.store.postgres.connection import PostgresStore
 from kbdesk.store.postgres.pool import redact_uri
@@ -32,8 +33,10 @@ from kbdesk.store.postgres.rls import (
     own_tables,
     secured_tables,
 )
+from kbdesk.store.postgres.safety import check_not_planted, secure_schema
 from kbdesk.store.postgres.schema import _first_line, migrate
 from kbdesk.store.postgres.security import Session, apply_grants, roles_exist, session
+from kbdesk.store.postgres.vectors import drop_orphans
 
 TEAM_ROLES = ("member", "admin")
 
@@ -42,7 +45,7 @@ def connect(uri: str) -> Any:
     import psycopg
 
     try:
-        return psycopg.connect(uri, autocommit=True, application_name="kbdesk", connect_timeout=15)
+        return locks.connect(uri, redact_uri(uri))
     except psycopg.Error as exc:
         raise StoreError(f"cannot connect to {redact_uri(uri)}: {_first_line(exc)}") from None
 
@@ -63,10 +66,12 @@ def setup(uri: str) -> dict[str, Any]:
     """
     label = redact_uri(uri)
     created: list[str] = []
-    with connect(uri) as conn:
+    with connect(uri) as conn, locks.maintenance(conn):
         who = session(conn)
         _require_owner(who, "setup", label)
         try:
+            repaired = secure_schema(conn, label)  # first: nobody plants anything from here on
+            check_not_planted(conn, label)
             migrate(conn, label=label)
         except StoreError as exc:
             raise StoreError(f"pg setup: {exc}") from None
@@ -75,10 +80,12 @@ def setup(uri: str) -> dict[str, Any]:
                 _create_role(conn, role)
                 created.append(role)
         with conn.transaction():
+            locks.migration_lock(conn)
             install_row_security(conn)
             missed = apply_grants(conn)
         tables = secured_tables(conn)
         users = conn.execute("SELECT count(*) FROM kbdesk_logins").fetchone()[0]
+        drop_orphans(conn)  # indexes of KBs users deleted (theirs to leave, not to drop)
     built = _build_indexes(uri)
     return {
         "database": label,
@@ -86,7 +93,7 @@ def setup(uri: str) -> dict[str, Any]:
         "tables": tables,
         "users": int(users),
         "indexes_built": built,
-        "warnings": missed,
+        "warnings": repaired + missed,
     }
 
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from kbdesk.errors import InvalidInputError
+from kbdesk.ingest.names import file_of, hidden_source
 from kbdesk.models import KnowledgeBase
 from kbdesk.store.core.parts import StoreParts, VectorChanges
 from kbdesk.store.postgres.chunks import copy_chunks
@@ -24,6 +26,20 @@ STAGE = "kbdesk_chunk_stage"
 
 class PgBulk(StoreParts):
     """Needs ``db`` and the store's connection."""
+
+    def source_key(self, path: Path) -> str:
+        """A file's document on a team server is known by its user's hidden path: the
+        same file is the same document, and no one reads where it lives on their disk."""
+        return hidden_source(path, self.local_user_id)
+
+    def _incoming_source(self, source: str | None) -> str | None:
+        """A document copied here keeps no local path: a path becomes its exporter's
+        hidden path (as their own adds would know it); hidden paths and upload names stay."""
+        if not source:
+            return None
+        if file_of(source) is not None:
+            return hidden_source(source, self.local_user_id)
+        return source
 
     def _export_vectors(self, conn: Any, sql: str, args: list[Any], dims: int | None) -> list[Sequence[Any]]:
         vector = f"subvector(embedding, 1, {int(dims)})" if dims else "NULL::vector"

@@ -39,6 +39,8 @@ from kbdesk.store.postgres.bulk import PgBulk
 from kbdesk.store.postgres.chat import PgChat
 from kbdesk.store.postgres.chunks import PgChunks
 from kbdesk.store.postgres.engine import PostgresEngine
+from kbdesk.store.postgres.guards import database_refusal
+from kbdesk.store.postgres.locks import connect
 from kbdesk.store.postgres.lookup import LookupMixin
 from kbdesk.store.postgres.pool import Holder, PgDriver, Pool, quiet_close, redact_uri, uuid_as_text_binary_loader
 from kbdesk.store.postgres.schema import _first_line, current_version, migrate
@@ -89,10 +91,12 @@ class PostgresStore(
         self.vectors = PgVectorIndex(self)
         if self.session.user_id:  # a kbdesk user: the database says who (the config cannot)
             self.identity = database_identity(conn)
+            self.db = PostgresEngine(through_functions=True)  # no DELETE privilege: it would allow LOCK TABLE
         else:  # the owner (row security does not apply to it): the config's [identity]
             self.identity = self._resolve_identity(identity or identity_from_settings())
         self.local_user_id = self.identity.user_id
-        self.policy = ScopePolicy(self.identity)
+        self._team_names: dict[str, str | None] = {}
+        self.policy = ScopePolicy(self.identity, self.team_name)
         self._record_user()
         self.driver = self._driver_info()
 
@@ -136,7 +140,7 @@ class PostgresStore(
         from psycopg.types.string import TextLoader
 
         try:
-            conn = psycopg.connect(self.uri, autocommit=True, application_name="kbdesk", connect_timeout=15)
+            conn = connect(self.uri, self.label)  # with kbdesk's lock and statement timeouts
         except psycopg.Error as exc:
             raise StoreError(f"cannot connect to {self.label}: {_first_line(exc)}") from None
         conn.adapters.register_loader("uuid", TextLoader)
@@ -196,7 +200,7 @@ class PostgresStore(
                 raise StoreError(f"lost the connection to {self.label}: {_first_line(exc)}") from None
             raise StoreError(f"{self.label}: {_first_line(exc)}") from exc
         except psycopg.Error as exc:
-            raise StoreError(f"{self.label}: {_first_line(exc)}") from exc
+            raise database_refusal(exc) or StoreError(f"{self.label}: {_first_line(exc)}") from exc
         finally:
             holder.depth = 0
 
@@ -225,6 +229,20 @@ class PostgresStore(
             if team_id:
                 teams[str(team_id).lower()] = role if role in ("member", "admin") else "member"
         return Identity(who.user_id, who.username, who.admin, teams, source=who.source)
+
+    def team_name(self, team_id: str) -> str | None:
+        """A team's name (for messages; None when it has none or cannot be read)."""
+        key = str(team_id).lower()
+        if key not in self._team_names:
+            try:
+                with self.read() as conn:
+                    row = conn.execute(
+                        "SELECT coalesce(to_jsonb(t)->>'name', t.id::text) FROM teams t WHERE t.id = %s", (key,)
+                    ).fetchone()
+                self._team_names[key] = str(row[0]) if row else None
+            except KbdeskError:
+                return None
+        return self._team_names[key]
 
     def _record_user(self) -> None:
         """Keep the owner's config identity in kbdesk's own minimal users table (never a

@@ -19,6 +19,9 @@ def _native(sql: str) -> str:
 
 
 class PostgresEngine(Engine):
+    """``through_functions``: this store is a kbdesk user's, who has no DELETE privilege
+    (it would allow LOCK TABLE): rows go through ``kbdesk_delete`` (:mod:`.guards`)."""
+
     name = "postgres"
     for_update = " FOR UPDATE"
     list_chunk = 5000
@@ -42,8 +45,27 @@ class PostgresEngine(Engine):
         },
     }
 
+    def __init__(self, *, through_functions: bool = False) -> None:
+        self.through_functions = through_functions
+        self._keys: dict[str, list[str]] = {}
+
     def q(self, sql: str) -> str:
         return _native(sql)
+
+    def delete(self, conn: Any, table: str, where: str, args: Sequence[Any] = ()) -> int:
+        if not self.through_functions:
+            return super().delete(conn, table, where, args)
+        from kbdesk.store.postgres.guards import DELETE_FUNCTION, primary_key
+
+        key = self._keys.get(table)
+        if key is None:
+            key = self._keys[table] = primary_key(conn, table)
+        pairs = ", ".join(f"'{c}', {c}" for c in key)
+        sql = (
+            f"SELECT {DELETE_FUNCTION}(?, (SELECT coalesce(jsonb_agg(jsonb_build_object({pairs})), '[]'::jsonb) "
+            f"FROM {table} WHERE {where}))"
+        )
+        return int(conn.execute(self.q(sql), (table, *args)).fetchone()[0])
 
     def valid_id(self, value: Any) -> bool:
         return is_uuid(value)

@@ -23,10 +23,11 @@ Policies (all ``TO PUBLIC``; every expression calls the helpers through a sub-se
 so each is evaluated once per statement, not once per row):
 
 - ``knowledge_bases``: read personal (owner), team (members; system admins), global
-  (every kbdesk user); create, change and delete personal (owner), team (its admins;
-  system admins), global (system admins). Triggers let only the owner or a system
-  admin change ``discoverable``, and only a system admin give a team KB an owner or
-  change a KB's owner.
+  (every kbdesk user while it is discoverable; system admins always); create, change
+  and delete personal (owner), team (its admins; system admins), global (system
+  admins). Triggers let only the owner or a system admin change ``discoverable``, only
+  a system admin give a team KB an owner, change a KB's owner or move a KB to another
+  scope or team, and keep a KB's name free for all its readers (:mod:`.guards`).
 - ``kb_documents``, ``kb_chunks`` and any other ``kbdesk_*`` table keyed by ``kb_id``:
   readable when the KB is, writable when the KB may be changed (a chunk only beside
   a document of its own KB).
@@ -37,10 +38,12 @@ so each is evaluated once per statement, not once per row):
   their channel, tool calls through their message, note vectors through their note;
   persona and project bindings are the owner's and reach only KBs they can read; a
   conversation names only its owner's persona and project.
-- ``kbdesk_audit_log``: append-only, as yourself; read your own entries, those of KBs
+- ``kbdesk_audit_log``: append-only, as yourself, about KBs you can read (or one just
+  deleted), stamped with the database's clock; read your own entries, those of KBs
   you manage, and as a system admin those of every KB you can read (never another
   user's personal KB: its name and file names are theirs). ``kbdesk_usage_log``:
-  append-only, as yourself; your own rows, or all as a system admin (costs).
+  append-only, as yourself, the same way; your own rows, or all as a system admin
+  (costs).
 - ``kbdesk_embedding_cache``: one cache per user (``user_id``), never shared: a
   cached vector is readable text in another form, and a shared one could be poisoned.
 
@@ -55,37 +58,19 @@ from __future__ import annotations
 
 from typing import Any
 
-ROLE_USER = "kbdesk_user"
-ROLE_ADMIN = "kbdesk_admin"
-NO_USER = "00000000-0000-0000-0000-000000000000"  # the owner's rows in the embedding cache
-ADMIN_TEAM_ROLES = ("admin", "owner")
-
-UID = "(SELECT kbdesk_uid())"
-ADMIN = "(SELECT kbdesk_is_admin())"
-
-
-def visible(p: str = "") -> str:
-    """The KB row (columns prefixed ``p``) is readable by the current user."""
-    return (
-        f"(({p}scope = 'global' AND {UID} IS NOT NULL) "
-        f"OR ({p}scope = 'personal' AND {p}owner_id = {UID}) "
-        f"OR ({p}scope = 'team' AND ({ADMIN} OR {p}team_id = ANY ((SELECT kbdesk_team_ids(false))::uuid[]))))"
-    )
-
-
-def managed(p: str = "") -> str:
-    """The KB row may be changed (and its documents) by the current user."""
-    return (
-        f"(({p}scope = 'personal' AND {p}owner_id = {UID}) "
-        f"OR ({p}scope = 'team' AND ({ADMIN} OR {p}team_id = ANY ((SELECT kbdesk_team_ids(true))::uuid[]))) "
-        f"OR ({p}scope = 'global' AND {ADMIN}))"
-    )
-
-
-# the KBs the current user may read / change (the inner select sees knowledge_bases
-# through its own policies, so "readable" is written once)
-READABLE_KBS = "ARRAY(SELECT k.id FROM knowledge_bases k)"
-MANAGED_KBS = f"ARRAY(SELECT k.id FROM knowledge_bases k WHERE {managed('k.')})"
+import kbdesk.store.postgres.guards as guards
+from kbdesk.store.postgres.rules import (  # noqa: F401 - re-exported: the rules' names, where they always were
+    ADMIN,
+    ADMIN_TEAM_ROLES,
+    MANAGED_KBS,
+    NO_USER,
+    READABLE_KBS,
+    ROLE_ADMIN,
+    ROLE_USER,
+    UID,
+    managed,
+    visible,
+)
 
 KB_KEYED = ("kb_documents", "kb_chunks")  # plus any kbdesk_* table with a kb_id column
 # the chat's tables (store/postgres/chat_tables.py): every row is one user's
@@ -126,6 +111,7 @@ def install_row_security(conn: Any) -> None:
     members, has_role = membership_table(conn, create=True)
     _functions(conn, path, members, has_role)
     _embedding_cache_per_user(conn)
+    guards.install_kb_exists(conn, path)
     for table, policies in _policies(conn).items():
         conn.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
         known = {
@@ -150,11 +136,19 @@ def install_row_security(conn: Any) -> None:
         "DROP TRIGGER IF EXISTS kbdesk_guard_update ON knowledge_bases",
         "CREATE TRIGGER kbdesk_guard_insert BEFORE INSERT ON knowledge_bases FOR EACH ROW "
         "WHEN (NEW.scope <> 'personal' AND NEW.owner_id IS NOT NULL) EXECUTE FUNCTION kbdesk_guard_kb()",
-        "CREATE TRIGGER kbdesk_guard_update BEFORE UPDATE OF owner_id, discoverable ON knowledge_bases FOR EACH ROW "
-        "WHEN (OLD.owner_id IS DISTINCT FROM NEW.owner_id OR OLD.discoverable IS DISTINCT FROM NEW.discoverable) "
+        "CREATE TRIGGER kbdesk_guard_update BEFORE UPDATE OF owner_id, discoverable, scope, team_id "
+        "ON knowledge_bases FOR EACH ROW "
+        "WHEN (OLD.owner_id IS DISTINCT FROM NEW.owner_id OR OLD.discoverable IS DISTINCT FROM NEW.discoverable "
+        "OR OLD.scope IS DISTINCT FROM NEW.scope OR OLD.team_id IS DISTINCT FROM NEW.team_id) "
         "EXECUTE FUNCTION kbdesk_guard_kb()",
     ]:
         conn.execute(statement)
+    guards.install_name_rule(conn, path, members)
+    guards.install_stamps(conn, path)
+    guards.install_team_members(conn, path, members, has_role)
+    guards.install_delete_function(
+        conn, path, guards.delete_conditions("channels" in own_tables(conn), _exists(conn, "kbdesk_notes"))
+    )
 
 
 def membership_table(conn: Any, *, create: bool = False) -> tuple[str, bool]:
@@ -214,7 +208,8 @@ def _functions(conn: Any, path: str, members: str, has_role: bool) -> None:
             LANGUAGE sql STABLE SET search_path = {path} AS $$
             SELECT * FROM knowledge_bases WHERE scope <> 'global' OR discoverable OR kbdesk_is_admin() $$""",
         # who owns a KB decides who may hide it: only a system admin gives a team or
-        # global KB an owner or changes one, only the owner or a system admin the flag
+        # global KB an owner, changes one or moves a KB across scopes (a personal KB
+        # made a team KB would keep its owner), only the owner or a system admin the flag
         f"""CREATE OR REPLACE FUNCTION kbdesk_guard_kb() RETURNS trigger
             LANGUAGE plpgsql SET search_path = {path} AS $$
             BEGIN
@@ -227,6 +222,10 @@ def _functions(conn: Any, path: str, members: str, has_role: bool) -> None:
                 END IF;
                 IF NEW.owner_id IS DISTINCT FROM OLD.owner_id THEN
                     RAISE EXCEPTION 'only a system admin may change who owns ''%''', OLD.name
+                        USING ERRCODE = 'insufficient_privilege';
+                END IF;
+                IF NEW.scope IS DISTINCT FROM OLD.scope OR NEW.team_id IS DISTINCT FROM OLD.team_id THEN
+                    RAISE EXCEPTION 'only a system admin may move ''%'' to another scope or team', OLD.name
                         USING ERRCODE = 'insufficient_privilege';
                 END IF;
                 IF OLD.owner_id IS DISTINCT FROM kbdesk_uid() THEN
@@ -285,6 +284,8 @@ def _policies(conn: Any) -> dict[str, list[Policy]]:
     binding = f"kb_id = ANY ({READABLE_KBS}) AND kbdesk_my_channel(channel_id)"
     out["channel_knowledge_bases"] = [("kbdesk_bindings", "ALL", binding, binding)]
     mine = f"user_id = {UID}"
+    # about a KB you can read, or one gone (deleted in this very transaction)
+    about = f"(kb_id IS NULL OR kb_id = ANY ({READABLE_KBS}) OR NOT kbdesk_kb_exists(kb_id))"
     out["kbdesk_audit_log"] = [
         (
             "kbdesk_read",
@@ -292,11 +293,11 @@ def _policies(conn: Any) -> dict[str, list[Policy]]:
             f"{mine} OR kb_id = ANY ({MANAGED_KBS}) OR ({ADMIN} AND (kb_id IS NULL OR kb_id = ANY ({READABLE_KBS})))",
             None,
         ),
-        ("kbdesk_add", "INSERT", None, mine),
+        ("kbdesk_add", "INSERT", None, f"{mine} AND {about}"),
     ]
     out["kbdesk_usage_log"] = [
         ("kbdesk_read", "SELECT", f"{mine} OR {ADMIN}", None),
-        ("kbdesk_add", "INSERT", None, mine),
+        ("kbdesk_add", "INSERT", None, f"{mine} AND {about}"),
     ]
     out["kbdesk_embedding_cache"] = [("kbdesk_own", "ALL", mine, mine)]
     if "channels" in own_tables(conn):
@@ -340,11 +341,13 @@ def _chat_policies(own_channels: bool) -> dict[str, list[Policy]]:
 
 def kbdesk_kb_tables(conn: Any) -> list[str]:
     """kbdesk's own tables keyed by KB that have no policies of their own here (say,
-    keyword statistics): they get the documents' rules."""
+    keyword statistics): they get the documents' rules. Only tables of the owner of
+    kbdesk's tables: one another login planted is never adopted."""
     rows = conn.execute(
         "SELECT c.relname FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid "
         "WHERE c.relnamespace = to_regnamespace(current_schema()) AND c.relkind IN ('r', 'p') "
         "AND c.relname LIKE 'kbdesk\\_%' AND a.attname = 'kb_id' AND NOT a.attisdropped "
+        "AND c.relowner = (SELECT relowner FROM pg_class WHERE oid = to_regclass('knowledge_bases')) "
         "ORDER BY c.relname"
     ).fetchall()
     return [r[0] for r in rows if r[0] not in SPECIAL]

@@ -8,23 +8,23 @@ are. Everything kbdesk adds is either a nullable or defaulted column on those ta
 table of its own whose name starts with ``kbdesk_``.
 
 Migrations are an ordered list of named functions, each applied in its own transaction
-with its row in ``kbdesk_migrations`` under an advisory lock, and written with
-``IF NOT EXISTS`` throughout, so running them again changes nothing.
+with its row in ``kbdesk_migrations`` under a lock only the tables' owner can take
+(:func:`kbdesk.store.postgres.locks.migration_lock`), and written with ``IF NOT
+EXISTS`` throughout, so running them again changes nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 from kbdesk.errors import SchemaTooNewError, StoreError
 from kbdesk.store.postgres.chat_tables import install_chat_tables
 from kbdesk.store.postgres.keyword import install as install_keyword_stats
+from kbdesk.store.postgres.locks import maintenance, migration_lock
 from kbdesk.store.postgres.rls import install_row_security
 from kbdesk.store.postgres.seed import MINIMAL_TABLES, SEED_008, team_members_ddl
 
-MIGRATION_LOCK = 0x6B62_6465_736B  # "kbdesk": the advisory lock key of migrations
 MISSING_PGVECTOR = (
     "the PostgreSQL server has no pgvector extension, which kbdesk needs for the seed's vector(3072) column: "
     "install pgvector on the server (https://github.com/pgvector/pgvector; packages are named "
@@ -225,7 +225,57 @@ def _m009_chat(conn: Any) -> None:
     install_row_security(conn)
 
 
-def _m010_keyword_cjk(conn: Any) -> None:
+def _m010_hostile_logins(conn: Any) -> None:
+    # No login can break, stall or peek at another's work (store/postgres/guards.py):
+    # users delete through kbdesk_delete and write no identity column (the grants come
+    # from apply_grants), KB names stay free for their readers, scope moves need a
+    # system admin, hidden global KBs are hidden, audit and usage rows carry the
+    # database's clock and counts that are not negative (NOT VALID: rows written
+    # before stay as they are).
+    for table, name, check in [
+        (
+            "kbdesk_usage_log",
+            "kbdesk_usage_counts",
+            "prompt_tokens >= 0 AND completion_tokens >= 0 AND total_tokens >= 0 AND inputs >= 0",
+        ),
+        ("kbdesk_usage_log", "kbdesk_usage_role", "char_length(role) BETWEEN 1 AND 64"),
+        (
+            "kbdesk_audit_log",
+            "kbdesk_audit_action",
+            "action ~ '^[a-z][a-z_]*([.][a-z_]+)*$' AND char_length(action) <= 64",
+        ),
+    ]:
+        if not conn.execute(
+            "SELECT 1 FROM pg_constraint WHERE conrelid = to_regclass(%s) AND conname = %s", (table, name)
+        ).fetchone():
+            conn.execute(f"ALTER TABLE {table} ADD CONSTRAINT {name} CHECK ({check}) NOT VALID")
+    install_row_security(conn)
+
+
+HIDDEN_PATH_SQL = r"""CREATE OR REPLACE FUNCTION kbdesk_hidden_path(salt text, path text) RETURNS text
+    LANGUAGE sql IMMUTABLE AS $f$
+    SELECT 'kbdesk-path:' || string_agg(left(encode(sha256(convert_to(salt, 'UTF8') || '\x00'::bytea
+                                                           || convert_to(prefix, 'UTF8')), 'hex'), 10), '.' ORDER BY n)
+    FROM (SELECT 0 AS n, '/'::text AS prefix
+          UNION ALL
+          SELECT n, '/' || array_to_string(a.parts[1:n], '/')
+          FROM (SELECT string_to_array(ltrim(path, '/'), '/') AS parts) a, generate_series(1, cardinality(a.parts)) n
+         ) x $f$"""
+
+
+def _m011_private_sources(conn: Any) -> None:
+    # A document on a team server keeps its name, not where the file lay on the disk of
+    # whoever added it: the paths kept so far become the hidden form kbdesk now writes
+    # (kbdesk.ingest.names.hidden_source: one keyed hash per folder, salted with the
+    # adder's user id), so the same file is still the same document.
+    conn.execute(HIDDEN_PATH_SQL)
+    conn.execute(
+        "UPDATE kb_documents SET source_path = kbdesk_hidden_path(uploaded_by::text, source_path) "
+        "WHERE source_path LIKE '/%'"
+    )
+
+
+def _m012_keyword_cjk(conn: Any) -> None:
     # Chinese, Japanese and Korean words inside running text: CJK runs indexed as their
     # characters and pairs, as on SQLite (kbdesk.store.cjk); kbdesk_keyword_text gets
     # its new body, content_tsv and keyword_length are rewritten and the statistics
@@ -243,7 +293,9 @@ MIGRATIONS: list[Migration] = [
     ("api_tokens", _m007_api_tokens),
     ("keyword_folding", _m008_keyword_folding),
     ("chat", _m009_chat),
-    ("keyword_cjk", _m010_keyword_cjk),
+    ("hostile_logins", _m010_hostile_logins),
+    ("private_sources", _m011_private_sources),
+    ("keyword_cjk", _m012_keyword_cjk),
 ]
 
 REQUIRED_COLUMNS = {
@@ -309,10 +361,14 @@ def migrate(conn: Any, migrations: list[Migration] | None = None, *, label: str 
     """Bring the database up to date; return the number of migrations applied.
 
     ``conn`` is an autocommit connection. Each step runs in its own transaction with
-    its record. Enabling pgvector and every step happen under an advisory lock, so
-    several kbdesk processes opening a new, empty database at once all succeed: the
-    first creates the extension and the schema, the others wait and find it done.
+    its record, under the migration lock (which only the owner of ``kbdesk_migrations``
+    can take: no user can stall it), so several kbdesk processes opening a new, empty
+    database at once all succeed: the first creates the schema, the others wait and
+    find it done. Objects of kbdesk's names that another login made are refused first
+    (:func:`kbdesk.store.postgres.safety.check_not_planted`).
     """
+    from kbdesk.store.postgres.safety import check_not_planted
+
     migrations = MIGRATIONS if migrations is None else migrations
     known = len(migrations)
     found = _checked_version(conn, known, label)
@@ -320,16 +376,14 @@ def migrate(conn: Any, migrations: list[Migration] | None = None, *, label: str 
         _check_seed_tables(conn, label)
         return 0
     applied = 0
-    with _migration_lock(conn):
-        _checked_version(conn, known, label)  # a newer kbdesk may have migrated while we waited
+    with maintenance(conn):
+        check_not_planted(conn, label)
         _ensure_pgvector(conn)
-        conn.execute("""CREATE TABLE IF NOT EXISTS kbdesk_migrations (
-            version    INT PRIMARY KEY,
-            name       TEXT NOT NULL,
-            applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
-        )""")
+        _create_migrations_table(conn)
         for version, (name, step) in enumerate(migrations, start=1):
             with conn.transaction():
+                migration_lock(conn)
+                _checked_version(conn, known, label)  # a newer kbdesk may have migrated while we waited
                 if current_version(conn) >= version:
                     continue
                 try:
@@ -344,6 +398,23 @@ def migrate(conn: Any, migrations: list[Migration] | None = None, *, label: str 
     return applied
 
 
+def _create_migrations_table(conn: Any) -> None:
+    """The record of migrations (its lock is the migration lock); several first openers
+    may race to create it: the losers find it made."""
+    import psycopg
+
+    try:
+        with conn.transaction():
+            conn.execute("""CREATE TABLE IF NOT EXISTS kbdesk_migrations (
+                version    INT PRIMARY KEY,
+                name       TEXT NOT NULL,
+                applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+            )""")
+    except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable, psycopg.errors.DuplicateObject):
+        if not _table_exists(conn, "kbdesk_migrations"):
+            raise
+
+
 def _checked_version(conn: Any, known: int, label: str) -> int:
     found = current_version(conn)
     if found > known:
@@ -352,21 +423,6 @@ def _checked_version(conn: Any, known: int, label: str) -> int:
             f"only up to {known}: it was written by a newer kbdesk; upgrade kbdesk to use it"
         )
     return found
-
-
-@contextmanager
-def _migration_lock(conn: Any) -> Iterator[None]:
-    """kbdesk's session-level advisory lock (per database) around schema changes."""
-    conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
-    try:
-        yield
-    finally:
-        try:
-            conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
-        except Exception:
-            if not (conn.closed or conn.broken):
-                raise
-            # a lost connection: the server released the lock with the session
 
 
 def _check_seed_tables(conn: Any, label: str) -> None:

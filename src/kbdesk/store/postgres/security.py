@@ -44,7 +44,27 @@ READ_WRITE = (
 )
 APPEND_ONLY = ("kbdesk_audit_log", "kbdesk_usage_log")
 READ_ONLY = ("kbdesk_settings", "kbdesk_migrations")
-USER_FUNCTIONS = ("kbdesk_uid", "kbdesk_is_admin", "kbdesk_team_ids", "kbdesk_my_channel", "kbdesk_whoami")
+# SECURITY DEFINER helpers every login may call (row security's policies call them)
+USER_FUNCTIONS = (
+    "kbdesk_uid",
+    "kbdesk_is_admin",
+    "kbdesk_team_ids",
+    "kbdesk_my_channel",
+    "kbdesk_whoami",
+    "kbdesk_kb_exists",
+)
+# … and those only kbdesk users may call
+USER_ONLY_FUNCTIONS = ("kbdesk_delete(text,jsonb)", "kbdesk_team_members(uuid)")
+
+
+def writable_columns(conn: Any, table: str) -> list[str]:
+    """The columns a user may write: all but identity and generated ones."""
+    rows = conn.execute(
+        "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attnum > 0 AND NOT attisdropped "
+        "AND attidentity = '' AND attgenerated = '' ORDER BY attnum",
+        (table,),
+    ).fetchall()
+    return [r[0] for r in rows]
 
 
 @dataclass(frozen=True)
@@ -118,7 +138,10 @@ def roles_exist(conn: Any) -> bool:
 def secure(conn: Any) -> None:
     """Policies again, and (once ``pg setup`` made the roles) grants: after any schema
     change, so a table a newer step added is covered before a user meets it."""
+    from kbdesk.store.postgres.locks import migration_lock
+
     with conn.transaction():
+        migration_lock(conn)
         install_row_security(conn)
         if roles_exist(conn):
             apply_grants(conn)
@@ -126,6 +149,12 @@ def secure(conn: Any) -> None:
 
 def apply_grants(conn: Any) -> list[str]:
     """What ``kbdesk_user`` may do on each table (row security decides which rows).
+
+    Never a table-level UPDATE, DELETE or TRUNCATE: any of them lets a login ``LOCK
+    TABLE … IN ACCESS EXCLUSIVE MODE`` and freeze everyone. Users update columns (all
+    but identity and generated ones: the keys nobody writes by hand), insert the same
+    columns, and delete through ``kbdesk_delete`` (:mod:`.guards`); they get no
+    privilege on sequences (an identity column's default needs none).
 
     Returns what could not be granted (a team server's own ``teams`` table this owner
     does not own, say), each as a line for the administrator.
@@ -137,20 +166,30 @@ def apply_grants(conn: Any) -> list[str]:
     conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sql.Identifier(schema), user))
     own = own_tables(conn)
     read_write = list(READ_WRITE) + (["channels"] if "channels" in own else [])
-    plan = [(t, "SELECT, INSERT, UPDATE, DELETE") for t in read_write]
-    plan += [(t, "SELECT, INSERT") for t in APPEND_ONLY] + [(t, "SELECT") for t in READ_ONLY]
+    plan = [(t, True, True) for t in read_write]
+    plan += [(t, True, False) for t in APPEND_ONLY] + [(t, False, False) for t in READ_ONLY]
     # kbdesk's other per-KB tables (keyword statistics…) are kept by its own triggers:
     # users read those of the KBs they can read, and write none
-    plan += [(t, "SELECT") for t in kbdesk_kb_tables(conn)]
-    for table, privileges in plan:
-        conn.execute(sql.SQL("GRANT " + privileges + " ON {} TO {}").format(sql.Identifier(table), user))
+    plan += [(t, False, False) for t in kbdesk_kb_tables(conn)]
+    for table, insert, update in plan:
+        if not conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()[0]:
+            continue
+        ident = sql.Identifier(table)
+        conn.execute(sql.SQL("REVOKE ALL ON {} FROM {}").format(ident, user))  # column grants go with it
+        conn.execute(sql.SQL("REVOKE UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER ON {} FROM PUBLIC").format(ident))
+        conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(ident, user))
+        writable = sql.SQL(", ").join(sql.Identifier(c) for c in writable_columns(conn, table))
+        if insert:
+            conn.execute(sql.SQL("GRANT INSERT ({}) ON {} TO {}").format(writable, ident, user))
+        if update:
+            conn.execute(sql.SQL("GRANT UPDATE ({}) ON {} TO {}").format(writable, ident, user))
         for (seq,) in conn.execute(
             "SELECT pg_get_serial_sequence(%s, attname) FROM pg_attribute WHERE attrelid = "
-            "to_regclass(%s) AND attidentity <> '' AND NOT attisdropped",
+            "to_regclass(%s) AND attnum > 0 AND NOT attisdropped",
             (table, table),
         ).fetchall():
             if seq:
-                conn.execute(sql.SQL("GRANT USAGE ON SEQUENCE {} TO {}").format(sql.SQL(seq), user))
+                conn.execute(sql.SQL("REVOKE ALL ON SEQUENCE {} FROM {}").format(sql.SQL(seq), user))
     # a SECURITY DEFINER function runs as its owner: users call only the identity helpers
     for (signature,) in conn.execute(
         "SELECT p.oid::regprocedure::text FROM pg_proc p WHERE p.pronamespace = to_regnamespace(current_schema()) "
@@ -158,6 +197,9 @@ def apply_grants(conn: Any) -> list[str]:
         (list(USER_FUNCTIONS),),
     ).fetchall():
         conn.execute(sql.SQL("REVOKE EXECUTE ON FUNCTION " + signature + " FROM PUBLIC"))
+    for signature in USER_ONLY_FUNCTIONS:
+        if conn.execute("SELECT to_regprocedure(%s) IS NOT NULL", (signature,)).fetchone()[0]:
+            conn.execute(sql.SQL("GRANT EXECUTE ON FUNCTION " + signature + " TO {}").format(user))
     missed = []
     try:  # team names: for creating team KBs and naming teams; a server's own table may not be ours to share
         with conn.transaction():

@@ -146,7 +146,14 @@ class PgVectorIndex:
         """Nothing to get ready: the server keeps its index current."""
 
     def drop(self, conn: Any, kb_id: str) -> None:
-        """Drop every index of the KB (inside the transaction deleting or re-embedding it)."""
+        """Drop every index of the KB (inside the transaction deleting or re-embedding it).
+        A kbdesk user does not own the indexes (the owner built them) and leaves them:
+        ``pg setup`` drops the indexes of KBs that are gone (:func:`drop_orphans`)."""
+        if getattr(self.store, "session", None) is not None and self.store.session.kind == "user":
+            self._failed.pop(kb_id, None)
+            for key in [k for k in self._valid if k[0] == kb_id]:
+                self._valid.pop(key, None)
+            return
         rows = conn.execute(
             "SELECT relname FROM pg_class WHERE relkind = 'i' AND relname LIKE %s "
             "AND relnamespace = to_regnamespace(current_schema())",
@@ -200,3 +207,20 @@ class PgVectorIndex:
                 "EXPLAIN " + self.query_sql(kb_id, dims, k, exact=not indexed), {"q": query, "qi": query}
             ).fetchall()
         return "\n".join(r[0] for r in rows)
+
+
+def drop_orphans(conn: Any) -> int:
+    """Drop the vector indexes of KBs that no longer exist (a user deleted or re-embedded
+    one: the owner's index was theirs to leave); returns how many went."""
+    rows = conn.execute(
+        "SELECT c.relname FROM pg_class c WHERE c.relkind = 'i' AND c.relname LIKE 'kbvec\\_%%' "
+        "AND c.relnamespace = to_regnamespace(current_schema())"
+    ).fetchall()
+    kbs = {r[0].replace("-", "") for r in conn.execute("SELECT id::text FROM knowledge_bases").fetchall()}
+    gone = 0
+    for (name,) in rows:
+        kb_hex = name.split("_")[1] if name.count("_") >= 2 else ""
+        if kb_hex and kb_hex not in kbs:
+            conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+            gone += 1
+    return gone
