@@ -353,3 +353,13 @@ def test_a_part_with_a_bad_checksum_and_a_password_protected_opendocument():
     )
     with pytest.raises(ExtractionError, match="password-protected"):
         extract_bytes(locked, "locked.odt")
+
+
+def test_hidden_sources_keep_distinct_byte_names_distinct():
+    from pathlib import Path
+
+    from kbdesk.ingest.names import hidden_source
+
+    latin1, literal = Path(os.fsdecode(b"/notes/caf\xe9.md")), Path("/notes/caf\\xe9.md")
+    assert hidden_source(latin1, "user") != hidden_source(literal, "user")  # a team server's keys too
+    assert hidden_source(latin1, "user") == hidden_source("/notes/caf\\xe9.md", "user")  # a key is hashed as it is
