@@ -150,8 +150,8 @@ def test_paths_kept_before_are_hidden_by_the_schema_step_the_same_way(tmp_path, 
             str(path),
             hidden_source(path, uid),
         )
-    last = sql(pg_uri, "SELECT max(version) FROM kbdesk_migrations")[0][0]
-    sql(pg_uri, "DELETE FROM kbdesk_migrations WHERE version = %s", last)  # private_sources runs again
+    step = sql(pg_uri, "SELECT version FROM kbdesk_migrations WHERE name = 'private_sources'")[0][0]
+    sql(pg_uri, "DELETE FROM kbdesk_migrations WHERE version >= %s", step)  # private_sources (and later) run again
     with open_desk(pg_uri) as desk:
         assert sorted(r[0] for r in sql(pg_uri, "SELECT source_path FROM kb_documents")) == sorted(
             hidden_source(p, uid) for p in (folder / "a.md", folder / "b" / "c.md")

@@ -130,6 +130,9 @@ def _target_kb(
     found = dst.kb_by_id(kb.id)
     if found is None:
         named = dst.kb_by_name(kb.name)
+        if named is not None and named.id == kb.id:
+            found = named  # another export of this KB made it between the two looks
+    if found is None:
         if named is not None:
             check_same_model(kb, named, dst.label)
             raise ConflictError(
