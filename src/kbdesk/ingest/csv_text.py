@@ -39,7 +39,7 @@ def extract_csv(text: str) -> list[Section]:
         names = [" ".join(h.split()) or f"column {i + 1}" for i, h in enumerate(header)]
         prefixes = [f"{name}: " for name in names]  # columns past the header: "column 7: "
         width = len(prefixes)
-        lines = []
+        lines: list[str] = []
         append = lines.append
         for row in reader:
             if len(row) > width:

@@ -231,7 +231,7 @@ def extract_markdown(text: str) -> list[Section]:
         (start + offset, stop + offset, level, content) for start, stop, level, content in _headings(text[offset:])
     ]
     first = headings[0][0] if headings else len(text)
-    blocks = [([], text[:first].strip(), True)]
+    blocks: list[tuple[list[str], str, bool]] = [([], text[:first].strip(), True)]
     stack: list[tuple[int, str]] = []
     for i, (start, end, level, content) in enumerate(headings):
         while stack and stack[-1][0] >= level:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -77,7 +77,9 @@ def watch_folder(
     compares the files' contents, not only their size and mtime.
     """
     if watcher is None:
-        from watchfiles import watch as watcher
+        from watchfiles import watch
+
+        watcher = watch
     root = Path(folder).expanduser().absolute()
     if not root.is_dir():
         raise WatchError(f"{root} is not a folder")
@@ -108,7 +110,7 @@ def _changes(
     polling: bool,
     poll_interval: float,
     on_event: Callable[[WatchEvent], None],
-) -> Iterator[set | None]:
+) -> Generator[set[Any] | None, None, None]:
     """Batches of changes (an empty set on each idle wake-up) until ``stop`` is set;
     None once after falling back to polling."""
     announced = False
