@@ -1,0 +1,155 @@
+"""The one filter language of every search face: which documents a search may return.
+
+A :class:`Filters` narrows a search to documents by their path (relative to the folder
+they were added from; globs, with ``**`` across folders), file type, dates and tags. The
+CLI's ``--path``/``--type``/``--since``/``--until``/``--tag``/``--any-tag`` flags, the
+library's ``desk.search(…, filters=…)``, the HTTP search body's ``filters`` object, MCP's
+and the chat pane's ``kb_search`` all read into this one type (:meth:`Filters.from_dict`
+takes the JSON form), so a filter means the same wherever it is written, and a bad one is
+one line naming the field.
+
+Fields combine with AND; within ``path``, ``types`` and ``any_tags`` a document needs to
+match one value, within ``tags`` every value. An empty :class:`Filters` lets everything
+through. Dates are ISO-8601 days or times; a day means its start for ``since`` and its
+whole for ``until``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime, time, timedelta
+from typing import Any
+
+from kbdesk.errors import InvalidInputError
+
+DATE_FIELDS = ("modified", "indexed")
+"""What ``since``/``until`` compare: the file's modified time (default) or when kbdesk indexed it."""
+
+
+@dataclass(frozen=True)
+class Filters:
+    path: tuple[str, ...] = ()
+    """Globs a document's path must match one of (``projects/**``, ``*.md``, ``notes/2026-*``)."""
+    exclude: tuple[str, ...] = ()
+    """Globs a document's path must match none of."""
+    types: tuple[str, ...] = ()
+    """File types (extensions without the dot, any case: ``pdf``, ``md``), one of which must match."""
+    since: datetime | None = None
+    """Only documents whose date (see ``date_field``) is at or after this."""
+    until: datetime | None = None
+    """Only documents whose date is before this (a bare day: before the next day)."""
+    date_field: str = "modified"
+    """``modified`` (the file's mtime) or ``indexed`` (when kbdesk last indexed it)."""
+    tags: tuple[str, ...] = ()
+    """Tags a document must carry all of (front matter ``tags:`` and inline ``#tags``; no ``#``, any case)."""
+    any_tags: tuple[str, ...] = ()
+    """Tags a document must carry at least one of."""
+
+    def __bool__(self) -> bool:
+        """True when the filter narrows anything."""
+        return any(getattr(self, f.name) for f in fields(self) if f.name != "date_field")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> Filters:
+        """The JSON form (the HTTP body's ``filters``, MCP's and the model's ``kb_search``):
+        ``{"path": "projects/**" | [...], "exclude": ..., "type": "pdf" | [...], "since":
+        "2026-11-01", "until": ..., "date": "modified" | "indexed", "tags": ..., "any_tags": ...}``.
+        Unknown keys and wrong types are one-line errors naming the field."""
+        if data is None:
+            return cls()
+        if not isinstance(data, dict):
+            raise InvalidInputError("filters must be an object")
+        names = {"path", "exclude", "type", "types", "since", "until", "date", "tags", "tag", "any_tags"}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise InvalidInputError(f"filters: unknown field '{unknown[0]}' (known: {', '.join(sorted(names))})")
+        return cls(
+            path=_strings(data.get("path"), "path"),
+            exclude=_strings(data.get("exclude"), "exclude"),
+            types=tuple(t.lower().lstrip(".") for t in _strings(data.get("types", data.get("type")), "type")),
+            since=parse_date(data.get("since"), "since"),
+            until=parse_date(data.get("until"), "until", end_of_day=True),
+            date_field=_date_field(data.get("date", "modified")),
+            tags=tuple(t.lower().lstrip("#") for t in _strings(data.get("tags", data.get("tag")), "tags")),
+            any_tags=tuple(t.lower().lstrip("#") for t in _strings(data.get("any_tags"), "any_tags")),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form, only the fields that narrow (what :meth:`from_dict` reads back)."""
+        out: dict[str, Any] = {}
+        for key, value in (
+            ("path", list(self.path)),
+            ("exclude", list(self.exclude)),
+            ("type", list(self.types)),
+            ("tags", list(self.tags)),
+            ("any_tags", list(self.any_tags)),
+        ):
+            if value:
+                out[key] = value
+        if self.since is not None:
+            out["since"] = self.since.isoformat()
+        if self.until is not None:
+            out["until"] = self.until.isoformat()
+        if (self.since is not None or self.until is not None) and self.date_field != "modified":
+            out["date"] = self.date_field
+        return out
+
+    def describe(self) -> str:
+        """One line for a person: ``path projects/** · type pdf, md · since 2026-11-01 · tags q3``."""
+        parts = []
+        if self.path:
+            parts.append("path " + ", ".join(self.path))
+        if self.exclude:
+            parts.append("not " + ", ".join(self.exclude))
+        if self.types:
+            parts.append("type " + ", ".join(self.types))
+        if self.since is not None:
+            parts.append(f"{self.date_field} since {self.since.date().isoformat()}")
+        if self.until is not None:
+            parts.append(f"{self.date_field} until {(self.until - timedelta(microseconds=1)).date().isoformat()}")
+        if self.tags:
+            parts.append("tags " + " and ".join(self.tags))
+        if self.any_tags:
+            parts.append("any tag of " + ", ".join(self.any_tags))
+        return " · ".join(parts)
+
+
+def _strings(value: Any, name: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = [v for v in (part.strip() for part in value.split(",")) if v] if name != "path" else [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise InvalidInputError(f"filters: '{name}' must be a string or a list of non-empty strings")
+    return tuple(v.strip() for v in value)
+
+
+def _date_field(value: Any) -> str:
+    if value not in DATE_FIELDS:
+        raise InvalidInputError(f"filters: 'date' must be one of {', '.join(DATE_FIELDS)}, not {value!r}")
+    return str(value)
+
+
+def parse_date(value: Any, name: str, *, end_of_day: bool = False) -> datetime | None:
+    """An ISO-8601 day (``2026-11-01``) or time (``2026-11-01T09:30``, offsets allowed) in UTC;
+    a bare day means its start, or with ``end_of_day`` the start of the next day."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, str):
+        text = value.strip()
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            raise InvalidInputError(
+                f"filters: '{name}' must be a date like 2026-11-01 (or 2026-11-01T09:30), not {value!r}"
+            ) from None
+        if end_of_day and len(text) == 10:  # a bare day: the whole of it
+            moment = datetime.combine(moment.date(), time()) + timedelta(days=1)
+    else:
+        raise InvalidInputError(f"filters: '{name}' must be a date string like 2026-11-01")
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+__all__ = ["DATE_FIELDS", "Filters", "parse_date"]
