@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from kbdesk.store.cjk import keyword_text, query_pieces  # noqa: E402
-from kbdesk.store.driver import choose_driver  # noqa: E402
+from kbdesk.store.sqlite.driver import choose_driver  # noqa: E402
 
 WORDS = {
     "ja": ["検索", "会議", "東京", "新しい", "機能", "猫", "図書館", "電車", "天気", "料理", "勉強", "旅行"],

@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from kbdesk.store.driver import choose_driver
 from kbdesk.store.ids import new_ids, ordered_uuids
+from kbdesk.store.sqlite.driver import choose_driver
 
 TEXT = "word " * 100
 

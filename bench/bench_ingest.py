@@ -263,7 +263,7 @@ def _patched(owner: Any, name: str, value: Any) -> Iterator[None]:
 
 
 # ── the floors ─────────────────────────────────────────────────────────────────
-KBDESK_TOKENIZER = "porter unicode61 remove_diacritics 2"  # kbdesk's keyword index (store/migrations.py)
+KBDESK_TOKENIZER = "porter unicode61 remove_diacritics 2"  # kbdesk's keyword index (store/sqlite/migrations.py)
 
 
 def run_floor(folder: Path, extractor: bool, same_work: bool = False) -> dict[str, Any]:

@@ -270,7 +270,7 @@ def build(n: int, d: int) -> dict[str, Any]:
 # ── measuring (child process) ──────────────────────────────────────────────────
 def stream_bits(path: Path, kb_id: str, d: int) -> tuple[float, int]:
     """What a load would cost without kb_vector_bits: read every vector, compute its bits."""
-    from kbdesk.store.quantized import sign_bits
+    from kbdesk.store.sqlite.quantized import sign_bits
 
     conn = raw_connection(path)
     t = time.perf_counter()
@@ -284,7 +284,7 @@ def stream_bits(path: Path, kb_id: str, d: int) -> tuple[float, int]:
 
 
 def fts_terms(text: str) -> list[str]:
-    from kbdesk.store.lookup import fts_query
+    from kbdesk.store.sqlite.lookup import fts_query
 
     return re.findall(r'"([^"]+)"', fts_query(text))
 
@@ -292,7 +292,7 @@ def fts_terms(text: str) -> list[str]:
 def measure(n: int, d: int, queries: int, warmup: int, vec0_bits: bool) -> dict[str, Any]:
     from kbdesk import open_desk
     from kbdesk.config import parse_config
-    from kbdesk.store.quantized import (
+    from kbdesk.store.sqlite.quantized import (
         DEFAULT_OVERSAMPLE,
         MIN_RESCORE,
         PRESELECT,
@@ -469,7 +469,7 @@ def measure_text(
     desk_q: Any, desk_x: Any, kb_id: str, n: int, qt: list[str], qv: np.ndarray, queries: int, warmup: int
 ) -> dict[str, Any]:
     from kbdesk.config import parse_config
-    from kbdesk.store.lookup import fts_query
+    from kbdesk.store.sqlite.lookup import fts_query
 
     store = desk_x.store
     conn = store.connection()
@@ -542,7 +542,8 @@ def keyword_quality(n: int, d: int, count: int) -> dict[str, Any]:
     from kbdesk import open_desk
     from kbdesk.evaluation.beir import load_dataset
     from kbdesk.evaluation.metrics import ndcg_at, recall_at
-    from kbdesk.store import lookup
+    from kbdesk.store import keywords
+    from kbdesk.store.sqlite import lookup
 
     ds = load_dataset(scifact_dir(), "train")
     emb = embeddings()
@@ -572,7 +573,7 @@ def keyword_quality(n: int, d: int, count: int) -> dict[str, Any]:
             "ORDER BY s DESC, rowid LIMIT 3000"
         )
         qids = [q for q in ds.qrels if q in ds.queries][:count]
-        budget, factor = lookup.KEYWORD_POSTINGS_BUDGET, lookup.SCORED_TERM_BUDGETS
+        budget, factor = lookup.KEYWORD_POSTINGS_BUDGET, keywords.SCORED_TERM_BUDGETS
         variants = [("unbounded (stopwords out)", None, factor)] + [
             (f"gate {b // 1000}k, scored terms <= {f} x gate", b, f)
             for b, f in [(budget, factor), (budget * 2, factor), (budget, 1)]
@@ -580,7 +581,7 @@ def keyword_quality(n: int, d: int, count: int) -> dict[str, Any]:
         out["variants"] = {}
         try:
             for name, b, f in variants:
-                lookup.SCORED_TERM_BUDGETS = f
+                keywords.SCORED_TERM_BUDGETS = f
                 nd, rc, ts = [], [], []
                 for q in qids:
                     expr = lookup.fts_query(ds.queries[q]) if b is None else store.bounded_fts_query(ds.queries[q], b)
@@ -602,7 +603,7 @@ def keyword_quality(n: int, d: int, count: int) -> dict[str, Any]:
                     "queries": len(qids),
                 }
         finally:
-            lookup.SCORED_TERM_BUDGETS = factor
+            keywords.SCORED_TERM_BUDGETS = factor
     return out
 
 

@@ -132,7 +132,7 @@ def build(n: int, d: int) -> dict[str, Any]:
 # ── measuring (child process) ──────────────────────────────────────────────────
 def db_sizes(path: Path, kb_id: str) -> dict[str, float]:
     """Used pages of the file, and the pages of the KB's vec0 tables (dbstat), in MB."""
-    from kbdesk.store.vectors import vec_table
+    from kbdesk.store.sqlite.vectors import vec_table
 
     conn = raw_connection(path)
     try:
@@ -213,7 +213,7 @@ def fresh_processes(path: Path, home: Path, d: int, rounds: int) -> dict[str, An
 
 def measure(spec: dict[str, Any], queries: int, warmup: int, fresh_rounds: int = 15) -> dict[str, Any]:
     from kbdesk import open_desk
-    from kbdesk.store.vectors import vec_table
+    from kbdesk.store.sqlite.vectors import vec_table
 
     n, d = spec["n"], spec["d"]
     path = db_path(n, d)
@@ -352,7 +352,7 @@ def fts_expr(text: str, *, stopwords: frozenset[str] | None) -> str:
 
 
 def measure_text(desk_vec: Any, desk_np: Any, kb_id: str, d: int, queries: int, warmup: int) -> dict[str, Any]:
-    from kbdesk.store.lookup import STOPWORDS
+    from kbdesk.store.keywords import STOPWORDS
 
     texts = text_queries(warmup + queries)
     qv = unit_rows(np.random.default_rng([d, 1234]), warmup + queries, d)

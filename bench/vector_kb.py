@@ -48,7 +48,7 @@ def overlap(got: Sequence[Any], exact: Sequence[Any], k: int) -> float:
 
 def raw_connection(path: Path | str, requested: str = "auto") -> Any:
     """A connection with sqlite-vec loaded, made the way kbdesk makes them (``file:`` URIs too)."""
-    from kbdesk.store.driver import choose_driver, load_extensions
+    from kbdesk.store.sqlite.driver import choose_driver, load_extensions
 
     driver = choose_driver(requested)
     conn = driver.module.connect(str(path), isolation_level=None, uri=str(path).startswith("file:"))
@@ -152,7 +152,7 @@ def remove_matrix_files(db: Path) -> None:
     """Delete the database's matrix files, so the next search measures writing them."""
     import shutil
 
-    from kbdesk.store.matrix_file import folder_for
+    from kbdesk.store.sqlite.matrix_file import folder_for
 
     shutil.rmtree(folder_for(Path(db)), ignore_errors=True)
 

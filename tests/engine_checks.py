@@ -27,7 +27,7 @@ def vector_index_objects(desk: Any) -> set[str]:
     """The per-KB vector index objects: sqlite-vec tables and matrix files, or pgvector HNSW indexes."""
     conn = desk.store.connection()
     if desk.store.kind == "sqlite":  # vec_kb_<id> (its shadow tables add a suffix), <db>.vectors/<id>.f32
-        from kbdesk.store.matrix_file import folder_for
+        from kbdesk.store.sqlite.matrix_file import folder_for
 
         names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE name LIKE 'vec_kb_%'")]
         folder = folder_for(desk.store.path)

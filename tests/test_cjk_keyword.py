@@ -7,7 +7,7 @@ import pytest
 
 from kbdesk import open_desk
 from kbdesk.store.cjk import keyword_text, query_pieces
-from kbdesk.store.lookup import query_terms
+from kbdesk.store.keywords import query_terms
 
 DOCS = {
     "tokyo.txt": "東京の会議で新しい検索機能について話しました。検索は速くなりました。",

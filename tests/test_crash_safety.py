@@ -97,7 +97,7 @@ def test_kill_during_ingestion_then_finish(tmp_path, fake_openai):
         hits = desk.search(["docs"], "harbour 2233", mode="keyword").results
         assert hits and hits[0].source == "topic319/note319.md"
         # the sqlite-vec index and the matrix file agree with the table after all the kills
-        from kbdesk.store.vectors import vec_table
+        from kbdesk.store.sqlite.vectors import vec_table
 
         query = [1.0] * fake_openai.dimensions
         desk.search(["docs"], "x", query_vector=query, mode="vector")  # the matrix file

@@ -12,7 +12,7 @@ from collections import Counter
 from ingest_support import configure_provider, write_files
 from integrity_scenarios import assert_one_ready_row_per_file
 from kbdesk import open_desk
-from kbdesk.store.migrations import MIGRATIONS
+from kbdesk.store.sqlite.migrations import MIGRATIONS
 
 CLI = "from kbdesk.cli.main import main; main()"
 FILES = {

@@ -16,8 +16,8 @@ from kbdesk.config import load_config
 from kbdesk.desk import Desk
 from kbdesk.paths import get_paths
 from kbdesk.store import choose_driver
-from kbdesk.store.matrix_file import HEADER_SIZE, STALE_TMP_S, TMP_PREFIX, file_for, folder_for
 from kbdesk.store.sqlite import SqliteStore
+from kbdesk.store.sqlite.matrix_file import HEADER_SIZE, STALE_TMP_S, TMP_PREFIX, file_for, folder_for
 
 DIMS = 24
 

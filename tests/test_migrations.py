@@ -7,7 +7,7 @@ from kbdesk import open_desk
 from kbdesk.cli.main import cli
 from kbdesk.errors import SchemaTooNewError
 from kbdesk.store import choose_driver
-from kbdesk.store.migrations import MIGRATIONS, migrate
+from kbdesk.store.sqlite.migrations import MIGRATIONS, migrate
 
 SEED_TABLES = {"knowledge_bases", "kb_documents", "kb_chunks", "channel_knowledge_bases"}
 OWN_TABLES = {"audit_log", "usage_log", "users", "teams", "channels", "schema_migrations", "settings"}

@@ -6,8 +6,10 @@ import pytest
 from kbdesk import open_desk
 from kbdesk.config import parse_config
 from kbdesk.errors import ConfigError
-from kbdesk.store import lookup, quantized
-from kbdesk.store.quantized import asymmetric_scores, hamming, nearest, sign_bits
+from kbdesk.store import keywords
+from kbdesk.store.sqlite import lookup as sqlite_lookup
+from kbdesk.store.sqlite import quantized
+from kbdesk.store.sqlite.quantized import asymmetric_scores, hamming, nearest, sign_bits
 
 
 def clustered(n, dims, seed=3, centres=80, spread=0.8):
@@ -222,18 +224,18 @@ def test_keyword_terms_are_bounded_by_leaving_out_the_most_common(tmp_path, monk
         desk.add_document("text", "t.txt", chunks)
         store = desk.store
         terms = ["rare", "shared", "common"]  # rows: 3, 100, 200
-        monkeypatch.setattr(lookup, "SCORED_TERM_BUDGETS", 1)
+        monkeypatch.setattr(keywords, "SCORED_TERM_BUDGETS", 1)
         assert store.bounded_terms(terms, budget=10_000) == (terms, terms)  # 200 chunks x 3 terms fit: untouched
         assert store.bounded_terms(terms, budget=110) == (["rare", "shared"], ["rare", "shared"])
         assert store.bounded_terms(terms, budget=100) == (["rare"], ["rare", "shared"])
         assert store.bounded_terms(terms, budget=50) == (["rare"], ["rare"])
         assert store.bounded_terms(["common", "filler"], budget=50) == (["common"], ["common"])  # the rarest stays
-        monkeypatch.setattr(lookup, "SCORED_TERM_BUDGETS", 4)  # the default: score terms up to 4 budgets
+        monkeypatch.setattr(keywords, "SCORED_TERM_BUDGETS", 4)  # the default: score terms up to 4 budgets
         store.__dict__.pop("_df_cache", None)
         assert store.bounded_terms(terms, budget=40) == (["rare"], ["rare", "shared"])
         assert store.bounded_terms(terms, budget=50) == (["rare"], terms)
         assert store.bounded_fts_query("rare shared common", budget=40) == '("rare") AND ("rare" OR "shared")'
         # what keyword search does with it: only rows with the rare word, the others add to their score
-        monkeypatch.setattr(lookup, "KEYWORD_POSTINGS_BUDGET", 40)
+        monkeypatch.setattr(sqlite_lookup, "KEYWORD_POSTINGS_BUDGET", 40)
         hits = desk.search(["text"], "rare shared common", mode="keyword", limit=5).results
         assert [r.content for r in hits] == [chunks[1], chunks[0], chunks[2]]  # chunk 1 also holds "shared"

@@ -29,8 +29,8 @@ from kbdesk.errors import SchemaTooNewError
 from kbdesk.models import ChunkInput
 from kbdesk.paths import get_paths
 from kbdesk.store import choose_driver
-from kbdesk.store.migrations import MIGRATIONS, migrate
 from kbdesk.store.sqlite import ReadOnlyDatabaseError, SqliteStore, read_only_reason
+from kbdesk.store.sqlite.migrations import MIGRATIONS, migrate
 
 CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER = 1, 2, 3
 PR_CAPBSET_DROP = 24

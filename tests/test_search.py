@@ -193,7 +193,7 @@ def test_keyword_search_never_leaks_another_kbs_chunks(desk):
 
 
 def test_stopwords_do_not_decide_keyword_results():
-    from kbdesk.store.lookup import fts_query
+    from kbdesk.store.sqlite.lookup import fts_query
 
     assert fts_query("What is the backup schedule?") == '"backup" OR "schedule"'
     assert fts_query("the and of") == '"the" OR "and" OR "of"'  # nothing else: keep them

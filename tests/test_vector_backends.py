@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from kbdesk import open_desk
-from kbdesk.store.vectors import vec_table
+from kbdesk.store.sqlite.vectors import vec_table
 
 
 def build(db, backend, n=600, dims=48, seed=7):

@@ -53,7 +53,7 @@ def git_revision() -> str:
 
 def _sqlite() -> dict[str, Any]:
     """SQLite and sqlite-vec as kbdesk loads them (its own driver choice)."""
-    from kbdesk.store.driver import choose_driver, load_extensions
+    from kbdesk.store.sqlite.driver import choose_driver, load_extensions
 
     driver = choose_driver("auto")
     out: dict[str, Any] = {

@@ -49,8 +49,8 @@ import numpy as np
 from kbdesk.errors import InvalidInputError
 from kbdesk.models import KnowledgeBase, SearchResult
 from kbdesk.store.cjk import keyword_text, query_pieces
-from kbdesk.store.lookup import STOPWORDS
-from kbdesk.store.vectors import normalise
+from kbdesk.store.keywords import STOPWORDS
+from kbdesk.store.unit_vectors import normalise
 from kbdesk.textnorm import fold, nfkc
 
 DEFAULT_LIMIT = 5

@@ -295,9 +295,9 @@ def test_queries_with_very_common_words_rank_only_rows_with_the_rarer_ones(pg_de
 
 
 def test_bounding_picks_the_same_terms_as_the_sqlite_store():
-    from kbdesk.store.lookup import LookupMixin
+    from kbdesk.store.sqlite.lookup import SqliteLookup
 
-    class Counts(LookupMixin):  # the SQLite store's bounding over given document frequencies
+    class Counts(SqliteLookup):  # the SQLite store's bounding over given document frequencies
         def __init__(self, df, rows):
             self.df, self.rows = df, rows
 

@@ -28,7 +28,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from kbdesk.store.lookup import STOPWORDS
+from kbdesk.store.keywords import STOPWORDS
 
 FOLLOW_UP_WORDS = 12
 """At most this many content words of the previous question are joined to a follow-up."""

@@ -17,7 +17,7 @@ from typing import Any
 from kbdesk.errors import KbdeskError
 from kbdesk.search import DEFAULT_THRESHOLD, RRF_K, check_limit
 from kbdesk.store.notes import Note, note_text
-from kbdesk.store.vectors import normalise
+from kbdesk.store.unit_vectors import normalise
 
 log = logging.getLogger("kbdesk.chat")
 

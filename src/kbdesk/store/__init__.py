@@ -1,10 +1,12 @@
-"""Persistence: the SQLite store (and, later, Postgres) behind one interface."""
+"""Persistence: one store core (:mod:`kbdesk.store.core`) for two engines behind the
+:class:`~kbdesk.store.api.Store` protocol: SQLite (:mod:`kbdesk.store.sqlite`, one file on
+the desktop) and PostgreSQL (:mod:`kbdesk.store.postgres`, a team server)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from kbdesk.store.driver import Driver, choose_driver
+from kbdesk.store.sqlite.driver import Driver, choose_driver
 
 
 def open_sqlite_store(path: Path, backend: str = "auto"):

@@ -44,7 +44,7 @@ class Store(Protocol):
 
     local_user_id: str
     vectors: Any
-    """The engine's vector index (kbdesk.store.vectors.VectorIndex or pgvector's)."""
+    """The engine's vector index (kbdesk.store.sqlite.vectors.VectorIndex or pgvector's)."""
 
     # ── lifecycle and transactions ─────────────────────────────────────────────
     def close(self) -> None: ...

@@ -18,13 +18,15 @@ from typing import Any, ClassVar, overload
 
 from kbdesk.store.ids import iso, utcnow
 
-__all__ = ["Engine", "SqliteEngine"]
+__all__ = ["Engine"]
 
 
 class Engine:
-    """SQLite's answers; :class:`kbdesk.store.postgres.engine.PostgresEngine` overrides them."""
+    """What an engine answers, with the answers of plain SQL (``?`` placeholders, JSON as
+    text, ISO-8601 times): :class:`kbdesk.store.sqlite.engine.SqliteEngine` keeps them,
+    :class:`kbdesk.store.postgres.engine.PostgresEngine` gives its own."""
 
-    name = "sqlite"
+    name: str
     for_update = ""
     """Appended to a SELECT that reads a row it is about to change (SQLite's write lock
     already serialises writers)."""
@@ -33,17 +35,17 @@ class Engine:
     tables: ClassVar[dict[str, str]] = {}
     """kbdesk's own tables under another name on this engine (audit_log, usage_log, …)."""
 
-    def q(self, sql: str) -> str:
+    def sql(self, sql: str) -> str:
         """``sql`` (``?`` placeholders) in this engine's placeholder style."""
         return sql
 
     def table(self, name: str) -> str:
         return self.tables.get(name, name)
 
-    def qt(self, sql: str) -> str:
-        """:meth:`q` of ``sql`` whose ``{name}`` marks are kbdesk's tables (:meth:`table`):
+    def table_sql(self, sql: str) -> str:
+        """:meth:`sql` of ``sql`` whose ``{name}`` marks are kbdesk's tables (:meth:`table`):
         ``"SELECT id FROM {notes}"`` reads ``notes`` on SQLite, ``kbdesk_notes`` on Postgres."""
-        return self.q(sql.format_map(_TableNames(self)))
+        return self.sql(sql.format_map(_TableNames(self)))
 
     def valid_id(self, value: Any) -> bool:
         """Whether ``value`` can be an id at all (Postgres ids are UUIDs)."""
@@ -100,12 +102,12 @@ class Engine:
 
     def executemany(self, conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if rows:
-            conn.executemany(self.q(sql), rows)
+            conn.executemany(self.sql(sql), rows)
 
     def delete(self, conn: Any, table: str, where: str, args: Sequence[Any] = ()) -> int:
         """``DELETE FROM table WHERE where`` (``?`` placeholders); the number of rows gone.
         (A kbdesk user on a team server deletes through the database's own function.)"""
-        return int(conn.execute(self.q(f"DELETE FROM {table} WHERE {where}"), tuple(args)).rowcount)
+        return int(conn.execute(self.sql(f"DELETE FROM {table} WHERE {where}"), tuple(args)).rowcount)
 
     @contextmanager
     def savepoint(self, conn: Any) -> Iterator[None]:
@@ -118,9 +120,6 @@ class Engine:
             conn.execute("RELEASE kbdesk_step")
             raise
         conn.execute("RELEASE kbdesk_step")
-
-
-SqliteEngine = Engine
 
 
 class _TableNames(dict[str, str]):

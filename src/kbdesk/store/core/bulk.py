@@ -48,17 +48,17 @@ class BulkCore(StoreParts):
         """Every document of a KB with what decides whether two copies are the same:
         status, filename, content hash, size and each chunk's (index, text hash, has vector);
         ``order`` (its first chunk's seq) lets a copy keep the order of the chunks."""
-        q = self.db.q
+        sql = self.db.sql
         with self.read() as conn:
             docs = conn.execute(
-                q(
+                sql(
                     "SELECT id, status, filename, content_hash, size_bytes, created_at FROM kb_documents "
                     "WHERE kb_id = ?"
                 ),
                 (kb_id,),
             ).fetchall()
             chunks = conn.execute(
-                q(
+                sql(
                     "SELECT document_id, chunk_index, content_hash, CASE WHEN content_hash IS NULL THEN content END, "
                     "embedding IS NOT NULL, seq FROM kb_chunks WHERE kb_id = ? ORDER BY document_id, chunk_index"
                 ),
@@ -91,7 +91,7 @@ class BulkCore(StoreParts):
         chunk_where, chunk_args = self.db.in_list("document_id", list(doc_ids), ids=True)
         with self.read() as conn:
             docs = conn.execute(
-                self.db.q(f"SELECT {', '.join(EXPORT_COLUMNS)} FROM kb_documents WHERE kb_id = ? AND {where}"),
+                self.db.sql(f"SELECT {', '.join(EXPORT_COLUMNS)} FROM kb_documents WHERE kb_id = ? AND {where}"),
                 (kb_id, *args),
             ).fetchall()
             chunks = self._export_vectors(
@@ -136,17 +136,17 @@ class BulkCore(StoreParts):
         bad = next((i for i in ids + [c["id"] for d in docs for c in d["chunks"]] if not self.db.valid_id(i)), None)
         if bad is not None:
             raise InvalidInputError(f"ids here are UUIDs; '{bad}' is not one")
-        q = self.db.q
+        sql = self.db.sql
         changes = VectorChanges()
         with self.write() as conn:
             kb = self._get_kb(conn, kb_id)
             self.policy.check_manage(kb)
             # one import into a KB at a time: a second export of the same KB waits for this
             # batch, then finds its documents here (and replaces them) instead of colliding
-            conn.execute(q(f"SELECT 1 FROM knowledge_bases WHERE id = ?{self.db.for_update}"), (kb_id,))
+            conn.execute(sql(f"SELECT 1 FROM knowledge_bases WHERE id = ?{self.db.for_update}"), (kb_id,))
             where, args = self.db.in_list("id", ids, ids=True)
             elsewhere = conn.execute(
-                q(f"SELECT id FROM kb_documents WHERE {where} AND kb_id <> ? LIMIT 1"), (*args, kb_id)
+                sql(f"SELECT id FROM kb_documents WHERE {where} AND kb_id <> ? LIMIT 1"), (*args, kb_id)
             ).fetchone()
             if elsewhere:
                 raise ConflictError(f"document {elsewhere[0]} already belongs to another knowledge base")
@@ -154,7 +154,7 @@ class BulkCore(StoreParts):
             # row coming back keeps the source it had here when the other side's means nothing here
             kept = dict(
                 conn.execute(
-                    q(f"SELECT id, source_path FROM kb_documents WHERE kb_id = ? AND {where}"), (kb_id, *args)
+                    sql(f"SELECT id, source_path FROM kb_documents WHERE kb_id = ? AND {where}"), (kb_id, *args)
                 ).fetchall()
             )
             docs = [dict(d, source_path=self._incoming_source(d.get("source_path")) or kept.get(d["id"])) for d in docs]
@@ -162,7 +162,7 @@ class BulkCore(StoreParts):
             sources = [self.db.text(d["source_path"]) for d in docs if d.get("source_path")]
             source_where, source_args = self.db.in_list("source_path", sources)
             replaced = conn.execute(
-                q(f"SELECT id FROM kb_documents WHERE {where} OR (kb_id = ? AND {source_where})"),
+                sql(f"SELECT id FROM kb_documents WHERE {where} OR (kb_id = ? AND {source_where})"),
                 (*args, kb_id, *source_args),
             ).fetchall()
             self._vectors_touch(conn, kb_id, changes)
@@ -230,7 +230,7 @@ class BulkCore(StoreParts):
             self.policy.check_manage(self._get_kb(conn, kb_id))
             where, args = self.db.in_list("id", list(doc_ids), ids=True)
             gone = conn.execute(
-                self.db.q(f"SELECT id FROM kb_documents WHERE kb_id = ? AND {where}"), (kb_id, *args)
+                self.db.sql(f"SELECT id FROM kb_documents WHERE kb_id = ? AND {where}"), (kb_id, *args)
             ).fetchall()
             self._vectors_touch(conn, kb_id, changes)
             for (doc_id,) in gone:

@@ -14,7 +14,7 @@ from typing import Any
 from kbdesk.errors import InvalidInputError
 from kbdesk.models import KnowledgeBase
 from kbdesk.store.core.parts import StoreParts
-from kbdesk.store.vectors import normalise
+from kbdesk.store.unit_vectors import normalise
 
 
 class CacheCore(StoreParts):
@@ -38,7 +38,7 @@ class CacheCore(StoreParts):
             if rest:
                 where, args = self.db.in_list("text_hash", rest)
                 rows = conn.execute(
-                    self.db.q(
+                    self.db.sql(
                         f"SELECT text_hash, embedding FROM {self.db.table('embedding_cache')} "
                         f"WHERE model = ? AND {where}"
                     ),
@@ -89,7 +89,7 @@ class CacheCore(StoreParts):
         rows = (
             self.connection()
             .execute(
-                self.db.q("SELECT content_hash, min(content) FROM kb_chunks WHERE kb_id = ? GROUP BY content_hash"),
+                self.db.sql("SELECT content_hash, min(content) FROM kb_chunks WHERE kb_id = ? GROUP BY content_hash"),
                 (kb_id,),
             )
             .fetchall()
@@ -102,12 +102,12 @@ class CacheCore(StoreParts):
         The KB never mixes models: either all its chunks move to the new model (and
         its embedding_config says so) or nothing changes.
         """
-        q, cache = self.db.q, self.db.table("embedding_cache")
+        sql, cache = self.db.sql, self.db.table("embedding_cache")
         with self.write() as conn:
             kb = self._get_kb(conn, kb_id)
             self.policy.check_manage(kb)
             missing = conn.execute(
-                q(
+                sql(
                     f"SELECT count(*) FROM kb_chunks c WHERE c.kb_id = ? AND NOT EXISTS (SELECT 1 FROM {cache} e "
                     "WHERE e.model = ? AND e.text_hash = c.content_hash)"
                 ),
@@ -116,7 +116,7 @@ class CacheCore(StoreParts):
             if missing:
                 raise InvalidInputError(f"{missing} chunks of '{kb.name}' have no vector from {model_id} yet")
             dims = conn.execute(
-                q(
+                sql(
                     f"SELECT min(e.dimensions), max(e.dimensions) FROM {cache} e WHERE e.model = ? "
                     "AND e.text_hash IN (SELECT content_hash FROM kb_chunks WHERE kb_id = ?)"
                 ),
@@ -130,7 +130,7 @@ class CacheCore(StoreParts):
             if dims[0] is not None:
                 config["dimensions"] = dims[0]
             conn.execute(
-                q("UPDATE knowledge_bases SET embedding_config = ?, updated_at = ? WHERE id = ?"),
+                sql("UPDATE knowledge_bases SET embedding_config = ?, updated_at = ? WHERE id = ?"),
                 (self.db.json_in(config), self.db.now(), kb_id),
             )
             self.db.delete(conn, cache, "model = ?", (model_key,))  # now in kb_chunks
@@ -160,7 +160,7 @@ class CacheCore(StoreParts):
     ) -> None:
         with self.write() as conn:
             conn.execute(
-                self.db.q(
+                self.db.sql(
                     f"INSERT INTO {self.db.table('usage_log')}(created_at, user_id, role, provider, "
                     "model, kb_id, prompt_tokens, completion_tokens, total_tokens, inputs) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"

@@ -43,7 +43,7 @@ class ChatCore(StoreParts):
         conv_id, now = new_id(), self.db.now()
         with self.write() as conn:
             conn.execute(
-                self.db.q(
+                self.db.sql(
                     "INSERT INTO channels(id, title, owner_id, persona_id, project_id, created_at, "
                     "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
                 ),
@@ -59,7 +59,7 @@ class ChatCore(StoreParts):
         row = self._find_row("channels", _CONV, ref, "conversation", "title")
         count = (
             self.connection()
-            .execute(self.db.qt("SELECT count(*) FROM {chat_messages} WHERE channel_id = ?"), (row[0],))
+            .execute(self.db.table_sql("SELECT count(*) FROM {chat_messages} WHERE channel_id = ?"), (row[0],))
             .fetchone()[0]
         )
         return self._conversation([*row, count])
@@ -72,7 +72,7 @@ class ChatCore(StoreParts):
         rows = (
             self.connection()
             .execute(
-                self.db.qt(
+                self.db.table_sql(
                     f"SELECT {cols}, {_COUNT} FROM channels c WHERE {where} "
                     "ORDER BY c.updated_at DESC, c.created_at DESC"
                 ),
@@ -105,7 +105,7 @@ class ChatCore(StoreParts):
             if changes:
                 sets = ", ".join(f"{c} = ?" for c in changes)
                 conn.execute(
-                    self.db.q(f"UPDATE channels SET {sets}, updated_at = ? WHERE id = ?"),
+                    self.db.sql(f"UPDATE channels SET {sets}, updated_at = ? WHERE id = ?"),
                     (*changes.values(), self.db.now(), conv_id),
                 )
         return self.get_conversation(conv_id)
@@ -141,7 +141,7 @@ class ChatCore(StoreParts):
         msg_id, now, db = new_id(), self.db.now(), self.db
         with self.write() as conn:
             conn.execute(
-                db.qt(f"INSERT INTO {{chat_messages}}({_MSG}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+                db.table_sql(f"INSERT INTO {{chat_messages}}({_MSG}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"),
                 (
                     msg_id,
                     channel_id,
@@ -163,7 +163,7 @@ class ChatCore(StoreParts):
                     for position, (call_id, name, arguments) in enumerate(tool_calls)
                 ],
             )
-            conn.execute(db.q("UPDATE channels SET updated_at = ? WHERE id = ?"), (now, channel_id))
+            conn.execute(db.sql("UPDATE channels SET updated_at = ? WHERE id = ?"), (now, channel_id))
         return self.get_message(msg_id)
 
     def update_message(
@@ -187,13 +187,16 @@ class ChatCore(StoreParts):
             with self.write() as conn:
                 sets = ", ".join(f"{c} = ?" for c in changes)
                 conn.execute(
-                    self.db.qt(f"UPDATE {{chat_messages}} SET {sets} WHERE id = ?"), (*changes.values(), message_id)
+                    self.db.table_sql(f"UPDATE {{chat_messages}} SET {sets} WHERE id = ?"),
+                    (*changes.values(), message_id),
                 )
 
     def set_tool_call_status(self, message_id: str, call_id: str, status: str, error: str | None = None) -> None:
         with self.write() as conn:
             conn.execute(
-                self.db.qt("UPDATE {chat_tool_calls} SET status = ?, error = ? WHERE message_id = ? AND call_id = ?"),
+                self.db.table_sql(
+                    "UPDATE {chat_tool_calls} SET status = ?, error = ? WHERE message_id = ? AND call_id = ?"
+                ),
                 (status, self.db.text(error), message_id, call_id),
             )
 
@@ -218,7 +221,7 @@ class ChatCore(StoreParts):
         args = [*args, self.local_user_id]
         if limit is not None:
             sql, args = sql + " LIMIT ?", [*args, int(limit)]
-        rows = self.connection().execute(self.db.qt(sql), args).fetchall()
+        rows = self.connection().execute(self.db.table_sql(sql), args).fetchall()
         return self._with_calls([self._message(r) for r in reversed(rows)])
 
     def _message(self, row: Sequence[Any]) -> ChatMessage:
@@ -233,7 +236,7 @@ class ChatCore(StoreParts):
         for start in range(0, len(ids), step):
             where, args = self.db.in_list("message_id", ids[start : start + step], ids=True)
             for msg_id, call_id, name, arguments, status, error in self.connection().execute(
-                self.db.qt(
+                self.db.table_sql(
                     f"SELECT message_id, call_id, name, arguments, status, error FROM {{chat_tool_calls}} "
                     f"WHERE {where} ORDER BY message_id, position"
                 ),
@@ -248,7 +251,7 @@ class ChatCore(StoreParts):
         rows = (
             self.connection()
             .execute(
-                self.db.q(
+                self.db.sql(
                     "SELECT k.id, k.name, c.enabled, k.document_count FROM channel_knowledge_bases c "
                     "JOIN knowledge_bases k ON k.id = c.kb_id JOIN channels ch ON ch.id = c.channel_id "
                     "WHERE c.channel_id = ? AND ch.owner_id = ? ORDER BY lower(k.name), k.id"

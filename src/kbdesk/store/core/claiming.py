@@ -113,11 +113,11 @@ class ClaimsCore(StoreParts):
 
     def _take_one(self, conn: Any, spec: NewDocument, claim: str) -> str | None:
         """Turn a known path's row to a new version, while it is at ``spec.expected_version``."""
-        db, q = self.db, self.db.q
+        db, sql = self.db, self.db.sql
         filename = db.text(check_filename(spec.filename))
         source = db.text(spec.source_path)
         row = conn.execute(
-            q(
+            sql(
                 "SELECT id, size_bytes FROM kb_documents WHERE kb_id = ? AND source_path = ? "
                 "AND version = ?" + db.for_update
             ),
@@ -127,7 +127,7 @@ class ClaimsCore(StoreParts):
             return None
         doc_id = str(row[0])
         conn.execute(
-            q(
+            sql(
                 "UPDATE kb_documents SET filename = ?, content_type = ?, size_bytes = ?, content_hash = ?, "
                 "source_mtime = ?, status = ?, error = ?, error_kind = ?, claimed_by = ?, "
                 "version = version + 1, extracted_text = NULL, extracted_sections = NULL, updated_at = ? "
@@ -181,12 +181,12 @@ class ClaimsCore(StoreParts):
     def claim_documents(self, docs: Sequence[Document], claim: str) -> list[Document]:
         """Take over rows whose runner is gone (or that nobody holds), each only while
         it is still at the version read; returns those taken, at their new version."""
-        q = self.db.q
+        sql = self.db.sql
         taken: list[Document] = []
         with self.write() as conn:
             for doc in docs:
                 row = conn.execute(
-                    q(
+                    sql(
                         "SELECT claimed_by, updated_at FROM kb_documents WHERE id = ? AND version = ?"
                         + self.db.for_update
                     ),
@@ -195,7 +195,7 @@ class ClaimsCore(StoreParts):
                 if row is None or (row[0] not in (None, claim) and claim_alive(row[0], self.db.time_out(row[1]))):
                     continue
                 conn.execute(
-                    q("UPDATE kb_documents SET claimed_by = ?, version = version + 1, updated_at = ? WHERE id = ?"),
+                    sql("UPDATE kb_documents SET claimed_by = ?, version = version + 1, updated_at = ? WHERE id = ?"),
                     (claim, self.db.now(), doc.id),
                 )
                 taken.append(self._get_document(conn, doc.id))
@@ -210,7 +210,7 @@ class ClaimsCore(StoreParts):
         they stay in their status for the next ``add`` or ``resume`` to take."""
         with self.write() as conn:
             return conn.execute(
-                self.db.q("UPDATE kb_documents SET claimed_by = NULL WHERE claimed_by = ?"), (claim,)
+                self.db.sql("UPDATE kb_documents SET claimed_by = NULL WHERE claimed_by = ?"), (claim,)
             ).rowcount
 
     def set_statuses(self, updates: Sequence[StatusUpdate]) -> None:

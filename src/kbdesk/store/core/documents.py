@@ -31,7 +31,7 @@ from kbdesk.store.core.parts import VectorChanges
 from kbdesk.store.core.ready import READY_SQL, READY_TEXT_SQL, finish_batch
 from kbdesk.store.doc_types import DOC_COLUMNS, IN_FLIGHT, SOURCE, StatusUpdate, check_filename, storage_key
 from kbdesk.store.ids import ID_PREFIX, new_id
-from kbdesk.store.vectors import normalise_rows
+from kbdesk.store.unit_vectors import normalise_rows
 
 
 class DocumentsCore(ClaimsCore):
@@ -50,7 +50,7 @@ class DocumentsCore(ClaimsCore):
         row = None
         if self.db.valid_id(doc_id):
             row = conn.execute(
-                self.db.q(
+                self.db.sql(
                     f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE id = ?" + (self.db.for_update if lock else "")
                 ),
                 (doc_id,),
@@ -71,7 +71,7 @@ class DocumentsCore(ClaimsCore):
             where, args = self.db.in_list("id", ids[start : start + step], ids=True)
             rows = (
                 self.connection()
-                .execute(self.db.q(f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE {where}"), args)
+                .execute(self.db.sql(f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE {where}"), args)
                 .fetchall()
             )
             out.update({r[0]: self._doc(r) for r in rows})
@@ -83,7 +83,7 @@ class DocumentsCore(ClaimsCore):
         rows = (
             self.connection()
             .execute(
-                self.db.q(
+                self.db.sql(
                     f"SELECT {DOC_COLUMNS} FROM kb_documents "
                     f"WHERE kb_id = ? AND ({self.db.id_text('id')} = ? OR filename = ? "
                     f"OR (CAST(? AS TEXT) IS NOT NULL AND {self.db.id_text('id')} LIKE ?)) LIMIT 3"
@@ -109,7 +109,7 @@ class DocumentsCore(ClaimsCore):
         if status:
             sql += " AND status = ?"
             args += (status,)
-        rows = self.connection().execute(self.db.q(sql + " ORDER BY filename, created_at, id"), args)
+        rows = self.connection().execute(self.db.sql(sql + " ORDER BY filename, created_at, id"), args)
         return [self._doc(r) for r in rows]
 
     def document_sections(self, doc_id: str) -> list[tuple[str, dict[str, Any]]] | None:
@@ -130,7 +130,7 @@ class DocumentsCore(ClaimsCore):
         if self.db.valid_id(doc_id):
             row = (
                 self.connection()
-                .execute(self.db.q(f"SELECT {columns} FROM kb_documents WHERE id = ?"), (doc_id,))
+                .execute(self.db.sql(f"SELECT {columns} FROM kb_documents WHERE id = ?"), (doc_id,))
                 .fetchone()
             )
         if row is None:
@@ -165,7 +165,7 @@ class DocumentsCore(ClaimsCore):
         rows = (
             self.connection()
             .execute(
-                self.db.q(f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE kb_id = ? AND source_path IS NOT NULL"),
+                self.db.sql(f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE kb_id = ? AND source_path IS NOT NULL"),
                 (kb_id,),
             )
             .fetchall()
@@ -179,7 +179,7 @@ class DocumentsCore(ClaimsCore):
         if kb_id:
             sql += " AND kb_id = ?"
             args.append(kb_id)
-        rows = self.connection().execute(self.db.q(sql + " ORDER BY created_at, id"), args).fetchall()
+        rows = self.connection().execute(self.db.sql(sql + " ORDER BY created_at, id"), args).fetchall()
         return [d for d in map(self._doc, rows) if not claim_alive(d.claimed_by, d.updated_at)]
 
     # ── making documents ready ─────────────────────────────────────────────────
@@ -250,9 +250,11 @@ class DocumentsCore(ClaimsCore):
         gone = self._delete_chunks(conn, kb.id, doc_id, changes)
         self._insert_chunks(conn, kb.id, doc_id, chunks, blobs, now, changes)
         if text is None:
-            conn.execute(self.db.q(READY_SQL), (len(chunks), now, now, doc_id))
+            conn.execute(self.db.sql(READY_SQL), (len(chunks), now, now, doc_id))
         else:
-            conn.execute(self.db.q(READY_TEXT_SQL), (len(chunks), now, now, *self.db.text_and_sections(*text), doc_id))
+            conn.execute(
+                self.db.sql(READY_TEXT_SQL), (len(chunks), now, now, *self.db.text_and_sections(*text), doc_id)
+            )
         self._bump(conn, kb.id, chunks=len(chunks) - gone)
         return self._get_document(conn, doc_id)
 
@@ -302,13 +304,13 @@ class DocumentsCore(ClaimsCore):
             if (
                 source_path is not None
                 and conn.execute(
-                    db.q("SELECT 1 FROM kb_documents WHERE kb_id = ? AND source_path = ?"),
+                    db.sql("SELECT 1 FROM kb_documents WHERE kb_id = ? AND source_path = ?"),
                     (kb_id, db.text(source_path)),
                 ).fetchone()
             ):
                 raise ConflictError(f"{source_path} already has a document in '{kb.name}'")
             conn.execute(
-                db.q(
+                db.sql(
                     "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, "
                     "extracted_text, chunk_count, status, uploaded_by, content_hash, source_path, created_at, "
                     "updated_at, version, indexed_at, indexed_hash) "

@@ -35,7 +35,7 @@ class NotesCore(StoreParts):
         note_id, now = new_id(), self.db.now()
         with self.write() as conn:
             conn.execute(
-                self.db.qt(f"INSERT INTO {{notes}}({_COLS}, owner_id) VALUES (?, ?, ?, ?, ?, ?)"),
+                self.db.table_sql(f"INSERT INTO {{notes}}({_COLS}, owner_id) VALUES (?, ?, ?, ?, ?, ?)"),
                 (note_id, title, content, now, now, self.local_user_id),
             )
         return self.find_note(note_id)
@@ -55,7 +55,7 @@ class NotesCore(StoreParts):
             with self.write() as conn:
                 sets = ", ".join(f"{c} = ?" for c in changes)
                 conn.execute(
-                    self.db.qt(f"UPDATE {{notes}} SET {sets}, updated_at = ? WHERE id = ?"),
+                    self.db.table_sql(f"UPDATE {{notes}} SET {sets}, updated_at = ? WHERE id = ?"),
                     (*changes.values(), self.db.now(), note.id),
                 )
                 self.db.delete(conn, self.db.table("note_vectors"), "note_id = ?", (note.id,))
@@ -73,7 +73,7 @@ class NotesCore(StoreParts):
         args: list[Any] = [self.local_user_id]
         if limit:
             sql, args = sql + " LIMIT ?", [*args, int(limit)]
-        return [self._note(r) for r in self.connection().execute(self.db.qt(sql), args).fetchall()]
+        return [self._note(r) for r in self.connection().execute(self.db.table_sql(sql), args).fetchall()]
 
     def notes_by_id(self, ids: Sequence[str]) -> dict[str, Note]:
         ids = list(ids)[: self.db.list_chunk]
@@ -83,7 +83,8 @@ class NotesCore(StoreParts):
         rows = (
             self.connection()
             .execute(
-                self.db.qt(f"SELECT {_COLS} FROM {{notes}} WHERE {where} AND owner_id = ?"), [*args, self.local_user_id]
+                self.db.table_sql(f"SELECT {_COLS} FROM {{notes}} WHERE {where} AND owner_id = ?"),
+                [*args, self.local_user_id],
             )
             .fetchall()
         )
@@ -92,7 +93,7 @@ class NotesCore(StoreParts):
     def note_count(self) -> int:
         return int(
             self.connection()
-            .execute(self.db.qt("SELECT count(*) FROM {notes} WHERE owner_id = ?"), (self.local_user_id,))
+            .execute(self.db.table_sql("SELECT count(*) FROM {notes} WHERE owner_id = ?"), (self.local_user_id,))
             .fetchone()[0]
         )
 
@@ -113,7 +114,7 @@ class NotesCore(StoreParts):
         rows = (
             self.connection()
             .execute(
-                self.db.qt(
+                self.db.table_sql(
                     "SELECT v.note_id, v.embedding FROM {note_vectors} v JOIN {notes} n ON n.id = v.note_id "
                     "WHERE v.model = ? AND v.dimensions = ? AND n.owner_id = ?"
                 ),
@@ -132,7 +133,7 @@ class NotesCore(StoreParts):
         rows = (
             self.connection()
             .execute(
-                self.db.qt(
+                self.db.table_sql(
                     f"SELECT {_N_COLS} FROM {{notes}} n "
                     "LEFT JOIN {note_vectors} v ON v.note_id = n.id AND v.model = ? "
                     "WHERE v.note_id IS NULL AND n.owner_id = ? ORDER BY n.updated_at DESC LIMIT ?"
@@ -150,12 +151,13 @@ class NotesCore(StoreParts):
         with self.write() as conn:
             for note_id, text, vector in items:
                 row = conn.execute(
-                    self.db.qt("SELECT title, content FROM {notes} WHERE id = ?" + self.db.for_update), (note_id,)
+                    self.db.table_sql("SELECT title, content FROM {notes} WHERE id = ?" + self.db.for_update),
+                    (note_id,),
                 ).fetchone()
                 if row is None or note_text(row[0], row[1]) != text:
                     continue
                 conn.execute(
-                    self.db.qt(
+                    self.db.table_sql(
                         "INSERT INTO {note_vectors}(note_id, model, dimensions, embedding, created_at) "
                         "VALUES (?, ?, ?, ?, ?) ON CONFLICT (note_id) DO UPDATE SET model = excluded.model, "
                         "dimensions = excluded.dimensions, embedding = excluded.embedding, "

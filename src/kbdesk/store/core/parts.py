@@ -62,7 +62,7 @@ class StoreParts:
     policy: Policy
     local_user_id: str
     vectors: Any
-    """The engine's vector index (kbdesk.store.vectors' for SQLite, pgvector's for Postgres)."""
+    """The engine's vector index (kbdesk.store.sqlite.vectors' for SQLite, pgvector's for Postgres)."""
 
     if TYPE_CHECKING:
         # ── the engine: connections and transactions ───────────────────────────

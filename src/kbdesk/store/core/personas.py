@@ -40,18 +40,20 @@ class PersonasCore(StoreParts):
         rows: list[Any] = []
         if db.valid_id(ref):
             rows = conn.execute(
-                db.qt(f"SELECT {columns} FROM {{{table}}} WHERE id = ? AND {mine}"), (ref, uid)
+                db.table_sql(f"SELECT {columns} FROM {{{table}}} WHERE id = ? AND {mine}"), (ref, uid)
             ).fetchall()
         if not rows and ref and name_col:
             rows = conn.execute(
-                db.qt(f"SELECT {columns} FROM {{{table}}} WHERE lower({name_col}) = lower(?) AND {mine} LIMIT 2"),
+                db.table_sql(
+                    f"SELECT {columns} FROM {{{table}}} WHERE lower({name_col}) = lower(?) AND {mine} LIMIT 2"
+                ),
                 (ref, uid),
             ).fetchall()
             if len(rows) > 1:
                 raise InvalidInputError(f"more than one {what} is called '{ref}'; use its id")
         if not rows and ID_PREFIX.match(ref):
             rows = conn.execute(
-                db.qt(f"SELECT {columns} FROM {{{table}}} WHERE {db.id_text('id')} LIKE ? AND {mine} LIMIT 2"),
+                db.table_sql(f"SELECT {columns} FROM {{{table}}} WHERE {db.id_text('id')} LIKE ? AND {mine} LIMIT 2"),
                 (ref.lower() + "%", uid),
             ).fetchall()
             if len(rows) > 1:
@@ -64,14 +66,14 @@ class PersonasCore(StoreParts):
         return [
             r[0]
             for r in self.connection().execute(
-                self.db.qt(f"SELECT id FROM {{{table}}} WHERE owner_id = ? ORDER BY lower(name), id"),
+                self.db.table_sql(f"SELECT id FROM {{{table}}} WHERE owner_id = ? ORDER BY lower(name), id"),
                 (self.local_user_id,),
             )
         ]
 
     def _check_free(self, conn: Any, table: str, what: str, name: str, row_id: str | None = None) -> None:
         for (other,) in conn.execute(
-            self.db.qt(f"SELECT id FROM {{{table}}} WHERE lower(name) = lower(?) AND owner_id = ?"),
+            self.db.table_sql(f"SELECT id FROM {{{table}}} WHERE lower(name) = lower(?) AND owner_id = ?"),
             (name, self.local_user_id),
         ).fetchall():
             if str(other) != str(row_id):
@@ -88,7 +90,7 @@ class PersonasCore(StoreParts):
         return [
             tuple(r)
             for r in self.connection().execute(
-                self.db.qt(
+                self.db.table_sql(
                     f"SELECT b.kb_id{extra} FROM {{{owner}_knowledge_bases}} b "
                     "JOIN knowledge_bases k ON k.id = b.kb_id "
                     f"WHERE b.{owner}_id = ? ORDER BY lower(k.name), k.id"
@@ -113,7 +115,7 @@ class PersonasCore(StoreParts):
                 self._check_free(conn, table, what, changes["name"], row_id)
             sets = "".join(f"{c} = ?, " for c in changes)
             conn.execute(
-                self.db.qt(f"UPDATE {{{table}}} SET {sets}updated_at = ? WHERE id = ?"),
+                self.db.table_sql(f"UPDATE {{{table}}} SET {sets}updated_at = ? WHERE id = ?"),
                 (*changes.values(), self.db.now(), row_id),
             )
             if bindings is not None:
@@ -142,7 +144,9 @@ class PersonasCore(StoreParts):
         with self.write() as conn:
             self._check_free(conn, "personas", "persona", name)
             conn.execute(
-                self.db.qt(f"INSERT INTO {{personas}}({_PERSONA}, owner_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+                self.db.table_sql(
+                    f"INSERT INTO {{personas}}({_PERSONA}, owner_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                ),
                 (
                     persona_id,
                     name,
@@ -205,7 +209,7 @@ class PersonasCore(StoreParts):
         with self.write() as conn:
             self._check_free(conn, "projects", "project", name)
             conn.execute(
-                self.db.qt(f"INSERT INTO {{projects}}({_PROJECT}, owner_id) VALUES (?, ?, ?, ?, ?, ?)"),
+                self.db.table_sql(f"INSERT INTO {{projects}}({_PROJECT}, owner_id) VALUES (?, ?, ?, ?, ?, ?)"),
                 (project_id, name, self.db.text(description or ""), now, now, self.local_user_id),
             )
         return self.find_project(project_id)

@@ -91,7 +91,7 @@ def rows_by_id(store: Any, conn: Any, doc_ids: list[str]) -> dict[str, Document]
     db = store.db
     for start in range(0, len(doc_ids), db.list_chunk):
         where, args = db.in_list("id", doc_ids[start : start + db.list_chunk], ids=True)
-        for row in conn.execute(db.q(f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE {where}{db.for_update}"), args):
+        for row in conn.execute(db.sql(f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE {where}{db.for_update}"), args):
             doc = store._doc(row)
             out[doc.id] = doc
     return out

@@ -81,14 +81,14 @@ class RecordsCore(StoreParts):
         owner_id = self.local_user_id if scope == "personal" else None
         kb_id = kb_id or new_id()
         now = self.db.now()
-        q = self.db.q
+        sql = self.db.sql
         with self.write() as conn:
-            if scope == "team" and not conn.execute(q("SELECT 1 FROM teams WHERE id = ?"), (team_id,)).fetchone():
+            if scope == "team" and not conn.execute(sql("SELECT 1 FROM teams WHERE id = ?"), (team_id,)).fetchone():
                 raise NotFoundError(f"no team with id '{team_id}'")
             self.policy.check_create(scope, team_id)
             self._check_name_free(conn, name, None)
             conn.execute(
-                q(
+                sql(
                     "INSERT INTO knowledge_bases(id, name, description, scope, owner_id, team_id, "
                     "embedding_config, discoverable, created_at, updated_at) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -114,14 +114,16 @@ class RecordsCore(StoreParts):
         self._lock_names(conn, name)
         where, args = self.policy.visible()
         sql = f"SELECT id FROM knowledge_bases WHERE lower(name) = lower(?) AND {where}"
-        for row in conn.execute(self.db.q(sql), (name, *args)).fetchall():
+        for row in conn.execute(self.db.sql(sql), (name, *args)).fetchall():
             if kb_id is None or str(row[0]) != str(kb_id):
                 raise ConflictError(f"a knowledge base named '{name}' already exists")
 
     def _get_kb(self, conn: Any, kb_id: str) -> KnowledgeBase:
         row = None
         if self.db.valid_id(kb_id):
-            row = conn.execute(self.db.q(f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE id = ?"), (kb_id,)).fetchone()
+            row = conn.execute(
+                self.db.sql(f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE id = ?"), (kb_id,)
+            ).fetchone()
         if row is None:
             raise NotFoundError(f"no knowledge base with id '{kb_id}'")
         return self._kb(row)
@@ -145,12 +147,12 @@ class RecordsCore(StoreParts):
     def resolve_team(self, ref: str) -> str:
         """A team's id from its id or its name."""
         conn = self.connection()
-        q = self.db.q
-        if self.db.valid_id(ref) and conn.execute(q("SELECT 1 FROM teams WHERE id = ?"), (ref,)).fetchone():
+        sql = self.db.sql
+        if self.db.valid_id(ref) and conn.execute(sql("SELECT 1 FROM teams WHERE id = ?"), (ref,)).fetchone():
             return self.db.norm_id(ref)
         try:
             with self.db.savepoint(conn):
-                rows = conn.execute(q("SELECT id FROM teams WHERE CAST(name AS TEXT) = ? LIMIT 2"), (ref,)).fetchall()
+                rows = conn.execute(sql("SELECT id FROM teams WHERE CAST(name AS TEXT) = ? LIMIT 2"), (ref,)).fetchall()
         except Exception:  # noqa: BLE001 - a server's teams table without names (either engine's error)
             rows = []
         if len(rows) != 1:
@@ -163,7 +165,7 @@ class RecordsCore(StoreParts):
         row = (
             self.connection()
             .execute(
-                self.db.q(
+                self.db.sql(
                     f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE lower(name) = lower(?) AND {where} "
                     "ORDER BY created_at LIMIT 1"
                 ),
@@ -176,24 +178,26 @@ class RecordsCore(StoreParts):
     def find_kb(self, ref: str) -> KnowledgeBase:
         """A KB the user may pick: by id, by name (any case), or by a unique id prefix of 4+ characters."""
         conn = self.connection()
-        q = self.db.q
+        sql = self.db.sql
         ref = (ref or "").strip()
         where, args = self.policy.picker()
         rows: list[Any] = []
         if self.db.valid_id(ref):
             rows = conn.execute(
-                q(f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE id = ? AND {where}"), (ref, *args)
+                sql(f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE id = ? AND {where}"), (ref, *args)
             ).fetchall()
         if not rows:
             rows = conn.execute(
-                q(f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE lower(name) = lower(?) AND {where} LIMIT 2"),
+                sql(f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE lower(name) = lower(?) AND {where} LIMIT 2"),
                 (ref, *args),
             ).fetchall()
             if len(rows) > 1:
                 raise InvalidInputError(f"more than one knowledge base is named '{ref}'; use its id")
         if not rows and ID_PREFIX.match(ref):
             rows = conn.execute(
-                q(f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE {self.db.id_text('id')} LIKE ? AND {where} LIMIT 2"),
+                sql(
+                    f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE {self.db.id_text('id')} LIKE ? AND {where} LIMIT 2"
+                ),
                 (ref.lower() + "%", *args),
             ).fetchall()
             if len(rows) > 1:
@@ -208,7 +212,7 @@ class RecordsCore(StoreParts):
         rows = (
             self.connection()
             .execute(
-                self.db.q(f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE {where} ORDER BY lower(name), id"), args
+                self.db.sql(f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE {where} ORDER BY lower(name), id"), args
             )
             .fetchall()
         )
@@ -251,7 +255,7 @@ class RecordsCore(StoreParts):
             sets = ", ".join(f"{col} = ?" for col in changes)
             values = [self.db.json_in(v) if k == "embedding_config" else v for k, v in changes.items()]
             conn.execute(
-                self.db.q(f"UPDATE knowledge_bases SET {sets}, updated_at = ? WHERE id = ?"),
+                self.db.sql(f"UPDATE knowledge_bases SET {sets}, updated_at = ? WHERE id = ?"),
                 (*values, self.db.now(), kb_id),
             )
             detail = {
@@ -267,7 +271,7 @@ class RecordsCore(StoreParts):
         with self.write() as conn:
             self.policy.check_manage(self._get_kb(conn, kb_id))
             conn.execute(
-                self.db.q("UPDATE knowledge_bases SET status = ?, updated_at = ? WHERE id = ? AND status <> ?"),
+                self.db.sql("UPDATE knowledge_bases SET status = ?, updated_at = ? WHERE id = ? AND status <> ?"),
                 (status, self.db.now(), kb_id, status),
             )
 
@@ -288,13 +292,13 @@ class RecordsCore(StoreParts):
             return self._get_kb(conn, kb_id)
 
     def _recount(self, conn: Any, kb_id: str) -> None:
-        q = self.db.q
+        sql = self.db.sql
         docs, size = conn.execute(
-            q("SELECT count(*), coalesce(sum(size_bytes), 0) FROM kb_documents WHERE kb_id = ?"), (kb_id,)
+            sql("SELECT count(*), coalesce(sum(size_bytes), 0) FROM kb_documents WHERE kb_id = ?"), (kb_id,)
         ).fetchone()
-        chunks = conn.execute(q("SELECT count(*) FROM kb_chunks WHERE kb_id = ?"), (kb_id,)).fetchone()[0]
+        chunks = conn.execute(sql("SELECT count(*) FROM kb_chunks WHERE kb_id = ?"), (kb_id,)).fetchone()[0]
         conn.execute(
-            q(
+            sql(
                 "UPDATE knowledge_bases SET document_count = ?, chunk_count = ?, total_bytes = ?, "
                 "updated_at = ? WHERE id = ? AND (document_count <> ? OR chunk_count <> ? OR total_bytes <> ?)"
             ),
@@ -304,7 +308,7 @@ class RecordsCore(StoreParts):
     def _bump(self, conn: Any, kb_id: str, *, docs: int = 0, chunks: int = 0, size: int = 0) -> None:
         """Move the denormalised stats by a delta, inside the transaction that changed them."""
         conn.execute(
-            self.db.q(
+            self.db.sql(
                 "UPDATE knowledge_bases SET document_count = document_count + ?, "
                 "chunk_count = chunk_count + ?, total_bytes = total_bytes + ?, updated_at = ? "
                 "WHERE id = ?"
@@ -354,7 +358,7 @@ class RecordsCore(StoreParts):
         if kb_id:
             sql += " WHERE kb_id = ?"
             args = (kb_id,)
-        rows = self.connection().execute(self.db.q(sql + " ORDER BY id"), args).fetchall()
+        rows = self.connection().execute(self.db.sql(sql + " ORDER BY id"), args).fetchall()
         keys = ("id", "created_at", "user_id", "action", "kb_id", "target", "details")
         return [
             dict(zip(keys, (r[0], self.db.time_out(r[1]), *r[2:6], self.db.json_out(r[6])), strict=True)) for r in rows

@@ -43,7 +43,7 @@ class PgBulk(StoreParts):
 
     def _export_vectors(self, conn: Any, sql: str, args: list[Any], dims: int | None) -> list[Sequence[Any]]:
         vector = f"subvector(embedding, 1, {int(dims)})" if dims else "NULL::vector"
-        rows = conn.execute(self.db.q(sql.format(vector=vector)), args, binary=True).fetchall()
+        rows = conn.execute(self.db.sql(sql.format(vector=vector)), args, binary=True).fetchall()
         return [(*r[:7], None if r[7] is None else as_unit_bytes(r[7], int(dims or 0))) for r in rows]
 
     def _import_chunks(

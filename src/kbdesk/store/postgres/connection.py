@@ -41,7 +41,7 @@ from kbdesk.store.postgres.chunks import PgChunks
 from kbdesk.store.postgres.engine import PostgresEngine
 from kbdesk.store.postgres.guards import database_refusal
 from kbdesk.store.postgres.locks import connect
-from kbdesk.store.postgres.lookup import LookupMixin
+from kbdesk.store.postgres.lookup import PgLookup
 from kbdesk.store.postgres.pool import Holder, PgDriver, Pool, quiet_close, redact_uri, uuid_as_text_binary_loader
 from kbdesk.store.postgres.schema import _first_line, current_version, migrate
 from kbdesk.store.postgres.security import Session, check_can_open, database_identity, secure, session
@@ -56,7 +56,7 @@ class PostgresStore(
     DocumentsCore,
     CacheCore,
     BulkCore,
-    LookupMixin,
+    PgLookup,
     ChatCore,
     PersonasCore,
     NotesCore,

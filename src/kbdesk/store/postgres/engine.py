@@ -49,7 +49,7 @@ class PostgresEngine(Engine):
         self.through_functions = through_functions
         self._keys: dict[str, list[str]] = {}
 
-    def q(self, sql: str) -> str:
+    def sql(self, sql: str) -> str:
         return _native(sql)
 
     def delete(self, conn: Any, table: str, where: str, args: Sequence[Any] = ()) -> int:
@@ -65,7 +65,7 @@ class PostgresEngine(Engine):
             f"SELECT {DELETE_FUNCTION}(?, (SELECT coalesce(jsonb_agg(jsonb_build_object({pairs})), '[]'::jsonb) "
             f"FROM {table} WHERE {where}))"
         )
-        return int(conn.execute(self.q(sql), (table, *args)).fetchone()[0])
+        return int(conn.execute(self.sql(sql), (table, *args)).fetchone()[0])
 
     def valid_id(self, value: Any) -> bool:
         return is_uuid(value)
@@ -118,7 +118,7 @@ class PostgresEngine(Engine):
     def executemany(self, conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if rows:
             with conn.cursor() as cur:
-                cur.executemany(self.q(sql), rows)
+                cur.executemany(self.sql(sql), rows)
 
     @contextmanager
     def savepoint(self, conn: Any) -> Iterator[None]:

@@ -34,7 +34,7 @@ differs: FTS5 leaves tokens under three letters unstemmed ("ms" stays, Postgres 
 it "m"), and a few characters split or join tokens differently (the default parser's
 rules for non-ASCII text).
 
-A query is :func:`kbdesk.store.lookup.query_terms` (the SQLite store's own words, OR-ed,
+A query is :func:`kbdesk.store.keywords.query_terms` (the SQLite store's own words, OR-ed,
 stopwords out), each word its lexeme, bounded as SQLite bounds it (:func:`bounded`; the
 budget is Postgres's own: :data:`KEYWORD_POSTINGS_BUDGET`), and scored over the KBs
 searched (SQLite's FTS5 index spans the whole file: with one KB per file, or all KBs
@@ -49,13 +49,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from kbdesk.store.cjk import CJK_CLASS
-from kbdesk.store.lookup import SCORED_TERM_BUDGETS, bounds, query_terms
+from kbdesk.store.keywords import SCORED_TERM_BUDGETS, bounds, query_terms
 from kbdesk.textnorm import diacritic_pairs, fold_diacritics
 
 K1 = 1.2  # FTS5's bm25() constants (fts5_aux.c)
 B = 0.75
 IDF_FLOOR = 1e-6  # FTS5's floor for a term in more than half the rows
-# SQLite's postings budget (store/lookup.py) with Postgres's own value: a row costs FTS5
+# SQLite's postings budget (store/sqlite/lookup.py) with Postgres's own value: a row costs FTS5
 # ~1 µs to score and Postgres ~3-5 µs (the GIN match, then the row's tsvector cut to the
 # query's lexemes). On 100k chunks of SciFact prose a budget of 50,000 (SQLite's) gave
 # p50 134 ms and 0.999 of SQLite's top-10 chunks, 20,000 75 ms and 0.936, 10,000 41 ms
@@ -343,7 +343,7 @@ def bounded(
     terms: Sequence[str], df: dict[str, int], rows: int, budget: int = KEYWORD_POSTINGS_BUDGET
 ) -> tuple[list[int], list[int]]:
     """(gate, scored) as positions in ``terms``, as the SQLite store bounds a query
-    (:meth:`kbdesk.store.lookup.LookupMixin.bounded_terms`): when ``rows`` × terms and
+    (:meth:`kbdesk.store.sqlite.lookup.SqliteLookup.bounded_terms`): when ``rows`` × terms and
     the terms' document frequencies add up past ``budget``, rows must hold one of the
     rarest terms (the rarest always) and terms matching more rows than
     ``SCORED_TERM_BUDGETS`` budgets leave the score. Both are every position otherwise."""

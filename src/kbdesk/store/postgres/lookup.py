@@ -1,6 +1,6 @@
 """Search primitives of the Postgres store: BM25 keyword ranking, vectors, result rows.
 
-The same contract as :mod:`kbdesk.store.lookup`, so :mod:`kbdesk.search` (fusion, the
+The same contract as :mod:`kbdesk.store.sqlite.lookup`, so :mod:`kbdesk.search` (fusion, the
 seed's semantics) runs unchanged. Keyword search scores as SQLite's FTS5 ``bm25()``
 does, from per-KB term statistics kept exact by triggers (:mod:`.keyword`).
 """
@@ -14,11 +14,11 @@ import numpy as np
 
 import kbdesk.store.postgres.keyword as keyword
 from kbdesk.store.core.parts import StoreParts
-from kbdesk.store.lookup import mark_stale
+from kbdesk.store.keywords import mark_stale
 from kbdesk.store.postgres.values import infer_dimensions
 
 
-class LookupMixin(StoreParts):
+class PgLookup(StoreParts):
     """Needs ``connection()``, ``read()`` and ``vectors`` from the store."""
 
     def kb_vector_dimensions(self, kb_id: str) -> int | None:

@@ -152,7 +152,7 @@ Migration = tuple[str, Callable[[Any], None]]
 
 
 def _m004_one_document_per_path(conn: Any) -> None:
-    # As on SQLite (store/migrations.py, step 7): a source path has one row per KB
+    # As on SQLite (store/sqlite/migrations.py, step 7): a source path has one row per KB
     # (partial unique index); ``version`` moves with every claim of new work;
     # ``indexed_at``/``indexed_hash`` say which version the chunks come from;
     # ``error_kind`` whether a failure is the file's own (remembered) or retried.

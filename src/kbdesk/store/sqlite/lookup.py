@@ -7,169 +7,23 @@ answers "which chunks, with what score" from SQL.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
-from kbdesk.store.cjk import query_pieces
 from kbdesk.store.core.parts import StoreParts
-
-_TOKEN = re.compile(r"\w+", re.UNICODE)
-MAX_QUERY_TERMS = 64
-# English function words: in an OR query they match nearly every chunk (and BM25 gives
-# them almost nothing), so they cost time without changing the ranking. They are kept
-# when the query has nothing else.
-STOPWORDS = frozenset(
-    [
-        "a",
-        "about",
-        "above",
-        "after",
-        "again",
-        "against",
-        "all",
-        "am",
-        "an",
-        "and",
-        "any",
-        "are",
-        "as",
-        "at",
-        "be",
-        "because",
-        "been",
-        "before",
-        "being",
-        "below",
-        "between",
-        "both",
-        "but",
-        "by",
-        "can",
-        "could",
-        "did",
-        "do",
-        "does",
-        "doing",
-        "down",
-        "during",
-        "each",
-        "few",
-        "for",
-        "from",
-        "further",
-        "had",
-        "has",
-        "have",
-        "having",
-        "he",
-        "her",
-        "here",
-        "hers",
-        "him",
-        "his",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "itself",
-        "just",
-        "me",
-        "more",
-        "most",
-        "my",
-        "no",
-        "nor",
-        "not",
-        "now",
-        "of",
-        "off",
-        "on",
-        "once",
-        "only",
-        "or",
-        "other",
-        "our",
-        "ours",
-        "out",
-        "over",
-        "own",
-        "same",
-        "she",
-        "should",
-        "so",
-        "some",
-        "such",
-        "than",
-        "that",
-        "the",
-        "their",
-        "theirs",
-        "them",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "those",
-        "through",
-        "to",
-        "too",
-        "under",
-        "until",
-        "up",
-        "very",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "while",
-        "who",
-        "whom",
-        "why",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-        "yours",
-    ]
-)
-
+from kbdesk.store.keywords import SCORED_TERM_BUDGETS, bounds, mark_stale, query_terms
 
 # FTS5 computes BM25 for every row that matches any OR-ed term (a few µs per row, and an
 # IDF pass over each term's whole posting list), so a query's cost grows with its terms'
 # document frequencies. When they add up past this budget the query is bounded
-# (:meth:`LookupMixin.bounded_fts_query`): rows must hold one of the rarest terms, and
+# (:meth:`SqliteLookup.bounded_fts_query`): rows must hold one of the rarest terms, and
 # terms matching more rows than the budget on their own are left out of the score. An
 # index whose rows times the query's terms fit in the budget is never touched
 # (docs/BENCHMARKS-scale.md).
 KEYWORD_POSTINGS_BUDGET = 50_000
-# terms matching more rows than this many budgets on their own leave the score as well
-SCORED_TERM_BUDGETS = 4
 _DF_CACHE_MAX = 50_000
-
-
-def query_terms(text: str) -> list[str]:
-    """The words :func:`fts_query` OR-s together, in order."""
-    seen: list[str] = []
-    for word in _TOKEN.findall(text.lower()):
-        for token in query_pieces(word):  # a CJK word: its pairs of characters (kbdesk.store.cjk)
-            if token not in seen:
-                seen.append(token)
-        if len(seen) >= MAX_QUERY_TERMS:
-            seen = seen[:MAX_QUERY_TERMS]
-            break
-    return [t for t in seen if t not in STOPWORDS] or seen
 
 
 def fts_query(text: str) -> str:
@@ -186,29 +40,7 @@ def _marks(values: Sequence[Any]) -> str:
     return ",".join("?" * len(values))
 
 
-def bounds(terms: Sequence[str], counts: Sequence[int], budget: int) -> tuple[list[int], list[int]]:
-    """(gate, scored) as positions in ``terms``, given the rows each term matches.
-
-    When the counts add up past ``budget``, rows must hold one of the rarest terms (the
-    rarest always; then the next rarest while the sum stays within the budget) and
-    terms matching more than ``SCORED_TERM_BUDGETS`` budgets leave the score. Both are
-    every position otherwise. The same rule bounds a query on both engines.
-    """
-    every = list(range(len(terms)))
-    if sum(counts) <= budget:
-        return every, every
-    first = {t: terms.index(t) for t in terms}
-    gate: set[int] = set()
-    spent = 0
-    for i in sorted(every, key=lambda i: (counts[i], first[terms[i]])):
-        if gate and spent + counts[i] > budget:
-            break
-        gate.add(i)
-        spent += counts[i]
-    return sorted(gate), [i for i in every if i in gate or counts[i] <= budget * SCORED_TERM_BUDGETS]
-
-
-class LookupMixin(StoreParts):
+class SqliteLookup(StoreParts):
     """Needs ``connection()``, ``read()`` and ``vectors`` from the store."""
 
     def kb_vector_dimensions(self, kb_id: str) -> int | None:
@@ -381,14 +213,3 @@ class LookupMixin(StoreParts):
             }
             for r in rows
         }
-
-
-def mark_stale(metadata: dict[str, Any], stale: Any, indexed_at: Any) -> dict[str, Any]:
-    """A chunk from an older version of its file than the newest seen (the newer one
-    failed, or is being indexed) says so in its metadata, with when it was indexed."""
-    if stale:
-        metadata["stale"] = True
-        metadata["indexed_at"] = (
-            indexed_at if isinstance(indexed_at, str) or indexed_at is None else indexed_at.isoformat()
-        )
-    return metadata

@@ -333,7 +333,7 @@ def _m005_chat(conn: Any) -> None:
 
 def _m006_vector_bits(conn: Any) -> None:
     # Sign bits of each chunk's vector (one bit per dimension, packed, padded to 64-bit
-    # words) for the binary-quantised search of large KBs (store/quantized.py). Derived
+    # words) for the binary-quantised search of large KBs (store/sqlite/quantized.py). Derived
     # from kb_chunks.embedding: rows go with their chunk or when its embedding changes,
     # whatever caused it; the store writes the rows of its own inserts, and anything
     # missing is recomputed at the next load. Clustered by KB for a fast whole-KB read.

@@ -6,7 +6,7 @@ float32 at the KB's own dimension). A vector index is derived from it and rebuil
 written under one backend is always correct under the other.
 
 - Both backends search exactly by scanning a memory-mapped float32 copy of the KB's
-  vectors (:mod:`kbdesk.store.matrix_file`: one file per KB beside the database, written
+  vectors (:mod:`kbdesk.store.sqlite.matrix_file`: one file per KB beside the database, written
   once per vector version and shared by every process through the page cache) whenever
   such a file is current or can be written.
 - Otherwise :class:`SqliteVecIndex` answers from one sqlite-vec ``vec0`` table per KB,
@@ -18,7 +18,7 @@ written under one backend is always correct under the other.
 
 Both are the *exact* path. A KB holding more than ``quantize_above`` chunks (config
 ``vector.quantize_above``) is searched by the binary-quantised path instead
-(:mod:`kbdesk.store.quantized`: sign bits scanned by Hamming distance, the nearest
+(:mod:`kbdesk.store.sqlite.quantized`: sign bits scanned by Hamming distance, the nearest
 ranked again by the full query against their bits, max(``k x oversample``, 500) of them
 rescored with exact cosine), whichever backend is in use; ``quantize_above = 0`` keeps
 every KB exact.
@@ -26,57 +26,13 @@ every KB exact.
 
 from __future__ import annotations
 
-import math
 import threading
 from typing import Any, Protocol
 
 import numpy as np
 
-from kbdesk.errors import InvalidInputError
-from kbdesk.store.matrix_cache import MatrixFiles
-from kbdesk.store.quantized import DEFAULT_OVERSAMPLE, DEFAULT_QUANTIZE_ABOVE, QuantizedIndex
-
-
-def normalise(vector: Any, dimensions: int | None = None, *, what: str = "vector") -> np.ndarray:
-    """Return ``vector`` as unit-length float32, or raise a clear error."""
-    try:
-        arr = np.asarray(vector, dtype=np.float32)
-    except (TypeError, ValueError):
-        raise InvalidInputError(f"{what} is not a list of numbers") from None
-    if arr.ndim != 1 or arr.size == 0:
-        raise InvalidInputError(f"{what} must be a flat list of numbers, got shape {arr.shape}")
-    if dimensions is not None and arr.size != dimensions:
-        raise InvalidInputError(f"{what} has {arr.size} dimensions, expected {dimensions}")
-    if not np.all(np.isfinite(arr)):
-        raise InvalidInputError(f"{what} contains NaN or infinite values")
-    norm = float(np.linalg.norm(arr.astype(np.float64)))
-    if norm == 0.0 or not math.isfinite(norm):
-        raise InvalidInputError(f"{what} is all zeros")
-    return (arr / norm).astype(np.float32)
-
-
-def normalise_rows(vectors: Any, dimensions: int | None = None, *, first: int = 0) -> np.ndarray:
-    """Many vectors at once: unit-length float32 rows, or a clear error naming the bad one."""
-    try:
-        matrix = np.asarray(vectors, dtype=np.float32)
-    except (TypeError, ValueError):
-        # ragged or non-numeric: find and name the culprit one by one
-        for i, vector in enumerate(vectors):
-            normalise(vector, dimensions, what=f"vector {first + i}")
-        raise InvalidInputError("vectors are not all lists of numbers of one length") from None
-    if matrix.ndim != 2 or matrix.shape[1] == 0:
-        for i, vector in enumerate(vectors):
-            normalise(vector, dimensions, what=f"vector {first + i}")
-        raise InvalidInputError(f"vectors must be flat lists of numbers, got shape {matrix.shape}")
-    if dimensions is not None and matrix.shape[1] != dimensions:
-        raise InvalidInputError(f"vector {first} has {matrix.shape[1]} dimensions, expected {dimensions}")
-    finite = np.isfinite(matrix).all(axis=1)
-    if not finite.all():
-        raise InvalidInputError(f"vector {first + int(np.argmin(finite))} contains NaN or infinite values")
-    norms = np.linalg.norm(matrix.astype(np.float64), axis=1)
-    if (norms == 0).any():
-        raise InvalidInputError(f"vector {first + int(np.argmin(norms))} is all zeros")
-    return (matrix / norms[:, None]).astype(np.float32)
+from kbdesk.store.sqlite.matrix_cache import MatrixFiles
+from kbdesk.store.sqlite.quantized import DEFAULT_OVERSAMPLE, DEFAULT_QUANTIZE_ABOVE, QuantizedIndex
 
 
 def top_k(seqs: np.ndarray, sims: np.ndarray, k: int) -> list[tuple[int, float]]:

@@ -34,15 +34,15 @@ from kbdesk.store.core.documents import DocumentsCore
 from kbdesk.store.core.notes import NotesCore
 from kbdesk.store.core.personas import PersonasCore
 from kbdesk.store.core.records import RecordsCore
-from kbdesk.store.driver import Driver, load_extensions
-from kbdesk.store.engine import SqliteEngine
 from kbdesk.store.ids import new_id
-from kbdesk.store.lookup import LookupMixin
-from kbdesk.store.migrations import MIGRATIONS, current_version, migrate
 from kbdesk.store.policy import LocalPolicy
-from kbdesk.store.sqlite_chat import SqliteChat
-from kbdesk.store.sqlite_chunks import SqliteChunks
-from kbdesk.store.vectors import NumpyIndex, SqliteVecIndex
+from kbdesk.store.sqlite.chat import SqliteChat
+from kbdesk.store.sqlite.chunks import SqliteChunks
+from kbdesk.store.sqlite.driver import Driver, load_extensions
+from kbdesk.store.sqlite.engine import SqliteEngine
+from kbdesk.store.sqlite.lookup import SqliteLookup
+from kbdesk.store.sqlite.migrations import MIGRATIONS, current_version, migrate
+from kbdesk.store.sqlite.vectors import NumpyIndex, SqliteVecIndex
 
 BUSY_TIMEOUT_MS = 10_000
 BUSY_GIVE_UP_S = 120.0
@@ -65,7 +65,7 @@ class SqliteStore(
     DocumentsCore,
     CacheCore,
     BulkCore,
-    LookupMixin,
+    SqliteLookup,
     ChatCore,
     PersonasCore,
     NotesCore,

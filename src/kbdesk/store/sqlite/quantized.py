@@ -10,7 +10,7 @@ dims) and a search runs in three steps:
    components where a bit is set, which ranks like ``q . sign(x)``: far finer than
    Hamming, at a table lookup per byte), keeping the best ``R = k x oversample``;
 3. those R rescored exactly: cosine with their float32 vectors, read from the KB's
-   memory-mapped matrix file (:mod:`kbdesk.store.matrix_file`) when it is current, else
+   memory-mapped matrix file (:mod:`kbdesk.store.sqlite.matrix_file`) when it is current, else
    from ``kb_chunks.embedding`` by ``seq`` while the file is (re)written in a background
    thread; the top ``k`` returned.
 

@@ -3,7 +3,7 @@
 Chunks carry an explicit ``seq`` (their rowid, given while the write lock is held) so
 the chunks of a whole batch of documents, their FTS5 rows and their vectors go in with
 three bulk statements. Vectors live in ``kb_chunks.embedding`` as unit float32 blobs; the derived
-index (sqlite-vec or numpy, :mod:`kbdesk.store.vectors`) follows each write through
+index (sqlite-vec or numpy, :mod:`kbdesk.store.sqlite.vectors`) follows each write through
 ``kb_vector_state``'s version.
 """
 

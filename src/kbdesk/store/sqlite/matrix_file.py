@@ -26,7 +26,7 @@ reading it until it notices the version moved.
 Files live in ``<database file>.vectors/`` (beside ``kb.db`` in the data folder for the
 default database); deleting a KB deletes its file, and files of KBs that are gone are
 removed when the database is opened. Which file a store reads, and when it is written:
-:mod:`kbdesk.store.matrix_cache`.
+:mod:`kbdesk.store.sqlite.matrix_cache`.
 """
 
 from __future__ import annotations

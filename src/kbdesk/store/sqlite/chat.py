@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from kbdesk.store.core.parts import StoreParts
-from kbdesk.store.lookup import fts_query
+from kbdesk.store.sqlite.lookup import fts_query
 
 
 class SqliteChat(StoreParts):

@@ -1,6 +1,6 @@
 """Which matrix file a store's searches read: opened, or rebuilt, when a KB's vectors move.
 
-:class:`MatrixFiles` keeps the mapped :class:`~kbdesk.store.matrix_file.Matrix` of each KB
+:class:`MatrixFiles` keeps the mapped :class:`~kbdesk.store.sqlite.matrix_file.Matrix` of each KB
 a store has searched, checks the KB's vector version on every search (one indexed read)
 and, when it moved, opens the KB's file again if it is current or writes it anew where it
 may (never for a read-only database). It answers None whenever no current file can be
@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kbdesk.store.matrix_file import (
+from kbdesk.store.sqlite.matrix_file import (
     Matrix,
     file_for,
     folder_for,
