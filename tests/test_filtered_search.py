@@ -204,3 +204,34 @@ def test_postgres_ranks_inside_the_filter_through_its_index_or_exactly(pg_desk, 
             assert len(set(got) & set(expected)) >= 9  # an approximate index
         else:
             assert got == expected
+
+
+def test_the_same_kb_on_sqlite_and_postgres_answers_filtered_queries_alike(kbdesk_home, pg_uri):
+    """A KB copied from SQLite to Postgres keeps what filters look at, and every filtered
+    query, in every mode, gives the same results on both."""
+    from kbdesk import open_desk
+    from kbdesk.transfer import export_kb
+
+    with open_desk() as local:
+        query, _ = build(local)
+        export_kb(local, "lib", pg_uri)
+        with open_desk(pg_uri) as team:
+            for _, filters, _ in CASES:
+                for mode in ("vector", "keyword", "hybrid"):
+                    answers = [
+                        [
+                            (r.source, r.chunk_index, round(r.similarity, 5))
+                            for r in desk.search(
+                                ["lib"],
+                                "lighthouse keeper",
+                                query_vector=query.tolist(),
+                                mode=mode,
+                                limit=10,
+                                filters=filters,
+                            ).results
+                        ]
+                        for desk in (local, team)
+                    ]
+                    assert answers[0] == answers[1], (filters, mode)
+                    assert answers[0] or mode != "vector", (filters, mode)
+            assert {d.path: d.tags for d in team.documents("lib")} == {d.path: d.tags for d in local.documents("lib")}
