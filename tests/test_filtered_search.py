@@ -158,7 +158,7 @@ def test_every_sqlite_vector_path_ranks_inside_the_filter(kbdesk_home, backend, 
     with open_desk(backend=backend) as desk:
         if path == "sqlite-vec or numpy":
             desk.store.vectors.matrices.enabled = False
-            monkeypatch.setattr(vectors, "VEC_EXACT_BELOW", 0)  # vec0 asked for more, not a small set scored
+            monkeypatch.setattr(vectors, "VEC_EXACT_SHARE", 0)  # vec0 asked for more, not a small set scored
         elif path == "quantised":
             desk.store.vectors.configure(quantize_above=1000)
         query, chunks = build_chunks(desk)
