@@ -24,6 +24,10 @@ from kbdesk.store.keywords import SCORED_TERM_BUDGETS, bounds, mark_stale, query
 # (docs/BENCHMARKS-scale.md).
 KEYWORD_POSTINGS_BUDGET = 50_000
 _DF_CACHE_MAX = 50_000
+# A filtered keyword search reads at most this many of the index's best matches and keeps
+# those inside the filter; a filter too selective for that joins each match to its chunk
+# (bench/bench_filters.py measures both)
+KEYWORD_OVERFETCH_MAX = 5_000
 
 
 def fts_query(text: str) -> str:
@@ -150,19 +154,7 @@ class SqliteLookup(FactsCore):
             return []
         conn = self.connection()
         if within is not None:
-            docs = [doc for kb_id in kb_ids for doc in within.documents(kb_id)]
-            if not docs:
-                return []
-            # the index's matches, kept when their chunk's document is inside the filter
-            # (a lookup by seq per match; the KB is implied by the documents)
-            rows = conn.execute(
-                "SELECT f.rowid, -bm25(kb_chunks_fts) AS score FROM kb_chunks_fts f "
-                "JOIN kb_chunks c ON c.seq = f.rowid "
-                "WHERE kb_chunks_fts MATCH ? AND c.document_id IN (SELECT value FROM json_each(?)) "
-                "ORDER BY score DESC, f.rowid LIMIT ?",
-                (expr, json.dumps(docs), int(k)),
-            ).fetchall()
-            return [(int(seq), float(score)) for seq, score in rows]
+            return self._filtered_keyword(conn, kb_ids, expr, k, within)
         wanted = set(kb_ids)
         others = conn.execute(
             f"SELECT 1 FROM knowledge_bases WHERE id NOT IN ({_marks(kb_ids)}) AND chunk_count > 0 LIMIT 1",
@@ -189,6 +181,39 @@ class SqliteLookup(FactsCore):
                 f"ORDER BY score DESC, f.rowid LIMIT ?",
                 (expr, *kb_ids, int(k)),
             ).fetchall()
+        return [(int(seq), float(score)) for seq, score in rows]
+
+    def _filtered_keyword(
+        self, conn: Any, kb_ids: Sequence[str], expr: str, k: int, within: Within
+    ) -> list[tuple[int, float]]:
+        """The ``k`` best matches among the chunks inside ``within``: the index's best
+        ``k ÷ share × 2`` matches (share: the filter's part of every chunk the index holds)
+        kept when inside, as the unfiltered search reads the index alone; when that leaves
+        too few, the matches joined to their chunk's document and kept when it is inside."""
+        allowed = np.concatenate([self.allowed_seqs(kb_id, within) for kb_id in kb_ids] or [np.zeros(0, np.int64)])
+        if not allowed.size:
+            return []
+        allowed.sort()
+        total = conn.execute("SELECT coalesce(sum(chunk_count), 0) FROM knowledge_bases").fetchone()[0]
+        want = int(2 * k * max(int(total), 1) / allowed.size) + 16
+        if want <= KEYWORD_OVERFETCH_MAX:
+            rows = conn.execute(
+                "SELECT rowid, -bm25(kb_chunks_fts) AS score FROM kb_chunks_fts "
+                "WHERE kb_chunks_fts MATCH ? ORDER BY score DESC, rowid LIMIT ?",
+                (expr, want),
+            ).fetchall()
+            seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            kept = [r for r, inside in zip(rows, np.isin(seqs, allowed), strict=True) if inside]
+            if len(kept) >= k or len(rows) < want:
+                return [(int(seq), float(score)) for seq, score in kept[:k]]
+        docs = [doc for kb_id in kb_ids for doc in within.documents(kb_id)]
+        rows = conn.execute(
+            "SELECT f.rowid, -bm25(kb_chunks_fts) AS score FROM kb_chunks_fts f "
+            "JOIN kb_chunks c ON c.seq = f.rowid "
+            "WHERE kb_chunks_fts MATCH ? AND c.document_id IN (SELECT value FROM json_each(?)) "
+            "ORDER BY score DESC, f.rowid LIMIT ?",
+            (expr, json.dumps(docs), int(k)),
+        ).fetchall()
         return [(int(seq), float(score)) for seq, score in rows]
 
     def cosine_for(self, seqs: Iterable[int], query: np.ndarray) -> dict[int, float]:
