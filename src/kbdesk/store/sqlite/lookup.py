@@ -91,11 +91,17 @@ class SqliteLookup(FactsCore):
             seqs = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
             order = np.argsort(seqs, kind="stable")
             chunk_map = facts.extra["seqs"] = (seqs[order], docs[order])
-        seqs, docs = chunk_map
-        known = docs >= 0
-        inside = np.zeros(seqs.size, dtype=bool)
-        inside[known] = mask[docs[known]]
-        return seqs[inside]
+        kept: dict[Any, np.ndarray] = facts.extra.setdefault("allowed", {})
+        found = kept.get(within.filters)
+        if found is None:
+            seqs, docs = chunk_map
+            known = docs >= 0
+            inside = np.zeros(seqs.size, dtype=bool)
+            inside[known] = mask[docs[known]]
+            found = kept[within.filters] = seqs[inside]
+            while len(kept) > 8:
+                kept.pop(next(iter(kept)))
+        return found
 
     def _document_frequencies(self, terms: Sequence[str], budget: int) -> dict[str, int] | None:
         """Rows matching each term, counted up to ``SCORED_TERM_BUDGETS x budget + 1``; None when the index is too
@@ -190,10 +196,10 @@ class SqliteLookup(FactsCore):
         ``k ÷ share × 2`` matches (share: the filter's part of every chunk the index holds)
         kept when inside, as the unfiltered search reads the index alone; when that leaves
         too few, the matches joined to their chunk's document and kept when it is inside."""
-        allowed = np.concatenate([self.allowed_seqs(kb_id, within) for kb_id in kb_ids] or [np.zeros(0, np.int64)])
+        parts = [self.allowed_seqs(kb_id, within) for kb_id in kb_ids]
+        allowed = parts[0] if len(parts) == 1 else np.sort(np.concatenate(parts))  # each part ascending
         if not allowed.size:
             return []
-        allowed.sort()
         total = conn.execute("SELECT coalesce(sum(chunk_count), 0) FROM knowledge_bases").fetchone()[0]
         want = int(2 * k * max(int(total), 1) / allowed.size) + 16
         if want <= KEYWORD_OVERFETCH_MAX:
@@ -203,7 +209,8 @@ class SqliteLookup(FactsCore):
                 (expr, want),
             ).fetchall()
             seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-            kept = [r for r, inside in zip(rows, np.isin(seqs, allowed), strict=True) if inside]
+            at = np.minimum(np.searchsorted(allowed, seqs), allowed.size - 1)
+            kept = [r for r, inside in zip(rows, allowed[at] == seqs, strict=True) if inside]
             if len(kept) >= k or len(rows) < want:
                 return [(int(seq), float(score)) for seq, score in kept[:k]]
         docs = [doc for kb_id in kb_ids for doc in within.documents(kb_id)]
