@@ -386,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         out["rows"] += sqlite_paths(args, args.quantised, args.dims, ["quantised"])
     if args.postgres:
         out["rows"] += postgres_paths(args, args.chunks, args.dims)
-    (RESULTS / f"filters-{args.chunks}-{args.dims}.json").write_text(json.dumps(out, indent=1))
+    (RESULTS / f"filters-results-{args.chunks}-{args.dims}.json").write_text(json.dumps(out, indent=1))
     text = render(out)
     print(text)
     if args.doc:

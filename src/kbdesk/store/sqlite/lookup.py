@@ -81,7 +81,7 @@ class SqliteLookup(FactsCore):
                 self.connection()
                 .execute(
                     "SELECT document_id, seq FROM kb_chunks INDEXED BY idx_kbchunk_doc WHERE document_id IN "
-                    "(SELECT id FROM kb_documents WHERE kb_id = ? AND chunk_count > 0)",
+                    "(SELECT id FROM kb_documents WHERE kb_id = ?)",
                     (kb_id,),
                 )
                 .fetchall()
