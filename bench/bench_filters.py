@@ -322,15 +322,22 @@ def postgres_paths(args: Any, n: int, d: int) -> list[dict[str, Any]]:
                 def vref(i: int, label: str | None) -> list[int]:
                     return vector_reference(data, qvecs[i], None if label is None else allowed[label])
 
-                default = pgvectors.EXACT_FILTERED_BELOW
-                for name, exact_below in (
-                    (f"pgvector, exact below {default:,} filtered chunks", default),
-                    ("pgvector, iterative index scan always", 0),
-                    ("pgvector, exact over the filtered rows always", 10**9),
-                ):
+                default = (pgvectors.EXACT_FILTERED_BELOW, pgvectors.ITERATIVE_ORDER, pgvectors.ITERATIVE_OVERFETCH)
+                variants = [
+                    (f"pgvector, exact below {default[0]:,} filtered chunks", default),
+                    ("pgvector, iterative index scan always", (0, default[1], default[2])),
+                    ("pgvector, exact over the filtered rows always", (10**9, default[1], default[2])),
+                ]
+                for spec in args.pg_variants or ():  # "order:overfetch": an iterative scan always
+                    order, overfetch = spec.split(":")
+                    variants.append((f"pgvector, iterative {order}, {overfetch}x k", (0, order, int(overfetch))))
+                for name, (exact_below, order, overfetch) in variants if not args.pg_variants else variants[3:]:
                     pgvectors.EXACT_FILTERED_BELOW = exact_below
+                    pgvectors.ITERATIVE_ORDER, pgvectors.ITERATIVE_OVERFETCH = order, overfetch
                     rows.append(measure_path(f"{name} ({n:,})", desk, "bench", ask, vref, args.queries, args.warmup))
-                pgvectors.EXACT_FILTERED_BELOW = default
+                pgvectors.EXACT_FILTERED_BELOW, pgvectors.ITERATIVE_ORDER, pgvectors.ITERATIVE_OVERFETCH = default
+                if args.pg_variants:
+                    return rows
 
                 def ask_kw(i: int, f: Filters | None) -> Any:
                     return desk.search(["bench"], qtexts[i], mode="keyword", limit=LIMIT, filters=f)
@@ -385,6 +392,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--quantised", type=int, default=0, help="also the quantised tier at this many chunks")
     ap.add_argument("--postgres", action="store_true", help="also pgvector (embedded PostgreSQL)")
+    ap.add_argument(
+        "--pg-variants",
+        type=lambda text: text.split(","),
+        help="only these iterative scans on Postgres, as order:overfetch (strict_order:4,relaxed_order:1)",
+    )
     ap.add_argument(
         "--paths",
         default="exact (matrix file),sqlite-vec,quantised,keyword (FTS5),hybrid",

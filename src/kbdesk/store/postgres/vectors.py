@@ -42,6 +42,8 @@ MIN_EF_SEARCH = 100
 # iteratively (bench/bench_filters.py --postgres measures both)
 EXACT_FILTERED_BELOW = 10_000
 MAX_SCAN_TUPLES = 100_000  # how far an iterative scan may walk before it gives up
+ITERATIVE_OVERFETCH = 4  # an iterative scan is asked for this many times k rows, the best k kept
+ITERATIVE_ORDER = "strict_order"
 VALID_FOR_S = 30.0  # how long a seen-valid index is trusted without asking the catalog again
 
 
@@ -219,16 +221,17 @@ class PgVectorIndex:
             params["docs"] = docs
             small = inside is not None and inside <= max(EXACT_FILTERED_BELOW, k)
             if indexed and not small:
+                wide = k * ITERATIVE_OVERFETCH
                 with self.store.read() as conn:
-                    self._settle(conn, True, k)
+                    self._settle(conn, True, wide)
                     conn.execute(
-                        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                        "SELECT set_config('hnsw.iterative_scan', %s, true), "
                         "set_config('hnsw.max_scan_tuples', %s, true)",
-                        (str(MAX_SCAN_TUPLES),),
+                        (ITERATIVE_ORDER, str(MAX_SCAN_TUPLES)),
                     )
-                    found = conn.execute(self.query_sql(kb_id, dims, k, docs=True), params).fetchall()
+                    found = conn.execute(self.query_sql(kb_id, dims, wide, docs=True), params).fetchall()
                 if len(found) >= min(k, inside or k):
-                    return [(int(seq), float(sim)) for seq, sim in found]
+                    return [(int(seq), float(sim)) for seq, sim in found[:k]]
             with self.store.read() as conn:  # exact over the filtered rows
                 found = conn.execute(self.query_sql(kb_id, dims, k, exact=True, docs=True), params).fetchall()
             return [(int(seq), float(sim)) for seq, sim in found]
