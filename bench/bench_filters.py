@@ -324,18 +324,25 @@ def postgres_paths(args: Any, n: int, d: int) -> list[dict[str, Any]]:
 
                 default = (pgvectors.EXACT_FILTERED_BELOW, pgvectors.ITERATIVE_ORDER, pgvectors.ITERATIVE_OVERFETCH)
                 variants = [
-                    (f"pgvector, exact below {default[0]:,} filtered chunks", default),
+                    (
+                        f"pgvector, exact below {default[0]:,} filtered chunks or "
+                        f"{pgvectors.ITERATIVE_SHARE:.0%} of the KB",
+                        default,
+                    ),
                     ("pgvector, iterative index scan always", (0, default[1], default[2])),
                     ("pgvector, exact over the filtered rows always", (10**9, default[1], default[2])),
                 ]
                 for spec in args.pg_variants or ():  # "order:overfetch": an iterative scan always
                     order, overfetch = spec.split(":")
                     variants.append((f"pgvector, iterative {order}, {overfetch}x k", (0, order, int(overfetch))))
+                share = pgvectors.ITERATIVE_SHARE
                 for name, (exact_below, order, overfetch) in variants if not args.pg_variants else variants[3:]:
                     pgvectors.EXACT_FILTERED_BELOW = exact_below
+                    pgvectors.ITERATIVE_SHARE = 0.0 if exact_below == 0 else share
                     pgvectors.ITERATIVE_ORDER, pgvectors.ITERATIVE_OVERFETCH = order, overfetch
                     rows.append(measure_path(f"{name} ({n:,})", desk, "bench", ask, vref, args.queries, args.warmup))
                 pgvectors.EXACT_FILTERED_BELOW, pgvectors.ITERATIVE_ORDER, pgvectors.ITERATIVE_OVERFETCH = default
+                pgvectors.ITERATIVE_SHARE = share
                 if args.pg_variants:
                     return rows
 

@@ -38,12 +38,17 @@ log = logging.getLogger("kbdesk.store.postgres")
 HALFVEC_ABOVE = 2000  # vector indexes stop at 2,000 dimensions; halfvec at 4,000
 DEFAULT_MIN_ROWS = 1000  # below, an exact scan is quicker than keeping an index
 MIN_EF_SEARCH = 100
-# a filter holding at most this many chunks is scored exactly; above, the index is walked
-# iteratively (bench/bench_filters.py --postgres measures both)
+# A filter holding at most this many chunks, or less than ITERATIVE_SHARE of the KB's, is
+# scored exactly; above both, the index is walked iteratively. Measured at 100k x 384
+# (bench/bench_filters.py --postgres, docs/BENCHMARKS.md): an iterative scan keeps recall@10
+# at 1.00 for a filter of half the KB, but falls to 0.60-0.90 at 5% and 0.57-0.74 at 0.5%
+# (strict or relaxed order, asked for 1x or 4x k), while the exact scan of a 5% filter
+# (5,000 rows of the seed's 3,072-wide column) takes 70-105 ms.
 EXACT_FILTERED_BELOW = 10_000
+ITERATIVE_SHARE = 0.2
 MAX_SCAN_TUPLES = 100_000  # how far an iterative scan may walk before it gives up
 ITERATIVE_OVERFETCH = 4  # an iterative scan is asked for this many times k rows, the best k kept
-ITERATIVE_ORDER = "strict_order"
+ITERATIVE_ORDER = "relaxed_order"  # the outer query sorts by exact cosine anyway
 VALID_FOR_S = 30.0  # how long a seen-valid index is trusted without asking the catalog again
 
 
@@ -219,7 +224,9 @@ class PgVectorIndex:
         params: dict[str, Any] = {"q": query, "qi": query}
         if docs is not None:
             params["docs"] = docs
-            small = inside is not None and inside <= max(EXACT_FILTERED_BELOW, k)
+            small = inside is not None and (
+                inside <= max(EXACT_FILTERED_BELOW, k) or inside < ITERATIVE_SHARE * (rows or 0)
+            )
             if indexed and not small:
                 wide = k * ITERATIVE_OVERFETCH
                 with self.store.read() as conn:
