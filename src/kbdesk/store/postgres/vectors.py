@@ -17,9 +17,10 @@ blocked) after an import, after ingestion crosses the size, or by the first sear
 
 A filtered search (the documents a search filter lets through, :mod:`kbdesk.store.core.facts`)
 scores a small filtered set exactly — its rows found by document through
-``idx_kbchunk_doc_index`` — and walks the index for a large one with pgvector's iterative
-scan (``hnsw.iterative_scan``), which keeps going past rows outside the filter until it has
-``k`` inside; should it stop short (``hnsw.max_scan_tuples``), the set is scored exactly.
+``idx_kbchunk_doc_index`` — and walks the index for a large one (over 10,000 chunks and a
+fifth of the KB) with pgvector's iterative scan (``hnsw.iterative_scan``), which keeps
+going past rows outside the filter until it has enough inside; should it stop short
+(``hnsw.max_scan_tuples``), the set is scored exactly.
 """
 
 from __future__ import annotations
