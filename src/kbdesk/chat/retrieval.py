@@ -19,6 +19,11 @@
 
 The policy comes from the turn's own option, else the conversation, else the persona,
 else ``[chat] retrieval`` in config.toml.
+
+Every search of a turn (kbdesk's own with the question, and the model's ``kb_search``)
+keeps to the conversation's default filters, else its persona's (:func:`filters_for`);
+a turn's own filters and a model's ``filters`` argument lie over them
+(:func:`kbdesk.filters_text.overlay`).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kbdesk.chat.events import Retrieval, RetrievalHow
+from kbdesk.filters import Filters
 
 POLICIES = ("auto", "tool", "always", "off")
 _IGNORES_KEY = "chat.ignores_forced_tool_choice"
@@ -38,6 +44,14 @@ def policy_for(option: str | None, conversation: Any, persona: Any, configured: 
         if value:
             return str(value)
     return "auto"
+
+
+def filters_for(conversation: Any, persona: Any) -> Filters:
+    """The default filters of a conversation's searches: its own, else its persona's, else none."""
+    for value in (getattr(conversation, "filters", None), getattr(persona, "filters", None)):
+        if value:
+            return Filters.from_dict(value)
+    return Filters()
 
 
 def ignores_forcing(store: Any, provider: str, model: str) -> bool:

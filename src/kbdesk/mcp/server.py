@@ -63,7 +63,10 @@ KB_SEARCH_SCHEMA: dict[str, Any] = {
         },
     },
 }
-ARGUMENTS = {"kb_search": ("query", "max_results", "kbs"), "note_search": ("query", "semantic", "max_results")}
+ARGUMENTS = {
+    "kb_search": ("query", "max_results", "kbs", "filters"),
+    "note_search": ("query", "semantic", "max_results"),
+}
 URI = re.compile(r"^kbdesk://kb/([0-9a-fA-F-]{36})/documents/([0-9a-fA-F-]{36})$")
 MAX_RESOURCES = 5_000
 INSTRUCTIONS = (

@@ -454,6 +454,15 @@ def _m011_keyword_cjk(conn: Any) -> None:
     """)
 
 
+def _m012_chat_filters(conn: Any) -> None:
+    # Default filters of a conversation's or persona's searches ("this project's folder"):
+    # kbdesk.filters' JSON form as text; NULL: none.
+    conn.executescript("""
+    ALTER TABLE channels ADD COLUMN filters TEXT;
+    ALTER TABLE personas ADD COLUMN filters TEXT;
+    """)
+
+
 MIGRATIONS: list[Migration] = [
     ("core_tables", _m001_core),
     ("keyword_index", _m002_keyword_index),
@@ -466,6 +475,7 @@ MIGRATIONS: list[Migration] = [
     ("api_tokens", _m009_api_tokens),
     ("document_lookup", _m010_document_lookup),
     ("keyword_cjk", _m011_keyword_cjk),
+    ("chat_filters", _m012_chat_filters),
 ]
 
 
