@@ -254,8 +254,7 @@ class Toolbox:
         return overlay(self.filters, own)
 
     def _search(self, refs: list[str], query: str, limit: int, filters: Filters) -> SearchResponse:
-        narrowed: dict[str, Any] = {"filters": filters} if filters else {}
-        response: SearchResponse = self.desk.search(refs, query, limit=limit, **narrowed)
+        response: SearchResponse = self.desk.search(refs, query, limit=limit, filters=filters or None)
         return response
 
     def outcome(

@@ -41,10 +41,9 @@ def search_command(state, kbs, query, limit, threshold, mode, full, explain, as_
     if mode == "keyword" and threshold is not None:
         raise click.UsageError("--threshold applies to vector and hybrid search (keyword search has no cosine)")
     filters = pop_filters(flags)
-    narrowed = {"filters": filters} if filters else {}
     try:
         response = state.desk().search(
-            list(kbs), query, limit=limit, threshold=threshold, mode=mode, explain=explain, **narrowed
+            list(kbs), query, limit=limit, threshold=threshold, mode=mode, explain=explain, filters=filters or None
         )
     except NeedsVectorsError as exc:
         raise NeedsVectorsError(f"{exc} (--mode keyword)") from None

@@ -16,10 +16,11 @@ from datetime import datetime
 from typing import Any
 
 from kbdesk.errors import ConflictError, InvalidInputError
+from kbdesk.filters import file_type_of
 from kbdesk.ingest.names import UPLOAD, file_of
 from kbdesk.models import ChunkInput, KnowledgeBase
 from kbdesk.store.core.parts import StoreParts, VectorChanges
-from kbdesk.store.doc_types import storage_key
+from kbdesk.store.doc_types import facts_values, storage_key
 
 EXPORT_COLUMNS = (
     "id",
@@ -192,8 +193,8 @@ class BulkCore(StoreParts):
     _IMPORT_SQL = (
         "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, "
         "extracted_text, extracted_sections, chunk_count, status, error, uploaded_by, content_hash, source_path, "
-        "source_mtime, created_at, updated_at, version, indexed_at, indexed_hash) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)"
+        "source_mtime, created_at, updated_at, version, indexed_at, indexed_hash, file_type, title, tags, properties) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?)"
     )
 
     def _import_row(self, kb_id: str, d: dict[str, Any]) -> tuple[Any, ...]:
@@ -221,6 +222,8 @@ class BulkCore(StoreParts):
             updated,
             updated if d["chunks"] else None,
             d.get("content_hash") if d["chunks"] else None,
+            file_type_of(filename),
+            *facts_values(db, d.get("extracted_sections")),
         )
 
     def delete_documents(self, kb_id: str, doc_ids: Sequence[str]) -> int:
