@@ -350,7 +350,8 @@ class _Turn:
             )
         how = how_retrieved(plan, state)
         if state.attached:
-            yield describe(how, [a.kb.name for a in plan.searchable] or list(state.attached), state.fallback)
+            searched = [a.kb.name for a in plan.searchable] or list(state.attached)
+            yield describe(how, searched, state.fallback, state.filters)
         message = self.store.add_message(
             self.conversation.id,
             "assistant",

@@ -72,9 +72,12 @@ def _ignoring(store: Any) -> set[str]:
         return set()
 
 
-def describe(how: RetrievalHow, names: Sequence[str], keyword_only: Sequence[str] = ()) -> Retrieval:
+def describe(
+    how: RetrievalHow, names: Sequence[str], keyword_only: Sequence[str] = (), filters: Filters | None = None
+) -> Retrieval:
     """The line the user sees about this turn's retrieval; ``keyword_only`` names the KBs
-    searched by keyword alone because the question could not be embedded for them."""
+    searched by keyword alone because the question could not be embedded for them,
+    ``filters`` the default filters the searches kept to."""
     kbs = ", ".join(names)
     text = {
         "tool": f"searched {kbs} (kb_search)",
@@ -86,6 +89,8 @@ def describe(how: RetrievalHow, names: Sequence[str], keyword_only: Sequence[str
         "stopped": f"stopped before searching {kbs}",
         "failed": f"not searched: the answer failed before {kbs} could be searched",
     }[how]
+    if filters and how in ("tool", "auto", "skipped"):
+        text += f", within {filters.describe()}"
     if keyword_only and how in ("tool", "auto"):
         text += f"; by keyword only in {', '.join(keyword_only)}: the question could not be embedded"
     return Retrieval(how, tuple(names), text, tuple(keyword_only))

@@ -336,7 +336,7 @@ def finish_failed(
     how = how_retrieved(plan, state, cause)
     if state.attached:
         names = [a.kb.name for a in plan.searchable] if plan and plan.searchable else list(state.attached)
-        yield describe(how, names, state.fallback)
+        yield describe(how, names, state.fallback, state.filters)
     yield TurnFinished(state.answer(message_id, status, error, retrieval=how))
 
 
