@@ -18,8 +18,10 @@ MATCHING = {"work/roadmap.md", "work/plans/roadmap-draft.md"}
 """What ``--tag q3 --path 'work/**'`` lets through."""
 
 
-def vault_kb(desk, name: str = "notes") -> None:
-    desk.create_kb(name)
+def vault_kb(desk, name: str = "notes", *, create: bool = True) -> None:
+    """The notes in KB ``name`` (created unless ``create`` is False)."""
+    if create:
+        desk.create_kb(name)
     for filename, tags, month in NOTES:
         desk.add_document(
             name,
