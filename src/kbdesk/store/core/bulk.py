@@ -37,6 +37,10 @@ EXPORT_COLUMNS = (
     "created_at",
     "updated_at",
     "storage_key",
+    "folder",
+    "title",
+    "tags",
+    "properties",
 )
 
 
@@ -124,6 +128,8 @@ class BulkCore(StoreParts):
                 doc[key] = self.db.time_out(doc[key])
             sections = self.db.json_out(doc["extracted_sections"])
             doc["extracted_sections"] = sections if sections else None
+            doc["tags"] = list(self.db.json_out(doc["tags"]) or [])
+            doc["properties"] = dict(self.db.json_out(doc["properties"]) or {})
             doc["blob"] = blobs.get(doc["id"])
             doc["chunks"] = by_doc.get(doc["id"], [])
             out.append(doc)
@@ -193,8 +199,8 @@ class BulkCore(StoreParts):
     _IMPORT_SQL = (
         "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, "
         "extracted_text, extracted_sections, chunk_count, status, error, uploaded_by, content_hash, source_path, "
-        "source_mtime, created_at, updated_at, version, indexed_at, indexed_hash, file_type, title, tags, properties) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?)"
+        "source_mtime, created_at, updated_at, version, indexed_at, indexed_hash, file_type, title, tags, properties, "
+        "folder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?)"
     )
 
     def _import_row(self, kb_id: str, d: dict[str, Any]) -> tuple[Any, ...]:
@@ -223,8 +229,18 @@ class BulkCore(StoreParts):
             updated if d["chunks"] else None,
             d.get("content_hash") if d["chunks"] else None,
             file_type_of(filename),
-            *facts_values(db, d.get("extracted_sections")),
+            *self._incoming_facts(d),
+            # where it was added from: a path on the exporting machine; a team server keeps none
+            db.text(d.get("folder")) if self.kind == "sqlite" else None,
         )
+
+    def _incoming_facts(self, d: dict[str, Any]) -> tuple[Any, Any, Any]:
+        """A copied document's title, tags and properties: as exported, or (from an
+        exporter that had none) from its sections."""
+        if "tags" not in d:
+            return facts_values(self.db, d.get("extracted_sections"))
+        props = {"title": d.get("title"), "tags": d.get("tags") or [], **dict(d.get("properties") or {})}
+        return facts_values(self.db, [(0, 0, props)])
 
     def delete_documents(self, kb_id: str, doc_ids: Sequence[str]) -> int:
         """Delete documents of a KB (an export with ``prune``), in one transaction."""

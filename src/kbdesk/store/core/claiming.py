@@ -134,8 +134,8 @@ class ClaimsCore(StoreParts):
             sql(
                 "UPDATE kb_documents SET filename = ?, content_type = ?, size_bytes = ?, content_hash = ?, "
                 "source_mtime = ?, status = ?, error = ?, error_kind = ?, claimed_by = ?, "
-                "version = version + 1, extracted_text = NULL, extracted_sections = NULL, updated_at = ? "
-                "WHERE id = ?"
+                "version = version + 1, extracted_text = NULL, extracted_sections = NULL, updated_at = ?, "
+                "folder = ?, file_type = ? WHERE id = ?"
             ),
             (
                 filename,
@@ -148,6 +148,8 @@ class ClaimsCore(StoreParts):
                 spec.error_kind,
                 None if spec.status == "error" else claim,
                 db.now(),
+                db.text(spec.folder),
+                file_type_of(filename),
                 doc_id,
             ),
         )

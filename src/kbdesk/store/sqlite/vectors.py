@@ -69,6 +69,13 @@ def masked_top_k(
     return top_k(seqs[rows], sims_of(None)[rows], k)
 
 
+def subset_similarities(matrix: np.ndarray, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Cosine of ``query`` with the given rows of ``matrix``: gathered and scored in one
+    thread (einsum; a BLAS call hands each small product to its threads, which costs more
+    than the product on a busy machine)."""
+    return np.einsum("ij,j->i", matrix[rows], query)
+
+
 def vec_table(kb_id: str) -> str:
     return "vec_kb_" + kb_id.replace("-", "")
 
@@ -154,7 +161,7 @@ class _Tiered:
             self._forget_exact(kb_id)
 
             def sims(rows: np.ndarray | None) -> np.ndarray:
-                return mapped.similarities(query) if rows is None else mapped.vectors[rows] @ query
+                return mapped.similarities(query) if rows is None else subset_similarities(mapped.vectors, rows, query)
 
             return masked_top_k(mapped.seqs, allowed, k, sims, mapped.vectors)
         return self.fallback_search(store, kb_id, dimensions, query, k, allowed)
@@ -185,13 +192,11 @@ class _Tiered:
         """Free what the exact path keeps in memory for ``kb_id``."""
 
 
-VEC_EXACT_BELOW = 20_000  # a filtered set this small is scored from its stored vectors, not through vec0
+# A filter holding at most this share of a KB's chunks has its vectors read and scored
+# exactly: reading a stored vector costs about three times what vec0's scan spends on one
+# (bench/bench_filters.py); a larger one asks vec0 for more neighbours until enough are inside.
+VEC_EXACT_SHARE = 0.3
 VEC_MAX_K = 4096  # the most neighbours sqlite-vec returns from one query
-
-
-def _contains(sorted_seqs: np.ndarray, seq: int) -> bool:
-    at = int(np.searchsorted(sorted_seqs, seq))
-    return at < sorted_seqs.size and int(sorted_seqs[at]) == seq
 
 
 def _is_fresh(conn: Any, kb_id: str) -> bool:
@@ -245,11 +250,13 @@ class SqliteVecIndex(_Tiered):
     def fallback_search(
         self, store: Any, kb_id: str, dimensions: int, query: np.ndarray, k: int, allowed: np.ndarray | None = None
     ) -> list[tuple[int, float]]:
-        if allowed is not None and allowed.size <= VEC_EXACT_BELOW:
-            # a small filtered set: its own vectors, scored exactly (no index walk past the rest)
+        conn = store.connection()
+        row = conn.execute("SELECT chunk_count FROM knowledge_bases WHERE id = ?", (kb_id,)).fetchone()
+        total = int(row[0]) if row else 0
+        if allowed is not None and allowed.size <= VEC_EXACT_SHARE * total:
+            # a small filtered set: its own vectors, scored exactly (no scan past the rest)
             got, matrix = rescore_vectors(store, allowed, dimensions)
             return top_k(got, matrix @ query if got.size else np.zeros(0, dtype=np.float32), k)
-        conn = store.connection()
         if not _is_fresh(conn, kb_id):
             with store.write() as wconn:
                 if not _is_fresh(wconn, kb_id):
@@ -257,13 +264,13 @@ class SqliteVecIndex(_Tiered):
         if allowed is None:
             return self._knn(conn, kb_id, query, k)
         # vec0 is an exact scan: ask it for more until k of them are inside the filter
-        total = int(conn.execute("SELECT count(*) FROM kb_chunks WHERE kb_id = ?", (kb_id,)).fetchone()[0])
         share = max(allowed.size / max(total, 1), 1e-9)
         want = max(int(k), int(2 * k / share) + 16)
         while True:
             asked = min(want, VEC_MAX_K, total)
             found = self._knn(conn, kb_id, query, asked)
-            inside = [(s, c) for s, c in found if _contains(allowed, s)]
+            held = np.isin(np.fromiter((s for s, _ in found), dtype=np.int64, count=len(found)), allowed)
+            inside = [pair for pair, keep in zip(found, held, strict=True) if keep]
             if len(inside) >= k or len(found) < asked or asked >= total:
                 return inside[:k]
             if asked >= VEC_MAX_K:  # past what vec0 answers in one query: score the set exactly
@@ -348,7 +355,7 @@ class NumpyIndex(_Tiered):
         seqs, matrix = self._matrix(store, kb_id, dimensions)
 
         def sims(rows: np.ndarray | None) -> np.ndarray:
-            return (matrix if rows is None else matrix[rows]) @ query
+            return matrix @ query if rows is None else subset_similarities(matrix, rows, query)
 
         return masked_top_k(seqs, allowed, k, sims, matrix)
 
