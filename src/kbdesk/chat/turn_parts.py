@@ -30,6 +30,7 @@ from kbdesk.chat.safety import one_line
 from kbdesk.chat.tools import Outcome, Toolbox
 from kbdesk.config import Config
 from kbdesk.errors import KbdeskError
+from kbdesk.filters import Filters
 from kbdesk.providers.chat import CancelToken, ChatCancelled, ToolsRejectedError
 from kbdesk.providers.context import context_window
 from kbdesk.providers.errors import (
@@ -93,6 +94,7 @@ class TurnOptions:
     max_rounds: int = MAX_ROUNDS
     retrieval: str | None = None  # auto, tool, always, off; None: conversation > persona > config
     max_tokens: int | None = None  # None: persona > config
+    filters: Filters | None = None  # this turn's own, laid over the conversation's default filters
 
 
 @dataclass
@@ -114,6 +116,7 @@ class TurnState:
     trimmed: int = 0
     attached: tuple[str, ...] = ()  # names of the KBs active for the turn
     fallback: list[str] = field(default_factory=list)  # KBs searched by keyword only (no query vector)
+    filters: Filters = field(default_factory=Filters)  # what every search of the turn keeps to
 
     def note_fallback(self, names: list[str]) -> None:
         self.fallback.extend(n for n in names if n not in self.fallback)
@@ -249,11 +252,15 @@ def auto_search(desk: Any, active: list[ActiveKB], state: TurnState, max_chars: 
     arguments: dict[str, Any] = {"query": queries[-1], "kbs": names}
     if len(queries) > 1:
         arguments["standalone"] = queries[0]
+    if state.filters:
+        arguments["filters"] = state.filters.to_dict()
     info = ToolCallInfo(
         f"auto-{len(state.calls) + 1}", "auto_search", json.dumps(arguments, ensure_ascii=False), round=state.rounds
     )
     yield ToolCallStarted(info)
-    outcome: Outcome = Toolbox(desk, [a.kb for a in active], max_chars=max_chars).run_auto(queries)
+    outcome: Outcome = Toolbox(desk, [a.kb for a in active], max_chars=max_chars, filters=state.filters).run_auto(
+        queries
+    )
     done = ToolCallInfo(info.call_id, info.name, info.arguments, outcome.ok, outcome.summary, outcome.error, info.round)
     state.calls.append(done)
     if outcome.ok:
@@ -329,7 +336,7 @@ def finish_failed(
     how = how_retrieved(plan, state, cause)
     if state.attached:
         names = [a.kb.name for a in plan.searchable] if plan and plan.searchable else list(state.attached)
-        yield describe(how, names, state.fallback)
+        yield describe(how, names, state.fallback, state.filters)
     yield TurnFinished(state.answer(message_id, status, error, retrieval=how))
 
 
