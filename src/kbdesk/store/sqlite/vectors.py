@@ -31,6 +31,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from kbdesk.cpu_threads import scan
 from kbdesk.store.sqlite.matrix_cache import MatrixFiles
 from kbdesk.store.sqlite.quantized import DEFAULT_OVERSAMPLE, DEFAULT_QUANTIZE_ABOVE, QuantizedIndex
 
@@ -282,7 +283,7 @@ class NumpyIndex(_Tiered):
         self, store: Any, kb_id: str, dimensions: int, query: np.ndarray, k: int
     ) -> list[tuple[int, float]]:
         seqs, matrix = self._matrix(store, kb_id, dimensions)
-        return top_k(seqs, matrix @ query if len(seqs) else seqs, k)
+        return top_k(seqs, scan(matrix, query) if len(seqs) else seqs, k)
 
     def drop(self, conn: Any, kb_id: str) -> None:
         with self._lock:
