@@ -69,13 +69,20 @@ def build(where: Path, chunks: int) -> Any:
 
 
 def unsize_thread_pools() -> None:
-    """Searches as they ran before kbdesk sized the pools: both libraries' defaults."""
+    """Searches as they ran before kbdesk sized the pools: scans with ``@`` (BLAS, its own pool) and
+    torch's default pool for every embedding."""
     from contextlib import nullcontext
 
     import kbdesk.providers.local
+    import kbdesk.store.sqlite.matrix_file
+    import kbdesk.store.sqlite.quantized
     import kbdesk.store.sqlite.vectors
 
-    kbdesk.store.sqlite.vectors.one_blas_thread = nullcontext  # type: ignore[assignment]
+    def blas_scan(matrix: Any, query: Any) -> Any:
+        return matrix @ query
+
+    for module in (kbdesk.store.sqlite.matrix_file, kbdesk.store.sqlite.quantized, kbdesk.store.sqlite.vectors):
+        module.scan = blas_scan  # type: ignore[attr-defined]
     kbdesk.providers.local.torch_threads_for = lambda batch: nullcontext()  # type: ignore[assignment]
 
 
@@ -88,7 +95,7 @@ def main() -> None:
     p.add_argument(
         "--library-defaults",
         action="store_true",
-        help="leave BLAS and torch their own thread pools (what kbdesk did before kbdesk.cpu_threads)",
+        help="scan with BLAS and embed with torch's own pools (what kbdesk did before kbdesk.cpu_threads)",
     )
     args = p.parse_args()
     if args.library_defaults:
