@@ -1,6 +1,6 @@
 """The CLI starts in a blink: what its light paths import, pinned.
 
-Speed itself is measured in bench/bench_cli.py; here, what makes it slow is kept out:
+Speed itself is measured in bench/bench_startup.py; here, what makes it slow is kept out:
 ``kbdesk --version`` and ``kbdesk --help`` import no third-party package at all (not even
 click: the help page is laid out without it, exactly as click lays it out), and neither
 imports a command's module (where httpx, numpy, rich and the store come in).
