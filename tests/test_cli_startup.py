@@ -30,13 +30,13 @@ try:
     main()
 except SystemExit:
     pass
-mods = sorted(m for m in sys.modules if m.split(".")[0] in {heavy} or m.startswith("kbdesk.cli."))
+mods = sorted(m for m in sys.modules if m.split(".")[0] in {heavy} or m.startswith("kbdesk."))
 sys.stderr.write("\\nIMPORTED " + json.dumps(mods))
 """
 
 
 def imported(*args: str, columns: int = 80) -> tuple[str, list[str]]:
-    """(stdout, the heavy packages and CLI modules imported) of ``kbdesk ARGS`` in a fresh interpreter."""
+    """(stdout, the heavy packages and kbdesk modules imported) of ``kbdesk ARGS`` in a fresh interpreter."""
     code = PROBE.replace("{heavy}", repr(set(HEAVY)))
     out = subprocess.run(
         [sys.executable, "-c", code, json.dumps(list(args))],
@@ -52,7 +52,8 @@ def imported(*args: str, columns: int = 80) -> tuple[str, list[str]]:
 def test_version_imports_nothing_it_does_not_need():
     out, mods = imported("--version")
     assert out == "kbdesk, version 0.1.0\n"
-    assert mods == ["kbdesk.cli.entry"], mods  # not click, not a command, not a third-party package
+    # not click, not a command, not a third-party package, nothing of the store, providers or desk
+    assert mods == ["kbdesk.cli", "kbdesk.cli.entry", "kbdesk.errors"], mods
 
 
 @pytest.mark.parametrize("flag", ["--help", "-h"])
@@ -60,11 +61,7 @@ def test_help_lists_every_command_without_importing_one(flag):
     out, mods = imported(flag)
     assert "Commands:" in out and all(f"  {name} " in out for name in COMMANDS if name not in HIDDEN)
     assert [m for m in mods if m.split(".")[0] in HEAVY] == []  # not click either
-    assert [m for m in mods if m.startswith("kbdesk.cli.")] == [
-        "kbdesk.cli.commands",
-        "kbdesk.cli.entry",
-        "kbdesk.cli.help_page",
-    ]
+    assert mods == ["kbdesk.cli", "kbdesk.cli.commands", "kbdesk.cli.entry", "kbdesk.cli.help_page", "kbdesk.errors"]
 
 
 def click_help(width: int) -> str:
@@ -110,7 +107,8 @@ def test_a_keyword_search_loads_no_http_client_ui_or_parser(kbdesk_home):
     )
     assert "backups.md" in out.stdout, out.stderr
     mods = json.loads(out.stderr.rsplit("IMPORTED ", 1)[1])
-    assert [m for m in mods if not m.startswith("kbdesk.cli.")] == []  # none of those packages
+    assert [m for m in mods if not m.startswith("kbdesk.")] == []  # none of those packages
+    assert "kbdesk.providers.openai_compat" not in mods and "kbdesk.ingest.pipeline" not in mods
     assert "kbdesk.cli.ingest" not in mods and "kbdesk.cli.chat" not in mods
 
 
