@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from kbdesk.config import Config
 from kbdesk.models import KnowledgeBase
-from kbdesk.providers import EmbedResult, OpenAICompatProvider, ProviderConfigError, base_url_for
+from kbdesk.providers import EmbedResult, ProviderConfigError, base_url_for
 from kbdesk.providers.breaker import Breaker, breaker_for
 from kbdesk.providers.faults import check_result
 from kbdesk.providers.local import LocalProvider
@@ -38,6 +38,12 @@ notice, and the circuit breaker lets the provider be tried again a few seconds l
 retry would cost every search during an outage the backoff, 0.25-0.5 s, for nothing)."""
 QUERY_RETRY_BUDGET = 2.0
 """Seconds a query embedding may take altogether."""
+
+
+def _is_http_provider(provider: Any) -> bool:
+    from kbdesk.providers.openai_compat import OpenAICompatProvider  # imported with the provider anyway
+
+    return isinstance(provider, OpenAICompatProvider)
 
 
 @dataclass
@@ -69,7 +75,7 @@ class KbEmbedder:
         items = list(texts)
         mode: Literal["raise", "collect"] = "collect" if collect else "raise"
         expected = self.kb.dimensions
-        if isinstance(self.provider, (OpenAICompatProvider, LocalProvider)):
+        if isinstance(self.provider, LocalProvider) or _is_http_provider(self.provider):
             result = self.provider.embed(items, self.model, expect_dimensions=expected, on_input_error=mode)
         else:  # a registered provider: embed(texts, model, on_input_error=...) is all it promises
             result = self.provider.embed(items, self.model, on_input_error=mode)
@@ -113,6 +119,8 @@ class Embedders:
                 if settings.kind == "local":
                     self._providers[name] = LocalProvider(name, settings, on_usage=self._log)
                 else:
+                    from kbdesk.providers.openai_compat import OpenAICompatProvider  # httpx: on first use
+
                     self._providers[name] = OpenAICompatProvider(name, settings, on_usage=self._log)
             return self._providers[name]
 
@@ -147,6 +155,8 @@ class Embedders:
         )
         with self._lock:
             if name not in self._query_providers:
+                from kbdesk.providers.openai_compat import OpenAICompatProvider  # httpx: on first use
+
                 self._query_providers[name] = OpenAICompatProvider(name, quick, on_usage=self._log)
             return self._query_providers[name]
 

@@ -238,7 +238,7 @@ async def test_create_with_a_model_then_rebuild_and_reembed(vector_desk, corpus)
         await pilot.click("#ok")
         await settle(pilot)
         assert vector_desk.kb("docs").model_id == "nomic-embed-text"
-        assert "nomic-embed-text" in str(detail.query_one("#kb-head", Static).render())
+        assert "nomic-embed-text" in str(detail.query_one("#kb-info", Static).render())
 
 
 async def test_create_form_keyword_only_hides_the_picker(vector_desk):

@@ -4,11 +4,13 @@ in a footer is whole, and a name too long for its column shows that it is cut (�
 from __future__ import annotations
 
 import pytest
+from test_tui_snapshots import before
 from textual.widgets._footer import FooterKey
 from tui_chat_support import screen_text
 from tui_support import settle, type_text
 
 from kbdesk.tui.app import make_app
+from kbdesk.tui.widgets.fit_line import HINT, fit
 from kbdesk.tui.widgets.keys_footer import KeysFooter
 
 LONG_KB = "Product documentation for the whole support team"
@@ -58,3 +60,52 @@ async def test_footers_hold_whole_keys_and_long_names_show_they_are_cut(long_nam
         assert kbs.rstrip().endswith("…") or LONG_KB in kbs
         if size[0] >= 120:  # room for more of the name at 120 columns
             assert LONG_FILE[:45] in row
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_the_kb_info_line_and_the_chat_status_line_are_never_cut(long_names, size):
+    app = make_app(long_names)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")  # the KB screen: its name and description on one line, then the info line
+        await settle(pilot)
+        lines = screen_text(app).splitlines()
+        head = next(line for line in lines if LONG_KB in line and "What support" in line)
+        assert head.rstrip().endswith("…") or head.rstrip().endswith("docs group")
+        info = next(line for line in lines if "keyword only" in line)
+        assert info.rstrip().endswith("2 documents, 1 chunks, 115 B")
+        await pilot.press("escape")
+        await settle(pilot)
+        await pilot.press("c")  # the chat: model, KBs (cut first) and how they are searched
+        await settle(pilot)
+        status = next(line for line in screen_text(app).splitlines() if "KBs:" in line)
+        assert status.rstrip().endswith("· search: auto") and "no chat model" in status
+        assert LONG_KB in status or "…" in status
+
+
+def test_a_status_line_gives_way_in_order_and_never_runs_over():
+    parts = [
+        ("gpt-4o-mini-2024-07-18", "", 1),
+        (" · KBs: ", "", 0),
+        ("Product documentation for the whole support team, Wiki", "", 2),
+        (" · search: auto", "", 0),
+        (" (ctrl+o)", "", HINT),
+    ]
+    assert fit(parts, 0).plain == "".join(text for text, _, _ in parts)  # no width yet: nothing cut
+    assert fit(parts, 200).plain.endswith("Wiki · search: auto (ctrl+o)")
+    assert fit(parts, 80).plain == "gpt-4o-mini-2024-07-18 · KBs: Product documentation for the whol… · search: auto"
+    assert fit(parts, 40).plain == "gpt-4o-mini… · KBs: Prod… · search: auto"  # both cut, neither gone
+    for width in range(30, 120):
+        assert fit(parts, width).cell_len <= width
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+def test_snapshot_kb_screen_with_a_long_description(snap_compare, long_names, size):
+    """The name and description on one line (cut with …), the info line whole below it."""
+    assert snap_compare(make_app(long_names), terminal_size=size, run_before=before(lambda p: p.press("enter")))
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+def test_snapshot_chat_status_with_a_long_kb_name(snap_compare, long_names, size):
+    """The status line keeps how the KBs are searched; the KB's name gives way (…)."""
+    assert snap_compare(make_app(long_names), terminal_size=size, run_before=before(lambda p: p.press("c")))

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from kbdesk import __version__
+from kbdesk.cli.commands import CLI_HELP, COMMANDS, DB_HELP, HOME_HELP
 from kbdesk.errors import KbdeskError
 from kbdesk.textsafe import inert, inert_line
 
@@ -63,93 +64,6 @@ class KbdeskGroup(click.Group):
             ) from None
 
 
-# Every command: where it lives and its one-line help. A command's module is imported only
-# when it runs (or its own --help is asked for), so `kbdesk --version`, `--help` and shell
-# completion start in a blink; tests/test_cli_startup.py checks this table against the
-# commands themselves.
-COMMANDS: dict[str, tuple[str, str]] = {
-    "add": ("kbdesk.cli.ingest:add_command", "Add files and folders (recursively) to KB; unchanged files are skipped."),
-    "ask": ("kbdesk.cli.chat:ask_command", "Ask QUESTION; the answer streams to stdout, then its sources."),
-    "chat": (
-        "kbdesk.cli.chat:chat_command",
-        "Chat in the terminal: a new conversation, the latest (--continue) or CONVERSATION (id, prefix or title).",
-    ),
-    "conversations": (
-        "kbdesk.cli.conversations:conversations_group",
-        "Saved conversations: list, show, rename, delete, KB toggles, retrieval, filters, sources.",
-    ),
-    "conv": ("kbdesk.cli.conversations:conv_alias", ""),  # hidden: short for conversations
-    "doc": ("kbdesk.cli.ingest:doc_group", "One document: its status, or removing it."),
-    "docs": ("kbdesk.cli.ingest:docs_command", "List the documents of KB with status, chunks, size and error."),
-    "doctor": (
-        "kbdesk.cli.doctor:doctor_command",
-        "Report paths, SQLite, the vector backend in use and why, FTS5, and whether the database file is "
-        "sound (exit 1 when something is wrong).",
-    ),
-    "export": (
-        "kbdesk.cli.transfer:export_command",
-        "Copy KB (documents, text, chunks, vectors, files) to another store.",
-    ),
-    "import": (
-        "kbdesk.cli.transfer:import_command",
-        "Copy KB from another store into this one (the same rules as export).",
-    ),
-    "kb": ("kbdesk.cli.kb:kb_group", "Manage knowledge bases."),
-    "mcp": (
-        "kbdesk.cli.serve:mcp_command",
-        "Run an MCP server over stdio (for editors, agents and desktop assistants).",
-    ),
-    "model": (
-        "kbdesk.cli.model:model_group",
-        "Chat and embedding models: what the providers offer, and which model each role uses ([roles.chat] "
-        "and [roles.embedding] in config.toml; Settings → Model roles in the TUI).",
-    ),
-    "note": (
-        "kbdesk.cli.chat_manage:note_group",
-        "Short notes, searchable by keyword and by meaning (note_search in chat).",
-    ),
-    "persona": (
-        "kbdesk.cli.chat_manage:persona_group",
-        "Personas: a system prompt, a chat model and bound KBs (with auto-search).",
-    ),
-    "pg": ("kbdesk.cli.pg:pg_group", "Team servers: prepare a PostgreSQL database and make logins kbdesk users."),
-    "project": ("kbdesk.cli.chat_manage:project_group", "Projects: group conversations and bind KBs to all of them."),
-    "provider": (
-        "kbdesk.cli.providers:provider_group",
-        "Embedding and chat providers (any OpenAI-compatible server, or in-process embeddings).",
-    ),
-    "rebuild": (
-        "kbdesk.cli.ingest:rebuild_command",
-        "Re-chunk and re-embed every document of KB that has stored text.",
-    ),
-    "resume": (
-        "kbdesk.cli.ingest:resume_command",
-        "Finish documents that a crash or kill left half-way (all KBs, or KB).",
-    ),
-    "search": (
-        "kbdesk.cli.search:search_command",
-        "Search one or more knowledge bases (KB... names or ids) for QUERY.",
-    ),
-    "team": (
-        "kbdesk.cli.teams:team_group",
-        "Your teams on a team server: their knowledge bases, and (for their admins) their members.",
-    ),
-    "serve": (
-        "kbdesk.cli.serve:serve_command",
-        "Serve the knowledge bases over HTTP under /api (OpenAPI at /api/docs).",
-    ),
-    "token": (
-        "kbdesk.cli.tokens:token_group",
-        "Tokens for kbdesk serve: each acts as one user, with its permissions.",
-    ),
-    "watch": (
-        "kbdesk.cli.ingest:watch_command",
-        "Keep KB in step with FOLDER until Ctrl-C: new, changed and deleted files.",
-    ),
-}
-HIDDEN = {"conv"}
-
-
 def load_command(name: str) -> click.Command:
     """The command ``name``, its module imported now."""
     import importlib
@@ -171,32 +85,24 @@ class LazyGroup(KbdeskGroup):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list of ``--help`` from the table, without importing any command."""
-        shown = [(name, help_text) for name, (_, help_text) in sorted(COMMANDS.items()) if name not in HIDDEN]
-        limit = formatter.width - 6 - max(len(name) for name, _ in shown)  # as click cuts them
+        from kbdesk.cli.help_page import command_rows
+
         with formatter.section("Commands"):
-            # a stand-in command cuts each help the way click's own command list does
-            formatter.write_dl(
-                [(name, click.Command(name, help=text).get_short_help_str(limit)) for name, text in shown]
-            )
+            formatter.write_dl(command_rows(formatter.width))
 
 
-@click.group(cls=LazyGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--db",
-    metavar="PATH",
-    envvar="KBDESK_DB",
-    help="Database file, or a postgresql:// URI (default: kbdesk.db in the data directory; env KBDESK_DB).",
+@click.group(
+    cls=LazyGroup,
+    invoke_without_command=True,
+    help=CLI_HELP,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
-@click.option(
-    "--home", metavar="DIR", envvar="KBDESK_HOME", help="Put config, data and cache under DIR (env KBDESK_HOME)."
-)
+@click.option("--db", metavar="PATH", envvar="KBDESK_DB", help=DB_HELP)
+@click.option("--home", metavar="DIR", envvar="KBDESK_HOME", help=HOME_HELP)
 @click.version_option(__version__, prog_name="kbdesk")
 @click.pass_context
 def cli(ctx: click.Context, db: str | None, home: str | None) -> None:
-    """kbdesk: knowledge bases in one SQLite file, searched by meaning and by keyword.
-
-    Without a command, opens the terminal UI.
-    """
+    # the help is CLI_HELP (kbdesk.cli.commands), which `kbdesk --help` prints without click
     state = CliState(db, home)
     ctx.obj = state
     ctx.call_on_close(state.close)

@@ -6,7 +6,14 @@ Never imports a UI toolkit. Typical use::
 
     with OpenAICompatProvider("local", ProviderSettings(kind="ollama")) as provider:
         result = provider.embed(["some text"], "nomic-embed-text", on_input_error="collect")
+
+The HTTP client (httpx) comes in with :class:`OpenAICompatProvider`, on first use: a
+keyword-only search or a settings read never pays for it.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from kbdesk.providers.errors import (
     EmptyInputError,
@@ -21,7 +28,6 @@ from kbdesk.providers.errors import (
     ProviderResponseError,
     ProviderUnavailableError,
 )
-from kbdesk.providers.openai_compat import OpenAICompatProvider, UsageCallback, plan_batches
 from kbdesk.providers.results import EmbedResult, InputFailure, ModelInfo, embedding_candidates
 from kbdesk.providers.settings import (
     DEFAULT_BASE_URLS,
@@ -32,6 +38,21 @@ from kbdesk.providers.settings import (
     resolve_api_key,
     write_config_file,
 )
+
+if TYPE_CHECKING:
+    from kbdesk.providers.openai_compat import OpenAICompatProvider, UsageCallback, plan_batches
+
+_LAZY = {"OpenAICompatProvider", "UsageCallback", "plan_batches"}
+
+
+def __getattr__(name: str) -> Any:
+    """The HTTP provider's names, imported when first asked for."""
+    if name in _LAZY:
+        from kbdesk.providers import openai_compat
+
+        return getattr(openai_compat, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_BASE_URLS",

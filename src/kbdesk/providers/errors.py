@@ -116,3 +116,8 @@ class EmptyInputError(ProviderError):
     def __init__(self, message: str, *, index: int, **kwargs) -> None:
         super().__init__(message, **kwargs)
         self.index = index
+
+
+def who(provider: str, model: str | None) -> str:
+    """How messages name a provider (and model): ``provider 'x', model 'y'``."""
+    return f"provider '{provider}'" + (f", model '{model}'" if model else "")

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from kbdesk.providers.errors import InvalidVectorError, ProviderResponseError
+from kbdesk.providers.errors import InvalidVectorError, ProviderResponseError, who
 from kbdesk.providers.results import EmbedResult, InputFailure
-from kbdesk.providers.transport import who
 from kbdesk.providers.validate import vector_problem
 
 OnInputError = Literal["raise", "collect"]

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from kbdesk.cpu_threads import torch_threads_for
 from kbdesk.providers.errors import ProviderConfigError, ProviderNotFoundError
 from kbdesk.providers.faults import check_result
 from kbdesk.providers.results import EmbedResult, ModelInfo
@@ -75,7 +76,8 @@ class LocalProvider:
         on_input_error: str = "raise",
     ) -> EmbedResult:
         encoder = self._model(model)
-        with self._lock:  # one encode at a time: torch already uses every core
+        # one encode at a time: torch's threads are sized per call (a query on one thread)
+        with self._lock, torch_threads_for(len(texts)):
             matrix = encoder.encode(
                 list(texts),
                 batch_size=min(self.settings.batch_size, 64),

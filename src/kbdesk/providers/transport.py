@@ -32,6 +32,7 @@ from kbdesk.providers.errors import (
     ProviderRequestError,
     ProviderResponseError,
     ProviderUnavailableError,
+    who,
 )
 from kbdesk.providers.retry import backoff_delay, is_retryable_status, parse_retry_after
 from kbdesk.providers.secrets import Redactor
@@ -59,11 +60,6 @@ class TooLarge(Exception):
 
 class CallCounter(Protocol):
     calls: int
-
-
-def who(provider: str, model: str | None) -> str:
-    """How messages name a provider (and model): ``provider 'x', model 'y'``."""
-    return f"provider '{provider}'" + (f", model '{model}'" if model else "")
 
 
 class Transport:

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from kbdesk.cpu_threads import scan
 from kbdesk.errors import InvalidInputError
 from kbdesk.store.core.parts import StoreParts
 from kbdesk.store.ids import new_id
@@ -125,7 +126,7 @@ class NotesCore(StoreParts):
         if not rows:
             return []
         matrix = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float32).reshape(len(rows), query.size)
-        scores = matrix @ query.astype(np.float32)
+        scores = scan(matrix, query.astype(np.float32))
         order = np.argsort(-scores, kind="stable")[:k]
         return [(rows[i][0], float(scores[i])) for i in order]
 

@@ -1,6 +1,6 @@
 """Memory-mapped float32 copies of a KB's vectors: one file per KB beside the database.
 
-Scanning a float32 matrix with BLAS is the fastest exact search here (sqlite-vec's PyPI
+Scanning a float32 matrix with numpy is the fastest exact search here (sqlite-vec's PyPI
 build has no SIMD: docs/BENCHMARKS-search.md), but reading a KB's vectors out of SQLite
 into memory costs every new process a second or more and the whole matrix in RSS. So
 each KB's vectors are also written, once per vector version, to a file that any
@@ -42,6 +42,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from kbdesk.cpu_threads import scan
 
 MAGIC = b"KBDMATX\x00"
 FORMAT = 1
@@ -93,7 +95,7 @@ class Matrix:
         self.scans += 1
         rows, dims = self.vectors.shape
         if self.scans > 1 or rows == 0 or not hasattr(os, "preadv"):
-            return self.vectors @ query
+            return scan(self.vectors, query)  # on this thread: no BLAS pool (kbdesk.cpu_threads)
         out = np.empty(rows, dtype=np.float32)
         block = max(128, STREAM_BYTES // (4 * dims))
         buf = np.empty((min(block, rows), dims), dtype=np.float32)
@@ -101,7 +103,7 @@ class Matrix:
         for lo in range(0, rows, block):
             n = min(block, rows - lo)
             if os.preadv(fd, [buf[:n].data], HEADER_SIZE + lo * dims * 4) != n * dims * 4:
-                return self.vectors @ query  # pragma: no cover - the size was checked at open
+                return scan(self.vectors, query)  # pragma: no cover - the size was checked at open
             # einsum: one thread, no BLAS thread hand-off per block (which costs more than the block)
             np.einsum("ij,j->i", buf[:n], query, out=out[lo : lo + n])
         return out

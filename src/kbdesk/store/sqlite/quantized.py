@@ -47,6 +47,8 @@ from typing import Any
 
 import numpy as np
 
+from kbdesk.cpu_threads import scan
+
 DEFAULT_QUANTIZE_ABOVE = 250_000
 DEFAULT_OVERSAMPLE = 10
 MIN_RESCORE = 500  # never rescore fewer candidates than this (recall at limit 10: docs/BENCHMARKS-scale.md)
@@ -413,7 +415,7 @@ class QuantizedIndex:
         got, matrix = self.rescore_vectors(store, kb_id, seqs, dims)
         if not got.size:
             return []
-        sims = matrix @ query
+        sims = scan(matrix, query)
         k = min(int(k), got.size)
         top = np.argpartition(-sims, k - 1)[:k] if k < got.size else np.arange(got.size)
         order = top[np.lexsort((got[top], -sims[top]))]

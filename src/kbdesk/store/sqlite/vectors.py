@@ -31,6 +31,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from kbdesk.cpu_threads import scan
 from kbdesk.store.sqlite.matrix_cache import MatrixFiles
 from kbdesk.store.sqlite.quantized import (
     DEFAULT_OVERSAMPLE,
@@ -360,7 +361,7 @@ class NumpyIndex(_Tiered):
         seqs, matrix = self._matrix(store, kb_id, dimensions)
 
         def sims(rows: np.ndarray | None) -> np.ndarray:
-            return matrix @ query if rows is None else subset_similarities(matrix, rows, query)
+            return scan(matrix, query) if rows is None else subset_similarities(matrix, rows, query)
 
         return masked_top_k(seqs, allowed, k, sims, matrix)
 

@@ -27,6 +27,7 @@ from kbdesk.tui.screens.base import DeskScreen
 from kbdesk.tui.screens.chat_turns import ChatTurns, Turn, TurnTick
 from kbdesk.tui.widgets.choice_bar import ChoiceBar
 from kbdesk.tui.widgets.conversation_list import ConversationList, conversation_title
+from kbdesk.tui.widgets.fit_line import HINT, FitLine, Part
 from kbdesk.tui.widgets.keys_footer import KeysFooter
 from kbdesk.tui.widgets.transcript import Transcript
 
@@ -78,7 +79,7 @@ class ChatScreen(ChatTurns, DeskScreen):
                 yield ChoiceBar(id="context-bar")
                 yield Static("", id="no-model")
                 yield Transcript(id="transcript")
-                yield Static("", id="chat-status")
+                yield FitLine(id="chat-status")
                 yield Input(placeholder="Ask the knowledge bases… (Enter)", id="question", max_length=32_000)
         yield KeysFooter()
 
@@ -357,25 +358,26 @@ class ChatScreen(ChatTurns, DeskScreen):
         return next((key for key, active in self.active_bindings.items() if active.binding.action == action), None)
 
     def _status(self) -> None:
+        """One line: the turn, the chat model, the KBs and how they are searched. Too long for
+        the pane, the KB names are cut first, then the model; the rest always shows."""
         context = self._chat_context
-        text = Text()
+        parts: list[Part] = []
         if self.turn is not None:
-            text.append(
-                "stopped — saving what came…  " if self.turn.stopped else "answering… (Esc stops)  ", style="bold"
-            )
+            turn = "stopped — saving what came…  " if self.turn.stopped else "answering… (Esc stops)  "
+            parts.append((turn, "bold", 0))
         if context is not None:
             if context.model:
-                text.append(one_line(context.model, 40))
+                parts.append((one_line(context.model, 40), "", 1))
             else:
-                text.append("no chat model", style="bold")
+                parts.append(("no chat model", "bold", 0))
             kbs = ", ".join(context.knowledge_bases)
-            text.append(
-                " · " + (f"KBs: {kbs} · search: {context.retrieval}" if kbs else "no knowledge base (ctrl+o)"),
-                style="dim",
-            )
-            if kbs and context.filters:
-                text.append(f" · within {one_line(context.filters.describe(), 80)}", style="dim")
-        self.query_one("#chat-status", Static).update(text)
+            if kbs:
+                parts += [(" · KBs: ", "dim", 0), (kbs, "dim", 2), (f" · search: {context.retrieval}", "dim", 0)]
+                if context.filters:
+                    parts.append((f" · within {one_line(context.filters.describe(), 80)}", "dim", 3))
+            else:
+                parts += [(" · no knowledge base", "dim", 0), (" (ctrl+o)", "dim", HINT)]
+        self.query_one("#chat-status", FitLine).show(parts)
 
     async def action_model_settings(self) -> None:
         from textual.widgets import TabbedContent

@@ -58,6 +58,7 @@ class KbDetailScreen(DeskScreen):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Readout("", id="kb-head")
+        yield Readout("", id="kb-info")
         yield Readout("", id="notice", classes="hidden")
         yield DocumentsTable(id="docs")
         yield Static(Text(EMPTY), id="empty", classes="hidden")
@@ -118,12 +119,13 @@ class KbDetailScreen(DeskScreen):
         head.append(inert_line(kb.name), style="bold")
         if kb.description:
             head.append("  " + inert_line(kb.description))
-        head.append(
-            f"\n{model_label(kb)} · chunks of {kb.chunk_size}, overlap {kb.chunk_overlap} · "
+        self.query_one("#kb-head", Readout).show(head)  # one line, cut with … (e shows it all)
+        info = Text(
+            f"{model_label(kb)} · chunks of {kb.chunk_size}, overlap {kb.chunk_overlap} · "
             f"{kb.document_count} documents, {kb.chunk_count} chunks, {human_size(kb.total_bytes)}",
             style="dim",
         )
-        self.query_one("#kb-head", Readout).show(head)
+        self.query_one("#kb-info", Readout).show(info)
 
     def _after_change(self) -> None:
         table = self.table

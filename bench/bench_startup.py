@@ -2,7 +2,7 @@
 bare interpreter start (`python -c pass`) in the same round, so the ratio holds on a busy
 machine. Rounds alternate the commands; the figures are medians of the rounds.
 
-    .venv/bin/python bench/bench_cli.py [--rounds 30]
+    .venv/bin/python bench/bench_startup.py [--rounds 30]
 
 The target: `kbdesk --version` and `--help` within about 3x of `python -c pass`.
 """
