@@ -24,6 +24,7 @@ from kbdesk.chat.resolve import ActiveKB, KbToggle, check_switchable, kb_hint, k
 from kbdesk.chat.safety import clean
 from kbdesk.errors import InvalidInputError, KbdeskError
 from kbdesk.providers.chat import CancelToken
+from kbdesk.store.api import ChatStore
 from kbdesk.store.chat import UNSET, ChatMessage, Conversation, Persona, Project
 
 MAX_QUESTION_CHARS = 32_000
@@ -46,7 +47,7 @@ class ChatService:
     def __init__(self, desk: Any) -> None:
         require_chat(desk.store)
         self.desk = desk
-        self.store = desk.store
+        self.store: ChatStore = desk.store
         self.notes = NoteService(desk)
 
     # ── conversations ──────────────────────────────────────────────────────────

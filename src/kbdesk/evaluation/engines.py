@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kbdesk.evaluation.beir import Dataset, write_corpus
+from kbdesk.store.api import Store
 
 
 @contextmanager
@@ -110,7 +111,7 @@ def keyword_runs(
     """Ask the store's ``keyword_candidates`` for the top ``k`` chunks of every judged query
     (a chunk's document: its file in ``names``, or the ``doc`` of its metadata)."""
     kb = desk.kb(kb_ref)
-    store = desk.store
+    store: Store = desk.store
     out = KeywordRuns()
     for qid in queries if queries is not None else [q for q in dataset.qrels if q in dataset.queries]:
         start = time.perf_counter()
@@ -161,7 +162,7 @@ def fill_kb(desk: Any, name: str, texts: Sequence[tuple[str, str]], doc_chunks: 
 
 def chunk_texts(desk: Any, kb_ref: str, names: dict[str, str]) -> list[tuple[str, str]]:
     """(document id, text) of every chunk of a KB ingested from a BEIR corpus, in order."""
-    store = desk.store
+    store: Store = desk.store
     kb = desk.kb(kb_ref)
     out = []
     for doc in sorted(store.list_documents(kb.id), key=lambda d: d.filename):

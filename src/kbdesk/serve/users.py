@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kbdesk.errors import InvalidInputError, StoreError
+from kbdesk.store.api import Store, TeamStore, team_store
 from kbdesk.store.tokens import ApiToken
 
 
@@ -43,9 +44,10 @@ def token_user(desk: Any, name: str) -> TokenUser:
     name = (name or "").strip()
     if not name or len(name) > 200 or any(ord(ch) < 32 or ord(ch) == 127 for ch in name):
         raise InvalidInputError("--user needs a name of one line (at most 200 characters)")
-    store = desk.store
+    store: Store = desk.store
     if store.kind != "postgres":
         return TokenUser(store.local_user_id, name)
+    store = team_store(store)
     require_owner(store)
     who = _login_identity(store, name)
     if who is not None:
@@ -59,7 +61,7 @@ def token_user(desk: Any, name: str) -> TokenUser:
     )
 
 
-def require_owner(store: Any) -> None:
+def require_owner(store: TeamStore) -> None:
     """Tokens on Postgres need the tables' owner: only it reads them and acts for others."""
     if store.session.kind != "owner":
         raise StoreError(
@@ -69,7 +71,7 @@ def require_owner(store: Any) -> None:
         )
 
 
-def _login_identity(store: Any, login: str) -> Any:
+def _login_identity(store: TeamStore, login: str) -> Any:
     """The identity of a kbdesk user's login, as the database says (None: not one)."""
     from kbdesk.store.postgres.access import Identity
     from kbdesk.store.postgres.rls import ADMIN_TEAM_ROLES, ROLE_ADMIN, membership_table

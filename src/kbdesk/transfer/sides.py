@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kbdesk.models import KnowledgeBase
-from kbdesk.store.api import BLOBS
+from kbdesk.store.api import BLOBS, Store
 
 log = logging.getLogger("kbdesk.transfer")
 
@@ -26,7 +26,7 @@ KNOWN_CONFIG = ("provider", "model_id", "dimensions", "chunk_size", "chunk_overl
 class Side:
     def __init__(self, desk: Any) -> None:
         self.desk = desk
-        self.store = desk.store
+        self.store: Store = desk.store
         self.kind = self.store.kind
         self.label = getattr(self.store, "label", None) or str(desk.db_path)
         self._files_only = BLOBS not in self.store.capabilities

@@ -46,6 +46,8 @@ from typing import Any
 
 import numpy as np
 
+from kbdesk.store.api import Transactions
+
 DEFAULT_QUANTIZE_ABOVE = 250_000
 DEFAULT_OVERSAMPLE = 10
 MIN_RESCORE = 500  # never rescore fewer candidates than this (recall at limit 10: docs/BENCHMARKS-scale.md)
@@ -209,7 +211,7 @@ class QuantizedIndex:
         row = conn.execute("SELECT version FROM kb_vector_state WHERE kb_id = ?", (kb_id,)).fetchone()
         return int(row[0]) if row else -1
 
-    def codes(self, store: Any, kb_id: str, dims: int) -> Codes:
+    def codes(self, store: Transactions, kb_id: str, dims: int) -> Codes:
         """The KB's codes at the current version: cached, or read from ``kb_vector_bits``."""
         version = self._version(store.connection(), kb_id)
         with self._lock:
@@ -239,7 +241,7 @@ class QuantizedIndex:
                 self._cache[kb_id] = codes
             return codes
 
-    def _read(self, store: Any, kb_id: str, dims: int, partial_ok: bool = False) -> Codes | None:
+    def _read(self, store: Transactions, kb_id: str, dims: int, partial_ok: bool = False) -> Codes | None:
         """Read the bits in one snapshot; None when some chunk's bits are missing."""
         width = -(-dims // 64) * 8
         with store.read() as conn:
@@ -313,7 +315,7 @@ class QuantizedIndex:
 
     # ── search ─────────────────────────────────────────────────────────────────
     def candidates(
-        self, store: Any, kb_id: str, dims: int, query: np.ndarray, r: int, preselect: int = PRESELECT
+        self, store: Transactions, kb_id: str, dims: int, query: np.ndarray, r: int, preselect: int = PRESELECT
     ) -> np.ndarray:
         """Seqs of ``r`` chunks near ``query``: the ``preselect x r`` nearest by Hamming
         distance, narrowed to ``r`` by :func:`asymmetric_scores`; ascending."""
@@ -331,7 +333,13 @@ class QuantizedIndex:
         return codes.seqs[np.sort(idx)]
 
     def search(
-        self, store: Any, kb_id: str, dims: int, query: np.ndarray, k: int, oversample: int = DEFAULT_OVERSAMPLE
+        self,
+        store: Transactions,
+        kb_id: str,
+        dims: int,
+        query: np.ndarray,
+        k: int,
+        oversample: int = DEFAULT_OVERSAMPLE,
     ) -> list[tuple[int, float]]:
         """Top ``k`` (seq, exact cosine), best first: Hamming preselection, exact rescoring."""
         r = max(int(k) * max(int(oversample), 1), MIN_RESCORE, int(k))
@@ -347,7 +355,9 @@ class QuantizedIndex:
         order = top[np.lexsort((got[top], -sims[top]))]
         return [(int(got[i]), float(sims[i])) for i in order]
 
-    def rescore_vectors(self, store: Any, kb_id: str, seqs: np.ndarray, dims: int) -> tuple[np.ndarray, np.ndarray]:
+    def rescore_vectors(
+        self, store: Transactions, kb_id: str, seqs: np.ndarray, dims: int
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The float32 vectors of ``seqs`` (ascending), from the mapped file when it is current."""
         mapped = None
         if self.matrices is not None:
@@ -359,7 +369,7 @@ class QuantizedIndex:
         return got, mapped.vectors[rows]
 
 
-def rescore_vectors(store: Any, seqs: np.ndarray, dims: int) -> tuple[np.ndarray, np.ndarray]:
+def rescore_vectors(store: Transactions, seqs: np.ndarray, dims: int) -> tuple[np.ndarray, np.ndarray]:
     """The stored float32 vectors of ``seqs`` (those still there), as (seqs, matrix)."""
     rows = (
         store.connection()

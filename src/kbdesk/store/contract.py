@@ -1,0 +1,26 @@
+"""Both engines keep the :class:`~kbdesk.store.api.Store` contract: mypy checks it here.
+
+Nothing below runs (``TYPE_CHECKING``): each function hands an engine's store to the
+protocols code above the store types against, so a method an engine lacks, or one whose
+signature drifts from the protocol's, fails the type check instead of a user's command.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kbdesk.store.api import ChatStore, Store, TeamStore, Transactions, VectorIndex
+    from kbdesk.store.postgres.connection import PostgresStore
+    from kbdesk.store.postgres.vectors import PgVectorIndex
+    from kbdesk.store.sqlite.store import SqliteStore
+    from kbdesk.store.sqlite.vectors import NumpyIndex, SqliteVecIndex
+
+    def sqlite_keeps_it(store: SqliteStore) -> tuple[Store, ChatStore, Transactions]:
+        return store, store, store
+
+    def postgres_keeps_it(store: PostgresStore) -> tuple[Store, ChatStore, TeamStore, Transactions]:
+        return store, store, store, store
+
+    def indexes_keep_it(vec: SqliteVecIndex, numpy: NumpyIndex, pg: PgVectorIndex) -> tuple[VectorIndex, ...]:
+        return vec, numpy, pg
