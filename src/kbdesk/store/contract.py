@@ -16,11 +16,18 @@ if TYPE_CHECKING:
     from kbdesk.store.sqlite.store import SqliteStore
     from kbdesk.store.sqlite.vectors import NumpyIndex, SqliteVecIndex
 
-    def sqlite_keeps_it(store: SqliteStore) -> tuple[Store, ChatStore, Transactions]:
-        return store, store, store
+    def sqlite_keeps_it(store: SqliteStore) -> None:
+        _store: Store = store
+        _chat: ChatStore = store
+        _connections: Transactions = store
 
-    def postgres_keeps_it(store: PostgresStore) -> tuple[Store, ChatStore, TeamStore, Transactions]:
-        return store, store, store, store
+    def postgres_keeps_it(store: PostgresStore) -> None:
+        _store: Store = store
+        _chat: ChatStore = store
+        _team: TeamStore = store
+        _connections: Transactions = store
 
-    def indexes_keep_it(vec: SqliteVecIndex, numpy: NumpyIndex, pg: PgVectorIndex) -> tuple[VectorIndex, ...]:
-        return vec, numpy, pg
+    def indexes_keep_it(vec: SqliteVecIndex, numpy: NumpyIndex, pg: PgVectorIndex) -> None:
+        _vec: VectorIndex = vec
+        _numpy: VectorIndex = numpy
+        _pg: VectorIndex = pg
