@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from kbdesk import __version__
 from kbdesk.errors import KbdeskError
 from kbdesk.textsafe import inert, inert_line
+
+if TYPE_CHECKING:
+    from kbdesk.desk import Desk
 
 
 class CliState:
@@ -19,9 +22,9 @@ class CliState:
     def __init__(self, db: str | None, home: str | None) -> None:
         self.db = db
         self.home = home
-        self._desk: Any = None
+        self._desk: Desk | None = None
 
-    def desk(self) -> Any:
+    def desk(self) -> Desk:
         if self._desk is None:
             from kbdesk.desk import open_desk
 

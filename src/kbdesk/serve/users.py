@@ -26,11 +26,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbdesk.errors import InvalidInputError, StoreError
 from kbdesk.store.api import Store, TeamStore, team_store
 from kbdesk.store.tokens import ApiToken
+
+if TYPE_CHECKING:
+    from kbdesk.desk import Desk
 
 
 @dataclass(frozen=True)
@@ -39,7 +42,7 @@ class TokenUser:
     username: str
 
 
-def token_user(desk: Any, name: str) -> TokenUser:
+def token_user(desk: Desk, name: str) -> TokenUser:
     """The user a new token for ``name`` acts as (refused in one line if there is none)."""
     name = (name or "").strip()
     if not name or len(name) > 200 or any(ord(ch) < 32 or ord(ch) == 127 for ch in name):
@@ -104,7 +107,7 @@ REQUEST_THREADS = 8  # requests run at once on a team server: each thread keeps 
 class Lease:
     """A desk in use by one request or one piece of background work; ``release()`` when done."""
 
-    def __init__(self, desks: Desks | None, key: tuple[Any, ...] | None, desk: Any, identity: Any) -> None:
+    def __init__(self, desks: Desks | None, key: tuple[Any, ...] | None, desk: Desk, identity: Any) -> None:
         self._desks, self._key = desks, key
         self.desk, self.identity = desk, identity
         self._released = False
@@ -124,7 +127,7 @@ class Lease:
 
 @dataclass
 class _Open:
-    desk: Any
+    desk: Desk
     users: int = 0
     last: float = 0.0
 

@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from kbdesk.store.api import Transactions
+from kbdesk.store.sqlite.matrix_cache import MatrixFiles
 
 DEFAULT_QUANTIZE_ABOVE = 250_000
 DEFAULT_OVERSAMPLE = 10
@@ -171,7 +172,7 @@ class QuantizedIndex:
 
     name = "quantized"
 
-    def __init__(self, matrices: Any = None) -> None:
+    def __init__(self, matrices: MatrixFiles | None = None) -> None:
         self.matrices = matrices  # a MatrixFiles to rescore from, when it has the KB's current file
         self._lock = threading.Lock()
         self._load_lock = threading.Lock()
