@@ -13,7 +13,12 @@ instead of probing for methods:
 * ``"blobs"`` — original document bytes are kept in the database (a team server),
   not only in the desk's files directory.
 
-The protocol lists what callers use; each engine's own helpers stay private to it.
+The protocol lists every method the layers above call (the desk, search, ingestion,
+chat, transfer, embedding and the four faces); each engine's own helpers stay private to
+it. Beside it: :class:`ChatStore` (the ``"chat"`` rows), :class:`TeamStore` (a team
+server's login and identity, reached through :func:`team_store`), :class:`VectorIndex`
+and :class:`Transactions`. :mod:`kbdesk.store.contract` has mypy prove that both engines
+keep all of them.
 """
 
 from __future__ import annotations
