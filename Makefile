@@ -3,7 +3,7 @@
 # `pip install -e '.[bench,postgres]'`. Results and discussion: docs/BENCHMARKS.md.
 PY ?= .venv/bin/python
 
-.PHONY: check test test-fast bench bench-full
+.PHONY: check test test-fast test-pg bench bench-full
 
 # everything CI runs: lint, format, types, the wheel, the whole suite (scripts/check)
 check:
@@ -12,9 +12,13 @@ check:
 test:
 	$(PY) -m pytest -q
 
-# the fast lane (under two minutes): no real processes, kills, terminals or TUI
+# the fast lane (under two minutes): no real processes, kills, terminals, TUI or PostgreSQL
 test-fast:
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow and not postgres"
+
+# the tests against a real PostgreSQL (the tests start it themselves)
+test-pg:
+	$(PY) -m pytest -q -m postgres
 
 bench:
 	$(PY) bench/bench_chunker.py --mb 5

@@ -92,6 +92,35 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.postgres)
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """A lane that leaves out every slow test (``-m "not slow"``) does not even import the
+    modules holding nothing else: the TUI's, the MCP server's and the e2e ones cost seconds
+    to import before they would all be deselected."""
+    slow_only = collection_path.name in SLOW_MODULES or (
+        collection_path.is_dir() and collection_path.name in {"tui", "e2e"} and collection_path.parent.name == "tests"
+    )
+    return True if slow_only and _leaves_out_slow(config) else None
+
+
+def _leaves_out_slow(config: pytest.Config) -> bool:
+    expression = config.getoption("markexpr", "") or ""
+    if not expression:
+        return False
+    try:  # pytest's own reading of -m; should it move, everything is collected as before
+        from _pytest.mark.expression import Expression
+
+        compiled = Expression.compile(expression)
+
+        def selects(marks: set[str]) -> bool:
+            return compiled.evaluate(lambda name, **_: name in marks)
+
+        return not any(
+            selects(marks) for marks in ({"slow"}, {"slow", "postgres"}, {"slow", "e2e"}, {"slow", "postgres", "e2e"})
+        )
+    except Exception:  # noqa: BLE001 - any change in that API means: collect everything
+        return False
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     driver = choose_driver("auto")
     return f"kbdesk vector backend: {driver.backend} ({driver.reason})"

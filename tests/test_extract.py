@@ -287,6 +287,7 @@ def test_pdfs_extract_in_parallel_threads():
     assert texts == [f"Document {i} page 1\n\nDocument {i} page 2" for i in range(4)]
 
 
+@pytest.mark.slow
 def test_slow_pdf_is_killed_at_the_time_limit():
     # ~6 KB that takes pypdf several seconds: 500,000 text-show operators on one page
     slow = make_pdf([_stream(b"BT /F1 12 Tf " + b"(x) Tj " * 500_000 + b"ET", deflate=1)])

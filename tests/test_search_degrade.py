@@ -170,6 +170,7 @@ def test_cli_vector_search_of_a_keyword_kb_says_how_to_search_by_keyword(tmp_pat
     assert issubclass(NeedsVectorsError, InvalidInputError)
 
 
+@pytest.mark.slow
 def test_a_fresh_process_answers_by_keyword_when_the_provider_is_down(fake_openai, tmp_path):
     """What a user sees: ``kbdesk search`` in a new process, the embedding server gone."""
     from kbdesk import open_desk

@@ -170,6 +170,7 @@ def test_cli_runs_leak_nothing(server, canary_config, corpus, kbdesk_home, caplo
     assert_clean(database_bytes(kbdesk_home).decode("latin-1"), "the database files")
 
 
+@pytest.mark.slow
 def test_a_real_cli_process_leaks_nothing_on_stderr_or_in_json(server, canary_config, corpus, kbdesk_home):
     env = {**os.environ, "KBDESK_HOME": str(kbdesk_home)}
     kbdesk = [sys.executable, "-c", "from kbdesk.cli.main import main; main()"]

@@ -390,7 +390,7 @@ def _open_postgres(paths: Paths, config: Config, uri: str) -> Desk:
     return Desk(paths=paths, config=config, db_path=db_path, store=store)
 
 
-def _teams_module(store: Any) -> Any:
+def _teams_module(store: Store) -> Any:
     """Teams exist on a team server only (:mod:`kbdesk.store.postgres.teams`)."""
     if store.kind != "postgres":
         raise InvalidInputError(

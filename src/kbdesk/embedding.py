@@ -27,6 +27,7 @@ from kbdesk.providers import EmbedResult, ProviderConfigError, base_url_for
 from kbdesk.providers.breaker import Breaker, breaker_for
 from kbdesk.providers.faults import check_result
 from kbdesk.providers.local import LocalProvider
+from kbdesk.store.api import Store
 
 QUERY_TIMEOUT = 2.0
 """Seconds one query embedding may take: a warm local model answers in tens of
@@ -87,7 +88,7 @@ class KbEmbedder:
 class Embedders:
     """Provider clients built from the config, one per provider name, shared by threads."""
 
-    def __init__(self, config: Config, store: Any) -> None:
+    def __init__(self, config: Config, store: Store) -> None:
         self.config = config
         self.store = store
         self._lock = threading.Lock()

@@ -57,6 +57,7 @@ import numpy as np
 from kbdesk.errors import InvalidInputError
 from kbdesk.filters import Filters
 from kbdesk.models import KnowledgeBase, SearchResult
+from kbdesk.store.api import Store
 from kbdesk.store.cjk import keyword_text, query_pieces
 from kbdesk.store.keywords import STOPWORDS
 from kbdesk.store.unit_vectors import normalise
@@ -148,7 +149,7 @@ def check_threshold(threshold: float | None) -> float:
     return value
 
 
-def _query_vectors(kbs: Sequence[KnowledgeBase], store: Any, query_vector: Any) -> dict[str, tuple[int, np.ndarray]]:
+def _query_vectors(kbs: Sequence[KnowledgeBase], store: Store, query_vector: Any) -> dict[str, tuple[int, np.ndarray]]:
     """(dimensions, unit query) for each KB that holds vectors and has a query vector."""
     out: dict[str, tuple[int, np.ndarray]] = {}
     if query_vector is None:
@@ -208,7 +209,7 @@ class Candidate:
 
 
 def search(
-    store: Any,
+    store: Store,
     kbs: Sequence[KnowledgeBase],
     query: str,
     query_vector: Any = None,
@@ -271,7 +272,7 @@ def search(
 
 
 def rank(
-    store: Any,
+    store: Store,
     kbs: Sequence[KnowledgeBase],
     query: str,
     query_vector: Any = None,
@@ -306,7 +307,7 @@ def rank(
 
 
 def _rank(
-    store: Any,
+    store: Store,
     kbs: Sequence[KnowledgeBase],
     query: str,
     query_vector: Any,
@@ -384,7 +385,7 @@ def _rank(
 
 
 def _vector_candidates(
-    store: Any, qvecs: dict[str, tuple[int, np.ndarray]], k: int, within: Any = None
+    store: Store, qvecs: dict[str, tuple[int, np.ndarray]], k: int, within: Any = None
 ) -> list[Candidate]:
     merged: list[Candidate] = []
     for kb_id, (dims, q) in qvecs.items():
@@ -401,7 +402,7 @@ def _vector_candidates(
     return merged
 
 
-def _keyword_candidates(store: Any, kb_ids: list[str], query: str, k: int, within: Any = None) -> list[Candidate]:
+def _keyword_candidates(store: Store, kb_ids: list[str], query: str, k: int, within: Any = None) -> list[Candidate]:
     if within is None:
         hits = store.keyword_candidates(kb_ids, query, k)
     else:
@@ -410,7 +411,7 @@ def _keyword_candidates(store: Any, kb_ids: list[str], query: str, k: int, withi
     return [Candidate(seq, keyword_score=score, keyword_rank=rank) for rank, (seq, score) in enumerate(hits, 1)]
 
 
-def _fill_cosines(store: Any, candidates: list[Candidate], qvecs: dict[str, tuple[int, np.ndarray]]) -> None:
+def _fill_cosines(store: Store, candidates: list[Candidate], qvecs: dict[str, tuple[int, np.ndarray]]) -> None:
     """Cosine of each candidate against its own KB's query vector, where it has one."""
     need = [c for c in candidates if c.cosine is None]
     if not need or not qvecs:
@@ -428,7 +429,7 @@ def _fill_cosines(store: Any, candidates: list[Candidate], qvecs: dict[str, tupl
 
 
 def _hybrid(
-    store: Any,
+    store: Store,
     kb_ids: list[str],
     query: str,
     qvecs: dict[str, tuple[int, np.ndarray]],
@@ -529,7 +530,7 @@ def coverage(query: str, text: str) -> float:
     return sum(w in held for w in content) / len(content)
 
 
-def _coverage_scores(store: Any, candidates: list[Candidate], query: str, limit: int | None) -> None:
+def _coverage_scores(store: Store, candidates: list[Candidate], query: str, limit: int | None) -> None:
     """Give chunks without a vector their keyword coverage as ``similarity`` (the first
     ``limit`` of them when given: only results need a score)."""
     chosen = candidates[:limit] if limit is not None else candidates

@@ -13,6 +13,7 @@ import threading
 import uuid
 
 import psycopg
+import pytest
 
 from kbdesk.store.postgres import PostgresStore
 from kbdesk.store.postgres.schema import MIGRATIONS
@@ -77,6 +78,7 @@ print("opened")
 """
 
 
+@pytest.mark.slow
 def test_two_processes_opening_an_empty_database_together_both_succeed(empty_pg_uri):
     procs = [
         subprocess.Popen(

@@ -184,6 +184,7 @@ def test_an_interrupted_export_is_finished_by_running_it_again(laptop, pg_uri):
     ]
 
 
+@pytest.mark.slow
 def test_a_killed_export_process_is_finished_by_running_it_again(tmp_path, pg_uri, kbdesk_home):
     db = tmp_path / "many.db"
     with open_desk(db) as desk:

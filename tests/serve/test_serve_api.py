@@ -223,6 +223,7 @@ def test_a_revoked_token_stops_working_at_once(api, desk):
     assert answer.status_code == 401 and "revoked" in answer.json()["message"]
 
 
+@pytest.mark.slow
 def test_an_upload_that_cannot_get_its_turn_is_refused_and_never_runs_later(kbdesk_home, fake_openai, monkeypatch):
     from ingest_support import configure_provider
     from kbdesk.serve import uploads

@@ -58,6 +58,7 @@ def test_a_down_embedder_costs_a_notice_not_the_search(engine_desk, fake_openai,
         assert client.get("/knowledge-bases", headers=auth).status_code == 200
 
 
+@pytest.mark.slow
 def test_twenty_searches_during_an_outage_and_an_unrelated_request(tmp_path, kbdesk_home, fake_openai):
     with open_desk() as desk:
         kb_id = _vector_kb(desk, fake_openai, tmp_path)
@@ -94,6 +95,7 @@ def test_twenty_searches_during_an_outage_and_an_unrelated_request(tmp_path, kbd
         server.stop()
 
 
+@pytest.mark.slow
 def test_a_search_waiting_for_a_hanging_provider_does_not_hold_up_other_requests(tmp_path, kbdesk_home, fake_openai):
     with open_desk() as desk:
         kb_id = _vector_kb(desk, fake_openai, tmp_path)

@@ -265,6 +265,7 @@ def test_a_token_for_another_name_on_sqlite_says_whom_it_acts_as_and_the_audit_l
 
 
 # ── oversized bodies, against the real server ─────────────────────────────────
+@pytest.mark.slow
 def test_an_oversized_chunked_upload_is_cut_off_at_the_limit(tmp_path, kbdesk_home):
     env = dict(os.environ)
     with open_desk() as d:
@@ -328,6 +329,7 @@ def _push(port: int, secret: str, kb_id: str, total: int, chunked: bool) -> tupl
     return wrote, bytes(answer).split(b"\r\n", 1)[0].decode(errors="replace"), took
 
 
+@pytest.mark.slow
 def test_eight_concurrent_10_mb_uploads_grow_the_server_by_less_than_100_mib(tmp_path, kbdesk_home):
     """Memory follows the uploads indexed at once, not those sent at once: the server's
     peak resident memory (VmHWM, reset first) over its resident memory before, while 8

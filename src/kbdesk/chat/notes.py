@@ -16,6 +16,7 @@ from typing import Any
 
 from kbdesk.errors import KbdeskError
 from kbdesk.search import DEFAULT_THRESHOLD, RRF_K, check_limit
+from kbdesk.store.api import ChatStore, Store
 from kbdesk.store.notes import Note, note_text
 from kbdesk.store.unit_vectors import normalise
 
@@ -55,7 +56,7 @@ class NoteSearch:
         }
 
 
-def require_chat(store: Any) -> None:
+def require_chat(store: Store) -> None:
     """Conversations, personas, projects and notes need a store with the "chat" capability."""
     from kbdesk.errors import StoreError
     from kbdesk.store.api import CHAT
@@ -71,7 +72,7 @@ class NoteService:
     def __init__(self, desk: Any) -> None:
         require_chat(desk.store)
         self.desk = desk
-        self.store = desk.store
+        self.store: ChatStore = desk.store
 
     # ── writing ────────────────────────────────────────────────────────────────
     def add(self, content: str, title: str = "") -> tuple[Note, str | None]:

@@ -27,6 +27,7 @@ from typing import Any
 
 from kbdesk.errors import InvalidInputError
 from kbdesk.models import KnowledgeBase
+from kbdesk.store.api import ChatStore
 
 ORIGINS = ("persona", "project", "conversation", "personal")
 
@@ -60,7 +61,11 @@ class KbToggle:
 
 
 def resolve_kbs(
-    store: Any, *, conversation_id: str | None = None, persona_id: str | None = None, project_id: str | None = None
+    store: ChatStore,
+    *,
+    conversation_id: str | None = None,
+    persona_id: str | None = None,
+    project_id: str | None = None,
 ) -> list[ActiveKB]:
     """The KBs active for a turn, in priority order."""
     kbs = {kb.id: kb for kb in store.list_kbs()}
@@ -90,7 +95,7 @@ def resolve_kbs(
     return list(active.values())
 
 
-def kb_toggles(store: Any, conversation: Any) -> list[KbToggle]:
+def kb_toggles(store: ChatStore, conversation: Any) -> list[KbToggle]:
     """Every KB the user can pick for ``conversation`` plus those its persona or project
     bind, with whether each is on, by name."""
     active = {

@@ -34,6 +34,7 @@ from typing import Any
 
 from kbdesk.chat.events import Retrieval, RetrievalHow
 from kbdesk.filters import Filters
+from kbdesk.store.api import ChatStore
 
 POLICIES = ("auto", "tool", "always", "off")
 _IGNORES_KEY = "chat.ignores_forced_tool_choice"
@@ -54,18 +55,18 @@ def filters_for(conversation: Any, persona: Any) -> Filters:
     return Filters()
 
 
-def ignores_forcing(store: Any, provider: str, model: str) -> bool:
+def ignores_forcing(store: ChatStore, provider: str, model: str) -> bool:
     """Whether this model was seen answering without the tool call it was told to make."""
     return f"{provider}/{model}" in _ignoring(store)
 
 
-def remember_ignores_forcing(store: Any, provider: str, model: str) -> None:
+def remember_ignores_forcing(store: ChatStore, provider: str, model: str) -> None:
     known = _ignoring(store)
     if f"{provider}/{model}" not in known:
         store.set_setting(_IGNORES_KEY, json.dumps(sorted(known | {f"{provider}/{model}"})))
 
 
-def _ignoring(store: Any) -> set[str]:
+def _ignoring(store: ChatStore) -> set[str]:
     try:
         return set(json.loads(store.get_setting(_IGNORES_KEY) or "[]"))
     except ValueError:

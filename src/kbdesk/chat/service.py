@@ -26,6 +26,7 @@ from kbdesk.errors import InvalidInputError, KbdeskError
 from kbdesk.filters import Filters
 from kbdesk.filters_text import as_filters
 from kbdesk.providers.chat import CancelToken
+from kbdesk.store.api import ChatStore
 from kbdesk.store.chat import UNSET, ChatMessage, Conversation, Persona, Project
 
 MAX_QUESTION_CHARS = 32_000
@@ -50,7 +51,7 @@ class ChatService:
     def __init__(self, desk: Any) -> None:
         require_chat(desk.store)
         self.desk = desk
-        self.store = desk.store
+        self.store: ChatStore = desk.store
         self.notes = NoteService(desk)
 
     # ── conversations ──────────────────────────────────────────────────────────

@@ -43,6 +43,7 @@ from kbdesk.providers.errors import (
     SilentEndError,
 )
 from kbdesk.providers.settings import ProviderSettings
+from kbdesk.store.api import ChatStore, Store
 
 log = logging.getLogger("kbdesk.chat")
 
@@ -273,7 +274,7 @@ def auto_search(desk: Any, active: list[ActiveKB], state: TurnState, max_chars: 
 
 
 def run_tools(
-    store: Any,
+    store: ChatStore,
     toolbox: Toolbox,
     completion: Any,
     text: str,
@@ -311,7 +312,7 @@ def run_tools(
 
 
 def finish_failed(
-    store: Any,
+    store: ChatStore,
     state: TurnState,
     round_text: list[str],
     status: AnswerStatus,
@@ -340,7 +341,7 @@ def finish_failed(
     yield TurnFinished(state.answer(message_id, status, error, retrieval=how))
 
 
-def log_usage(store: Any, target: ChatTarget, completion: Any) -> None:
+def log_usage(store: Store, target: ChatTarget, completion: Any) -> None:
     usage = completion.usage if completion is not None else {}
     try:
         store.log_usage(

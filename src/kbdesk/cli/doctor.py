@@ -14,6 +14,7 @@ import click
 from kbdesk import __version__
 from kbdesk.cli.output import plain, print_json, stdout, table
 from kbdesk.errors import KbdeskError
+from kbdesk.store.api import Store
 from kbdesk.textsafe import inert_line
 
 
@@ -102,7 +103,7 @@ def gather(state: Any, check_seconds: float = 5.0) -> dict[str, Any]:
         except KbdeskError as inner:
             report["problems"].append(str(inner))
         return report
-    store = desk.store
+    store: Store = desk.store
     report["paths"]["db"] = str(desk.db_path)
     report["paths"]["files"] = str(desk.files_dir)
     report["database"] = {

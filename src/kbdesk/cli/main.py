@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -13,6 +13,9 @@ from kbdesk.cli.commands import CLI_HELP, COMMANDS, DB_HELP, HOME_HELP
 from kbdesk.errors import KbdeskError
 from kbdesk.textsafe import inert, inert_line
 
+if TYPE_CHECKING:
+    from kbdesk.desk import Desk
+
 
 class CliState:
     """Holds the global options; opens the desk on first use, closes it at exit."""
@@ -20,9 +23,9 @@ class CliState:
     def __init__(self, db: str | None, home: str | None) -> None:
         self.db = db
         self.home = home
-        self._desk: Any = None
+        self._desk: Desk | None = None
 
-    def desk(self) -> Any:
+    def desk(self) -> Desk:
         if self._desk is None:
             from kbdesk.desk import open_desk
 

@@ -9,6 +9,7 @@ import click
 
 from kbdesk.cli.output import plain, stderr
 from kbdesk.errors import InvalidInputError
+from kbdesk.store.api import Store, team_store
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8700
@@ -145,8 +146,8 @@ def _need(*modules: str) -> None:
 
 
 def _label(desk) -> str:
-    store = desk.store
-    return store.label if store.kind == "postgres" else str(desk.db_path)
+    store: Store = desk.store
+    return team_store(store).label if store.kind == "postgres" else str(desk.db_path)
 
 
 @click.command("mcp")

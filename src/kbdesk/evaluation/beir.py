@@ -15,9 +15,12 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbdesk.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from kbdesk.desk import Desk
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
@@ -79,7 +82,7 @@ def write_corpus(dataset: Dataset, folder: Path) -> dict[str, str]:
 
 
 def run_queries(
-    desk: Any,
+    desk: Desk,
     kb_ref: str,
     dataset: Dataset,
     names: dict[str, str],

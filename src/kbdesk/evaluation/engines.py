@@ -17,9 +17,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbdesk.evaluation.beir import Dataset, write_corpus
+from kbdesk.store.api import Store
+
+if TYPE_CHECKING:
+    from kbdesk.desk import Desk
 
 
 @contextmanager
@@ -50,7 +54,7 @@ def with_database(uri: str, name: str) -> str:
 
 
 def prepare_kb(
-    desk: Any,
+    desk: Desk,
     name: str,
     dataset: Dataset,
     files: Path,
@@ -99,7 +103,7 @@ class KeywordRuns:
 
 
 def keyword_runs(
-    desk: Any,
+    desk: Desk,
     kb_ref: str,
     dataset: Dataset,
     names: dict[str, str],
@@ -110,7 +114,7 @@ def keyword_runs(
     """Ask the store's ``keyword_candidates`` for the top ``k`` chunks of every judged query
     (a chunk's document: its file in ``names``, or the ``doc`` of its metadata)."""
     kb = desk.kb(kb_ref)
-    store = desk.store
+    store: Store = desk.store
     out = KeywordRuns()
     for qid in queries if queries is not None else [q for q in dataset.qrels if q in dataset.queries]:
         start = time.perf_counter()
@@ -146,7 +150,7 @@ def perturbed_copies(texts: Sequence[tuple[str, str]], n: int, seed: int = 42) -
     return out
 
 
-def fill_kb(desk: Any, name: str, texts: Sequence[tuple[str, str]], doc_chunks: int = 5000) -> float:
+def fill_kb(desk: Desk, name: str, texts: Sequence[tuple[str, str]], doc_chunks: int = 5000) -> float:
     """A keyword-only KB of these chunk texts through ``desk.add_document`` (documents of
     ``doc_chunks`` chunks, each chunk's document id in its metadata); the seconds it took."""
     from kbdesk.models import ChunkInput
@@ -159,9 +163,9 @@ def fill_kb(desk: Any, name: str, texts: Sequence[tuple[str, str]], doc_chunks: 
     return time.perf_counter() - start
 
 
-def chunk_texts(desk: Any, kb_ref: str, names: dict[str, str]) -> list[tuple[str, str]]:
+def chunk_texts(desk: Desk, kb_ref: str, names: dict[str, str]) -> list[tuple[str, str]]:
     """(document id, text) of every chunk of a KB ingested from a BEIR corpus, in order."""
-    store = desk.store
+    store: Store = desk.store
     kb = desk.kb(kb_ref)
     out = []
     for doc in sorted(store.list_documents(kb.id), key=lambda d: d.filename):

@@ -32,6 +32,7 @@ from kbdesk.ingest.pdf_text import ExtractionCancelled
 from kbdesk.ingest.sections import ResourceLimit, Section
 from kbdesk.ingest.writer import Ready, Tally, Writer
 from kbdesk.models import ChunkInput, Document, KnowledgeBase
+from kbdesk.store.api import Store
 from kbdesk.store.doc_types import StatusUpdate
 
 log = logging.getLogger("kbdesk.ingest")
@@ -126,7 +127,7 @@ class BatchRunner:
 
     def __init__(
         self,
-        store: Any,
+        store: Store,
         files_dir: Path,
         config: Any,
         max_bytes: int,

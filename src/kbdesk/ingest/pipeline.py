@@ -31,6 +31,7 @@ from kbdesk.ingest.names import HIDDEN, file_of, under, upload_source
 from kbdesk.ingest.prepare import Preparer
 from kbdesk.ingest.writer import Writer
 from kbdesk.models import Document, KnowledgeBase
+from kbdesk.store.api import Store
 from kbdesk.store.claims import claim_alive, describe, end_claim, new_claim
 from kbdesk.store.doc_types import IN_FLIGHT
 
@@ -111,7 +112,7 @@ class Ingestor:
 
     def __init__(self, desk: Any, *, workers: int | None = None, on_event: EventSink | None = None) -> None:
         self.desk = desk
-        self.store = desk.store
+        self.store: Store = desk.store
         self.config = desk.config
         self.workers = workers or self.config.ingest.workers
         self.on_event = on_event or ignore

@@ -37,6 +37,7 @@ from kbdesk.ingest.extract import content_type_for
 from kbdesk.ingest.folders import FoundFile
 from kbdesk.ingest.names import HIDDEN, UPLOAD, file_of
 from kbdesk.models import Document, KnowledgeBase
+from kbdesk.store.api import Store
 from kbdesk.store.claims import claim_alive
 from kbdesk.store.doc_types import IN_FLIGHT, NewDocument
 
@@ -65,7 +66,7 @@ def failure_remembered(doc: Document) -> bool:
 class Preparer:
     def __init__(
         self,
-        store: Any,
+        store: Store,
         files_dir: Path,
         max_bytes: int,
         on_event: EventSink,

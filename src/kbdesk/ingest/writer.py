@@ -30,6 +30,7 @@ from typing import Any
 
 from kbdesk.errors import KbdeskError, SupersededError
 from kbdesk.ingest.events import EventSink, IngestEvent
+from kbdesk.store.api import Store
 from kbdesk.store.doc_types import StatusUpdate
 
 log = logging.getLogger("kbdesk.ingest")
@@ -78,7 +79,7 @@ class _Message:
 class Writer:
     """Started with ``with Writer(store, on_event) as writer:``; leaving waits until all is written."""
 
-    def __init__(self, store: Any, on_event: EventSink) -> None:
+    def __init__(self, store: Store, on_event: EventSink) -> None:
         self.store = store
         self.on_event = on_event
         self._queue: queue.Queue[_Message | None] = queue.Queue(QUEUE_MESSAGES)

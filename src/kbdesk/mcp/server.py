@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types as types
@@ -43,6 +43,9 @@ from kbdesk.chat.tools import KB_SEARCH_TOOL, NOTE_SEARCH_TOOL, Outcome, Toolbox
 from kbdesk.errors import KbdeskError
 from kbdesk.search import MAX_LIMIT
 from kbdesk.store.api import CHAT
+
+if TYPE_CHECKING:
+    from kbdesk.desk import Desk
 
 log = logging.getLogger("kbdesk.mcp")
 
@@ -81,7 +84,7 @@ INSTRUCTIONS = (
 class DeskTools:
     """The tools and resources over one desk (blocking calls: run them in a thread)."""
 
-    def __init__(self, desk: Any, kb_ids: list[str] | None = None) -> None:
+    def __init__(self, desk: Desk, kb_ids: list[str] | None = None) -> None:
         self.desk = desk
         self.kb_ids = kb_ids
         self.has_notes = CHAT in desk.store.capabilities
@@ -275,7 +278,7 @@ def _payload(block: str) -> dict[str, Any] | None:
     return None
 
 
-def build_server(desk: Any, kb_ids: list[str] | None = None) -> Server:
+def build_server(desk: Desk, kb_ids: list[str] | None = None) -> Server:
     tools = DeskTools(desk, kb_ids)
 
     async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
@@ -313,7 +316,7 @@ def build_server(desk: Any, kb_ids: list[str] | None = None) -> Server:
     )
 
 
-def run(desk: Any, kb_ids: list[str] | None = None) -> None:
+def run(desk: Desk, kb_ids: list[str] | None = None) -> None:
     """Serve ``desk`` (only ``kb_ids``, if given) on stdin/stdout until the client closes
     the connection."""
     server = build_server(desk, kb_ids)

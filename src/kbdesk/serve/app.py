@@ -13,7 +13,7 @@ import re
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -28,6 +28,9 @@ from kbdesk.serve.uploads import Uploads, limit_arenas
 from kbdesk.serve.users import REQUEST_THREADS, Desks, Lease
 from kbdesk.store.tokens import Tokens
 
+if TYPE_CHECKING:
+    from kbdesk.desk import Desk
+
 log = logging.getLogger("kbdesk.serve")
 PREFIX = "/api"
 
@@ -40,7 +43,7 @@ class ServerState:
     max_upload_bytes: int
 
 
-def create_app(desk: Any, *, cors_origins: Sequence[str] = (), resume: bool = True) -> Any:
+def create_app(desk: Desk, *, cors_origins: Sequence[str] = (), resume: bool = True) -> Any:
     """The ASGI app serving ``desk`` (its store, config and files)."""
     max_upload = int(desk.config.storage.max_file_mb * 1024 * 1024)
     limit_arenas()  # memory that follows the load, not the number of uploads seen

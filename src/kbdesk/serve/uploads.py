@@ -37,13 +37,16 @@ import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from kbdesk.errors import KbdeskError
 from kbdesk.ingest.events import IngestEvent
 from kbdesk.ingest.extract import SUPPORTED_SUFFIXES, content_type_for
 from kbdesk.models import Document, KnowledgeBase
 from kbdesk.serve.errors import ApiError, from_kbdesk
+
+if TYPE_CHECKING:
+    from kbdesk.desk import Desk
 
 log = logging.getLogger("kbdesk.serve")
 
@@ -168,7 +171,7 @@ class Uploads:
                 _remove(staged)
             raise
 
-    def _submit(self, hold: Any, desk: Any, kb: KnowledgeBase, name: str, staged: Path) -> tuple[Document, str]:
+    def _submit(self, hold: Any, desk: Desk, kb: KnowledgeBase, name: str, staged: Path) -> tuple[Document, str]:
         if self._stopping.is_set():
             raise ApiError(503, "the server is shutting down", headers={"Retry-After": "5"})
         with self._lock:

@@ -26,10 +26,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbdesk.errors import InvalidInputError, StoreError
+from kbdesk.store.api import Store, TeamStore, team_store
 from kbdesk.store.tokens import ApiToken
+
+if TYPE_CHECKING:
+    from kbdesk.desk import Desk
 
 
 @dataclass(frozen=True)
@@ -38,14 +42,15 @@ class TokenUser:
     username: str
 
 
-def token_user(desk: Any, name: str) -> TokenUser:
+def token_user(desk: Desk, name: str) -> TokenUser:
     """The user a new token for ``name`` acts as (refused in one line if there is none)."""
     name = (name or "").strip()
     if not name or len(name) > 200 or any(ord(ch) < 32 or ord(ch) == 127 for ch in name):
         raise InvalidInputError("--user needs a name of one line (at most 200 characters)")
-    store = desk.store
+    store: Store = desk.store
     if store.kind != "postgres":
         return TokenUser(store.local_user_id, name)
+    store = team_store(store)
     require_owner(store)
     who = _login_identity(store, name)
     if who is not None:
@@ -59,7 +64,7 @@ def token_user(desk: Any, name: str) -> TokenUser:
     )
 
 
-def require_owner(store: Any) -> None:
+def require_owner(store: TeamStore) -> None:
     """Tokens on Postgres need the tables' owner: only it reads them and acts for others."""
     if store.session.kind != "owner":
         raise StoreError(
@@ -69,7 +74,7 @@ def require_owner(store: Any) -> None:
         )
 
 
-def _login_identity(store: Any, login: str) -> Any:
+def _login_identity(store: TeamStore, login: str) -> Any:
     """The identity of a kbdesk user's login, as the database says (None: not one)."""
     from kbdesk.store.postgres.access import Identity
     from kbdesk.store.postgres.rls import ADMIN_TEAM_ROLES, ROLE_ADMIN, membership_table
@@ -102,7 +107,7 @@ REQUEST_THREADS = 8  # requests run at once on a team server: each thread keeps 
 class Lease:
     """A desk in use by one request or one piece of background work; ``release()`` when done."""
 
-    def __init__(self, desks: Desks | None, key: tuple[Any, ...] | None, desk: Any, identity: Any) -> None:
+    def __init__(self, desks: Desks | None, key: tuple[Any, ...] | None, desk: Desk, identity: Any) -> None:
         self._desks, self._key = desks, key
         self.desk, self.identity = desk, identity
         self._released = False
@@ -122,7 +127,7 @@ class Lease:
 
 @dataclass
 class _Open:
-    desk: Any
+    desk: Desk
     users: int = 0
     last: float = 0.0
 

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kbdesk.errors import InvalidInputError, NotFoundError
+from kbdesk.store.api import Store
 
 TOKEN_PREFIX = "kbd_"
 SHOWN_CHARS = 12  # of a token kept in clear to name it: "kbd_" and 8 random characters
@@ -97,7 +98,7 @@ def check_permissions(names: Iterable[str]) -> frozenset[str]:
 class Tokens:
     """The API tokens of one store (SQLite or Postgres)."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
         self.table = "kbdesk_api_tokens" if store.kind == "postgres" else "api_tokens"
         self._touched: dict[str, float] = {}

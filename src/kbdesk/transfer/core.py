@@ -16,12 +16,15 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbdesk.errors import ConflictError, InvalidInputError, StoreError
 from kbdesk.models import KnowledgeBase
 from kbdesk.transfer.report import TransferEvent, TransferReport, TransferSink, fingerprint, ignore
 from kbdesk.transfer.sides import Side, side_for
+
+if TYPE_CHECKING:
+    from kbdesk.desk import Desk
 
 BATCH_DOCS = 200
 BATCH_CHUNKS = 5000
@@ -193,7 +196,7 @@ def _batches(todo: list[tuple[str, dict[str, Any]]], max_docs: int, max_chunks: 
     return out
 
 
-def _audit(desk: Any, kb: KnowledgeBase, report: TransferReport, side: str) -> None:
+def _audit(desk: Desk, kb: KnowledgeBase, report: TransferReport, side: str) -> None:
     action = "kb.export" if side == "source" else "kb.import"
     other = report.target if side == "source" else report.source
     details = {

@@ -13,10 +13,13 @@ from __future__ import annotations
 import contextlib
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbdesk.models import KnowledgeBase
-from kbdesk.store.api import BLOBS
+from kbdesk.store.api import BLOBS, Store
+
+if TYPE_CHECKING:
+    from kbdesk.desk import Desk
 
 log = logging.getLogger("kbdesk.transfer")
 
@@ -24,9 +27,9 @@ KNOWN_CONFIG = ("provider", "model_id", "dimensions", "chunk_size", "chunk_overl
 
 
 class Side:
-    def __init__(self, desk: Any) -> None:
+    def __init__(self, desk: Desk) -> None:
         self.desk = desk
-        self.store = desk.store
+        self.store: Store = desk.store
         self.kind = self.store.kind
         self.label = getattr(self.store, "label", None) or str(desk.db_path)
         self._files_only = BLOBS not in self.store.capabilities
@@ -91,7 +94,7 @@ class Side:
         return done
 
 
-def side_for(desk: Any) -> Side:
+def side_for(desk: Desk) -> Side:
     return Side(desk)
 
 

@@ -12,7 +12,7 @@ import os
 import traceback
 from collections.abc import Callable, Iterable
 from functools import partial
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on
 from textual.app import App, SystemCommand
@@ -28,6 +28,9 @@ from kbdesk.tui.doc_cache import DocRowsCache
 from kbdesk.tui.messages import IngestProgress
 from kbdesk.tui.progress import IngestTracker
 from kbdesk.tui.workers import Blocking, tracked, wait_for_threads
+
+if TYPE_CHECKING:
+    from kbdesk.desk import Desk
 
 INGEST_GROUP = "ingest"
 EXIT_WAIT_S = 15.0  # a cancelled run stops after its batch in flight
@@ -50,7 +53,7 @@ class KbdeskApp(Blocking, App[None]):
     ]
 
     def __init__(
-        self, desk: Any, *, owns_desk: bool = False, watch_css: bool = False, auto_resume: bool = False
+        self, desk: Desk, *, owns_desk: bool = False, watch_css: bool = False, auto_resume: bool = False
     ) -> None:
         super().__init__(watch_css=watch_css)
         self.desk = desk
@@ -357,7 +360,7 @@ class KbdeskApp(Blocking, App[None]):
             yield from commands()
 
 
-def make_app(desk: Any, *, owns_desk: bool = False, auto_resume: bool | None = None) -> KbdeskApp:
+def make_app(desk: Desk, *, owns_desk: bool = False, auto_resume: bool | None = None) -> KbdeskApp:
     """The app over ``desk`` (from :func:`kbdesk.open_desk`): the one factory. ``auto_resume``
     (default: the config's ``ingest.auto_resume``, or ``$KBDESK_AUTO_RESUME`` set to 1) resumes
     unfinished documents without asking."""

@@ -18,24 +18,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from kbdesk.models import Document, KnowledgeBase
+from kbdesk.models import ChunkInput, Document, KnowledgeBase
+from kbdesk.store.api import Policy, VectorIndex
 
 if TYPE_CHECKING:
     from kbdesk.store.engine import Engine
-
-
-class Policy(Protocol):
-    """Who may do what (:class:`kbdesk.store.policy.LocalPolicy`, or a team server's
-    :class:`kbdesk.store.postgres.access.ScopePolicy`)."""
-
-    def check_create(self, scope: str, team_id: str | None) -> None: ...
-    def check_manage(self, kb: KnowledgeBase) -> None: ...
-    def check_discoverable(self, kb: KnowledgeBase) -> None: ...
-    def can_see(self, kb: KnowledgeBase) -> bool: ...
-    def visible(self, alias: str = "") -> tuple[str, list[Any]]: ...
-    def picker(self, alias: str = "") -> tuple[str, list[Any]]: ...
 
 
 @dataclass
@@ -61,8 +50,9 @@ class StoreParts:
     """The engine object: placeholders, ids, JSON, time, savepoints, side-table names."""
     policy: Policy
     local_user_id: str
-    vectors: Any
-    """The engine's vector index (kbdesk.store.sqlite.vectors' for SQLite, pgvector's for Postgres)."""
+    vectors: VectorIndex
+    """The engine's vector index (kbdesk.store.sqlite.vectors' for SQLite, pgvector's for Postgres;
+    each engine's pieces name its own)."""
 
     if TYPE_CHECKING:
         # ── the engine: connections and transactions ───────────────────────────
@@ -86,7 +76,19 @@ class StoreParts:
 
         # ── documents (kbdesk.store.core.documents) ────────────────────────────
         def get_document(self, doc_id: str) -> Document: ...
+        def _doc(self, row: Sequence[Any]) -> Document: ...
         def _get_document(self, conn: Any, doc_id: str, *, lock: bool = False) -> Document: ...
+        def _insert_chunks_many(
+            self,
+            conn: Any,
+            kb_id: str,
+            docs: list[tuple[str, list[ChunkInput], list[bytes] | None]],
+            now: Any,
+            changes: VectorChanges,
+        ) -> None: ...
+        def _delete_chunks_many(
+            self, conn: Any, kb_id: str, doc_ids: list[str], changes: VectorChanges
+        ) -> dict[str, int]: ...
         def _delete_chunks(self, conn: Any, kb_id: str, doc_id: str, changes: VectorChanges) -> int: ...
         def _vectors_touch(self, conn: Any, kb_id: str, changes: VectorChanges) -> None: ...
         def _vectors_written(self, conn: Any, changes: VectorChanges) -> None: ...

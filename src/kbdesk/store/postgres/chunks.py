@@ -21,6 +21,7 @@ from kbdesk.store.ids import ordered_uuids
 from kbdesk.store.postgres.locks import NAME_LOCK_WAIT, lock_name
 from kbdesk.store.postgres.seed import VECTOR_COLUMN_DIMS
 from kbdesk.store.postgres.values import as_unit_bytes, clean_json, clean_text, pad
+from kbdesk.store.postgres.vectors import PgVectorIndex
 
 log = logging.getLogger("kbdesk.store")
 
@@ -61,6 +62,8 @@ def stage_chunks(conn: Any) -> None:
 class PgChunks(StoreParts):
     """The Postgres side of :class:`kbdesk.store.core.documents.DocumentsCore`,
     :class:`~kbdesk.store.core.records.RecordsCore` and :class:`~kbdesk.store.core.cache.CacheCore`."""
+
+    vectors: PgVectorIndex
 
     cache_key = "(model, text_hash, user_id)"
 

@@ -16,10 +16,13 @@ import kbdesk.store.postgres.keyword as keyword
 from kbdesk.store.core.facts import FactsCore, Within
 from kbdesk.store.keywords import mark_stale
 from kbdesk.store.postgres.values import infer_dimensions
+from kbdesk.store.postgres.vectors import PgVectorIndex
 
 
 class PgLookup(FactsCore):
     """Needs ``connection()``, ``read()`` and ``vectors`` from the store."""
+
+    vectors: PgVectorIndex
 
     def kb_vector_dimensions(self, kb_id: str) -> int | None:
         """Dimensions of the KB's stored vectors, or None when it holds none."""

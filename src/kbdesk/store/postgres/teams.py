@@ -7,14 +7,17 @@ team's members to its admins and to system admins only; the owner of kbdesk's ta
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbdesk.errors import InvalidInputError
 from kbdesk.store.postgres.access import AccessDeniedError
 from kbdesk.store.postgres.rls import ADMIN_TEAM_ROLES, membership_table
 
+if TYPE_CHECKING:
+    from kbdesk.store.postgres.connection import PostgresStore
 
-def my_teams(store: Any) -> list[dict[str, Any]]:
+
+def my_teams(store: PostgresStore) -> list[dict[str, Any]]:
     """The user's teams: id, name, role (a system admin sees every team, as "admin")."""
     who = store.identity
     with store.read() as conn:
@@ -27,7 +30,7 @@ def my_teams(store: Any) -> list[dict[str, Any]]:
     return sorted(out, key=lambda t: (t["name"].lower(), t["id"]))
 
 
-def team_members(store: Any, team_id: str) -> list[dict[str, Any]]:
+def team_members(store: PostgresStore, team_id: str) -> list[dict[str, Any]]:
     """A team's members (login, user id, role), for its admins and system admins."""
     who = store.identity
     if not (who.admin or who.team_admin(team_id)):
@@ -49,7 +52,7 @@ def team_members(store: Any, team_id: str) -> list[dict[str, Any]]:
     return [{"login": login, "user_id": uid, "role": role} for login, uid, role in rows]
 
 
-def resolve(store: Any, ref: str) -> str:
+def resolve(store: PostgresStore, ref: str) -> str:
     """A team the user belongs to (or any, for a system admin), by name or id."""
     if not ref or not ref.strip():
         raise InvalidInputError("name a team")

@@ -30,9 +30,11 @@ import logging
 import threading
 import time
 import uuid
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
+
+from kbdesk.store.api import Transactions
 
 log = logging.getLogger("kbdesk.store.postgres")
 
@@ -73,10 +75,17 @@ def kb_literal(kb_id: str) -> str:
     return f"'{uuid.UUID(kb_id)}'::uuid"
 
 
+class Server(Transactions, Protocol):
+    """What the index reads through: its store's connections (a kbdesk user's store also
+    has a ``session``, whose indexes it leaves to the owner)."""
+
+    def in_transaction(self) -> bool: ...
+
+
 class PgVectorIndex:
     name = "pgvector"
 
-    def __init__(self, store: Any, min_rows: int = DEFAULT_MIN_ROWS) -> None:
+    def __init__(self, store: Server, min_rows: int = DEFAULT_MIN_ROWS) -> None:
         self.store = store
         self.min_rows = min_rows
         self._lock = threading.Lock()
@@ -160,14 +169,15 @@ class PgVectorIndex:
     def close(self) -> None:
         """Nothing runs in the background here (the server keeps the index)."""
 
-    def warm(self, store: Any, kb_id: str, dimensions: int) -> None:
+    def warm(self, store: Transactions, kb_id: str, dimensions: int) -> None:
         """Nothing to get ready: the server keeps its index current."""
 
     def drop(self, conn: Any, kb_id: str) -> None:
         """Drop every index of the KB (inside the transaction deleting or re-embedding it).
         A kbdesk user does not own the indexes (the owner built them) and leaves them:
         ``pg setup`` drops the indexes of KBs that are gone (:func:`drop_orphans`)."""
-        if getattr(self.store, "session", None) is not None and self.store.session.kind == "user":
+        session = getattr(self.store, "session", None)
+        if session is not None and session.kind == "user":
             self._failed.pop(kb_id, None)
             for key in [k for k in self._valid if k[0] == kb_id]:
                 self._valid.pop(key, None)

@@ -17,11 +17,14 @@ from kbdesk.models import ChunkInput, KnowledgeBase
 from kbdesk.store.cjk import keyword_text
 from kbdesk.store.core.parts import StoreParts, VectorChanges
 from kbdesk.store.ids import ordered_uuids
+from kbdesk.store.sqlite.vectors import VectorIndex as SqliteIndex
 
 
 class SqliteChunks(StoreParts):
     """The SQLite side of :class:`kbdesk.store.core.documents.DocumentsCore`,
     :class:`~kbdesk.store.core.records.RecordsCore` and :class:`~kbdesk.store.core.cache.CacheCore`."""
+
+    vectors: SqliteIndex
 
     def _kb_created(self, conn: Any, kb_id: str, config: dict[str, Any]) -> None:
         if config.get("dimensions"):

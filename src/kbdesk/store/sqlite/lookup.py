@@ -14,6 +14,7 @@ import numpy as np
 
 from kbdesk.store.core.facts import FactsCore, Within
 from kbdesk.store.keywords import SCORED_TERM_BUDGETS, bounds, mark_stale, query_terms
+from kbdesk.store.sqlite.vectors import VectorIndex as SqliteIndex
 
 # FTS5 computes BM25 for every row that matches any OR-ed term (a few µs per row, and an
 # IDF pass over each term's whole posting list), so a query's cost grows with its terms'
@@ -46,6 +47,8 @@ def _marks(values: Sequence[Any]) -> str:
 
 class SqliteLookup(FactsCore):
     """Needs ``connection()``, ``read()`` and ``vectors`` from the store."""
+
+    vectors: SqliteIndex
 
     def kb_vector_dimensions(self, kb_id: str) -> int | None:
         """Dimensions of the KB's stored vectors, or None when it holds none."""

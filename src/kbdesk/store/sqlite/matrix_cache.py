@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kbdesk.store.api import Transactions
 from kbdesk.store.sqlite.matrix_file import (
     Matrix,
     file_for,
@@ -55,16 +56,16 @@ class MatrixFiles:
         self._failed_at = 0.0
 
     @staticmethod
-    def folder(store: Any) -> Path | None:
+    def folder(store: Transactions) -> Path | None:
         path = getattr(store, "path", None)
         if path is None or str(path) in ("", ":memory:"):
             return None
         return folder_for(Path(path))
 
-    def cannot_write(self, store: Any) -> str | None:
+    def cannot_write(self, store: Transactions) -> str | None:
         """Why this store's files cannot be (re)built now, or None."""
         if getattr(store, "read_only", False):
-            return f"the database is read-only ({store.read_only_reason})"
+            return f"the database is read-only ({getattr(store, 'read_only_reason', None)})"
         folder = self.folder(store)
         if folder is None:
             return "the database is not a file"
@@ -76,7 +77,7 @@ class MatrixFiles:
         with self._lock:
             return self._cache.get(kb_id)
 
-    def get(self, store: Any, kb_id: str, dims: int, *, build: str = "now") -> Matrix | None:
+    def get(self, store: Transactions, kb_id: str, dims: int, *, build: str = "now") -> Matrix | None:
         """The KB's current matrix. ``build``: "now" writes a missing or stale file before
         answering; "background" starts writing it in a thread and answers None meanwhile;
         "never" only opens a file that is already current."""
@@ -120,7 +121,7 @@ class MatrixFiles:
         finally:
             self._build_lock.release()
 
-    def _build(self, store: Any, folder: Path, kb_id: str, dims: int, *, cancel: Any = None) -> Matrix | None:
+    def _build(self, store: Transactions, folder: Path, kb_id: str, dims: int, *, cancel: Any = None) -> Matrix | None:
         try:
             with store.read() as conn:
                 stamp = write_matrix(conn, folder, kb_id, dims, cancel=cancel)
@@ -131,7 +132,7 @@ class MatrixFiles:
         self.failure = None
         return None if stamp is None else open_matrix(file_for(folder, kb_id), kb_id, dims, stamp)
 
-    def _start_background(self, store: Any, folder: Path, kb_id: str, dims: int) -> None:
+    def _start_background(self, store: Transactions, folder: Path, kb_id: str, dims: int) -> None:
         with self._lock:
             if kb_id in self._background or self._closing.is_set():
                 return

@@ -48,6 +48,8 @@ from typing import Any
 import numpy as np
 
 from kbdesk.cpu_threads import scan
+from kbdesk.store.api import Transactions
+from kbdesk.store.sqlite.matrix_cache import MatrixFiles
 
 DEFAULT_QUANTIZE_ABOVE = 250_000
 DEFAULT_OVERSAMPLE = 10
@@ -204,7 +206,7 @@ class QuantizedIndex:
 
     name = "quantized"
 
-    def __init__(self, matrices: Any = None) -> None:
+    def __init__(self, matrices: MatrixFiles | None = None) -> None:
         self.matrices = matrices  # a MatrixFiles to rescore from, when it has the KB's current file
         self._lock = threading.Lock()
         self._load_lock = threading.Lock()
@@ -244,7 +246,7 @@ class QuantizedIndex:
         row = conn.execute("SELECT version FROM kb_vector_state WHERE kb_id = ?", (kb_id,)).fetchone()
         return int(row[0]) if row else -1
 
-    def codes(self, store: Any, kb_id: str, dims: int) -> Codes:
+    def codes(self, store: Transactions, kb_id: str, dims: int) -> Codes:
         """The KB's codes at the current version: cached, or read from ``kb_vector_bits``."""
         version = self._version(store.connection(), kb_id)
         with self._lock:
@@ -274,7 +276,7 @@ class QuantizedIndex:
                 self._cache[kb_id] = codes
             return codes
 
-    def _read(self, store: Any, kb_id: str, dims: int, partial_ok: bool = False) -> Codes | None:
+    def _read(self, store: Transactions, kb_id: str, dims: int, partial_ok: bool = False) -> Codes | None:
         """Read the bits in one snapshot; None when some chunk's bits are missing."""
         width = -(-dims // 64) * 8
         with store.read() as conn:
@@ -349,7 +351,7 @@ class QuantizedIndex:
     # ── search ─────────────────────────────────────────────────────────────────
     def candidates(
         self,
-        store: Any,
+        store: Transactions,
         kb_id: str,
         dims: int,
         query: np.ndarray,
@@ -397,7 +399,7 @@ class QuantizedIndex:
 
     def search(
         self,
-        store: Any,
+        store: Transactions,
         kb_id: str,
         dims: int,
         query: np.ndarray,
@@ -421,7 +423,9 @@ class QuantizedIndex:
         order = top[np.lexsort((got[top], -sims[top]))]
         return [(int(got[i]), float(sims[i])) for i in order]
 
-    def rescore_vectors(self, store: Any, kb_id: str, seqs: np.ndarray, dims: int) -> tuple[np.ndarray, np.ndarray]:
+    def rescore_vectors(
+        self, store: Transactions, kb_id: str, seqs: np.ndarray, dims: int
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The float32 vectors of ``seqs`` (ascending), from the mapped file when it is current."""
         mapped = None
         if self.matrices is not None:
@@ -433,7 +437,7 @@ class QuantizedIndex:
         return got, mapped.vectors[rows]
 
 
-def rescore_vectors(store: Any, seqs: np.ndarray, dims: int) -> tuple[np.ndarray, np.ndarray]:
+def rescore_vectors(store: Transactions, seqs: np.ndarray, dims: int) -> tuple[np.ndarray, np.ndarray]:
     """The stored float32 vectors of ``seqs`` (those still there), as (seqs, matrix)."""
     rows = (
         store.connection()

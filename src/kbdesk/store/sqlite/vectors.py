@@ -32,6 +32,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from kbdesk.cpu_threads import scan
+from kbdesk.store.api import Transactions
 from kbdesk.store.sqlite.matrix_cache import MatrixFiles
 from kbdesk.store.sqlite.quantized import (
     DEFAULT_OVERSAMPLE,
@@ -95,7 +96,13 @@ class VectorIndex(Protocol):
         """Called inside the write transaction that changed ``kb_id``'s vectors."""
 
     def search(
-        self, store: Any, kb_id: str, dimensions: int, query: np.ndarray, k: int, allowed: np.ndarray | None = None
+        self,
+        store: Transactions,
+        kb_id: str,
+        dimensions: int,
+        query: np.ndarray,
+        k: int,
+        allowed: np.ndarray | None = None,
     ) -> list[tuple[int, float]]:
         """Top ``k`` (seq, cosine similarity) pairs, best first; only seqs in ``allowed``
         (ascending) when given."""
@@ -106,7 +113,7 @@ class VectorIndex(Protocol):
     def close(self) -> None:
         """Stop background work (before the store closes its connections)."""
 
-    def warm(self, store: Any, kb_id: str, dimensions: int) -> None:
+    def warm(self, store: Transactions, kb_id: str, dimensions: int) -> None:
         """Get ready, in the background, what the KB's next search will read."""
 
 
@@ -134,7 +141,7 @@ class _Tiered:
         if oversample is not None:
             self.oversample = max(1, int(oversample))
 
-    def uses_quantized(self, store: Any, kb_id: str) -> bool:
+    def uses_quantized(self, store: Transactions, kb_id: str) -> bool:
         """Whether ``kb_id`` is large enough for the quantised path."""
         if self.quantize_above <= 0:
             return False
@@ -142,7 +149,13 @@ class _Tiered:
         return bool(row) and int(row[0]) > self.quantize_above
 
     def search(
-        self, store: Any, kb_id: str, dimensions: int, query: np.ndarray, k: int, allowed: np.ndarray | None = None
+        self,
+        store: Transactions,
+        kb_id: str,
+        dimensions: int,
+        query: np.ndarray,
+        k: int,
+        allowed: np.ndarray | None = None,
     ) -> list[tuple[int, float]]:
         if self.uses_quantized(store, kb_id):
             self._forget_exact(kb_id)
@@ -150,7 +163,7 @@ class _Tiered:
         self.quantized.forget(kb_id)
         return self.exact_search(store, kb_id, dimensions, query, k, allowed)
 
-    def warm(self, store: Any, kb_id: str, dimensions: int) -> None:
+    def warm(self, store: Transactions, kb_id: str, dimensions: int) -> None:
         """Start writing the KB's matrix file in the background if it is missing or stale,
         so that the next exact search finds it (long-lived faces call this after indexing;
         a search meanwhile waits for that build rather than starting its own)."""
@@ -159,7 +172,13 @@ class _Tiered:
         self.matrices.get(store, kb_id, dimensions, build="background")
 
     def exact_search(
-        self, store: Any, kb_id: str, dimensions: int, query: np.ndarray, k: int, allowed: np.ndarray | None = None
+        self,
+        store: Transactions,
+        kb_id: str,
+        dimensions: int,
+        query: np.ndarray,
+        k: int,
+        allowed: np.ndarray | None = None,
     ) -> list[tuple[int, float]]:
         build = "never" if getattr(store, "read_only", False) else "now"
         mapped = self.matrices.get(store, kb_id, dimensions, build=build)
@@ -173,11 +192,17 @@ class _Tiered:
         return self.fallback_search(store, kb_id, dimensions, query, k, allowed)
 
     def fallback_search(
-        self, store: Any, kb_id: str, dimensions: int, query: np.ndarray, k: int, allowed: np.ndarray | None = None
+        self,
+        store: Transactions,
+        kb_id: str,
+        dimensions: int,
+        query: np.ndarray,
+        k: int,
+        allowed: np.ndarray | None = None,
     ) -> list[tuple[int, float]]:
         raise NotImplementedError
 
-    def exact_path(self, store: Any) -> str:
+    def exact_path(self, store: Transactions) -> str:
         """One line for ``kbdesk doctor``: how exact searches are answered here, and why."""
         folder = self.matrices.folder(store)
         if not self.matrices.enabled:
@@ -254,7 +279,13 @@ class SqliteVecIndex(_Tiered):
         conn.execute("UPDATE kb_vector_state SET indexed_version = version WHERE kb_id = ?", (kb_id,))
 
     def fallback_search(
-        self, store: Any, kb_id: str, dimensions: int, query: np.ndarray, k: int, allowed: np.ndarray | None = None
+        self,
+        store: Transactions,
+        kb_id: str,
+        dimensions: int,
+        query: np.ndarray,
+        k: int,
+        allowed: np.ndarray | None = None,
     ) -> list[tuple[int, float]]:
         conn = store.connection()
         row = conn.execute("SELECT chunk_count FROM knowledge_bases WHERE id = ?", (kb_id,)).fetchone()
@@ -334,7 +365,7 @@ class NumpyIndex(_Tiered):
         with self._lock:
             self._cache.pop(kb_id, None)
 
-    def _matrix(self, store: Any, kb_id: str, dimensions: int) -> tuple[np.ndarray, np.ndarray]:
+    def _matrix(self, store: Transactions, kb_id: str, dimensions: int) -> tuple[np.ndarray, np.ndarray]:
         with store.read() as conn:  # one snapshot for the version and the rows
             row = conn.execute("SELECT version FROM kb_vector_state WHERE kb_id = ?", (kb_id,)).fetchone()
             version = row[0] if row else -1
@@ -356,7 +387,13 @@ class NumpyIndex(_Tiered):
         return seqs, matrix
 
     def fallback_search(
-        self, store: Any, kb_id: str, dimensions: int, query: np.ndarray, k: int, allowed: np.ndarray | None = None
+        self,
+        store: Transactions,
+        kb_id: str,
+        dimensions: int,
+        query: np.ndarray,
+        k: int,
+        allowed: np.ndarray | None = None,
     ) -> list[tuple[int, float]]:
         seqs, matrix = self._matrix(store, kb_id, dimensions)
 

@@ -1,0 +1,33 @@
+"""Both engines keep the :class:`~kbdesk.store.api.Store` contract: mypy checks it here.
+
+Nothing below runs (``TYPE_CHECKING``): each function hands an engine's store to the
+protocols code above the store types against, so a method an engine lacks, or one whose
+signature drifts from the protocol's, fails the type check instead of a user's command.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kbdesk.store.api import ChatStore, Store, TeamStore, Transactions, VectorIndex
+    from kbdesk.store.postgres.connection import PostgresStore
+    from kbdesk.store.postgres.vectors import PgVectorIndex
+    from kbdesk.store.sqlite.store import SqliteStore
+    from kbdesk.store.sqlite.vectors import NumpyIndex, SqliteVecIndex
+
+    def sqlite_keeps_it(store: SqliteStore) -> None:
+        _store: Store = store
+        _chat: ChatStore = store
+        _connections: Transactions = store
+
+    def postgres_keeps_it(store: PostgresStore) -> None:
+        _store: Store = store
+        _chat: ChatStore = store
+        _team: TeamStore = store
+        _connections: Transactions = store
+
+    def indexes_keep_it(vec: SqliteVecIndex, numpy: NumpyIndex, pg: PgVectorIndex) -> None:
+        _vec: VectorIndex = vec
+        _numpy: VectorIndex = numpy
+        _pg: VectorIndex = pg
