@@ -34,9 +34,9 @@ from kbdesk.errors import StoreError
 from kbdesk.filters import Filters
 from kbdesk.models import ChunkInput, Document, KnowledgeBase
 from kbdesk.store.chat import ChatMessage, Conversation, Persona, Project
-from kbdesk.store.core.facts import Within
 from kbdesk.store.doc_types import NewDocument, StatusUpdate
 from kbdesk.store.notes import Note
+from kbdesk.store.within import Within
 
 CHAT = "chat"
 VECTORS_LOCAL = "vectors-local"

@@ -13,10 +13,11 @@ from typing import Any
 import numpy as np
 
 import kbdesk.store.postgres.keyword as keyword
-from kbdesk.store.core.facts import FactsCore, Within
+from kbdesk.store.core.facts import FactsCore
 from kbdesk.store.keywords import mark_stale
 from kbdesk.store.postgres.values import infer_dimensions
 from kbdesk.store.postgres.vectors import PgVectorIndex
+from kbdesk.store.within import Within
 
 
 class PgLookup(FactsCore):

@@ -12,9 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from kbdesk.store.core.facts import FactsCore, Within
+from kbdesk.store.core.facts import FactsCore
 from kbdesk.store.keywords import SCORED_TERM_BUDGETS, bounds, mark_stale, query_terms
 from kbdesk.store.sqlite.vectors import VectorIndex as SqliteIndex
+from kbdesk.store.within import Within
 
 # FTS5 computes BM25 for every row that matches any OR-ed term (a few µs per row, and an
 # IDF pass over each term's whole posting list), so a query's cost grows with its terms'
