@@ -321,6 +321,7 @@ def open_desk(
     home: str | os.PathLike[str] | None = None,
     config: Config | None = None,
     backend: str | None = None,
+    paths: Paths | None = None,
 ) -> Desk:
     """Build the desk: paths (``home`` / ``KBDESK_HOME``), config, database, services.
 
@@ -328,9 +329,10 @@ def open_desk(
     file; ``backend`` (or ``KBDESK_VECTOR_BACKEND``, or ``vector.backend``) the vector
     backend. A ``postgresql://`` URI there opens the Postgres store instead (the
     database login is the user — ``[identity]`` counts only for the database's owner;
-    original files kept locally under ``data/postgres/<server-db>.files``).
+    original files kept locally under ``data/postgres/<server-db>.files``). ``paths``: the
+    paths themselves, in place of ``home`` (another process opening this same desk).
     """
-    paths = get_paths(home)
+    paths = paths if paths is not None else get_paths(home)
     config = config if config is not None else load_config(paths.config_file)
     chosen = db if db is not None else (os.environ.get("KBDESK_DB") or config.storage.db)
     if _is_postgres(chosen):

@@ -22,6 +22,7 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from kbdesk.errors import KbdeskError
+from kbdesk.ingest.child import ChildDied, ChildRun, IngestJob, desk_spec
 from kbdesk.models import KnowledgeBase
 from kbdesk.textsafe import inert_line
 from kbdesk.tui.doc_cache import DocRowsCache
@@ -50,16 +51,25 @@ class KbdeskApp(Blocking, App[None]):
     ]
 
     def __init__(
-        self, desk: Any, *, owns_desk: bool = False, watch_css: bool = False, auto_resume: bool = False
+        self,
+        desk: Any,
+        *,
+        owns_desk: bool = False,
+        watch_css: bool = False,
+        auto_resume: bool = False,
+        ingest_in_child: bool = True,
     ) -> None:
         super().__init__(watch_css=watch_css)
         self.desk = desk
         self._owns_desk = owns_desk
         self.auto_resume = auto_resume
         """Resume unfinished documents as soon as they are found, without asking."""
+        self.ingest_in_child = ingest_in_child
+        """Index in a child process (its own interpreter, so the UI never waits for the run's
+        threads); runs of a desk another process cannot open the same way stay in this one."""
         self.trackers: dict[str, IngestTracker] = {}
         self._ingest_workers: dict[str, Worker[Any]] = {}
-        self._ingestors: dict[str, Any] = {}
+        self._ingestors: dict[str, Any] = {}  # what cancels each run: its ChildRun or its Ingestor
         self.doc_rows = DocRowsCache(self)
         """The documents table's rows of each KB, read ahead and kept."""
         self.unfinished: dict[str, int] = {}
@@ -111,7 +121,7 @@ class KbdeskApp(Blocking, App[None]):
         """Finish what earlier runs left of ``kb`` (a worker, with progress like any add)."""
         kb_id = kb.id
         tracker = self.start_ingest(
-            kb, "Resuming", lambda ingestor: ingestor.resume(kb_id), expected=expected or self.unfinished.get(kb.id, 0)
+            kb, "Resuming", IngestJob("resume", (kb_id,)), expected=expected or self.unfinished.get(kb.id, 0)
         )
         if tracker is not None:
             self.unfinished.pop(kb.id, None)
@@ -140,9 +150,14 @@ class KbdeskApp(Blocking, App[None]):
 
     def on_unmount(self) -> None:
         """Stop indexing between batches (nothing is half-written: a resume finishes it), let the
-        threads still reading or writing end, then close the desk — never under a running query."""
-        for ingestor in self._ingestors.values():
-            ingestor.cancel()
+        threads still reading or writing end, then close the desk — never under a running query.
+        No indexing process outlives the app."""
+        runs = list(self._ingestors.values())
+        for run in runs:
+            run.cancel()
+        for run in runs:
+            if isinstance(run, ChildRun):
+                run.stop(EXIT_WAIT_S)
         if not self._owns_desk:  # whoever opened the desk closes it
             return
         if not wait_for_threads(EXIT_WAIT_S):
@@ -168,6 +183,12 @@ class KbdeskApp(Blocking, App[None]):
         )
 
     # ── ingestion runs ─────────────────────────────────────────────────────────
+    def cancel_ingest(self, kb_id: str) -> None:
+        """Stop the KB's run between batches; what it had not finished is left for a resume."""
+        run = self._ingestors.get(kb_id)
+        if run is not None and self.ingesting(kb_id):
+            run.cancel()
+
     def ingesting(self, kb_id: str | None = None) -> bool:
         if kb_id is None:
             return any(not w.is_finished for w in self._ingest_workers.values())
@@ -177,8 +198,9 @@ class KbdeskApp(Blocking, App[None]):
     def start_ingest(
         self, kb: KnowledgeBase, what: str, job: Callable[[Any], Any], *, expected: int = 0
     ) -> IngestTracker | None:
-        """Run ``job(ingestor)`` in a thread for ``kb``; progress reaches screens as ticks. Quitting
-        cancels the ingestor: what it had not finished is left for a resume."""
+        """Run ``job(ingestor)`` for ``kb``: an :class:`IngestJob` in a child process (in this one
+        when none can start), any other callable in a thread; progress reaches screens as ticks.
+        Quitting cancels the run: what it had not finished is left for a resume."""
         if self.ingesting(kb.id):
             self.notify(
                 f"'{inert_line(kb.name)}' is already being indexed; wait for it to finish",
@@ -192,16 +214,27 @@ class KbdeskApp(Blocking, App[None]):
         )
         self.trackers[kb.id] = tracker
 
-        ingestor = self.desk.ingestor(on_event=tracker.on_event)
-        self._ingestors[kb.id] = ingestor
+        spec = desk_spec(self.desk) if self.ingest_in_child and isinstance(job, IngestJob) else None
+        child = ChildRun(spec, job) if spec is not None and isinstance(job, IngestJob) else None
+        self._ingestors[kb.id] = child or self.desk.ingestor(on_event=tracker.on_event)
 
         @tracked
         def run() -> Any:
             try:
-                result = job(ingestor)
+                if child is not None and child.start():
+                    result = child.run(tracker.on_event)
+                    cancelled = child.cancelled
+                else:
+                    if child is not None:  # no process could start: the run is done here
+                        self._ingestors[kb_id] = self.desk.ingestor(on_event=tracker.on_event)
+                        if child.cancelled:
+                            self._ingestors[kb_id].cancel()
+                    ingestor = self._ingestors[kb_id]
+                    result = job(ingestor)
+                    cancelled = ingestor.cancelled
             finally:
                 tracker.finish()
-            if not ingestor.cancelled:
+            if not cancelled:
                 with contextlib.suppress(KbdeskError):  # the KB went meanwhile: nothing to get ready
                     self.desk.warm_search(kb_id)  # the next search finds its vectors' file written
             return result
@@ -254,7 +287,7 @@ class KbdeskApp(Blocking, App[None]):
                 finished = getattr(screen, "ingest_finished", None)
                 if finished is not None and screen.is_mounted:
                     finished(kb_id)
-            self.count_unfinished()
+            self.count_unfinished(announce=isinstance(worker.error, ChildDied))  # how to resume what it left
 
     # ── config ─────────────────────────────────────────────────────────────────
     def config_changed(self) -> None:
@@ -357,7 +390,9 @@ class KbdeskApp(Blocking, App[None]):
             yield from commands()
 
 
-def make_app(desk: Any, *, owns_desk: bool = False, auto_resume: bool | None = None) -> KbdeskApp:
+def make_app(
+    desk: Any, *, owns_desk: bool = False, auto_resume: bool | None = None, ingest_in_child: bool = True
+) -> KbdeskApp:
     """The app over ``desk`` (from :func:`kbdesk.open_desk`): the one factory. ``auto_resume``
     (default: the config's ``ingest.auto_resume``, or ``$KBDESK_AUTO_RESUME`` set to 1) resumes
     unfinished documents without asking."""
@@ -367,7 +402,7 @@ def make_app(desk: Any, *, owns_desk: bool = False, auto_resume: bool | None = N
             "true",
             "yes",
         )
-    return KbdeskApp(desk, owns_desk=owns_desk, auto_resume=auto_resume)
+    return KbdeskApp(desk, owns_desk=owns_desk, auto_resume=auto_resume, ingest_in_child=ingest_in_child)
 
 
 def build_app(db: str | os.PathLike[str] | None = None, home: str | os.PathLike[str] | None = None) -> KbdeskApp:
