@@ -7,7 +7,6 @@ the app, not to a screen, so indexing goes on while the user moves between scree
 
 from __future__ import annotations
 
-import contextlib
 import os
 import traceback
 from collections.abc import Callable, Iterable
@@ -22,21 +21,21 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from kbdesk.errors import KbdeskError
-from kbdesk.ingest.child import ChildDied, ChildRun, IngestJob, desk_spec
+from kbdesk.ingest.child import ChildDied, IngestJob
 from kbdesk.models import KnowledgeBase
 from kbdesk.textsafe import inert_line
 from kbdesk.tui.doc_cache import DocRowsCache
+from kbdesk.tui.ingest_runs import INGEST_GROUP, IngestRuns
 from kbdesk.tui.messages import IngestProgress
 from kbdesk.tui.progress import IngestTracker
-from kbdesk.tui.workers import Blocking, tracked, wait_for_threads
+from kbdesk.tui.workers import Blocking, wait_for_threads
 
-INGEST_GROUP = "ingest"
 EXIT_WAIT_S = 15.0  # a cancelled run stops after its batch in flight
 AUTO_RESUME_ENV = "KBDESK_AUTO_RESUME"
 """Set to 1 to resume unfinished documents as soon as the app finds them (``make_app(auto_resume=...)``)."""
 
 
-class KbdeskApp(Blocking, App[None]):
+class KbdeskApp(IngestRuns, Blocking, App[None]):
     """Knowledge bases, live ingestion, search and settings over one desk."""
 
     CSS_PATH = "app.tcss"
@@ -58,6 +57,7 @@ class KbdeskApp(Blocking, App[None]):
         watch_css: bool = False,
         auto_resume: bool = False,
         ingest_in_child: bool = True,
+        tune_collector: bool = False,
     ) -> None:
         super().__init__(watch_css=watch_css)
         self.desk = desk
@@ -67,6 +67,8 @@ class KbdeskApp(Blocking, App[None]):
         self.ingest_in_child = ingest_in_child
         """Index in a child process (its own interpreter, so the UI never waits for the run's
         threads); runs of a desk another process cannot open the same way stay in this one."""
+        self.tune_collector = tune_collector
+        """The process is the app's: set its garbage collector for short pauses (:mod:`.collector`)."""
         self.trackers: dict[str, IngestTracker] = {}
         self._ingest_workers: dict[str, Worker[Any]] = {}
         self._ingestors: dict[str, Any] = {}  # what cancels each run: its ChildRun or its Ingestor
@@ -81,6 +83,11 @@ class KbdeskApp(Blocking, App[None]):
 
         self.push_screen(KbListScreen())
         self.count_unfinished(announce=True)
+        if self.tune_collector:
+            from kbdesk.tui import collector
+
+            collector.tune()
+            self.call_after_refresh(collector.freeze)  # once the first screen is up
 
     # ── unfinished documents (a run that was stopped or killed) ────────────────
     def count_unfinished(self, announce: bool = False) -> None:
@@ -152,12 +159,7 @@ class KbdeskApp(Blocking, App[None]):
         """Stop indexing between batches (nothing is half-written: a resume finishes it), let the
         threads still reading or writing end, then close the desk — never under a running query.
         No indexing process outlives the app."""
-        runs = list(self._ingestors.values())
-        for run in runs:
-            run.cancel()
-        for run in runs:
-            if isinstance(run, ChildRun):
-                run.stop(EXIT_WAIT_S)
+        self.stop_ingest_runs(EXIT_WAIT_S)
         if not self._owns_desk:  # whoever opened the desk closes it
             return
         if not wait_for_threads(EXIT_WAIT_S):
@@ -182,69 +184,7 @@ class KbdeskApp(Blocking, App[None]):
             inert_line(message), title=f"{title} failed" if doing else title, severity="error", timeout=10, markup=False
         )
 
-    # ── ingestion runs ─────────────────────────────────────────────────────────
-    def cancel_ingest(self, kb_id: str) -> None:
-        """Stop the KB's run between batches; what it had not finished is left for a resume."""
-        run = self._ingestors.get(kb_id)
-        if run is not None and self.ingesting(kb_id):
-            run.cancel()
-
-    def ingesting(self, kb_id: str | None = None) -> bool:
-        if kb_id is None:
-            return any(not w.is_finished for w in self._ingest_workers.values())
-        worker = self._ingest_workers.get(kb_id)
-        return worker is not None and not worker.is_finished
-
-    def start_ingest(
-        self, kb: KnowledgeBase, what: str, job: Callable[[Any], Any], *, expected: int = 0
-    ) -> IngestTracker | None:
-        """Run ``job(ingestor)`` for ``kb``: an :class:`IngestJob` in a child process (in this one
-        when none can start), any other callable in a thread; progress reaches screens as ticks.
-        Quitting cancels the run: what it had not finished is left for a resume."""
-        if self.ingesting(kb.id):
-            self.notify(
-                f"'{inert_line(kb.name)}' is already being indexed; wait for it to finish",
-                severity="warning",
-                markup=False,
-            )
-            return None
-        kb_id = kb.id
-        tracker = IngestTracker(
-            kb.id, kb.name, what, lambda: self.post_message(IngestProgress(kb_id)), expected=expected
-        )
-        self.trackers[kb.id] = tracker
-
-        spec = desk_spec(self.desk) if self.ingest_in_child and isinstance(job, IngestJob) else None
-        child = ChildRun(spec, job) if spec is not None and isinstance(job, IngestJob) else None
-        self._ingestors[kb.id] = child or self.desk.ingestor(on_event=tracker.on_event)
-
-        @tracked
-        def run() -> Any:
-            try:
-                if child is not None and child.start():
-                    result = child.run(tracker.on_event)
-                    cancelled = child.cancelled
-                else:
-                    if child is not None:  # no process could start: the run is done here
-                        self._ingestors[kb_id] = self.desk.ingestor(on_event=tracker.on_event)
-                        if child.cancelled:
-                            self._ingestors[kb_id].cancel()
-                    ingestor = self._ingestors[kb_id]
-                    result = job(ingestor)
-                    cancelled = ingestor.cancelled
-            finally:
-                tracker.finish()
-            if not cancelled:
-                with contextlib.suppress(KbdeskError):  # the KB went meanwhile: nothing to get ready
-                    self.desk.warm_search(kb_id)  # the next search finds its vectors' file written
-            return result
-
-        self._ingest_workers[kb.id] = self.run_worker(
-            run, name=f"{what} '{kb.name}'", group=INGEST_GROUP, thread=True, exit_on_error=False
-        )
-        self._dispatch_progress(kb.id)
-        return tracker
-
+    # ── ingestion runs (started and stopped by IngestRuns) ─────────────────────
     @on(IngestProgress)
     def _ingest_tick(self, message: IngestProgress) -> None:
         self._dispatch_progress(message.kb_id)
@@ -391,7 +331,12 @@ class KbdeskApp(Blocking, App[None]):
 
 
 def make_app(
-    desk: Any, *, owns_desk: bool = False, auto_resume: bool | None = None, ingest_in_child: bool = True
+    desk: Any,
+    *,
+    owns_desk: bool = False,
+    auto_resume: bool | None = None,
+    ingest_in_child: bool = True,
+    tune_collector: bool = False,
 ) -> KbdeskApp:
     """The app over ``desk`` (from :func:`kbdesk.open_desk`): the one factory. ``auto_resume``
     (default: the config's ``ingest.auto_resume``, or ``$KBDESK_AUTO_RESUME`` set to 1) resumes
@@ -402,14 +347,21 @@ def make_app(
             "true",
             "yes",
         )
-    return KbdeskApp(desk, owns_desk=owns_desk, auto_resume=auto_resume, ingest_in_child=ingest_in_child)
+    return KbdeskApp(
+        desk,
+        owns_desk=owns_desk,
+        auto_resume=auto_resume,
+        ingest_in_child=ingest_in_child,
+        tune_collector=tune_collector,
+    )
 
 
 def build_app(db: str | os.PathLike[str] | None = None, home: str | os.PathLike[str] | None = None) -> KbdeskApp:
-    """Open the desk (as the CLI does) and build the app, which closes the desk at exit."""
+    """Open the desk (as the CLI does) and build the app, which closes the desk at exit; the
+    process is the app's (its garbage collector is set for short pauses)."""
     from kbdesk.desk import open_desk
 
-    return make_app(open_desk(db, home=home), owns_desk=True)
+    return make_app(open_desk(db, home=home), owns_desk=True, tune_collector=True)
 
 
 def run(db: str | None = None, home: str | None = None) -> None:

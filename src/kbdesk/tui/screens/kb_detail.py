@@ -73,7 +73,7 @@ class KbDetailScreen(DeskScreen):
         self._show_head()
         self.table.focus()
         # kept rows (the KB list read them ahead) paint at once; a read follows when they may be old
-        if not self.app_.doc_rows.get(self.kb.id, self._loaded):
+        if not self.app_.doc_rows.get(self.kb.id, self._loaded, owner=self):
             self.table.loading = True  # the first read of this KB is under way
         tracker = self.app_.trackers.get(self.kb.id)
         self._show_progress(tracker if tracker and self.app_.ingesting(self.kb.id) else None)
