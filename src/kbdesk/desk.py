@@ -140,13 +140,14 @@ class Desk:
         failed = self.store.failed_counts()
         return [dataclasses.replace(kb, failed_documents=failed[kb.id]) if kb.id in failed else kb for kb in kbs]
 
-    def warm_search(self, ref: str) -> None:
-        """Get the KB's exact-search file written in the background if its vectors moved,
-        so the next search does not wait for it. The app calls this when an indexing run
-        ends; a short process has nothing to gain."""
+    def warm_search(self, ref: str, *, wait: bool = False) -> None:
+        """Get the KB's exact-search file written in the background (``wait``: now) if its
+        vectors moved, so the next search does not wait for it. The app calls this when an
+        indexing run ends (its indexing process, before it ends, with ``wait``: the file is the
+        database's, read by every process); a short process has nothing to gain."""
         kb = self.kb(ref)
         if kb.dimensions:
-            self.store.vectors.warm(self.store, kb.id, kb.dimensions)
+            self.store.vectors.warm(self.store, kb.id, kb.dimensions, wait=wait)
 
     def rename_kb(self, ref: str, new_name: str) -> KnowledgeBase:
         return self.store.update_kb(self.kb(ref).id, name=new_name)

@@ -314,6 +314,9 @@ def main() -> None:
             ingestor.cancel()
         sender.send(("ready",))
         result = job(ingestor)
+        if not ingestor.cancelled and job.args:  # the KB's search file, written here rather than in the app
+            with contextlib.suppress(KbdeskError):
+                desk.warm_search(job.args[0], wait=True)
         sender.end(("done", result, ingestor.cancelled))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which shows it
         import traceback
