@@ -107,7 +107,10 @@ class ChildRun:
                     stdout=subprocess.PIPE,
                     stderr=self._log,
                     env=this_kbdesk_env(),
-                    start_new_session=True,  # the terminal's signals are the app's to handle, not the child's
+                    # a process group of its own: the terminal's signals (Ctrl-C, Ctrl-Z) are the app's to
+                    # handle; the same session, so the scheduler counts the child's time with the app's
+                    # (a session of its own would be its own scheduling group, given as much CPU as the app)
+                    process_group=0,
                 )
                 send_message(self._proc.stdin.fileno(), ("run", self.spec, self.job))
                 if self.cancelled:  # stopped while it was starting
