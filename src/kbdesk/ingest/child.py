@@ -13,7 +13,9 @@ holds its claims under its own pid, and documents it leaves unfinished — cance
 the child killed — are picked up by the next ``add`` or ``resume`` like any run's.
 Stopping: a ``cancel`` message, the end of its input (the parent went away) or SIGTERM
 make it cancel its ingestor, which stops between batches; a second SIGTERM ends it at
-once. A child that ends without its result is reported as :class:`ChildDied`.
+once. A child that ends without its result is reported as :class:`ChildDied`. It runs at a
+lower priority (:data:`NICENESS`) in the app's session: a process group of its own (the
+terminal's signals are the app's), scheduled with the app rather than beside it.
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ from kbdesk.ingest.events import EventSink, IngestEvent
 from kbdesk.ingest.helper import receive_message, send_message, this_kbdesk_env
 
 FLUSH_S = 0.05  # the child sends the events gathered, at most this often
+NICENESS = 10
+"""The child (and the helper processes it starts) yields the CPU to the app: indexing takes what
+the app leaves, so a key is drawn at once however busy the run (measured: docs/BENCHMARKS.md)."""
 _FRAMING = (OSError, EOFError, struct.error, pickle.UnpicklingError)
 
 
@@ -268,6 +273,8 @@ def _failure(exc: BaseException) -> Any:
 def main() -> None:
     """The child: one run, then exit."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(OSError):
+        os.nice(NICENESS)
     out = os.dup(1)
     os.dup2(2, 1)  # whatever else writes to stdout goes to the error output, not into the messages
     try:
