@@ -31,6 +31,7 @@ from kbdesk.tui.progress import IngestTracker
 from kbdesk.tui.workers import Blocking, wait_for_threads
 
 EXIT_WAIT_S = 15.0  # a cancelled run stops after its batch in flight
+QUIT_DIALOG = "quit-while-indexing"
 AUTO_RESUME_ENV = "KBDESK_AUTO_RESUME"
 """Set to 1 to resume unfinished documents as soon as the app finds them (``make_app(auto_resume=...)``)."""
 
@@ -297,14 +298,16 @@ class KbdeskApp(IngestRuns, Blocking, App[None]):
             if yes:
                 self.exit()
 
-        self.push_screen(
-            ConfirmScreen(
-                "Indexing is still running. Quit anyway?",
-                "Documents not finished yet are picked up again the next time you add files or resume.",
-                confirm="Quit",
-            ),
-            answer,
-        )
+        if not self.is_screen_installed(QUIT_DIALOG):  # built once, shown again at once the next times
+            self.install_screen(
+                ConfirmScreen(
+                    "Indexing is still running. Quit anyway?",
+                    "Documents not finished yet are picked up again the next time you add files or resume.",
+                    confirm="Quit",
+                ),
+                QUIT_DIALOG,
+            )
+        self.push_screen(QUIT_DIALOG, answer)
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
