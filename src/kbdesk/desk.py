@@ -151,13 +151,14 @@ class Desk:
         failed = self.store.failed_counts()
         return [dataclasses.replace(kb, failed_documents=failed[kb.id]) if kb.id in failed else kb for kb in kbs]
 
-    def warm_search(self, ref: str) -> None:
-        """Get the KB's exact-search file written in the background if its vectors moved,
-        so the next search does not wait for it. The app calls this when an indexing run
-        ends; a short process has nothing to gain."""
+    def warm_search(self, ref: str, *, wait: bool = False) -> None:
+        """Get the KB's exact-search file written in the background (``wait``: now) if its
+        vectors moved, so the next search does not wait for it. The app calls this when an
+        indexing run ends (its indexing process, before it ends, with ``wait``: the file is the
+        database's, read by every process); a short process has nothing to gain."""
         kb = self.kb(ref)
         if kb.dimensions:
-            self.store.vectors.warm(self.store, kb.id, kb.dimensions)
+            self.store.vectors.warm(self.store, kb.id, kb.dimensions, wait=wait)
 
     def rename_kb(self, ref: str, new_name: str) -> KnowledgeBase:
         return self.store.update_kb(self.kb(ref).id, name=new_name)
@@ -356,6 +357,7 @@ def open_desk(
     home: str | os.PathLike[str] | None = None,
     config: Config | None = None,
     backend: str | None = None,
+    paths: Paths | None = None,
 ) -> Desk:
     """Build the desk: paths (``home`` / ``KBDESK_HOME``), config, database, services.
 
@@ -363,9 +365,10 @@ def open_desk(
     file; ``backend`` (or ``KBDESK_VECTOR_BACKEND``, or ``vector.backend``) the vector
     backend. A ``postgresql://`` URI there opens the Postgres store instead (the
     database login is the user — ``[identity]`` counts only for the database's owner;
-    original files kept locally under ``data/postgres/<server-db>.files``).
+    original files kept locally under ``data/postgres/<server-db>.files``). ``paths``: the
+    paths themselves, in place of ``home`` (another process opening this same desk).
     """
-    paths = get_paths(home)
+    paths = paths if paths is not None else get_paths(home)
     config = config if config is not None else load_config(paths.config_file)
     chosen = db if db is not None else (os.environ.get("KBDESK_DB") or config.storage.db)
     if _is_postgres(chosen):

@@ -108,6 +108,12 @@ class Embedders:
             self._query_providers.pop(name, None)
             self._registered.add(name)
 
+    @property
+    def registered(self) -> frozenset[str]:
+        """Names of the providers plugged in with :meth:`register` (they live in this process only)."""
+        with self._lock:
+            return frozenset(self._registered)
+
     def provider(self, name: str) -> Any:
         with self._lock:
             if name not in self._providers:

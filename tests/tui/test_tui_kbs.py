@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from textual.widgets import Input, Static
-from tui_support import notifications, settle, type_text
+from tui_support import CORPUS, notifications, settle, type_text
 
 from kbdesk.tui.app import make_app
 from kbdesk.tui.screens.add_files import AddFilesScreen
@@ -311,3 +311,31 @@ async def test_enter_opens_a_document_with_its_whole_error_and_chunks(tui_desk, 
         await settle(pilot)
         shown = screen_text(app)
         assert "Backups run nightly" in shown and "chunk 0 · Guide" in shown, shown
+
+
+async def test_leaving_a_kb_reads_its_documents_no_more(tui_desk, corpus, monkeypatch):
+    """The rows the KB screen showed are kept: back on the list, nothing reads the documents again
+    (a read in the app's process slowed the next key), and opening the KB paints them at once."""
+    import kbdesk.tui.doc_cache as doc_cache
+
+    monkeypatch.setattr(doc_cache, "FRESH_S", 0.0)  # kept rows always count as old
+    monkeypatch.setattr(doc_cache, "REVALIDATE_AFTER_S", 1.0)  # the KB screen's second look: after it is left
+    tui_desk.create_kb("docs", keyword_only=True)
+    tui_desk.add("docs", [corpus])
+    reads = []
+    documents = tui_desk.documents
+    monkeypatch.setattr(tui_desk, "documents", lambda *a, **k: reads.append(a) or documents(*a, **k))
+    app = make_app(tui_desk)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.pause(0.5)  # the list reads the highlighted KB's rows ahead
+        assert len(reads) == 1
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, KbDetailScreen)
+        assert app.screen.query_one(DocumentsTable).row_count == len(CORPUS)  # painted from the kept rows
+        await pilot.press("escape")  # before its own second look
+        await settle(pilot)
+        await pilot.pause(1.5)
+        assert isinstance(app.screen, KbListScreen)
+        assert len(reads) == 1

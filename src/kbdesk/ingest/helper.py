@@ -68,6 +68,16 @@ def _receive(fd: int) -> Any:
     return pickle.loads(_read_exact(fd, size))  # the whole message: two reads
 
 
+send_message, receive_message = _send, _receive  # the framing, for the other processes of a run
+
+
+def this_kbdesk_env() -> dict[str, str]:
+    """The environment for a process that runs this very kbdesk (not whichever one the
+    interpreter would find first), so both ends speak the same messages."""
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])))
+
+
 def serve(rfd: int = 0, wfd: int = 1) -> None:
     """The helper's loop: requests on ``rfd``, one reply each on ``wfd``, until EOF."""
     while True:
@@ -132,16 +142,12 @@ class Helper:
 
     def _started(self) -> Any:
         if self._proc is None:
-            # the helper runs this very kbdesk (not whichever one the interpreter would
-            # find first), so both ends speak the same requests
-            here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-            env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])))
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "kbdesk.ingest.helper"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
-                env=env,
+                env=this_kbdesk_env(),
             )
         return self._proc
 

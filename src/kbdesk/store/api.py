@@ -59,8 +59,8 @@ class VectorIndex(Protocol):
     name: str
     """"sqlite-vec", "numpy" or "pgvector"."""
 
-    def warm(self, store: Transactions, kb_id: str, dimensions: int) -> None:
-        """Get ready, in the background, what the KB's next search will read."""
+    def warm(self, store: Transactions, kb_id: str, dimensions: int, *, wait: bool = False) -> None:
+        """Get ready, in the background (``wait``: now), what the KB's next search will read."""
         ...
 
     def drop(self, conn: Any, kb_id: str) -> None:

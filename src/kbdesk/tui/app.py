@@ -7,7 +7,6 @@ the app, not to a screen, so indexing goes on while the user moves between scree
 
 from __future__ import annotations
 
-import contextlib
 import os
 import traceback
 from collections.abc import Callable, Iterable
@@ -22,23 +21,25 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from kbdesk.errors import KbdeskError
+from kbdesk.ingest.child import ChildDied, IngestJob
 from kbdesk.models import KnowledgeBase
 from kbdesk.textsafe import inert_line
 from kbdesk.tui.doc_cache import DocRowsCache
+from kbdesk.tui.ingest_runs import INGEST_GROUP, IngestRuns
 from kbdesk.tui.messages import IngestProgress
 from kbdesk.tui.progress import IngestTracker
-from kbdesk.tui.workers import Blocking, tracked, wait_for_threads
+from kbdesk.tui.workers import Blocking, wait_for_threads
 
 if TYPE_CHECKING:
     from kbdesk.desk import Desk
 
-INGEST_GROUP = "ingest"
 EXIT_WAIT_S = 15.0  # a cancelled run stops after its batch in flight
+QUIT_DIALOG = "quit-while-indexing"
 AUTO_RESUME_ENV = "KBDESK_AUTO_RESUME"
 """Set to 1 to resume unfinished documents as soon as the app finds them (``make_app(auto_resume=...)``)."""
 
 
-class KbdeskApp(Blocking, App[None]):
+class KbdeskApp(IngestRuns, Blocking, App[None]):
     """Knowledge bases, live ingestion, search and settings over one desk."""
 
     CSS_PATH = "app.tcss"
@@ -53,16 +54,28 @@ class KbdeskApp(Blocking, App[None]):
     ]
 
     def __init__(
-        self, desk: Desk, *, owns_desk: bool = False, watch_css: bool = False, auto_resume: bool = False
+        self,
+        desk: Desk,
+        *,
+        owns_desk: bool = False,
+        watch_css: bool = False,
+        auto_resume: bool = False,
+        ingest_in_child: bool = True,
+        tune_collector: bool = False,
     ) -> None:
         super().__init__(watch_css=watch_css)
         self.desk = desk
         self._owns_desk = owns_desk
         self.auto_resume = auto_resume
         """Resume unfinished documents as soon as they are found, without asking."""
+        self.ingest_in_child = ingest_in_child
+        """Index in a child process (its own interpreter, so the UI never waits for the run's
+        threads); runs of a desk another process cannot open the same way stay in this one."""
+        self.tune_collector = tune_collector
+        """The process is the app's: set its garbage collector for short pauses (:mod:`.collector`)."""
         self.trackers: dict[str, IngestTracker] = {}
         self._ingest_workers: dict[str, Worker[Any]] = {}
-        self._ingestors: dict[str, Any] = {}
+        self._ingestors: dict[str, Any] = {}  # what cancels each run: its ChildRun or its Ingestor
         self.doc_rows = DocRowsCache(self)
         """The documents table's rows of each KB, read ahead and kept."""
         self.unfinished: dict[str, int] = {}
@@ -74,6 +87,11 @@ class KbdeskApp(Blocking, App[None]):
 
         self.push_screen(KbListScreen())
         self.count_unfinished(announce=True)
+        if self.tune_collector:
+            from kbdesk.tui import collector
+
+            collector.tune()
+            self.call_after_refresh(collector.freeze)  # once the first screen is up
 
     # ── unfinished documents (a run that was stopped or killed) ────────────────
     def count_unfinished(self, announce: bool = False) -> None:
@@ -114,7 +132,7 @@ class KbdeskApp(Blocking, App[None]):
         """Finish what earlier runs left of ``kb`` (a worker, with progress like any add)."""
         kb_id = kb.id
         tracker = self.start_ingest(
-            kb, "Resuming", lambda ingestor: ingestor.resume(kb_id), expected=expected or self.unfinished.get(kb.id, 0)
+            kb, "Resuming", IngestJob("resume", (kb_id,)), expected=expected or self.unfinished.get(kb.id, 0)
         )
         if tracker is not None:
             self.unfinished.pop(kb.id, None)
@@ -143,9 +161,9 @@ class KbdeskApp(Blocking, App[None]):
 
     def on_unmount(self) -> None:
         """Stop indexing between batches (nothing is half-written: a resume finishes it), let the
-        threads still reading or writing end, then close the desk — never under a running query."""
-        for ingestor in self._ingestors.values():
-            ingestor.cancel()
+        threads still reading or writing end, then close the desk — never under a running query.
+        No indexing process outlives the app."""
+        self.stop_ingest_runs(EXIT_WAIT_S)
         if not self._owns_desk:  # whoever opened the desk closes it
             return
         if not wait_for_threads(EXIT_WAIT_S):
@@ -170,51 +188,7 @@ class KbdeskApp(Blocking, App[None]):
             inert_line(message), title=f"{title} failed" if doing else title, severity="error", timeout=10, markup=False
         )
 
-    # ── ingestion runs ─────────────────────────────────────────────────────────
-    def ingesting(self, kb_id: str | None = None) -> bool:
-        if kb_id is None:
-            return any(not w.is_finished for w in self._ingest_workers.values())
-        worker = self._ingest_workers.get(kb_id)
-        return worker is not None and not worker.is_finished
-
-    def start_ingest(
-        self, kb: KnowledgeBase, what: str, job: Callable[[Any], Any], *, expected: int = 0
-    ) -> IngestTracker | None:
-        """Run ``job(ingestor)`` in a thread for ``kb``; progress reaches screens as ticks. Quitting
-        cancels the ingestor: what it had not finished is left for a resume."""
-        if self.ingesting(kb.id):
-            self.notify(
-                f"'{inert_line(kb.name)}' is already being indexed; wait for it to finish",
-                severity="warning",
-                markup=False,
-            )
-            return None
-        kb_id = kb.id
-        tracker = IngestTracker(
-            kb.id, kb.name, what, lambda: self.post_message(IngestProgress(kb_id)), expected=expected
-        )
-        self.trackers[kb.id] = tracker
-
-        ingestor = self.desk.ingestor(on_event=tracker.on_event)
-        self._ingestors[kb.id] = ingestor
-
-        @tracked
-        def run() -> Any:
-            try:
-                result = job(ingestor)
-            finally:
-                tracker.finish()
-            if not ingestor.cancelled:
-                with contextlib.suppress(KbdeskError):  # the KB went meanwhile: nothing to get ready
-                    self.desk.warm_search(kb_id)  # the next search finds its vectors' file written
-            return result
-
-        self._ingest_workers[kb.id] = self.run_worker(
-            run, name=f"{what} '{kb.name}'", group=INGEST_GROUP, thread=True, exit_on_error=False
-        )
-        self._dispatch_progress(kb.id)
-        return tracker
-
+    # ── ingestion runs (started and stopped by IngestRuns) ─────────────────────
     @on(IngestProgress)
     def _ingest_tick(self, message: IngestProgress) -> None:
         self._dispatch_progress(message.kb_id)
@@ -257,7 +231,7 @@ class KbdeskApp(Blocking, App[None]):
                 finished = getattr(screen, "ingest_finished", None)
                 if finished is not None and screen.is_mounted:
                     finished(kb_id)
-            self.count_unfinished()
+            self.count_unfinished(announce=isinstance(worker.error, ChildDied))  # how to resume what it left
 
     # ── config ─────────────────────────────────────────────────────────────────
     def config_changed(self) -> None:
@@ -327,14 +301,16 @@ class KbdeskApp(Blocking, App[None]):
             if yes:
                 self.exit()
 
-        self.push_screen(
-            ConfirmScreen(
-                "Indexing is still running. Quit anyway?",
-                "Documents not finished yet are picked up again the next time you add files or resume.",
-                confirm="Quit",
-            ),
-            answer,
-        )
+        if not self.is_screen_installed(QUIT_DIALOG):  # built once, shown again at once the next times
+            self.install_screen(
+                ConfirmScreen(
+                    "Indexing is still running. Quit anyway?",
+                    "Documents not finished yet are picked up again the next time you add files or resume.",
+                    confirm="Quit",
+                ),
+                QUIT_DIALOG,
+            )
+        self.push_screen(QUIT_DIALOG, answer)
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
@@ -360,7 +336,14 @@ class KbdeskApp(Blocking, App[None]):
             yield from commands()
 
 
-def make_app(desk: Desk, *, owns_desk: bool = False, auto_resume: bool | None = None) -> KbdeskApp:
+def make_app(
+    desk: Desk,
+    *,
+    owns_desk: bool = False,
+    auto_resume: bool | None = None,
+    ingest_in_child: bool = True,
+    tune_collector: bool = False,
+) -> KbdeskApp:
     """The app over ``desk`` (from :func:`kbdesk.open_desk`): the one factory. ``auto_resume``
     (default: the config's ``ingest.auto_resume``, or ``$KBDESK_AUTO_RESUME`` set to 1) resumes
     unfinished documents without asking."""
@@ -370,14 +353,21 @@ def make_app(desk: Desk, *, owns_desk: bool = False, auto_resume: bool | None = 
             "true",
             "yes",
         )
-    return KbdeskApp(desk, owns_desk=owns_desk, auto_resume=auto_resume)
+    return KbdeskApp(
+        desk,
+        owns_desk=owns_desk,
+        auto_resume=auto_resume,
+        ingest_in_child=ingest_in_child,
+        tune_collector=tune_collector,
+    )
 
 
 def build_app(db: str | os.PathLike[str] | None = None, home: str | os.PathLike[str] | None = None) -> KbdeskApp:
-    """Open the desk (as the CLI does) and build the app, which closes the desk at exit."""
+    """Open the desk (as the CLI does) and build the app, which closes the desk at exit; the
+    process is the app's (its garbage collector is set for short pauses)."""
     from kbdesk.desk import open_desk
 
-    return make_app(open_desk(db, home=home), owns_desk=True)
+    return make_app(open_desk(db, home=home), owns_desk=True, tune_collector=True)
 
 
 def run(db: str | None = None, home: str | None = None) -> None:

@@ -4,8 +4,13 @@ Reading 12,500 documents and building their rows takes a worker a few hundred
 milliseconds on a busy machine. The KB list starts that read for the highlighted KB
 while the user is still looking at the list (:meth:`DocRowsCache.prefetch`), and the KB
 screen paints from what is kept at once, then reads again in the background when what
-it painted may be old (:meth:`DocRowsCache.get`). Rows are handed out as copies, so a
-screen may change its own freely.
+it painted may be old (:meth:`DocRowsCache.get`), while it is open. Rows are handed out as
+copies, so a screen may change its own freely.
+
+A read is Python work in a thread of the app's process: it takes turns on the interpreter
+lock with the UI thread, so it runs only when it is needed — a KB the list has no rows of
+yet, or the KB screen that painted old ones — never again merely because the list
+highlighted a KB it has rows of (leaving the KB screen did that, and slowed the next key).
 """
 
 from __future__ import annotations
@@ -50,18 +55,19 @@ class DocRowsCache:
         self._waiting: dict[str, list[Waiter]] = {}
 
     def prefetch(self, kb_id: str) -> None:
-        kept = self._kept.get(kb_id)
-        if kb_id not in self._waiting and not (kept is not None and kept.fresh):
+        """Read the KB's rows ahead, unless some are kept (the KB screen paints those and reads again)."""
+        if kb_id not in self._waiting and kb_id not in self._kept:
             self._read(kb_id)
 
-    def get(self, kb_id: str, done: Waiter) -> bool:
+    def get(self, kb_id: str, done: Waiter, owner: Any = None) -> bool:
         """Call ``done`` with the KB's rows: now when some are kept (True; a read follows when they
-        may be old), else when the read under way or a new one ends (False)."""
+        may be old, if ``owner`` — the screen showing them — is still there), else when the read
+        under way or a new one ends (False)."""
         kept = self._kept.get(kb_id)
         if kept is not None:
             done(kept.copy())
             if not kept.fresh:
-                self._app.set_timer(REVALIDATE_AFTER_S, lambda: self.refresh(kb_id, done))
+                (owner or self._app).set_timer(REVALIDATE_AFTER_S, lambda: self.refresh(kb_id, done))
             return True
         self.refresh(kb_id, done)
         return False

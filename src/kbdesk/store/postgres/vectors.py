@@ -169,7 +169,7 @@ class PgVectorIndex:
     def close(self) -> None:
         """Nothing runs in the background here (the server keeps the index)."""
 
-    def warm(self, store: Transactions, kb_id: str, dimensions: int) -> None:
+    def warm(self, store: Transactions, kb_id: str, dimensions: int, *, wait: bool = False) -> None:
         """Nothing to get ready: the server keeps its index current."""
 
     def drop(self, conn: Any, kb_id: str) -> None:

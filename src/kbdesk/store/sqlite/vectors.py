@@ -113,8 +113,8 @@ class VectorIndex(Protocol):
     def close(self) -> None:
         """Stop background work (before the store closes its connections)."""
 
-    def warm(self, store: Transactions, kb_id: str, dimensions: int) -> None:
-        """Get ready, in the background, what the KB's next search will read."""
+    def warm(self, store: Transactions, kb_id: str, dimensions: int, *, wait: bool = False) -> None:
+        """Get ready, in the background (``wait``: now), what the KB's next search will read."""
 
 
 class _Tiered:
@@ -163,13 +163,13 @@ class _Tiered:
         self.quantized.forget(kb_id)
         return self.exact_search(store, kb_id, dimensions, query, k, allowed)
 
-    def warm(self, store: Transactions, kb_id: str, dimensions: int) -> None:
-        """Start writing the KB's matrix file in the background if it is missing or stale,
-        so that the next exact search finds it (long-lived faces call this after indexing;
-        a search meanwhile waits for that build rather than starting its own)."""
+    def warm(self, store: Transactions, kb_id: str, dimensions: int, *, wait: bool = False) -> None:
+        """Start writing the KB's matrix file in the background (``wait``: write it now) if it is
+        missing or stale, so that the next exact search finds it (long-lived faces call this
+        after indexing; a search meanwhile waits for that build rather than starting its own)."""
         if getattr(store, "read_only", False) or self.uses_quantized(store, kb_id):
             return
-        self.matrices.get(store, kb_id, dimensions, build="background")
+        self.matrices.get(store, kb_id, dimensions, build="now" if wait else "background")
 
     def exact_search(
         self,

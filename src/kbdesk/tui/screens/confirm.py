@@ -41,6 +41,9 @@ class ConfirmScreen(OwnKeys, ModalScreen[bool]):
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()
 
+    def on_screen_resume(self) -> None:
+        self.query_one("#no", Button).focus()  # shown again (an installed dialog): Cancel first, as new
+
     @on(Button.Pressed)
     def pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")

@@ -13,6 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import Header, ProgressBar, Static
 
+from kbdesk.ingest.child import IngestJob
 from kbdesk.models import Document, KnowledgeBase
 from kbdesk.textsafe import inert_line
 from kbdesk.tui.doc_cache import DocRows
@@ -73,7 +74,7 @@ class KbDetailScreen(DeskScreen):
         self._show_head()
         self.table.focus()
         # kept rows (the KB list read them ahead) paint at once; a read follows when they may be old
-        if not self.app_.doc_rows.get(self.kb.id, self._loaded):
+        if not self.app_.doc_rows.get(self.kb.id, self._loaded, owner=self):
             self.table.loading = True  # the first read of this KB is under way
         tracker = self.app_.trackers.get(self.kb.id)
         self._show_progress(tracker if tracker and self.app_.ingesting(self.kb.id) else None)
@@ -274,8 +275,10 @@ class KbDetailScreen(DeskScreen):
         self.app_.start_ingest(
             self.kb,
             "Indexing",
-            lambda ingestor: ingestor.add(
-                kb_id, request.paths, include=request.include, exclude=request.exclude, sync=request.sync
+            IngestJob(
+                "add",
+                (kb_id, list(request.paths)),
+                {"include": list(request.include), "exclude": list(request.exclude), "sync": request.sync},
             ),
         )
 
@@ -297,7 +300,7 @@ class KbDetailScreen(DeskScreen):
         if yes:
             kb_id = self.kb.id
             self.app_.start_ingest(
-                self.kb, "Rebuilding", lambda ingestor: ingestor.rebuild(kb_id), expected=self.kb.document_count
+                self.kb, "Rebuilding", IngestJob("rebuild", (kb_id,)), expected=self.kb.document_count
             )
 
     def action_reembed(self) -> None:
@@ -310,7 +313,7 @@ class KbDetailScreen(DeskScreen):
             return
         provider, model = choice
         kb_id = self.kb.id
-        self.app_.start_ingest(self.kb, "Re-embedding", lambda ingestor: ingestor.reembed(kb_id, provider, model))
+        self.app_.start_ingest(self.kb, "Re-embedding", IngestJob("reembed", (kb_id, provider, model)))
 
     def action_open_document(self) -> None:
         """The document under the cursor: its status, whole error and first chunks."""

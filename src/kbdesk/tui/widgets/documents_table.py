@@ -30,6 +30,7 @@ from kbdesk.tui.widgets.doc_rows import FILTERS, FINAL, DocRow, RowSet, merge, n
 
 SIZE_W, STATUS_W = 9, 17
 GAP = 1  # blank cells between columns
+LINES_KEPT = 400  # rows kept as drawn (a few screens of them)
 
 
 class DocumentsTable(ScrollView, can_focus=True):
@@ -83,6 +84,7 @@ class DocumentsTable(ScrollView, can_focus=True):
         self._cursor_id: str | None = None
         self._status_counts: dict[str, int] = {}
         self._longest = (0, 0, 0)  # cells of the longest name, folder and chunk count (never shrinks)
+        self._lines: dict[tuple[object, ...], Strip] = {}  # rows as drawn, by what they were drawn from
 
     def on_mount(self) -> None:
         self.watch(self.app, "theme", self._repaint, init=False)
@@ -327,7 +329,16 @@ class DocumentsTable(ScrollView, can_focus=True):
             style = style + self.get_component_rich_style("documents--stripe")
         if index == self.cursor_row:
             style = style + self.get_component_rich_style("documents--cursor")
-        return self._strip(self._cells(row), widths, style, width)
+        # a row drawn before, unchanged, is not drawn again (a key or a progress tick redraws the
+        # whole visible table; most of its rows are as they were)
+        drawn = (row.filename, row.folder, row.size, row.chunks, row.status, row.done, row.total)
+        key: tuple[object, ...] = (*drawn, widths, style, width, self.app.theme)
+        strip = self._lines.get(key)
+        if strip is None:
+            if len(self._lines) >= LINES_KEPT:
+                del self._lines[next(iter(self._lines))]
+            strip = self._lines[key] = self._strip(self._cells(row), widths, style, width)
+        return strip
 
     def _strip(self, cells: list[Text], widths: Sequence[int], style: Style, width: int) -> Strip:
         segments: list[Segment] = [Segment(" " * GAP, style)]

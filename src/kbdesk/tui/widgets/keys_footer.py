@@ -4,12 +4,20 @@ Textual's footer lays its keys out in a row and lets the last ones run off the e
 narrow terminal ("f1 Hel"). This one is compact, and when the keys do not fit it leaves
 out the last ones (the app's own keys, which ``?`` lists with every other), so what it
 shows is always whole, with the command palette's key at the right.
+
+Textual's footer also builds its keys anew (a recompose: new widgets, styles applied) on
+every ``refresh_bindings`` of its screen, one recompose per call, even when nothing it
+shows changed — a dozen times when a screen is left and the one below comes back. This
+one recomposes at most once per refresh, and only when the keys it would show differ.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual import events
 from textual.app import ComposeResult
+from textual.screen import Screen
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
@@ -21,8 +29,32 @@ class KeysFooter(Footer):
     def __init__(self) -> None:
         super().__init__(compact=True)
         self._width = 0
+        self._shown: Any = None  # what the keys were composed from
+        self._pending = False
+
+    def bindings_changed(self, screen: Screen[Any]) -> None:
+        self._bindings_ready = True
+        if not screen.app.app_focus:
+            return
+        if self.is_attached and screen is self.screen and not self._pending:
+            self._pending = True
+            self.call_after_refresh(self._recompose_if_changed)
+
+    async def _recompose_if_changed(self) -> None:
+        self._pending = False
+        if self.is_attached and self._keys_now() != self._shown:
+            await self.recompose()
+
+    def _keys_now(self) -> Any:
+        shown = []
+        for key, active in self.screen.active_bindings.items():
+            binding = active.binding
+            shown.append((key, binding.action, binding.description, binding.show, active.enabled, active.tooltip))
+        return tuple(shown)
 
     def compose(self) -> ComposeResult:
+        if self._bindings_ready:
+            self._shown = self._keys_now()
         items = list(super().compose())
         width = self.size.width or self.app.size.width
         keys = [i for i in items if isinstance(i, FooterKey) and "-command-palette" not in i.classes]
