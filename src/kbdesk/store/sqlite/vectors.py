@@ -34,11 +34,11 @@ import numpy as np
 from kbdesk.cpu_threads import scan
 from kbdesk.store.api import Transactions
 from kbdesk.store.sqlite.matrix_cache import MatrixFiles
+from kbdesk.store.sqlite.positions import positions
 from kbdesk.store.sqlite.quantized import (
     DEFAULT_OVERSAMPLE,
     DEFAULT_QUANTIZE_ABOVE,
     QuantizedIndex,
-    positions,
     rescore_vectors,
 )
 
