@@ -24,6 +24,8 @@ from kbdesk.chat.resolve import ActiveKB, KbToggle, check_switchable, kb_hint, k
 from kbdesk.chat.safety import clean
 from kbdesk.errors import InvalidInputError, KbdeskError
 from kbdesk.providers.chat import CancelToken
+from kbdesk.remote.bindings import bind as bind_remote
+from kbdesk.remote.names import split_refs
 from kbdesk.store.chat import UNSET, ChatMessage, Conversation, Persona, Project
 
 MAX_QUESTION_CHARS = 32_000
@@ -136,6 +138,8 @@ class ChatService:
         """Exactly these KBs on (seed 002 "PUT /channels/:id/knowledge-bases"); every other
         pickable KB off. Persona and project KBs stay as their bindings say."""
         conv = self.conversation(ref)
+        kb_refs, remote = split_refs(list(kb_refs), self.desk.config.remotes)
+        bind_remote(self.desk, conv.id, remote)  # remote KBs: read-only, kept beside the rows
         wanted = {self.desk.kb(r).id for r in kb_refs}
         toggles = self.kb_toggles(conv.id)
         for kb_id in wanted:

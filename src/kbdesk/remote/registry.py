@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbdesk.errors import NotFoundError
+from kbdesk.models import KnowledgeBase
 from kbdesk.providers.breaker import Breaker, BreakerOpen, breaker_for
 from kbdesk.remote.client import RemoteAuthError, RemoteClient, RemoteConfigError, RemoteRequestError
 from kbdesk.remote.names import EVERY, display_name
@@ -54,6 +55,16 @@ class RemoteKb:
             int(kb.get("chunk_count") or 0),
             str(kb.get("status") or "active"),
         )
+
+    @property
+    def ref(self) -> str:
+        """The ref that names exactly this KB: ``team:<its id>``."""
+        return f"{self.remote}:{self.id}"
+
+    def as_kb(self) -> KnowledgeBase:
+        """A :class:`KnowledgeBase` the chat and MCP can carry: its id is :attr:`ref` (so a
+        search of it goes to the remote), its name ``team:Product Docs``, its scope ``remote``."""
+        return remote_kb(self.ref, self.display, self.model_id, self.document_count, self.chunk_count, self.description)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -243,3 +254,25 @@ def run_within(calls: Mapping[str, Callable[[], Any]], budget: float) -> dict[st
         thread.join(max(0.0, deadline - time.monotonic()))
     with lock:
         return dict(answers)
+
+
+def remote_kb(
+    ref: str, name: str, model_id: str | None = None, documents: int = 0, chunks: int = 0, description: str = ""
+) -> KnowledgeBase:
+    """A remote KB as a :class:`KnowledgeBase` (id: its ref; scope: ``remote``)."""
+    return KnowledgeBase(
+        id=ref,
+        name=name,
+        description=description,
+        scope="remote",
+        owner_id=None,
+        team_id=None,
+        embedding_config={"model_id": model_id} if model_id else {},
+        document_count=documents,
+        chunk_count=chunks,
+        total_bytes=0,
+        status="active",
+        discoverable=True,
+        created_at="",
+        updated_at="",
+    )
