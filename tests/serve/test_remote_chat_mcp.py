@@ -69,6 +69,8 @@ def test_a_chat_turn_searches_and_cites_local_and_remote_kbs(team, tmp_path, cha
         assert {s.kb for s in again.sources} == {"Notes"}
         call = next(e for e in events if isinstance(e, ToolCallFinished)).call
         assert "remote 'team' was not searched" in call.summary
+        line = next(e for e in events if isinstance(e, Retrieval))
+        assert "remote not reached: team (is unreachable" in line.text
     finally:
         desk.close()
 

@@ -346,7 +346,9 @@ class _Turn:
             )
         how = how_retrieved(plan, state)
         if state.attached:
-            yield describe(how, [a.kb.name for a in plan.searchable] or list(state.attached), state.fallback)
+            yield describe(
+                how, [a.kb.name for a in plan.searchable] or list(state.attached), state.fallback, state.unreached
+            )
         message = self.store.add_message(
             self.conversation.id,
             "assistant",

@@ -58,9 +58,12 @@ def _ignoring(store: Any) -> set[str]:
         return set()
 
 
-def describe(how: RetrievalHow, names: Sequence[str], keyword_only: Sequence[str] = ()) -> Retrieval:
+def describe(
+    how: RetrievalHow, names: Sequence[str], keyword_only: Sequence[str] = (), unreached: Sequence[str] = ()
+) -> Retrieval:
     """The line the user sees about this turn's retrieval; ``keyword_only`` names the KBs
-    searched by keyword alone because the question could not be embedded for them."""
+    searched by keyword alone because the question could not be embedded for them,
+    ``unreached`` the remotes a search could not reach (``team (unreachable)``)."""
     kbs = ", ".join(names)
     text = {
         "tool": f"searched {kbs} (kb_search)",
@@ -74,4 +77,6 @@ def describe(how: RetrievalHow, names: Sequence[str], keyword_only: Sequence[str
     }[how]
     if keyword_only and how in ("tool", "auto"):
         text += f"; by keyword only in {', '.join(keyword_only)}: the question could not be embedded"
+    if unreached and how in ("tool", "auto"):
+        text += f"; remote not reached: {', '.join(unreached)} (its KBs were not searched)"
     return Retrieval(how, tuple(names), text, tuple(keyword_only))

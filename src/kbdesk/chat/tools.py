@@ -19,6 +19,7 @@ from kbdesk.chat.grounding import merge, usable
 from kbdesk.chat.safety import bounded, clean, data_json, one_line, reference_block
 from kbdesk.errors import KbdeskError
 from kbdesk.models import KnowledgeBase
+from kbdesk.remote.federation import unreached_remotes
 from kbdesk.search import DEFAULT_LIMIT, MAX_LIMIT, SearchResponse
 
 log = logging.getLogger("kbdesk.chat")
@@ -96,6 +97,8 @@ class Outcome:
     error: str | None = None
     keyword_fallback: list[str] = field(default_factory=list)
     """KBs searched by keyword only: the query could not be embedded for them."""
+    unreached: list[str] = field(default_factory=list)
+    """Remotes the search could not reach, each with why: ``team (unreachable)``."""
 
 
 class BadArguments(ValueError):
@@ -227,6 +230,7 @@ class Toolbox:
             summary,
             sources,
             keyword_fallback=list(response.keyword_fallback),
+            unreached=unreached_remotes(response.notes),
         )
 
     # ── note_search ────────────────────────────────────────────────────────────

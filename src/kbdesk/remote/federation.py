@@ -11,6 +11,7 @@ why in its notes — local results never wait longer than that. The merge rule i
 from __future__ import annotations
 
 import functools
+import re
 import threading
 import time
 from collections.abc import Sequence
@@ -202,6 +203,24 @@ def ranking_from_wire(name: str, body: dict[str, Any], kbs: Sequence[RemoteKb]) 
 
 def _num(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+_NOT_SEARCHED = re.compile(r"^remote '([^']+)' was not searched \((.*)\): results from the other sources only$")
+
+
+def unreached_remotes(notes: Sequence[str]) -> list[str]:
+    """The remotes a search's notes say were not searched, as ``team (unreachable: …)``
+    (the notes survive merging several responses into one, so they are read back here)."""
+    out: list[str] = []
+    for note in notes:
+        match = _NOT_SEARCHED.match(note)
+        if match and match.group(1) not in (o.split(" ", 1)[0] for o in out):
+            out.append(f"{match.group(1)} ({_short(match.group(2))})")
+    return out
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def refuse_change(ref: str, remote: str) -> InvalidInputError:

@@ -113,6 +113,8 @@ def reason_of(error: BaseException, remote: str) -> str:
     for prefix in (f"remote '{remote}' ", f"provider '{remote}' "):
         if text.startswith(prefix):
             text = text[len(prefix) :]
+    if text.startswith("(") and ") " in text:  # "(its URL) is unreachable: …": the URL is in remote list
+        text = text.split(") ", 1)[1]
     return text
 
 
