@@ -86,10 +86,12 @@ def build_kb_db(
     doc_chunks: int,
     kb_name: str = KB_NAME,
     extra: dict[str, Any] | None = None,
+    document: Callable[[int], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """One KB of ``texts`` through ``desk.add_document`` (documents of ``doc_chunks``), with
     ``vectors(start, stop)`` for each document, written beside ``path`` and moved into place when
-    complete; returns (and stores beside it) what was built and how fast."""
+    complete; returns (and stores beside it) what was built and how fast. ``document(i)`` gives
+    the i-th document's ``add_document`` arguments (``filename``, ``properties``, …) when set."""
     from kbdesk import open_desk
 
     n = len(texts)
@@ -104,8 +106,10 @@ def build_kb_db(
             for start in range(0, n, doc_chunks):
                 stop = min(n, start + doc_chunks)
                 block = vectors(start, stop)
+                more = dict(document(start // doc_chunks)) if document else {}
+                name = more.pop("filename", f"doc-{start // doc_chunks:04d}.txt")
                 t = time.perf_counter()
-                desk.add_document(kb.id, f"doc-{start // doc_chunks:04d}.txt", texts[start:stop], vectors=block)
+                desk.add_document(kb.id, name, texts[start:stop], vectors=block, **more)
                 add_s += time.perf_counter() - t
         conn = raw_connection(tmp)
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -129,7 +129,9 @@ def test_markdown_sections_keep_their_heading_path():
     result = extract_bytes(MARKDOWN.encode(), "guide.md")
     assert result.content_type == "text/markdown"
     by_path = {tuple(s.metadata["headings"]): s.text for s in result.sections}
-    assert by_path[()].startswith("---\ntitle: Field guide")  # front matter is not a heading
+    # front matter is neither a heading nor text: its fields go with every section
+    assert by_path[()] == "Read this first."
+    assert all(s.metadata["title"] == "Field guide" for s in result.sections)
     # "# Guide" has no text of its own: it is merged into its first subsection
     assert by_path[("Guide", "Install")] == "# Guide\n\n## Install\n\nRun `pip install kbdesk`."
     assert by_path[("Guide", "Install", "On Windows")] == "### On Windows\nUse **py** instead."

@@ -18,6 +18,7 @@ from typing import Any
 from kbdesk.config import Config, load_config, vector_backend_override
 from kbdesk.embedding import Embedders
 from kbdesk.errors import InvalidInputError, KbdeskError
+from kbdesk.filters import Filters
 from kbdesk.models import ChunkInput, Document, KnowledgeBase
 from kbdesk.paths import Paths, get_paths, resolve_db
 from kbdesk.remote.names import clashing_prefix, split_ref, split_refs
@@ -269,9 +270,14 @@ class Desk:
         threshold: float | None = None,
         mode: str | None = None,
         explain: bool = False,
+        filters: Filters | None = None,
     ) -> SearchResponse:
         """Search the KBs named by ``refs`` (names, ids or id prefixes; ``team:Product
         Docs`` names a KB of the remote ``team``: docs/REMOTES.md).
+
+        ``filters`` narrows the search to documents by path, file type, date and tags
+        (:class:`kbdesk.filters.Filters`; ``Filters.from_dict`` reads the JSON form). It is
+        applied before ranking: the results are the best ``limit`` inside the filter.
 
         Without ``query_vector`` the desk's query embedder (when a provider is set up)
         embeds the query for each KB that holds vectors (once per provider and model; a
@@ -319,6 +325,7 @@ class Desk:
             explain=explain,
             fusion=self.config.search.fusion,
             alpha=self.config.search.alpha,
+            filters=filters,
         )
         response.notes.extend(notes)
         response.keyword_fallback.extend(fallback)

@@ -16,8 +16,10 @@ whole for ``until``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime, time, timedelta
+from functools import cached_property
 from typing import Any
 
 from kbdesk.errors import InvalidInputError
@@ -48,6 +50,34 @@ class Filters:
     def __bool__(self) -> bool:
         """True when the filter narrows anything."""
         return any(getattr(self, f.name) for f in fields(self) if f.name != "date_field")
+
+    def admits(self, doc: DocumentFacts) -> bool:
+        """Whether a document with these facts passes the filter (every field, AND)."""
+        if self.path and not self._path_match(doc.path):
+            return False
+        if self.exclude and self._exclude_match(doc.path):
+            return False
+        if self.types and doc.file_type.lower() not in self.types:
+            return False
+        if self.since is not None or self.until is not None:
+            moment = doc.modified if self.date_field == "modified" else doc.indexed
+            if moment is None:
+                return False
+            if self.since is not None and moment < self.since.timestamp():
+                return False
+            if self.until is not None and moment >= self.until.timestamp():
+                return False
+        if self.tags and not all(t in doc.tags for t in self.tags):
+            return False
+        return not self.any_tags or any(t in doc.tags for t in self.any_tags)
+
+    @cached_property
+    def _path_match(self) -> Any:
+        return glob_matcher(self.path)
+
+    @cached_property
+    def _exclude_match(self) -> Any:
+        return glob_matcher(self.exclude)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> Filters:
@@ -114,6 +144,74 @@ class Filters:
         return " · ".join(parts)
 
 
+@dataclass(frozen=True)
+class DocumentFacts:
+    """What a filter looks at in a document (both engines read these from ``kb_documents``)."""
+
+    path: str
+    """Its path relative to the folder it was added from (``work/plans/q3.md``), else its file name."""
+    file_type: str = ""
+    """Its extension, lower case, without the dot (``md``, ``pdf``); empty without one."""
+    modified: float | None = None
+    """The file's modified time (seconds since the epoch), when known."""
+    indexed: float | None = None
+    """When its stored chunks were indexed (seconds since the epoch)."""
+    tags: frozenset[str] = frozenset()
+    """Its tags, lower case, without ``#``."""
+
+
+def file_type_of(name: str) -> str:
+    """The file type a filter compares: the extension of ``name``, lower case, no dot."""
+    base = name.rsplit("/", 1)[-1]
+    stem, dot, ext = base.rpartition(".")
+    return ext.lower() if dot and stem and ext and " " not in ext and len(ext) <= 16 else ""
+
+
+def glob_matcher(patterns: tuple[str, ...]) -> Any:
+    """A function telling whether a path matches one of ``patterns``: ``*`` and ``?`` stay
+    within a folder, ``**`` crosses folders (``work/**`` is everything under ``work``, at
+    any depth; ``**/draft*`` a draft anywhere), ``[abc]`` is one of the characters. A
+    pattern without a ``/`` also matches the file's own name (``*.md``: any Markdown file)."""
+    full = re.compile("|".join(f"(?:{_glob_regex(p.strip().lstrip('/'))})" for p in patterns) or "(?!)")
+    names = [p for p in patterns if "/" not in p.strip()]
+    base = re.compile("|".join(f"(?:{_glob_regex(p.strip())})" for p in names)) if names else None
+
+    def match(path: str) -> bool:
+        if full.fullmatch(path):
+            return True
+        return base is not None and base.fullmatch(path.rsplit("/", 1)[-1]) is not None
+
+    return match
+
+
+def _glob_regex(pattern: str) -> str:
+    out, i, n = [], 0, len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif ch == "*":
+            out.append("[^/]*")
+            i += 1
+        elif ch == "?":
+            out.append("[^/]")
+            i += 1
+        elif ch == "[" and "]" in pattern[i + 2 :]:
+            end = pattern.index("]", i + 2)
+            body = pattern[i + 1 : end]
+            body = "^" + body[1:] if body.startswith("!") else body
+            out.append("[" + body.replace("\\", "\\\\") + "]")
+            i = end + 1
+        else:
+            out.append(re.escape(ch))
+            i += 1
+    return "".join(out)
+
+
 def _strings(value: Any, name: str) -> tuple[str, ...]:
     if value is None:
         return ()
@@ -152,4 +250,4 @@ def parse_date(value: Any, name: str, *, end_of_day: bool = False) -> datetime |
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
-__all__ = ["DATE_FIELDS", "Filters", "parse_date"]
+__all__ = ["DATE_FIELDS", "DocumentFacts", "Filters", "file_type_of", "glob_matcher", "parse_date"]

@@ -109,6 +109,24 @@ class Document:
     # "provider", "store", "resource" (out of time) or "internal" (retried by the next add)
     error_kind: str | None = None
     claimed_by: str | None = None
+    # what a search filter looks at (kbdesk.filters), besides filename (the path relative to
+    # the folder it was added from), source_mtime and indexed_at:
+    folder: str | None = None
+    """The folder the document was added from (None: a single file, an upload, or not known)."""
+    file_type: str = ""
+    """The file's extension, lower case, without the dot (``md``, ``pdf``)."""
+    title: str | None = None
+    """From Markdown front matter ``title:``, or the properties of Office, OpenDocument, EPUB
+    and e-mail files."""
+    tags: list[str] = field(default_factory=list)
+    """Front matter ``tags:`` and inline ``#tags``, lower case, without ``#``."""
+    properties: dict[str, Any] = field(default_factory=dict)
+    """The document's other properties where its format has them: ``author``, ``created``, ``date``."""
+
+    @property
+    def path(self) -> str:
+        """The path filters match: relative to the folder it was added from, else the file name."""
+        return self.filename
 
     @property
     def stale(self) -> bool:
@@ -134,6 +152,12 @@ class Document:
             "indexed_at": self.indexed_at,
             "stale": self.stale,
             "error_kind": self.error_kind,
+            "folder": self.folder,
+            "file_type": self.file_type,
+            "source_mtime": self.source_mtime,
+            "title": self.title,
+            "tags": list(self.tags),
+            "properties": dict(self.properties),
         }
 
 

@@ -33,6 +33,14 @@ Modes:
   with no vectors take part through the keyword ranking alone.
 - ``auto``    — hybrid when a query vector exists for a KB holding vectors, else keyword.
 
+Filters (:class:`kbdesk.filters.Filters`: path globs, file types, dates, tags) narrow a
+search to documents *before* anything is ranked: the filter is resolved to the documents
+of each KB it lets through (:mod:`kbdesk.store.core.facts`), and every candidate
+generator — the exact scan, sqlite-vec, the quantised tier, FTS5, pgvector, Postgres
+BM25 — looks only inside them. So a filtered search returns the best ``limit`` results
+inside the filter whenever that many exist, never the few that happened to be in an
+unfiltered top list.
+
 Queries are NFKC-normalised (:func:`kbdesk.textnorm.nfkc`) as extracted text is, so a
 ligature or a full-width letter in either matches its plain spelling.
 """
@@ -47,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from kbdesk.errors import InvalidInputError
+from kbdesk.filters import Filters
 from kbdesk.models import KnowledgeBase, SearchResult
 from kbdesk.store.cjk import keyword_text, query_pieces
 from kbdesk.store.keywords import STOPWORDS
@@ -89,6 +98,8 @@ class SearchResponse:
     explain: list[dict[str, Any]] | None = None
     keyword_fallback: list[str] = field(default_factory=list)
     """KBs searched by keyword only because the query could not be embedded for them."""
+    filters: Filters | None = None
+    """The filter the search was narrowed by (None: none)."""
 
     @property
     def notice(self) -> str | None:
@@ -110,6 +121,8 @@ class SearchResponse:
             out["notice"] = self.notice
         if self.notes:
             out["notes"] = list(self.notes)
+        if self.filters:
+            out["filters"] = self.filters.to_dict()
         return out
 
 
@@ -206,8 +219,9 @@ def search(
     explain: bool = False,
     fusion: str = DEFAULT_FUSION,
     alpha: float = DEFAULT_ALPHA,
+    filters: Filters | None = None,
 ) -> SearchResponse:
-    """Search ``kbs`` for ``query``.
+    """Search ``kbs`` for ``query``, inside ``filters`` when given (applied before ranking).
 
     ``query_vector`` is the query embedded with the KBs' model: one vector for all, or a
     mapping ``{kb_id: vector}`` when the KBs use different models. With ``explain`` the
@@ -228,6 +242,7 @@ def search(
         depth=None if explain else limit,
         fusion=fusion,
         alpha=alpha,
+        filters=filters,
     )
     chosen = [c for c in order if c.cut is None]
     rows = store.result_rows([c.seq for c in (order if explain else chosen)])
@@ -247,7 +262,9 @@ def search(
         for c in chosen
         if c.seq in rows
     ]  # a chunk deleted meanwhile is skipped
-    response = SearchResponse(results, (query or "").strip(), names, mode)
+    response = SearchResponse(results, (query or "").strip(), names, mode, filters=filters or None)
+    if filters and not order:
+        response.notes.append(f"no document matches the filter ({filters.describe()})")
     if explain:
         response.explain = [c.to_dict(rows.get(c.seq)) for c in order if c.seq in rows]
     return response
@@ -264,6 +281,7 @@ def rank(
     mode: str = "auto",
     fusion: str = DEFAULT_FUSION,
     alpha: float = DEFAULT_ALPHA,
+    filters: Filters | None = None,
 ) -> list[tuple[Candidate, dict[str, Any]]]:
     """The first ``depth`` results with their rows, past the user-facing limit of 20.
 
@@ -280,6 +298,7 @@ def rank(
         depth=depth,
         fusion=fusion,
         alpha=alpha,
+        filters=filters,
     )
     chosen = [c for c in order if c.cut is None]
     rows = store.result_rows([c.seq for c in chosen])
@@ -298,6 +317,7 @@ def _rank(
     depth: int | None,
     fusion: str,
     alpha: float,
+    filters: Filters | None = None,
 ) -> tuple[str, list[Candidate], list[str]]:
     """Validate, rank every candidate, mark what is cut; ``depth`` None means the full pool."""
     threshold = check_threshold(threshold)
@@ -319,18 +339,21 @@ def _rank(
             f"{mode} search needs vectors: none of {', '.join(repr(n) for n in names)} holds vectors "
             "for this query (no embedding model or no query vector); search by keyword instead"
         )
+    if filters is not None and not isinstance(filters, Filters):
+        raise InvalidInputError("filters must be a kbdesk.filters.Filters (Filters.from_dict reads the JSON form)")
     pool = max(limit * CANDIDATES_PER_RESULT, MIN_CANDIDATES)
     kb_ids = [kb.id for kb in kbs]
+    within = store.filter_documents(kb_ids, filters) if filters else None
 
     if mode == "vector":
-        candidates = _vector_candidates(store, qvecs, depth or pool)
+        candidates = _vector_candidates(store, qvecs, depth or pool, within)
         for c in candidates:
             c.similarity = c.cosine or 0.0
             if c.cosine is not None and c.cosine < threshold:
                 c.cut = "threshold"
         order = candidates
     elif mode == "keyword":
-        candidates = _keyword_candidates(store, kb_ids, query, depth or pool)
+        candidates = _keyword_candidates(store, kb_ids, query, depth or pool, within)
         _fill_cosines(store, candidates, qvecs)
         best = candidates[0].keyword_score if candidates and candidates[0].keyword_score else 1.0
         for c in candidates:
@@ -346,7 +369,7 @@ def _rank(
         )
         order = candidates
     else:
-        order = _hybrid(store, kb_ids, query, qvecs, threshold, pool, fusion, alpha)
+        order = _hybrid(store, kb_ids, query, qvecs, threshold, pool, fusion, alpha, within)
         _coverage_scores(
             store, [c for c in order if c.cut is None and c.cosine is None], query, None if depth is None else limit
         )
@@ -360,20 +383,30 @@ def _rank(
     return mode, order, names
 
 
-def _vector_candidates(store: Any, qvecs: dict[str, tuple[int, np.ndarray]], k: int) -> list[Candidate]:
+def _vector_candidates(
+    store: Any, qvecs: dict[str, tuple[int, np.ndarray]], k: int, within: Any = None
+) -> list[Candidate]:
     merged: list[Candidate] = []
     for kb_id, (dims, q) in qvecs.items():
-        merged.extend(
-            Candidate(seq, cosine=sim, kb_id=kb_id) for seq, sim in store.vector_candidates(kb_id, dims, q, k)
-        )
+        if within is None:
+            found = store.vector_candidates(kb_id, dims, q, k)
+        elif within.empty(kb_id):
+            continue
+        else:
+            found = store.vector_candidates(kb_id, dims, q, k, within=within)
+        merged.extend(Candidate(seq, cosine=sim, kb_id=kb_id) for seq, sim in found)
     merged.sort(key=lambda c: (-(c.cosine or 0.0), c.seq))
     for rank, c in enumerate(merged, start=1):
         c.vector_rank = rank
     return merged
 
 
-def _keyword_candidates(store: Any, kb_ids: list[str], query: str, k: int) -> list[Candidate]:
-    hits = store.keyword_candidates(kb_ids, query, k)
+def _keyword_candidates(store: Any, kb_ids: list[str], query: str, k: int, within: Any = None) -> list[Candidate]:
+    if within is None:
+        hits = store.keyword_candidates(kb_ids, query, k)
+    else:
+        kb_ids = [kb_id for kb_id in kb_ids if not within.empty(kb_id)]
+        hits = store.keyword_candidates(kb_ids, query, k, within=within) if kb_ids else []
     return [Candidate(seq, keyword_score=score, keyword_rank=rank) for rank, (seq, score) in enumerate(hits, 1)]
 
 
@@ -403,10 +436,11 @@ def _hybrid(
     pool: int,
     fusion: str,
     alpha: float,
+    within: Any = None,
 ) -> list[Candidate]:
     """Fuse the two rankings; keep what passes the threshold rule (module docstring)."""
-    table: dict[int, Candidate] = {c.seq: c for c in _vector_candidates(store, qvecs, pool)}
-    keyword = _keyword_candidates(store, kb_ids, query, pool)
+    table: dict[int, Candidate] = {c.seq: c for c in _vector_candidates(store, qvecs, pool, within)}
+    keyword = _keyword_candidates(store, kb_ids, query, pool, within)
     for k in keyword:
         if k.seq in table:
             table[k.seq].keyword_score, table[k.seq].keyword_rank = k.keyword_score, k.keyword_rank

@@ -28,6 +28,7 @@ class FoundFile:
     size: int
     mtime: float
     source: str = ""  # the document's source path: ``path`` as storable text (see kbdesk.ingest.names)
+    root: str | None = None  # the folder given that it was found under (as text), None for a file given
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", display_name(self.name))
@@ -178,5 +179,5 @@ def _walk(
             if real in seen:
                 continue  # the same file reached twice (a symlink inside the root)
             seen.add(real)
-            out.files.append(FoundFile(Path(entry.path), rel, st.st_size, st.st_mtime))
+            out.files.append(FoundFile(Path(entry.path), rel, st.st_size, st.st_mtime, root=as_text(str(root))))
         stack.extend(reversed(subfolders))

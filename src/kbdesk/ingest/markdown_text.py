@@ -3,7 +3,10 @@ included), so tables, lists and code stay readable; metadata ``{"headings": [...
 
 Which lines are headings is markdown-it-py's (CommonMark + tables) decision: only
 top-level headings count, not a ``#`` line in a code block, a list or a block quote.
-YAML front matter is kept as text but not parsed.
+YAML front matter is not part of the text: its ``title``, ``tags``, ``date``, ``author``
+and ``created`` go into every section's metadata, with the note's inline ``#tags``
+(:mod:`.front_matter`), so they are the document's own (search filters read them) without
+their lines being indexed as prose.
 
 Speed. markdown-it-py's block parser costs about 10 µs a line, and nearly all of that
 would be spent on paragraphs, lists and tables that cannot hold a top-level heading.
@@ -44,9 +47,8 @@ import functools
 import re
 from bisect import bisect_right
 
+from kbdesk.ingest.front_matter import clean_tags, inline_tags, split_front_matter
 from kbdesk.ingest.sections import ExtractionError, Section, sections_from_blocks
-
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
 
 # A line that could be a top-level heading: "#" to "######" then a space or the line end,
 # or a setext underline ("===" / "---"); any indentation (the parser decides).
@@ -223,13 +225,19 @@ def _headings(src: str) -> list[_Heading]:
 
 
 def extract_markdown(text: str) -> list[Section]:
-    # YAML front matter is kept as text but not parsed (its closing --- would make the
-    # last key a setext heading).
-    front = _FRONT_MATTER.match(text)
-    offset = min(len(front.group(0).rstrip("\n")) + 1, len(text)) if front else 0
-    headings = [
-        (start + offset, stop + offset, level, content) for start, stop, level, content in _headings(text[offset:])
-    ]
+    fields, body = split_front_matter(text)
+    tags = clean_tags([*fields.get("tags", ()), *inline_tags(body)])
+    extra = {**fields, "tags": tags} if tags else {k: v for k, v in fields.items() if k != "tags"}
+    if not body.strip() and body != text:  # nothing but front matter: its title, else its lines
+        body = str(fields.get("title") or "") or text.strip().strip("-.").strip()
+    sections = _sections(body)  # the front matter is the document's metadata, not its text
+    for section in sections:
+        section.metadata = {**section.metadata, **extra}
+    return sections
+
+
+def _sections(text: str) -> list[Section]:
+    headings = _headings(text)
     first = headings[0][0] if headings else len(text)
     blocks: list[tuple[list[str], str, bool]] = [([], text[:first].strip(), True)]
     stack: list[tuple[int, str]] = []

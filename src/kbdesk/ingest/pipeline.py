@@ -470,4 +470,4 @@ def _found(doc: Document) -> FoundFile | None:
         st = path.stat()
     except OSError:
         return None
-    return FoundFile(path, doc.filename, st.st_size, st.st_mtime, source=doc.source_path)
+    return FoundFile(path, doc.filename, st.st_size, st.st_mtime, source=doc.source_path, root=doc.folder)

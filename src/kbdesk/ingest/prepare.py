@@ -35,7 +35,7 @@ from kbdesk.ingest.copies import read_at_most, write_copy
 from kbdesk.ingest.events import EventSink, IngestEvent
 from kbdesk.ingest.extract import content_type_for
 from kbdesk.ingest.folders import FoundFile
-from kbdesk.ingest.names import UPLOAD, file_of
+from kbdesk.ingest.names import HIDDEN, UPLOAD, file_of
 from kbdesk.models import Document, KnowledgeBase
 from kbdesk.store.claims import claim_alive
 from kbdesk.store.doc_types import IN_FLIGHT, NewDocument
@@ -229,6 +229,8 @@ class Preparer:
             error=error,
             error_kind="file" if status == "error" else None,
             expected_version=prev.version if prev is not None else None,
+            # where the file was added from; not on a team server, which keeps no paths
+            folder=None if file.source.startswith(HIDDEN) else file.root,
         )
 
     def _queue_failure(

@@ -24,7 +24,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from kbdesk.filters import Filters
 from kbdesk.models import ChunkInput, Document, KnowledgeBase
+from kbdesk.store.core.facts import Within
 from kbdesk.store.doc_types import NewDocument, StatusUpdate
 
 CHAT = "chat"
@@ -160,12 +162,23 @@ class Store(Protocol):
     def kb_vector_dimensions(self, kb_id: str) -> int | None: ...
 
     # ── retrieval (kbdesk.search) ──────────────────────────────────────────────
-    def vector_candidates(self, kb_id: str, dimensions: int, query: np.ndarray, k: int) -> list[tuple[int, float]]:
-        """The ``k`` nearest chunks of one KB: (seq, cosine), best first."""
+    def filter_documents(self, kb_ids: Sequence[str], filters: Filters) -> Within:
+        """A search filter resolved to the documents of each KB it lets through
+        (:mod:`kbdesk.store.core.facts`): what the candidate methods below take as ``within``."""
         ...
 
-    def keyword_candidates(self, kb_ids: Sequence[str], text: str, k: int) -> list[tuple[int, float]]:
-        """The ``k`` best keyword matches over several KBs: (seq, BM25 score), best first."""
+    def vector_candidates(
+        self, kb_id: str, dimensions: int, query: np.ndarray, k: int, within: Within | None = None
+    ) -> list[tuple[int, float]]:
+        """The ``k`` nearest chunks of one KB: (seq, cosine), best first; with ``within``,
+        the ``k`` nearest among the chunks of the documents inside it."""
+        ...
+
+    def keyword_candidates(
+        self, kb_ids: Sequence[str], text: str, k: int, within: Within | None = None
+    ) -> list[tuple[int, float]]:
+        """The ``k`` best keyword matches over several KBs: (seq, BM25 score), best first;
+        with ``within``, among the chunks of the documents inside it."""
         ...
 
     def cosine_for(self, seqs: Iterable[int], query: np.ndarray) -> dict[int, float]:

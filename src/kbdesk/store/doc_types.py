@@ -20,10 +20,11 @@ from kbdesk.models import ChunkInput
 DOC_COLUMNS = (
     "id, kb_id, filename, content_type, size_bytes, storage_key, chunk_count, status, error, "
     "uploaded_by, content_hash, source_path, created_at, updated_at, source_mtime, version, indexed_at, "
-    "indexed_hash, error_kind, claimed_by"
+    "indexed_hash, error_kind, claimed_by, folder, file_type, title, tags, properties"
 )
 """The columns of a :class:`kbdesk.models.Document`, in its field order (both engines)."""
 SOURCE = 11  # the column of source_path in DOC_COLUMNS
+TAGS, PROPERTIES = 23, 24  # JSON columns in DOC_COLUMNS
 
 IN_FLIGHT = ("pending", "extracting", "chunking", "embedding")
 # the longest file-name part of a stored copy's key (bytes), well under NAME_MAX (255)
@@ -48,6 +49,7 @@ class NewDocument:
     error_kind: str | None = None
     doc_id: str | None = None
     expected_version: int | None = None  # None: a new row
+    folder: str | None = None  # the folder it was added from
 
 
 @dataclass
@@ -59,6 +61,39 @@ class StatusUpdate:
     sections: list[tuple[int, int, dict[str, Any]]] | None = None
     version: int | None = None  # only while the row is still at this version
     error_kind: str | None = None
+
+
+FACT_KEYS = ("author", "created", "date")
+"""Document properties kept from its sections' metadata besides ``title`` and ``tags``."""
+
+
+def document_facts(sections: Any) -> tuple[str | None, list[str], dict[str, Any]]:
+    """(title, tags, properties) of a document from its sections' metadata — Markdown
+    front matter and inline tags, the properties of Office, OpenDocument, EPUB, e-mail
+    and notebook files (every section of such a file carries them)."""
+    title: str | None = None
+    tags: dict[str, None] = {}
+    props: dict[str, Any] = {}
+    for section in sections or ():
+        meta = section[2] if isinstance(section, (list, tuple)) and len(section) > 2 else {}
+        if not isinstance(meta, dict):
+            continue
+        if title is None and isinstance(meta.get("title"), str) and meta["title"].strip():
+            title = " ".join(meta["title"].split())[:500]
+        found = meta.get("tags")
+        if isinstance(found, (list, tuple)):
+            tags.update(dict.fromkeys(str(t).lower().lstrip("#") for t in found if str(t).strip()))
+        for key in FACT_KEYS:
+            value = meta.get(key)
+            if key not in props and isinstance(value, (str, int, float)) and str(value).strip():
+                props[key] = str(value)[:500]
+    return title, list(tags)[:200], props
+
+
+def facts_values(db: Any, sections: Any) -> tuple[Any, Any, Any]:
+    """The ``title``, ``tags`` and ``properties`` column values for these sections."""
+    title, tags, props = document_facts(sections)
+    return db.text(title), db.json_in(tags), db.json_in(props)
 
 
 def storage_key(kb_id: str, doc_id: str, filename: str) -> str:

@@ -16,10 +16,11 @@ from datetime import datetime
 from typing import Any
 
 from kbdesk.errors import ConflictError, InvalidInputError
+from kbdesk.filters import file_type_of
 from kbdesk.ingest.names import UPLOAD, file_of
 from kbdesk.models import ChunkInput, KnowledgeBase
 from kbdesk.store.core.parts import StoreParts, VectorChanges
-from kbdesk.store.doc_types import storage_key
+from kbdesk.store.doc_types import facts_values, storage_key
 
 EXPORT_COLUMNS = (
     "id",
@@ -36,6 +37,10 @@ EXPORT_COLUMNS = (
     "created_at",
     "updated_at",
     "storage_key",
+    "folder",
+    "title",
+    "tags",
+    "properties",
 )
 
 
@@ -123,6 +128,8 @@ class BulkCore(StoreParts):
                 doc[key] = self.db.time_out(doc[key])
             sections = self.db.json_out(doc["extracted_sections"])
             doc["extracted_sections"] = sections if sections else None
+            doc["tags"] = list(self.db.json_out(doc["tags"]) or [])
+            doc["properties"] = dict(self.db.json_out(doc["properties"]) or {})
             doc["blob"] = blobs.get(doc["id"])
             doc["chunks"] = by_doc.get(doc["id"], [])
             out.append(doc)
@@ -192,8 +199,8 @@ class BulkCore(StoreParts):
     _IMPORT_SQL = (
         "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, "
         "extracted_text, extracted_sections, chunk_count, status, error, uploaded_by, content_hash, source_path, "
-        "source_mtime, created_at, updated_at, version, indexed_at, indexed_hash) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)"
+        "source_mtime, created_at, updated_at, version, indexed_at, indexed_hash, file_type, title, tags, properties, "
+        "folder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?)"
     )
 
     def _import_row(self, kb_id: str, d: dict[str, Any]) -> tuple[Any, ...]:
@@ -221,7 +228,19 @@ class BulkCore(StoreParts):
             updated,
             updated if d["chunks"] else None,
             d.get("content_hash") if d["chunks"] else None,
+            file_type_of(filename),
+            *self._incoming_facts(d),
+            # where it was added from: a path on the exporting machine; a team server keeps none
+            db.text(d.get("folder")) if self.kind == "sqlite" else None,
         )
+
+    def _incoming_facts(self, d: dict[str, Any]) -> tuple[Any, Any, Any]:
+        """A copied document's title, tags and properties: as exported, or (from an
+        exporter that had none) from its sections."""
+        if "tags" not in d:
+            return facts_values(self.db, d.get("extracted_sections"))
+        props = {"title": d.get("title"), "tags": d.get("tags") or [], **dict(d.get("properties") or {})}
+        return facts_values(self.db, [(0, 0, props)])
 
     def delete_documents(self, kb_id: str, doc_ids: Sequence[str]) -> int:
         """Delete documents of a KB (an export with ``prune``), in one transaction."""

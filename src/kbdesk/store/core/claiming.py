@@ -13,11 +13,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from kbdesk.errors import ConflictError, InvalidInputError
+from kbdesk.filters import file_type_of
 from kbdesk.models import DOC_STATUSES, Document
 from kbdesk.store.claims import claim_alive, new_claim
 from kbdesk.store.core.parts import StoreParts
 from kbdesk.store.core.ready import rows_by_id
-from kbdesk.store.doc_types import NewDocument, StatusUpdate, check_filename, storage_key
+from kbdesk.store.doc_types import NewDocument, StatusUpdate, check_filename, facts_values, storage_key
 from kbdesk.store.ids import new_ids
 
 
@@ -77,13 +78,16 @@ class ClaimsCore(StoreParts):
                     db.text(spec.source_path),
                     now,
                     now,
+                    db.text(spec.folder),
+                    file_type_of(filename),
                 )
             )
         db.executemany(
             conn,
             "INSERT INTO kb_documents(filename, content_type, size_bytes, content_hash, source_mtime, "
             "status, error, error_kind, claimed_by, id, kb_id, storage_key, uploaded_by, source_path, "
-            "version, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?) "
+            "version, created_at, updated_at, folder, file_type) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?) "
             "ON CONFLICT (kb_id, source_path) WHERE source_path IS NOT NULL DO NOTHING",
             rows,
         )
@@ -130,8 +134,8 @@ class ClaimsCore(StoreParts):
             sql(
                 "UPDATE kb_documents SET filename = ?, content_type = ?, size_bytes = ?, content_hash = ?, "
                 "source_mtime = ?, status = ?, error = ?, error_kind = ?, claimed_by = ?, "
-                "version = version + 1, extracted_text = NULL, extracted_sections = NULL, updated_at = ? "
-                "WHERE id = ?"
+                "version = version + 1, extracted_text = NULL, extracted_sections = NULL, updated_at = ?, "
+                "folder = ?, file_type = ? WHERE id = ?"
             ),
             (
                 filename,
@@ -144,6 +148,8 @@ class ClaimsCore(StoreParts):
                 spec.error_kind,
                 None if spec.status == "error" else claim,
                 db.now(),
+                db.text(spec.folder),
+                file_type_of(filename),
                 doc_id,
             ),
         )
@@ -238,12 +244,13 @@ class ClaimsCore(StoreParts):
             )
             if shape[0]:
                 values += self.db.text_and_sections(u.extracted_text, u.sections)
+                values += facts_values(self.db, u.sections)
             values += (u.doc_id, u.version) if shape[2] else (u.doc_id,)
             groups.setdefault(shape, []).append(values)
         for (text, error, versioned), rows in groups.items():
             sets = "status = ?, error = ?, error_kind = ?, updated_at = ?"
             if text:
-                sets += ", extracted_text = ?, extracted_sections = ?"
+                sets += ", extracted_text = ?, extracted_sections = ?, title = ?, tags = ?, properties = ?"
             if error:
                 sets += ", claimed_by = NULL"
             where = "id = ? AND version = ?" if versioned else "id = ?"

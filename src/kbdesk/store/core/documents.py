@@ -23,13 +23,24 @@ from pathlib import Path
 from typing import Any
 
 from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError, SupersededError
+from kbdesk.filters import file_type_of
 from kbdesk.ingest import names
 from kbdesk.models import DOC_STATUSES, ChunkInput, Document, KnowledgeBase
 from kbdesk.store.claims import claim_alive
 from kbdesk.store.core.claiming import ClaimsCore
 from kbdesk.store.core.parts import VectorChanges
 from kbdesk.store.core.ready import READY_SQL, READY_TEXT_SQL, finish_batch
-from kbdesk.store.doc_types import DOC_COLUMNS, IN_FLIGHT, SOURCE, StatusUpdate, check_filename, storage_key
+from kbdesk.store.doc_types import (
+    DOC_COLUMNS,
+    IN_FLIGHT,
+    PROPERTIES,
+    SOURCE,
+    TAGS,
+    StatusUpdate,
+    check_filename,
+    facts_values,
+    storage_key,
+)
 from kbdesk.store.ids import ID_PREFIX, new_id
 from kbdesk.store.unit_vectors import normalise_rows
 
@@ -43,6 +54,9 @@ class DocumentsCore(ClaimsCore):
         values = list(row)
         for i in (12, 13, 16):
             values[i] = self.db.time_out(values[i])
+        values[TAGS] = list(self.db.json_out(values[TAGS]) or [])
+        values[PROPERTIES] = dict(self.db.json_out(values[PROPERTIES]) or {})
+        values[PROPERTIES - 3] = values[PROPERTIES - 3] or ""  # file_type
         return Document(*values)
 
     # ── reading ────────────────────────────────────────────────────────────────
@@ -253,7 +267,8 @@ class DocumentsCore(ClaimsCore):
             conn.execute(self.db.sql(READY_SQL), (len(chunks), now, now, doc_id))
         else:
             conn.execute(
-                self.db.sql(READY_TEXT_SQL), (len(chunks), now, now, *self.db.text_and_sections(*text), doc_id)
+                self.db.sql(READY_TEXT_SQL),
+                (len(chunks), now, now, *self.db.text_and_sections(*text), *facts_values(self.db, text[1]), doc_id),
             )
         self._bump(conn, kb.id, chunks=len(chunks) - gone)
         return self._get_document(conn, doc_id)
@@ -280,11 +295,17 @@ class DocumentsCore(ClaimsCore):
         content_hash: str | None = None,
         source_path: str | None = None,
         doc_id: str | None = None,
+        source_mtime: float | None = None,
+        folder: str | None = None,
+        properties: dict[str, Any] | None = None,
     ) -> Document:
         """Store a whole document — row, chunks, keyword rows, vectors, stats — in one transaction.
 
         ``vectors`` (one per chunk) are required when the KB has an embedding model and
-        refused when it has none.
+        refused when it has none. What search filters look at besides ``filename`` (its
+        path): ``source_mtime`` (the file's modified time, seconds since the epoch),
+        ``folder`` (the folder it was added from) and ``properties`` (``title``, ``tags``,
+        ``author``, ``created``, ``date``).
         """
         db = self.db
         filename = db.text(check_filename(filename))
@@ -313,8 +334,8 @@ class DocumentsCore(ClaimsCore):
                 db.sql(
                     "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, "
                     "extracted_text, chunk_count, status, uploaded_by, content_hash, source_path, created_at, "
-                    "updated_at, version, indexed_at, indexed_hash) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'ready', ?, ?, ?, ?, ?, 1, ?, ?)"
+                    "updated_at, version, indexed_at, indexed_hash, file_type, source_mtime, folder, title, tags, "
+                    "properties) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'ready', ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)"
                 ),
                 (
                     doc_id,
@@ -332,6 +353,10 @@ class DocumentsCore(ClaimsCore):
                     now,
                     now,
                     content_hash,
+                    file_type_of(filename),
+                    source_mtime,
+                    db.text(folder),
+                    *facts_values(db, [(0, len(text), dict(properties or {}))]),
                 ),
             )
             self._insert_chunks(conn, kb_id, doc_id, items, blobs, now, changes)

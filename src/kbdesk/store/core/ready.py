@@ -18,7 +18,7 @@ from typing import Any
 
 from kbdesk.errors import InvalidInputError, NotFoundError, SupersededError
 from kbdesk.models import ChunkInput, Document
-from kbdesk.store.doc_types import DOC_COLUMNS
+from kbdesk.store.doc_types import DOC_COLUMNS, facts_values
 
 _UNFINISHED: Any = object()
 READY_SQL = (
@@ -28,7 +28,7 @@ READY_SQL = (
 READY_TEXT_SQL = (
     "UPDATE kb_documents SET status = 'ready', error = NULL, error_kind = NULL, chunk_count = ?, "
     "claimed_by = NULL, indexed_at = ?, indexed_hash = content_hash, updated_at = ?, "
-    "extracted_text = ?, extracted_sections = ? WHERE id = ?"
+    "extracted_text = ?, extracted_sections = ?, title = ?, tags = ?, properties = ? WHERE id = ?"
 )
 
 
@@ -73,7 +73,14 @@ def finish_batch(
             store._bump(conn, kb_id, chunks=sum(len(c) for _, _, c, _ in entries) - sum(gone.values()))
         plain = [(len(chunks), now, now, doc.id) for n, doc, chunks, _ in good if items[n][4] is None]
         with_text = [
-            (len(chunks), now, now, *store.db.text_and_sections(*items[n][4]), doc.id)
+            (
+                len(chunks),
+                now,
+                now,
+                *store.db.text_and_sections(*items[n][4]),
+                *facts_values(store.db, items[n][4][1]),
+                doc.id,
+            )
             for n, doc, chunks, _ in good
             if items[n][4] is not None
         ]

@@ -413,20 +413,23 @@ SELECT c.seq,
         JOIN unnest(%(lexemes)s::text[], %(weights)s::float8[]) AS q(lexeme, w) ON q.lexeme = u.lexeme) AS score
 FROM @ROWS@ c
 WHERE c.kb_id = ANY(%(kbs)s::uuid[]) AND c.content_tsv @@ %(gate)s::tsquery
+  AND (%(docs)s::uuid[] IS NULL OR c.document_id = ANY(%(docs)s::uuid[]))
 ORDER BY score DESC, c.seq
 LIMIT %(k)s
 """
 BM25_SQL = _BM25.replace("@ROWS@", "kb_chunks")
 BM25_BY_KB_SQL = _BM25.replace(
     "@ROWS@",
-    "(SELECT seq, kb_id, content_tsv, keyword_length FROM kb_chunks WHERE kb_id = ANY(%(kbs)s::uuid[]) OFFSET 0)",
+    "(SELECT seq, kb_id, document_id, content_tsv, keyword_length FROM kb_chunks "
+    "WHERE kb_id = ANY(%(kbs)s::uuid[]) OFFSET 0)",
 )
 
 
 def candidates(
-    conn: Any, kb_ids: Sequence[str], text: str, k: int, budget: int | None = None
+    conn: Any, kb_ids: Sequence[str], text: str, k: int, budget: int | None = None, docs: Sequence[str] | None = None
 ) -> list[tuple[int, float]]:
-    """Top ``k`` (seq, BM25 score — higher is better) across ``kb_ids``."""
+    """Top ``k`` (seq, BM25 score — higher is better) across ``kb_ids``; only chunks of
+    the documents ``docs`` when given (a search filter: scored as without it)."""
     p = plan(conn, kb_ids, text, budget)
     if p is None or k <= 0:
         return []
@@ -441,6 +444,7 @@ def candidates(
         "kbs": list(kb_ids),
         "gate": tsquery_text(p.gate),
         "k": int(k),
+        "docs": None if docs is None else list(docs),
     }
     rows = conn.execute(BM25_BY_KB_SQL if p.by_kb else BM25_SQL, args).fetchall()
     return [(int(seq), float(score)) for seq, score in rows]

@@ -13,12 +13,12 @@ from typing import Any
 import numpy as np
 
 import kbdesk.store.postgres.keyword as keyword
-from kbdesk.store.core.parts import StoreParts
+from kbdesk.store.core.facts import FactsCore, Within
 from kbdesk.store.keywords import mark_stale
 from kbdesk.store.postgres.values import infer_dimensions
 
 
-class PgLookup(StoreParts):
+class PgLookup(FactsCore):
     """Needs ``connection()``, ``read()`` and ``vectors`` from the store."""
 
     def kb_vector_dimensions(self, kb_id: str) -> int | None:
@@ -38,17 +38,41 @@ class PgLookup(StoreParts):
         ).fetchall()  # a seed writer's KB: no dimensions recorded
         return infer_dimensions([r[0] for r in sample])
 
-    def vector_candidates(self, kb_id: str, dimensions: int, query: np.ndarray, k: int) -> list[tuple[int, float]]:
-        """Top ``k`` (seq, cosine) in one KB, best first (HNSW when the KB has its index)."""
+    def vector_candidates(
+        self, kb_id: str, dimensions: int, query: np.ndarray, k: int, within: Within | None = None
+    ) -> list[tuple[int, float]]:
+        """Top ``k`` (seq, cosine) in one KB, best first (HNSW when the KB has its index);
+        only chunks of documents inside ``within`` (a resolved filter) when given: see
+        :meth:`kbdesk.store.postgres.vectors.PgVectorIndex.search` for how."""
+        query = np.asarray(query, dtype=np.float32)
+        if within is not None:
+            docs = within.documents(kb_id)
+            if not docs:
+                return []
+            return self.vectors.search(
+                kb_id,
+                dimensions,
+                query,
+                k,
+                rows=within.total_chunks(kb_id),
+                docs=docs,
+                inside=within.chunk_count(kb_id),
+            )
         row = self.connection().execute("SELECT chunk_count FROM knowledge_bases WHERE id = %s", (kb_id,)).fetchone()
-        return self.vectors.search(kb_id, dimensions, np.asarray(query, dtype=np.float32), k, rows=row[0] if row else 0)
+        return self.vectors.search(kb_id, dimensions, query, k, rows=row[0] if row else 0)
 
-    def keyword_candidates(self, kb_ids: Sequence[str], text: str, k: int) -> list[tuple[int, float]]:
+    def keyword_candidates(
+        self, kb_ids: Sequence[str], text: str, k: int, within: Within | None = None
+    ) -> list[tuple[int, float]]:
         """Top ``k`` (seq, BM25 score — higher is better) across ``kb_ids``: FTS5's bm25()
-        over the KBs' statistics, bounded by a postings budget as on SQLite (:mod:`.keyword`)."""
+        over the KBs' statistics, bounded by a postings budget as on SQLite (:mod:`.keyword`);
+        only chunks of documents inside ``within`` (a resolved filter) when given."""
         if not kb_ids:
             return []
-        return keyword.candidates(self.connection(), kb_ids, text, k)
+        docs = None if within is None else [doc for kb_id in kb_ids for doc in within.documents(kb_id)]
+        if docs is not None and not docs:
+            return []
+        return keyword.candidates(self.connection(), kb_ids, text, k, docs=docs)
 
     def cosine_for(self, seqs: Iterable[int], query: np.ndarray) -> dict[int, float]:
         """Cosine similarity of stored vectors (of any KB whose dimension matches)."""

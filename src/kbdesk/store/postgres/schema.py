@@ -283,6 +283,25 @@ def _m012_keyword_cjk(conn: Any) -> None:
     install_keyword_stats(conn)
 
 
+def _m013_document_facts(conn: Any) -> None:
+    # What search filters look at (kbdesk.filters), as on SQLite: the folder a document
+    # was added from, its file type, title, tags and other properties; documents indexed
+    # before get their file type from their name (the extension of its last component).
+    # Row security covers the new columns with their rows; ``pg setup`` grants them.
+    for statement in (
+        "ALTER TABLE kb_documents ADD COLUMN IF NOT EXISTS folder TEXT",
+        "ALTER TABLE kb_documents ADD COLUMN IF NOT EXISTS file_type TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE kb_documents ADD COLUMN IF NOT EXISTS title TEXT",
+        "ALTER TABLE kb_documents ADD COLUMN IF NOT EXISTS tags JSONB NOT NULL DEFAULT '[]'::jsonb",
+        "ALTER TABLE kb_documents ADD COLUMN IF NOT EXISTS properties JSONB NOT NULL DEFAULT '{}'::jsonb",
+        r"""UPDATE kb_documents SET file_type = lower(substring(filename FROM '[^/.][^/]*\.([^./ ]{1,16})$'))
+            WHERE file_type = '' AND filename ~ '[^/.][^/]*\.[^./ ]{1,16}$'""",
+        "CREATE INDEX IF NOT EXISTS idx_kbdoc_facts ON kb_documents(kb_id) "
+        "INCLUDE (chunk_count, filename, file_type, source_mtime, indexed_at, tags)",
+    ):
+        conn.execute(statement)
+
+
 MIGRATIONS: list[Migration] = [
     ("seed_008_knowledge_bases", _m001_seed_008),
     ("kbdesk_columns", _m002_kbdesk_columns),
@@ -296,6 +315,7 @@ MIGRATIONS: list[Migration] = [
     ("hostile_logins", _m010_hostile_logins),
     ("private_sources", _m011_private_sources),
     ("keyword_cjk", _m012_keyword_cjk),
+    ("document_facts", _m013_document_facts),
 ]
 
 REQUIRED_COLUMNS = {

@@ -14,6 +14,12 @@ candidates it returns are then scored by exact float32 cosine on the stored vect
 A KB under :attr:`PgVectorIndex.min_rows` vectors is searched exactly (a scan of its
 rows is fast and needs no index). Indexes are built CONCURRENTLY (writers are not
 blocked) after an import, after ingestion crosses the size, or by the first search.
+
+A filtered search (the documents a search filter lets through, :mod:`kbdesk.store.core.facts`)
+scores a small filtered set exactly — its rows found by document through
+``idx_kbchunk_doc_index`` — and walks the index for a large one with pgvector's iterative
+scan (``hnsw.iterative_scan``), which keeps going past rows outside the filter until it has
+``k`` inside; should it stop short (``hnsw.max_scan_tuples``), the set is scored exactly.
 """
 
 from __future__ import annotations
@@ -32,6 +38,10 @@ log = logging.getLogger("kbdesk.store.postgres")
 HALFVEC_ABOVE = 2000  # vector indexes stop at 2,000 dimensions; halfvec at 4,000
 DEFAULT_MIN_ROWS = 1000  # below, an exact scan is quicker than keeping an index
 MIN_EF_SEARCH = 100
+# a filter holding at most this many chunks is scored exactly; above, the index is walked
+# iteratively (bench/bench_filters.py --postgres measures both)
+EXACT_FILTERED_BELOW = 10_000
+MAX_SCAN_TUPLES = 100_000  # how far an iterative scan may walk before it gives up
 VALID_FOR_S = 30.0  # how long a seen-valid index is trusted without asking the catalog again
 
 
@@ -166,13 +176,15 @@ class PgVectorIndex:
             self._valid.pop(key, None)
 
     # ── searching ──────────────────────────────────────────────────────────────
-    def query_sql(self, kb_id: str, dims: int, k: int, *, exact: bool = False) -> str:
-        """The top-k query; the inner ORDER BY is the index's expression unless ``exact``."""
+    def query_sql(self, kb_id: str, dims: int, k: int, *, exact: bool = False, docs: bool = False) -> str:
+        """The top-k query; the inner ORDER BY is the index's expression unless ``exact``;
+        ``docs``: only rows of the documents in the ``docs`` parameter."""
         expr, cast, _ = index_expression(dims)
         order = f"({expr} <=> %(qi)s::{cast}) + 0" if exact else f"{expr} <=> %(qi)s::{cast}"
+        within = "AND document_id = ANY(%(docs)s::uuid[]) " if docs else ""
         return (
             f"SELECT seq, 1 - (subvector(embedding, 1, {int(dims)}) <=> %(q)s::vector) AS sim FROM ("
-            f"SELECT seq, embedding FROM kb_chunks WHERE kb_id = {kb_literal(kb_id)} "
+            f"SELECT seq, embedding FROM kb_chunks WHERE kb_id = {kb_literal(kb_id)} {within}"
             f"AND embedding IS NOT NULL ORDER BY {order} LIMIT {int(k)}) c ORDER BY sim DESC, seq"
         )
 
@@ -188,11 +200,38 @@ class PgVectorIndex:
             )
 
     def search(
-        self, kb_id: str, dims: int, query: np.ndarray, k: int, *, exact: bool = False, rows: int | None = None
+        self,
+        kb_id: str,
+        dims: int,
+        query: np.ndarray,
+        k: int,
+        *,
+        exact: bool = False,
+        rows: int | None = None,
+        docs: list[str] | None = None,
+        inside: int | None = None,
     ) -> list[tuple[int, float]]:
-        """Top ``k`` (seq, cosine) of one KB, best first."""
+        """Top ``k`` (seq, cosine) of one KB, best first; among the chunks of ``docs`` (a
+        filter holding ``inside`` chunks) when given."""
         indexed = False if exact else self.ensure(kb_id, dims, rows)
-        params = {"q": query, "qi": query}
+        params: dict[str, Any] = {"q": query, "qi": query}
+        if docs is not None:
+            params["docs"] = docs
+            small = inside is not None and inside <= max(EXACT_FILTERED_BELOW, k)
+            if indexed and not small:
+                with self.store.read() as conn:
+                    self._settle(conn, True, k)
+                    conn.execute(
+                        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                        "set_config('hnsw.max_scan_tuples', %s, true)",
+                        (str(MAX_SCAN_TUPLES),),
+                    )
+                    found = conn.execute(self.query_sql(kb_id, dims, k, docs=True), params).fetchall()
+                if len(found) >= min(k, inside or k):
+                    return [(int(seq), float(sim)) for seq, sim in found]
+            with self.store.read() as conn:  # exact over the filtered rows
+                found = conn.execute(self.query_sql(kb_id, dims, k, exact=True, docs=True), params).fetchall()
+            return [(int(seq), float(sim)) for seq, sim in found]
         with self.store.read() as conn:
             self._settle(conn, indexed, k)
             found = conn.execute(self.query_sql(kb_id, dims, k, exact=not indexed), params).fetchall()

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from kbdesk.store.core.parts import StoreParts
+from kbdesk.store.core.facts import FactsCore, Within
 from kbdesk.store.keywords import SCORED_TERM_BUDGETS, bounds, mark_stale, query_terms
 
 # FTS5 computes BM25 for every row that matches any OR-ed term (a few µs per row, and an
@@ -40,7 +40,7 @@ def _marks(values: Sequence[Any]) -> str:
     return ",".join("?" * len(values))
 
 
-class SqliteLookup(StoreParts):
+class SqliteLookup(FactsCore):
     """Needs ``connection()``, ``read()`` and ``vectors`` from the store."""
 
     def kb_vector_dimensions(self, kb_id: str) -> int | None:
@@ -54,9 +54,44 @@ class SqliteLookup(StoreParts):
         ).fetchone()
         return int(row[0]) if has else None
 
-    def vector_candidates(self, kb_id: str, dimensions: int, query: np.ndarray, k: int) -> list[tuple[int, float]]:
-        """Top ``k`` (seq, cosine) in one KB, best first."""
-        return self.vectors.search(self, kb_id, dimensions, query, k)
+    def vector_candidates(
+        self, kb_id: str, dimensions: int, query: np.ndarray, k: int, within: Within | None = None
+    ) -> list[tuple[int, float]]:
+        """Top ``k`` (seq, cosine) in one KB, best first; only chunks of documents inside
+        ``within`` (a resolved filter) when given."""
+        if within is None:
+            return self.vectors.search(self, kb_id, dimensions, query, k)
+        allowed = self.allowed_seqs(kb_id, within)
+        if not allowed.size:
+            return []
+        return self.vectors.search(self, kb_id, dimensions, query, k, allowed=allowed)
+
+    def allowed_seqs(self, kb_id: str, within: Within) -> np.ndarray:
+        """The seqs (ascending) of the KB's chunks inside ``within``."""
+        facts, mask = within.facts.get(kb_id), within.masks.get(kb_id)
+        if facts is None or mask is None or not mask.any():
+            return np.zeros(0, dtype=np.int64)
+        chunk_map = facts.extra.get("seqs")
+        if chunk_map is None:  # which document each chunk is of, read once per state of the KB
+            rows = (
+                self.connection()
+                .execute(
+                    "SELECT document_id, seq FROM kb_chunks INDEXED BY idx_kbchunk_doc WHERE document_id IN "
+                    "(SELECT id FROM kb_documents WHERE kb_id = ? AND chunk_count > 0)",
+                    (kb_id,),
+                )
+                .fetchall()
+            )
+            index = {doc_id: i for i, doc_id in enumerate(facts.ids)}
+            docs = np.fromiter((index.get(r[0], -1) for r in rows), dtype=np.int64, count=len(rows))
+            seqs = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
+            order = np.argsort(seqs, kind="stable")
+            chunk_map = facts.extra["seqs"] = (seqs[order], docs[order])
+        seqs, docs = chunk_map
+        known = docs >= 0
+        inside = np.zeros(seqs.size, dtype=bool)
+        inside[known] = mask[docs[known]]
+        return seqs[inside]
 
     def _document_frequencies(self, terms: Sequence[str], budget: int) -> dict[str, int] | None:
         """Rows matching each term, counted up to ``SCORED_TERM_BUDGETS x budget + 1``; None when the index is too
@@ -105,12 +140,29 @@ class SqliteLookup(StoreParts):
         weighted = " OR ".join(f'"{t}"' for t in scored)
         return f"({either}) AND ({weighted})"
 
-    def keyword_candidates(self, kb_ids: Sequence[str], text: str, k: int) -> list[tuple[int, float]]:
-        """Top ``k`` (seq, BM25 score — higher is better) across ``kb_ids``."""
+    def keyword_candidates(
+        self, kb_ids: Sequence[str], text: str, k: int, within: Within | None = None
+    ) -> list[tuple[int, float]]:
+        """Top ``k`` (seq, BM25 score — higher is better) across ``kb_ids``; only chunks of
+        documents inside ``within`` (a resolved filter) when given."""
         expr = self.bounded_fts_query(text) if kb_ids else ""
         if not expr or not kb_ids:
             return []
         conn = self.connection()
+        if within is not None:
+            docs = [doc for kb_id in kb_ids for doc in within.documents(kb_id)]
+            if not docs:
+                return []
+            # the index's matches, kept when their chunk's document is inside the filter
+            # (a lookup by seq per match; the KB is implied by the documents)
+            rows = conn.execute(
+                "SELECT f.rowid, -bm25(kb_chunks_fts) AS score FROM kb_chunks_fts f "
+                "JOIN kb_chunks c ON c.seq = f.rowid "
+                "WHERE kb_chunks_fts MATCH ? AND c.document_id IN (SELECT value FROM json_each(?)) "
+                "ORDER BY score DESC, f.rowid LIMIT ?",
+                (expr, json.dumps(docs), int(k)),
+            ).fetchall()
+            return [(int(seq), float(score)) for seq, score in rows]
         wanted = set(kb_ids)
         others = conn.execute(
             f"SELECT 1 FROM knowledge_bases WHERE id NOT IN ({_marks(kb_ids)}) AND chunk_count > 0 LIMIT 1",

@@ -454,6 +454,33 @@ def _m011_keyword_cjk(conn: Any) -> None:
     """)
 
 
+def _m012_document_facts(conn: Any) -> None:
+    # What search filters look at (kbdesk.filters): the folder a document was added from,
+    # its file type, title, tags (JSON list) and other properties (JSON: author, created,
+    # date), beside filename (its path relative to that folder), source_mtime and
+    # indexed_at. Documents indexed before get their file type from their name; their
+    # title and tags come with their next indexing. The covering index answers a
+    # filter's read of a KB's documents without walking past their extracted text.
+    from kbdesk.filters import file_type_of
+
+    conn.executescript("""
+    ALTER TABLE kb_documents ADD COLUMN folder TEXT;
+    ALTER TABLE kb_documents ADD COLUMN file_type TEXT NOT NULL DEFAULT '';
+    ALTER TABLE kb_documents ADD COLUMN title TEXT;
+    ALTER TABLE kb_documents ADD COLUMN tags TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(tags));
+    ALTER TABLE kb_documents ADD COLUMN properties TEXT NOT NULL DEFAULT '{}' CHECK (json_valid(properties));
+    """)
+    rows = conn.execute("SELECT id, filename FROM kb_documents").fetchall()
+    for doc_id, filename in rows:
+        kind = file_type_of(filename)
+        if kind:
+            conn.execute("UPDATE kb_documents SET file_type = ? WHERE id = ?", (kind, doc_id))
+    conn.executescript("""
+    CREATE INDEX idx_kbdoc_facts ON kb_documents(
+        kb_id, chunk_count, id, filename, file_type, source_mtime, indexed_at, tags);
+    """)
+
+
 MIGRATIONS: list[Migration] = [
     ("core_tables", _m001_core),
     ("keyword_index", _m002_keyword_index),
@@ -466,6 +493,7 @@ MIGRATIONS: list[Migration] = [
     ("api_tokens", _m009_api_tokens),
     ("document_lookup", _m010_document_lookup),
     ("keyword_cjk", _m011_keyword_cjk),
+    ("document_facts", _m012_document_facts),
 ]
 
 

@@ -53,6 +53,9 @@ PRESELECT = 10  # Hamming keeps this many candidates per one rescored
 BLOCK = 16_384  # columns per block of the Hamming scan: its temporaries stay in cache
 PARALLEL_ABOVE = 200_000  # split the scan across threads above this many vectors
 FETCH_BATCH = 65_536
+# a filter holding at most this share of the KB's chunks has its own codes scanned (gathered
+# first); a larger one is scanned with the rest, which is then pushed out of reach
+SUBSET_SCAN_SHARE = 0.25
 
 
 def sign_bits(matrix: np.ndarray) -> np.ndarray:
@@ -313,29 +316,69 @@ class QuantizedIndex:
 
     # ── search ─────────────────────────────────────────────────────────────────
     def candidates(
-        self, store: Any, kb_id: str, dims: int, query: np.ndarray, r: int, preselect: int = PRESELECT
+        self,
+        store: Any,
+        kb_id: str,
+        dims: int,
+        query: np.ndarray,
+        r: int,
+        preselect: int = PRESELECT,
+        allowed: np.ndarray | None = None,
     ) -> np.ndarray:
         """Seqs of ``r`` chunks near ``query``: the ``preselect x r`` nearest by Hamming
-        distance, narrowed to ``r`` by :func:`asymmetric_scores`; ascending."""
+        distance, narrowed to ``r`` by :func:`asymmetric_scores`; ascending. With
+        ``allowed`` (ascending seqs: a search filter) only those chunks compete: a set no
+        larger than ``r`` is returned whole (rescored exactly), a small one is scanned on
+        its own, a large one is scanned with everything else pushed to the far end."""
         codes = self.codes(store, kb_id, dims)
         n = codes.seqs.size
-        if r >= n:
+        pool: np.ndarray | None = None  # positions the search may return
+        if allowed is not None:
+            if not n or not allowed.size:
+                return np.zeros(0, dtype=np.int64)
+            at = np.minimum(np.searchsorted(codes.seqs, allowed), n - 1)
+            pool = at[codes.seqs[at] == allowed]
+            if pool.size <= r:
+                return codes.seqs[pool]
+        elif r >= n:
             return codes.seqs
-        wide = min(n, r * max(preselect, 1))
-        dist = hamming(codes.words, sign_bits(query[None, :])[0].view(np.uint64), self.threads)
-        idx = nearest(dist, wide)
+        size = n if pool is None else pool.size
+        wide = min(size, r * max(preselect, 1))
+        qbits = sign_bits(query[None, :])[0].view(np.uint64)
+        if pool is not None and pool.size <= SUBSET_SCAN_SHARE * n:
+            words = np.ascontiguousarray(codes.words[:, pool])
+            dist = hamming(words, qbits, self.threads)
+            local = nearest(dist, wide)
+            idx, dist = pool[local], dist[local]
+        else:
+            dist_all = hamming(codes.words, qbits, self.threads)
+            if pool is not None:
+                keep = np.zeros(n, dtype=bool)
+                keep[pool] = True
+                dist_all[~keep] = np.iinfo(np.uint16).max  # never nearer than a chunk inside the filter
+            idx = nearest(dist_all, wide)
+            dist = dist_all[idx]
         packed = np.ascontiguousarray(codes.words[:, idx].T).view(np.uint8)  # (wide, bytes)
         scores = asymmetric_scores(packed, query)
         # best score first; ties (a query with few non-zero components) go to the nearer by Hamming
-        idx = idx[np.lexsort((dist[idx], -scores))[:r]]
+        idx = idx[np.lexsort((dist, -scores))[:r]]
         return codes.seqs[np.sort(idx)]
 
     def search(
-        self, store: Any, kb_id: str, dims: int, query: np.ndarray, k: int, oversample: int = DEFAULT_OVERSAMPLE
+        self,
+        store: Any,
+        kb_id: str,
+        dims: int,
+        query: np.ndarray,
+        k: int,
+        oversample: int = DEFAULT_OVERSAMPLE,
+        *,
+        allowed: np.ndarray | None = None,
     ) -> list[tuple[int, float]]:
-        """Top ``k`` (seq, exact cosine), best first: Hamming preselection, exact rescoring."""
+        """Top ``k`` (seq, exact cosine), best first: Hamming preselection, exact rescoring
+        (only among ``allowed`` seqs, ascending, when given)."""
         r = max(int(k) * max(int(oversample), 1), MIN_RESCORE, int(k))
-        seqs = self.candidates(store, kb_id, dims, query, r)
+        seqs = self.candidates(store, kb_id, dims, query, r, allowed=allowed)
         if seqs.size == 0:
             return []
         got, matrix = self.rescore_vectors(store, kb_id, seqs, dims)

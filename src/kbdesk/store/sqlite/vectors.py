@@ -32,7 +32,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from kbdesk.store.sqlite.matrix_cache import MatrixFiles
-from kbdesk.store.sqlite.quantized import DEFAULT_OVERSAMPLE, DEFAULT_QUANTIZE_ABOVE, QuantizedIndex
+from kbdesk.store.sqlite.quantized import DEFAULT_OVERSAMPLE, DEFAULT_QUANTIZE_ABOVE, QuantizedIndex, rescore_vectors
 
 
 def top_k(seqs: np.ndarray, sims: np.ndarray, k: int) -> list[tuple[int, float]]:
@@ -44,6 +44,36 @@ def top_k(seqs: np.ndarray, sims: np.ndarray, k: int) -> list[tuple[int, float]]
     top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
     order = top[np.lexsort((seqs[top], -sims[top]))]
     return [(int(seqs[i]), float(sims[i])) for i in order]
+
+
+# With a filter, the exact scan computes only the rows inside it when they are at most this
+# share of the KB's (a gather of scattered rows costs about twice a row of the full scan:
+# bench/bench_filters.py); above it, the whole scan runs and the rows outside are dropped.
+SUBSET_SCAN_SHARE = 0.4
+
+
+def masked_top_k(
+    seqs: np.ndarray, allowed: np.ndarray | None, k: int, sims_of: Any, vectors: np.ndarray | None = None
+) -> list[tuple[int, float]]:
+    """Top ``k`` over the rows whose seqs (ascending ``seqs``) are in ``allowed`` (ascending),
+    or over all rows without it. ``sims_of(None)`` gives every row's similarity; with
+    ``vectors`` a small ``allowed`` is scored from its own rows only."""
+    if allowed is None:
+        return top_k(seqs, sims_of(None), k)
+    if not seqs.size or not allowed.size:
+        return []
+    at = np.minimum(np.searchsorted(seqs, allowed), seqs.size - 1)
+    rows = at[seqs[at] == allowed]
+    if vectors is not None and rows.size <= SUBSET_SCAN_SHARE * seqs.size:
+        return top_k(seqs[rows], sims_of(rows), k)
+    return top_k(seqs[rows], sims_of(None)[rows], k)
+
+
+def subset_similarities(matrix: np.ndarray, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Cosine of ``query`` with the given rows of ``matrix``: gathered and scored in one
+    thread (einsum; a BLAS call hands each small product to its threads, which costs more
+    than the product on a busy machine)."""
+    return np.einsum("ij,j->i", matrix[rows], query)
 
 
 def vec_table(kb_id: str) -> str:
@@ -58,8 +88,11 @@ class VectorIndex(Protocol):
     ) -> None:
         """Called inside the write transaction that changed ``kb_id``'s vectors."""
 
-    def search(self, store: Any, kb_id: str, dimensions: int, query: np.ndarray, k: int) -> list[tuple[int, float]]:
-        """Top ``k`` (seq, cosine similarity) pairs, best first."""
+    def search(
+        self, store: Any, kb_id: str, dimensions: int, query: np.ndarray, k: int, allowed: np.ndarray | None = None
+    ) -> list[tuple[int, float]]:
+        """Top ``k`` (seq, cosine similarity) pairs, best first; only seqs in ``allowed``
+        (ascending) when given."""
 
     def drop(self, conn: Any, kb_id: str) -> None:
         """Forget ``kb_id``'s index (inside the transaction deleting the KB)."""
@@ -102,12 +135,14 @@ class _Tiered:
         row = store.connection().execute("SELECT chunk_count FROM knowledge_bases WHERE id = ?", (kb_id,)).fetchone()
         return bool(row) and int(row[0]) > self.quantize_above
 
-    def search(self, store: Any, kb_id: str, dimensions: int, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+    def search(
+        self, store: Any, kb_id: str, dimensions: int, query: np.ndarray, k: int, allowed: np.ndarray | None = None
+    ) -> list[tuple[int, float]]:
         if self.uses_quantized(store, kb_id):
             self._forget_exact(kb_id)
-            return self.quantized.search(store, kb_id, dimensions, query, k, self.oversample)
+            return self.quantized.search(store, kb_id, dimensions, query, k, self.oversample, allowed=allowed)
         self.quantized.forget(kb_id)
-        return self.exact_search(store, kb_id, dimensions, query, k)
+        return self.exact_search(store, kb_id, dimensions, query, k, allowed)
 
     def warm(self, store: Any, kb_id: str, dimensions: int) -> None:
         """Start writing the KB's matrix file in the background if it is missing or stale,
@@ -118,17 +153,21 @@ class _Tiered:
         self.matrices.get(store, kb_id, dimensions, build="background")
 
     def exact_search(
-        self, store: Any, kb_id: str, dimensions: int, query: np.ndarray, k: int
+        self, store: Any, kb_id: str, dimensions: int, query: np.ndarray, k: int, allowed: np.ndarray | None = None
     ) -> list[tuple[int, float]]:
         build = "never" if getattr(store, "read_only", False) else "now"
         mapped = self.matrices.get(store, kb_id, dimensions, build=build)
         if mapped is not None:
             self._forget_exact(kb_id)
-            return top_k(mapped.seqs, mapped.similarities(query), k)
-        return self.fallback_search(store, kb_id, dimensions, query, k)
+
+            def sims(rows: np.ndarray | None) -> np.ndarray:
+                return mapped.similarities(query) if rows is None else subset_similarities(mapped.vectors, rows, query)
+
+            return masked_top_k(mapped.seqs, allowed, k, sims, mapped.vectors)
+        return self.fallback_search(store, kb_id, dimensions, query, k, allowed)
 
     def fallback_search(
-        self, store: Any, kb_id: str, dimensions: int, query: np.ndarray, k: int
+        self, store: Any, kb_id: str, dimensions: int, query: np.ndarray, k: int, allowed: np.ndarray | None = None
     ) -> list[tuple[int, float]]:
         raise NotImplementedError
 
@@ -151,6 +190,13 @@ class _Tiered:
 
     def _forget_exact(self, kb_id: str) -> None:
         """Free what the exact path keeps in memory for ``kb_id``."""
+
+
+# A filter holding at most this share of a KB's chunks has its vectors read and scored
+# exactly: reading a stored vector costs about three times what vec0's scan spends on one
+# (bench/bench_filters.py); a larger one asks vec0 for more neighbours until enough are inside.
+VEC_EXACT_SHARE = 0.3
+VEC_MAX_K = 4096  # the most neighbours sqlite-vec returns from one query
 
 
 def _is_fresh(conn: Any, kb_id: str) -> bool:
@@ -202,13 +248,38 @@ class SqliteVecIndex(_Tiered):
         conn.execute("UPDATE kb_vector_state SET indexed_version = version WHERE kb_id = ?", (kb_id,))
 
     def fallback_search(
-        self, store: Any, kb_id: str, dimensions: int, query: np.ndarray, k: int
+        self, store: Any, kb_id: str, dimensions: int, query: np.ndarray, k: int, allowed: np.ndarray | None = None
     ) -> list[tuple[int, float]]:
         conn = store.connection()
+        row = conn.execute("SELECT chunk_count FROM knowledge_bases WHERE id = ?", (kb_id,)).fetchone()
+        total = int(row[0]) if row else 0
+        if allowed is not None and allowed.size <= VEC_EXACT_SHARE * total:
+            # a small filtered set: its own vectors, scored exactly (no scan past the rest)
+            got, matrix = rescore_vectors(store, allowed, dimensions)
+            return top_k(got, matrix @ query if got.size else np.zeros(0, dtype=np.float32), k)
         if not _is_fresh(conn, kb_id):
             with store.write() as wconn:
                 if not _is_fresh(wconn, kb_id):
                     self.rebuild(wconn, kb_id, dimensions)
+        if allowed is None:
+            return self._knn(conn, kb_id, query, k)
+        # vec0 is an exact scan: ask it for more until k of them are inside the filter
+        share = max(allowed.size / max(total, 1), 1e-9)
+        want = max(int(k), int(2 * k / share) + 16)
+        while True:
+            asked = min(want, VEC_MAX_K, total)
+            found = self._knn(conn, kb_id, query, asked)
+            held = np.isin(np.fromiter((s for s, _ in found), dtype=np.int64, count=len(found)), allowed)
+            inside = [pair for pair, keep in zip(found, held, strict=True) if keep]
+            if len(inside) >= k or len(found) < asked or asked >= total:
+                return inside[:k]
+            if asked >= VEC_MAX_K:  # past what vec0 answers in one query: score the set exactly
+                got, matrix = rescore_vectors(store, allowed, dimensions)
+                return top_k(got, matrix @ query if got.size else np.zeros(0, dtype=np.float32), k)
+            want = asked * 4
+
+    @staticmethod
+    def _knn(conn: Any, kb_id: str, query: np.ndarray, k: int) -> list[tuple[int, float]]:
         rows = conn.execute(
             f"SELECT rowid, distance FROM {vec_table(kb_id)} WHERE embedding MATCH ? AND k = ? ORDER BY distance",
             (query.tobytes(), int(k)),
@@ -279,10 +350,14 @@ class NumpyIndex(_Tiered):
         return seqs, matrix
 
     def fallback_search(
-        self, store: Any, kb_id: str, dimensions: int, query: np.ndarray, k: int
+        self, store: Any, kb_id: str, dimensions: int, query: np.ndarray, k: int, allowed: np.ndarray | None = None
     ) -> list[tuple[int, float]]:
         seqs, matrix = self._matrix(store, kb_id, dimensions)
-        return top_k(seqs, matrix @ query if len(seqs) else seqs, k)
+
+        def sims(rows: np.ndarray | None) -> np.ndarray:
+            return matrix @ query if rows is None else subset_similarities(matrix, rows, query)
+
+        return masked_top_k(seqs, allowed, k, sims, matrix)
 
     def drop(self, conn: Any, kb_id: str) -> None:
         with self._lock:
