@@ -19,6 +19,7 @@ from kbdesk.config import Config, load_config, vector_backend_override
 from kbdesk.embedding import Embedders
 from kbdesk.errors import InvalidInputError, KbdeskError
 from kbdesk.filters import Filters
+from kbdesk.filters_text import as_filters
 from kbdesk.models import ChunkInput, Document, KnowledgeBase
 from kbdesk.paths import Paths, get_paths, resolve_db
 from kbdesk.remote.names import clashing_prefix, split_ref, split_refs
@@ -29,6 +30,15 @@ from kbdesk.store.sqlite import SqliteStore
 
 # (kb) -> query vector or None: filled in by the provider layer when one is configured
 QueryEmbedder = Callable[[KnowledgeBase, str], Any]
+
+
+@dataclass(frozen=True)
+class FilterHints:
+    """What a filter can name in some KBs (:meth:`Desk.filter_hints`)."""
+
+    tags: tuple[str, ...] = ()
+    folders: tuple[str, ...] = ()
+    types: tuple[str, ...] = ()
 
 
 @dataclass
@@ -223,6 +233,21 @@ class Desk:
         """The documents of a KB (by name, id or id prefix), optionally of one status."""
         return self.store.list_documents(self.kb(ref).id, status)
 
+    def filter_hints(self, refs: Sequence[str]) -> FilterHints:
+        """What a filter on these KBs can name: the tags, folders (of document paths) and
+        file types of their documents, for completion."""
+        tags: set[str] = set()
+        folders: set[str] = set()
+        types: set[str] = set()
+        for kb in _unique([self.kb(ref) for ref in refs]):
+            for doc in self.store.list_documents(kb.id, None):
+                tags.update(doc.tags)
+                if doc.file_type:
+                    types.add(doc.file_type)
+                parts = doc.path.split("/")[:-1]
+                folders.update("/".join(parts[: i + 1]) for i in range(len(parts)))
+        return FilterHints(tuple(sorted(tags)), tuple(sorted(folders)), tuple(sorted(types)))
+
     def unfinished_documents(self, ref: str | None = None) -> list[Document]:
         """Documents an ingestion run left unfinished (its runner is gone), in one KB or all;
         ``resume`` finishes them."""
@@ -270,14 +295,16 @@ class Desk:
         threshold: float | None = None,
         mode: str | None = None,
         explain: bool = False,
-        filters: Filters | None = None,
+        filters: Filters | dict[str, Any] | str | None = None,
     ) -> SearchResponse:
         """Search the KBs named by ``refs`` (names, ids or id prefixes; ``team:Product
         Docs`` names a KB of the remote ``team``: docs/REMOTES.md).
 
         ``filters`` narrows the search to documents by path, file type, date and tags
-        (:class:`kbdesk.filters.Filters`; ``Filters.from_dict`` reads the JSON form). It is
-        applied before ranking: the results are the best ``limit`` inside the filter.
+        (:class:`kbdesk.filters.Filters`, its JSON form as a dict — ``{"path": "work/**",
+        "tags": ["q3"]}`` — or a filter line, ``"tag:q3 path:work/**"``; a bad one is an
+        InvalidInputError naming the field). It is applied before ranking: the results
+        are the best ``limit`` inside the filter.
 
         Without ``query_vector`` the desk's query embedder (when a provider is set up)
         embeds the query for each KB that holds vectors (once per provider and model; a
@@ -288,6 +315,7 @@ class Desk:
         """
         if not refs:
             raise InvalidInputError("name at least one knowledge base to search")
+        filters = as_filters(filters) if not isinstance(filters, Filters) else filters
         if self.config.remotes:  # remote KBs (team:Product Docs) searched at once, in one ranking
             local_refs, remote_refs = split_refs(refs, self.config.remotes)
             if remote_refs:
@@ -303,6 +331,7 @@ class Desk:
                     threshold=threshold,
                     mode=mode,
                     explain=explain,
+                    filters=filters,
                 )
         kbs = _unique([self.kb(ref) for ref in refs])
         mode = mode or self.config.search.mode
@@ -325,7 +354,7 @@ class Desk:
             explain=explain,
             fusion=self.config.search.fusion,
             alpha=self.config.search.alpha,
-            filters=filters,
+            filters=filters or None,
         )
         response.notes.extend(notes)
         response.keyword_fallback.extend(fallback)

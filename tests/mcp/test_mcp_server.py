@@ -16,6 +16,7 @@ from ingest_support import write_files
 from kbdesk import open_desk
 from kbdesk.chat.tools import KB_SEARCH_TOOL, NOTE_SEARCH_TOOL
 from mcp import Client
+from vault_support import MATCHING, vault_kb
 
 FILES = {
     "sso.md": "# Single sign-on\n\nTo configure SSO, open Settings > Security and paste the metadata URL.\n",
@@ -279,3 +280,30 @@ def test_a_query_that_cannot_be_embedded_is_answered_by_keyword_with_a_notice(tm
     assert found.structured_content["keyword_fallback"] == ["Vec"]
     assert found.structured_content["notice"] == "keyword search only in Vec: the query could not be embedded"
     assert found.structured_content["results"][0]["source"] == "backups.txt"
+
+
+def test_filters_narrow_kb_search_and_a_bad_one_is_a_tool_error_naming_the_field(kbdesk_home):
+    desk = open_desk()
+    vault_kb(desk)
+    desk.close()
+
+    async def work(client):
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        narrowed = await client.call_tool(
+            "kb_search", {"query": "roadmap", "max_results": 10, "filters": {"tags": ["q3"], "path": "work/**"}}
+        )
+        as_text = await client.call_tool("kb_search", {"query": "roadmap", "filters": {"type": "pdf"}})
+        bad = await client.call_tool("kb_search", {"query": "roadmap", "filters": {"since": "last week"}})
+        unknown = await client.call_tool("kb_search", {"query": "roadmap", "filters": {"folder": "work"}})
+        return tools, narrowed, as_text, bad, unknown
+
+    tools, narrowed, as_text, bad, unknown = run_client(work)
+    described = tools["kb_search"].input_schema["properties"]["filters"]
+    assert described["type"] == "object" and {"path", "type", "since", "tags"} <= set(described["properties"])
+    assert not narrowed.is_error
+    assert {r["source"] for r in narrowed.structured_content["results"]} == MATCHING
+    assert narrowed.structured_content["filters"] == {"path": ["work/**"], "tags": ["q3"]}
+    assert [r["source"] for r in as_text.structured_content["results"]] == ["work/roadmap-review.pdf"]
+    assert bad.is_error and "'since' must be a date like 2026-11-01" in bad.content[0].text
+    assert "\n" not in bad.structured_content["error"]
+    assert unknown.is_error and "unknown field 'folder'" in unknown.content[0].text

@@ -52,6 +52,10 @@ def test_one_search_cites_local_and_remote_sources(team):
     assert "nightly at 02:00" in remote["content"] and remote["metadata"]["headings"]
     assert body["remotes"] == [{"remote": "team", "state": "searched", "reason": None, "kbs": ["team:Product Docs"]}]
     assert body["searched_kbs"] == ["Notes", "team:Product Docs"]
+    # a filter means the same on both sides: it is sent to the server with the query
+    for glob, expected in (("handbook*", {"handbook.md"}), ("notes*", {"notes.md"})):
+        run = cli("search", "Notes", "team:Product Docs", "backups", "--path", glob, "--json", env=team.env_desk)
+        assert {r["source"] for r in json.loads(run.stdout)["results"]} == expected, glob
     every = json.loads(cli("search", "team:*", "onboarding token", "--json", env=team.env_desk).stdout)
     assert [r["source"] for r in every["results"]] == ["handbook.md"]
 

@@ -510,3 +510,26 @@ async def test_a_store_without_conversations_is_reported(chat_desk, monkeypatch)
         await settle(pilot)
         assert isinstance(app.screen, KbListScreen)
         assert notifications(app) == ["conversations live in the SQLite file"] * 2
+
+
+async def test_the_status_line_shows_the_conversations_filters_and_its_searches_keep_to_them(chat_desk, chat_server):
+    from vault_support import MATCHING, vault_kb
+
+    vault_kb(chat_desk)
+    chat_server.reply("", tool_calls=[("kb_search", {"query": "roadmap", "max_results": 10})])
+    chat_server.reply("The work roadmap [1].")
+    chat_server.reply("", tool_calls=[("kb_search", {"query": "roadmap", "max_results": 10})])
+    chat_server.reply("Again [1].")
+    app = make_app(chat_desk)
+    async with app.run_test(size=(100, 24)) as pilot:
+        screen = await open_chat(pilot)
+        await ask(pilot, "What does the roadmap say?")
+        assert "within" not in rendered(screen.query_one("#chat-status", Static))
+        chat_desk.chat().set_filters(screen.conv.id, "tag:q3 path:work/**")
+        screen._load_context()
+        await settle(pilot)
+        assert "within path work/** · tags q3" in rendered(screen.query_one("#chat-status", Static))
+        await ask(pilot, "And now?")
+        answer = screen.transcript.blocks[-1]
+        assert {s["source"] for s in answer.sources} == MATCHING
+        assert "within path work/** · tags q3" in answer.retrieval

@@ -36,7 +36,7 @@ from kbdesk.chat.grounding import grounding_queries
 from kbdesk.chat.notes import NoteService
 from kbdesk.chat.prompt import system_prompt
 from kbdesk.chat.resolve import ActiveKB, kb_hint, resolve_kbs
-from kbdesk.chat.retrieval import describe, remember_ignores_forcing
+from kbdesk.chat.retrieval import describe, filters_for, remember_ignores_forcing
 from kbdesk.chat.rounds import stream_round
 from kbdesk.chat.safety import clean, one_line
 from kbdesk.chat.tools import Toolbox
@@ -58,6 +58,7 @@ from kbdesk.chat.turn_parts import (
     run_tools,
 )
 from kbdesk.errors import KbdeskError
+from kbdesk.filters_text import overlay
 from kbdesk.providers.chat import CancelToken, ChatCancelled, ChatClient, ToolsRejectedError
 from kbdesk.providers.errors import ContextOverflowError, ProviderError, SilentEndError
 
@@ -134,7 +135,10 @@ class _Turn:
         yield TurnStarted(self.conversation.id, user_id, self.target.model, self.target.provider, self.state.attached)
         self.plan = plan = plan_turn(self.desk, self.target, self.conversation, self.persona, options, active)
         kbs = [a.kb for a in plan.searchable] if plan.kb_tools else []
-        self.toolbox = Toolbox(self.desk, kbs, notes=self.notes, max_chars=plan.result_chars)
+        self.state.filters = overlay(filters_for(self.conversation, self.persona), options.filters)
+        self.toolbox = Toolbox(
+            self.desk, kbs, notes=self.notes, max_chars=plan.result_chars, filters=self.state.filters
+        )
 
     def search_first(self) -> Generator[ChatEvent, None, None]:
         """The KBs the plan searches before the model is asked (auto-search ones; all of
@@ -346,9 +350,8 @@ class _Turn:
             )
         how = how_retrieved(plan, state)
         if state.attached:
-            yield describe(
-                how, [a.kb.name for a in plan.searchable] or list(state.attached), state.fallback, state.unreached
-            )
+            searched = [a.kb.name for a in plan.searchable] or list(state.attached)
+            yield describe(how, searched, state.fallback, state.filters, state.unreached)
         message = self.store.add_message(
             self.conversation.id,
             "assistant",

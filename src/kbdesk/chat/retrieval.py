@@ -19,6 +19,11 @@
 
 The policy comes from the turn's own option, else the conversation, else the persona,
 else ``[chat] retrieval`` in config.toml.
+
+Every search of a turn (kbdesk's own with the question, and the model's ``kb_search``)
+keeps to the conversation's default filters, else its persona's (:func:`filters_for`);
+a turn's own filters and a model's ``filters`` argument lie over them
+(:func:`kbdesk.filters_text.overlay`).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kbdesk.chat.events import Retrieval, RetrievalHow
+from kbdesk.filters import Filters
 
 POLICIES = ("auto", "tool", "always", "off")
 _IGNORES_KEY = "chat.ignores_forced_tool_choice"
@@ -38,6 +44,14 @@ def policy_for(option: str | None, conversation: Any, persona: Any, configured: 
         if value:
             return str(value)
     return "auto"
+
+
+def filters_for(conversation: Any, persona: Any) -> Filters:
+    """The default filters of a conversation's searches: its own, else its persona's, else none."""
+    for value in (getattr(conversation, "filters", None), getattr(persona, "filters", None)):
+        if value:
+            return Filters.from_dict(value)
+    return Filters()
 
 
 def ignores_forcing(store: Any, provider: str, model: str) -> bool:
@@ -59,11 +73,16 @@ def _ignoring(store: Any) -> set[str]:
 
 
 def describe(
-    how: RetrievalHow, names: Sequence[str], keyword_only: Sequence[str] = (), unreached: Sequence[str] = ()
+    how: RetrievalHow,
+    names: Sequence[str],
+    keyword_only: Sequence[str] = (),
+    filters: Filters | None = None,
+    unreached: Sequence[str] = (),
 ) -> Retrieval:
     """The line the user sees about this turn's retrieval; ``keyword_only`` names the KBs
     searched by keyword alone because the question could not be embedded for them,
-    ``unreached`` the remotes a search could not reach (``team (unreachable)``)."""
+    ``filters`` the default filters the searches kept to, ``unreached`` the remotes a
+    search could not reach (``team (unreachable)``)."""
     kbs = ", ".join(names)
     text = {
         "tool": f"searched {kbs} (kb_search)",
@@ -75,6 +94,8 @@ def describe(
         "stopped": f"stopped before searching {kbs}",
         "failed": f"not searched: the answer failed before {kbs} could be searched",
     }[how]
+    if filters and how in ("tool", "auto", "skipped"):
+        text += f", within {filters.describe()}"
     if keyword_only and how in ("tool", "auto"):
         text += f"; by keyword only in {', '.join(keyword_only)}: the question could not be embedded"
     if unreached and how in ("tool", "auto"):

@@ -14,7 +14,7 @@ or iterates :meth:`ChatService.stream` itself.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kbdesk.chat.engine import MAX_ROUNDS, TurnOptions, run_turn
@@ -23,6 +23,8 @@ from kbdesk.chat.notes import NoteService, require_chat
 from kbdesk.chat.resolve import ActiveKB, KbToggle, check_switchable, kb_hint, kb_toggles, resolve_kbs
 from kbdesk.chat.safety import clean
 from kbdesk.errors import InvalidInputError, KbdeskError
+from kbdesk.filters import Filters
+from kbdesk.filters_text import as_filters
 from kbdesk.providers.chat import CancelToken
 from kbdesk.remote.bindings import bind as bind_remote
 from kbdesk.remote.names import split_refs
@@ -42,6 +44,8 @@ class TurnContext:
     knowledge_bases: tuple[str, ...] = ()
     retrieval: str = "auto"
     """The policy a turn would use: auto, tool, always or off."""
+    filters: Filters = field(default_factory=Filters)
+    """The default filters its searches keep to (the conversation's, else its persona's)."""
 
 
 class ChatService:
@@ -82,13 +86,25 @@ class ChatService:
         follow its persona's or ``[chat] retrieval``."""
         return self.store.update_conversation(self.conversation(ref).id, retrieval=policy)
 
+    def set_filters(self, ref: str, filters: Filters | dict[str, Any] | str | None) -> Conversation:
+        """The conversation's default filters (a Filters, its JSON form or a filter line;
+        None or empty: none, its persona's apply)."""
+        return self.store.update_conversation(self.conversation(ref).id, filters=as_filters(filters))
+
+    def filters(self, ref: str) -> Filters:
+        """The default filters a turn of this conversation searches with now."""
+        from kbdesk.chat.retrieval import filters_for
+
+        conv = self.conversation(ref)
+        return filters_for(conv, self.store.find_persona(conv.persona_id) if conv.persona_id else None)
+
     def context(
         self, conversation: str | None = None, *, persona: str | None = None, project: str | None = None
     ) -> TurnContext:
         """What a turn would use now (see :class:`TurnContext`); without a conversation,
         for a new one with ``persona`` and ``project``."""
         from kbdesk.chat.engine import chat_target
-        from kbdesk.chat.retrieval import policy_for
+        from kbdesk.chat.retrieval import filters_for, policy_for
         from kbdesk.chat.safety import one_line
 
         conv = self.conversation(conversation) if conversation is not None else None
@@ -103,7 +119,7 @@ class ChatService:
             model, problem = chat_target(self.desk.config, persona_row).model, None
         except KbdeskError as exc:
             model, problem = None, one_line(exc, 200)
-        return TurnContext(model, problem, tuple(a.kb.name for a in active), policy)
+        return TurnContext(model, problem, tuple(a.kb.name for a in active), policy, filters_for(conv, persona_row))
 
     def retrieval_policy(self, ref: str) -> str:
         """The policy a turn of this conversation uses now."""
@@ -160,9 +176,16 @@ class ChatService:
         auto_search: Sequence[str] = (),
         retrieval: str | None = None,
         max_tokens: int | None = None,
+        filters: Filters | dict[str, Any] | str | None = None,
     ) -> Persona:
         persona = self.store.create_persona(
-            name, system_prompt, provider=provider, model=model, retrieval=retrieval, max_tokens=max_tokens
+            name,
+            system_prompt,
+            provider=provider,
+            model=model,
+            retrieval=retrieval,
+            max_tokens=max_tokens,
+            filters=as_filters(filters),
         )
         if kbs or auto_search:
             persona = self.store.update_persona(persona.id, kbs=self._bindings(kbs, auto_search))
@@ -186,8 +209,11 @@ class ChatService:
         auto_search: Sequence[str] = (),
         retrieval: Any = UNSET,
         max_tokens: Any = UNSET,
+        filters: Any = UNSET,
     ) -> Persona:
-        """Change a persona; ``kbs`` (with ``auto_search`` a subset, or extra) replaces its bindings."""
+        """Change a persona; ``kbs`` (with ``auto_search`` a subset, or extra) replaces its
+        bindings; ``filters`` (a Filters, its JSON form, a filter line; None: none) its
+        default filters."""
         persona = self.persona(ref)
         bindings = self._bindings(kbs or (), auto_search) if kbs is not None or auto_search else None
         return self.store.update_persona(
@@ -199,6 +225,7 @@ class ChatService:
             kbs=bindings,
             retrieval=retrieval,
             max_tokens=max_tokens,
+            filters=filters if filters is UNSET else as_filters(filters),
         )
 
     def delete_persona(self, ref: str) -> Persona:
@@ -244,15 +271,17 @@ class ChatService:
         cancel: CancelToken | None = None,
         retrieval: str | None = None,
         max_tokens: int | None = None,
+        filters: Filters | dict[str, Any] | str | None = None,
     ) -> Iterator[ChatEvent]:
         """Ask ``question`` in ``conversation`` (a new one when None) and yield the turn's
         events. ``persona`` / ``project`` set them on the conversation; ``kbs`` sets its
-        KB toggles to exactly those KBs first; ``retrieval`` and ``max_tokens`` apply to
-        this turn only."""
+        KB toggles to exactly those KBs first; ``retrieval``, ``max_tokens`` and ``filters``
+        (laid over the conversation's default filters) apply to this turn only."""
         from kbdesk.store.personas import check_max_tokens, check_retrieval
 
         check_retrieval(retrieval)
         check_max_tokens(max_tokens)
+        turn_filters = as_filters(filters)
         question = clean(question).strip()
         if not question:
             raise InvalidInputError("the question is empty")
@@ -270,7 +299,9 @@ class ChatService:
                 conv = self.set_project(conv.id, project)
         if kbs is not None:
             self.set_kbs(conv.id, kbs)
-        options = TurnOptions(conv.persona_id, conv.project_id, model, provider, max_rounds, retrieval, max_tokens)
+        options = TurnOptions(
+            conv.persona_id, conv.project_id, model, provider, max_rounds, retrieval, max_tokens, turn_filters
+        )
         yield from run_turn(self.desk, conv, question, options, cancel)
 
     def ask(

@@ -5,6 +5,11 @@ become an :class:`Outcome` whose ``content`` tells the model what went wrong (so
 try again) and whose ``summary`` tells the user. Results are bounded: each passage is
 cut to :data:`MAX_PASSAGE_CHARS`, the whole result to :data:`MAX_RESULT_CHARS`, and the
 retrieved text reaches the model fenced as data (:func:`kbdesk.chat.safety.reference_block`).
+
+``kb_search`` takes ``filters`` (:data:`FILTERS_SCHEMA`) so a model can narrow its own
+search to some documents; they lie over the turn's default filters (the conversation's
+or persona's, :func:`kbdesk.filters_text.overlay`), which every search keeps to. A bad
+filter is a tool result naming the field, as any bad argument.
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ from typing import Any
 
 from kbdesk.chat.grounding import merge, usable
 from kbdesk.chat.safety import bounded, clean, data_json, one_line, reference_block
-from kbdesk.errors import KbdeskError
+from kbdesk.errors import InvalidInputError, KbdeskError
+from kbdesk.filters import Filters
+from kbdesk.filters_text import overlay
 from kbdesk.models import KnowledgeBase
 from kbdesk.remote.federation import unreached_remotes
 from kbdesk.search import DEFAULT_LIMIT, MAX_LIMIT, SearchResponse
@@ -43,6 +50,25 @@ _META_KEYS = (
     "indexed_at",
 )
 
+FILTERS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": (
+        "Optional: search only some documents. Leave it out to search everything. "
+        'Example: {"path": "projects/**", "type": "pdf,md", "since": "2026-11-01", "tags": "roadmap"}'
+    ),
+    "properties": {
+        "path": {"type": "string", "description": "Glob of document paths, e.g. projects/** or *.md"},
+        "exclude": {"type": "string", "description": "Glob of document paths to leave out"},
+        "type": {"type": "string", "description": "File types, comma-separated, e.g. pdf,md"},
+        "since": {"type": "string", "description": "Only documents modified on or after this day (YYYY-MM-DD)"},
+        "until": {"type": "string", "description": "Only documents modified on or before this day (YYYY-MM-DD)"},
+        "tags": {"type": "string", "description": "Tags every document must have, comma-separated"},
+        "any_tags": {"type": "string", "description": "Tags of which a document needs at least one"},
+    },
+}
+"""The ``filters`` argument of ``kb_search`` (:meth:`kbdesk.filters.Filters.from_dict` reads
+it; lists are accepted where a comma-separated string is shown)."""
+
 KB_SEARCH_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
@@ -56,6 +82,7 @@ KB_SEARCH_TOOL: dict[str, Any] = {
             "properties": {
                 "query": {"type": "string", "description": "Search query — use natural language"},
                 "max_results": {"type": "integer", "description": "Maximum results to return (1-20, default 5)"},
+                "filters": FILTERS_SCHEMA,
             },
             "required": ["query"],
         },
@@ -109,10 +136,17 @@ class Toolbox:
     """The tools of one turn, bound to its active KBs."""
 
     def __init__(
-        self, desk: Any, kbs: Sequence[KnowledgeBase], *, notes: Any = None, max_chars: int = MAX_RESULT_CHARS
+        self,
+        desk: Any,
+        kbs: Sequence[KnowledgeBase],
+        *,
+        notes: Any = None,
+        max_chars: int = MAX_RESULT_CHARS,
+        filters: Filters | None = None,
     ) -> None:
         self.desk = desk
         self.kbs = list(kbs)
+        self.filters = filters or Filters()  # the turn's default filters: every search keeps to them
         self.notes = notes  # a NoteService, or None when the user has no notes
         self.max_chars = min(MAX_RESULT_CHARS, max_chars)  # whole results dropped beyond (a small context)
 
@@ -137,7 +171,7 @@ class Toolbox:
                 return self.grounded(arguments, list(ground))
             args = parse_arguments(arguments)
             if name == "kb_search":
-                return self.kb_search(_query(args, name), _limit(args))
+                return self.kb_search(_query(args, name), _limit(args), filters=self.filters_of(args))
             return self.note_search(_query(args, name), _limit(args), _flag(args.get("semantic")))
         except BadArguments as exc:
             return _failed(name, str(exc))
@@ -149,7 +183,8 @@ class Toolbox:
         queries (a follow-up and its standalone form) are searched and interleaved."""
         queries = [query] if isinstance(query, str) else list(query)
         try:
-            responses = [self.desk.search([kb.id for kb in self.kbs], q, limit=DEFAULT_LIMIT) for q in queries]
+            refs = [kb.id for kb in self.kbs]
+            responses = [self._search(refs, q, DEFAULT_LIMIT, self.filters) for q in queries]
             combined = _combine(responses, [r.results for r in responses], DEFAULT_LIMIT)
             return self.outcome(combined, "auto_search")
         except KbdeskError as exc:
@@ -160,34 +195,70 @@ class Toolbox:
         refs = [kb.id for kb in self.kbs]
         model_query: str | None = None
         limit = DEFAULT_LIMIT
+        own_filters = self.filters
+        extra: dict[str, Any] = {"question": ground}
         try:
             args = parse_arguments(arguments)
             model_query = _query(args, "kb_search")
             limit = _limit(args)
+            own_filters = self.filters_of(args)
         except BadArguments as exc:
             log.info("kb_search with unusable arguments (%s): searching with the question", exc)
-        if model_query is not None and (not usable(model_query) or model_query in ground):
+            if "filters" in str(exc):  # the model reads why its filter was not used
+                extra["filters_error"] = one_line(str(exc), 300)
+                model_query = None
+        if model_query is not None and (
+            not usable(model_query) or (model_query in ground and own_filters == self.filters)
+        ):
             model_query = None
-        responses = [self.desk.search(refs, q, limit=DEFAULT_LIMIT) for q in ground]
+        responses = [self._search(refs, q, DEFAULT_LIMIT, self.filters) for q in ground]
         vias: dict[tuple[Any, ...], str] = {}
         rankings = [r.results for r in responses]
         for r in responses:
             vias.update({_key(x): "auto_search" for x in r.results})
         if model_query is not None:
-            own = self.desk.search(refs, model_query, limit=limit)
+            own = self._search(refs, model_query, limit, own_filters)
             responses.append(own)
             rankings.append(own.results)
             vias.update({_key(x): "kb_search" for x in own.results if _key(x) not in vias})
         combined = _combine(responses, rankings, DEFAULT_LIMIT + (limit if model_query is not None else 0))
         combined.query = model_query or ""
-        return self.outcome(combined, "kb_search", {"question": ground}, vias=vias)
+        if model_query is not None and own_filters:
+            extra["filters"] = own_filters.to_dict()
+        elif self.filters:
+            extra["filters"] = self.filters.to_dict()
+        return self.outcome(combined, "kb_search", extra, vias=vias)
 
     # ── kb_search ──────────────────────────────────────────────────────────────
-    def kb_search(self, query: str, limit: int = DEFAULT_LIMIT, via: str = "kb_search") -> Outcome:
-        """Search the turn's KBs; a KB whose query cannot be embedded is searched by
-        keyword, and the summary (and ``keyword_fallback`` in the result) says so."""
-        response = self.desk.search([kb.id for kb in self.kbs], query, limit=limit)
-        return self.outcome(response, via)
+    def kb_search(
+        self, query: str, limit: int = DEFAULT_LIMIT, via: str = "kb_search", *, filters: Filters | None = None
+    ) -> Outcome:
+        """Search the turn's KBs (within ``filters``, default: the turn's); a KB whose query
+        cannot be embedded is searched by keyword, and the summary (and
+        ``keyword_fallback`` in the result) says so."""
+        filters = self.filters if filters is None else filters
+        response = self._search([kb.id for kb in self.kbs], query, limit, filters)
+        return self.outcome(response, via, {"filters": filters.to_dict()} if filters else None)
+
+    def filters_of(self, args: dict[str, Any]) -> Filters:
+        """The filters of a ``kb_search`` call: its ``filters`` argument over the turn's
+        defaults. A bad one is :class:`BadArguments` naming the field, for the model."""
+        value = args.get("filters")
+        if value is None or value == "" or value == {}:
+            return self.filters
+        if isinstance(value, str):  # small models send the object as a string: JSON, or a filter line
+            value = _filters_text(value)
+        try:
+            own = value if isinstance(value, Filters) else Filters.from_dict(value)
+        except InvalidInputError as exc:
+            raise BadArguments(
+                f'{exc}; filters is an object such as {{"path": "projects/**", "type": "pdf", "tags": "q3"}}'
+            ) from None
+        return overlay(self.filters, own)
+
+    def _search(self, refs: list[str], query: str, limit: int, filters: Filters) -> SearchResponse:
+        response: SearchResponse = self.desk.search(refs, query, limit=limit, filters=filters or None)
+        return response
 
     def outcome(
         self,
@@ -300,6 +371,27 @@ def parse_arguments(arguments: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise BadArguments('the arguments must be a JSON object such as {"query": "..."}')
     return value
+
+
+def _filters_text(text: str) -> Any:
+    """A ``filters`` argument sent as a string: a JSON object, else a filter line
+    (``tag:q3 path:work/**``)."""
+    from kbdesk.filters_text import parse_line
+
+    text = text.strip()
+    if text.startswith("{"):
+        try:
+            return json.loads(text, strict=False)
+        except json.JSONDecodeError:
+            raise BadArguments(
+                'filters is not valid JSON; send an object such as {"path": "projects/**", "tags": "q3"}'
+            ) from None
+    try:
+        return parse_line(text)
+    except InvalidInputError as exc:
+        raise BadArguments(
+            f'{exc}; filters is an object such as {{"path": "projects/**", "type": "pdf", "tags": "q3"}}'
+        ) from None
 
 
 def _query(args: dict[str, Any], tool: str) -> str:

@@ -30,6 +30,7 @@ from kbdesk.chat.safety import one_line
 from kbdesk.chat.tools import Outcome, Toolbox
 from kbdesk.config import Config
 from kbdesk.errors import KbdeskError
+from kbdesk.filters import Filters
 from kbdesk.providers.chat import CancelToken, ChatCancelled, ToolsRejectedError
 from kbdesk.providers.context import context_window
 from kbdesk.providers.errors import (
@@ -93,6 +94,7 @@ class TurnOptions:
     max_rounds: int = MAX_ROUNDS
     retrieval: str | None = None  # auto, tool, always, off; None: conversation > persona > config
     max_tokens: int | None = None  # None: persona > config
+    filters: Filters | None = None  # this turn's own, laid over the conversation's default filters
 
 
 @dataclass
@@ -115,6 +117,7 @@ class TurnState:
     attached: tuple[str, ...] = ()  # names of the KBs active for the turn
     fallback: list[str] = field(default_factory=list)  # KBs searched by keyword only (no query vector)
     unreached: list[str] = field(default_factory=list)  # remotes a search could not reach, with why
+    filters: Filters = field(default_factory=Filters)  # what every search of the turn keeps to
 
     def note_fallback(self, names: list[str], unreached: Sequence[str] = ()) -> None:
         self.fallback.extend(n for n in names if n not in self.fallback)
@@ -251,11 +254,15 @@ def auto_search(desk: Any, active: list[ActiveKB], state: TurnState, max_chars: 
     arguments: dict[str, Any] = {"query": queries[-1], "kbs": names}
     if len(queries) > 1:
         arguments["standalone"] = queries[0]
+    if state.filters:
+        arguments["filters"] = state.filters.to_dict()
     info = ToolCallInfo(
         f"auto-{len(state.calls) + 1}", "auto_search", json.dumps(arguments, ensure_ascii=False), round=state.rounds
     )
     yield ToolCallStarted(info)
-    outcome: Outcome = Toolbox(desk, [a.kb for a in active], max_chars=max_chars).run_auto(queries)
+    outcome: Outcome = Toolbox(desk, [a.kb for a in active], max_chars=max_chars, filters=state.filters).run_auto(
+        queries
+    )
     done = ToolCallInfo(info.call_id, info.name, info.arguments, outcome.ok, outcome.summary, outcome.error, info.round)
     state.calls.append(done)
     if outcome.ok:
@@ -331,7 +338,7 @@ def finish_failed(
     how = how_retrieved(plan, state, cause)
     if state.attached:
         names = [a.kb.name for a in plan.searchable] if plan and plan.searchable else list(state.attached)
-        yield describe(how, names, state.fallback, state.unreached)
+        yield describe(how, names, state.fallback, state.filters, state.unreached)
     yield TurnFinished(state.answer(message_id, status, error, retrieval=how))
 
 

@@ -14,6 +14,7 @@ import click
 
 from kbdesk.cli.chat_turn import RETRIEVAL_HELP, RETRIEVAL_POLICIES, TurnView, require_chat_model, run_turn
 from kbdesk.cli.conversations import LEGACY, conversations_group
+from kbdesk.cli.filter_options import pop_filters, with_filter_options
 from kbdesk.cli.output import print_json
 
 EXIT_INTERRUPTED = 130
@@ -82,17 +83,33 @@ def turn_kwargs(
 @click.argument("question")
 @click.option("-c", "--conversation", metavar="ID", help="Continue this conversation (id, prefix or title).")
 @with_options(turn_options)
+@with_filter_options
 @json_option
 @click.pass_obj
 def ask_command(
-    state, question, conversation, kbs, persona, project, model, provider, retrieval, max_tokens, max_rounds, as_json
+    state,
+    question,
+    conversation,
+    kbs,
+    persona,
+    project,
+    model,
+    provider,
+    retrieval,
+    max_tokens,
+    max_rounds,
+    as_json,
+    **flags,
 ) -> None:
     """Ask QUESTION; the answer streams to stdout, then its sources. What was searched,
     tool calls and notes (an answer cut at the length limit, history left out to fit the
     model's context) go to stderr. A new conversation is saved unless --conversation
     continues one ('kbdesk conversations' lists them; 'kbdesk chat' chats interactively).
+    The filters (--path, --type, --since, --tag, …) narrow this question's searches, over
+    the conversation's own ('kbdesk conversations filter').
 
     Exit status: 0 answered, 1 failed, 130 stopped with Ctrl-C."""
+    filters = pop_filters(flags)
     chat = state.desk().chat()
     require_chat_model(chat, model=model, persona=persona, conversation=conversation)
     view = TurnView(quiet=as_json)
@@ -105,6 +122,7 @@ def ask_command(
         persona=persona,
         project=project,
         kbs=list(kbs) or None,
+        filters=filters or None,
         **turn_kwargs(
             model=model, provider=provider, max_rounds=max_rounds, retrieval=retrieval, max_tokens=max_tokens
         ),
@@ -144,9 +162,10 @@ class ChatCommand(click.Command):
 @click.argument("conversation", required=False)
 @click.option("-c", "--continue", "latest", is_flag=True, help="Continue the latest conversation.")
 @with_options(turn_options)
+@with_filter_options
 @click.pass_obj
 def chat_command(
-    state, conversation, latest, kbs, persona, project, model, provider, retrieval, max_tokens, max_rounds
+    state, conversation, latest, kbs, persona, project, model, provider, retrieval, max_tokens, max_rounds, **flags
 ) -> None:
     """Chat in the terminal: a new conversation, the latest (--continue) or CONVERSATION
     (id, prefix or title). Answers stream in with their sources and what was searched.
@@ -156,9 +175,13 @@ def chat_command(
       /kbs [+KB -KB]       list the KBs (numbered) or switch them on/off
       /persona NAME|none   answer as a persona      /project NAME|none
       /retrieval auto|tool|always|off               /new   a new conversation
+      /filter [tag:q3 path:work/** type:md since:2026-11-01|none]
       /history  /sources [N]  /help  /exit (or Ctrl-D)
       !multi … !end, or a trailing \\, for several lines
     Ctrl-C stops an answer (what came is kept) or clears the line.
+
+    The filters (--path, --type, --since, --tag, …) become the conversation's default
+    filters: every search keeps to them.
 
     With stdin not a terminal, reads one question (or /command) per line, answers each
     and exits (status 1 when an answer or a command failed). Saved conversations:
@@ -170,6 +193,7 @@ def chat_command(
 
     if conversation and latest:
         raise click.UsageError("give a CONVERSATION or --continue, not both")
+    filters = pop_filters(flags)
     desk = state.desk()
     chat = desk.chat()
     conv_id = None
@@ -193,6 +217,7 @@ def chat_command(
         retrieval=retrieval,
         max_tokens=max_tokens,
         max_rounds=max_rounds,
+        filters=filters or None,
         interactive=sys.stdin.isatty(),
         history_file=desk.paths.data_dir / "chat-history",
     )

@@ -9,7 +9,9 @@ from rich.text import Text
 
 from kbdesk.chat.safety import one_line
 from kbdesk.cli.chat_turn import RETRIEVAL_POLICIES
+from kbdesk.cli.filter_options import pop_filters, with_filter_options
 from kbdesk.cli.output import plain, print_json, stdout, table
+from kbdesk.filters import Filters
 from kbdesk.store.chat import UNSET
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
@@ -141,6 +143,8 @@ def _print_persona(state, persona, as_json) -> None:
         console.print(
             plain(f"retrieval: {persona.retrieval or '(default)'}, max_tokens: {persona.max_tokens or '(default)'}")
         )
+    if persona.filters:
+        console.print(plain(f"filters: {Filters.from_dict(persona.filters).describe()}"))
     for kb_id, auto in persona.kbs:
         console.print(plain(f"KB: {names.get(kb_id, kb_id)}{'  (auto-search)' if auto else ''}"))
     if persona.system_prompt:
@@ -188,11 +192,16 @@ def _with(options):
     help="Longest answer in tokens (default: [chat] max_tokens).",
 )
 @_with(persona_kb_options)
+@with_filter_options
 @json_option
 @click.pass_obj
-def persona_create(state, name, prompt, model, provider, retrieval, max_tokens, kbs, auto, as_json) -> None:
-    """Create a persona."""
+def persona_create(state, name, prompt, model, provider, retrieval, max_tokens, kbs, auto, as_json, **flags) -> None:
+    """Create a persona. The filters (--path, --type, --tag, …) are the default filters of
+    its conversations' searches."""
     limits = {k: v for k, v in (("retrieval", retrieval), ("max_tokens", max_tokens)) if v is not None}
+    filters = pop_filters(flags)
+    if filters:
+        limits["filters"] = filters
     persona = (
         state.desk()
         .chat()
@@ -220,13 +229,34 @@ def persona_create(state, name, prompt, model, provider, retrieval, max_tokens, 
 )
 @_with(persona_kb_options)
 @click.option("--no-kbs", is_flag=True, help="Remove every KB binding.")
+@with_filter_options
+@click.option("--no-filters", is_flag=True, help="Remove its default filters.")
 @json_option
 @click.pass_obj
 def persona_edit(
-    state, persona, name, prompt, model, provider, retrieval, max_tokens, kbs, auto, no_kbs, as_json
+    state,
+    persona,
+    name,
+    prompt,
+    model,
+    provider,
+    retrieval,
+    max_tokens,
+    kbs,
+    auto,
+    no_kbs,
+    no_filters,
+    as_json,
+    **flags,
 ) -> None:
-    """Change a persona; --kb/--auto-search replace its KB bindings."""
+    """Change a persona; --kb/--auto-search replace its KB bindings, the filters (--path,
+    --type, --tag, …) its default filters."""
     limits: dict = {}
+    filters = pop_filters(flags)
+    if no_filters and filters:
+        raise click.UsageError("give filters or --no-filters, not both")
+    if filters or no_filters:
+        limits["filters"] = filters if filters else None
     if retrieval is not None:
         limits["retrieval"] = None if retrieval == "default" else retrieval
     if max_tokens is not None:

@@ -24,6 +24,8 @@ from kbdesk.cli.chat_turn import RETRIEVAL_POLICIES, TurnView, require_chat_mode
 from kbdesk.cli.conversations import print_messages, print_source, toggle_lines
 from kbdesk.cli.output import plain, stderr, stdout
 from kbdesk.errors import InvalidInputError, KbdeskError
+from kbdesk.filters import Filters
+from kbdesk.filters_text import parse_line
 
 PROMPT = "> "
 MORE = "... "
@@ -36,6 +38,7 @@ HELP = [
     ("/persona [NAME|none]", "show or change the persona (its prompt, model and KBs)"),
     ("/project [NAME|none]", "show or change the project (its KBs apply)"),
     ("/retrieval [auto|tool|always|off|default]", "show or set how the KBs are consulted"),
+    ("/filter [LINE|none]", "show or set the filters every search keeps to (tag:q3 path:work/** type:md)"),
     ("/new", "start a new conversation"),
     ("/history", "print this conversation so far"),
     ("/sources [N]", "the sources of the last answer; N prints that passage"),
@@ -62,6 +65,7 @@ class ChatSession:
         retrieval: str | None = None,
         max_tokens: int | None = None,
         max_rounds: int = 5,
+        filters: Filters | None = None,
         interactive: bool = False,
         history_file: Path | None = None,
         stdin: Any = None,
@@ -72,6 +76,7 @@ class ChatSession:
         self.persona, self.project, self.kbs = persona, project, list(kbs or [])
         self.model, self.provider, self.max_rounds = model, provider, max_rounds
         self.retrieval, self.max_tokens = retrieval, max_tokens
+        self.filters = filters or None  # from the command line: set on the conversation
         self.interactive = interactive
         self.history_file = history_file
         self.stdin = stdin or sys.stdin
@@ -82,6 +87,8 @@ class ChatSession:
             "persona": self.cmd_persona,
             "project": self.cmd_project,
             "retrieval": self.cmd_retrieval,
+            "filter": self.cmd_filter,
+            "filters": self.cmd_filter,
             "new": self.cmd_new,
             "history": self.cmd_history,
             "sources": self.cmd_sources,
@@ -233,6 +240,26 @@ class ChatSession:
         self.out.print(plain(f"retrieval: {policy} ({origin})"))
         return True
 
+    def cmd_filter(self, args: str) -> bool:
+        """``/filter`` shows the filters, ``/filter none`` removes the conversation's own,
+        ``/filter tag:q3 path:work/**`` sets them."""
+        args = args.strip()
+        if args:
+            filters = None if args.lower() in ("none", "off", "clear") else parse_line(args)
+            self.chat.set_filters(self._ensure(), filters)
+            self.filters = None
+        self.out.print(plain(f"filters: {self._filters_line()}"))
+        return True
+
+    def _filters_line(self) -> str:
+        if self.conversation is None:
+            if self.filters:
+                return self.filters.describe()
+            shown = self.chat.context(persona=self.persona, project=self.project).filters
+        else:
+            shown = self.chat.filters(self.conversation)
+        return shown.describe() if shown else "none (every document)"
+
     def cmd_new(self, args: str) -> bool:
         self._drop_if_empty()
         self.conversation = None
@@ -283,6 +310,8 @@ class ChatSession:
             self.conversation = self.created = conv.id
             if self.kbs:
                 self.chat.set_kbs(conv.id, self.kbs)
+            if self.filters:
+                self.chat.set_filters(conv.id, self.filters)
         return self.conversation
 
     def _adopt(self, ref: str) -> None:
@@ -294,6 +323,8 @@ class ChatSession:
             self.chat.set_project(conv.id, self.project)
         if self.kbs:
             self.chat.set_kbs(conv.id, self.kbs)
+        if self.filters:
+            self.chat.set_filters(conv.id, self.filters)
         conv = self.chat.conversation(conv.id)
         self.persona = self.chat.persona(conv.persona_id).name if conv.persona_id else None
         self.project = self.chat.project(conv.project_id).name if conv.project_id else None
@@ -345,6 +376,9 @@ class ChatSession:
         else:
             where = "A new conversation"
         self.note(f"{where}{self._model_note()}.")
+        line = self._filters_line()
+        if not line.startswith("none"):
+            self.note(f"Searches keep to: {line} (/filter changes it).")
         self.note("/help lists the commands; /exit or Ctrl-D leaves; Ctrl-C stops an answer.")
 
     def _open_history(self) -> None:

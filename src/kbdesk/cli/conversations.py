@@ -1,6 +1,7 @@
 """``kbdesk conversations …`` (alias ``conv``): saved conversations, headless.
 
-List, show, rename, delete, switch KBs, set the retrieval policy, open a source. These
+List, show, rename, delete, switch KBs, set the retrieval policy and default filters,
+open a source. These
 lived under ``kbdesk chat …`` before ``kbdesk chat`` became the interactive chat; those
 spellings still work, hidden, with a note (:data:`LEGACY`).
 """
@@ -14,6 +15,7 @@ from rich.text import Text
 
 from kbdesk.chat.safety import clean, one_line
 from kbdesk.cli.chat_turn import RETRIEVAL_POLICIES
+from kbdesk.cli.filter_options import pop_filters, with_filter_options
 from kbdesk.cli.output import passage, plain, print_json, stdout, table
 from kbdesk.errors import InvalidInputError
 
@@ -22,7 +24,7 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON f
 
 @click.group("conversations")
 def conversations_group() -> None:
-    """Saved conversations: list, show, rename, delete, KB toggles, retrieval, sources.
+    """Saved conversations: list, show, rename, delete, KB toggles, retrieval, filters, sources.
 
     Chat in them with 'kbdesk chat CONVERSATION' or 'kbdesk ask -c CONVERSATION'.
     """
@@ -158,6 +160,34 @@ def conversations_retrieval(state, conversation, policy, as_json) -> None:
         print_json({"conversation": conv.id, "retrieval": conv.retrieval})
     else:
         stdout().print(plain(f"retrieval: {conv.retrieval or 'default (the persona’s, else [chat] retrieval)'}"))
+
+
+@conversations_group.command("filter")
+@click.argument("conversation")
+@with_filter_options
+@click.option("--clear", is_flag=True, help="Remove the conversation's own filters (its persona's apply, if any).")
+@json_option
+@click.pass_obj
+def conversations_filter(state, conversation, clear, as_json, **flags) -> None:
+    """Show or set the default filters every search of the conversation keeps to (e.g.
+    --path 'projects/atlas/**'): kbdesk's own search with the question and the model's
+    kb_search. The flags given replace the conversation's filters; none shows them;
+    --clear removes them. Without filters of its own, a conversation keeps to its
+    persona's."""
+    chat = state.desk().chat()
+    filters = pop_filters(flags)
+    if clear and filters:
+        raise click.UsageError("give filters or --clear, not both")
+    if clear or filters:
+        chat.set_filters(conversation, filters if filters else None)
+    conv = chat.conversation(conversation)
+    applied = chat.filters(conv.id)
+    if as_json:
+        print_json({"conversation": conv.id, "filters": conv.filters or {}, "applied": applied.to_dict()})
+        return
+    own = conv.filters is not None
+    line = applied.describe() if applied else "none"
+    stdout().print(plain(f"filters: {line}{'' if own or not applied else ' (the persona’s)'}"))
 
 
 @conversations_group.command("source")

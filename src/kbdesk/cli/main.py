@@ -76,7 +76,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "conversations": (
         "kbdesk.cli.conversations:conversations_group",
-        "Saved conversations: list, show, rename, delete, KB toggles, retrieval, sources.",
+        "Saved conversations: list, show, rename, delete, KB toggles, retrieval, filters, sources.",
     ),
     "conv": ("kbdesk.cli.conversations:conv_alias", ""),  # hidden: short for conversations
     "doc": ("kbdesk.cli.ingest:doc_group", "One document: its status, or removing it."),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 from rich.text import Text
 
+from kbdesk.cli.filter_options import pop_filters, with_filter_options
 from kbdesk.cli.output import passage, plain, print_json, stdout, table
 from kbdesk.search import MAX_LIMIT, MODES, NeedsVectorsError
 from kbdesk.textsafe import inert_line
@@ -30,13 +31,20 @@ SNIPPET = 400
 @click.option(
     "--json", "as_json", is_flag=True, help="Print JSON: results as {content, source, kb, similarity, metadata}."
 )
+@with_filter_options
 @click.pass_obj
-def search_command(state, kbs, query, limit, threshold, mode, full, explain, as_json) -> None:
-    """Search one or more knowledge bases (KB... names or ids) for QUERY."""
+def search_command(state, kbs, query, limit, threshold, mode, full, explain, as_json, **flags) -> None:
+    """Search one or more knowledge bases (KB... names or ids) for QUERY.
+
+    The filters (--path, --exclude, --type, --since, --until, --tag, --any-tag) narrow the
+    search to matching documents before ranking: the best results among them come back."""
     if mode == "keyword" and threshold is not None:
         raise click.UsageError("--threshold applies to vector and hybrid search (keyword search has no cosine)")
+    filters = pop_filters(flags)
     try:
-        response = state.desk().search(list(kbs), query, limit=limit, threshold=threshold, mode=mode, explain=explain)
+        response = state.desk().search(
+            list(kbs), query, limit=limit, threshold=threshold, mode=mode, explain=explain, filters=filters or None
+        )
     except NeedsVectorsError as exc:
         raise NeedsVectorsError(f"{exc} (--mode keyword)") from None
     if response.notice:
@@ -45,6 +53,7 @@ def search_command(state, kbs, query, limit, threshold, mode, full, explain, as_
         click.echo(f"note: {inert_line(note)}", err=True)
     if as_json:
         body = response.to_dict()
+        body["filters"] = filters.to_dict()
         if explain:
             body["explain"] = response.explain
         print_json(body)
@@ -53,8 +62,9 @@ def search_command(state, kbs, query, limit, threshold, mode, full, explain, as_
     if explain:
         _print_explain(console, response)
         return
+    within = f", {filters.describe()}" if filters else ""
     if not response.results:
-        console.print(plain(f"No results in {', '.join(response.searched_kbs)} ({response.mode} search)."))
+        console.print(plain(f"No results in {', '.join(response.searched_kbs)} ({response.mode} search{within})."))
         return
     for rank, result in enumerate(response.results, start=1):
         where = ", ".join(
@@ -69,7 +79,7 @@ def search_command(state, kbs, query, limit, threshold, mode, full, explain, as_
         body = result.content if full or len(result.content) <= SNIPPET else result.content[:SNIPPET].rstrip() + "…"
         console.print(passage(body), style="")
         console.print()
-    console.print(Text(f"{len(response.results)} results, {response.mode} search", style="dim"))
+    console.print(plain(f"{len(response.results)} results, {response.mode} search{within}", style="dim"))
 
 
 def _rank(value) -> str:

@@ -6,8 +6,9 @@ the chat pane offers them to a model:
 * ``kb_search`` — the chat tool itself (name, description and behaviour: every
   discoverable KB searched by meaning and keyword, keyword only where no embedding
   provider is set up or the query cannot be embedded — ``keyword_fallback`` and
-  ``notice`` say so —, passages bounded and fenced as data), plus a ``kbs`` argument
-  (names or ids) that narrows the search to some of the KBs offered. The text is what a
+  ``notice`` say so —, passages bounded and fenced as data, ``filters`` narrowing it to
+  documents by path glob, file type, date and tags), plus a ``kbs`` argument (names or
+  ids) that narrows the search to some of the KBs offered. The text is what a
   chat model reads; the structured content holds the results (``content``, ``source``,
   ``kb``, ``similarity``, ``metadata``) and their ``sources``. With no KB to search it
   answers so, as a tool result;
@@ -16,7 +17,8 @@ the chat pane offers them to a model:
 * every ready document is a resource, ``kbdesk://kb/<kb id>/documents/<doc id>``,
   read as its extracted text.
 
-A tool's failure (bad arguments — an unknown one, ``max_results`` out of 1-20 —, an
+A tool's failure (bad arguments — an unknown one, ``max_results`` out of 1-20, a bad
+filter naming its field —, an
 unknown tool, a failed search) is a tool result with ``isError``, worded so the model
 can correct itself; a bad resource read is a one-line protocol error. Blocking work runs
 in worker threads.
@@ -63,7 +65,10 @@ KB_SEARCH_SCHEMA: dict[str, Any] = {
         },
     },
 }
-ARGUMENTS = {"kb_search": ("query", "max_results", "kbs"), "note_search": ("query", "semantic", "max_results")}
+ARGUMENTS = {
+    "kb_search": ("query", "max_results", "kbs", "filters"),
+    "note_search": ("query", "semantic", "max_results"),
+}
 URI = re.compile(r"^kbdesk://kb/([0-9a-fA-F-]{36})/documents/([0-9a-fA-F-]{36})$")
 MAX_RESOURCES = 5_000
 INSTRUCTIONS = (

@@ -53,6 +53,7 @@ def federated_search(
     threshold: float | None = None,
     mode: str | None = None,
     explain: bool = False,
+    filters: Any = None,
 ) -> FederatedResponse:
     """Search local KBs (``local_refs``) and remote ones at once; one ranking (module docstring)."""
     cfg = desk.config.search
@@ -63,7 +64,12 @@ def federated_search(
     wanted: dict[str, list[str]] = {}
     for ref in remote_refs:
         wanted.setdefault(ref.remote, []).append(ref.kb)
-    options = {"limit": depth, "mode": mode, "threshold": threshold if mode != "keyword" else None}
+    options = {
+        "limit": depth,
+        "mode": mode,
+        "threshold": threshold if mode != "keyword" else None,
+        "filters": filters.to_dict() if filters else None,  # the same filter on both sides
+    }
     calls = {name: functools.partial(_remote_leg, remotes, name, wanted[name], query, options) for name in wanted}
     answers: dict[str, Any] = {}
     started = time.monotonic()
@@ -86,6 +92,7 @@ def federated_search(
             threshold=threshold,
             mode=mode,
             explain=True,
+            filters=filters,
         )
         kbs = [desk.kb(ref) for ref in local_refs]
         dims = {kb.id: desk.store.kb_vector_dimensions(kb.id) for kb in kbs}

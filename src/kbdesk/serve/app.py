@@ -9,6 +9,7 @@ get a grace period, and whatever they leave is resumed by the next start.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -150,13 +151,17 @@ def _handlers(app: FastAPI) -> None:
         return error_response(500, "internal error (the server's log has the details)")
 
 
+_BRANCH = re.compile(r"^(str|int|float|bool|list\[str\]|function-\w+\[.*\])$")
+
+
 def describe_invalid(errors: Sequence[Any]) -> str:
     """The first validation problem as one line: where, and what is wrong."""
     if not errors:
         return "the request is not valid"
     first = errors[0]
     kind = first.get("type", "")
-    where = [str(part) for part in first.get("loc", ()) if part not in ("body",)]
+    # a union's branch ("str", "list[str]") is no part of where the value is
+    where = [str(part) for part in first.get("loc", ()) if part not in ("body",) and not _BRANCH.match(str(part))]
     if kind == "json_invalid":
         return "the body is not valid JSON"
     if kind == "extra_forbidden":
@@ -169,6 +174,8 @@ def describe_invalid(errors: Sequence[Any]) -> str:
     if kind in ("model_attributes_type", "dict_type") and not where:
         return "the body must be a JSON object"
     message = str(first.get("msg", "is not valid"))
+    if "str" in [str(part) for part in first.get("loc", ())] and kind == "string_type":
+        message = "Input should be a string or a list of strings"  # a union of both: the first branch's words
     return f"{'.'.join(where) or 'the body'}: {message[0].lower() + message[1:] if message else 'is not valid'}"
 
 

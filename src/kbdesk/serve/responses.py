@@ -107,6 +107,9 @@ class SearchAnswer(BaseModel):
     )
     notice: str | None = Field(None, description="One line about that fallback, for a person.")
     notes: list[str] | None = Field(None, description="Why the answer is not what was asked (say, keyword only).")
+    filters: dict[str, Any] | None = Field(
+        None, description="The filters applied (their JSON form, as the request's filters), when any."
+    )
 
 
 class RebuildStarted(BaseModel):

@@ -15,6 +15,7 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, Field
 
 from kbdesk import __version__
+from kbdesk.filters import Filters
 from kbdesk.remote.ranking import ranked_to_wire, ranking_of, ranking_to_wire
 from kbdesk.search import NeedsVectorsError
 from kbdesk.serve.auth import Caller, caller
@@ -72,6 +73,7 @@ class AcrossAnswer(BaseModel):
     keyword_fallback: list[str] | None = None
     notice: str | None = None
     notes: list[str] | None = None
+    filters: dict[str, Any] | None = Field(None, description="The filters that applied (as sent, normalised).")
 
 
 class TokenInfo(BaseModel):
@@ -145,9 +147,16 @@ def _search(who: Caller, body: AcrossRequest) -> dict[str, Any]:
     desk = who.desk
     s = desk.config.search
     threshold = body.threshold if body.threshold is not None else s.threshold
+    filters = Filters.from_dict(body.filters.model_dump(exclude_none=True)) if body.filters else Filters()
     try:
         response = desk.search(
-            list(kbs), body.query, limit=body.limit, threshold=body.threshold, mode=body.mode, explain=True
+            list(kbs),
+            body.query,
+            limit=body.limit,
+            threshold=body.threshold,
+            mode=body.mode,
+            explain=True,
+            filters=filters or None,
         )
     except NeedsVectorsError as exc:
         raise ApiError(400, f'{exc} ("mode": "keyword")') from None
@@ -164,6 +173,8 @@ def _search(who: Caller, body: AcrossRequest) -> dict[str, Any]:
             {"id": kb.id, "name": kb.name, "model_id": kb.model_id, "dimensions": dims[kb.id]} for kb in kbs.values()
         ],
     }
+    if filters:
+        out["filters"] = filters.to_dict()
     if response.keyword_fallback:
         out["keyword_fallback"] = list(response.keyword_fallback)
         out["notice"] = response.notice

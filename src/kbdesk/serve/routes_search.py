@@ -10,6 +10,7 @@ import anyio.to_thread
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
+from kbdesk.filters import Filters
 from kbdesk.search import NeedsVectorsError
 from kbdesk.serve.auth import WRITES, Caller, caller
 from kbdesk.serve.errors import ApiError
@@ -47,16 +48,21 @@ async def search(kb_id: str, body: SearchRequest, request: Request, who: Caller 
     floor on the fused score in hybrid mode, refused in keyword mode.
     When the KB's embedding provider cannot embed the query (or failed a moment ago), the
     answer comes from keyword search alone: ``keyword_fallback`` names the KB, ``notice``
-    and ``notes`` say why. Only ``mode: "vector"`` fails then (502)."""
+    and ``notes`` say why. Only ``mode: "vector"`` fails then (502).
+    ``filters`` narrows the search to documents by path glob, file type, date and tags
+    before ranking; the answer's ``filters`` says which applied."""
     if body.mode == "keyword" and body.threshold is not None:
         raise ApiError(400, "threshold applies to vector and hybrid search (keyword search has no cosine)")
     return await anyio.to_thread.run_sync(_search, who, kb_id, body, limiter=search_limiter(request.app))
 
 
 def _search(who: Caller, kb_id: str, body: SearchRequest) -> dict[str, Any]:
+    filters = Filters.from_dict(body.filters.model_dump(exclude_none=True)) if body.filters else Filters()
     kb = who.kb(kb_id)
     try:
-        response = who.desk.search([kb.id], body.query, limit=body.limit, threshold=body.threshold, mode=body.mode)
+        response = who.desk.search(
+            [kb.id], body.query, limit=body.limit, threshold=body.threshold, mode=body.mode, filters=filters or None
+        )
     except NeedsVectorsError as exc:
         raise ApiError(400, f'{exc} ("mode": "keyword")') from None
     out: dict[str, Any] = {
@@ -70,6 +76,8 @@ def _search(who: Caller, kb_id: str, body: SearchRequest) -> dict[str, Any]:
         out["notice"] = response.notice
     if response.notes:
         out["notes"] = [inert_line(n) for n in response.notes]
+    if filters:
+        out["filters"] = filters.to_dict()
     return out
 
 

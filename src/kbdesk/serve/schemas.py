@@ -34,6 +34,42 @@ class Discoverable(Body):
     discoverable: bool
 
 
+Globs = str | list[str]
+
+
+class SearchFilters(Body):
+    """Which documents a search may return (kbdesk's addition). Fields combine with AND;
+    each left out narrows nothing. A bad value is a 400 naming the field."""
+
+    path: Globs | None = Field(
+        None,
+        description="Glob(s) the document's path (relative to the folder it was added from) must match one of: "
+        "'projects/**' (any depth), 'work/*' (one level), '*.md'.",
+        examples=["projects/**"],
+    )
+    exclude: Globs | None = Field(None, description="Glob(s) of document paths to leave out.")
+    type: Globs | None = Field(
+        None, description="File types, one of which must match: 'pdf,md' or ['pdf', 'md'].", examples=["pdf,md"]
+    )
+    since: str | None = Field(
+        None,
+        description="Only documents dated at or after this ISO-8601 day or time (2026-11-01, 2026-11-01T09:30Z).",
+        examples=["2026-11-01"],
+    )
+    until: str | None = Field(
+        None, description="Only documents dated before the end of this day (or before this time)."
+    )
+    date: Literal["modified", "indexed"] | None = Field(
+        None, description="What since/until compare: the file's modified time (default) or when it was indexed."
+    )
+    tags: Globs | None = Field(
+        None,
+        description="Tags a document must carry all of (front matter tags: and inline #tags; any case, no '#').",
+        examples=[["q3"]],
+    )
+    any_tags: Globs | None = Field(None, description="Tags a document must carry at least one of.")
+
+
 class SearchRequest(Body):
     query: str = Field(min_length=1, max_length=2_000)
     limit: int = Field(5, ge=1, le=MAX_LIMIT)
@@ -46,6 +82,11 @@ class SearchRequest(Body):
     )
     mode: Literal["auto", "vector", "keyword", "hybrid"] | None = Field(
         None, description="kbdesk's addition: how to rank (default: the server's configured mode)."
+    )
+    filters: SearchFilters | None = Field(
+        None,
+        description="kbdesk's addition: search only documents matching these (applied before ranking: the best "
+        "`limit` results inside the filter come back).",
     )
 
 

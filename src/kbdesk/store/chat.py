@@ -41,6 +41,8 @@ class Conversation:
     message_count: int = 0
     retrieval: str | None = None
     """auto, tool, always or off; None: the persona's or config's policy applies."""
+    filters: dict[str, Any] | None = None
+    """Default filters of its searches (the JSON form); None: the persona's, if any."""
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)

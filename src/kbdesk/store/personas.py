@@ -6,10 +6,12 @@ The SQL that keeps them is written once for both engines in
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from kbdesk.errors import InvalidInputError
+from kbdesk.filters import Filters
 
 UNSET: Any = object()
 """Leave a field as it is (None means "clear it")."""
@@ -29,6 +31,8 @@ class Persona:
     """auto, tool, always or off; None: the conversation's or config's policy applies."""
     max_tokens: int | None = None
     """Longest answer in tokens; None: the config's ``[chat] max_tokens``."""
+    filters: dict[str, Any] | None = None
+    """Default filters of its searches (:class:`kbdesk.filters.Filters`' JSON form); None: none."""
     kbs: list[tuple[str, bool]] = field(default_factory=list)
     """(kb_id, auto_search) of each bound KB."""
 
@@ -60,6 +64,24 @@ def check_retrieval(policy: str | None) -> str | None:
     if policy not in RETRIEVAL_POLICIES:
         raise InvalidInputError(f"retrieval must be one of {', '.join(RETRIEVAL_POLICIES)}, not {policy!r}")
     return policy
+
+
+def filters_in(value: Filters | dict[str, Any] | None) -> str | None:
+    """Default filters as the JSON text kept in a ``filters`` column (checked; None or an
+    empty filter: none)."""
+    checked = value if isinstance(value, Filters) else Filters.from_dict(value)
+    return json.dumps(checked.to_dict(), ensure_ascii=False) if checked else None
+
+
+def filters_out(text: Any) -> dict[str, Any] | None:
+    """A ``filters`` column's JSON text as the JSON form (None when empty or unreadable)."""
+    if not text:
+        return None
+    try:
+        value = json.loads(text) if isinstance(text, str) else text
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) and value else None
 
 
 def check_max_tokens(value: int | None) -> int | None:

@@ -17,9 +17,9 @@ from kbdesk.errors import InvalidInputError, NotFoundError
 from kbdesk.store.chat import ROLES, STATUSES, UNSET, ChatMessage, Conversation, ToolCallRecord, clean_title
 from kbdesk.store.core.parts import StoreParts
 from kbdesk.store.ids import new_id
-from kbdesk.store.personas import check_retrieval
+from kbdesk.store.personas import check_retrieval, filters_in, filters_out
 
-_CONV = "id, title, persona_id, project_id, created_at, updated_at, retrieval"
+_CONV = "id, title, persona_id, project_id, created_at, updated_at, retrieval, filters"
 _MSG = "id, channel_id, role, content, tool_call_id, status, model, sources, created_at"
 _COUNT = "(SELECT count(*) FROM {chat_messages} m WHERE m.channel_id = c.id)"
 
@@ -31,9 +31,17 @@ class ChatCore(StoreParts):
     def _conversation(self, row: Sequence[Any]) -> Conversation:
         """A row of (_CONV columns…, message count)."""
         values = self._row(row, (4, 5))
-        conv_id, title, persona_id, project_id, created, updated, retrieval = values[:7]
+        conv_id, title, persona_id, project_id, created, updated, retrieval, filters = values[:8]
         return Conversation(
-            conv_id, title, persona_id, project_id, created, updated, message_count=int(values[7]), retrieval=retrieval
+            conv_id,
+            title,
+            persona_id,
+            project_id,
+            created,
+            updated,
+            message_count=int(values[8]),
+            retrieval=retrieval,
+            filters=filters_out(filters),
         )
 
     # ── conversations ──────────────────────────────────────────────────────────
@@ -90,10 +98,13 @@ class ChatCore(StoreParts):
         persona_id: Any = UNSET,
         project_id: Any = UNSET,
         retrieval: Any = UNSET,
+        filters: Any = UNSET,
     ) -> Conversation:
         changes: dict[str, Any] = {}
         if retrieval is not UNSET:
             changes["retrieval"] = check_retrieval(retrieval)
+        if filters is not UNSET:
+            changes["filters"] = filters_in(filters)
         if title is not UNSET:
             changes["title"] = self.db.text(clean_title(title))
         if persona_id is not UNSET:

@@ -14,9 +14,9 @@ from typing import Any
 from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError
 from kbdesk.store.core.parts import StoreParts
 from kbdesk.store.ids import ID_PREFIX, check_name, new_id
-from kbdesk.store.personas import UNSET, Persona, Project, check_max_tokens, check_retrieval
+from kbdesk.store.personas import UNSET, Persona, Project, check_max_tokens, check_retrieval, filters_in, filters_out
 
-_PERSONA = "id, name, system_prompt, provider, model, created_at, updated_at, retrieval, max_tokens"
+_PERSONA = "id, name, system_prompt, provider, model, created_at, updated_at, retrieval, max_tokens, filters"
 _PROJECT = "id, name, description, created_at, updated_at"
 
 
@@ -138,14 +138,16 @@ class PersonasCore(StoreParts):
         model: str | None = None,
         retrieval: str | None = None,
         max_tokens: int | None = None,
+        filters: Any = None,
     ) -> Persona:
         name, persona_id, now = check_name(name, "persona name"), new_id(), self.db.now()
         retrieval, max_tokens = check_retrieval(retrieval), check_max_tokens(max_tokens)
+        kept_filters = filters_in(filters)
         with self.write() as conn:
             self._check_free(conn, "personas", "persona", name)
             conn.execute(
                 self.db.table_sql(
-                    f"INSERT INTO {{personas}}({_PERSONA}, owner_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                    f"INSERT INTO {{personas}}({_PERSONA}, owner_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 ),
                 (
                     persona_id,
@@ -157,6 +159,7 @@ class PersonasCore(StoreParts):
                     now,
                     retrieval,
                     max_tokens,
+                    kept_filters,
                     self.local_user_id,
                 ),
             )
@@ -164,6 +167,7 @@ class PersonasCore(StoreParts):
 
     def find_persona(self, ref: str) -> Persona:
         persona = Persona(*self._row(self._find_row("personas", _PERSONA, ref, "persona", "name"), (5, 6)))
+        persona.filters = filters_out(persona.filters)
         persona.kbs = [(k, bool(a)) for k, a in self._bound("persona", persona.id, ", b.auto_search")]
         return persona
 
@@ -180,9 +184,12 @@ class PersonasCore(StoreParts):
         model: Any = UNSET,
         retrieval: Any = UNSET,
         max_tokens: Any = UNSET,
+        filters: Any = UNSET,
         kbs: Sequence[tuple[str, bool]] | None = None,
     ) -> Persona:
         changes: dict[str, Any] = {}
+        if filters is not UNSET:
+            changes["filters"] = filters_in(filters)
         if retrieval is not UNSET:
             changes["retrieval"] = check_retrieval(retrieval)
         if max_tokens is not UNSET:

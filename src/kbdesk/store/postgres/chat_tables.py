@@ -99,6 +99,14 @@ OWN_CHANNELS_DDL = [
 ]
 
 
+def install_chat_filters(conn: Any) -> None:
+    """The ``filters`` column (default filters, JSON text) of personas and of kbdesk's own
+    conversations (idempotent)."""
+    conn.execute("ALTER TABLE kbdesk_personas ADD COLUMN IF NOT EXISTS filters TEXT")
+    if "channels" in own_tables(conn):
+        conn.execute("ALTER TABLE channels ADD COLUMN IF NOT EXISTS filters TEXT")
+
+
 def install_chat_tables(conn: Any) -> None:
     """Create the chat tables (idempotent); kbdesk's own ``channels`` gets its columns."""
     for statement in CHAT_DDL:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kbdesk.errors import SchemaTooNewError, StoreError
-from kbdesk.store.postgres.chat_tables import install_chat_tables
+from kbdesk.store.postgres.chat_tables import install_chat_filters, install_chat_tables
 from kbdesk.store.postgres.keyword import install as install_keyword_stats
 from kbdesk.store.postgres.locks import maintenance, migration_lock
 from kbdesk.store.postgres.rls import install_row_security
@@ -302,6 +302,12 @@ def _m013_document_facts(conn: Any) -> None:
         conn.execute(statement)
 
 
+def _m014_chat_filters(conn: Any) -> None:
+    # Default filters of a conversation's or persona's searches (kbdesk.filters' JSON
+    # form as text; NULL: none), as on SQLite (store/postgres/chat_tables.py).
+    install_chat_filters(conn)
+
+
 MIGRATIONS: list[Migration] = [
     ("seed_008_knowledge_bases", _m001_seed_008),
     ("kbdesk_columns", _m002_kbdesk_columns),
@@ -316,6 +322,7 @@ MIGRATIONS: list[Migration] = [
     ("private_sources", _m011_private_sources),
     ("keyword_cjk", _m012_keyword_cjk),
     ("document_facts", _m013_document_facts),
+    ("chat_filters", _m014_chat_filters),
 ]
 
 REQUIRED_COLUMNS = {

@@ -481,6 +481,15 @@ def _m012_document_facts(conn: Any) -> None:
     """)
 
 
+def _m013_chat_filters(conn: Any) -> None:
+    # Default filters of a conversation's or persona's searches ("this project's folder"):
+    # kbdesk.filters' JSON form as text; NULL: none.
+    conn.executescript("""
+    ALTER TABLE channels ADD COLUMN filters TEXT;
+    ALTER TABLE personas ADD COLUMN filters TEXT;
+    """)
+
+
 MIGRATIONS: list[Migration] = [
     ("core_tables", _m001_core),
     ("keyword_index", _m002_keyword_index),
@@ -494,6 +503,7 @@ MIGRATIONS: list[Migration] = [
     ("document_lookup", _m010_document_lookup),
     ("keyword_cjk", _m011_keyword_cjk),
     ("document_facts", _m012_document_facts),
+    ("chat_filters", _m013_chat_filters),
 ]
 
 

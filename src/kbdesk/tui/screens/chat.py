@@ -343,6 +343,8 @@ class ChatScreen(ChatTurns, DeskScreen):
                 " · " + (f"KBs: {kbs} · search: {context.retrieval}" if kbs else "no knowledge base (ctrl+o)"),
                 style="dim",
             )
+            if kbs and context.filters:
+                text.append(f" · within {one_line(context.filters.describe(), 80)}", style="dim")
         self.query_one("#chat-status", Static).update(text)
 
     async def action_model_settings(self) -> None:

@@ -1,4 +1,5 @@
-"""Search with scores: query, KBs, mode, limit and threshold; why each hit ranked (or not)."""
+"""Search with scores: query, KBs, mode, limit, threshold and a filter line; why each hit
+ranked (or not)."""
 
 from __future__ import annotations
 
@@ -11,18 +12,25 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import Button, DataTable, Header, Input, Label, Select, Static
 
+from kbdesk.errors import InvalidInputError
+from kbdesk.filters import Filters
+from kbdesk.filters_text import parse_line
 from kbdesk.search import MODES, NeedsVectorsError, SearchResponse
 from kbdesk.textsafe import inert, inert_line
 from kbdesk.tui.format import line, score, significant, where_label
 from kbdesk.tui.screens.base import DeskScreen
+from kbdesk.tui.widgets.filter_input import FilterInput
 from kbdesk.tui.widgets.keys_footer import KeysFooter
 from kbdesk.tui.widgets.results_table import ResultsTable
 
 HINT = (
     "Type a query and press Enter. Each row shows the similarity, the vector rank, the keyword rank "
     "and the fused score; candidates the threshold or the limit cut are listed too (ctrl+t hides "
-    "them). Enter on a row opens the chunk with its neighbours."
+    "them). Enter on a row opens the chunk with its neighbours. The filter line narrows the search "
+    "to documents: tag:q3 path:work/** not:work/old/** type:md since:2026-11-01 until:… any:a,b (→ completes "
+    "tags and folders)."
 )
+FILTER_HELP = "Write the filter as key:value words — tag:q3 path:work/** type:md since:2026-11-01 — or clear it."
 
 
 class SearchScreen(DeskScreen):
@@ -32,6 +40,7 @@ class SearchScreen(DeskScreen):
         Binding("ctrl+o", "choose_kbs", "KBs", id="search.kbs"),
         Binding("ctrl+t", "toggle_cut", "Show/hide cut", id="search.cut"),
         Binding("ctrl+l", "focus_query", "Query", id="search.query"),
+        Binding("ctrl+f", "focus_filter", "Filter", id="search.filter"),
         Binding("down", "to_results", "Results", id="search.results", show=False),
     ]
 
@@ -40,11 +49,15 @@ class SearchScreen(DeskScreen):
         self.kb_names = list(kb_names or [])
         self.show_cut = True
         self.response: SearchResponse | None = None
+        self.filters = Filters()
 
     def compose(self) -> ComposeResult:
         config = self.desk.config.search
         yield Header()
         yield Input(placeholder="search… (Enter)", id="query")
+        with Horizontal(id="filter-row"):
+            yield Label("Filter")
+            yield FilterInput(id="filter")
         with Horizontal(id="options"):
             yield Label("Mode")
             yield Select([(m, m) for m in MODES], value=config.mode, allow_blank=False, id="mode", compact=True)
@@ -76,6 +89,16 @@ class SearchScreen(DeskScreen):
         self._set_kbs(self.kb_names)
 
     def _set_kbs(self, names: list[str]) -> None:
+        if names and names != getattr(self, "_hinted", None):
+            self._hinted = list(names)
+            self.in_thread(
+                self.desk.filter_hints,
+                list(names),
+                doing="reading tags and folders",
+                group="filter-hints",
+                exclusive=True,
+                done=self.query_one("#filter", FilterInput).set_hints,
+            )
         self.kb_names = names
         label = f"KBs: {', '.join(names) if names else 'none'}"
         room = max(20, self.size.width - 54)  # beside mode, limit and threshold
@@ -99,6 +122,12 @@ class SearchScreen(DeskScreen):
         except ValueError:
             self.notify("limit is a whole number and threshold a number", severity="warning")
             return
+        try:
+            filters = parse_line(self.query_one("#filter", FilterInput).value)
+        except InvalidInputError as exc:
+            self._filter_refused(exc)
+            return
+        self.filters = filters
         mode: Any = self.query_one("#mode", Select).value
         self._status(line(f"searching {', '.join(self.kb_names)}…", style="dim"))
         self.in_thread(
@@ -109,12 +138,21 @@ class SearchScreen(DeskScreen):
             threshold=threshold,
             mode=str(mode),
             explain=True,
+            filters=filters or None,
             doing="searching",
             group="search",
             exclusive=True,
             done=self._show,
             failed=self._failed,
         )
+
+    def _filter_refused(self, error: BaseException) -> None:
+        """A filter line that does not read: nothing is searched; the status line says what
+        is wrong with which word, and how a filter is written."""
+        text = Text(inert_line(str(error)).replace("filter", "Filter", 1), style="bold")
+        text.append("\n" + FILTER_HELP, style="italic")
+        self._status(text)
+        self.notify(inert_line(str(error)), title="Filter", severity="warning")
 
     def _failed(self, error: BaseException) -> None:
         """The search failed: its results are gone (never the last query's, as if they were
@@ -149,6 +187,8 @@ class SearchScreen(DeskScreen):
                 cut[hit["cut"]] = cut.get(hit["cut"], 0) + 1
         threshold = self.query_one("#threshold", Input).value
         text = line(f"{response.mode} · {len(response.results)} result(s) from {', '.join(response.searched_kbs)}")
+        if self.filters:
+            text.append(line(f" · within {self.filters.describe()}"))
         if cut:
             text.append(" · cut: " + ", ".join(f"{n} by {why}" for why, n in sorted(cut.items())))
         if not response.results:
@@ -205,6 +245,9 @@ class SearchScreen(DeskScreen):
     # ── options ────────────────────────────────────────────────────────────────
     def action_focus_query(self) -> None:
         self.query_one("#query", Input).focus()
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#filter", FilterInput).focus()
 
     def action_toggle_cut(self) -> None:
         self.show_cut = not self.show_cut

@@ -1,0 +1,103 @@
+"""The HTTP search body's ``filters``: over real HTTP on loopback, only matching documents
+come back and the answer says which filters applied; a bad filter is a 400 whose one line
+names the field; the OpenAPI document describes every field."""
+
+from __future__ import annotations
+
+import pytest
+from serve_support import ServeProcess, app_client, make_token
+
+from kbdesk import open_desk
+from vault_support import MATCHING, vault_kb
+
+
+def found(answer) -> set[str]:
+    assert answer.status_code == 200, answer.text
+    return {r["source"] for r in answer.json()["data"]}
+
+
+@pytest.mark.slow
+def test_a_filtered_search_over_http_returns_only_matching_documents(tmp_path, kbdesk_home):
+    token = make_token("--user", "me")
+    server = ServeProcess(tmp_path)
+    try:
+        with server.client(token) as api:
+            kb = api.post("/knowledge-bases", json={"name": "notes"}).json()
+            desk = open_desk()
+            vault_kb(desk, kb["id"], create=False)
+            desk.close()
+            url = f"/knowledge-bases/{kb['id']}/search"
+            answer = api.post(
+                url, json={"query": "roadmap", "limit": 10, "filters": {"tags": ["q3"], "path": "work/**"}}
+            )
+            assert found(answer) == MATCHING
+            assert answer.json()["filters"] == {"path": ["work/**"], "tags": ["q3"]}
+            assert "filters" not in api.post(url, json={"query": "roadmap"}).json()
+            assert found(api.post(url, json={"query": "roadmap", "filters": {"type": "pdf"}})) == {
+                "work/roadmap-review.pdf"
+            }
+            refused = api.post(url, json={"query": "roadmap", "filters": {"since": "last week"}})
+            assert refused.status_code == 400
+            assert refused.json() == {
+                "error": "bad_request",
+                "message": "filters: 'since' must be a date like 2026-11-01 (or 2026-11-01T09:30), not 'last week'",
+            }
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def api(kbdesk_home):
+    desk = open_desk()
+    vault_kb(desk)
+    client, auth = app_client(desk)
+    with client:
+        client.headers.update(auth)
+        client.kb_id = desk.kb("notes").id
+        yield client
+    desk.close()
+
+
+def test_every_filter_field_narrows(api):
+    url = f"/knowledge-bases/{api.kb_id}/search"
+
+    def search(**filters):
+        return found(api.post(url, json={"query": "roadmap", "limit": 10, "filters": filters}))
+
+    assert search(exclude=["work/**"]) == {"home/roadmap.md"}
+    assert search(since="2026-10-01", type=["md"]) == {
+        "work/roadmap.md",
+        "work/plans/roadmap-draft.md",
+        "home/roadmap.md",
+    }
+    assert search(until="2026-06-30") == {"work/old-roadmap.md"}
+    assert search(any_tags="q2,draft") == {"work/old-roadmap.md", "work/plans/roadmap-draft.md"}
+    assert search(since="2020-01-01", date="indexed") == search()  # every document was indexed just now
+    assert search() == {n for n, *_ in __import__("vault_support").NOTES}
+
+
+@pytest.mark.parametrize(
+    ("filters", "says"),
+    [
+        ({"folder": "work"}, "unknown field 'filters.folder'"),
+        ({"tags": 3}, "filters.tags:"),
+        ({"date": "created"}, "filters.date:"),
+        ({"until": "2026-02-30"}, "filters: 'until' must be a date"),
+        ("tag:q3", "filters:"),
+    ],
+)
+def test_a_bad_filter_is_a_400_naming_the_field(api, filters, says):
+    answer = api.post(f"/knowledge-bases/{api.kb_id}/search", json={"query": "roadmap", "filters": filters})
+    assert answer.status_code == 400, answer.text
+    body = answer.json()
+    assert body["error"] == "bad_request" and says in body["message"] and "\n" not in body["message"]
+
+
+def test_the_openapi_document_describes_the_filters(api):
+    schemas = api.get("/openapi.json").json()["components"]["schemas"]
+    request = schemas["SearchRequest"]["properties"]["filters"]
+    assert "before ranking" in request["description"]
+    fields = schemas["SearchFilters"]["properties"]
+    assert set(fields) == {"path", "exclude", "type", "since", "until", "date", "tags", "any_tags"}
+    assert all(f.get("description") for f in fields.values())
+    assert "filters" in schemas["SearchAnswer"]["properties"]

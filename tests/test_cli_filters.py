@@ -1,0 +1,88 @@
+"""``kbdesk search`` narrowed by --path, --exclude, --type, --since, --until, --tag and
+--any-tag: only matching documents come back, --json says the filters applied, a bad
+filter is one line naming the flag."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from kbdesk import open_desk
+from kbdesk.cli.main import cli
+from vault_support import MATCHING, vault_kb
+
+
+@pytest.fixture
+def run():
+    desk = open_desk()
+    vault_kb(desk)
+    desk.close()
+    runner = CliRunner()
+
+    def invoke(*args):
+        result = runner.invoke(cli, list(args))
+        assert "Traceback" not in result.output
+        return result
+
+    return invoke
+
+
+def sources(result) -> set[str]:
+    assert result.exit_code == 0, result.output
+    return {r["source"] for r in json.loads(result.stdout)["results"]}
+
+
+def test_tag_and_path_return_only_matching_documents(run):
+    r = run("search", "notes", "roadmap", "--tag", "q3", "--path", "work/**", "--json")
+    assert sources(r) == MATCHING
+    assert json.loads(r.stdout)["filters"] == {"path": ["work/**"], "tags": ["q3"]}
+    text = run("search", "notes", "roadmap", "--tag", "q3", "--path", "work/**").output
+    assert "path work/** · tags q3" in text and "home/roadmap.md" not in text
+
+
+def test_each_flag_narrows(run):
+    everything = sources(run("search", "notes", "roadmap", "-n", "20", "--json"))
+    assert len(everything) == 5
+    assert sources(run("search", "notes", "roadmap", "--type", "pdf", "--json")) == {"work/roadmap-review.pdf"}
+    assert sources(run("search", "notes", "roadmap", "--exclude", "work/**", "--json")) == {"home/roadmap.md"}
+    assert sources(run("search", "notes", "roadmap", "--since", "2026-10-01", "--json")) == {
+        "work/roadmap.md",
+        "work/plans/roadmap-draft.md",
+        "home/roadmap.md",
+    }
+    assert sources(run("search", "notes", "roadmap", "--until", "2026-06-30", "--json")) == {"work/old-roadmap.md"}
+    assert sources(run("search", "notes", "roadmap", "--any-tag", "q2", "--any-tag", "draft", "--json")) == {
+        "work/old-roadmap.md",
+        "work/plans/roadmap-draft.md",
+    }
+    assert sources(run("search", "notes", "roadmap", "--tag", "q3", "--tag", "draft", "--json")) == {
+        "work/plans/roadmap-draft.md"
+    }
+
+
+def test_a_filter_nothing_matches_says_so(run):
+    r = run("search", "notes", "roadmap", "--tag", "nothing-has-this")
+    assert r.exit_code == 0 and "No results" in r.output and "tags nothing-has-this" in r.output
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--since", "last week"], "--since must be a date like 2026-11-01"),
+        (["--until", "2026-13-01"], "--until must be a date"),
+        (["--date", "created"], "Invalid value for '--date'"),
+    ],
+)
+def test_a_bad_filter_is_one_line_naming_the_flag(run, args, says):
+    r = run("search", "notes", "roadmap", *args)
+    assert r.exit_code != 0 and says in r.output
+    if says.startswith("--"):
+        assert r.exit_code == 1 and r.output.strip().count("\n") == 0
+
+
+def test_help_says_what_each_filter_does(run):
+    text = run("search", "--help").output
+    for flag in ("--path", "--exclude", "--type", "--since", "--until", "--date", "--tag", "--any-tag"):
+        assert flag in text

@@ -1,0 +1,48 @@
+"""The library face: ``desk.search(…, filters=…)`` takes a Filters, its JSON form or a
+filter line alike; a bad one is one line naming the field; ``desk.filter_hints`` says
+what a filter on some KBs can name (the TUI completes from it)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kbdesk import open_desk
+from kbdesk.errors import InvalidInputError
+from kbdesk.filters import Filters
+from vault_support import MATCHING, vault_kb
+
+
+@pytest.fixture
+def desk():
+    d = open_desk()
+    vault_kb(d)
+    yield d
+    d.close()
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [
+        Filters(tags=("q3",), path=("work/**",)),
+        {"tags": ["q3"], "path": "work/**"},
+        "tag:q3 path:work/**",
+    ],
+)
+def test_search_takes_filters_in_every_form(desk, filters):
+    response = desk.search(["notes"], "roadmap", limit=10, filters=filters)
+    assert {r.source for r in response.results} == MATCHING
+    assert response.to_dict()["filters"] == {"path": ["work/**"], "tags": ["q3"]}
+
+
+def test_a_bad_filter_is_one_line_naming_the_field(desk):
+    with pytest.raises(InvalidInputError, match="filters: 'until' must be a date"):
+        desk.search(["notes"], "roadmap", filters={"until": "later"})
+    with pytest.raises(InvalidInputError, match="filters must be an object"):
+        desk.search(["notes"], "roadmap", filters=42)
+
+
+def test_filter_hints_name_the_tags_folders_and_types(desk):
+    hints = desk.filter_hints(["notes"])
+    assert hints.tags == ("draft", "planning", "q2", "q3")
+    assert hints.folders == ("home", "work", "work/plans")
+    assert hints.types == ("md", "pdf")
