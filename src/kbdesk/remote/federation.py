@@ -21,7 +21,7 @@ from typing import Any
 from kbdesk.errors import InvalidInputError, KbdeskError, NotFoundError
 from kbdesk.models import SearchResult
 from kbdesk.remote.names import RemoteRef, display_name
-from kbdesk.remote.ranking import BY_RANK, Ranked, Ranking, merge, ranking_of
+from kbdesk.remote.ranking import BY_RANK, Ranked, Ranking, explain_entry, merge_scored, ranking_of
 from kbdesk.remote.registry import SLOW, RemoteKb, Remotes, RemoteState, reason_of, run_within, state_of
 from kbdesk.search import MAX_LIMIT, SearchResponse, check_limit
 
@@ -127,7 +127,8 @@ def federated_search(
         if errors:
             raise errors[0]
         raise _TimedOut(states[0].note)
-    results, rule = merge(rankings, limit)
+    scored, rule = merge_scored(rankings, limit)
+    results = [x.result for _, x in scored]
     if rule == BY_RANK:
         notes.append(
             "local and remote results merged by rank: their scores are not comparable "
@@ -144,8 +145,9 @@ def federated_search(
         remotes=states,
         merged_by=rule,
     )
-    if explain and local is not None:
-        response.explain = local.explain
+    if explain:  # the merged results, then what the local search cut (the remote's cuts stay there)
+        cut = [e for e in (local.explain or []) if e.get("cut") is not None] if local is not None else []
+        response.explain = [explain_entry(score, x) for score, x in scored] + cut
     return response
 
 

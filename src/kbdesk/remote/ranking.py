@@ -87,10 +87,16 @@ def comparable(rankings: Sequence[Ranking]) -> bool:
 
 def merge(rankings: Sequence[Ranking], limit: int) -> tuple[list[SearchResult], str]:
     """The best ``limit`` results of all sides, and the rule used (:data:`BY_SCORE` or :data:`BY_RANK`)."""
+    scored, rule = merge_scored(rankings, limit)
+    return [x.result for _, x in scored], rule
+
+
+def merge_scored(rankings: Sequence[Ranking], limit: int) -> tuple[list[tuple[float | None, Ranked]], str]:
+    """:func:`merge` with each result's merged score and parts (for the retrieval debugger)."""
     sides = [r for r in rankings if r.ranked]
     if len(sides) <= 1:
-        return ([x.result for x in sides[0].ranked[:limit]] if sides else []), BY_SCORE
-    keyed: list[tuple[float, int, int, SearchResult]] = []
+        return ([(x.fused, x) for x in sides[0].ranked[:limit]] if sides else []), BY_SCORE
+    keyed: list[tuple[float, int, int, Ranked]] = []
     if comparable(sides):
         rule = BY_SCORE
         mode = sides[0].mode
@@ -106,14 +112,35 @@ def merge(rankings: Sequence[Ranking], limit: int) -> tuple[list[SearchResult], 
                     score = alpha * max(cosine, 0.0) + (1.0 - alpha) * keyword
                     if score < alpha * threshold:
                         continue  # under the floor once every side's keyword scores are counted
-                keyed.append((score, order, x.rank, x.result))
+                keyed.append((score, order, x.rank, x))
     else:
         rule = BY_RANK
         for order, side in enumerate(sides):
             for x in side.ranked:
-                keyed.append((1.0 / (RRF_K + x.rank), order, x.rank, x.result))
-    keyed.sort(key=lambda k: (-k[0], -k[3].similarity, k[1], k[2]))
-    return [k[3] for k in keyed[:limit]], rule
+                keyed.append((1.0 / (RRF_K + x.rank), order, x.rank, x))
+    keyed.sort(key=lambda k: (-k[0], -k[3].result.similarity, k[1], k[2]))
+    return [(k[0], k[3]) for k in keyed[:limit]], rule
+
+
+def explain_entry(score: float | None, x: Ranked) -> dict[str, Any]:
+    """A merged result as a row of the retrieval debugger (``--explain``, the TUI's search)."""
+    r = x.result
+    return {
+        "similarity": r.similarity,
+        "score_kind": r.metadata.get("score_kind", "cosine"),
+        "cosine": x.cosine,
+        "vector_rank": None,
+        "keyword_rank": None,
+        "keyword_score": x.keyword,
+        "fused": None if score is None else round(score, 6),
+        "cut": None,
+        "content": r.content,
+        "source": r.source,
+        "kb": r.kb,
+        "metadata": dict(r.metadata),
+        "document_id": r.document_id,
+        "chunk_index": r.chunk_index,
+    }
 
 
 # ── on the wire (POST /api/search answers these parts; the client reads them back) ──

@@ -278,3 +278,14 @@ def remote_kb(
         created_at="",
         updated_at="",
     )
+
+
+def pickable_kbs(desk: Any) -> tuple[list[KnowledgeBase], list[RemoteState]]:
+    """What a KB picker offers: the local KBs, then each remote's (``team:Product Docs``,
+    scope ``remote``), and each remote's state (a remote that does not answer within its
+    budget offers none, and its state says why)."""
+    local = desk.list_kbs()
+    if not desk.config.remotes:
+        return local, []
+    listed, states = desk.remotes.list_all()
+    return local + [kb.as_kb() for kb in listed], states
