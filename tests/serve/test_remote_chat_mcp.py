@@ -71,6 +71,12 @@ def test_a_chat_turn_searches_and_cites_local_and_remote_kbs(team, tmp_path, cha
         assert "remote 'team' was not searched" in call.summary
         line = next(e for e in events if isinstance(e, Retrieval))
         assert "remote not reached: team (is unreachable" in line.text
+
+        # the KB toggles show the bound remote KB, and switch it off
+        toggles = {t.name: t for t in desk.chat().kb_toggles(answer.conversation_id)}
+        assert toggles["team:Product Docs"].enabled and toggles["team:Product Docs"].kb_id.startswith("team:")
+        desk.chat().set_kb_enabled(answer.conversation_id, toggles["team:Product Docs"].kb_id, False)
+        assert [a.kb.name for a in desk.chat().active_kbs(answer.conversation_id)] == ["Notes"]
     finally:
         desk.close()
 

@@ -63,3 +63,35 @@ def bind(desk: Any, conversation_id: str, refs: Sequence[RemoteRef]) -> None:
                 )
     if entries or bound(desk.store, conversation_id):
         desk.store.set_setting(PREFIX + conversation_id, json.dumps(entries))
+
+
+def remote_toggles(desk: Any, conversation_id: str) -> list[Any]:
+    """The chat's KB toggles for remote KBs: those bound to the conversation (on), then the
+    other KBs the remotes offer now (off; a remote that does not answer offers none)."""
+    from kbdesk.chat.resolve import KbToggle
+
+    rows = [
+        KbToggle(e["ref"], str(e.get("name") or e["ref"]), int(e.get("documents") or 0), True, "conversation", False)
+        for e in bound(desk.store, conversation_id)
+    ]
+    if desk.config.remotes:
+        on = {r.kb_id for r in rows} | {r.name for r in rows}
+        listed, _states = desk.remotes.list_all()
+        rows += [
+            KbToggle(kb.ref, kb.display, kb.document_count, False, None, False)
+            for kb in listed
+            if kb.ref not in on and kb.display not in on
+        ]
+    return rows
+
+
+def toggle(desk: Any, conversation_id: str, ref: RemoteRef, enabled: bool) -> None:
+    """Switch one remote KB on or off in the conversation (the others stay as they are)."""
+    kept = [RemoteRef(*e["ref"].split(":", 1)) for e in bound(desk.store, conversation_id)]
+    names = {e["ref"]: e.get("name") for e in bound(desk.store, conversation_id)}
+    same = {str(ref)}
+    if not enabled:
+        kept = [k for k in kept if str(k) not in same and names.get(str(k)) != str(ref)]
+    elif all(str(k) != str(ref) and names.get(str(k)) != str(ref) for k in kept):
+        kept.append(ref)
+    bind(desk, conversation_id, kept)
