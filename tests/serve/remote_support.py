@@ -3,10 +3,11 @@ own, holding ``Product Docs``; the test's own home is the desktop that adds it a
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
-from serve_support import ServeProcess, cli, make_token
+from serve_support import ServeProcess, cli
 
 HANDBOOK = (
     "# Team handbook\n\n## Backups\n\nThe team server backs up every knowledge base nightly at 02:00 "
@@ -16,7 +17,9 @@ NOTES = "# My notes\n\n## Backups\n\nMy laptop backups run on Fridays to the ext
 
 
 class TeamServer:
-    def __init__(self, tmp_path: Path, *, provider_toml: str = "", kb_args: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, tmp_path: Path, *, provider_toml: str = "", kb_args: tuple[str, ...] = (), db: str | None = None
+    ) -> None:
         self.home = tmp_path / "server-home"
         self.home.mkdir()
         if provider_toml:
@@ -25,10 +28,18 @@ class TeamServer:
         docs = tmp_path / "server-docs"
         docs.mkdir()
         (docs / "handbook.md").write_text(HANDBOOK)
-        cli("kb", "create", "Product Docs", *kb_args, env=self.env)
-        cli("add", "Product Docs", str(docs), env=self.env)
-        self.token = make_token("--user", "desk", "--read-only", env=self.env)
-        self.server = ServeProcess(tmp_path, env=self.env)
+        at = ("--db", db) if db else ()  # a team server: Postgres behind kbdesk serve
+        cli(*at, "kb", "create", "Product Docs", *kb_args, env=self.env)
+        cli(*at, "add", "Product Docs", str(docs), env=self.env)
+        user = "desk"
+        if db:  # a token acts as a kbdesk user of the database: here the owner's own identity
+            from kbdesk import open_desk
+
+            with open_desk(db, home=self.home) as owner:
+                user = owner.store.identity.username
+        made = cli(*at, "token", "create", "--json", "--user", user, "--read-only", env=self.env)
+        self.token = json.loads(made.stdout)["token"]
+        self.server = ServeProcess(tmp_path, *at, env=self.env)
         self.url = self.server.base + "/api"
 
     def stop(self) -> None:

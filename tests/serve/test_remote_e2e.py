@@ -93,3 +93,23 @@ def test_remote_kbs_are_read_only_and_their_names_are_reserved(team, tmp_path):
     assert clash.returncode != 0 and "remote 'team'" in clash.stderr
     assert cli("remote", "remove", "team", env=env).returncode == 0
     assert json.loads(cli("remote", "list", "--json", env=env).stdout)["total"] == 0
+
+
+@pytest.mark.postgres
+def test_a_team_server_on_postgres_is_listed_and_searched_beside_the_local_kb(tmp_path, kbdesk_home, pg_uri):
+    server = TeamServer(tmp_path, db=pg_uri)
+    try:
+        env = {**os.environ, "TEAM_KB_TOKEN": server.token}
+        local_kb(tmp_path, env)
+        cli("remote", "add", "team", server.url, "--token-env", "TEAM_KB_TOKEN", env=env)
+        tested = json.loads(cli("remote", "test", "team", "--json", env=env).stdout)
+        assert tested["engine"] == "postgres" and tested["kbs"] == ["Product Docs"]
+        kbs = json.loads(cli("kb", "list", "--json", env=env).stdout)
+        assert [kb["name"] for kb in kbs["remote"]] == ["team:Product Docs"]
+        body = json.loads(cli("search", "Notes", "team:Product Docs", "backups", "--json", env=env).stdout)
+        assert {(r["kb"], r["source"]) for r in body["results"]} == {
+            ("Notes", "notes.md"),
+            ("team:Product Docs", "handbook.md"),
+        }
+    finally:
+        server.stop()
