@@ -109,3 +109,42 @@ def test_a_remote_that_never_answers_leaves_the_local_results(kbdesk_home):
         listener.close()
         for conn in held:
             conn.close()
+
+
+def test_a_server_that_is_not_kbdesk_is_one_line_and_never_read_whole():
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from kbdesk.remote.client import RemoteClient, RemoteUnavailableError
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            if self.path.endswith("/me"):
+                self.wfile.write(b"<html>not kbdesk</html>")
+                return
+            try:
+                for _ in range(40):
+                    self.wfile.write(b"[" * 1_000_000)
+            except OSError:
+                pass
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/api"
+        client = RemoteClient("team", RemoteSettings(url=url, token="kbd_secret-token"), timeout=10)
+        with pytest.raises(
+            RemoteUnavailableError, match="does not answer as kbdesk serve does: its answer is not JSON"
+        ):
+            client.me()
+        with pytest.raises(RemoteUnavailableError, match="over 16 MB") as caught:
+            client.list_kbs()
+        assert "kbd_secret-token" not in str(caught.value) and "\n" not in str(caught.value)
+        client.close()
+    finally:
+        server.shutdown()

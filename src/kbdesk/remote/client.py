@@ -26,6 +26,9 @@ from kbdesk.providers.errors import (
 from kbdesk.providers.secrets import Redactor
 from kbdesk.remote.settings import RemoteSettings, check_url, resolve_token
 
+MAX_ANSWER = 16_000_000
+"""Bytes of one answer read at most (a search's answer is tens of KB)."""
+
 
 class RemoteUnavailableError(ProviderUnavailableError):
     """The remote cannot be reached, did not answer in time, or failed (5xx, not kbdesk)."""
@@ -118,7 +121,7 @@ class RemoteClient:
         client = self._client()
         where = f"remote '{self.name}' ({self.url})"
         try:
-            answer = client.request(method, path, json=payload)
+            answer = self._request(client, method, path, payload)
         except httpx.TimeoutException as exc:
             what = "accept the connection" if isinstance(exc, httpx.ConnectTimeout) else "answer"
             limit = self.settings.connect_timeout if isinstance(exc, httpx.ConnectTimeout) else self.timeout
@@ -153,6 +156,16 @@ class RemoteClient:
         if not isinstance(body, dict):
             raise self._malformed("its answer is not a JSON object")
         return body
+
+    def _request(self, client: httpx.Client, method: str, path: str, payload: Any) -> httpx.Response:
+        """The answer, read up to :data:`MAX_ANSWER` bytes (a server that sends more is not kbdesk's)."""
+        with client.stream(method, path, json=payload) as answer:
+            body = bytearray()
+            for piece in answer.iter_bytes():
+                body += piece
+                if len(body) > MAX_ANSWER:
+                    raise self._malformed(f"its answer is over {MAX_ANSWER // 1_000_000} MB")
+        return httpx.Response(answer.status_code, headers=answer.headers, content=bytes(body), request=answer.request)
 
     def _said(self, answer: httpx.Response) -> str:
         try:
