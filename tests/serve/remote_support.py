@@ -18,7 +18,13 @@ NOTES = "# My notes\n\n## Backups\n\nMy laptop backups run on Fridays to the ext
 
 class TeamServer:
     def __init__(
-        self, tmp_path: Path, *, provider_toml: str = "", kb_args: tuple[str, ...] = (), db: str | None = None
+        self,
+        tmp_path: Path,
+        *,
+        provider_toml: str = "",
+        kb_args: tuple[str, ...] = (),
+        db: str | None = None,
+        serve_args: tuple[str, ...] = (),
     ) -> None:
         self.home = tmp_path / "server-home"
         self.home.mkdir()
@@ -39,7 +45,7 @@ class TeamServer:
                 user = owner.store.identity.username
         made = cli(*at, "token", "create", "--json", "--user", user, "--read-only", env=self.env)
         self.token = json.loads(made.stdout)["token"]
-        self.server = ServeProcess(tmp_path, *at, env=self.env)
+        self.server = ServeProcess(tmp_path, *at, serve_args=serve_args, env=self.env)
         self.url = self.server.base + "/api"
 
     def stop(self) -> None:
