@@ -73,11 +73,9 @@ def federated_search(
     calls = {name: functools.partial(_remote_leg, remotes, name, wanted[name], query, options) for name in wanted}
     answers: dict[str, Any] = {}
     started = time.monotonic()
-    threads_done = threading.Event()
 
-    def remote_side() -> None:
+    def remote_side() -> None:  # each remote in a thread of its own, all within the budget
         answers.update(run_within(calls, max(remotes.budget(n) for n in wanted)))
-        threads_done.set()
 
     side = threading.Thread(target=remote_side, daemon=True, name="remote-legs")
     side.start()
