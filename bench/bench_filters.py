@@ -312,6 +312,27 @@ def postgres_paths(args: Any, n: int, d: int) -> list[dict[str, Any]]:
                     pgvectors.EXACT_FILTERED_BELOW = exact_below
                     rows.append(measure_path(f"{name} ({n:,})", desk, "bench", ask, vref, args.queries, args.warmup))
                 pgvectors.EXACT_FILTERED_BELOW = default
+
+                def ask_kw(i: int, f: Filters | None) -> Any:
+                    return desk.search(["bench"], qtexts[i], mode="keyword", limit=LIMIT, filters=f)
+
+                with open_desk(db, home=Path(tmp) / "home") as local:
+
+                    def same_as_sqlite(i: int, label: str | None) -> list[int]:
+                        f = None if label is None else SELECTIVITY[label]
+                        return chunk_numbers(local.search(["bench"], qtexts[i], mode="keyword", limit=LIMIT, filters=f))
+
+                    rows.append(
+                        measure_path(
+                            "Postgres BM25 (same: as SQLite's)",
+                            desk,
+                            "bench",
+                            ask_kw,
+                            same_as_sqlite,
+                            args.queries,
+                            args.warmup,
+                        )
+                    )
         finally:
             with contextlib.suppress(Exception):
                 server.cleanup()
@@ -365,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         out["rows"] += sqlite_paths(args, args.quantised, args.dims, ["quantised"])
     if args.postgres:
         out["rows"] += postgres_paths(args, args.chunks, args.dims)
-    (RESULTS / f"filters-{args.chunks}-{args.dims}.json").write_text(json.dumps(out, indent=1))
+    (RESULTS / f"filters-results-{args.chunks}-{args.dims}.json").write_text(json.dumps(out, indent=1))
     text = render(out)
     print(text)
     if args.doc:

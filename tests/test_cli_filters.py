@@ -86,3 +86,20 @@ def test_help_says_what_each_filter_does(run):
     text = run("search", "--help").output
     for flag in ("--path", "--exclude", "--type", "--since", "--until", "--date", "--tag", "--any-tag"):
         assert flag in text
+
+
+def test_a_vault_added_from_disk_is_searched_by_its_front_matter_and_inline_tags(tmp_path):
+    vault = tmp_path / "vault"
+    for rel, text in {
+        "work/roadmap.md": "---\ntitle: Q3 roadmap\ntags: [q3, planning]\n---\n# Roadmap\n\nThe roadmap for Q3.\n",
+        "work/infra/infra.md": "# Infra\n\nThe infra roadmap #q3 #infra.\n",
+        "work/retro.md": "---\ntags: q4\n---\nA roadmap retro.\n",
+        "home/garden.md": "---\ntags:\n  - q3\n---\nThe garden roadmap.\n",
+    }.items():
+        (vault / rel).parent.mkdir(parents=True, exist_ok=True)
+        (vault / rel).write_text(text)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["kb", "create", "notes"]).exit_code == 0
+    assert runner.invoke(cli, ["add", "notes", str(vault)]).exit_code == 0
+    r = runner.invoke(cli, ["search", "notes", "roadmap", "--tag", "q3", "--path", "work/**", "--json"])
+    assert sources(r) == {"work/roadmap.md", "work/infra/infra.md"}

@@ -235,3 +235,16 @@ def test_the_same_kb_on_sqlite_and_postgres_answers_filtered_queries_alike(kbdes
                     assert answers[0] == answers[1], (filters, mode)
                     assert answers[0] or mode != "vector", (filters, mode)
             assert {d.path: d.tags for d in team.documents("lib")} == {d.path: d.tags for d in local.documents("lib")}
+
+
+def test_a_keyword_filter_too_selective_to_overfetch_joins_each_match(kbdesk_home, monkeypatch):
+    from kbdesk import open_desk
+    from kbdesk.store.sqlite import lookup
+
+    monkeypatch.setattr(lookup, "KEYWORD_OVERFETCH_MAX", 0)
+    with open_desk() as desk:
+        _, docs = build(desk)
+        response = desk.search(["lib"], "lighthouse", mode="keyword", limit=20, filters=Filters(any_tags=("q4",)))
+        assert sorted(r.source for r in response.results) == sorted(
+            f for f, (_, d) in docs.items() if "q4" in d["tags"]
+        )

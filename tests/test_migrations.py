@@ -6,6 +6,7 @@ from click.testing import CliRunner
 from kbdesk import open_desk
 from kbdesk.cli.main import cli
 from kbdesk.errors import SchemaTooNewError
+from kbdesk.filters import Filters
 from kbdesk.store import choose_driver
 from kbdesk.store.sqlite.migrations import MIGRATIONS, migrate
 
@@ -68,6 +69,11 @@ def test_old_file_is_upgraded_and_keeps_its_data(tmp_path):
         hits = desk.search(["Legacy"], "aurora").results
         assert [h.content for h in hits] == ["the aurora borealis glows green"]
         assert hits[0].source == "old.txt"
+        # documents indexed before filters existed get their file type from their name
+        doc = desk.document("Legacy", "old.txt")
+        assert (doc.file_type, doc.tags, doc.title, doc.folder) == ("txt", [], None, None)
+        assert desk.search(["Legacy"], "aurora", filters=Filters(types=("txt",))).results
+        assert desk.search(["Legacy"], "aurora", filters=Filters(types=("pdf",))).results == []
 
 
 def test_newer_file_is_refused_clearly(tmp_path):

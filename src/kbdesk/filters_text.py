@@ -21,6 +21,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from datetime import datetime, timedelta
 from typing import Any
 
 from kbdesk.errors import InvalidInputError
@@ -44,8 +45,8 @@ KEYS: dict[str, str] = {
 """Words of the line and the JSON field each one fills."""
 SHOWN_KEYS = ("path:", "not:", "type:", "since:", "until:", "date:", "tag:", "any:")
 """The keys offered for completion, in the order help text lists them."""
-_LINE_NAME = {"path": "path", "exclude": "not", "type": "type", "types": "type", "since": "since"}
-_LINE_NAME |= {"until": "until", "date": "date", "tags": "tag", "any_tags": "any"}
+_LINE_NAME = {"exclude": "not", "types": "type", "tags": "tag", "any_tags": "any"}
+"""A JSON field's word in the line, where the two differ."""
 _REPEATED = ("path", "exclude", "type", "tags", "any_tags")
 
 
@@ -118,10 +119,8 @@ def _quoted(value: str) -> str:
     return shlex.quote(value) if any(c.isspace() or c in "'\"" for c in value) else value
 
 
-def _moment(moment: Any, *, end: bool = False) -> str:
+def _moment(moment: datetime, *, end: bool = False) -> str:
     """A day when the moment is midnight UTC (for ``until``: the day before it), else the full time."""
-    from datetime import timedelta
-
     if (moment.hour, moment.minute, moment.second, moment.microsecond) == (0, 0, 0, 0):
         return (moment - timedelta(days=1) if end else moment).date().isoformat()
     return moment.isoformat()

@@ -133,3 +133,13 @@ def test_bad_default_filters_are_refused_naming_the_field(cdesk):
         chat.set_filters(conv.id, "since:someday")
     with pytest.raises(InvalidInputError, match="'until' must be a date"):
         chat.create_persona("X", filters={"until": "soon"})
+
+
+def test_under_auto_a_bad_filter_still_brings_the_questions_passages_and_says_why(cdesk, chat_server):
+    vault_kb(cdesk)
+    chat_server.reply("", tool_calls=[("kb_search", {"query": "roadmap", "filters": {"since": "soon"}})])
+    chat_server.reply("From what was found [1].")
+    answer = cdesk.chat().ask(None, "What does the roadmap say?", retrieval="auto")
+    assert answer.status == "complete" and answer.sources  # kbdesk's own search with the question
+    (result,) = tool_results(chat_server)
+    assert "'since' must be a date" in result["filters_error"] and result["results"]

@@ -6,6 +6,7 @@ import pytest
 from helpers import axis
 from kbdesk import open_desk
 from kbdesk.errors import SchemaTooNewError, StoreError
+from kbdesk.filters import Filters
 from kbdesk.store.postgres import PostgresStore
 from kbdesk.store.postgres.schema import MIGRATIONS, _ensure_pgvector, migrate
 from pg_support import sql, with_password
@@ -222,6 +223,15 @@ def test_a_team_servers_existing_tables_are_used_as_they_are(empty_pg_uri, kbdes
         assert [kb.name for kb in desk.list_kbs()] == ["Handbook"]  # global: everyone sees it
         hit = desk.search(["Handbook"], "who approves expenses", mode="keyword").results[0]
         assert hit.source == "policy.md"  # the keyword index covers the server's own rows
+        # a filter reads the server's own rows too (their file type came with kbdesk's schema step)
+        assert desk.document("Handbook", "policy.md").file_type == "md"
+        for mode, extra in (("keyword", {}), ("vector", {"query_vector": [1, 0, 0, 0]})):
+            md = desk.search(["Handbook"], "who approves expenses", mode=mode, filters=Filters(types=("md",)), **extra)
+            assert [r.source for r in md.results] == ["policy.md"]
+            pdf = desk.search(
+                ["Handbook"], "who approves expenses", mode=mode, filters=Filters(types=("pdf",)), **extra
+            )
+            assert pdf.results == []
         vec = desk.search(["Handbook"], "x", query_vector=[1, 0, 0, 0], mode="vector").results
         assert vec[0].similarity == pytest.approx(1.0)
         # the server's own tables are untouched; kbdesk's minimal tables are not made

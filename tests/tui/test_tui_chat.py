@@ -525,10 +525,22 @@ async def test_the_status_line_shows_the_conversations_filters_and_its_searches_
         screen = await open_chat(pilot)
         await ask(pilot, "What does the roadmap say?")
         assert "within" not in rendered(screen.query_one("#chat-status", Static))
-        chat_desk.chat().set_filters(screen.conv.id, "tag:q3 path:work/**")
-        screen._load_context()
+        # ctrl+f: the filters as one line; a line that does not read is said, nothing changes
+        await pilot.press("ctrl+f")
+        await settle(pilot)
+        assert isinstance(app.screen, PromptScreen)
+        await type_text(pilot, "since:someday")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert any("filter since: must be a date" in n for n in notifications(app))
+        assert chat_desk.chat().conversation(screen.conv.id).filters is None
+        await pilot.press("ctrl+f")
+        await settle(pilot)
+        await type_text(pilot, "tag:q3 path:work/**")
+        await pilot.press("enter")
         await settle(pilot)
         assert "within path work/** · tags q3" in rendered(screen.query_one("#chat-status", Static))
+        screen.query_one("#question", Input).focus()
         await ask(pilot, "And now?")
         answer = screen.transcript.blocks[-1]
         assert {s["source"] for s in answer.sources} == MATCHING

@@ -201,10 +201,12 @@ class Toolbox:
             args = parse_arguments(arguments)
             model_query = _query(args, "kb_search")
             limit = _limit(args)
-            own_filters = self.filters_of(args)
         except BadArguments as exc:
             log.info("kb_search with unusable arguments (%s): searching with the question", exc)
-            if "filters" in str(exc):  # the model reads why its filter was not used
+        else:
+            try:
+                own_filters = self.filters_of(args)
+            except BadArguments as exc:  # its query is not searched without its filter; the model reads why
                 extra["filters_error"] = one_line(str(exc), 300)
                 model_query = None
         if model_query is not None and (

@@ -33,7 +33,11 @@ filter_options = [
         "('projects/**', '*.md'; repeatable: any of them).",
     ),
     click.option(
-        "--exclude", "exclude_globs", multiple=True, metavar="GLOB", help="Leave out documents whose path matches GLOB."
+        "--exclude",
+        "exclude_globs",
+        multiple=True,
+        metavar="GLOB",
+        help="Leave out documents whose path matches GLOB (repeatable).",
     ),
     click.option(
         "--type",

@@ -29,9 +29,10 @@ import numpy as np
 from kbdesk.filters import DocumentFacts, Filters
 from kbdesk.store.core.parts import StoreParts
 
+# every document of the KB: one without chunks adds nothing to a search, and a row another
+# program wrote on a team server may not keep its chunk_count
 FACTS_SQL = (
-    "SELECT id, filename, file_type, source_mtime, indexed_at, tags, chunk_count FROM kb_documents "
-    "WHERE kb_id = ? AND chunk_count > 0"
+    "SELECT id, filename, file_type, source_mtime, indexed_at, tags, chunk_count FROM kb_documents WHERE kb_id = ?"
 )
 MASKS_KEPT = 8  # filters remembered per KB
 KBS_KEPT = 64  # KBs whose facts are kept

@@ -24,6 +24,10 @@ from kbdesk.store.keywords import SCORED_TERM_BUDGETS, bounds, mark_stale, query
 # (docs/BENCHMARKS-scale.md).
 KEYWORD_POSTINGS_BUDGET = 50_000
 _DF_CACHE_MAX = 50_000
+# A filtered keyword search reads at most this many of the index's best matches and keeps
+# those inside the filter; a filter too selective for that joins each match to its chunk
+# (bench/bench_filters.py measures both)
+KEYWORD_OVERFETCH_MAX = 5_000
 
 
 def fts_query(text: str) -> str:
@@ -77,7 +81,7 @@ class SqliteLookup(FactsCore):
                 self.connection()
                 .execute(
                     "SELECT document_id, seq FROM kb_chunks INDEXED BY idx_kbchunk_doc WHERE document_id IN "
-                    "(SELECT id FROM kb_documents WHERE kb_id = ? AND chunk_count > 0)",
+                    "(SELECT id FROM kb_documents WHERE kb_id = ?)",
                     (kb_id,),
                 )
                 .fetchall()
@@ -87,11 +91,17 @@ class SqliteLookup(FactsCore):
             seqs = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
             order = np.argsort(seqs, kind="stable")
             chunk_map = facts.extra["seqs"] = (seqs[order], docs[order])
-        seqs, docs = chunk_map
-        known = docs >= 0
-        inside = np.zeros(seqs.size, dtype=bool)
-        inside[known] = mask[docs[known]]
-        return seqs[inside]
+        kept: dict[Any, np.ndarray] = facts.extra.setdefault("allowed", {})
+        found = kept.get(within.filters)
+        if found is None:
+            seqs, docs = chunk_map
+            known = docs >= 0
+            inside = np.zeros(seqs.size, dtype=bool)
+            inside[known] = mask[docs[known]]
+            found = kept[within.filters] = seqs[inside]
+            while len(kept) > 8:
+                kept.pop(next(iter(kept)))
+        return found
 
     def _document_frequencies(self, terms: Sequence[str], budget: int) -> dict[str, int] | None:
         """Rows matching each term, counted up to ``SCORED_TERM_BUDGETS x budget + 1``; None when the index is too
@@ -150,19 +160,7 @@ class SqliteLookup(FactsCore):
             return []
         conn = self.connection()
         if within is not None:
-            docs = [doc for kb_id in kb_ids for doc in within.documents(kb_id)]
-            if not docs:
-                return []
-            # the index's matches, kept when their chunk's document is inside the filter
-            # (a lookup by seq per match; the KB is implied by the documents)
-            rows = conn.execute(
-                "SELECT f.rowid, -bm25(kb_chunks_fts) AS score FROM kb_chunks_fts f "
-                "JOIN kb_chunks c ON c.seq = f.rowid "
-                "WHERE kb_chunks_fts MATCH ? AND c.document_id IN (SELECT value FROM json_each(?)) "
-                "ORDER BY score DESC, f.rowid LIMIT ?",
-                (expr, json.dumps(docs), int(k)),
-            ).fetchall()
-            return [(int(seq), float(score)) for seq, score in rows]
+            return self._filtered_keyword(conn, kb_ids, expr, k, within)
         wanted = set(kb_ids)
         others = conn.execute(
             f"SELECT 1 FROM knowledge_bases WHERE id NOT IN ({_marks(kb_ids)}) AND chunk_count > 0 LIMIT 1",
@@ -189,6 +187,40 @@ class SqliteLookup(FactsCore):
                 f"ORDER BY score DESC, f.rowid LIMIT ?",
                 (expr, *kb_ids, int(k)),
             ).fetchall()
+        return [(int(seq), float(score)) for seq, score in rows]
+
+    def _filtered_keyword(
+        self, conn: Any, kb_ids: Sequence[str], expr: str, k: int, within: Within
+    ) -> list[tuple[int, float]]:
+        """The ``k`` best matches among the chunks inside ``within``: the index's best
+        ``k ÷ share × 2`` matches (share: the filter's part of every chunk the index holds)
+        kept when inside, as the unfiltered search reads the index alone; when that leaves
+        too few, the matches joined to their chunk's document and kept when it is inside."""
+        parts = [self.allowed_seqs(kb_id, within) for kb_id in kb_ids]
+        allowed = parts[0] if len(parts) == 1 else np.sort(np.concatenate(parts))  # each part ascending
+        if not allowed.size:
+            return []
+        total = conn.execute("SELECT coalesce(sum(chunk_count), 0) FROM knowledge_bases").fetchone()[0]
+        want = int(2 * k * max(int(total), 1) / allowed.size) + 16
+        if want <= KEYWORD_OVERFETCH_MAX:
+            rows = conn.execute(
+                "SELECT rowid, -bm25(kb_chunks_fts) AS score FROM kb_chunks_fts "
+                "WHERE kb_chunks_fts MATCH ? ORDER BY score DESC, rowid LIMIT ?",
+                (expr, want),
+            ).fetchall()
+            seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            at = np.minimum(np.searchsorted(allowed, seqs), allowed.size - 1)
+            kept = [r for r, inside in zip(rows, allowed[at] == seqs, strict=True) if inside]
+            if len(kept) >= k or len(rows) < want:
+                return [(int(seq), float(score)) for seq, score in kept[:k]]
+        docs = [doc for kb_id in kb_ids for doc in within.documents(kb_id)]
+        rows = conn.execute(
+            "SELECT f.rowid, -bm25(kb_chunks_fts) AS score FROM kb_chunks_fts f "
+            "JOIN kb_chunks c ON c.seq = f.rowid "
+            "WHERE kb_chunks_fts MATCH ? AND c.document_id IN (SELECT value FROM json_each(?)) "
+            "ORDER BY score DESC, f.rowid LIMIT ?",
+            (expr, json.dumps(docs), int(k)),
+        ).fetchall()
         return [(int(seq), float(score)) for seq, score in rows]
 
     def cosine_for(self, seqs: Iterable[int], query: np.ndarray) -> dict[int, float]:

@@ -32,7 +32,13 @@ from typing import Any, Protocol
 import numpy as np
 
 from kbdesk.store.sqlite.matrix_cache import MatrixFiles
-from kbdesk.store.sqlite.quantized import DEFAULT_OVERSAMPLE, DEFAULT_QUANTIZE_ABOVE, QuantizedIndex, rescore_vectors
+from kbdesk.store.sqlite.quantized import (
+    DEFAULT_OVERSAMPLE,
+    DEFAULT_QUANTIZE_ABOVE,
+    QuantizedIndex,
+    positions,
+    rescore_vectors,
+)
 
 
 def top_k(seqs: np.ndarray, sims: np.ndarray, k: int) -> list[tuple[int, float]]:
@@ -62,8 +68,7 @@ def masked_top_k(
         return top_k(seqs, sims_of(None), k)
     if not seqs.size or not allowed.size:
         return []
-    at = np.minimum(np.searchsorted(seqs, allowed), seqs.size - 1)
-    rows = at[seqs[at] == allowed]
+    rows = positions(seqs, allowed)
     if vectors is not None and rows.size <= SUBSET_SCAN_SHARE * seqs.size:
         return top_k(seqs[rows], sims_of(rows), k)
     return top_k(seqs[rows], sims_of(None)[rows], k)

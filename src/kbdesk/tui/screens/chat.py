@@ -51,6 +51,7 @@ class ChatScreen(ChatTurns, DeskScreen):
         Binding("ctrl+o", "kbs", "KBs", id="chat.kbs"),
         Binding("ctrl+y", "sources", "Sources", id="chat.sources"),  # ctrl+s saves, on every screen
         Binding("ctrl+t", "retrieval", "KB search", id="chat.retrieval", show=False),
+        Binding("ctrl+f", "filters", "Filters", id="chat.filters", show=False),
         Binding("ctrl+g", "model_settings", "Model settings", id="chat.model", show=False),
         Binding("ctrl+l", "focus_question", "Question", id="chat.question", show=False),
     ]
@@ -233,6 +234,35 @@ class ChatScreen(ChatTurns, DeskScreen):
             self.refresh_list()
 
         self.in_thread(self.chat.rename, conv.id, title, doing="renaming the conversation", done=renamed)
+
+    def action_filters(self) -> None:
+        """The default filters every search of this conversation keeps to (one line:
+        ``tag:q3 path:work/**``; ``none`` removes them)."""
+        from kbdesk.filters_text import format_line
+        from kbdesk.tui.screens.prompt import PromptScreen
+
+        conv = self._target()
+        if conv is None:
+            self.notify("No conversation to filter yet: ask a question first", severity="warning")
+            return
+        shown = self._chat_context is not None and self.conv is not None and conv.id == self.conv.id
+        current = format_line(self._chat_context.filters) if shown and self._chat_context else ""
+        self.app.push_screen(
+            PromptScreen(
+                "Search only documents matching (none: every document)",
+                current,
+                placeholder="tag:q3 path:work/** type:md since:2026-11-01",
+            ),
+            lambda line: self._set_filters(conv, line),
+        )
+
+    def _set_filters(self, conv: Conversation, line: str | None) -> None:
+        if line is None:
+            return
+        value = None if line.lower() in ("none", "off", "clear") else line
+        self.in_thread(
+            self.chat.set_filters, conv.id, value, doing="setting the filters", done=lambda _: self._load_context()
+        )
 
     def action_delete_conversation(self) -> None:
         from kbdesk.tui.screens.confirm import ConfirmScreen
