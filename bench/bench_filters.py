@@ -8,8 +8,9 @@ Run from the repository root::
     .venv/bin/python bench/bench_filters.py --postgres            # and pgvector (embedded PostgreSQL)
     .venv/bin/python bench/bench_filters.py --chunks 20000 --queries 20   # a smoke run
 
-Data (cached in ``bench/results/filters-<n>-<d>.db``): the clustered synthetic unit vectors
-and Zipf-like synthetic words of ``bench/bench_postgres.py``, written through
+Data (cached in ``bench/results/filters-<n>-<d>.db``): synthetic unit vectors around 2,000
+centres (a chunk's cosine to its centre about 0.7) and the Zipf-like synthetic words of
+``bench/bench_postgres.py``, written through
 ``desk.add_document`` in documents of ``DOC_CHUNKS`` chunks spread over two folders. Every
 second document is tagged ``half`` (the 50% filter: ``--tag half``), every twentieth lies in
 ``team-a/`` (5%: ``--path 'team-a/**'``) and every two-hundredth is a PDF (0.5%: ``--type
@@ -42,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from bench_postgres import VOCABULARY, clustered, word
+from bench_postgres import VOCABULARY, word
 from harness import (
     ROOT,
     command_line,
@@ -60,7 +61,9 @@ from kbdesk.filters import Filters
 from kbdesk.search import KEYWORD_FLOOR
 from vector_kb import build_kb_db, cached_meta
 
-DB_FORMAT = "kbdesk-filters-bench-db/1"
+DB_FORMAT = "kbdesk-filters-bench-db/2"  # bump when the generated data changes
+CLUSTERS = 2000
+SPREAD = 1.0  # noise per dimension against a centre's: a chunk's cosine to its centre is about 0.7
 DOC_CHUNKS = 50
 LIMIT = 10
 WORDS = 30  # synthetic words per chunk
@@ -84,6 +87,20 @@ def inside(label: str, doc: int) -> bool:
     return {"50%": doc % 2 == 0, "5%": doc % 20 == 0, "0.5%": doc % 200 == 0}[label]
 
 
+def clustered(n: int, d: int, seed: int = 11) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` unit vectors around ``CLUSTERS`` centres, and 1,000 unit queries drawn the same way."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((CLUSTERS, d)).astype(np.float32)
+    data = np.empty((n, d), dtype=np.float32)
+    step = 100_000
+    for lo in range(0, n, step):
+        m = min(step, n - lo)
+        data[lo : lo + m] = centres[rng.integers(0, CLUSTERS, m)] + SPREAD * rng.standard_normal((m, d), np.float32)
+    data /= np.linalg.norm(data, axis=1, keepdims=True)
+    queries = centres[rng.integers(0, CLUSTERS, 1000)] + SPREAD * rng.standard_normal((1000, d), np.float32)
+    return data, queries / np.linalg.norm(queries, axis=1, keepdims=True)
+
+
 def texts_for(n: int, seed: int = 3) -> list[str]:
     rng = np.random.default_rng(seed)
     words = np.array([word(i) for i in range(VOCABULARY)])
@@ -98,7 +115,6 @@ def build(n: int, d: int) -> tuple[Path, np.ndarray, np.ndarray, list[str]]:
     results_dir()
     path = RESULTS / f"filters-{n}-{d}.db"
     data, queries = clustered(n, d)
-    data /= np.linalg.norm(data, axis=1, keepdims=True)
     rng = np.random.default_rng(5)
     words = [word(i) for i in range(VOCABULARY)]
     text_queries = [" ".join(words[j] for j in rng.integers(20, 2000, 3)) for _ in range(len(queries))]
@@ -180,6 +196,9 @@ def measure_path(
     base = summary(times["none"])["p50"]
     row: dict[str, Any] = {"path": name, "unfiltered p50 ms": round(base, 2)}
     checks: dict[str, Any] = {}
+    if reference is not None:
+        plain = score(outputs["none"], [reference(warmup + i, None) for i in range(queries)])
+        row["unfiltered recall@10"] = round(plain["recall"], 3)
     for label in SELECTIVITY:
         p50 = summary(times[label])["p50"]
         row[f"{label} p50 ms"] = round(p50, 2)
@@ -303,15 +322,29 @@ def postgres_paths(args: Any, n: int, d: int) -> list[dict[str, Any]]:
                 def vref(i: int, label: str | None) -> list[int]:
                     return vector_reference(data, qvecs[i], None if label is None else allowed[label])
 
-                default = pgvectors.EXACT_FILTERED_BELOW
-                for name, exact_below in (
-                    (f"pgvector, exact below {default:,} filtered chunks", default),
-                    ("pgvector, iterative index scan always", 0),
-                    ("pgvector, exact over the filtered rows always", 10**9),
-                ):
+                default = (pgvectors.EXACT_FILTERED_BELOW, pgvectors.ITERATIVE_ORDER, pgvectors.ITERATIVE_OVERFETCH)
+                variants = [
+                    (
+                        f"pgvector, exact below {default[0]:,} filtered chunks or "
+                        f"{pgvectors.ITERATIVE_SHARE:.0%} of the KB",
+                        default,
+                    ),
+                    ("pgvector, iterative index scan always", (0, default[1], default[2])),
+                    ("pgvector, exact over the filtered rows always", (10**9, default[1], default[2])),
+                ]
+                for spec in args.pg_variants or ():  # "order:overfetch": an iterative scan always
+                    order, overfetch = spec.split(":")
+                    variants.append((f"pgvector, iterative {order}, {overfetch}x k", (0, order, int(overfetch))))
+                share = pgvectors.ITERATIVE_SHARE
+                for name, (exact_below, order, overfetch) in variants if not args.pg_variants else variants[3:]:
                     pgvectors.EXACT_FILTERED_BELOW = exact_below
+                    pgvectors.ITERATIVE_SHARE = 0.0 if exact_below == 0 else share
+                    pgvectors.ITERATIVE_ORDER, pgvectors.ITERATIVE_OVERFETCH = order, overfetch
                     rows.append(measure_path(f"{name} ({n:,})", desk, "bench", ask, vref, args.queries, args.warmup))
-                pgvectors.EXACT_FILTERED_BELOW = default
+                pgvectors.EXACT_FILTERED_BELOW, pgvectors.ITERATIVE_ORDER, pgvectors.ITERATIVE_OVERFETCH = default
+                pgvectors.ITERATIVE_SHARE = share
+                if args.pg_variants:
+                    return rows
 
                 def ask_kw(i: int, f: Filters | None) -> Any:
                     return desk.search(["bench"], qtexts[i], mode="keyword", limit=LIMIT, filters=f)
@@ -339,7 +372,7 @@ def postgres_paths(args: Any, n: int, d: int) -> list[dict[str, Any]]:
     return rows
 
 
-COLUMNS = ["path", "unfiltered p50 ms"] + [
+COLUMNS = ["path", "unfiltered p50 ms", "unfiltered recall@10"] + [
     f"{label} {what}" for label in SELECTIVITY for what in ("p50 ms", "×", "same", "recall@10", "first ms")
 ]
 
@@ -366,6 +399,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--quantised", type=int, default=0, help="also the quantised tier at this many chunks")
     ap.add_argument("--postgres", action="store_true", help="also pgvector (embedded PostgreSQL)")
+    ap.add_argument(
+        "--pg-variants",
+        type=lambda text: text.split(","),
+        help="only these iterative scans on Postgres, as order:overfetch (strict_order:4,relaxed_order:1)",
+    )
     ap.add_argument(
         "--paths",
         default="exact (matrix file),sqlite-vec,quantised,keyword (FTS5),hybrid",

@@ -92,3 +92,18 @@ def reopen(desk: Any) -> Any:
 
 def count(desk: Any, table: str) -> int:
     return desk.store.connection().execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+
+
+def stored_facts(desk: Any, kb_name: str) -> dict[str, tuple[str, list[str], str | None]]:
+    """What each document of a KB holds for search filters, read from its row in the
+    engine's own terms (JSON text on SQLite, JSONB on Postgres): path -> (file type, tags, title)."""
+    import json
+
+    kb = desk.kb(kb_name)
+    mark = "%s" if desk.store.kind == "postgres" else "?"
+    rows = (
+        desk.store.connection()
+        .execute(f"SELECT filename, file_type, tags, title FROM kb_documents WHERE kb_id = {mark}", (kb.id,))
+        .fetchall()
+    )
+    return {f: (t, json.loads(tags) if isinstance(tags, str) else list(tags), title) for f, t, tags, title in rows}

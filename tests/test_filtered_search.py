@@ -189,6 +189,7 @@ def test_postgres_ranks_inside_the_filter_through_its_index_or_exactly(pg_desk, 
     assert desk.store.vectors.ensure(desk.kb("big").id, DIMS, force=True)  # the KB has its HNSW index
     if how == "iterative index scan":
         monkeypatch.setattr(vectors, "EXACT_FILTERED_BELOW", 0)
+        monkeypatch.setattr(vectors, "ITERATIVE_SHARE", 0.0)
     for filters, keep in (
         (Filters(types=("pdf",)), lambda f: f.endswith(".pdf")),
         (Filters(path=("home/doc-00*",)), lambda f: f.startswith("home/doc-00")),

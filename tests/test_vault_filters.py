@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from engine_checks import stored_facts
 from kbdesk.filters import Filters
 from kbdesk.ingest.front_matter import inline_tags, split_front_matter
 
@@ -64,6 +65,7 @@ def test_a_vault_note_keeps_its_front_matter_as_document_metadata(engine_desk, t
     assert docs["work/retro.md"].tags == ["q4", "retro"]
     assert docs["home/garden.md"].tags == ["q3", "garden"]
     assert docs["work/code.md"].tags == []
+    assert stored_facts(desk, "notes")["work/roadmap.md"] == ("md", ["q3", "planning"], "Q3 roadmap")
     if desk.store.kind == "sqlite":  # a team server keeps no paths
         assert roadmap.folder == str(vault)
 

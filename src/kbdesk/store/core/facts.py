@@ -48,16 +48,19 @@ class KbFacts:
     chunks: np.ndarray  # chunks per document
     masks: OrderedDict[Filters, np.ndarray] = field(default_factory=OrderedDict)
     extra: dict[str, Any] = field(default_factory=dict)  # what an engine derives from them (seqs by document)
+    lock: threading.Lock = field(default_factory=threading.Lock)  # searches run in several threads (serve)
 
     def mask(self, filters: Filters) -> np.ndarray:
-        found = self.masks.get(filters)
-        if found is None:
-            found = np.fromiter((filters.admits(d) for d in self.docs), dtype=bool, count=len(self.docs))
+        with self.lock:
+            found = self.masks.get(filters)
+            if found is not None:
+                self.masks.move_to_end(filters)
+                return found
+        found = np.fromiter((filters.admits(d) for d in self.docs), dtype=bool, count=len(self.docs))
+        with self.lock:
             self.masks[filters] = found
             while len(self.masks) > MASKS_KEPT:
                 self.masks.popitem(last=False)
-        else:
-            self.masks.move_to_end(filters)
         return found
 
 

@@ -297,7 +297,7 @@ def _m013_document_facts(conn: Any) -> None:
         r"""UPDATE kb_documents SET file_type = lower(substring(filename FROM '[^/.][^/]*\.([^./ ]{1,16})$'))
             WHERE file_type = '' AND filename ~ '[^/.][^/]*\.[^./ ]{1,16}$'""",
         "CREATE INDEX IF NOT EXISTS idx_kbdoc_facts ON kb_documents(kb_id) "
-        "INCLUDE (chunk_count, filename, file_type, source_mtime, indexed_at, tags)",
+        "INCLUDE (id, chunk_count, filename, file_type, source_mtime, indexed_at, tags)",
     ):
         conn.execute(statement)
 

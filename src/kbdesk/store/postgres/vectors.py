@@ -17,9 +17,10 @@ blocked) after an import, after ingestion crosses the size, or by the first sear
 
 A filtered search (the documents a search filter lets through, :mod:`kbdesk.store.core.facts`)
 scores a small filtered set exactly — its rows found by document through
-``idx_kbchunk_doc_index`` — and walks the index for a large one with pgvector's iterative
-scan (``hnsw.iterative_scan``), which keeps going past rows outside the filter until it has
-``k`` inside; should it stop short (``hnsw.max_scan_tuples``), the set is scored exactly.
+``idx_kbchunk_doc_index`` — and walks the index for a large one (over 10,000 chunks and a
+fifth of the KB) with pgvector's iterative scan (``hnsw.iterative_scan``), which keeps
+going past rows outside the filter until it has enough inside; should it stop short
+(``hnsw.max_scan_tuples``), the set is scored exactly.
 """
 
 from __future__ import annotations
@@ -38,10 +39,17 @@ log = logging.getLogger("kbdesk.store.postgres")
 HALFVEC_ABOVE = 2000  # vector indexes stop at 2,000 dimensions; halfvec at 4,000
 DEFAULT_MIN_ROWS = 1000  # below, an exact scan is quicker than keeping an index
 MIN_EF_SEARCH = 100
-# a filter holding at most this many chunks is scored exactly; above, the index is walked
-# iteratively (bench/bench_filters.py --postgres measures both)
+# A filter holding at most this many chunks, or less than ITERATIVE_SHARE of the KB's, is
+# scored exactly; above both, the index is walked iteratively. Measured at 100k x 384
+# (bench/bench_filters.py --postgres, docs/BENCHMARKS.md): an iterative scan keeps recall@10
+# at 1.00 for a filter of half the KB, but falls to 0.60-0.90 at 5% and 0.57-0.74 at 0.5%
+# (strict or relaxed order, asked for 1x or 4x k), while the exact scan of a 5% filter
+# (5,000 rows of the seed's 3,072-wide column) takes 70-105 ms.
 EXACT_FILTERED_BELOW = 10_000
+ITERATIVE_SHARE = 0.2
 MAX_SCAN_TUPLES = 100_000  # how far an iterative scan may walk before it gives up
+ITERATIVE_OVERFETCH = 4  # an iterative scan is asked for this many times k rows, the best k kept
+ITERATIVE_ORDER = "relaxed_order"  # the outer query sorts by exact cosine anyway
 VALID_FOR_S = 30.0  # how long a seen-valid index is trusted without asking the catalog again
 
 
@@ -217,18 +225,21 @@ class PgVectorIndex:
         params: dict[str, Any] = {"q": query, "qi": query}
         if docs is not None:
             params["docs"] = docs
-            small = inside is not None and inside <= max(EXACT_FILTERED_BELOW, k)
+            small = inside is not None and (
+                inside <= max(EXACT_FILTERED_BELOW, k) or inside < ITERATIVE_SHARE * (rows or 0)
+            )
             if indexed and not small:
+                wide = k * ITERATIVE_OVERFETCH
                 with self.store.read() as conn:
-                    self._settle(conn, True, k)
+                    self._settle(conn, True, wide)
                     conn.execute(
-                        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                        "SELECT set_config('hnsw.iterative_scan', %s, true), "
                         "set_config('hnsw.max_scan_tuples', %s, true)",
-                        (str(MAX_SCAN_TUPLES),),
+                        (ITERATIVE_ORDER, str(MAX_SCAN_TUPLES)),
                     )
-                    found = conn.execute(self.query_sql(kb_id, dims, k, docs=True), params).fetchall()
+                    found = conn.execute(self.query_sql(kb_id, dims, wide, docs=True), params).fetchall()
                 if len(found) >= min(k, inside or k):
-                    return [(int(seq), float(sim)) for seq, sim in found]
+                    return [(int(seq), float(sim)) for seq, sim in found[:k]]
             with self.store.read() as conn:  # exact over the filtered rows
                 found = conn.execute(self.query_sql(kb_id, dims, k, exact=True, docs=True), params).fetchall()
             return [(int(seq), float(sim)) for seq, sim in found]

@@ -91,16 +91,19 @@ class SqliteLookup(FactsCore):
             seqs = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
             order = np.argsort(seqs, kind="stable")
             chunk_map = facts.extra["seqs"] = (seqs[order], docs[order])
-        kept: dict[Any, np.ndarray] = facts.extra.setdefault("allowed", {})
-        found = kept.get(within.filters)
+        with facts.lock:
+            kept: dict[Any, np.ndarray] = facts.extra.setdefault("allowed", {})
+            found = kept.get(within.filters)
         if found is None:
             seqs, docs = chunk_map
             known = docs >= 0
             inside = np.zeros(seqs.size, dtype=bool)
             inside[known] = mask[docs[known]]
-            found = kept[within.filters] = seqs[inside]
-            while len(kept) > 8:
-                kept.pop(next(iter(kept)))
+            found = seqs[inside]
+            with facts.lock:
+                found = kept.setdefault(within.filters, found)
+                while len(kept) > 8:
+                    kept.pop(next(iter(kept)))
         return found
 
     def _document_frequencies(self, terms: Sequence[str], budget: int) -> dict[str, int] | None:
