@@ -146,7 +146,11 @@ class ChatService:
         """The KB popup: every pickable KB with its document count and whether it is on
         (then the remotes' KBs: those bound, and those the remotes offer now)."""
         conv = self.conversation(ref)
-        return kb_toggles(self.store, conv) + (remote_toggles(self.desk, conv.id) if self.desk.config.remotes else [])
+        remote = remote_toggles(self.desk, conv.id) if self.desk.config.remotes else []
+        return kb_toggles(self.store, conv) + [
+            KbToggle(ref, name, documents, on, "conversation" if on else None, False)
+            for ref, name, documents, on in remote
+        ]
 
     def set_kb_enabled(self, ref: str, kb_ref: str, enabled: bool) -> list[KbToggle]:
         remote = split_ref(kb_ref, self.desk.config.remotes) if self.desk.config.remotes else None

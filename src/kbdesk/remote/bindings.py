@@ -65,22 +65,19 @@ def bind(desk: Any, conversation_id: str, refs: Sequence[RemoteRef]) -> None:
         desk.store.set_setting(PREFIX + conversation_id, json.dumps(entries))
 
 
-def remote_toggles(desk: Any, conversation_id: str) -> list[Any]:
-    """The chat's KB toggles for remote KBs: those bound to the conversation (on), then the
-    other KBs the remotes offer now (off; a remote that does not answer offers none)."""
-    from kbdesk.chat.resolve import KbToggle
-
+def remote_toggles(desk: Any, conversation_id: str) -> list[tuple[str, str, int, bool]]:
+    """``(ref, name, documents, on)`` for the chat's KB toggles: the remote KBs bound to the
+    conversation (on), then the other KBs the remotes offer now (off; a remote that does
+    not answer offers none)."""
     rows = [
-        KbToggle(e["ref"], str(e.get("name") or e["ref"]), int(e.get("documents") or 0), True, "conversation", False)
+        (e["ref"], str(e.get("name") or e["ref"]), int(e.get("documents") or 0), True)
         for e in bound(desk.store, conversation_id)
     ]
     if desk.config.remotes:
-        on = {r.kb_id for r in rows} | {r.name for r in rows}
+        on = {r[0] for r in rows} | {r[1] for r in rows}
         listed, _states = desk.remotes.list_all()
         rows += [
-            KbToggle(kb.ref, kb.display, kb.document_count, False, None, False)
-            for kb in listed
-            if kb.ref not in on and kb.display not in on
+            (kb.ref, kb.display, kb.document_count, False) for kb in listed if kb.ref not in on and kb.display not in on
         ]
     return rows
 
