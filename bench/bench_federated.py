@@ -111,6 +111,7 @@ def main() -> None:
     from kbdesk.config import parse_config
     from kbdesk.evaluation.beir import file_name, load_dataset, write_corpus
     from kbdesk.evaluation.metrics import summarise
+    from kbdesk.paths import get_paths
     from kbdesk.remote import ranking
     from kbdesk.transfer import export_kb
 
@@ -124,7 +125,9 @@ def main() -> None:
 
     local_home, server_home = results / "desk-home", results / "server-home"
     server_home.mkdir(exist_ok=True)
-    (server_home / "config.toml").write_text('[providers.here]\nkind = "local"\n')
+    server_config = get_paths(server_home).config_file  # the server embeds queries with the same model
+    server_config.parent.mkdir(parents=True, exist_ok=True)
+    server_config.write_text('[providers.here]\nkind = "local"\n')
     server_db = server_home / "team.db"
     config = parse_config({"providers": {"here": {"kind": "local"}}})
     desk = open_desk(results / "desk.db", home=local_home, config=config)
@@ -182,6 +185,7 @@ def main() -> None:
                 if label == "federated":
                     rules[response.merged_by] = rules.get(response.merged_by, 0) + 1
                     assert all(s.state == "searched" for s in response.remotes), response.remotes
+                    assert not response.keyword_fallback, response.notes  # both sides embed the query
             original = ranking.comparable
             ranking.comparable = lambda _sides: False  # the same legs merged by rank
             try:
