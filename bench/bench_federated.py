@@ -194,7 +194,8 @@ def main() -> None:
                 )
             finally:
                 ranking.comparable = original
-        scores = {label: summarise(run, dataset.qrels) for label, run in runs.items()}
+        qrels = {q: dataset.qrels[q] for q in judged}  # the queries this run asked
+        scores = {label: summarise(run, qrels) for label, run in runs.items()}
         p50 = {label: statistics.median(t) * 1000 for label, t in times.items()}
         overhead = statistics.median(f - h for f, h in zip(times["federated"], times["half-a"], strict=True)) * 1000
         kbs = {kb.name: kb for kb in desk.list_kbs()}
