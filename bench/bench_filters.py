@@ -336,7 +336,8 @@ def postgres_paths(args: Any, n: int, d: int) -> list[dict[str, Any]]:
                     order, overfetch = spec.split(":")
                     variants.append((f"pgvector, iterative {order}, {overfetch}x k", (0, order, int(overfetch))))
                 share = pgvectors.ITERATIVE_SHARE
-                for name, (exact_below, order, overfetch) in variants if not args.pg_variants else variants[3:]:
+                chosen = variants[3:] if args.pg_variants else variants[:1] if args.pg_default_only else variants
+                for name, (exact_below, order, overfetch) in chosen:
                     pgvectors.EXACT_FILTERED_BELOW = exact_below
                     pgvectors.ITERATIVE_SHARE = 0.0 if exact_below == 0 else share
                     pgvectors.ITERATIVE_ORDER, pgvectors.ITERATIVE_OVERFETCH = order, overfetch
@@ -399,6 +400,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--quantised", type=int, default=0, help="also the quantised tier at this many chunks")
     ap.add_argument("--postgres", action="store_true", help="also pgvector (embedded PostgreSQL)")
+    ap.add_argument("--pg-default-only", action="store_true", help="Postgres: only its own choice, and BM25")
     ap.add_argument(
         "--pg-variants",
         type=lambda text: text.split(","),

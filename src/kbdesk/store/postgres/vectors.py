@@ -48,7 +48,7 @@ MIN_EF_SEARCH = 100
 EXACT_FILTERED_BELOW = 10_000
 ITERATIVE_SHARE = 0.2
 MAX_SCAN_TUPLES = 100_000  # how far an iterative scan may walk before it gives up
-ITERATIVE_OVERFETCH = 4  # an iterative scan is asked for this many times k rows, the best k kept
+ITERATIVE_OVERFETCH = 2  # an iterative scan is asked for this many times k rows, the best k kept
 ITERATIVE_ORDER = "relaxed_order"  # the outer query sorts by exact cosine anyway
 VALID_FOR_S = 30.0  # how long a seen-valid index is trusted without asking the catalog again
 

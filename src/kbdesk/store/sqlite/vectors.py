@@ -32,11 +32,11 @@ from typing import Any, Protocol
 import numpy as np
 
 from kbdesk.store.sqlite.matrix_cache import MatrixFiles
+from kbdesk.store.sqlite.positions import positions
 from kbdesk.store.sqlite.quantized import (
     DEFAULT_OVERSAMPLE,
     DEFAULT_QUANTIZE_ABOVE,
     QuantizedIndex,
-    positions,
     rescore_vectors,
 )
 
