@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from kbdesk.errors import ConfigError
 from kbdesk.providers.settings import ProviderSettings
+from kbdesk.remote.names import NAME, RESERVED
+from kbdesk.remote.settings import RemoteSettings
 
 VectorBackendName = Literal["auto", "sqlite-vec", "numpy"]
 TeamRole = Literal["member", "admin"]
@@ -148,6 +150,8 @@ class Config:
     """Who you are on a Postgres database your login owns: [identity] (ignored for a team server's users)."""
     providers: dict[str, ProviderSettings] = field(default_factory=dict)
     """Embedding (and chat) providers by name: [providers.NAME] tables."""
+    remotes: dict[str, RemoteSettings] = field(default_factory=dict)
+    """Team servers whose knowledge bases are searched beside the local ones: [remotes.NAME] tables."""
 
     def __post_init__(self) -> None:
         _check_ranges(self)
@@ -172,6 +176,9 @@ def _check_ranges(cfg: Config) -> None:
             raise ConfigError(
                 f"config: roles.{role}.provider names '{chosen.provider}', which is not a [providers.NAME] table"
             )
+    for name in cfg.remotes:
+        if not NAME.match(name) or name in RESERVED:
+            raise ConfigError(f"config: remotes.{name}: a remote's name is a lowercase word (a-z, digits, '-', '_')")
     if not 1 <= cfg.ingest.workers <= 32:
         raise ConfigError(f"config: ingest.workers must be between 1 and 32, got {cfg.ingest.workers}")
     if cfg.vector.quantize_above < 0:
@@ -244,7 +251,11 @@ def _coerce(value: Any, annotation: Any, key: str) -> Any:
             try:
                 out[name] = _coerce(item, value_type, f"{key}.{name}")
             except ConfigError as exc:
-                raise ConfigError(str(exc).replace("provider settings:", f"{key}.{name}:")) from None
+                raise ConfigError(
+                    str(exc)
+                    .replace("provider settings:", f"{key}.{name}:")
+                    .replace("remote settings:", f"{key}.{name}:")
+                ) from None
         return out
     raise TypeError(f"unsupported config annotation {annotation!r}")  # a bug, not user input
 

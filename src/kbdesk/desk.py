@@ -22,6 +22,7 @@ from kbdesk.filters import Filters
 from kbdesk.filters_text import as_filters
 from kbdesk.models import ChunkInput, Document, KnowledgeBase
 from kbdesk.paths import Paths, get_paths, resolve_db
+from kbdesk.remote.names import clashing_prefix, split_ref, split_refs
 from kbdesk.search import SearchResponse, search
 from kbdesk.store import choose_driver
 from kbdesk.store.api import Store
@@ -49,6 +50,7 @@ class Desk:
     query_embedder: QueryEmbedder | None = None
     embedders: Embedders = field(init=False)
     _retired: list[Embedders] = field(init=False, default_factory=list, repr=False)
+    _remotes: Any = field(init=False, default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.embedders = Embedders(self.config, self.store)
@@ -60,6 +62,8 @@ class Desk:
         for retired in self._retired:
             retired.close()
         self.embedders.close()
+        if self._remotes is not None:
+            self._remotes.close()
         self.store.close()
 
     def reload_config(self, config: Config | None = None) -> Config:
@@ -72,7 +76,20 @@ class Desk:
         if self.query_embedder == old.query_vector:
             self.query_embedder = self.embedders.query_vector
         self._retired.append(old)
+        if self._remotes is not None:
+            self._remotes.close()
+            self._remotes = None
         return self.config
+
+    @property
+    def remotes(self) -> Any:
+        """The team servers whose KBs this desk searches beside its own
+        (:class:`kbdesk.remote.registry.Remotes`, from the ``[remotes.NAME]`` tables)."""
+        if self._remotes is None:
+            from kbdesk.remote.registry import Remotes
+
+            self._remotes = Remotes(self.config.remotes)
+        return self._remotes
 
     def __enter__(self) -> Desk:
         return self
@@ -113,6 +130,7 @@ class Desk:
             "chunk_size": chunk_size if chunk_size is not None else self.config.chunking.chunk_size,
             "chunk_overlap": chunk_overlap if chunk_overlap is not None else self.config.chunking.chunk_overlap,
         }
+        self._check_local_name(name)
         return self.store.create_kb(
             name,
             description,
@@ -143,7 +161,24 @@ class Desk:
         return team
 
     def kb(self, ref: str) -> KnowledgeBase:
-        return self.store.find_kb(ref)
+        """A local KB by name, id or id prefix (a remote KB's ref is refused in one line:
+        it is read-only from this desk)."""
+        try:
+            return self.store.find_kb(ref)
+        except KbdeskError:
+            remote = split_ref(ref, self.config.remotes) if self.config.remotes else None
+            if remote is not None:
+                from kbdesk.remote.federation import refuse_change
+
+                raise refuse_change(ref, remote.remote) from None
+            raise
+
+    def _check_local_name(self, name: str) -> None:
+        remote = clashing_prefix(name, self.config.remotes) if self.config.remotes else None
+        if remote is not None:
+            raise InvalidInputError(
+                f"a local knowledge base's name cannot start with '{remote}:': that names the remote '{remote}'"
+            )
 
     def list_kbs(self) -> list[KnowledgeBase]:
         """The KBs the user can see, each with its count of failed documents."""
@@ -161,6 +196,7 @@ class Desk:
             self.store.vectors.warm(self.store, kb.id, kb.dimensions, wait=wait)
 
     def rename_kb(self, ref: str, new_name: str) -> KnowledgeBase:
+        self._check_local_name(new_name)
         return self.store.update_kb(self.kb(ref).id, name=new_name)
 
     def describe_kb(self, ref: str, description: str) -> KnowledgeBase:
@@ -169,6 +205,8 @@ class Desk:
     def edit_kb(self, ref: str, **changes: Any) -> KnowledgeBase:
         """Change name, description, discoverable, chunk_size or chunk_overlap (new chunking
         applies to documents added or rebuilt from now on)."""
+        if isinstance(changes.get("name"), str):
+            self._check_local_name(changes["name"])
         return self.store.update_kb(self.kb(ref).id, **changes)
 
     def delete_kb(self, ref: str) -> KnowledgeBase:
@@ -260,7 +298,8 @@ class Desk:
         explain: bool = False,
         filters: Filters | dict[str, Any] | str | None = None,
     ) -> SearchResponse:
-        """Search the KBs named by ``refs`` (names, ids or id prefixes).
+        """Search the KBs named by ``refs`` (names, ids or id prefixes; ``team:Product
+        Docs`` names a KB of the remote ``team``: docs/REMOTES.md).
 
         ``filters`` narrows the search to documents by path, file type, date and tags
         (:class:`kbdesk.filters.Filters`, its JSON form as a dict — ``{"path": "work/**",
@@ -278,6 +317,23 @@ class Desk:
         if not refs:
             raise InvalidInputError("name at least one knowledge base to search")
         filters = as_filters(filters) if not isinstance(filters, Filters) else filters
+        if self.config.remotes:  # remote KBs (team:Product Docs) searched at once, in one ranking
+            local_refs, remote_refs = split_refs(refs, self.config.remotes)
+            if remote_refs:
+                from kbdesk.remote.federation import federated_search
+
+                return federated_search(
+                    self,
+                    local_refs,
+                    remote_refs,
+                    query,
+                    query_vector=query_vector,
+                    limit=limit,
+                    threshold=threshold,
+                    mode=mode,
+                    explain=explain,
+                    filters=filters,
+                )
         kbs = _unique([self.kb(ref) for ref in refs])
         mode = mode or self.config.search.mode
         notes: list[str] = []

@@ -46,7 +46,8 @@ class ServeProcess:
         self, tmp_path: Path, *args: str, serve_args: tuple[str, ...] = (), env: dict[str, str] | None = None
     ) -> None:
         self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
+        scheme = "https" if "--ssl-certfile" in serve_args else "http"
+        self.base = f"{scheme}://127.0.0.1:{self.port}"
         self.log = tmp_path / f"serve-{self.port}.log"
         self._log = open(self.log, "w")  # noqa: SIM115 - the server's log while it runs; closed by stop()
         self.proc = subprocess.Popen(
@@ -60,7 +61,7 @@ class ServeProcess:
             if self.proc.poll() is not None:
                 raise AssertionError(f"kbdesk serve exited: {self.log.read_text()}")
             try:
-                httpx.get(self.base + "/api", timeout=1)
+                httpx.get(self.base + "/api", timeout=1, verify=False)  # only: is it up yet
                 return
             except httpx.TransportError:
                 time.sleep(0.1)

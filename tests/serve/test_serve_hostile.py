@@ -23,7 +23,10 @@ from kbdesk.serve.app import routers
 from kbdesk.store.tokens import Tokens
 
 WRITES = {"POST", "PUT", "PATCH", "DELETE"}
-READS_BY_POST = {("POST", "/api/knowledge-bases/{kb_id}/search"): {"query": "sign-on"}}
+READS_BY_POST = {
+    ("POST", "/api/knowledge-bases/{kb_id}/search"): {"query": "sign-on"},
+    ("POST", "/api/search"): {"query": "sign-on", "kbs": ["{kb_id}"]},
+}
 
 
 @pytest.fixture
@@ -83,7 +86,9 @@ def test_every_write_route_refuses_a_read_only_token_and_changes_nothing(desk):
                 for method in sorted(route.methods & WRITES):
                     path = route.path.format(**ids)
                     if (method, "/api" + route.path) in READS_BY_POST:
-                        answer = reader.request(method, path, json=READS_BY_POST[(method, "/api" + route.path)])
+                        read = READS_BY_POST[(method, "/api" + route.path)]
+                        body = {k: [x.format(**ids) for x in v] if isinstance(v, list) else v for k, v in read.items()}
+                        answer = reader.request(method, path, json=body)
                         assert answer.status_code == 200, (method, route.path, answer.text)
                     else:
                         answer = reader.request(method, path, json={})

@@ -351,7 +351,7 @@ class _Turn:
         how = how_retrieved(plan, state)
         if state.attached:
             searched = [a.kb.name for a in plan.searchable] or list(state.attached)
-            yield describe(how, searched, state.fallback, state.filters)
+            yield describe(how, searched, state.fallback, state.filters, state.unreached)
         message = self.store.add_message(
             self.conversation.id,
             "assistant",

@@ -89,6 +89,11 @@ def resolve_kbs(
                 add(row["kb_id"], "conversation")
             else:
                 switched_off.add(row["kb_id"])
+    if conversation_id:  # remote KBs bound to it (kbdesk.remote.bindings)
+        from kbdesk.remote.bindings import bound_kbs
+
+        for remote in bound_kbs(store, conversation_id):
+            active.setdefault(remote.id, ActiveKB(remote, "conversation", False, remote.document_count))
     for kb in kbs.values():
         if kb.scope == "personal" and kb.discoverable and kb.id not in switched_off:
             add(kb.id, "personal")

@@ -74,11 +74,16 @@ def _ignoring(store: ChatStore) -> set[str]:
 
 
 def describe(
-    how: RetrievalHow, names: Sequence[str], keyword_only: Sequence[str] = (), filters: Filters | None = None
+    how: RetrievalHow,
+    names: Sequence[str],
+    keyword_only: Sequence[str] = (),
+    filters: Filters | None = None,
+    unreached: Sequence[str] = (),
 ) -> Retrieval:
     """The line the user sees about this turn's retrieval; ``keyword_only`` names the KBs
     searched by keyword alone because the question could not be embedded for them,
-    ``filters`` the default filters the searches kept to."""
+    ``filters`` the default filters the searches kept to, ``unreached`` the remotes a
+    search could not reach (``team (unreachable)``)."""
     kbs = ", ".join(names)
     text = {
         "tool": f"searched {kbs} (kb_search)",
@@ -94,4 +99,6 @@ def describe(
         text += f", within {filters.describe()}"
     if keyword_only and how in ("tool", "auto"):
         text += f"; by keyword only in {', '.join(keyword_only)}: the question could not be embedded"
+    if unreached and how in ("tool", "auto"):
+        text += f"; remote not reached: {', '.join(unreached)} (its KBs were not searched)"
     return Retrieval(how, tuple(names), text, tuple(keyword_only))

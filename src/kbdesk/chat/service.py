@@ -26,6 +26,10 @@ from kbdesk.errors import InvalidInputError, KbdeskError
 from kbdesk.filters import Filters
 from kbdesk.filters_text import as_filters
 from kbdesk.providers.chat import CancelToken
+from kbdesk.remote.bindings import bind as bind_remote
+from kbdesk.remote.bindings import remote_toggles
+from kbdesk.remote.bindings import toggle as toggle_remote
+from kbdesk.remote.names import split_ref, split_refs
 from kbdesk.store.api import ChatStore
 from kbdesk.store.chat import UNSET, ChatMessage, Conversation, Persona, Project
 
@@ -140,12 +144,23 @@ class ChatService:
         return kb_hint(self.active_kbs(ref))
 
     def kb_toggles(self, ref: str) -> list[KbToggle]:
-        """The KB popup: every pickable KB with its document count and whether it is on."""
-        return kb_toggles(self.store, self.conversation(ref))
+        """The KB popup: every pickable KB with its document count and whether it is on
+        (then the remotes' KBs: those bound, and those the remotes offer now)."""
+        conv = self.conversation(ref)
+        remote = remote_toggles(self.desk, conv.id) if self.desk.config.remotes else []
+        return kb_toggles(self.store, conv) + [
+            KbToggle(ref, name, documents, on, "conversation" if on else None, False)
+            for ref, name, documents, on in remote
+        ]
 
     def set_kb_enabled(self, ref: str, kb_ref: str, enabled: bool) -> list[KbToggle]:
+        remote = split_ref(kb_ref, self.desk.config.remotes) if self.desk.config.remotes else None
+        if remote is not None:  # a remote KB: bound beside the rows (kbdesk.remote.bindings)
+            conv = self.conversation(ref)
+            toggle_remote(self.desk, conv.id, remote, enabled)
+            return self.kb_toggles(conv.id)
         conv, kb = self.conversation(ref), self.desk.kb(kb_ref)
-        check_switchable(self.kb_toggles(conv.id), kb)
+        check_switchable(kb_toggles(self.store, conv), kb)
         self.store.set_channel_kb(conv.id, kb.id, enabled)
         return self.kb_toggles(conv.id)
 
@@ -153,8 +168,10 @@ class ChatService:
         """Exactly these KBs on (seed 002 "PUT /channels/:id/knowledge-bases"); every other
         pickable KB off. Persona and project KBs stay as their bindings say."""
         conv = self.conversation(ref)
+        kb_refs, remote = split_refs(list(kb_refs), self.desk.config.remotes)
+        bind_remote(self.desk, conv.id, remote)  # remote KBs: read-only, kept beside the rows
         wanted = {self.desk.kb(r).id for r in kb_refs}
-        toggles = self.kb_toggles(conv.id)
+        toggles = kb_toggles(self.store, conv)
         for kb_id in wanted:
             check_switchable(toggles, self.store.get_kb(kb_id))
         others = [t.kb_id for t in toggles if not t.locked and t.kb_id not in wanted]

@@ -26,6 +26,7 @@ from kbdesk.errors import InvalidInputError, KbdeskError
 from kbdesk.filters import Filters
 from kbdesk.filters_text import overlay
 from kbdesk.models import KnowledgeBase
+from kbdesk.remote.federation import unreached_remotes
 from kbdesk.search import DEFAULT_LIMIT, MAX_LIMIT, SearchResponse
 
 log = logging.getLogger("kbdesk.chat")
@@ -123,6 +124,8 @@ class Outcome:
     error: str | None = None
     keyword_fallback: list[str] = field(default_factory=list)
     """KBs searched by keyword only: the query could not be embedded for them."""
+    unreached: list[str] = field(default_factory=list)
+    """Remotes the search could not reach, each with why: ``team (unreachable)``."""
 
 
 class BadArguments(ValueError):
@@ -300,6 +303,7 @@ class Toolbox:
             summary,
             sources,
             keyword_fallback=list(response.keyword_fallback),
+            unreached=unreached_remotes(response.notes),
         )
 
     # ── note_search ────────────────────────────────────────────────────────────

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,10 +117,12 @@ class TurnState:
     trimmed: int = 0
     attached: tuple[str, ...] = ()  # names of the KBs active for the turn
     fallback: list[str] = field(default_factory=list)  # KBs searched by keyword only (no query vector)
+    unreached: list[str] = field(default_factory=list)  # remotes a search could not reach, with why
     filters: Filters = field(default_factory=Filters)  # what every search of the turn keeps to
 
-    def note_fallback(self, names: list[str]) -> None:
+    def note_fallback(self, names: list[str], unreached: Sequence[str] = ()) -> None:
         self.fallback.extend(n for n in names if n not in self.fallback)
+        self.unreached.extend(u for u in unreached if u not in self.unreached)
 
     def add_sources(self, found: list[dict[str, Any]]) -> tuple[Source, ...]:
         out = []
@@ -266,7 +268,7 @@ def auto_search(desk: Any, active: list[ActiveKB], state: TurnState, max_chars: 
     state.calls.append(done)
     if outcome.ok:
         state.grounded = True
-        state.note_fallback(outcome.keyword_fallback)
+        state.note_fallback(outcome.keyword_fallback, outcome.unreached)
         if not state.searched:
             state.searched = "auto"
     yield ToolCallFinished(done, state.add_sources(outcome.sources))
@@ -300,7 +302,7 @@ def run_tools(
         if call.name == "kb_search" and outcome.ok:
             state.searched = "tool"
             state.grounded = state.grounded or bool(grounding)
-            state.note_fallback(outcome.keyword_fallback)
+            state.note_fallback(outcome.keyword_fallback, outcome.unreached)
         store.add_message(state.conversation_id, "tool", outcome.content, tool_call_id=call.id)
         store.set_tool_call_status(asked.id, call.id, "ok" if outcome.ok else "error", outcome.error)
         state.exchange.append({"role": "tool", "tool_call_id": call.id, "content": outcome.content})
@@ -337,7 +339,7 @@ def finish_failed(
     how = how_retrieved(plan, state, cause)
     if state.attached:
         names = [a.kb.name for a in plan.searchable] if plan and plan.searchable else list(state.attached)
-        yield describe(how, names, state.fallback, state.filters)
+        yield describe(how, names, state.fallback, state.filters, state.unreached)
     yield TurnFinished(state.answer(message_id, status, error, retrieval=how))
 
 

@@ -59,6 +59,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "kbdesk.cli.providers:provider_group",
         "Embedding and chat providers (any OpenAI-compatible server, or in-process embeddings).",
     ),
+    "remote": (
+        "kbdesk.cli.remotes:remote_group",
+        "Team servers (kbdesk serve) whose knowledge bases are searched beside the local ones, read-only.",
+    ),
     "rebuild": (
         "kbdesk.cli.ingest:rebuild_command",
         "Re-chunk and re-embed every document of KB that has stored text.",

@@ -123,15 +123,25 @@ def _same_model(kb: KnowledgeBase, model_id: str | None, keyword_only: bool) -> 
 
 @kb_group.command("list")
 @json_option
+@click.option("--local", "local_only", is_flag=True, help="Only the local KBs (no remote is asked).")
 @click.pass_obj
-def list_(state, as_json) -> None:
-    """List knowledge bases."""
-    kbs = state.desk().list_kbs()
+def list_(state, as_json, local_only) -> None:
+    """List knowledge bases: the local ones, then each remote's (REMOTE:NAME, read-only)."""
+    desk = state.desk()
+    kbs = desk.list_kbs()
+    remote_kbs, remote_states = ([], []) if local_only or not desk.config.remotes else desk.remotes.list_all()
+    for s in remote_states:
+        if s.state != "searched":
+            click.echo(f"notice: remote '{s.remote}' not listed ({inert_line(s.reason or s.state)})", err=True)
     if as_json:
         rows = [{**kb.to_dict(), "failed_documents": kb.failed_documents} for kb in kbs]
-        print_json({"data": rows, "total": len(kbs)})
+        body = {"data": rows, "total": len(kbs)}
+        if desk.config.remotes and not local_only:
+            body["remote"] = [kb.to_dict() for kb in remote_kbs]
+            body["remotes"] = [s.to_dict() for s in remote_states]
+        print_json(body)
         return
-    if not kbs:
+    if not kbs and not remote_kbs:
         stdout().print(plain("No knowledge bases yet. Create one: kbdesk kb create NAME"))
         return
     t = table("name", "id", "scope", "docs", "chunks", "size", "status", "embedding")
@@ -145,6 +155,17 @@ def list_(state, as_json) -> None:
             human_bytes(kb.total_bytes),
             plain(f"{kb.health} ({kb.failed_documents} failed)" if kb.failed_documents else kb.status),
             plain(_model(kb)),
+        )
+    for rkb in remote_kbs:
+        t.add_row(
+            plain(rkb.display),
+            plain(rkb.id[:8]),
+            plain("remote"),
+            str(rkb.document_count),
+            str(rkb.chunk_count),
+            "—",
+            plain(rkb.status),
+            plain(rkb.model_id or "keyword only"),
         )
     stdout().print(t)
 

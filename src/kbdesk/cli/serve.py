@@ -167,9 +167,11 @@ def mcp_command(state, kbs) -> None:
     """
     _need("mcp")
     from kbdesk.mcp.server import run
+    from kbdesk.remote.names import split_refs
 
     desk = state.desk()
-    chosen = [desk.kb(ref).id for ref in kbs]  # an unknown KB: one line now, not a failing tool later
+    local, remote = split_refs(list(kbs), desk.config.remotes)  # team:Product Docs: a remote's KB
+    chosen = [desk.kb(ref).id for ref in local] + [str(r) for r in remote]  # an unknown KB: one line now
     _log_to_stderr("warning")
     if sys.stdin.isatty():
         stderr().print(

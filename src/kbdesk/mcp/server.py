@@ -90,10 +90,24 @@ class DeskTools:
         self.has_notes = CHAT in desk.store.capabilities
 
     def kbs(self) -> list[Any]:
-        """The KBs offered: those chosen (``kbdesk mcp --kb``), else every discoverable one."""
+        """The KBs offered: those chosen (``kbdesk mcp --kb``), else every discoverable one,
+        then the remotes' (``team:Product Docs``; a remote that does not answer offers none)."""
+        return self.local_kbs() + self.remote_kbs()
+
+    def local_kbs(self) -> list[Any]:
         if self.kb_ids is not None:
             return [kb for kb in self.desk.list_kbs() if kb.id in self.kb_ids]
         return [kb for kb in self.desk.list_kbs() if kb.discoverable]
+
+    def remote_kbs(self) -> list[Any]:
+        if not self.desk.config.remotes:
+            return []
+        listed, _states = self.desk.remotes.list_all()
+        kbs = [r.as_kb() for r in listed]
+        if self.kb_ids is None:
+            return kbs
+        wanted = set(self.kb_ids)
+        return [kb for kb in kbs if {kb.id, kb.name, kb.id.split(":", 1)[0] + ":*"} & wanted]
 
     def tools(self) -> list[types.Tool]:
         found = [
@@ -160,7 +174,7 @@ class DeskTools:
 
     def resources(self) -> list[types.Resource]:
         out: list[types.Resource] = []
-        for kb in self.kbs():
+        for kb in self.local_kbs():  # a remote KB's documents are its server's
             for doc in self.desk.documents(kb.id, "ready"):
                 out.append(
                     types.Resource(
@@ -183,7 +197,7 @@ class DeskTools:
                 f"not a kbdesk document: {one_line(uri, 120)} (documents are kbdesk://kb/<kb id>/documents/<doc id>)"
             )
         kb_id, doc_id = match.groups()
-        kb = next((kb for kb in self.kbs() if kb.id == kb_id.lower()), None)
+        kb = next((kb for kb in self.local_kbs() if kb.id == kb_id.lower()), None)
         if kb is None:
             raise ValueError(f"no knowledge base {kb_id} is offered here")
         try:

@@ -98,12 +98,13 @@ def create_app(desk: Desk, *, cors_origins: Sequence[str] = (), resume: bool = T
 
 def routers() -> list[Any]:
     """The API's routes, by subject (mounted under ``/api``; the route-table test walks them)."""
+    import kbdesk.serve.routes_across as routes_across
     import kbdesk.serve.routes_channels as routes_channels
     import kbdesk.serve.routes_documents as routes_documents
     import kbdesk.serve.routes_kbs as routes_kbs
     import kbdesk.serve.routes_search as routes_search
 
-    return [m.router for m in (routes_kbs, routes_documents, routes_search, routes_channels)]
+    return [m.router for m in (routes_kbs, routes_documents, routes_search, routes_across, routes_channels)]
 
 
 def index(request: Request) -> dict[str, Any]:

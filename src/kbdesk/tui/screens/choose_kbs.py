@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import on
@@ -12,6 +12,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, SelectionList, Static
 
 from kbdesk.models import KnowledgeBase
+from kbdesk.remote.registry import pickable_kbs
 from kbdesk.tui.format import line
 from kbdesk.tui.screens.base import DeskModal
 
@@ -32,18 +33,30 @@ class ChooseKbsScreen(DeskModal):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Static(Text("Search in (space toggles)"), classes="dialog-title")
+            yield Static("", id="remote-state")
             yield SelectionList[str](id="choices")
             with Horizontal(classes="buttons"):
                 yield Button("Save (ctrl+s)", variant="primary", id="ok", compact=True)
                 yield Button("Cancel", id="cancel", compact=True)
 
     def on_mount(self) -> None:
-        self.in_thread(self.desk.list_kbs, doing="loading knowledge bases", done=self._fill)
+        self.query_one("#remote-state", Static).display = False
+        self.in_thread(pickable_kbs, self.desk, doing="loading knowledge bases", done=self._fill_all)
+
+    def _fill_all(self, found: tuple[list[KnowledgeBase], list[Any]]) -> None:
+        kbs, states = found
+        down = [s for s in states if s.state != "searched"]
+        if down:  # a remote that did not answer: its KBs are not offered now, and why
+            state = self.query_one("#remote-state", Static)
+            state.update(Text("\n".join(f"⚠ remote '{s.remote}' {s.state}: {s.reason}" for s in down), style="bold"))
+            state.display = True
+        self._fill(kbs)
 
     def _fill(self, kbs: list[KnowledgeBase]) -> None:
         choices = self.query_one(SelectionList)
         for kb in kbs:
-            label = line(kb.name) + Text(f"  {kb.document_count} docs", style="dim")
+            remote = "  remote, read-only" if kb.scope == "remote" else ""
+            label = line(kb.name) + Text(f"  {kb.document_count} docs{remote}", style="dim")
             choices.add_option((label, kb.name, kb.name in self.chosen))
         if kbs:
             choices.highlighted = 0

@@ -175,7 +175,8 @@ class SearchScreen(DeskScreen):
         self.response = response
         table = self.query_one(ResultsTable)
         table.show(response.explain or [], self.show_cut)
-        self._banner(response.notice)
+        remotes = [s.note for s in getattr(response, "remotes", []) if s.state != "searched"]  # remote KBs' state
+        self._banner("; ".join(n for n in (response.notice, *remotes) if n) or None)
         self._status(self._explain_summary(response))
         self._preview()
 

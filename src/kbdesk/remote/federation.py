@@ -1,0 +1,238 @@
+"""Local and remote KBs searched at once, merged into one ranking, within a budget.
+
+:func:`federated_search` runs the local search in the calling thread and each remote's
+in a thread of its own (:mod:`kbdesk.remote.registry`); a remote that has not answered
+when the budget is spent (2 s by default), that is unreachable, refuses the token or
+failed a moment ago (its breaker is open) is left out, and the answer says which and
+why in its notes — local results never wait longer than that. The merge rule is
+:func:`kbdesk.remote.ranking.merge`.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbdesk.errors import InvalidInputError, KbdeskError, NotFoundError
+from kbdesk.models import SearchResult
+from kbdesk.remote.names import RemoteRef, display_name
+from kbdesk.remote.ranking import BY_RANK, Ranked, Ranking, explain_entry, merge_scored, ranking_of
+from kbdesk.remote.registry import SLOW, RemoteKb, Remotes, RemoteState, reason_of, run_within, state_of
+from kbdesk.search import MAX_LIMIT, SearchResponse, check_limit
+
+
+@dataclass
+class FederatedResponse(SearchResponse):
+    """A search's answer when remote KBs took part: which remotes answered, and how the
+    lists were merged (``merged_by``: "score" or "rank")."""
+
+    remotes: list[RemoteState] = field(default_factory=list)
+    merged_by: str = "score"
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        out["remotes"] = [r.to_dict() for r in self.remotes]
+        out["merged_by"] = self.merged_by
+        return out
+
+
+# ── the federated search ───────────────────────────────────────────────────────
+def federated_search(
+    desk: Any,
+    local_refs: Sequence[str],
+    remote_refs: Sequence[RemoteRef],
+    query: str,
+    *,
+    query_vector: Any = None,
+    limit: int | None = None,
+    threshold: float | None = None,
+    mode: str | None = None,
+    explain: bool = False,
+    filters: Any = None,
+) -> FederatedResponse:
+    """Search local KBs (``local_refs``) and remote ones at once; one ranking (module docstring)."""
+    cfg = desk.config.search
+    limit = check_limit(limit if limit is not None else cfg.limit)
+    depth = min(MAX_LIMIT, 2 * limit)  # each side's share: the merge then picks the best ``limit``
+    used_threshold = threshold if threshold is not None else cfg.threshold
+    remotes: Remotes = desk.remotes
+    wanted: dict[str, list[str]] = {}
+    for ref in remote_refs:
+        wanted.setdefault(ref.remote, []).append(ref.kb)
+    options = {
+        "limit": depth,
+        "mode": mode,
+        "threshold": threshold if mode != "keyword" else None,
+        "filters": filters.to_dict() if filters else None,  # the same filter on both sides
+    }
+    calls = {name: functools.partial(_remote_leg, remotes, name, wanted[name], query, options) for name in wanted}
+    answers: dict[str, Any] = {}
+    started = time.monotonic()
+
+    def remote_side() -> None:  # each remote in a thread of its own, all within the budget
+        answers.update(run_within(calls, max(remotes.budget(n) for n in wanted)))
+
+    side = threading.Thread(target=remote_side, daemon=True, name="remote-legs")
+    side.start()
+    local: SearchResponse | None = None
+    rankings: list[Ranking] = []
+    if local_refs:
+        local = desk.search(
+            list(local_refs),
+            query,
+            query_vector=query_vector,
+            limit=depth,
+            threshold=threshold,
+            mode=mode,
+            explain=True,
+            filters=filters,
+        )
+        kbs = [desk.kb(ref) for ref in local_refs]
+        dims = {kb.id: desk.store.kb_vector_dimensions(kb.id) for kb in kbs}
+        models = [(kb.model_id, dims[kb.id]) for kb in kbs if kb.model_id and dims[kb.id]]
+        rankings.append(ranking_of(local, fusion=cfg.fusion, alpha=cfg.alpha, threshold=used_threshold, models=models))
+    side.join(max(0.0, max(remotes.budget(n) for n in wanted) - (time.monotonic() - started)) + 0.05)
+    states: list[RemoteState] = []
+    notes: list[str] = list(local.notes) if local else []
+    fallback: list[str] = list(local.keyword_fallback) if local else []
+    searched = list(local.searched_kbs) if local else []
+    errors: list[BaseException] = []
+    for name in wanted:
+        outcome = answers.get(name, SLOW)
+        if outcome is SLOW:
+            state = RemoteState(name, "slow", f"no answer within {remotes.budget(name):g} s")
+        elif isinstance(outcome, BaseException):
+            if not isinstance(outcome, KbdeskError):
+                raise outcome
+            errors.append(outcome)
+            state = RemoteState(name, state_of(outcome), reason_of(outcome, name))
+        else:
+            ranking, body, kbs_searched = outcome
+            rankings.append(ranking)
+            state = RemoteState(name, "searched", None, [kb.display for kb in kbs_searched])
+            searched.extend(state.kbs)
+            notes.extend(f"remote '{name}': {n}" for n in body.get("notes") or [] if isinstance(n, str))
+            fallback.extend(display_name(name, k) for k in body.get("keyword_fallback") or [] if isinstance(k, str))
+        if state.state != "searched":
+            notes.append(state.note)
+        states.append(state)
+    if local is None and not any(s.state == "searched" for s in states):
+        if errors:
+            raise errors[0]
+        raise _TimedOut(states[0].note)
+    scored, rule = merge_scored(rankings, limit)
+    results = [x.result for _, x in scored]
+    if rule == BY_RANK:
+        notes.append(
+            "local and remote results merged by rank: their scores are not comparable "
+            "(another embedding model, mode or fusion)"
+        )
+    modes = {r.mode for r in rankings if r.ranked} or {r.mode for r in rankings}
+    response = FederatedResponse(
+        results,
+        (query or "").strip(),
+        searched,
+        modes.pop() if len(modes) == 1 else "mixed",
+        notes=notes,
+        keyword_fallback=fallback,
+        remotes=states,
+        merged_by=rule,
+    )
+    if explain:  # the merged results, then what the local search cut (the remote's cuts stay there)
+        cut = [e for e in (local.explain or []) if e.get("cut") is not None] if local is not None else []
+        response.explain = [explain_entry(score, x) for score, x in scored] + cut
+    return response
+
+
+class _TimedOut(KbdeskError):
+    """Every source of a search was a remote, and none answered in time."""
+
+
+def _remote_leg(
+    remotes: Remotes, name: str, refs: list[str], query: str, options: dict[str, Any]
+) -> tuple[Ranking, dict[str, Any], list[RemoteKb]]:
+    kbs = remotes.resolve(name, refs)
+    if not kbs:
+        raise NotFoundError(f"remote '{name}' has no knowledge base this token may read")
+    client = remotes.client(name)
+    body = remotes._guarded(name, lambda: client.search([kb.id for kb in kbs], query, **options))
+    return ranking_from_wire(name, body, kbs), body, kbs
+
+
+def ranking_from_wire(name: str, body: dict[str, Any], kbs: Sequence[RemoteKb]) -> Ranking:
+    """A remote's ``POST /search`` answer as a :class:`Ranking`; each result cites the
+    remote KB (``team:Product Docs``) and keeps the server's document, page and headings."""
+    by_id = {kb.id: kb for kb in kbs}
+    raw_models = body.get("models")
+    ranked: list[Ranked] = []
+    for rank, item in enumerate((d for d in body.get("data") or [] if isinstance(d, dict)), start=1):
+        raw = item.get("score")
+        score: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        kb = by_id.get(str(item.get("kb_id") or ""))
+        kb_name = kb.name if kb is not None else str(item.get("kb") or "")
+        metadata = dict(item.get("metadata") or {}) if isinstance(item.get("metadata"), dict) else {}
+        metadata.update(
+            {"remote": name, "remote_kb_id": item.get("kb_id"), "remote_document_id": item.get("document_id")}
+        )
+        result = SearchResult(
+            str(item.get("content") or ""),
+            str(item.get("source") or ""),
+            display_name(name, kb_name),
+            float(item.get("similarity") or 0.0),
+            metadata,
+            document_id=None,  # a document of another server: cited, never opened here
+            chunk_index=item.get("chunk_index") if isinstance(item.get("chunk_index"), int) else None,
+        )
+        ranked.append(
+            Ranked(result, rank, _num(score.get("cosine")), _num(score.get("keyword")), _num(score.get("fused")))
+        )
+    models = sorted(
+        (str(m["model_id"]), int(m["dimensions"]))
+        for m in (raw_models if isinstance(raw_models, list) else [])
+        if isinstance(m, dict) and m.get("model_id") and isinstance(m.get("dimensions"), int)
+    )
+    return Ranking(
+        name,
+        ranked,
+        str(body.get("mode") or "keyword"),
+        str(body.get("fusion") or ""),
+        float(body.get("alpha") or 0.0),
+        _num(body.get("threshold")) or 0.0,
+        _num(body.get("best_keyword")),
+        models,
+    )
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+_NOT_SEARCHED = re.compile(r"^remote '([^']+)' was not searched \((.*)\): results from the other sources only$")
+
+
+def unreached_remotes(notes: Sequence[str]) -> list[str]:
+    """The remotes a search's notes say were not searched, as ``team (unreachable: …)``
+    (the notes survive merging several responses into one, so they are read back here)."""
+    out: list[str] = []
+    for note in notes:
+        match = _NOT_SEARCHED.match(note)
+        if match and match.group(1) not in (o.split(" ", 1)[0] for o in out):
+            out.append(f"{match.group(1)} ({_short(match.group(2))})")
+    return out
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def refuse_change(ref: str, remote: str) -> InvalidInputError:
+    """The one-line error for a change asked of a remote KB."""
+    return InvalidInputError(
+        f"'{ref}' is a knowledge base of the remote '{remote}': it is read-only from this desk "
+        "(search, ask and chat reach it; change it on its server)"
+    )

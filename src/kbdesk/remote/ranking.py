@@ -1,0 +1,164 @@
+"""What one search ranked, and why — and one list out of several.
+
+Each side of a federated search (the local desk, each remote) answers with its best
+results *and* the parts of their scores: the cosine, the raw keyword (BM25) score and
+the fused score, plus the best keyword score of its candidate pool. Two rules merge
+them:
+
+- **by score**, when the scores mean the same on every side: the same mode (vector or
+  hybrid), the same threshold, convex fusion with the same weight, and every KB that
+  was searched embeds with one model and dimension count. Vector mode merges by cosine;
+  hybrid mode fuses again — ``alpha · cosine + (1 − alpha) · BM25 / best BM25`` — with
+  the best BM25 over *all* sides (each side normalised by its own best, which would make
+  a side with weak keyword matches look stronger), and the threshold floor is applied
+  again. That is the score one KB holding every side's chunks would give.
+- **by rank** (reciprocal rank fusion, ``1 / (60 + rank)``) otherwise: different models'
+  cosines, BM25 over different corpora or RRF scores cannot be compared, ranks can.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kbdesk.models import SearchResult
+
+RRF_K = 60
+BY_SCORE = "score"
+BY_RANK = "rank"
+
+
+@dataclass
+class Ranked:
+    result: SearchResult
+    rank: int  # 1-based, in its own side's list
+    cosine: float | None = None
+    keyword: float | None = None  # raw BM25: higher is better
+    fused: float | None = None  # what ranked it on its own side (hybrid)
+
+
+@dataclass
+class Ranking:
+    """One side's answer and how it was ranked (``leg``: "" for the local desk, else the remote)."""
+
+    leg: str
+    ranked: list[Ranked]
+    mode: str
+    fusion: str
+    alpha: float
+    threshold: float
+    best_keyword: float | None = None
+    models: list[tuple[str, int]] = field(default_factory=list)
+    """(model id, dimensions) of every KB searched that holds vectors."""
+
+
+def ranking_of(
+    response: Any, *, fusion: str, alpha: float, threshold: float, models: Sequence[tuple[str, int]], leg: str = ""
+) -> Ranking:
+    """A :class:`Ranking` from a :class:`~kbdesk.search.SearchResponse` made with ``explain=True``."""
+    explain = response.explain or []
+    parts = {(e.get("document_id"), e.get("chunk_index")): e for e in explain if e.get("cut") is None}
+    best = max((float(e["keyword_score"]) for e in explain if e.get("keyword_score") is not None), default=None)
+    ranked = []
+    for rank, result in enumerate(response.results, start=1):
+        e = parts.get((result.document_id, result.chunk_index), {})
+        ranked.append(Ranked(result, rank, e.get("cosine"), e.get("keyword_score"), e.get("fused")))
+    return Ranking(leg, ranked, response.mode, fusion, alpha, threshold, best, sorted(set(models)))
+
+
+def comparable(rankings: Sequence[Ranking]) -> bool:
+    """Whether the sides' scores mean the same (see the module docstring)."""
+    sides = [r for r in rankings if r.ranked]
+    if len(sides) < 2:
+        return True
+    first = sides[0]
+    if first.mode not in ("vector", "hybrid") or len(first.models) != 1:
+        return False
+    for side in sides:
+        if (side.mode, side.threshold, side.models) != (first.mode, first.threshold, first.models):
+            return False
+        if side.mode == "hybrid" and (side.fusion != "convex" or first.fusion != "convex" or side.alpha != first.alpha):
+            return False
+        if any(r.cosine is None for r in side.ranked):
+            return False
+    return True
+
+
+def merge(rankings: Sequence[Ranking], limit: int) -> tuple[list[SearchResult], str]:
+    """The best ``limit`` results of all sides, and the rule used (:data:`BY_SCORE` or :data:`BY_RANK`)."""
+    scored, rule = merge_scored(rankings, limit)
+    return [x.result for _, x in scored], rule
+
+
+def merge_scored(rankings: Sequence[Ranking], limit: int) -> tuple[list[tuple[float | None, Ranked]], str]:
+    """:func:`merge` with each result's merged score and parts (for the retrieval debugger)."""
+    sides = [r for r in rankings if r.ranked]
+    if len(sides) <= 1:
+        return ([(x.fused, x) for x in sides[0].ranked[:limit]] if sides else []), BY_SCORE
+    keyed: list[tuple[float, int, int, Ranked]] = []
+    if comparable(sides):
+        rule = BY_SCORE
+        mode = sides[0].mode
+        alpha, threshold = sides[0].alpha, sides[0].threshold
+        best = max((s.best_keyword for s in sides if s.best_keyword), default=None)
+        for order, side in enumerate(sides):
+            for x in side.ranked:
+                cosine = x.cosine or 0.0
+                if mode == "vector":
+                    score = cosine
+                else:
+                    keyword = (x.keyword or 0.0) / best if best else 0.0
+                    score = alpha * max(cosine, 0.0) + (1.0 - alpha) * keyword
+                    if score < alpha * threshold:
+                        continue  # under the floor once every side's keyword scores are counted
+                keyed.append((score, order, x.rank, x))
+    else:
+        rule = BY_RANK
+        for order, side in enumerate(sides):
+            for x in side.ranked:
+                keyed.append((1.0 / (RRF_K + x.rank), order, x.rank, x))
+    keyed.sort(key=lambda k: (-k[0], -k[3].result.similarity, k[1], k[2]))
+    return [(k[0], k[3]) for k in keyed[:limit]], rule
+
+
+def explain_entry(score: float | None, x: Ranked) -> dict[str, Any]:
+    """A merged result as a row of the retrieval debugger (``--explain``, the TUI's search)."""
+    r = x.result
+    return {
+        "similarity": r.similarity,
+        "score_kind": r.metadata.get("score_kind", "cosine"),
+        "cosine": x.cosine,
+        "vector_rank": None,
+        "keyword_rank": None,
+        "keyword_score": x.keyword,
+        "fused": None if score is None else round(score, 6),
+        "cut": None,
+        "content": r.content,
+        "source": r.source,
+        "kb": r.kb,
+        "metadata": dict(r.metadata),
+        "document_id": r.document_id,
+        "chunk_index": r.chunk_index,
+    }
+
+
+# ── on the wire (POST /api/search answers these parts; the client reads them back) ──
+def ranked_to_wire(x: Ranked) -> dict[str, Any]:
+    return {
+        **x.result.to_dict(),
+        "document_id": x.result.document_id,
+        "chunk_index": x.result.chunk_index,
+        "score": {"rank": x.rank, "cosine": x.cosine, "keyword": x.keyword, "fused": x.fused},
+    }
+
+
+def ranking_to_wire(ranking: Ranking) -> dict[str, Any]:
+    return {
+        "mode": ranking.mode,
+        "fusion": ranking.fusion,
+        "alpha": ranking.alpha,
+        "threshold": ranking.threshold,
+        "best_keyword": ranking.best_keyword,
+        "models": [{"model_id": m, "dimensions": d} for m, d in ranking.models],
+    }
