@@ -322,27 +322,39 @@ def postgres_paths(args: Any, n: int, d: int) -> list[dict[str, Any]]:
                 def vref(i: int, label: str | None) -> list[int]:
                     return vector_reference(data, qvecs[i], None if label is None else allowed[label])
 
-                default = (pgvectors.EXACT_FILTERED_BELOW, pgvectors.ITERATIVE_ORDER, pgvectors.ITERATIVE_OVERFETCH)
+                default = (
+                    pgvectors.EXACT_FILTERED_BELOW,
+                    pgvectors.ITERATIVE_ORDER,
+                    pgvectors.ITERATIVE_OVERFETCH,
+                    pgvectors.ITERATIVE_EF_SEARCH,
+                )
                 variants = [
                     (
                         f"pgvector, exact below {default[0]:,} filtered chunks or "
                         f"{pgvectors.ITERATIVE_SHARE:.0%} of the KB",
                         default,
                     ),
-                    ("pgvector, iterative index scan always", (0, default[1], default[2])),
-                    ("pgvector, exact over the filtered rows always", (10**9, default[1], default[2])),
+                    ("pgvector, iterative index scan always", (0, *default[1:])),
+                    ("pgvector, exact over the filtered rows always", (10**9, *default[1:])),
                 ]
-                for spec in args.pg_variants or ():  # "order:overfetch": an iterative scan always
-                    order, overfetch = spec.split(":")
-                    variants.append((f"pgvector, iterative {order}, {overfetch}x k", (0, order, int(overfetch))))
+                for spec in args.pg_variants or ():  # "order:overfetch[:ef_search]": an iterative scan always
+                    order, overfetch, *ef = spec.split(":")
+                    name = f"pgvector, iterative {order}, {overfetch}x k" + (f", ef_search {ef[0]}" if ef else "")
+                    variants.append((name, (0, order, int(overfetch), int(ef[0]) if ef else 0)))
                 share = pgvectors.ITERATIVE_SHARE
                 chosen = variants[3:] if args.pg_variants else variants[:1] if args.pg_default_only else variants
-                for name, (exact_below, order, overfetch) in chosen:
+                for name, (exact_below, order, overfetch, ef_search) in chosen:
                     pgvectors.EXACT_FILTERED_BELOW = exact_below
                     pgvectors.ITERATIVE_SHARE = 0.0 if exact_below == 0 else share
                     pgvectors.ITERATIVE_ORDER, pgvectors.ITERATIVE_OVERFETCH = order, overfetch
+                    pgvectors.ITERATIVE_EF_SEARCH = ef_search
                     rows.append(measure_path(f"{name} ({n:,})", desk, "bench", ask, vref, args.queries, args.warmup))
-                pgvectors.EXACT_FILTERED_BELOW, pgvectors.ITERATIVE_ORDER, pgvectors.ITERATIVE_OVERFETCH = default
+                (
+                    pgvectors.EXACT_FILTERED_BELOW,
+                    pgvectors.ITERATIVE_ORDER,
+                    pgvectors.ITERATIVE_OVERFETCH,
+                    pgvectors.ITERATIVE_EF_SEARCH,
+                ) = default
                 pgvectors.ITERATIVE_SHARE = share
                 if args.pg_variants:
                     return rows
@@ -404,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--pg-variants",
         type=lambda text: text.split(","),
-        help="only these iterative scans on Postgres, as order:overfetch (strict_order:4,relaxed_order:1)",
+        help="only these iterative scans on Postgres, as order:overfetch[:ef_search] (relaxed_order:2:400)",
     )
     ap.add_argument(
         "--paths",

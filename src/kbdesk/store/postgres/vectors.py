@@ -45,13 +45,15 @@ MIN_EF_SEARCH = 100
 # scored exactly; above both, the index is walked iteratively. Measured at 100k x 384
 # (bench/bench_filters.py --postgres, docs/BENCHMARKS.md): an iterative scan keeps recall@10
 # at 1.00 for a filter of half the KB, but falls to 0.60-0.90 at 5% and 0.57-0.74 at 0.5%
-# (strict or relaxed order, asked for 1x or 4x k), while the exact scan of a 5% filter
-# (5,000 rows of the seed's 3,072-wide column) takes 70-105 ms.
+# (strict or relaxed order, asked for 1x or 4x k; still 0.75-0.91 at 5% and 0.62-0.73 at 0.5%
+# with ITERATIVE_EF_SEARCH at 200-1,000, and slower than the exact scan at 5%), while the exact
+# scan of a 5% filter (5,000 rows of the seed's 3,072-wide column) takes 48-105 ms.
 EXACT_FILTERED_BELOW = 10_000
 ITERATIVE_SHARE = 0.2
 MAX_SCAN_TUPLES = 100_000  # how far an iterative scan may walk before it gives up
 ITERATIVE_OVERFETCH = 2  # an iterative scan is asked for this many times k rows, the best k kept
 ITERATIVE_ORDER = "relaxed_order"  # the outer query sorts by exact cosine anyway
+ITERATIVE_EF_SEARCH = 0  # an iterative scan's least hnsw.ef_search (0: as any search asked for its rows)
 VALID_FOR_S = 30.0  # how long a seen-valid index is trusted without asking the catalog again
 
 
@@ -241,7 +243,7 @@ class PgVectorIndex:
             if indexed and not small:
                 wide = k * ITERATIVE_OVERFETCH
                 with self.store.read() as conn:
-                    self._settle(conn, True, wide)
+                    self._settle(conn, True, max(wide, ITERATIVE_EF_SEARCH // 2))
                     conn.execute(
                         "SELECT set_config('hnsw.iterative_scan', %s, true), "
                         "set_config('hnsw.max_scan_tuples', %s, true)",
