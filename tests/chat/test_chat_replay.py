@@ -76,16 +76,6 @@ class Replay:
         return [body for path, body in self.got if path.endswith("/chat/completions")]
 
 
-def _as_recorded(sent: dict[str, Any]) -> dict[str, Any]:
-    """A request as the recordings hold it: they were made before kb_search took
-    ``filters`` (an optional argument; tests/e2e records anew with KBDESK_RECORD=1)."""
-    copy = json.loads(json.dumps(sent))
-    for tool in copy.get("tools") or []:
-        if tool.get("function", {}).get("name") == "kb_search":
-            tool["function"]["parameters"]["properties"].pop("filters", None)
-    return copy
-
-
 def recorded(*labels: str) -> list[dict[str, Any]]:
     return [e for e in json.loads(RECORDED.read_text()) if e["label"] in labels]
 
@@ -125,7 +115,7 @@ def test_the_recorded_question_and_follow_up_replay_exactly(replay_desk):
     now = replay.chat_requests()
     assert len(now) == len(then)
     for sent, was in zip(now, then, strict=True):
-        assert _as_recorded(sent) == was  # byte for byte what the real server accepted
+        assert sent == was  # byte for byte what the real server accepted
     for request in now:  # and what it accepts, said once more: content is never null
         assert all(isinstance(m.get("content"), str) for m in request["messages"])
 
@@ -149,12 +139,13 @@ def _same_requests(replay: Replay, *labels: str) -> None:
     now = replay.chat_requests()
     assert len(now) == len(then)
     for sent, was in zip(now, then, strict=True):
-        assert _as_recorded(sent) == was
+        assert sent == was
 
 
 def test_four_recorded_conversations_cite_the_documents_that_answer_them(replay_desk):
-    """What SmolLM2 searched for had nothing to do with the questions; every turn is
-    grounded all the same (at least 7 of the 8 turns are the promise; all 8 did)."""
+    """What SmolLM2 searched for had nothing to do with the questions, and the filters it
+    wrote let nothing through; every turn is grounded all the same (at least 7 of the 8
+    turns are the promise; all 8 did)."""
     labels = [f"conversation-{n}-turn-{t}" for n in range(1, 5) for t in (1, 2)]
     desk, replay = replay_desk(*labels)
     desk.create_kb("demo")
@@ -168,7 +159,7 @@ def test_four_recorded_conversations_cite_the_documents_that_answer_them(replay_
             conv_id = answer.conversation_id
             assert answer.status == "complete" and answer.retrieval == "tool", answer.error
             cited += turn["doc"] in [s.source for s in answer.sources]
-    assert cited >= 7
+    assert cited == 8
     _same_requests(replay, *labels)
     model_queries = [
         json.loads(m["tool_calls"][0]["function"]["arguments"], strict=False).get("query")
@@ -176,7 +167,16 @@ def test_four_recorded_conversations_cite_the_documents_that_answer_them(replay_
         for m in r["messages"]
         if m.get("tool_calls")
     ]
-    assert "][" in model_queries  # the query SmolLM2 wrote for "How much does the Team plan cost?"
+    assert '{"team": [ "$10,000", ' in model_queries  # what SmolLM2 searched for "How much does the Team plan cost?"
+    model_filters = [
+        json.loads(m["tool_calls"][0]["function"]["arguments"], strict=False).get("filters")
+        for r in replay.chat_requests()
+        for m in r["messages"]
+        if m.get("tool_calls")
+    ]
+    # it also narrowed a search by a path no document has (and a type that is no file type): the turn
+    # was grounded all the same
+    assert any(f and f.get("path", "").startswith("projects/") for f in model_filters)
 
 
 def test_the_wrong_kind_registration_is_asked_again_without_forcing(replay_desk):
