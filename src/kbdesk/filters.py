@@ -250,4 +250,15 @@ def parse_date(value: Any, name: str, *, end_of_day: bool = False) -> datetime |
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
-__all__ = ["DATE_FIELDS", "DocumentFacts", "Filters", "file_type_of", "glob_matcher", "parse_date"]
+def named_field(message: str) -> tuple[str, str] | None:
+    """The field a filter error names and what it says of it (``filters: 'since' must be …``
+    → ``("since", " must be …")``), so each face can name the field in its own words; None
+    for an error that names no field."""
+    prefix = "filters: '"
+    if not message.startswith(prefix):
+        return None
+    name, _, rest = message[len(prefix) :].partition("'")
+    return name, rest
+
+
+__all__ = ["DATE_FIELDS", "DocumentFacts", "Filters", "file_type_of", "glob_matcher", "named_field", "parse_date"]

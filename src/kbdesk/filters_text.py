@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from kbdesk.errors import InvalidInputError
-from kbdesk.filters import DATE_FIELDS, Filters
+from kbdesk.filters import DATE_FIELDS, Filters, named_field
 
 KEYS: dict[str, str] = {
     "path": "path",
@@ -89,10 +89,11 @@ def parse_line(text: str) -> Filters:
 
 def _line_words(message: str) -> str:
     """A JSON-form error (``filters: 'any_tags' must …``) in the line's words (``filter any: must …``)."""
-    if message.startswith("filters: '"):
-        name, _, rest = message[len("filters: '") :].partition("'")
-        return f"filter {_LINE_NAME.get(name, name)}:{rest}"
-    return message.replace("filters:", "filter:", 1)
+    named = named_field(message)
+    if named is None:
+        return message.replace("filters:", "filter:", 1)
+    name, rest = named
+    return f"filter {_LINE_NAME.get(name, name)}:{rest}"
 
 
 def format_line(filters: Filters | None) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from kbdesk.errors import InvalidInputError
-from kbdesk.filters import DATE_FIELDS, Filters
+from kbdesk.filters import DATE_FIELDS, Filters, named_field
 
 FLAGS = {
     "path": "--path",
@@ -103,7 +103,8 @@ def pop_filters(kwargs: dict[str, Any]) -> Filters:
 
 def flag_words(message: str) -> str:
     """``filters: 'since' must be …`` as ``--since must be …``."""
-    if message.startswith("filters: '"):
-        name, _, rest = message[len("filters: '") :].partition("'")
-        return f"{FLAGS.get(name, name)}{rest}"
-    return message
+    named = named_field(message)
+    if named is None:
+        return message
+    name, rest = named
+    return f"{FLAGS.get(name, name)}{rest}"
