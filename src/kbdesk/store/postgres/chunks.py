@@ -169,6 +169,12 @@ class PgChunks(StoreParts):
         return {h: as_unit_bytes(v, dims) for h, dims, v in rows}
 
     def _swap_vectors(self, conn: Any, kb_id: str, model_key: str, dims: int | None) -> None:
+        if dims:  # the new width first: the trigger keeping each vector at it reads it (.widths)
+            conn.execute(
+                "UPDATE knowledge_bases SET embedding_config = jsonb_set(embedding_config, '{dimensions}', "
+                "to_jsonb(%s::int)) WHERE id = %s",
+                (int(dims), kb_id),
+            )
         conn.execute("CREATE TEMP TABLE kbdesk_swap (h text PRIMARY KEY, e vector) ON COMMIT DROP")
         cached = conn.execute(
             "SELECT e.text_hash, e.embedding FROM kbdesk_embedding_cache e WHERE e.model = %s "

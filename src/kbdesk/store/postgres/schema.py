@@ -24,6 +24,7 @@ from kbdesk.store.postgres.keyword import install as install_keyword_stats
 from kbdesk.store.postgres.locks import maintenance, migration_lock
 from kbdesk.store.postgres.rls import install_row_security
 from kbdesk.store.postgres.seed import MINIMAL_TABLES, SEED_008, team_members_ddl
+from kbdesk.store.postgres.widths import install as install_widths
 
 MISSING_PGVECTOR = (
     "the PostgreSQL server has no pgvector extension, which kbdesk needs for the seed's vector(3072) column: "
@@ -302,6 +303,14 @@ def _m013_document_facts(conn: Any) -> None:
         conn.execute(statement)
 
 
+def _m015_vector_widths(conn: Any) -> None:
+    # Each chunk's vector also at its KB's own width, kept by a trigger, for the exact
+    # scans of filtered searches and small KBs (store/postgres/widths.py); the rows
+    # stored so far are filled in.
+    schema = conn.execute("SELECT quote_ident(current_schema())").fetchone()[0]
+    install_widths(conn, f"{schema}, pg_temp")
+
+
 def _m014_chat_filters(conn: Any) -> None:
     # Default filters of a conversation's or persona's searches (kbdesk.filters' JSON
     # form as text; NULL: none), as on SQLite (store/postgres/chat_tables.py).
@@ -323,6 +332,7 @@ MIGRATIONS: list[Migration] = [
     ("keyword_cjk", _m012_keyword_cjk),
     ("document_facts", _m013_document_facts),
     ("chat_filters", _m014_chat_filters),
+    ("vector_widths", _m015_vector_widths),
 ]
 
 REQUIRED_COLUMNS = {
