@@ -27,7 +27,9 @@ def load(desk, name: str, data: np.ndarray, per_doc: int = 20) -> None:
     for start in range(0, len(data), per_doc):
         block = data[start : start + per_doc]
         folder = "keep" if (start // per_doc) % 4 == 0 else "other"
-        desk.add_document(name, f"{folder}/part{start}.txt", [f"row {start + i}" for i in range(len(block))], vectors=block)
+        desk.add_document(
+            name, f"{folder}/part{start}.txt", [f"row {start + i}" for i in range(len(block))], vectors=block
+        )
 
 
 def widths_of(uri: str, kb_id: str) -> set:
