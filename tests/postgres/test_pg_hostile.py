@@ -110,10 +110,12 @@ def test_no_privilege_a_user_holds_allows_a_table_lock_truncate_or_a_key_of_thei
     for seq in range(top + 1, top + 4):
         assert attempt(mallory, chunk, args=(seq, kb_id, doc_id)) is Refused
     assert attempt(mallory, "UPDATE kb_chunks SET seq = seq + 1000") is Refused
-    # the vector at the KB's width is the trigger's to keep, never a user's to set apart
-    for privilege in ("INSERT", "UPDATE"):
-        assert not count(mallory, "SELECT has_column_privilege('kb_chunks', 'embedding_real', %s)::int", privilege)
-    assert attempt(mallory, "UPDATE kb_chunks SET embedding_real = '[1,0,0]'") is Refused
+    # the vectors at each KB's width are kbdesk's triggers' to keep, never a user's to write
+    assert attempt(mallory, "DELETE FROM kbdesk_chunk_vectors") is Refused
+    assert attempt(mallory, "UPDATE kbdesk_chunk_vectors SET embedding = '[1,0,0]'") is Refused
+    victim = count(server.uri, "SELECT coalesce(max(seq), 0) FROM kb_chunks")
+    planted = "INSERT INTO kbdesk_chunk_vectors(seq, kb_id, document_id, embedding) VALUES (%s, %s, %s, '[1,0]')"
+    assert attempt(mallory, planted, args=(victim + 100, kb_id, doc_id)) is Refused
     audit = count(server.uri, "SELECT coalesce(max(id), 0) FROM kbdesk_audit_log")
     forged = "INSERT INTO kbdesk_audit_log(id, user_id, action) VALUES (%s, kbdesk_uid(), 'kb.create')"
     assert attempt(mallory, forged, args=(audit + 1,)) is Refused

@@ -15,7 +15,6 @@ import numpy as np
 import kbdesk.store.postgres.keyword as keyword
 from kbdesk.store.core.facts import FactsCore
 from kbdesk.store.keywords import mark_stale
-from kbdesk.store.postgres import widths
 from kbdesk.store.postgres.values import infer_dimensions
 from kbdesk.store.postgres.vectors import PgVectorIndex
 from kbdesk.store.within import Within
@@ -88,10 +87,10 @@ class PgLookup(FactsCore):
         rows = (
             self.connection()
             .execute(
-                f"SELECT c.seq, 1 - ({widths.order_expression(dims)} <=> %s::vector) FROM kb_chunks c "
+                "SELECT c.seq, 1 - (subvector(c.embedding, 1, %s) <=> %s::vector) FROM kb_chunks c "
                 "JOIN knowledge_bases k ON k.id = c.kb_id WHERE c.seq = ANY(%s) AND c.embedding IS NOT NULL "
                 "AND coalesce((k.embedding_config->>'dimensions')::int, %s) = %s",
-                (np.asarray(query, dtype=np.float32), seqs, dims, dims),
+                (dims, np.asarray(query, dtype=np.float32), seqs, dims, dims),
             )
             .fetchall()
         )

@@ -304,9 +304,9 @@ def _m013_document_facts(conn: Any) -> None:
 
 
 def _m015_vector_widths(conn: Any) -> None:
-    # Each chunk's vector also at its KB's own width, kept by a trigger, for the exact
-    # scans of filtered searches and small KBs (store/postgres/widths.py); the rows
-    # stored so far are filled in.
+    # Each chunk's vector also at its KB's own width, in a narrow table kept by triggers
+    # on kb_chunks, for the exact scan of a filtered search (store/postgres/widths.py);
+    # the chunks stored so far are filled in. Policies and grants follow (security.secure).
     schema = conn.execute("SELECT quote_ident(current_schema())").fetchone()[0]
     install_widths(conn, f"{schema}, pg_temp")
 

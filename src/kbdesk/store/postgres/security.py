@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from kbdesk.errors import StoreError
-from kbdesk.store.postgres import widths
 from kbdesk.store.postgres.access import Identity
 from kbdesk.store.postgres.rls import (
     CHAT_TABLES,
@@ -59,15 +58,13 @@ USER_ONLY_FUNCTIONS = ("kbdesk_delete(text,jsonb)", "kbdesk_team_members(uuid)")
 
 
 def writable_columns(conn: Any, table: str) -> list[str]:
-    """The columns a user may write: all but identity and generated ones, and those
-    kbdesk's triggers keep (a vector at its KB's width: :mod:`.widths`)."""
+    """The columns a user may write: all but identity and generated ones."""
     rows = conn.execute(
         "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attnum > 0 AND NOT attisdropped "
         "AND attidentity = '' AND attgenerated = '' ORDER BY attnum",
         (table,),
     ).fetchall()
-    kept = {widths.COLUMN} if table == "kb_chunks" else set()
-    return [r[0] for r in rows if r[0] not in kept]
+    return [r[0] for r in rows]
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,9 @@ A KB under :attr:`PgVectorIndex.min_rows` vectors is searched exactly (a scan of
 rows is fast and needs no index). Indexes are built CONCURRENTLY (writers are not
 blocked) after an import, after ingestion crosses the size, or by the first search.
 
-Exact scans order by each chunk's vector at the KB's own width (:mod:`.widths`), not the
-3,072-wide stored one. A filtered search (the documents a search filter lets through,
-:mod:`kbdesk.store.core.facts`) scores a small filtered set exactly — its rows found by
-document through ``idx_kbchunk_doc_index`` — and walks the index for a large one (over 10,000 chunks and a
+A filtered search (the documents a search filter lets through, :mod:`kbdesk.store.core.facts`)
+scores a small filtered set exactly — from each chunk's vector at the KB's own width
+(:mod:`.widths`), found by document — and walks the index for a large one (over 10,000 chunks and a
 fifth of the KB) with pgvector's iterative scan (``hnsw.iterative_scan``), which keeps
 going past rows outside the filter until it has enough inside; should it stop short
 (``hnsw.max_scan_tuples``), the set is scored exactly.
@@ -202,12 +201,11 @@ class PgVectorIndex:
         """The top-k query; the inner ORDER BY is the index's expression unless ``exact``;
         ``docs``: only rows of the documents in the ``docs`` parameter."""
         expr, cast, _ = index_expression(dims)
-        real = widths.order_expression(dims)
-        order = f"{real} <=> %(q)s::vector" if exact else f"{expr} <=> %(qi)s::{cast}"
+        order = f"({expr} <=> %(qi)s::{cast}) + 0" if exact else f"{expr} <=> %(qi)s::{cast}"
         within = "AND document_id = ANY(%(docs)s::uuid[]) " if docs else ""
         return (
-            f"SELECT seq, 1 - ({real} <=> %(q)s::vector) AS sim FROM ("
-            f"SELECT seq, embedding, {widths.COLUMN} FROM kb_chunks WHERE kb_id = {kb_literal(kb_id)} {within}"
+            f"SELECT seq, 1 - (subvector(embedding, 1, {int(dims)}) <=> %(q)s::vector) AS sim FROM ("
+            f"SELECT seq, embedding FROM kb_chunks WHERE kb_id = {kb_literal(kb_id)} {within}"
             f"AND embedding IS NOT NULL ORDER BY {order} LIMIT {int(k)}) c ORDER BY sim DESC, seq"
         )
 
@@ -255,8 +253,14 @@ class PgVectorIndex:
                     found = conn.execute(self.query_sql(kb_id, dims, wide, docs=True), params).fetchall()
                 if len(found) >= min(k, inside or k):
                     return [(int(seq), float(sim)) for seq, sim in found[:k]]
-            with self.store.read() as conn:  # exact over the filtered rows
-                found = conn.execute(self.query_sql(kb_id, dims, k, exact=True, docs=True), params).fetchall()
+            with self.store.read() as conn:  # exact over the filtered rows: narrow ones when they cover it
+                narrow = conn.execute(widths.COMPLETE_SQL, {"kb": kb_id, "docs": docs, "dims": int(dims)}).fetchone()
+                sql = (
+                    widths.exact_sql(kb_literal(kb_id), dims, k)
+                    if narrow and narrow[0]
+                    else self.query_sql(kb_id, dims, k, exact=True, docs=True)
+                )
+                found = conn.execute(sql, params).fetchall()
             return [(int(seq), float(sim)) for seq, sim in found]
         with self.store.read() as conn:
             self._settle(conn, indexed, k)
