@@ -12,11 +12,16 @@ Fields combine with AND; within ``path``, ``types`` and ``any_tags`` a document 
 match one value, within ``tags`` every value. An empty :class:`Filters` lets everything
 through. Dates are ISO-8601 days or times; a day means its start for ``since`` and its
 whole for ``until``.
+
+Tags nest as in Obsidian: a document tagged ``work/infra`` also counts as tagged ``work``
+(:func:`with_parents`), so ``tags=("work",)`` finds it; ``tags=("work/infra",)`` does not
+find a document tagged only ``work``.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime, time, timedelta
 from functools import cached_property
@@ -43,7 +48,8 @@ class Filters:
     date_field: str = "modified"
     """``modified`` (the file's mtime) or ``indexed`` (when kbdesk last indexed it)."""
     tags: tuple[str, ...] = ()
-    """Tags a document must carry all of (front matter ``tags:`` and inline ``#tags``; no ``#``, any case)."""
+    """Tags a document must carry all of (front matter ``tags:`` and inline ``#tags``; no ``#``, any case;
+    a parent of a nested tag counts: ``work`` is carried by a document tagged ``work/infra``)."""
     any_tags: tuple[str, ...] = ()
     """Tags a document must carry at least one of."""
 
@@ -100,8 +106,8 @@ class Filters:
             since=parse_date(data.get("since"), "since"),
             until=parse_date(data.get("until"), "until", end_of_day=True),
             date_field=_date_field(data.get("date", "modified")),
-            tags=tuple(t.lower().lstrip("#") for t in _strings(data.get("tags", data.get("tag")), "tags")),
-            any_tags=tuple(t.lower().lstrip("#") for t in _strings(data.get("any_tags"), "any_tags")),
+            tags=_tags(data.get("tags", data.get("tag")), "tags"),
+            any_tags=_tags(data.get("any_tags"), "any_tags"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -157,7 +163,17 @@ class DocumentFacts:
     indexed: float | None = None
     """When its stored chunks were indexed (seconds since the epoch)."""
     tags: frozenset[str] = frozenset()
-    """Its tags, lower case, without ``#``."""
+    """Its tags, lower case, without ``#``, with the parents of nested ones (:func:`with_parents`)."""
+
+
+def with_parents(tags: Iterable[str]) -> frozenset[str]:
+    """Tags with the parents of nested ones: ``work/infra/db`` also counts as ``work/infra``
+    and ``work`` (what a filter on a parent tag matches)."""
+    out: set[str] = set()
+    for tag in tags:
+        parts = [p for p in str(tag).split("/") if p]
+        out.update("/".join(parts[: i + 1]) for i in range(len(parts)))
+    return frozenset(out)
 
 
 def file_type_of(name: str) -> str:
@@ -222,6 +238,14 @@ def _strings(value: Any, name: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in value)
 
 
+def _tags(value: Any, name: str) -> tuple[str, ...]:
+    """Tags as a filter compares them: lower case, no ``#``, no ``/`` at either end."""
+    found = tuple(t.lower().lstrip("#").strip("/") for t in _strings(value, name))
+    if not all(found):
+        raise InvalidInputError(f"filters: '{name}' must name tags (like q3 or work/infra)")
+    return found
+
+
 def _date_field(value: Any) -> str:
     if value not in DATE_FIELDS:
         raise InvalidInputError(f"filters: 'date' must be one of {', '.join(DATE_FIELDS)}, not {value!r}")
@@ -261,4 +285,13 @@ def named_field(message: str) -> tuple[str, str] | None:
     return name, rest
 
 
-__all__ = ["DATE_FIELDS", "DocumentFacts", "Filters", "file_type_of", "glob_matcher", "named_field", "parse_date"]
+__all__ = [
+    "DATE_FIELDS",
+    "DocumentFacts",
+    "Filters",
+    "file_type_of",
+    "glob_matcher",
+    "named_field",
+    "parse_date",
+    "with_parents",
+]

@@ -59,7 +59,8 @@ filter_options = [
         "tags",
         multiple=True,
         metavar="TAG",
-        help="Only documents tagged TAG (front matter tags: or inline #tags; repeatable: all of them).",
+        help="Only documents tagged TAG (front matter tags: or inline #tags; a nested tag work/infra also counts as "
+        "work; repeatable: all of them).",
     ),
     click.option(
         "--any-tag",

@@ -64,7 +64,8 @@ class SearchFilters(Body):
     )
     tags: Globs | None = Field(
         None,
-        description="Tags a document must carry all of (front matter tags: and inline #tags; any case, no '#').",
+        description="Tags a document must carry all of (front matter tags: and inline #tags; any case, no '#'; "
+        "a nested tag 'work/infra' also counts as 'work').",
         examples=[["q3"]],
     )
     any_tags: Globs | None = Field(None, description="Tags a document must carry at least one of.")

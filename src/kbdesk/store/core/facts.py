@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from kbdesk.filters import DocumentFacts, Filters
+from kbdesk.filters import DocumentFacts, Filters, with_parents
 from kbdesk.store.core.parts import StoreParts
 from kbdesk.store.within import KbFacts, Within
 
@@ -83,7 +83,7 @@ class FactsCore(StoreParts):
                     file_type or "",
                     None if mtime is None else float(mtime),
                     epoch(indexed_at),
-                    frozenset(str(t) for t in found_tags),
+                    with_parents(str(t) for t in found_tags),
                 )
             )
         facts = KbFacts(stamp, ids, docs, np.asarray(chunks, dtype=np.int64))
