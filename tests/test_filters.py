@@ -35,7 +35,7 @@ def test_an_empty_filter_narrows_nothing():
         ({"paths": "x"}, "unknown field 'paths'"),
         ({"type": [1]}, "'type' must be a string or a list"),
         ({"since": "last week"}, "'since' must be a date like 2026-11-01"),
-        ({"date": "created"}, "'date' must be one of modified, indexed"),
+        ({"date": "created"}, "'date' must be one of modified, indexed, document"),
         ("path=x", "filters must be an object"),
     ],
 )

@@ -59,8 +59,11 @@ class SearchFilters(Body):
     until: str | None = Field(
         None, description="Only documents dated before the end of this day (or before this time)."
     )
-    date: Literal["modified", "indexed"] | None = Field(
-        None, description="What since/until compare: the file's modified time (default) or when it was indexed."
+    date: Literal["modified", "indexed", "document"] | None = Field(
+        None,
+        description="What since/until compare: the file's modified time (default), when it was indexed, or "
+        "the date the document gives itself (Markdown front matter date: or created:, an e-mail's Date:, the "
+        "created date of an Office, OpenDocument or EPUB file; a document without one that parses is left out).",
     )
     tags: Globs | None = Field(
         None,
