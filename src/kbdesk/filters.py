@@ -213,8 +213,11 @@ def _loose_date(value: Any) -> float | None:
 def with_parents(tags: Iterable[str]) -> frozenset[str]:
     """Tags with the parents of nested ones: ``work/infra/db`` also counts as ``work/infra``
     and ``work`` (what a filter on a parent tag matches)."""
+    given = [str(t) for t in tags]
+    if not any("/" in t for t in given):
+        return frozenset(given)
     out: set[str] = set()
-    for tag in tags:
+    for tag in given:
         parts = [p for p in str(tag).split("/") if p]
         out.update("/".join(parts[: i + 1]) for i in range(len(parts)))
     return frozenset(out)

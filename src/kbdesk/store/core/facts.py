@@ -74,17 +74,21 @@ class FactsCore(StoreParts):
                 return found
         rows = conn.execute(self.db.sql(FACTS_SQL), (kb_id,)).fetchall()
         ids, docs, chunks = [], [], []
+        read: dict[Any, frozenset[str]] = {}  # tag lists repeat (most often: none)
         for doc_id, filename, file_type, mtime, indexed_at, tags, count, dated in rows:
             ids.append(str(doc_id))
             chunks.append(int(count))
-            found_tags = self.db.json_out(tags) or []
+            key = tags if isinstance(tags, str) else tuple(tags or ())
+            found_tags = read.get(key)
+            if found_tags is None:
+                found_tags = read[key] = with_parents(str(t) for t in self.db.json_out(tags) or [])
             docs.append(
                 DocumentFacts(
                     filename,
                     file_type or "",
                     None if mtime is None else float(mtime),
                     epoch(indexed_at),
-                    with_parents(str(t) for t in found_tags),
+                    found_tags,
                     None if dated is None else float(dated),
                 )
             )
