@@ -94,5 +94,14 @@ class SearchRequest(Body):
     )
 
 
+class ChannelFilters(Body):
+    filters: SearchFilters | None = Field(
+        description="The conversation's default filters (as a search body's filters): every search of its turns "
+        "keeps to them, a turn's or a model's own filters lying over them. null: none of its own (its persona's "
+        "apply, if any).",
+        examples=[{"path": "projects/atlas/**", "tags": ["q3"]}],
+    )
+
+
 class ChannelKbs(Body):
     kb_ids: list[str] = Field(max_length=500)
