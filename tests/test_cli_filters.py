@@ -103,3 +103,27 @@ def test_a_vault_added_from_disk_is_searched_by_its_front_matter_and_inline_tags
     assert runner.invoke(cli, ["add", "notes", str(vault)]).exit_code == 0
     r = runner.invoke(cli, ["search", "notes", "roadmap", "--tag", "q3", "--path", "work/**", "--json"])
     assert sources(r) == {"work/roadmap.md", "work/infra/infra.md"}
+
+
+def test_a_parent_tag_and_the_documents_own_date_from_the_command_line(tmp_path):
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "infra.md").write_text("---\ndate: 2024-03-02\n---\nThe infra roadmap #work/infra.\n")
+    (vault / "team.md").write_text("---\ndate: 2023-12-24\ntags: [work]\n---\nThe team roadmap.\n")
+    (vault / "loose.md").write_text("The loose roadmap, no date of its own, #workshop.\n")
+    runner = CliRunner()
+    assert runner.invoke(cli, ["kb", "create", "notes"]).exit_code == 0
+    assert runner.invoke(cli, ["add", "notes", str(vault)]).exit_code == 0
+
+    def found(*flags):
+        return sources(runner.invoke(cli, ["search", "notes", "roadmap", "--json", *flags]))
+
+    assert found("--tag", "work") == {"infra.md", "team.md"}
+    assert found("--tag", "work/infra") == {"infra.md"}
+    assert found("--date", "document", "--since", "2024-01-01") == {"infra.md"}
+    assert found("--date", "document", "--until", "2024-12-31") == {"infra.md", "team.md"}
+    assert found("--since", "2024-01-01") == {"infra.md", "team.md", "loose.md"}  # the files were written today
+    text = runner.invoke(cli, ["search", "notes", "roadmap", "--date", "document", "--since", "2024-01-01"]).output
+    assert "dated since 2024-01-01" in text
+    refused = runner.invoke(cli, ["search", "notes", "roadmap", "--date", "created", "--since", "2024-01-01"])
+    assert refused.exit_code != 0 and "'created' is not one of 'modified', 'indexed', 'document'" in refused.output

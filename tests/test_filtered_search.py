@@ -9,16 +9,18 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from kbdesk.filters import Filters
+from kbdesk.filters import Filters, with_parents
 
 DIMS = 16
 DAY = 86_400.0
 START = datetime(2026, 11, 1, tzinfo=UTC).timestamp()
+DAY_ONE, DAY_LAST = (datetime(2025, m, d, tzinfo=UTC).timestamp() for m, d in ((3, 1), (7, 1)))
 
 
 def build(desk, name="lib", count=120, seed=7):
     """A KB of ``count`` one-chunk documents in three folders, two file types, dated a day
-    apart, some tagged; returns {filename: (vector, facts)} for the exact reference."""
+    apart, some tagged (some with a nested tag), most with a date of their own (front
+    matter ``date:``); returns {filename: (vector, facts)} for the exact reference."""
     rng = np.random.default_rng(seed)
     desk.create_kb(name, model_id="m", dimensions=DIMS)
     base = rng.normal(size=DIMS)
@@ -27,7 +29,8 @@ def build(desk, name="lib", count=120, seed=7):
         folder = ("work", "home", "work/plans")[i % 3]
         kind = "md" if i % 4 else "pdf"
         filename = f"{folder}/note-{i:03d}.{kind}"
-        tags = ["q3"] if i % 10 == 0 else (["q4", "roadmap"] if i % 7 == 0 else [])
+        tags = (["q3/infra"] if i % 20 == 10 else ["q3"]) if i % 10 == 0 else (["q4", "roadmap"] if i % 7 == 0 else [])
+        own_date = f"2025-{1 + i % 12:02d}-{1 + i % 28:02d}" if i % 5 else ""
         # untagged documents sit near the query; the tagged ones further away
         v = base + rng.normal(scale=0.3 if not tags else 1.5, size=DIMS)
         v = v / np.linalg.norm(v)
@@ -39,9 +42,11 @@ def build(desk, name="lib", count=120, seed=7):
             vectors=[v.tolist()],
             source_mtime=START + i * DAY,
             folder="/vault",
-            properties={"tags": tags, "title": f"Note {i}"},
+            properties={"tags": tags, "title": f"Note {i}", "date": own_date},
         )
-        docs[filename] = (v, {"tags": set(tags), "mtime": START + i * DAY, "kind": kind})
+        dated = datetime.fromisoformat(own_date).replace(tzinfo=UTC).timestamp() if own_date else None
+        facts = {"tags": set(with_parents(tags)), "mtime": START + i * DAY, "kind": kind, "dated": dated}
+        docs[filename] = (v, facts)
     return base / np.linalg.norm(base), docs
 
 
@@ -62,6 +67,12 @@ CASES = [
         "dates",
         Filters.from_dict({"since": "2026-11-10", "until": "2026-11-20"}),
         lambda f, d: START + 9 * DAY <= d["mtime"] < START + 20 * DAY,
+    ),
+    ("nested tag", Filters(tags=("q3/infra",)), lambda f, d: "q3/infra" in d["tags"]),
+    (
+        "own dates",
+        Filters.from_dict({"since": "2025-03-01", "until": "2025-06-30", "date": "document"}),
+        lambda f, d: d["dated"] is not None and DAY_ONE <= d["dated"] < DAY_LAST,
     ),
     (
         "all of them",

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from kbdesk.errors import InvalidInputError
-from kbdesk.filters import Filters
+from kbdesk.filters import DocumentFacts, Filters, with_parents
 
 
 def test_the_json_form_reads_and_writes_back():
@@ -35,10 +35,28 @@ def test_an_empty_filter_narrows_nothing():
         ({"paths": "x"}, "unknown field 'paths'"),
         ({"type": [1]}, "'type' must be a string or a list"),
         ({"since": "last week"}, "'since' must be a date like 2026-11-01"),
-        ({"date": "created"}, "'date' must be one of modified, indexed"),
+        ({"date": "created"}, "'date' must be one of modified, indexed, document"),
         ("path=x", "filters must be an object"),
     ],
 )
 def test_a_bad_filter_is_one_line_naming_the_field(data, says):
     with pytest.raises(InvalidInputError, match=says):
         Filters.from_dict(data)  # type: ignore[arg-type]
+
+
+def test_a_nested_tag_counts_as_each_of_its_parents():
+    assert with_parents(["work/infra/db", "home", "/odd//tag/"]) == {
+        "work",
+        "work/infra",
+        "work/infra/db",
+        "home",
+        "odd",
+        "odd/tag",
+    }
+    doc = DocumentFacts("n.md", tags=with_parents(["work/infra"]))
+    assert Filters.from_dict({"tags": "work"}).admits(doc)
+    assert Filters.from_dict({"tags": "#Work/Infra/"}).admits(doc)
+    assert not Filters.from_dict({"tags": "work/infra/db"}).admits(doc)
+    assert not Filters.from_dict({"tags": "work/infra"}).admits(DocumentFacts("w.md", tags=with_parents(["work"])))
+    with pytest.raises(InvalidInputError, match="'tags' must name tags"):
+        Filters.from_dict({"tags": "#"})

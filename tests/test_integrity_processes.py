@@ -112,7 +112,7 @@ def test_an_older_file_with_two_rows_for_a_path_is_mended(tmp_path):
     step = next(i for i, (name, _) in enumerate(MIGRATIONS, start=1) if name == "one_document_per_path")
     conn.execute("DELETE FROM schema_migrations WHERE version >= ?", (step,))  # back to before step 7
     conn.execute("DROP INDEX idx_kbdoc_facts")  # later steps, run again on the way up
-    for column in ("folder", "file_type", "title", "tags", "properties"):
+    for column in ("folder", "file_type", "title", "tags", "properties", "doc_date"):
         conn.execute(f"ALTER TABLE kb_documents DROP COLUMN {column}")
     for table in ("channels", "personas"):
         conn.execute(f"ALTER TABLE {table} DROP COLUMN filters")

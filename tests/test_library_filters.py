@@ -46,3 +46,36 @@ def test_filter_hints_name_the_tags_folders_and_types(desk):
     assert hints.tags == ("draft", "planning", "q2", "q3")
     assert hints.folders == ("home", "work", "work/plans")
     assert hints.types == ("md", "pdf")
+
+
+def test_filter_hints_read_the_kept_facts_and_name_what_the_documents_do(engine_desk):
+    """The same tags, folders and types as the documents' own rows say (with the parents
+    of nested tags), from the facts the store keeps for filtering; a new document shows."""
+    from kbdesk.filters import with_parents
+
+    desk = engine_desk
+    vault_kb(desk)
+    desk.add_document("notes", "ops/runbooks/db.md", ["The database runbook."], properties={"tags": ["ops/db"]})
+    desk.create_kb("other")
+    desk.add_document("other", "top.csv", ["a,b"], properties={"tags": ["Data"]})
+
+    def from_rows(*kbs):
+        tags, folders, types = set(), set(), set()
+        for kb in kbs:
+            for doc in desk.documents(kb):
+                tags |= with_parents(doc.tags)
+                types |= {doc.file_type} - {""}
+                parts = doc.path.split("/")[:-1]
+                folders |= {"/".join(parts[: i + 1]) for i in range(len(parts))}
+        return tuple(sorted(tags)), tuple(sorted(folders)), tuple(sorted(types))
+
+    hints = desk.filter_hints(["notes", "other"])
+    assert (hints.tags, hints.folders, hints.types) == from_rows("notes", "other")
+    assert "ops" in hints.tags and "ops/db" in hints.tags and "ops/runbooks" in hints.folders
+    desk.add_document("notes", "later/new.pdf", ["New."], properties={"tags": ["fresh"]})
+    again = desk.filter_hints(["notes"])
+    assert (
+        "fresh" in again.tags
+        and "later" in again.folders
+        and (again.tags, again.folders, again.types) == (from_rows("notes"))
+    )

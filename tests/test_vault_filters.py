@@ -84,3 +84,34 @@ def test_front_matter_is_read_safely_and_never_executed():
         "nested/tag",
         "paren",
     ]
+
+
+NESTED = {
+    "infra.md": "---\ntags: [work/infra]\n---\nThe roadmap of the servers.\n",
+    "db.md": "The database roadmap #work/infra/db and #Home.\n",
+    "work.md": "---\ntags: work\n---\nThe roadmap of the team.\n",
+    "workshop.md": "The workshop roadmap #workshop.\n",
+}
+
+
+def test_a_nested_tag_counts_as_its_parents_but_a_parent_not_as_its_children(engine_desk, tmp_path):
+    desk = engine_desk
+    vault = tmp_path / "nested"
+    vault.mkdir()
+    for name, text in NESTED.items():
+        (vault / name).write_text(text)
+    desk.create_kb("notes")
+    assert desk.add("notes", [vault]).failed == []
+
+    def found(**filters):
+        response = desk.search(["notes"], "roadmap", mode="keyword", limit=10, filters=filters)
+        return sorted(r.source for r in response.results)
+
+    assert found(tags="work") == ["db.md", "infra.md", "work.md"]  # not workshop: a parent is a whole part
+    assert found(tags="#Work/Infra/") == ["db.md", "infra.md"]
+    assert found(tags="work/infra/db") == ["db.md"]
+    assert found(tags="work/inf") == []
+    assert found(any_tags="workshop,home") == ["db.md", "workshop.md"]
+    assert found(tags="work,home") == ["db.md"]
+    # what is stored and shown is the tag as written; only the filter counts parents
+    assert {d.path: d.tags for d in desk.documents("notes")}["db.md"] == ["work/infra/db", "home"]

@@ -235,18 +235,17 @@ class Desk:
         return self.store.list_documents(self.kb(ref).id, status)
 
     def filter_hints(self, refs: Sequence[str]) -> FilterHints:
-        """What a filter on these KBs can name: the tags, folders (of document paths) and
-        file types of their documents, for completion."""
+        """What a filter on these KBs can name: the tags (with the parents of nested ones),
+        folders (of document paths) and file types of their documents, for completion —
+        read from the facts the store keeps for filtering, not from the document rows."""
         tags: set[str] = set()
         folders: set[str] = set()
         types: set[str] = set()
         for kb in _unique([self.kb(ref) for ref in refs]):
-            for doc in self.store.list_documents(kb.id, None):
-                tags.update(doc.tags)
-                if doc.file_type:
-                    types.add(doc.file_type)
-                parts = doc.path.split("/")[:-1]
-                folders.update("/".join(parts[: i + 1]) for i in range(len(parts)))
+            kb_tags, kb_folders, kb_types = self.store.kb_facts(kb.id).names()
+            tags |= kb_tags
+            folders |= kb_folders
+            types |= kb_types
         return FilterHints(tuple(sorted(tags)), tuple(sorted(folders)), tuple(sorted(types)))
 
     def unfinished_documents(self, ref: str | None = None) -> list[Document]:

@@ -12,11 +12,17 @@ Fields combine with AND; within ``path``, ``types`` and ``any_tags`` a document 
 match one value, within ``tags`` every value. An empty :class:`Filters` lets everything
 through. Dates are ISO-8601 days or times; a day means its start for ``since`` and its
 whole for ``until``.
+
+Tags nest as in Obsidian: a document tagged ``work/infra`` also counts as tagged ``work``
+(:func:`with_parents`), so ``tags=("work",)`` finds it; ``tags=("work/infra",)`` does not
+find a document tagged only ``work``.
 """
 
 from __future__ import annotations
 
+import email.utils
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime, time, timedelta
 from functools import cached_property
@@ -24,8 +30,13 @@ from typing import Any
 
 from kbdesk.errors import InvalidInputError
 
-DATE_FIELDS = ("modified", "indexed")
-"""What ``since``/``until`` compare: the file's modified time (default) or when kbdesk indexed it."""
+DATE_FIELDS = ("modified", "indexed", "document")
+"""What ``since``/``until`` compare: the file's modified time (default), when kbdesk indexed it,
+or the date the document gives itself (:func:`document_date`)."""
+DOCUMENT_DATE_KEYS = ("date", "created")
+"""The properties a document's own date is read from, the first that parses: Markdown front
+matter ``date:`` (else ``created:``), an e-mail's ``Date:``, the created property of Office,
+OpenDocument and EPUB files."""
 
 
 @dataclass(frozen=True)
@@ -41,9 +52,12 @@ class Filters:
     until: datetime | None = None
     """Only documents whose date is before this (a bare day: before the next day)."""
     date_field: str = "modified"
-    """``modified`` (the file's mtime) or ``indexed`` (when kbdesk last indexed it)."""
+    """``modified`` (the file's mtime), ``indexed`` (when kbdesk last indexed it) or ``document``
+    (the date it gives itself: front matter ``date:``, an e-mail's or Office file's date; a
+    document without one, or with one that does not parse, is outside any since/until)."""
     tags: tuple[str, ...] = ()
-    """Tags a document must carry all of (front matter ``tags:`` and inline ``#tags``; no ``#``, any case)."""
+    """Tags a document must carry all of (front matter ``tags:`` and inline ``#tags``; no ``#``, any case;
+    a parent of a nested tag counts: ``work`` is carried by a document tagged ``work/infra``)."""
     any_tags: tuple[str, ...] = ()
     """Tags a document must carry at least one of."""
 
@@ -60,7 +74,7 @@ class Filters:
         if self.types and doc.file_type.lower() not in self.types:
             return False
         if self.since is not None or self.until is not None:
-            moment = doc.modified if self.date_field == "modified" else doc.indexed
+            moment = {"modified": doc.modified, "indexed": doc.indexed}.get(self.date_field, doc.dated)
             if moment is None:
                 return False
             if self.since is not None and moment < self.since.timestamp():
@@ -83,7 +97,7 @@ class Filters:
     def from_dict(cls, data: dict[str, Any] | None) -> Filters:
         """The JSON form (the HTTP body's ``filters``, MCP's and the model's ``kb_search``):
         ``{"path": "projects/**" | [...], "exclude": ..., "type": "pdf" | [...], "since":
-        "2026-11-01", "until": ..., "date": "modified" | "indexed", "tags": ..., "any_tags": ...}``.
+        "2026-11-01", "until": ..., "date": "modified" | "indexed" | "document", "tags": ..., "any_tags": ...}``.
         Unknown keys and wrong types are one-line errors naming the field."""
         if data is None:
             return cls()
@@ -100,8 +114,8 @@ class Filters:
             since=parse_date(data.get("since"), "since"),
             until=parse_date(data.get("until"), "until", end_of_day=True),
             date_field=_date_field(data.get("date", "modified")),
-            tags=tuple(t.lower().lstrip("#") for t in _strings(data.get("tags", data.get("tag")), "tags")),
-            any_tags=tuple(t.lower().lstrip("#") for t in _strings(data.get("any_tags"), "any_tags")),
+            tags=_tags(data.get("tags", data.get("tag")), "tags"),
+            any_tags=_tags(data.get("any_tags"), "any_tags"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -133,10 +147,11 @@ class Filters:
             parts.append("not " + ", ".join(self.exclude))
         if self.types:
             parts.append("type " + ", ".join(self.types))
+        which = "dated" if self.date_field == "document" else self.date_field
         if self.since is not None:
-            parts.append(f"{self.date_field} since {self.since.date().isoformat()}")
+            parts.append(f"{which} since {self.since.date().isoformat()}")
         if self.until is not None:
-            parts.append(f"{self.date_field} until {(self.until - timedelta(microseconds=1)).date().isoformat()}")
+            parts.append(f"{which} until {(self.until - timedelta(microseconds=1)).date().isoformat()}")
         if self.tags:
             parts.append("tags " + " and ".join(self.tags))
         if self.any_tags:
@@ -157,7 +172,55 @@ class DocumentFacts:
     indexed: float | None = None
     """When its stored chunks were indexed (seconds since the epoch)."""
     tags: frozenset[str] = frozenset()
-    """Its tags, lower case, without ``#``."""
+    """Its tags, lower case, without ``#``, with the parents of nested ones (:func:`with_parents`)."""
+    dated: float | None = None
+    """The date it gives itself (seconds since the epoch: :func:`document_date`), when it has one."""
+
+
+def document_date(properties: dict[str, Any] | None) -> float | None:
+    """The date a document gives itself (seconds since the epoch), from the first of its
+    ``date`` and ``created`` properties that parses: an ISO-8601 day or time (``2026-11-01``,
+    ``2026-11-01 09:30``, ``2026-11-01T09:30:00Z``), a month or a year (``2026-11``,
+    ``2026``: its first day) or an e-mail date (``Tue, 1 Dec 2026 10:00:00 +0000``); a time
+    without an offset is UTC. None when none parses: such a date is left out of filtering,
+    never an error."""
+    for key in DOCUMENT_DATE_KEYS:
+        moment = _loose_date((properties or {}).get(key))
+        if moment is not None:
+            return moment
+    return None
+
+
+def _loose_date(value: Any) -> float | None:
+    if not isinstance(value, str) or not value.strip() or len(value) > 100:
+        return None
+    text = value.strip()
+    try:
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            part = re.fullmatch(r"(\d{4})(?:-(\d{1,2}))?", text)
+            moment = (
+                datetime(int(part.group(1)), int(part.group(2) or 1), 1)
+                if part is not None
+                else email.utils.parsedate_to_datetime(text)
+            )
+        return (moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment).timestamp()
+    except (ValueError, TypeError, IndexError, OverflowError):
+        return None
+
+
+def with_parents(tags: Iterable[str]) -> frozenset[str]:
+    """Tags with the parents of nested ones: ``work/infra/db`` also counts as ``work/infra``
+    and ``work`` (what a filter on a parent tag matches)."""
+    given = [str(t) for t in tags]
+    if not any("/" in t for t in given):
+        return frozenset(given)
+    out: set[str] = set()
+    for tag in given:
+        parts = [p for p in str(tag).split("/") if p]
+        out.update("/".join(parts[: i + 1]) for i in range(len(parts)))
+    return frozenset(out)
 
 
 def file_type_of(name: str) -> str:
@@ -222,6 +285,14 @@ def _strings(value: Any, name: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in value)
 
 
+def _tags(value: Any, name: str) -> tuple[str, ...]:
+    """Tags as a filter compares them: lower case, no ``#``, no ``/`` at either end."""
+    found = tuple(t.lower().lstrip("#").strip("/") for t in _strings(value, name))
+    if not all(found):
+        raise InvalidInputError(f"filters: '{name}' must name tags (like q3 or work/infra)")
+    return found
+
+
 def _date_field(value: Any) -> str:
     if value not in DATE_FIELDS:
         raise InvalidInputError(f"filters: 'date' must be one of {', '.join(DATE_FIELDS)}, not {value!r}")
@@ -261,4 +332,15 @@ def named_field(message: str) -> tuple[str, str] | None:
     return name, rest
 
 
-__all__ = ["DATE_FIELDS", "DocumentFacts", "Filters", "file_type_of", "glob_matcher", "named_field", "parse_date"]
+__all__ = [
+    "DATE_FIELDS",
+    "DOCUMENT_DATE_KEYS",
+    "DocumentFacts",
+    "Filters",
+    "document_date",
+    "file_type_of",
+    "glob_matcher",
+    "named_field",
+    "parse_date",
+    "with_parents",
+]

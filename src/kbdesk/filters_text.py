@@ -7,7 +7,8 @@ writes a :class:`~kbdesk.filters.Filters` back the same way. Words are ``key:val
 * ``path:GLOB`` (repeatable: any of them), ``not:GLOB`` (none of them)
 * ``type:pdf,md`` — file types
 * ``since:DAY`` / ``until:DAY`` — ISO days or times; ``date:indexed`` compares when
-  kbdesk indexed a document instead of the file's modified time
+  kbdesk indexed a document instead of the file's modified time, ``date:document`` the
+  date the document gives itself (front matter ``date:``, an e-mail's or Office file's date)
 * ``tag:T`` (repeatable or ``tag:a,b``: all of them), ``any:T`` (at least one)
 
 :func:`complete_line` offers the rest of a word from known tags, folders and types (the

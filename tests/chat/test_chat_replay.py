@@ -4,7 +4,7 @@ the very requests it sent then — the forced kb_search, the tool result with th
 id, an assistant tool-call message whose content is a string — and make the same answer
 of what comes back, including an overflow answered with an empty stream, the four
 two-turn conversations about assets/sample (SmolLM2 writes kb_search queries such as
-``"]["`` and ``function_name() { return 2; }``: the answers still cite the document that
+``{`` and ``remove_file(filename, backup_path)``: the answers still cite the document that
 holds the answer) and the server registered as the wrong kind."""
 
 from __future__ import annotations
@@ -167,16 +167,17 @@ def test_four_recorded_conversations_cite_the_documents_that_answer_them(replay_
         for m in r["messages"]
         if m.get("tool_calls")
     ]
-    assert '{"team": [ "$10,000", ' in model_queries  # what SmolLM2 searched for "How much does the Team plan cost?"
+    assert "remove_file(filename, backup_path)" in model_queries  # SmolLM2 for "How do I restore a backup?"
+    assert "{" in model_queries  # … and for "How much does the Team plan cost?"
     model_filters = [
         json.loads(m["tool_calls"][0]["function"]["arguments"], strict=False).get("filters")
         for r in replay.chat_requests()
         for m in r["messages"]
         if m.get("tool_calls")
     ]
-    # it also narrowed a search by a path no document has (and a type that is no file type): the turn
-    # was grounded all the same
-    assert any(f and f.get("path", "").startswith("projects/") for f in model_filters)
+    # it also narrowed a search by the date field the schema offers (indexed), a type that is no file type
+    # and a tag no document has: the turn was grounded all the same
+    assert any(f and f.get("date") == "indexed" and f.get("tags") == "roadmap" for f in model_filters)
 
 
 def test_the_wrong_kind_registration_is_asked_again_without_forcing(replay_desk):

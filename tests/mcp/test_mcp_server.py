@@ -299,7 +299,7 @@ def test_filters_narrow_kb_search_and_a_bad_one_is_a_tool_error_naming_the_field
 
     tools, narrowed, as_text, bad, unknown = run_client(work)
     described = tools["kb_search"].input_schema["properties"]["filters"]
-    assert described["type"] == "object" and {"path", "type", "since", "tags"} <= set(described["properties"])
+    assert described["type"] == "object" and {"path", "type", "since", "date", "tags"} <= set(described["properties"])
     assert not narrowed.is_error
     assert {r["source"] for r in narrowed.structured_content["results"]} == MATCHING
     assert narrowed.structured_content["filters"] == {"path": ["work/**"], "tags": ["q3"]}

@@ -8,6 +8,7 @@ import pytest
 from serve_support import ServeProcess, app_client, make_token
 
 from kbdesk import open_desk
+from kbdesk.filters import DATE_FIELDS, Filters
 from vault_support import MATCHING, vault_kb
 
 
@@ -100,4 +101,67 @@ def test_the_openapi_document_describes_the_filters(api):
     fields = schemas["SearchFilters"]["properties"]
     assert set(fields) == {"path", "exclude", "type", "since", "until", "date", "tags", "any_tags"}
     assert all(f.get("description") for f in fields.values())
+    date = next(choice for choice in fields["date"]["anyOf"] if "enum" in choice)
+    assert tuple(date["enum"]) == DATE_FIELDS  # every date a filter compares, the document's own among them
     assert "filters" in schemas["SearchAnswer"]["properties"]
+    paths = api.get("/openapi.json").json()["paths"]
+    assert {"get", "put"} <= set(paths["/api/channels/{channel_id}/filters"])
+    assert schemas["ChannelFilters"]["properties"]["filters"]["description"]
+    assert all(f.get("description") for f in schemas["ChannelFiltersAnswer"]["properties"].values())
+
+
+def test_a_conversations_default_filters_are_read_and_set_over_http(api):
+    desk = open_desk()
+    chat = desk.chat()
+    chat.create_persona("Atlas", filters="path:work/**")
+    plain, atlas = chat.new_conversation("plain"), chat.new_conversation("atlas", persona="Atlas")
+    url = f"/channels/{plain.id}/filters"
+    assert api.get(url).json() == {"filters": None, "effective": {}, "origin": None, "line": ""}
+    assert api.get(f"/channels/{atlas.id}/filters").json() == {
+        "filters": None,
+        "effective": {"path": ["work/**"]},
+        "origin": "persona",
+        "line": "path:work/**",
+    }
+
+    answer = api.put(url, json={"filters": {"tags": "q3", "type": ["md"], "date": "document", "since": "2026-07-01"}})
+    assert answer.status_code == 200, answer.text
+    said = {"type": ["md"], "tags": ["q3"], "since": "2026-07-01T00:00:00+00:00", "date": "document"}
+    assert answer.json() == {
+        "filters": said,
+        "effective": said,
+        "origin": "conversation",
+        "line": "type:md since:2026-07-01 date:document tag:q3",
+    }
+    assert api.get(url).json() == answer.json()
+    assert chat.filters(plain.id) == Filters.from_dict(said)  # what its turns search with, in every face
+
+    for body, says in (
+        ({"filters": {"since": "last week"}}, "filters: 'since' must be a date like 2026-11-01"),
+        ({"filters": {"folder": "work"}}, "unknown field 'filters.folder'"),
+        ({"filters": {"date": "created"}}, "filters.date:"),
+        ({"filters": "tag:q3"}, "filters:"),
+        ({}, "filters"),
+    ):
+        refused = api.put(url, json=body)
+        assert refused.status_code == 400, refused.text
+        message = refused.json()["message"]
+        assert says in message and "\n" not in message
+    assert api.get(url).json() == answer.json()  # a refused change changes nothing
+
+    cleared = api.put(url, json={"filters": None})
+    assert cleared.status_code == 200 and cleared.json()["origin"] is None
+    assert chat.filters(plain.id) == Filters()
+    assert api.get("/channels/00000000-0000-4000-8000-000000000000/filters").status_code == 404
+    desk.close()
+
+
+def test_setting_a_conversations_filters_needs_the_write_permission(kbdesk_home):
+    desk = open_desk()
+    conv = desk.chat().new_conversation("mine")
+    client, auth = app_client(desk, permissions=("kb.create",))  # no kb.write
+    with client:
+        client.headers.update(auth)
+        assert client.get(f"/channels/{conv.id}/filters").status_code == 200
+        assert client.put(f"/channels/{conv.id}/filters", json={"filters": {"tags": "q3"}}).status_code == 403
+    desk.close()

@@ -57,11 +57,12 @@ def upload(api, kb_id: str, name: str, data, wait: bool = True) -> dict:
 
 
 def everything(desk) -> tuple:
-    """What a request could change: KBs, documents, bindings, stored files."""
+    """What a request could change: KBs, documents, bindings and default filters, stored files."""
     kbs = sorted((kb.id, kb.name, kb.description, kb.discoverable) for kb in desk.list_kbs())
     docs = sorted((d.id, d.filename, d.version) for kb in desk.list_kbs() for d in desk.documents(kb.id))
     conn = desk.store.connection()
     bindings = sorted(tuple(r) for r in conn.execute("SELECT channel_id, kb_id, enabled FROM channel_knowledge_bases"))
+    bindings += sorted(tuple(r) for r in conn.execute("SELECT id, filters FROM channels"))  # default filters
     files = sorted(str(p) for p in desk.files_dir.rglob("*") if p.is_file())
     return kbs, docs, bindings, files
 

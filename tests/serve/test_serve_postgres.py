@@ -176,6 +176,13 @@ def test_a_channel_is_its_owners_conversation(team, monkeypatch):
     assert refused.status_code == 404  # a KB she cannot see is not bound
     off = team.alice.put(f"/channels/{conv.id}/knowledge-bases", json={"kb_ids": []}).json()["data"]
     assert [(r["kb_id"], r["enabled"]) for r in off] == [(mine["id"], False)]
+    # its default filters: hers to read and set, not Eve's
+    narrowed = team.alice.put(f"/channels/{conv.id}/filters", json={"filters": {"tags": ["q3"], "path": "work/**"}})
+    assert narrowed.status_code == 200, narrowed.text
+    assert team.alice.get(f"/channels/{conv.id}/filters").json()["line"] == "path:work/** tag:q3"
+    assert team.eve.get(f"/channels/{conv.id}/filters").status_code == 404
+    assert team.eve.put(f"/channels/{conv.id}/filters", json={"filters": None}).status_code == 404
+    assert team.alice.get(f"/channels/{conv.id}/filters").json()["origin"] == "conversation"
 
     from kbdesk.store.api import BLOBS
     from kbdesk.store.postgres.chat import PgChat

@@ -52,14 +52,17 @@ filter_options = [
         "--date",
         "date_field",
         type=click.Choice(DATE_FIELDS),
-        help="What --since/--until compare: the file's modified time (default) or when it was indexed.",
+        help="What --since/--until compare: the file's modified time (default), when it was indexed, or "
+        "the date the document gives itself (front matter date: or created:, an e-mail's or Office file's "
+        "date; documents without one are left out).",
     ),
     click.option(
         "--tag",
         "tags",
         multiple=True,
         metavar="TAG",
-        help="Only documents tagged TAG (front matter tags: or inline #tags; repeatable: all of them).",
+        help="Only documents tagged TAG (front matter tags: or inline #tags; a nested tag work/infra also counts as "
+        "work; repeatable: all of them).",
     ),
     click.option(
         "--any-tag",

@@ -135,6 +135,17 @@ class ChannelKb(BaseModel):
     locked: bool = Field(description="It comes from the persona or project, and is changed there.")
 
 
+class ChannelFiltersAnswer(BaseModel):
+    filters: dict[str, Any] | None = Field(
+        description="The conversation's own default filters (their JSON form, as a search body's); null: none."
+    )
+    effective: dict[str, Any] = Field(
+        description="What its searches keep to now: its own filters, else its persona's ({}: nothing narrowed)."
+    )
+    origin: Literal["conversation", "persona"] | None = Field(description="Whose filters are in effect (null: none).")
+    line: str = Field(description="The filters in effect as one line of the filter language (tag:q3 path:work/**).")
+
+
 class ChannelKbs(BaseModel):
     data: list[ChannelKb]
 

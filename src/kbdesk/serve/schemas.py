@@ -59,12 +59,16 @@ class SearchFilters(Body):
     until: str | None = Field(
         None, description="Only documents dated before the end of this day (or before this time)."
     )
-    date: Literal["modified", "indexed"] | None = Field(
-        None, description="What since/until compare: the file's modified time (default) or when it was indexed."
+    date: Literal["modified", "indexed", "document"] | None = Field(
+        None,
+        description="What since/until compare: the file's modified time (default), when it was indexed, or "
+        "the date the document gives itself (Markdown front matter date: or created:, an e-mail's Date:, the "
+        "created date of an Office, OpenDocument or EPUB file; a document without one that parses is left out).",
     )
     tags: Globs | None = Field(
         None,
-        description="Tags a document must carry all of (front matter tags: and inline #tags; any case, no '#').",
+        description="Tags a document must carry all of (front matter tags: and inline #tags; any case, no '#'; "
+        "a nested tag 'work/infra' also counts as 'work').",
         examples=[["q3"]],
     )
     any_tags: Globs | None = Field(None, description="Tags a document must carry at least one of.")
@@ -87,6 +91,15 @@ class SearchRequest(Body):
         None,
         description="kbdesk's addition: search only documents matching these (applied before ranking: the best "
         "`limit` results inside the filter come back).",
+    )
+
+
+class ChannelFilters(Body):
+    filters: SearchFilters | None = Field(
+        description="The conversation's default filters (as a search body's filters): every search of its turns "
+        "keeps to them, a turn's or a model's own filters lying over them. null: none of its own (its persona's "
+        "apply, if any).",
+        examples=[{"path": "projects/atlas/**", "tags": ["q3"]}],
     )
 
 

@@ -36,7 +36,7 @@ from kbdesk.models import ChunkInput, Document, KnowledgeBase
 from kbdesk.store.chat import ChatMessage, Conversation, Persona, Project
 from kbdesk.store.doc_types import NewDocument, StatusUpdate
 from kbdesk.store.notes import Note
-from kbdesk.store.within import Within
+from kbdesk.store.within import KbFacts, Within
 
 CHAT = "chat"
 VECTORS_LOCAL = "vectors-local"
@@ -255,6 +255,11 @@ class Store(Transactions, Protocol):
     def filter_documents(self, kb_ids: Sequence[str], filters: Filters) -> Within:
         """A search filter resolved to the documents of each KB it lets through
         (:mod:`kbdesk.store.core.facts`): what the candidate methods below take as ``within``."""
+        ...
+
+    def kb_facts(self, kb_id: str) -> KbFacts:
+        """What filters look at in each document of a KB (kept in memory while the KB does
+        not change): its path, file type, dates and tags."""
         ...
 
     def vector_candidates(

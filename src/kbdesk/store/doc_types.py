@@ -90,10 +90,19 @@ def document_facts(sections: Any) -> tuple[str | None, list[str], dict[str, Any]
     return title, list(tags)[:200], props
 
 
-def facts_values(db: Any, sections: Any) -> tuple[Any, Any, Any]:
-    """The ``title``, ``tags`` and ``properties`` column values for these sections."""
+FACT_COLUMNS = "title, tags, properties, doc_date"
+"""The columns :func:`facts_values` fills, in its order."""
+FACT_SETS = "title = ?, tags = ?, properties = ?, doc_date = ?"
+
+
+def facts_values(db: Any, sections: Any) -> tuple[Any, Any, Any, Any]:
+    """The ``title``, ``tags``, ``properties`` and ``doc_date`` column values for these
+    sections (``doc_date``: the date the document gives itself, seconds since the epoch,
+    :func:`kbdesk.filters.document_date`; NULL when it has none that parses)."""
+    from kbdesk.filters import document_date
+
     title, tags, props = document_facts(sections)
-    return db.text(title), db.json_in(tags), db.json_in(props)
+    return db.text(title), db.json_in(tags), db.json_in(props), document_date(props)
 
 
 def storage_key(kb_id: str, doc_id: str, filename: str) -> str:

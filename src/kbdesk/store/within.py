@@ -29,6 +29,25 @@ class KbFacts:
     extra: dict[str, Any] = field(default_factory=dict)  # what an engine derives from them (seqs by document)
     lock: threading.Lock = field(default_factory=threading.Lock)  # searches run in several threads (serve)
 
+    def names(self) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+        """(tags, folders, file types) these documents carry — what a filter on the KB can
+        name, for completion: tags with the parents of nested ones, every folder of every
+        path (``work`` and ``work/plans`` of ``work/plans/q3.md``). Worked out once per stamp."""
+        with self.lock:
+            found = self.extra.get("names")
+        if found is None:
+            tags: set[str] = set()
+            folders: set[str] = set()
+            for doc in self.docs:
+                tags.update(doc.tags)
+                parts = doc.path.split("/")[:-1]
+                folders.update("/".join(parts[: i + 1]) for i in range(len(parts)))
+            types = frozenset(d.file_type for d in self.docs if d.file_type)
+            found = (frozenset(tags), frozenset(folders), types)
+            with self.lock:
+                self.extra["names"] = found
+        return found
+
     def mask(self, filters: Filters) -> np.ndarray:
         with self.lock:
             found = self.masks.get(filters)

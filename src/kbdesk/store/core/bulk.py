@@ -20,7 +20,7 @@ from kbdesk.filters import file_type_of
 from kbdesk.ingest.names import UPLOAD, file_of
 from kbdesk.models import ChunkInput, KnowledgeBase
 from kbdesk.store.core.parts import StoreParts, VectorChanges
-from kbdesk.store.doc_types import facts_values, storage_key
+from kbdesk.store.doc_types import FACT_COLUMNS, facts_values, storage_key
 
 EXPORT_COLUMNS = (
     "id",
@@ -199,8 +199,8 @@ class BulkCore(StoreParts):
     _IMPORT_SQL = (
         "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, "
         "extracted_text, extracted_sections, chunk_count, status, error, uploaded_by, content_hash, source_path, "
-        "source_mtime, created_at, updated_at, version, indexed_at, indexed_hash, file_type, title, tags, properties, "
-        "folder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?)"
+        f"source_mtime, created_at, updated_at, version, indexed_at, indexed_hash, file_type, {FACT_COLUMNS}, "
+        "folder) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)"
     )
 
     def _import_row(self, kb_id: str, d: dict[str, Any]) -> tuple[Any, ...]:
@@ -234,9 +234,9 @@ class BulkCore(StoreParts):
             db.text(d.get("folder")) if self.kind == "sqlite" else None,
         )
 
-    def _incoming_facts(self, d: dict[str, Any]) -> tuple[Any, Any, Any]:
-        """A copied document's title, tags and properties: as exported, or (from an
-        exporter that had none) from its sections."""
+    def _incoming_facts(self, d: dict[str, Any]) -> tuple[Any, Any, Any, Any]:
+        """A copied document's title, tags, properties and own date: as exported, or (from
+        an exporter that had none) from its sections."""
         if "tags" not in d:
             return facts_values(self.db, d.get("extracted_sections"))
         props = {"title": d.get("title"), "tags": d.get("tags") or [], **dict(d.get("properties") or {})}

@@ -18,7 +18,14 @@ from kbdesk.models import DOC_STATUSES, Document
 from kbdesk.store.claims import claim_alive, new_claim
 from kbdesk.store.core.parts import StoreParts
 from kbdesk.store.core.ready import rows_by_id
-from kbdesk.store.doc_types import NewDocument, StatusUpdate, check_filename, facts_values, storage_key
+from kbdesk.store.doc_types import (
+    FACT_SETS,
+    NewDocument,
+    StatusUpdate,
+    check_filename,
+    facts_values,
+    storage_key,
+)
 from kbdesk.store.ids import new_ids
 
 
@@ -250,7 +257,7 @@ class ClaimsCore(StoreParts):
         for (text, error, versioned), rows in groups.items():
             sets = "status = ?, error = ?, error_kind = ?, updated_at = ?"
             if text:
-                sets += ", extracted_text = ?, extracted_sections = ?, title = ?, tags = ?, properties = ?"
+                sets += f", extracted_text = ?, extracted_sections = ?, {FACT_SETS}"
             if error:
                 sets += ", claimed_by = NULL"
             where = "id = ? AND version = ?" if versioned else "id = ?"

@@ -32,6 +32,7 @@ from kbdesk.store.core.parts import VectorChanges
 from kbdesk.store.core.ready import READY_SQL, READY_TEXT_SQL, finish_batch
 from kbdesk.store.doc_types import (
     DOC_COLUMNS,
+    FACT_COLUMNS,
     IN_FLIGHT,
     PROPERTIES,
     SOURCE,
@@ -334,8 +335,8 @@ class DocumentsCore(ClaimsCore):
                 db.sql(
                     "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, "
                     "extracted_text, chunk_count, status, uploaded_by, content_hash, source_path, created_at, "
-                    "updated_at, version, indexed_at, indexed_hash, file_type, source_mtime, folder, title, tags, "
-                    "properties) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'ready', ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)"
+                    f"updated_at, version, indexed_at, indexed_hash, file_type, source_mtime, folder, {FACT_COLUMNS}) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'ready', ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 ),
                 (
                     doc_id,

@@ -2,7 +2,7 @@
 
 :class:`kbdesk.filters.Filters` is evaluated here, once for both engines, against the
 facts of each searchable document of a KB (its path, file type, modified and indexed
-times, tags: :class:`kbdesk.filters.DocumentFacts`, read from ``kb_documents`` through a
+times, tags, own date: :class:`kbdesk.filters.DocumentFacts`, read from ``kb_documents`` through a
 covering index). The answer, a :class:`Within`, names the documents of each KB a search
 may return and how many chunks they hold; each engine then restricts its candidate
 generators to it (:mod:`kbdesk.store.sqlite.lookup`, :mod:`kbdesk.store.postgres.lookup`), so
@@ -25,14 +25,15 @@ from typing import Any
 
 import numpy as np
 
-from kbdesk.filters import DocumentFacts, Filters
+from kbdesk.filters import DocumentFacts, Filters, with_parents
 from kbdesk.store.core.parts import StoreParts
 from kbdesk.store.within import KbFacts, Within
 
 # every document of the KB: one without chunks adds nothing to a search, and a row another
 # program wrote on a team server may not keep its chunk_count
 FACTS_SQL = (
-    "SELECT id, filename, file_type, source_mtime, indexed_at, tags, chunk_count FROM kb_documents WHERE kb_id = ?"
+    "SELECT id, filename, file_type, source_mtime, indexed_at, tags, chunk_count, doc_date "
+    "FROM kb_documents WHERE kb_id = ?"
 )
 KBS_KEPT = 64  # KBs whose facts are kept
 
@@ -73,17 +74,22 @@ class FactsCore(StoreParts):
                 return found
         rows = conn.execute(self.db.sql(FACTS_SQL), (kb_id,)).fetchall()
         ids, docs, chunks = [], [], []
-        for doc_id, filename, file_type, mtime, indexed_at, tags, count in rows:
+        read: dict[Any, frozenset[str]] = {}  # tag lists repeat (most often: none)
+        for doc_id, filename, file_type, mtime, indexed_at, tags, count, dated in rows:
             ids.append(str(doc_id))
             chunks.append(int(count))
-            found_tags = self.db.json_out(tags) or []
+            key = tags if isinstance(tags, str) else tuple(tags or ())
+            found_tags = read.get(key)
+            if found_tags is None:
+                found_tags = read[key] = with_parents(str(t) for t in self.db.json_out(tags) or [])
             docs.append(
                 DocumentFacts(
                     filename,
                     file_type or "",
                     None if mtime is None else float(mtime),
                     epoch(indexed_at),
-                    frozenset(str(t) for t in found_tags),
+                    found_tags,
+                    None if dated is None else float(dated),
                 )
             )
         facts = KbFacts(stamp, ids, docs, np.asarray(chunks, dtype=np.int64))

@@ -19,7 +19,7 @@ from typing import Any
 from kbdesk.errors import InvalidInputError, NotFoundError, SupersededError
 from kbdesk.models import ChunkInput, Document
 from kbdesk.store.core.parts import StoreParts, VectorChanges
-from kbdesk.store.doc_types import DOC_COLUMNS, facts_values
+from kbdesk.store.doc_types import DOC_COLUMNS, FACT_SETS, facts_values
 
 _UNFINISHED: Any = object()
 READY_SQL = (
@@ -29,7 +29,7 @@ READY_SQL = (
 READY_TEXT_SQL = (
     "UPDATE kb_documents SET status = 'ready', error = NULL, error_kind = NULL, chunk_count = ?, "
     "claimed_by = NULL, indexed_at = ?, indexed_hash = content_hash, updated_at = ?, "
-    "extracted_text = ?, extracted_sections = ?, title = ?, tags = ?, properties = ? WHERE id = ?"
+    f"extracted_text = ?, extracted_sections = ?, {FACT_SETS} WHERE id = ?"
 )
 
 

@@ -303,7 +303,7 @@ def _m013_document_facts(conn: Any) -> None:
         conn.execute(statement)
 
 
-def _m015_vector_widths(conn: Any) -> None:
+def _m016_vector_widths(conn: Any) -> None:
     # Each chunk's vector also at its KB's own width, in a narrow table kept by triggers
     # on kb_chunks, for the exact scan of a filtered search (store/postgres/widths.py);
     # the chunks stored so far are filled in. Policies and grants follow (security.secure).
@@ -315,6 +315,27 @@ def _m014_chat_filters(conn: Any) -> None:
     # Default filters of a conversation's or persona's searches (kbdesk.filters' JSON
     # form as text; NULL: none), as on SQLite (store/postgres/chat_tables.py).
     install_chat_filters(conn)
+
+
+def _m015_document_dates(conn: Any) -> None:
+    # The date a document gives itself, as on SQLite (kbdesk.filters.document_date: seconds
+    # since the epoch; NULL without one that parses), filled in for documents indexed
+    # before from their properties; the covering index of a filter's read takes it in.
+    from kbdesk.filters import document_date
+
+    conn.execute("ALTER TABLE kb_documents ADD COLUMN IF NOT EXISTS doc_date DOUBLE PRECISION")
+    rows = conn.execute(
+        "SELECT id, properties FROM kb_documents WHERE properties ? 'date' OR properties ? 'created'"
+    ).fetchall()
+    for doc_id, props in rows:
+        dated = document_date(props) if isinstance(props, dict) else None
+        if dated is not None:
+            conn.execute("UPDATE kb_documents SET doc_date = %s WHERE id = %s", (dated, doc_id))
+    conn.execute("DROP INDEX IF EXISTS idx_kbdoc_facts")
+    conn.execute(
+        "CREATE INDEX idx_kbdoc_facts ON kb_documents(kb_id) "
+        "INCLUDE (id, chunk_count, filename, file_type, source_mtime, indexed_at, tags, doc_date)"
+    )
 
 
 MIGRATIONS: list[Migration] = [
@@ -332,7 +353,8 @@ MIGRATIONS: list[Migration] = [
     ("keyword_cjk", _m012_keyword_cjk),
     ("document_facts", _m013_document_facts),
     ("chat_filters", _m014_chat_filters),
-    ("vector_widths", _m015_vector_widths),
+    ("document_dates", _m015_document_dates),
+    ("vector_widths", _m016_vector_widths),
 ]
 
 REQUIRED_COLUMNS = {

@@ -490,6 +490,29 @@ def _m013_chat_filters(conn: Any) -> None:
     """)
 
 
+def _m014_document_dates(conn: Any) -> None:
+    # The date a document gives itself (front matter date:, an e-mail's Date:, an Office,
+    # OpenDocument or EPUB file's created date) as seconds since the epoch, for filters'
+    # ``date: document``; NULL without one that parses (kbdesk.filters.document_date).
+    # Documents indexed before get it from the properties they keep; the covering index
+    # of a filter's read takes the column in.
+    import json
+
+    from kbdesk.filters import document_date
+
+    conn.execute("ALTER TABLE kb_documents ADD COLUMN doc_date REAL")
+    for doc_id, props in conn.execute("SELECT id, properties FROM kb_documents WHERE properties != '{}'").fetchall():
+        found = json.loads(props)
+        dated = document_date(found) if isinstance(found, dict) else None
+        if dated is not None:
+            conn.execute("UPDATE kb_documents SET doc_date = ? WHERE id = ?", (dated, doc_id))
+    conn.executescript("""
+    DROP INDEX IF EXISTS idx_kbdoc_facts;
+    CREATE INDEX idx_kbdoc_facts ON kb_documents(
+        kb_id, chunk_count, id, filename, file_type, source_mtime, indexed_at, tags, doc_date);
+    """)
+
+
 MIGRATIONS: list[Migration] = [
     ("core_tables", _m001_core),
     ("keyword_index", _m002_keyword_index),
@@ -504,6 +527,7 @@ MIGRATIONS: list[Migration] = [
     ("keyword_cjk", _m011_keyword_cjk),
     ("document_facts", _m012_document_facts),
     ("chat_filters", _m013_chat_filters),
+    ("document_dates", _m014_document_dates),
 ]
 
 
