@@ -77,15 +77,9 @@ def test_every_chunk_has_its_vector_at_the_kbs_width(pg_desk, pg_uri):
     )[0][0]
     assert differ == 0
     docs = [d.id for d in pg_desk.store.list_documents(kb.id)]
-    complete = sql(
-        pg_uri,
-        widths.COMPLETE_SQL.replace("%(kb)s", "%s", 2).replace("%(docs)s", "%s", 2).replace("%(dims)s", "%s"),
-        kb.id,
-        docs,
-        kb.id,
-        docs,
-        24,
-    )
+    literal = "{" + ",".join(docs) + "}"
+    covered = widths.complete_sql(f"'{kb.id}'::uuid", 24).replace("%(docs)s", "%s")
+    complete = sql(pg_uri, covered, literal, literal)
     assert complete == [(True,)]  # a filtered exact scan reads these rows
     # a program that knows only the seed's columns writes a chunk: its narrow row follows
     doc = sql(pg_uri, "SELECT document_id FROM kb_chunks WHERE kb_id = %s LIMIT 1", kb.id)[0][0]

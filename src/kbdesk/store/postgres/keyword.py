@@ -50,6 +50,7 @@ from typing import Any
 
 from kbdesk.store.cjk import CJK_CLASS
 from kbdesk.store.keywords import SCORED_TERM_BUDGETS, bounds, query_terms
+from kbdesk.store.postgres.values import uuid_array
 from kbdesk.textnorm import diacritic_pairs, fold_diacritics
 
 K1 = 1.2  # FTS5's bm25() constants (fts5_aux.c)
@@ -446,7 +447,7 @@ def candidates(
         "kbs": list(kb_ids),
         "gate": tsquery_text(p.gate),
         "k": int(k),
-        "docs": None if docs is None else list(docs),
+        "docs": None if docs is None else uuid_array(list(docs)),
     }
     rows = conn.execute(BM25_BY_KB_SQL if p.by_kb else BM25_SQL, args).fetchall()
     return [(int(seq), float(score)) for seq, score in rows]

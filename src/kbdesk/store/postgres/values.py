@@ -114,3 +114,15 @@ def parse_iso(value: str | None) -> datetime | None:
 
 def as_uuid(value: Any) -> uuid.UUID | None:
     return None if value is None else value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+
+
+_UUID_LIST = re.compile(r"[0-9A-Fa-f,-]*")
+
+
+def uuid_array(ids: list[str]) -> str:
+    """Ids as one ``uuid[]`` literal: a thousand document ids are one parameter the server
+    parses, not a thousand values the driver quotes one by one (2 ms of a search)."""
+    text = ",".join(ids)
+    if not _UUID_LIST.fullmatch(text):
+        raise ValueError("not a list of uuids")
+    return "{" + text + "}"

@@ -36,6 +36,7 @@ import numpy as np
 
 from kbdesk.store.api import Transactions
 from kbdesk.store.postgres import widths
+from kbdesk.store.postgres.values import uuid_array
 
 log = logging.getLogger("kbdesk.store.postgres")
 
@@ -210,14 +211,20 @@ class PgVectorIndex:
         )
 
     @staticmethod
-    def _settle(conn: Any, indexed: bool, k: int) -> None:
+    def _settle(conn: Any, indexed: bool, k: int, *, iterative: bool = False) -> None:
         """For an indexed search: enough candidates (ef_search), and the index's order
         preferred over sorting every row of the KB (the planner's estimate for one KB of
-        a freshly loaded table can be far off)."""
+        a freshly loaded table can be far off); ``iterative``: a scan that goes on past
+        rows outside a filter (one statement either way)."""
         if indexed:
+            more = (
+                ", set_config('hnsw.iterative_scan', %s, true), set_config('hnsw.max_scan_tuples', %s, true)"
+                if iterative
+                else ""
+            )
+            args = (str(max(MIN_EF_SEARCH, 2 * k)),) + ((ITERATIVE_ORDER, str(MAX_SCAN_TUPLES)) if iterative else ())
             conn.execute(
-                "SELECT set_config('hnsw.ef_search', %s, true), set_config('enable_sort', 'off', true)",
-                (str(max(MIN_EF_SEARCH, 2 * k)),),
+                "SELECT set_config('hnsw.ef_search', %s, true), set_config('enable_sort', 'off', true)" + more, args
             )
 
     def search(
@@ -237,30 +244,20 @@ class PgVectorIndex:
         indexed = False if exact else self.ensure(kb_id, dims, rows)
         params: dict[str, Any] = {"q": query, "qi": query}
         if docs is not None:
-            params["docs"] = docs
+            params["docs"] = uuid_array(docs)
             small = inside is not None and (
                 inside <= max(EXACT_FILTERED_BELOW, k) or inside < ITERATIVE_SHARE * (rows or 0)
             )
             if indexed and not small:
                 wide = k * ITERATIVE_OVERFETCH
                 with self.store.read() as conn:
-                    self._settle(conn, True, max(wide, ITERATIVE_EF_SEARCH // 2))
-                    conn.execute(
-                        "SELECT set_config('hnsw.iterative_scan', %s, true), "
-                        "set_config('hnsw.max_scan_tuples', %s, true)",
-                        (ITERATIVE_ORDER, str(MAX_SCAN_TUPLES)),
-                    )
+                    self._settle(conn, True, max(wide, ITERATIVE_EF_SEARCH // 2), iterative=True)
                     found = conn.execute(self.query_sql(kb_id, dims, wide, docs=True), params).fetchall()
                 if len(found) >= min(k, inside or k):
                     return [(int(seq), float(sim)) for seq, sim in found[:k]]
+            fallback = self.query_sql(kb_id, dims, k, exact=True, docs=True)
             with self.store.read() as conn:  # exact over the filtered rows: narrow ones when they cover it
-                narrow = conn.execute(widths.COMPLETE_SQL, {"kb": kb_id, "docs": docs, "dims": int(dims)}).fetchone()
-                sql = (
-                    widths.exact_sql(kb_literal(kb_id), dims, k)
-                    if narrow and narrow[0]
-                    else self.query_sql(kb_id, dims, k, exact=True, docs=True)
-                )
-                found = conn.execute(sql, params).fetchall()
+                found = conn.execute(widths.exact_sql(kb_literal(kb_id), dims, k, fallback), params).fetchall()
             return [(int(seq), float(sim)) for seq, sim in found]
         with self.store.read() as conn:
             self._settle(conn, indexed, k)

@@ -15,7 +15,7 @@ rows of the KBs they can read and write none (its ``kb_id`` gives it the per-KB 
 :func:`kbdesk.store.postgres.rls.kbdesk_kb_tables`).
 
 It is an accelerator only: a scan uses it for a filter when the chunks with vectors
-inside the filter and its rows at the KB's width number the same (:data:`COMPLETE_SQL`),
+inside the filter and its rows at the KB's width number the same (:func:`complete_sql`),
 and reads ``kb_chunks`` otherwise (a KB whose width nobody recorded, rows written with
 triggers disabled).
 """
@@ -48,21 +48,33 @@ def _fill(source: str) -> str:
     )
 
 
-# one round trip: whether the KB's narrow rows cover the filter's chunks (parameters: the
-# KB, its documents inside the filter, the width)
-COMPLETE_SQL = (
-    "SELECT (SELECT count(*) FROM kb_chunks WHERE kb_id = %(kb)s AND document_id = ANY(%(docs)s::uuid[]) "
-    f"AND embedding IS NOT NULL) = (SELECT count(*) FROM {TABLE} WHERE kb_id = %(kb)s "
-    "AND document_id = ANY(%(docs)s::uuid[]) AND vector_dims(embedding) = %(dims)s)"
+# whether the KB's narrow rows cover the filter's chunks: as many at the KB's width as
+# there are chunks with vectors inside the filter
+_COMPLETE = (
+    "SELECT (SELECT count(*) FROM kb_chunks WHERE kb_id = @KB@ AND document_id = ANY(%(docs)s::uuid[]) "
+    f"AND embedding IS NOT NULL) = (SELECT count(*) FROM {TABLE} WHERE kb_id = @KB@ "
+    "AND document_id = ANY(%(docs)s::uuid[]) AND vector_dims(embedding) = @DIMS@)"
 )
 
 
-def exact_sql(kb_literal: str, dims: int, k: int) -> str:
-    """The best ``k`` (seq, cosine) of the filter's documents from the narrow rows."""
+def complete_sql(kb_literal: str, dims: int) -> str:
+    """One boolean: whether the narrow rows of the filter's documents (``docs``) cover it."""
+    return _COMPLETE.replace("@KB@", kb_literal).replace("@DIMS@", str(int(dims)))
+
+
+def exact_sql(kb_literal: str, dims: int, k: int, fallback: str) -> str:
+    """The best ``k`` (seq, cosine) of the filter's documents (``docs``), in one statement:
+    from the narrow rows when they cover the filter, else from ``fallback`` (the same
+    query over ``kb_chunks``; the branch not taken is never run)."""
+    d = int(dims)
     return (
-        f"SELECT seq, 1 - (embedding <=> %(q)s::vector) AS sim FROM {TABLE} WHERE kb_id = {kb_literal} "
-        f"AND document_id = ANY(%(docs)s::uuid[]) AND vector_dims(embedding) = {int(dims)} "
-        f"ORDER BY embedding <=> %(q)s::vector, seq LIMIT {int(k)}"
+        f"WITH ok AS MATERIALIZED ({complete_sql(kb_literal, d)} AS covered) "
+        "SELECT seq, sim FROM ("
+        f"(SELECT seq, 1 - (embedding <=> %(q)s::vector) AS sim FROM {TABLE} WHERE (SELECT covered FROM ok) "
+        f"AND kb_id = {kb_literal} AND document_id = ANY(%(docs)s::uuid[]) AND vector_dims(embedding) = {d} "
+        f"ORDER BY embedding <=> %(q)s::vector, seq LIMIT {int(k)}) "
+        f"UNION ALL (SELECT seq, sim FROM ({fallback}) f WHERE NOT (SELECT covered FROM ok))"
+        ") u ORDER BY sim DESC, seq"
     )
 
 
