@@ -47,21 +47,19 @@ ligature or a full-width letter in either matches its plain spelling.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from kbdesk.coverage import coverage
 from kbdesk.errors import InvalidInputError
 from kbdesk.filters import Filters
 from kbdesk.models import KnowledgeBase, SearchResult
 from kbdesk.store.api import Store
-from kbdesk.store.cjk import keyword_text, query_pieces
-from kbdesk.store.keywords import STOPWORDS
 from kbdesk.store.unit_vectors import normalise
-from kbdesk.textnorm import fold, nfkc
+from kbdesk.textnorm import nfkc
 
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 20
@@ -487,47 +485,6 @@ def _convex(candidates: list[Candidate], best_kw: float, alpha: float) -> None:
         vector_part = max(c.cosine, 0.0) if c.cosine is not None else 0.0
         keyword_part = (c.keyword_score or 0.0) / best_kw if best_kw > 0 else 0.0
         c.fused = alpha * vector_part + (1.0 - alpha) * keyword_part
-
-
-# ── keyword coverage ──────────────────────────────────────────────────────────
-_WORD = re.compile(r"\w+")
-_SUFFIXES = (
-    ("ingly", ""),
-    ("edly", ""),
-    ("ing", ""),
-    ("ies", "y"),
-    ("ied", "y"),
-    ("ed", ""),
-    ("es", ""),
-    ("ly", ""),
-    ("s", ""),
-)
-
-
-def _light_stem(word: str) -> str:
-    """``word`` without one common English inflection and a final "e", kept at three
-    letters or more ("freezing", "freezes" and "freeze" → "freez"; "queries" → "query")."""
-    for suffix, replacement in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)] + replacement
-            break
-    return word[:-1] if word.endswith("e") and len(word) > 4 else word
-
-
-def _stems(text: str) -> set[str]:
-    # CJK runs count by their characters and pairs, as the keyword index holds them
-    return {_light_stem(w) for w in _WORD.findall(fold(keyword_text(text) or text))}
-
-
-def coverage(query: str, text: str) -> float:
-    """The share of the query's distinct words (stopwords out, unless that leaves
-    nothing) found in ``text``, both folded and lightly stemmed: 0 to 1."""
-    words = list(dict.fromkeys(_light_stem(p) for w in _WORD.findall(fold(query)) for p in query_pieces(w)))
-    content = [w for w in words if w not in STOPWORDS] or words
-    if not content:
-        return 0.0
-    held = _stems(text)
-    return sum(w in held for w in content) / len(content)
 
 
 def _coverage_scores(store: Store, candidates: list[Candidate], query: str, limit: int | None) -> None:

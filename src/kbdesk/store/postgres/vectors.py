@@ -35,8 +35,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from kbdesk.store.api import Transactions
-from kbdesk.store.postgres import widths
 from kbdesk.store.postgres.values import uuid_array
+from kbdesk.store.postgres.widths import exact_sql as narrow_exact_sql
 
 log = logging.getLogger("kbdesk.store.postgres")
 
@@ -257,7 +257,7 @@ class PgVectorIndex:
                     return [(int(seq), float(sim)) for seq, sim in found[:k]]
             fallback = self.query_sql(kb_id, dims, k, exact=True, docs=True)
             with self.store.read() as conn:  # exact over the filtered rows: narrow ones when they cover it
-                found = conn.execute(widths.exact_sql(kb_literal(kb_id), dims, k, fallback), params).fetchall()
+                found = conn.execute(narrow_exact_sql(kb_literal(kb_id), dims, k, fallback), params).fetchall()
             return [(int(seq), float(sim)) for seq, sim in found]
         with self.store.read() as conn:
             self._settle(conn, indexed, k)
