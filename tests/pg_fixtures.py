@@ -16,6 +16,7 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
@@ -61,9 +62,36 @@ def _data_root() -> Path:
     blocks takes minutes to delete a session's databases. Otherwise the temporary folder."""
     shm = Path("/dev/shm")
     with contextlib.suppress(OSError):
+        _remove_abandoned(shm)
         if shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 2 * 2**30:
             return Path(tempfile.mkdtemp(prefix="kbdesk-pg-", dir=shm))
     return Path(tempfile.mkdtemp(prefix="kbdesk-pg-"))
+
+
+ABANDONED_AFTER_S = 600  # a session's directory this old whose server is gone was left by a killed run
+
+
+def _remove_abandoned(shm: Path) -> None:
+    """Remove the data directories of earlier sessions that were killed before their
+    cleanup (memory the machine would otherwise keep until it restarts); a directory
+    whose server still runs, or one younger than ten minutes (a session starting beside
+    this one), stays."""
+    now = time.time()
+    for root in shm.glob("kbdesk-pg-*"):
+        with contextlib.suppress(OSError, ValueError):
+            if now - root.stat().st_mtime < ABANDONED_AFTER_S:
+                continue
+            pid_file = root / "data" / "postmaster.pid"
+            if pid_file.exists():
+                pid = int(pid_file.read_text().split()[0])
+                try:
+                    os.kill(pid, 0)
+                    continue  # still running
+                except ProcessLookupError:
+                    pass
+                except PermissionError:
+                    continue  # someone else's live process
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def _stop(server) -> None:
