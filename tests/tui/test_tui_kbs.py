@@ -323,8 +323,8 @@ async def test_leaving_a_kb_reads_its_documents_no_more(tui_desk, corpus, monkey
     tui_desk.create_kb("docs", keyword_only=True)
     tui_desk.add("docs", [corpus])
     reads = []
-    documents = tui_desk.documents
-    monkeypatch.setattr(tui_desk, "documents", lambda *a, **k: reads.append(a) or documents(*a, **k))
+    briefs = tui_desk.document_briefs
+    monkeypatch.setattr(tui_desk, "document_briefs", lambda *a, **k: reads.append(a) or briefs(*a, **k))
     app = make_app(tui_desk)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
