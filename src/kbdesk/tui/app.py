@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from textual import on
+from textual import events, on
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
@@ -32,6 +32,7 @@ from kbdesk.tui.workers import Blocking, wait_for_threads
 
 if TYPE_CHECKING:
     from kbdesk.desk import Desk
+    from kbdesk.tui.collector import IdleCollector
 
 EXIT_WAIT_S = 15.0  # a cancelled run stops after its batch in flight
 QUIT_DIALOG = "quit-while-indexing"
@@ -73,6 +74,8 @@ class KbdeskApp(IngestRuns, Blocking, App[None]):
         threads); runs of a desk another process cannot open the same way stay in this one."""
         self.tune_collector = tune_collector
         """The process is the app's: set its garbage collector for short pauses (:mod:`.collector`)."""
+        self.idle_collector: IdleCollector | None = None
+        """With ``tune_collector``: collects garbage between keys."""
         self.trackers: dict[str, IngestTracker] = {}
         self._ingest_workers: dict[str, Worker[Any]] = {}
         self._ingestors: dict[str, Any] = {}  # what cancels each run: its ChildRun or its Ingestor
@@ -92,6 +95,13 @@ class KbdeskApp(IngestRuns, Blocking, App[None]):
 
             collector.tune()
             self.call_after_refresh(collector.freeze)  # once the first screen is up
+            self.idle_collector = collector.IdleCollector()
+            self.set_interval(collector.CHECK_EVERY_S, self.idle_collector.tick, name="idle collector")
+
+    async def on_event(self, event: events.Event) -> None:
+        if self.idle_collector is not None and isinstance(event, events.InputEvent):
+            self.idle_collector.input()  # the user is acting: no collection now
+        await super().on_event(event)
 
     # ── unfinished documents (a run that was stopped or killed) ────────────────
     def count_unfinished(self, announce: bool = False) -> None:
