@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 EXIT_WAIT_S = 15.0  # a cancelled run stops after its batch in flight
 QUIT_DIALOG = "quit-while-indexing"
+ANSWERING = (WorkerState.PENDING, WorkerState.RUNNING)
 AUTO_RESUME_ENV = "KBDESK_AUTO_RESUME"
 """Set to 1 to resume unfinished documents as soon as the app finds them (``make_app(auto_resume=...)``)."""
 
@@ -95,8 +96,13 @@ class KbdeskApp(IngestRuns, Blocking, App[None]):
 
             collector.tune()
             self.call_after_refresh(collector.freeze)  # once the first screen is up
-            self.idle_collector = collector.IdleCollector()
+            self.idle_collector = collector.IdleCollector(busy=self._answering)
             self.set_interval(collector.CHECK_EVERY_S, self.idle_collector.tick, name="idle collector")
+
+    def _answering(self) -> bool:
+        """A worker of the app or a screen is running (a read whose answer the user waits for);
+        ingestion runs go on for minutes beside the user and do not count."""
+        return any(w.state in ANSWERING and w.group != INGEST_GROUP for w in self.workers)
 
     async def on_event(self, event: events.Event) -> None:
         if self.idle_collector is not None and isinstance(event, events.InputEvent):

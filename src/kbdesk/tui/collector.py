@@ -17,9 +17,10 @@ thousand widgets, styles and caches in reference cycles, and every 20 young coll
 the collector walks all that has piled up since — 80,000–100,000 objects after a dozen
 screens, 0.1–0.6 s on a loaded machine, and it fell inside whatever the user was waiting
 for (opening a KB, the next key). :class:`IdleCollector` collects them while the user is
-not waiting for anything: when no key or mouse event came for :data:`IDLE_AFTER_S`, it
-collects what is young (and, before the collector's own full collection would come due,
-everything), so each pause is short and falls between keys; the collector's own
+not waiting for anything: when no key or mouse event came for :data:`IDLE_AFTER_S` and
+nothing the app started for the user (a read in a worker) has been running for as long,
+it collects what is young (and, before the collector's own full collection would come
+due, everything), so each pause is short and falls between keys; the collector's own
 thresholds still apply while keys keep coming.
 """
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import gc
 import time
+from collections.abc import Callable
 
 THRESHOLDS = (10_000, 20, 10)
 IDLE_AFTER_S = 0.15
@@ -49,9 +51,11 @@ class IdleCollector:
     """Collects the young and middle generations between keys (see the module's text).
 
     The app calls :meth:`input` on every key and mouse event and :meth:`tick` every
-    :data:`CHECK_EVERY_S`."""
+    :data:`CHECK_EVERY_S`; ``busy`` says whether the app is still working on something the
+    user asked for (the answer is not on screen yet: no collection then, nor right after)."""
 
-    def __init__(self) -> None:
+    def __init__(self, busy: Callable[[], bool] = lambda: False) -> None:
+        self.busy = busy
         self.last_input = time.monotonic()
         self.collections: list[tuple[int, float]] = []
         """(generation, seconds) of the last collections made here (a few kept, for a look)."""
@@ -61,6 +65,9 @@ class IdleCollector:
 
     def tick(self) -> int | None:
         """Collect if the app is idle and young objects piled up; the generation collected."""
+        if self.busy():
+            self.input()  # idle only once what the user waits for has been shown for a while
+            return None
         if time.monotonic() - self.last_input < IDLE_AFTER_S:
             return None
         _young, middle, old = gc.get_count()
