@@ -154,6 +154,7 @@ class KbListScreen(DeskScreen):
         if kb.id in self.table.deleting:
             self.notify(f"'{inert_line(kb.name)}' is being deleted", severity="warning", markup=False)
             return
+        self.kb_app.doc_rows.prefetch(kb.id)  # unless read ahead already: the read starts before the screen is built
         self.app.push_screen(KbDetailScreen(kb, hint=hint))
 
     def action_search(self) -> None:
