@@ -27,6 +27,7 @@ import bench_tui
 from harness import ROOT, parser
 
 Event = tuple[float, str]
+COLD = False  # --cold: the KB's rows forgotten before each Enter (read after the key)
 TYPES = False  # --types: what the collector's older generations hold when it walks them
 
 
@@ -72,6 +73,12 @@ async def trace(home: Path, rounds: int) -> list[dict[str, Any]]:
     from kbdesk.tui.widgets.documents_table import DocumentsTable
 
     timeline = Timeline()
+    if os.environ.get("TRACE_NO_PREFETCH"):  # an experiment: the read starts when the screen mounts
+        from kbdesk.tui.doc_cache import DocRowsCache
+
+        DocRowsCache.prefetch = lambda self, kb_id: None  # type: ignore[method-assign]
+    if os.environ.get("TRACE_SWITCH_MS"):
+        sys.setswitchinterval(float(os.environ["TRACE_SWITCH_MS"]) / 1e3)
     wrap(KbListScreen, "action_open_kb", timeline)
     wrap(KbDetailScreen, "compose", timeline)
     wrap(KbDetailScreen, "on_mount", timeline)
@@ -79,6 +86,7 @@ async def trace(home: Path, rounds: int) -> list[dict[str, Any]]:
     wrap(DocumentsTable, "load", timeline)
     wrap(Desk, "list_kbs", timeline)
     wrap(Desk, "documents", timeline)
+    wrap(Desk, "document_briefs", timeline)
     wrap(doc_cache, "build_rows", timeline)
 
     def collected(phase: str, info: dict[str, Any]) -> None:
@@ -117,6 +125,8 @@ async def trace(home: Path, rounds: int) -> list[dict[str, Any]]:
                     usage["end"] = thread_usage()  # on the UI thread, in the frame that shows the rows
                 return done
 
+            if COLD:
+                app.doc_rows.forget(app.screen.table.selected.id)  # nothing kept: read after the key
             shown = frames.until(ready)
             usage["start"] = thread_usage()
             process_start = time.process_time()
@@ -153,12 +163,13 @@ def main() -> None:
     ap.add_argument("--load", type=int, default=0, metavar="N", help="N busy-loop processes beside the app")
     ap.add_argument("--load-nice", type=int, default=0, metavar="N", help="the busy loops' niceness (default 0)")
     ap.add_argument("--plain-gc", action="store_true")
+    ap.add_argument("--cold", action="store_true", help="forget the KB's rows before each Enter")
     ap.add_argument("--types", action="store_true", help="what each older-generation collection walks")
     ap.add_argument("--all", action="store_true", help="the timeline of every round, not only the slow ones")
     args = ap.parse_args()
     bench_tui.PLAIN_GC = args.plain_gc
-    global TYPES
-    TYPES = args.types
+    global COLD, TYPES
+    COLD, TYPES = args.cold, args.types
     home = bench_tui.cached_home("paint", args.docs)
     print(f"load average {os.getloadavg()[0]:.2f} before the busy loops")
     with bench_tui.busy_loops(args.load, args.load_nice):
