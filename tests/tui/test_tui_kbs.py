@@ -391,3 +391,34 @@ async def test_a_kb_opened_before_its_documents_are_read_shows_them_when_they_co
             assert await wait_until(pilot, lambda: isinstance(app.screen, DocumentScreen))
     finally:
         gate.set()
+
+
+async def test_a_kb_opened_before_its_documents_are_read_comes_with_them(tui_desk, corpus, monkeypatch):
+    """Enter before the list has read the KB's documents: the KB screen comes up once they are
+    read (within its wait), its first frame already showing them."""
+    import time
+
+    import kbdesk.tui.screens.kb_list as kb_list
+
+    monkeypatch.setattr(kb_list, "OPEN_WAIT_S", 10.0)  # a slow read below, well inside the wait
+    tui_desk.create_kb("docs", keyword_only=True)
+    tui_desk.add("docs", [corpus])
+    briefs = tui_desk.document_briefs
+    monkeypatch.setattr(tui_desk, "document_briefs", lambda *a, **k: time.sleep(0.3) or briefs(*a, **k))
+    app = make_app(tui_desk)
+    shown: list[int] = []  # the rows in each frame drawn of the KB screen
+    display = app._display
+
+    def frame(screen, renderable) -> None:
+        display(screen, renderable)
+        if isinstance(screen, KbDetailScreen) and renderable is not None:
+            shown.append(screen.query_one(DocumentsTable).row_count)
+
+    app._display = frame
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        app.doc_rows.forget(tui_desk.kb("docs").id)
+        await pilot.press("enter")
+        assert await wait_until(pilot, lambda: isinstance(app.screen, KbDetailScreen) and shown)
+        await settle(pilot)
+        assert shown[0] == len(CORPUS)

@@ -55,6 +55,10 @@ class DocRowsCache:
         self._kept: dict[str, DocRows] = {}
         self._waiting: dict[str, list[Waiter]] = {}
 
+    def kept(self, kb_id: str) -> bool:
+        """Whether rows of the KB are kept (perhaps old: :meth:`get` reads them again then)."""
+        return kb_id in self._kept
+
     def prefetch(self, kb_id: str) -> None:
         """Read the KB's rows ahead, unless some are kept (the KB screen paints those and reads again)."""
         if kb_id not in self._waiting and kb_id not in self._kept:
