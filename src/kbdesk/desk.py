@@ -20,7 +20,7 @@ from kbdesk.embedding import Embedders
 from kbdesk.errors import InvalidInputError, KbdeskError
 from kbdesk.filters import Filters
 from kbdesk.filters_text import as_filters
-from kbdesk.models import ChunkInput, Document, KnowledgeBase
+from kbdesk.models import ChunkInput, Document, DocumentBrief, KnowledgeBase
 from kbdesk.paths import Paths, get_paths, resolve_db
 from kbdesk.remote.names import clashing_prefix, split_ref, split_refs
 from kbdesk.search import SearchResponse, search
@@ -233,6 +233,12 @@ class Desk:
     def documents(self, ref: str, status: str | None = None) -> list[Document]:
         """The documents of a KB (by name, id or id prefix), optionally of one status."""
         return self.store.list_documents(self.kb(ref).id, status)
+
+    def document_briefs(self, ref: str) -> list[DocumentBrief]:
+        """Every document of a KB (by name, id or id prefix) as a list shows it: id, name,
+        source path, size, chunks, status and error, in no particular order. Much cheaper
+        than :meth:`documents` for a KB of thousands of documents."""
+        return self.store.document_briefs(self.kb(ref).id)
 
     def filter_hints(self, refs: Sequence[str]) -> FilterHints:
         """What a filter on these KBs can name: the tags (with the parents of nested ones),

@@ -10,7 +10,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 DEFAULT_CHUNK_SIZE = 1000
 DEFAULT_CHUNK_OVERLAP = 200
@@ -159,6 +159,20 @@ class Document:
             "tags": list(self.tags),
             "properties": dict(self.properties),
         }
+
+
+class DocumentBrief(NamedTuple):
+    """What a list of a KB's documents shows of each one (:meth:`kbdesk.desk.Desk.document_briefs`):
+    a few columns of a :class:`Document`, read without its text or facts, so listing thousands
+    of documents stays cheap."""
+
+    id: str
+    filename: str
+    source_path: str | None
+    size_bytes: int
+    chunk_count: int
+    status: str
+    error: str | None
 
 
 @dataclass

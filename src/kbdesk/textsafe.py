@@ -42,6 +42,8 @@ def inert_line(text: Any) -> str:
     """``text`` on one line with every control character, newline and tab escaped
     (for file names, ids, table cells and error messages)."""
     value = "" if text is None else str(text)
+    if value.isprintable():  # nothing to escape (every escaped character is unprintable): the usual case, fast
+        return value
     return _UNSAFE_LINE.sub(_escape, value)
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+
 from textual.widgets import Input, Static
-from tui_support import CORPUS, notifications, settle, type_text
+from tui_support import CORPUS, notifications, settle, type_text, wait_until
 
 from kbdesk.tui.app import make_app
 from kbdesk.tui.screens.add_files import AddFilesScreen
@@ -323,8 +325,8 @@ async def test_leaving_a_kb_reads_its_documents_no_more(tui_desk, corpus, monkey
     tui_desk.create_kb("docs", keyword_only=True)
     tui_desk.add("docs", [corpus])
     reads = []
-    documents = tui_desk.documents
-    monkeypatch.setattr(tui_desk, "documents", lambda *a, **k: reads.append(a) or documents(*a, **k))
+    briefs = tui_desk.document_briefs
+    monkeypatch.setattr(tui_desk, "document_briefs", lambda *a, **k: reads.append(a) or briefs(*a, **k))
     app = make_app(tui_desk)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
@@ -339,3 +341,84 @@ async def test_leaving_a_kb_reads_its_documents_no_more(tui_desk, corpus, monkey
         await pilot.pause(1.5)
         assert isinstance(app.screen, KbListScreen)
         assert len(reads) == 1
+
+
+async def test_a_kb_opened_before_its_documents_are_read_shows_them_when_they_come(tui_desk, corpus, monkeypatch):
+    """Enter on a KB whose documents were never read: its screen comes at once, a line says
+    the documents are being read if that takes a while, and when the rows arrive the line
+    goes, the footer's Open and Remove become usable (the same keys, marked again, not built
+    anew) and Enter opens one."""
+    from textual.widgets._footer import FooterKey
+
+    from kbdesk.tui.screens.document import DocumentScreen
+    from kbdesk.tui.widgets.keys_footer import KeysFooter
+
+    tui_desk.create_kb("docs", keyword_only=True)
+    tui_desk.add("docs", [corpus])
+    gate, gated = threading.Event(), threading.Event()
+    briefs = tui_desk.document_briefs
+    monkeypatch.setattr(
+        tui_desk, "document_briefs", lambda *a, **k: (not gated.is_set() or gate.wait(30)) and briefs(*a, **k)
+    )
+    app = make_app(tui_desk)
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot)
+            await pilot.pause(0.3)
+            await settle(pilot)  # the list has read the KB's rows ahead: forget them, and hold the next read
+            app.doc_rows.forget(tui_desk.kb("docs").id)
+            gated.set()
+            await pilot.press("enter")
+            assert await wait_until(pilot, lambda: isinstance(app.screen, KbDetailScreen))
+            screen = app.screen
+            table = screen.query_one(DocumentsTable)
+
+            def key(description: str) -> FooterKey:
+                return next(k for k in screen.query_one(KeysFooter).query(FooterKey) if k.description == description)
+
+            notice = screen.query_one("#notice", Static)
+            reading = f"Reading {len(CORPUS)} documents…"
+            assert await wait_until(pilot, lambda: reading in str(notice.render()) and notice.display)
+            assert table.row_count == 0 and key("Open").has_class("-disabled")
+            keys_before = list(screen.query_one(KeysFooter).query(FooterKey))
+            gate.set()
+            assert await wait_until(pilot, lambda: table.row_count == len(CORPUS))
+            await settle(pilot)
+            assert not notice.display
+            assert not key("Open").has_class("-disabled") and not key("Remove").has_class("-disabled")
+            assert list(screen.query_one(KeysFooter).query(FooterKey)) == keys_before  # marked, not rebuilt
+            await pilot.press("enter")
+            assert await wait_until(pilot, lambda: isinstance(app.screen, DocumentScreen))
+    finally:
+        gate.set()
+
+
+async def test_a_kb_opened_before_its_documents_are_read_comes_with_them(tui_desk, corpus, monkeypatch):
+    """Enter before the list has read the KB's documents: the KB screen comes up once they are
+    read (within its wait), its first frame already showing them."""
+    import time
+
+    import kbdesk.tui.screens.kb_list as kb_list
+
+    monkeypatch.setattr(kb_list, "OPEN_WAIT_S", 10.0)  # a slow read below, well inside the wait
+    tui_desk.create_kb("docs", keyword_only=True)
+    tui_desk.add("docs", [corpus])
+    briefs = tui_desk.document_briefs
+    monkeypatch.setattr(tui_desk, "document_briefs", lambda *a, **k: time.sleep(0.3) or briefs(*a, **k))
+    app = make_app(tui_desk)
+    shown: list[int] = []  # the rows in each frame drawn of the KB screen
+    display = app._display
+
+    def frame(screen, renderable) -> None:
+        display(screen, renderable)
+        if isinstance(screen, KbDetailScreen) and renderable is not None:
+            shown.append(screen.query_one(DocumentsTable).row_count)
+
+    app._display = frame
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        app.doc_rows.forget(tui_desk.kb("docs").id)
+        await pilot.press("enter")
+        assert await wait_until(pilot, lambda: isinstance(app.screen, KbDetailScreen) and shown)
+        await settle(pilot)
+        assert shown[0] == len(CORPUS)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from textual import on
+from textual import events, on
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
@@ -32,9 +32,11 @@ from kbdesk.tui.workers import Blocking, wait_for_threads
 
 if TYPE_CHECKING:
     from kbdesk.desk import Desk
+    from kbdesk.tui.collector import IdleCollector
 
 EXIT_WAIT_S = 15.0  # a cancelled run stops after its batch in flight
 QUIT_DIALOG = "quit-while-indexing"
+ANSWERING = (WorkerState.PENDING, WorkerState.RUNNING)
 AUTO_RESUME_ENV = "KBDESK_AUTO_RESUME"
 """Set to 1 to resume unfinished documents as soon as the app finds them (``make_app(auto_resume=...)``)."""
 
@@ -73,6 +75,8 @@ class KbdeskApp(IngestRuns, Blocking, App[None]):
         threads); runs of a desk another process cannot open the same way stay in this one."""
         self.tune_collector = tune_collector
         """The process is the app's: set its garbage collector for short pauses (:mod:`.collector`)."""
+        self.idle_collector: IdleCollector | None = None
+        """With ``tune_collector``: collects garbage between keys."""
         self.trackers: dict[str, IngestTracker] = {}
         self._ingest_workers: dict[str, Worker[Any]] = {}
         self._ingestors: dict[str, Any] = {}  # what cancels each run: its ChildRun or its Ingestor
@@ -92,6 +96,18 @@ class KbdeskApp(IngestRuns, Blocking, App[None]):
 
             collector.tune()
             self.call_after_refresh(collector.freeze)  # once the first screen is up
+            self.idle_collector = collector.IdleCollector(busy=self._answering)
+            self.set_interval(collector.CHECK_EVERY_S, self.idle_collector.tick, name="idle collector")
+
+    def _answering(self) -> bool:
+        """A worker of the app or a screen is running (a read whose answer the user waits for);
+        ingestion runs go on for minutes beside the user and do not count."""
+        return any(w.state in ANSWERING and w.group != INGEST_GROUP for w in self.workers)
+
+    async def on_event(self, event: events.Event) -> None:
+        if self.idle_collector is not None and isinstance(event, events.InputEvent):
+            self.idle_collector.input()  # the user is acting: no collection now
+        await super().on_event(event)
 
     # ── unfinished documents (a run that was stopped or killed) ────────────────
     def count_unfinished(self, announce: bool = False) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError, SupersededError
 from kbdesk.filters import file_type_of
 from kbdesk.ingest import names
-from kbdesk.models import DOC_STATUSES, ChunkInput, Document, KnowledgeBase
+from kbdesk.models import DOC_STATUSES, ChunkInput, Document, DocumentBrief, KnowledgeBase
 from kbdesk.store.claims import claim_alive
 from kbdesk.store.core.claiming import ClaimsCore
 from kbdesk.store.core.parts import VectorChanges
@@ -126,6 +126,29 @@ class DocumentsCore(ClaimsCore):
             args += (status,)
         rows = self.connection().execute(self.db.sql(sql + " ORDER BY filename, created_at, id"), args)
         return [self._doc(r) for r in rows]
+
+    def document_briefs(self, kb_id: str) -> list[DocumentBrief]:
+        """Every document of a KB as a list shows it, in one snapshot. On SQLite the first
+        read is answered by a covering index (schema step ``document_rows``): the columns it
+        needs sit after the extracted text in the row, which a large document spills over
+        many pages. Errors are read for the failed documents only."""
+        with self.read() as conn:
+            rows = conn.execute(
+                self.db.sql(
+                    "SELECT id, filename, source_path, size_bytes, chunk_count, status FROM kb_documents "
+                    "WHERE kb_id = ?"
+                ),
+                (kb_id,),
+            ).fetchall()
+            errors = dict(
+                conn.execute(
+                    self.db.sql("SELECT id, error FROM kb_documents WHERE kb_id = ? AND status = 'error'"), (kb_id,)
+                ).fetchall()
+            )
+        return [
+            DocumentBrief(doc_id, filename, source, size, chunks, status, errors.get(doc_id))
+            for doc_id, filename, source, size, chunks, status in rows
+        ]
 
     def document_sections(self, doc_id: str) -> list[tuple[str, dict[str, Any]]] | None:
         """The stored text cut back into its sections (text, metadata), or None without text."""

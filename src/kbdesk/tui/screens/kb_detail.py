@@ -11,6 +11,7 @@ from textual import on
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
+from textual.timer import Timer
 from textual.widgets import Header, ProgressBar, Static
 
 from kbdesk.ingest.child import IngestJob
@@ -26,6 +27,8 @@ from kbdesk.tui.widgets.documents_table import DocumentsTable
 from kbdesk.tui.widgets.keys_footer import KeysFooter
 from kbdesk.tui.widgets.readout import Readout
 
+LOADING_AFTER_S = 0.3
+"""A first read of the documents that takes longer says so above the table."""
 EMPTY = "No documents yet. Press a to add files or a whole folder (with include/exclude patterns)."
 
 
@@ -51,6 +54,7 @@ class KbDetailScreen(DeskScreen):
         self.hint = hint
         self.unfinished = 0
         """Documents a run that is gone left unfinished (resume finishes them)."""
+        self._loading: Timer | None = None
 
     @property
     def app_(self) -> Any:
@@ -75,7 +79,9 @@ class KbDetailScreen(DeskScreen):
         self.table.focus()
         # kept rows (the KB list read them ahead) paint at once; a read follows when they may be old
         if not self.app_.doc_rows.get(self.kb.id, self._loaded, owner=self):
-            self.table.loading = True  # the first read of this KB is under way
+            # the first read of this KB is under way: a line says so if it takes a while (an animated
+            # indicator drawn at once would take turns with the read for the interpreter lock)
+            self._loading = self.set_timer(LOADING_AFTER_S, lambda: self.call_later(self._show_loading))
         tracker = self.app_.trackers.get(self.kb.id)
         self._show_progress(tracker if tracker and self.app_.ingesting(self.kb.id) else None)
 
@@ -87,11 +93,21 @@ class KbDetailScreen(DeskScreen):
     def reload(self) -> None:
         self.app_.doc_rows.refresh(self.kb.id, self._loaded)
 
+    def _show_loading(self) -> None:
+        if self._loading is None:  # the rows came as the timer fired
+            return
+        notice = self.query_one("#notice", Readout)  # the rows' arrival puts back what it says (_show_notice)
+        count = self.kb.document_count
+        notice.show(Text(f"Reading {count} documents…" if count else "Reading the documents…", style="dim"))
+        notice.remove_class("hidden")
+
     def _loaded(self, result: DocRows) -> None:
         if not self.is_attached:  # left before the read ended
             return
         self.kb = result.kb
-        self.table.loading = False
+        if self._loading is not None:
+            self._loading.stop()
+            self._loading = None
         running = self.app_.ingesting(self.kb.id)
         tracker = self.app_.trackers.get(self.kb.id)
         self.table.load(result.rows, tracker.snapshot() if tracker and running else {})

@@ -23,6 +23,8 @@ from kbdesk.tui.screens.kb_form import KbFormScreen
 from kbdesk.tui.widgets.kb_table import KbTable
 from kbdesk.tui.widgets.keys_footer import KeysFooter
 
+OPEN_WAIT_S = 0.2
+"""Enter on a KB whose documents are not read yet: its screen waits this long for them at most."""
 WELCOME = (
     "No knowledge bases yet.\n\n"
     "Press n to create one, then a to add files or a whole folder to it. "
@@ -154,7 +156,23 @@ class KbListScreen(DeskScreen):
         if kb.id in self.table.deleting:
             self.notify(f"'{inert_line(kb.name)}' is being deleted", severity="warning", markup=False)
             return
-        self.app.push_screen(KbDetailScreen(kb, hint=hint))
+        rows = self.kb_app.doc_rows
+        if rows.kept(kb.id):  # read ahead: the screen paints them at once
+            self.app.push_screen(KbDetailScreen(kb, hint=hint))
+            return
+        # Not read yet (Enter right after the list came up): the screen comes when the read
+        # ends, or after OPEN_WAIT_S. Built meanwhile, it would take turns with the read for
+        # the interpreter lock and draw a frame without rows (see docs/BENCHMARKS.md).
+        opened = False
+
+        def open_screen(_: object = None) -> None:
+            nonlocal opened
+            if not opened and self.is_attached and self.app.screen is self:
+                opened = True
+                self.app.push_screen(KbDetailScreen(kb, hint=hint))
+
+        rows.refresh(kb.id, open_screen)  # joins the read under way, if any
+        self.set_timer(OPEN_WAIT_S, open_screen)
 
     def action_search(self) -> None:
         app: Any = self.app

@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from kbdesk.models import Document
+from kbdesk.models import Document, DocumentBrief
 from kbdesk.textsafe import inert_line
 from kbdesk.tui.progress import DocProgress
 
@@ -87,40 +87,40 @@ class RowSet:
         return RowSet(dict(self.rows), list(self.keys), self.longest, dict(self.counts))
 
 
-def build_rows(docs: Sequence[Document]) -> RowSet:
+def build_rows(docs: Sequence[DocumentBrief] | Sequence[Document]) -> RowSet:
     """The rows of ``docs`` in display order, with their widths and counts.
 
     The folder is where the source file is, relative to the folder all the KB's files
     share (or taken from the document's name when it has no source path). Plain string
-    work: this runs over every document of a KB each time the screen loads."""
+    work in one pass, each folder worked out once: this runs over every document of a KB
+    (thousands) when its screen loads, in a thread that shares the interpreter with the UI."""
     sep = os.sep
-    parents = {doc.id: doc.source_path.rpartition(sep)[0] for doc in docs if doc.source_path}
-    root = common_root(parents.values())
+    root = common_root({doc.source_path.rpartition(sep)[0] for doc in docs if doc.source_path})
     cut = len(root) + 1 if root and not root.endswith(sep) else len(root)
+    shown: dict[str, tuple[str, str]] = {}  # a parent folder (or a name's folder part) -> (shown, its sort key)
     rows: dict[str, DocRow] = {}
+    keys: list[tuple[str, str, str]] = []
+    counts: dict[str, int] = {}
+    longest_name = longest_folder = most_chunks = 0
     for doc in docs:
         folder, _, name = doc.filename.rpartition("/")
-        parent = parents.get(doc.id)
-        if parent is not None and root:
+        if doc.source_path and root:
+            parent = doc.source_path.rpartition(sep)[0]
             folder = parent[cut:].replace(sep, "/") if parent != root else ""
-        rows[doc.id] = DocRow(
-            doc.id,
-            inert_line(name),
-            doc.size_bytes,
-            doc.chunk_count,
-            doc.status,
-            doc.error,
-            folder=inert_line(folder) if folder else "",
-        )
-    counts: dict[str, int] = {}
-    for doc in docs:
+        known = shown.get(folder)
+        if known is None:
+            text = inert_line(folder) if folder else ""
+            known = shown[folder] = (text, text.lower())
+        name = inert_line(name)
+        row = DocRow(doc.id, name, doc.size_bytes, doc.chunk_count, doc.status, doc.error, folder=known[0])
+        rows[doc.id] = row
+        keys.append((known[1], name.lower(), doc.id))
         counts[doc.status] = counts.get(doc.status, 0) + 1
-    longest = (
-        max((len(r.filename) for r in rows.values()), default=0),
-        max((len(r.folder) for r in rows.values()), default=0),
-        max((r.chunks or 0 for r in rows.values()), default=0),
-    )
-    return RowSet(rows, sorted(row.key for row in rows.values()), longest, counts)
+        longest_name = max(longest_name, len(name))
+        longest_folder = max(longest_folder, len(known[0]))
+        most_chunks = max(most_chunks, doc.chunk_count or 0)
+    keys.sort()
+    return RowSet(rows, keys, (longest_name, longest_folder, most_chunks), counts)
 
 
 def merge(row: DocRow, progress: DocProgress) -> DocRow:
