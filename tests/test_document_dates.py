@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 import format_builders as fb
+from ingest_support import write_files
 from kbdesk.filters import Filters, document_date
 from kbdesk.filters_text import format_line, parse_line
 
@@ -21,12 +22,14 @@ FILES = {
 
 def test_the_documents_own_date_narrows_a_search(engine_desk, tmp_path):
     desk = engine_desk
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    for name, text in FILES.items():
-        (folder / name).write_text(text)
-    (folder / "report.docx").write_bytes(fb.docx("the roadmap of the report"))  # created 2024-03-01T10:00Z
-    (folder / "meeting.eml").write_bytes(fb.eml("the roadmap of the meeting"))  # Date: 2024-03-04 09:00Z
+    folder = write_files(
+        tmp_path / "docs",
+        {
+            **FILES,
+            "report.docx": fb.docx("the roadmap of the report"),  # created 2024-03-01T10:00Z
+            "meeting.eml": fb.eml("the roadmap of the meeting"),  # Date: 2024-03-04 09:00Z
+        },
+    )
     desk.create_kb("docs")
     report = desk.add("docs", [folder])
     assert report.failed == []  # an unreadable date is no ingestion failure

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 from engine_checks import stored_facts
+from ingest_support import write_files
 from kbdesk.filters import Filters
 from kbdesk.ingest.front_matter import inline_tags, split_front_matter
 
@@ -96,10 +97,7 @@ NESTED = {
 
 def test_a_nested_tag_counts_as_its_parents_but_a_parent_not_as_its_children(engine_desk, tmp_path):
     desk = engine_desk
-    vault = tmp_path / "nested"
-    vault.mkdir()
-    for name, text in NESTED.items():
-        (vault / name).write_text(text)
+    vault = write_files(tmp_path / "nested", NESTED)
     desk.create_kb("notes")
     assert desk.add("notes", [vault]).failed == []
 
