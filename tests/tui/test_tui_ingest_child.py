@@ -100,7 +100,17 @@ async def test_a_killed_child_is_reported_and_its_documents_resumed(vector_desk,
     assert not vector_desk.unfinished_documents("docs")
 
 
-async def test_cancelling_stops_the_child_and_leaves_the_rest_resumable(vector_desk, fake_openai, tmp_path):
+def _footer_keys(screen) -> set[str]:
+    from textual.widgets._footer import FooterKey
+
+    from kbdesk.tui.widgets.keys_footer import KeysFooter
+
+    return {k.description for k in screen.query_one(KeysFooter).query(FooterKey)}
+
+
+async def test_x_on_the_kb_screen_stops_the_child_and_leaves_the_rest_resumable(vector_desk, fake_openai, tmp_path):
+    from kbdesk.tui.screens.kb_detail import KbDetailScreen
+
     folder = _files(tmp_path / "many", 40)
     kb = vector_desk.create_kb("docs", model_id="text-embedding-3-small", provider="fake")
     gate, seen = _gate(fake_openai)
@@ -108,15 +118,24 @@ async def test_cancelling_stops_the_child_and_leaves_the_rest_resumable(vector_d
     try:
         async with app.run_test(size=(100, 30)) as pilot:
             await settle(pilot)
+            await pilot.press("enter")
+            await settle(pilot)
+            screen = app.screen
+            assert isinstance(screen, KbDetailScreen)
+            assert "Stop" not in _footer_keys(screen)  # nothing to stop yet
             app.start_ingest(kb, "Indexing", IngestJob("add", (kb.id, [str(folder)])))
             assert await wait_until(pilot, lambda: bool(seen), 60)
+            assert await wait_until(pilot, lambda: "Stop" in _footer_keys(screen), 10)
             run = app._ingestors[kb.id]
-            app.cancel_ingest(kb.id)
+            await pilot.press("x")
+            assert run.cancelled
+            assert any(m.startswith("Stopping the indexing of 'docs'") for m in notifications(app))
             gate.set()
             assert await wait_until(pilot, lambda: not app.ingesting(kb.id), 30)
             await settle(pilot)
             assert not _alive(run.pid)
-            assert run.cancelled
+            assert "Stop" not in _footer_keys(screen)
+            assert "Resume" in _footer_keys(screen)  # what it had not finished, one key away
     finally:
         gate.set()
     left = vector_desk.unfinished_documents("docs")

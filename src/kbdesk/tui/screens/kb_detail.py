@@ -41,6 +41,7 @@ class KbDetailScreen(DeskScreen):
         Binding("d,delete", "remove_document", "Remove", id="kb.remove"),
         Binding("slash", "search", "Search", id="kb.search"),
         Binding("u", "resume", "Resume", id="kb.resume"),
+        Binding("x", "stop_ingest", "Stop", id="kb.stop"),
         Binding("f", "filter", "Filter", id="kb.filter"),
         Binding("g", "next_error", "Next error", id="kb.next_error"),
         Binding("b", "rebuild", "Rebuild", id="kb.rebuild"),
@@ -54,6 +55,7 @@ class KbDetailScreen(DeskScreen):
         self.hint = hint
         self.unfinished = 0
         """Documents a run that is gone left unfinished (resume finishes them)."""
+        self._run_shown = False  # the bindings know of the run in progress (Stop)
         self._loading: Timer | None = None
 
     @property
@@ -201,8 +203,9 @@ class KbDetailScreen(DeskScreen):
         """Changed documents, by id: the table is never reloaded while a run goes on."""
         if tracker.kb_id != self.kb.id:
             return
-        if self.unfinished:
+        if self.unfinished or not self._run_shown:
             self.unfinished = 0  # a run over this KB picks them up
+            self._run_shown = True  # (Stop offered)
             self.refresh_bindings()
         self.table.apply(changes)
         self._after_change()
@@ -210,7 +213,9 @@ class KbDetailScreen(DeskScreen):
 
     def ingest_finished(self, kb_id: str) -> None:
         if kb_id == self.kb.id:
+            self._run_shown = False
             self._show_progress(None)
+            self.refresh_bindings()
             self.reload()
 
     def _show_progress(self, tracker: IngestTracker | None) -> None:
@@ -239,6 +244,12 @@ class KbDetailScreen(DeskScreen):
         yield SystemCommand(
             "Next failed document", "Move to the next document that failed, with its reason (g)", self.action_next_error
         )
+        if self.check_action("stop_ingest", ()):
+            yield SystemCommand(
+                f"Stop indexing '{name}'",
+                "Stop after the batch in flight; resume what is left later (x)",
+                self.action_stop_ingest,
+            )
         if self.check_action("resume", ()):
             yield SystemCommand(
                 f"Resume {self.unfinished} unfinished document(s)",
@@ -249,6 +260,8 @@ class KbDetailScreen(DeskScreen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "resume":
             return bool(self.unfinished) and not self.app_.ingesting(self.kb.id)
+        if action == "stop_ingest":  # shown only while a run over this KB goes on
+            return self.app_.ingesting(self.kb.id)
         if action == "next_error":
             return True if self.table.counts().get("error") else None
         if action in ("remove_document", "open_document"):
@@ -303,6 +316,18 @@ class KbDetailScreen(DeskScreen):
             self.unfinished = 0
             self._show_notice()
             self.refresh_bindings()
+
+    def action_stop_ingest(self) -> None:
+        """Stop this KB's run after the batch in flight; what it had not finished is left
+        for a resume (u), as after quitting."""
+        if not self.app_.ingesting(self.kb.id):
+            return
+        self.app_.cancel_ingest(self.kb.id)
+        self.notify(
+            f"Stopping the indexing of '{inert_line(self.kb.name)}' after the batch in flight; "
+            "resume what is left with u",
+            markup=False,
+        )
 
     def action_rebuild(self) -> None:
         kb = self.kb
