@@ -6,7 +6,9 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tui_support import notifications, settle, wait_until
@@ -44,6 +46,32 @@ def _gate(server) -> tuple[threading.Event, list[int]]:
     return gate, seen
 
 
+@dataclass
+class Gated:
+    folder: Path
+    kb: Any
+    gate: threading.Event
+    seen: list[int]
+    app: Any
+
+    async def start(self, pilot: Any) -> None:
+        """The add of the folder, in a child process, until its first embeddings request."""
+        self.app.start_ingest(self.kb, "Indexing", IngestJob("add", (self.kb.id, [str(self.folder)])))
+        assert await wait_until(pilot, lambda: bool(self.seen), 60)  # the child is embedding
+
+
+@pytest.fixture
+def gated(vector_desk, fake_openai, tmp_path):
+    """40 files, a KB with vectors, the app, and the provider holding every embeddings
+    request until ``gate`` opens (it opens after the test whatever happened)."""
+    gate, seen = _gate(fake_openai)
+    kb = vector_desk.create_kb("docs", model_id="text-embedding-3-small", provider="fake")
+    try:
+        yield Gated(_files(tmp_path / "many", 40), kb, gate, seen, make_app(vector_desk))
+    finally:
+        gate.set()
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -69,33 +97,24 @@ async def test_the_app_indexes_in_a_child_process(tui_desk, tmp_path):
     _one_ready_document_per_file(tui_desk, "docs", 60)
 
 
-async def test_a_killed_child_is_reported_and_its_documents_resumed(vector_desk, fake_openai, tmp_path):
-    folder = _files(tmp_path / "many", 40)
-    kb = vector_desk.create_kb("docs", model_id="text-embedding-3-small", provider="fake")
-    gate, seen = _gate(fake_openai)
-    app = make_app(vector_desk)
-    try:
-        async with app.run_test(size=(100, 30)) as pilot:
-            await settle(pilot)
-            app.start_ingest(kb, "Indexing", IngestJob("add", (kb.id, [str(folder)])))
-            assert await wait_until(pilot, lambda: bool(seen), 60)  # the child is embedding
-            os.kill(app._ingestors[kb.id].pid, signal.SIGKILL)
-            gate.set()
-            assert await wait_until(pilot, lambda: not app.ingesting(kb.id), 30)
-            await settle(pilot)
-            said = "\n".join(notifications(app))
-            assert "the indexing process ended before it finished (it was stopped by SIGKILL)" in said
-            assert await wait_until(pilot, lambda: app.unfinished.get(kb.id, 0) > 0)
-            assert "left unfinished when indexing last stopped. Press u to resume them." in "\n".join(
-                notifications(app)
-            )
-            app.action_resume_all()
-            assert await wait_until(pilot, lambda: app.ingesting(kb.id))
-            assert isinstance(app._ingestors[kb.id], ChildRun)  # the resume runs in a child too
-            assert await wait_until(pilot, lambda: not app.ingesting(kb.id), 60)
-            await settle(pilot)
-    finally:
-        gate.set()
+async def test_a_killed_child_is_reported_and_its_documents_resumed(vector_desk, gated):
+    app, kb = gated.app, gated.kb
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await gated.start(pilot)
+        os.kill(app._ingestors[kb.id].pid, signal.SIGKILL)
+        gated.gate.set()
+        assert await wait_until(pilot, lambda: not app.ingesting(kb.id), 30)
+        await settle(pilot)
+        said = "\n".join(notifications(app))
+        assert "the indexing process ended before it finished (it was stopped by SIGKILL)" in said
+        assert await wait_until(pilot, lambda: app.unfinished.get(kb.id, 0) > 0)
+        assert "left unfinished when indexing last stopped. Press u to resume them." in "\n".join(notifications(app))
+        app.action_resume_all()
+        assert await wait_until(pilot, lambda: app.ingesting(kb.id))
+        assert isinstance(app._ingestors[kb.id], ChildRun)  # the resume runs in a child too
+        assert await wait_until(pilot, lambda: not app.ingesting(kb.id), 60)
+        await settle(pilot)
     _one_ready_document_per_file(vector_desk, "docs", 40)
     assert not vector_desk.unfinished_documents("docs")
 
@@ -108,58 +127,44 @@ def _footer_keys(screen) -> set[str]:
     return {k.description for k in screen.query_one(KeysFooter).query(FooterKey)}
 
 
-async def test_x_on_the_kb_screen_stops_the_child_and_leaves_the_rest_resumable(vector_desk, fake_openai, tmp_path):
+async def test_x_on_the_kb_screen_stops_the_child_and_leaves_the_rest_resumable(vector_desk, gated):
     from kbdesk.tui.screens.kb_detail import KbDetailScreen
 
-    folder = _files(tmp_path / "many", 40)
-    kb = vector_desk.create_kb("docs", model_id="text-embedding-3-small", provider="fake")
-    gate, seen = _gate(fake_openai)
-    app = make_app(vector_desk)
-    try:
-        async with app.run_test(size=(100, 30)) as pilot:
-            await settle(pilot)
-            await pilot.press("enter")
-            await settle(pilot)
-            screen = app.screen
-            assert isinstance(screen, KbDetailScreen)
-            assert "Stop" not in _footer_keys(screen)  # nothing to stop yet
-            app.start_ingest(kb, "Indexing", IngestJob("add", (kb.id, [str(folder)])))
-            assert await wait_until(pilot, lambda: bool(seen), 60)
-            assert await wait_until(pilot, lambda: "Stop" in _footer_keys(screen), 10)
-            run = app._ingestors[kb.id]
-            await pilot.press("x")
-            assert run.cancelled
-            assert any(m.startswith("Stopping the indexing of 'docs'") for m in notifications(app))
-            gate.set()
-            assert await wait_until(pilot, lambda: not app.ingesting(kb.id), 30)
-            await settle(pilot)
-            assert not _alive(run.pid)
-            assert "Stop" not in _footer_keys(screen)
-            assert "Resume" in _footer_keys(screen)  # what it had not finished, one key away
-    finally:
-        gate.set()
+    app, kb = gated.app, gated.kb
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, KbDetailScreen)
+        assert "Stop" not in _footer_keys(screen)  # nothing to stop yet
+        await gated.start(pilot)
+        assert await wait_until(pilot, lambda: "Stop" in _footer_keys(screen), 10)
+        run = app._ingestors[kb.id]
+        await pilot.press("x")
+        assert run.cancelled
+        assert any(m.startswith("Stopping the indexing of 'docs'") for m in notifications(app))
+        gated.gate.set()
+        assert await wait_until(pilot, lambda: not app.ingesting(kb.id), 30)
+        await settle(pilot)
+        assert not _alive(run.pid)
+        assert "Stop" not in _footer_keys(screen)
+        assert "Resume" in _footer_keys(screen)  # what it had not finished, one key away
     left = vector_desk.unfinished_documents("docs")
     assert left  # what it had not finished waits for a resume
     vector_desk.ingestor().resume("docs")
     _one_ready_document_per_file(vector_desk, "docs", 40)
 
 
-async def test_quitting_ends_the_child(vector_desk, fake_openai, tmp_path):
-    folder = _files(tmp_path / "many", 40)
-    kb = vector_desk.create_kb("docs", model_id="text-embedding-3-small", provider="fake")
-    gate, seen = _gate(fake_openai)
-    app = make_app(vector_desk)
-    try:
-        async with app.run_test(size=(100, 30)) as pilot:
-            await settle(pilot)
-            app.start_ingest(kb, "Indexing", IngestJob("add", (kb.id, [str(folder)])))
-            assert await wait_until(pilot, lambda: bool(seen), 60)
-            pid = app._ingestors[kb.id].pid
-            await pilot.press("ctrl+q")
-            await pilot.pause()
-            threading.Timer(0.5, gate.set).start()  # the request in flight gets its answer meanwhile
-            await pilot.press("y")
-    finally:
-        gate.set()
+async def test_quitting_ends_the_child(vector_desk, gated):
+    app = gated.app
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await gated.start(pilot)
+        pid = app._ingestors[gated.kb.id].pid
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+        threading.Timer(0.5, gated.gate.set).start()  # the request in flight gets its answer meanwhile
+        await pilot.press("y")
     assert pid is not None and not _alive(pid)
     assert vector_desk.unfinished_documents("docs")  # left for the next launch, as with a run in the app
