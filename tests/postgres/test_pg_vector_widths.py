@@ -172,3 +172,13 @@ def test_users_search_through_them_and_read_only_those_of_kbs_they_can_read(serv
     mine = f"SELECT count(*) FROM {widths.TABLE} WHERE kb_id = %s"
     assert count(server.uris["alice"], mine, kb.id) == 80
     assert count(server.uris["eve"], mine, kb.id) == 0
+
+
+def test_a_kb_at_the_columns_full_width_keeps_no_copy_and_searches_as_before(pg_desk, pg_uri):
+    data = unit_rows(12, 3072, seed=31)
+    load(pg_desk, "full", data, per_doc=4)
+    kb = pg_desk.kb("full")
+    assert widths_of(pg_uri, kb.id) == {None}  # nothing narrower to keep
+    query = unit_rows(1, 3072, seed=32)[0]
+    keep = Filters(path=("keep/**",))
+    assert ranked(pg_desk, "full", query, keep) == reference(data, query, per_doc=4, keep_only=True)

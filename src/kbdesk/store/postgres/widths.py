@@ -16,8 +16,8 @@ rows of the KBs they can read and write none (its ``kb_id`` gives it the per-KB 
 
 It is an accelerator only: a scan uses it for a filter when the chunks with vectors
 inside the filter and its rows at the KB's width number the same (:func:`complete_sql`),
-and reads ``kb_chunks`` otherwise (a KB whose width nobody recorded, rows written with
-triggers disabled).
+and reads ``kb_chunks`` otherwise (a KB of the column's full 3,072 dimensions, one whose
+width nobody recorded, rows written with triggers disabled).
 """
 
 from __future__ import annotations
@@ -28,10 +28,11 @@ from kbdesk.store.postgres.seed import VECTOR_COLUMN_DIMS
 
 TABLE = "kbdesk_chunk_vectors"
 
-# the KB's recorded width, where it is one a vector can be cut to
+# the KB's recorded width, where it is narrower than the stored column (a KB of the
+# column's full width keeps no copy: its exact scans read kb_chunks, which is no wider)
 _WIDTH = (
     "CASE WHEN k.embedding_config->>'dimensions' ~ '^[0-9]{1,5}$' "
-    "AND (k.embedding_config->>'dimensions')::int BETWEEN 1 AND " + str(VECTOR_COLUMN_DIMS) + " "
+    "AND (k.embedding_config->>'dimensions')::int BETWEEN 1 AND " + str(VECTOR_COLUMN_DIMS - 1) + " "
     "THEN (k.embedding_config->>'dimensions')::int END"
 )
 
