@@ -86,3 +86,53 @@ def test_no_module_imports_one_that_imports_it_back():
                 seen.add(m)
                 todo.extend(graph[m])
     assert circles == [], f"modules in an import circle: {sorted(circles)}"
+
+
+FACES = ("kbdesk.cli", "kbdesk.tui", "kbdesk.serve", "kbdesk.mcp")
+ENGINES = ("kbdesk.store.sqlite", "kbdesk.store.postgres")
+TOOLKITS = ("click", "textual", "rich", "fastapi", "starlette", "uvicorn", "mcp")
+
+
+def _within(name: str, packages: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in packages)
+
+
+def _all_imports(path) -> set[str]:
+    """Every module ``path`` imports, kbdesk's and others', at any depth of its code."""
+    import ast
+
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found
+
+
+def _modules():
+    from pathlib import Path
+
+    import kbdesk
+
+    root = Path(kbdesk.__file__).parent.parent
+    for path in sorted((root / "kbdesk").rglob("*.py")):
+        yield ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__"), path
+
+
+def test_import_contracts():
+    """The core never imports a face or a UI/web toolkit; the faces never import a store
+    engine (they reach the store through the Desk and :mod:`kbdesk.store`'s neutral parts)."""
+    broken = []
+    for module, path in _modules():
+        imports = _all_imports(path)
+        if _within(module, FACES):
+            broken += [f"{module} imports {n}" for n in sorted(imports) if _within(n, ENGINES)]
+        else:
+            broken += [
+                f"{module} imports {n}"
+                for n in sorted(imports)
+                if _within(n, FACES) or (n.split(".")[0] in TOOLKITS and not n.startswith("kbdesk"))
+            ]
+    assert broken == []

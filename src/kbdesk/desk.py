@@ -24,8 +24,8 @@ from kbdesk.models import ChunkInput, Document, DocumentBrief, KnowledgeBase
 from kbdesk.paths import Paths, get_paths, resolve_db
 from kbdesk.remote.names import clashing_prefix, split_ref, split_refs
 from kbdesk.search import SearchResponse, search
-from kbdesk.store import choose_driver
-from kbdesk.store.api import Store
+from kbdesk.store import choose_driver, is_server_uri
+from kbdesk.store.api import Store, is_team
 from kbdesk.store.sqlite import SqliteStore
 
 # (kb) -> query vector or None: filled in by the provider layer when one is configured
@@ -432,17 +432,13 @@ def open_desk(
     paths = paths if paths is not None else get_paths(home)
     config = config if config is not None else load_config(paths.config_file)
     chosen = db if db is not None else (os.environ.get("KBDESK_DB") or config.storage.db)
-    if _is_postgres(chosen):
+    if is_server_uri(chosen):
         return _open_postgres(paths, config, str(chosen))
     db_path = resolve_db(paths, chosen)
     requested = backend or vector_backend_override() or config.vector.backend
     store = SqliteStore(db_path, choose_driver(requested))
     store.vectors.configure(quantize_above=config.vector.quantize_above, oversample=config.vector.oversample)
     return Desk(paths=paths, config=config, db_path=db_path, store=store)
-
-
-def _is_postgres(db: Any) -> bool:
-    return isinstance(db, str) and db.startswith(("postgresql://", "postgres://"))
 
 
 def _open_postgres(paths: Paths, config: Config, uri: str) -> Desk:
@@ -456,7 +452,7 @@ def _open_postgres(paths: Paths, config: Config, uri: str) -> Desk:
 
 def _teams_module(store: Store) -> Any:
     """Teams exist on a team server only (:mod:`kbdesk.store.postgres.teams`)."""
-    if store.kind != "postgres":
+    if not is_team(store):
         raise InvalidInputError(
             "teams live on a team server: kbdesk --db postgresql://… team … (this desk is a SQLite file)"
         )

@@ -31,3 +31,7 @@ class InvalidInputError(KbdeskError):
 
 class SupersededError(ConflictError):
     """Another runner has claimed the document for newer work: this result is dropped."""
+
+
+class AccessDeniedError(KbdeskError):
+    """The user's identity does not allow this (403 Forbidden on the HTTP interface)."""

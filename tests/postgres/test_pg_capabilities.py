@@ -4,14 +4,14 @@ import pytest
 
 from kbdesk import open_desk
 from kbdesk.errors import StoreError
-from kbdesk.store.api import BLOBS, CHAT, Store
+from kbdesk.store.api import BLOBS, CHAT, TEAM, Store
 from pg_support import sql
 
 
 def test_the_postgres_engine_is_a_store_with_chat(pg_uri, kbdesk_home):
     with open_desk(pg_uri) as desk:
         assert isinstance(desk.store, Store) and desk.store.kind == "postgres"
-        assert desk.store.capabilities == {CHAT, BLOBS}
+        assert desk.store.capabilities == {CHAT, BLOBS, TEAM}
         conv = desk.chat().new_conversation("hello")
         assert desk.chat().conversation(conv.id[:8]).title == "hello"
 
@@ -19,7 +19,7 @@ def test_the_postgres_engine_is_a_store_with_chat(pg_uri, kbdesk_home):
 def test_a_team_servers_own_channels_table_is_left_alone_and_chat_says_so(empty_pg_uri, kbdesk_home):
     sql(empty_pg_uri, "CREATE TABLE channels (id UUID PRIMARY KEY DEFAULT gen_random_uuid(), name TEXT)")
     with open_desk(empty_pg_uri) as desk:
-        assert desk.store.capabilities == {BLOBS}
+        assert desk.store.capabilities == {BLOBS, TEAM}
         assert sorted(
             r[0]
             for r in sql(
@@ -40,4 +40,5 @@ def test_a_team_servers_own_channels_table_is_left_alone_and_chat_says_so(empty_
 def test_the_sqlite_engine_has_chat(tmp_path):
     with open_desk(tmp_path / "kb.db") as desk:
         assert isinstance(desk.store, Store) and CHAT in desk.store.capabilities
+        assert TEAM not in desk.store.capabilities  # one person's file: no users, teams or scopes
         desk.chat().new_conversation("hello")

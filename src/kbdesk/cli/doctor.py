@@ -36,11 +36,10 @@ def _integrity(state: Any, paths: Any, config: Any, report: dict[str, Any], seco
     """Check the SQLite file's pages before anything opens it; False when it is damaged."""
     from kbdesk.config import vector_backend_override
     from kbdesk.paths import resolve_db
-    from kbdesk.store import choose_driver
-    from kbdesk.store.sqlite import quick_check
+    from kbdesk.store import check_sqlite_file, choose_driver, is_server_uri
 
     chosen = state.db if state.db is not None else (config.storage.db if config is not None else None)
-    if isinstance(chosen, str) and chosen.startswith(("postgresql://", "postgres://")):
+    if is_server_uri(chosen):
         return True  # the server looks after its own pages
     path = resolve_db(paths, chosen)
     report["paths"]["db"] = str(path)
@@ -48,7 +47,7 @@ def _integrity(state: Any, paths: Any, config: Any, report: dict[str, Any], seco
         return True  # created on first use
     backend = vector_backend_override() or (config.vector.backend if config is not None else "auto")
     try:
-        check = quick_check(path, choose_driver(backend), seconds=seconds)
+        check = check_sqlite_file(path, choose_driver(backend), seconds=seconds)
     except KbdeskError as exc:
         report["integrity"] = {"status": "error", "problems": [str(exc)]}
         report["problems"].append(str(exc))

@@ -9,6 +9,7 @@ import click
 from kbdesk.cli.output import human_bytes, plain, print_json, stdout, table
 from kbdesk.errors import ConflictError, InvalidInputError
 from kbdesk.models import KnowledgeBase
+from kbdesk.store.api import is_team
 from kbdesk.textsafe import inert_line
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
@@ -82,7 +83,7 @@ def create(
     if team and scope != "team":
         raise InvalidInputError(f"--team is for team knowledge bases, not {scope} ones")
     desk = state.desk()
-    if scope != "personal" and desk.store.kind != "postgres":
+    if scope != "personal" and not is_team(desk.store):
         raise InvalidInputError(f"{scope} knowledge bases live on a team server (kbdesk --db postgresql://…)")
     existing = desk.store.kb_named(name) if exist_ok else None
     if existing is not None:

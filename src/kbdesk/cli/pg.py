@@ -1,6 +1,6 @@
 """``kbdesk pg …``: hand out logins on a team server (setup, grant, revoke, users).
 
-Only parses arguments and prints: the work is :mod:`kbdesk.store.postgres.admin`.
+Only parses arguments and prints: the work is :mod:`kbdesk.store.team_admin`'s.
 Run by a superuser or the owner of kbdesk's tables, against the server's URI.
 """
 
@@ -18,7 +18,7 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON f
 
 def _uri(state: Any) -> str:
     """The database: --db / KBDESK_DB, else storage.db of the config; a postgresql:// URI."""
-    from kbdesk.store.postgres.pool import is_postgres_uri
+    from kbdesk.store import is_server_uri
 
     uri = state.db
     if uri is None:
@@ -26,7 +26,7 @@ def _uri(state: Any) -> str:
         from kbdesk.paths import get_paths
 
         uri = load_config(get_paths(state.home).config_file).storage.db
-    if not is_postgres_uri(uri):
+    if not is_server_uri(uri):
         raise InvalidInputError(
             "kbdesk pg works on a PostgreSQL server: give it as kbdesk --db postgresql://OWNER@HOST/DB pg …"
         )
@@ -49,7 +49,7 @@ def pg_group() -> None:
 @click.pass_obj
 def setup_command(state: Any, as_json: bool) -> None:
     """Prepare the database: schema, roles, grants, row-level security (run again at will)."""
-    from kbdesk.store.postgres.admin import setup
+    from kbdesk.store.team_admin import setup
 
     report = setup(_uri(state))
     if as_json:
@@ -95,9 +95,9 @@ def grant_command(
     state: Any, login: str, admin: bool, teams: tuple[str, ...], user_id: str | None, as_json: bool
 ) -> None:
     """Make an existing login role a kbdesk user (adds to what it has; run again to add more)."""
-    from kbdesk.store.postgres.admin import TeamGrant, grant
+    from kbdesk.store.team_admin import grant
 
-    _show(grant(_uri(state), login, admin=admin, teams=[TeamGrant.parse(t) for t in teams], user_id=user_id), as_json)
+    _show(grant(_uri(state), login, admin=admin, teams=list(teams), user_id=user_id), as_json)
 
 
 @pg_group.command("revoke")
@@ -112,7 +112,7 @@ def revoke_command(state: Any, login: str, admin_only: bool, teams: tuple[str, .
     The user's id, personal KBs and team memberships stay: granting the login again
     gives them back.
     """
-    from kbdesk.store.postgres.admin import revoke
+    from kbdesk.store.team_admin import revoke
 
     _show(revoke(_uri(state), login, admin_only=admin_only, teams=list(teams)), as_json)
 
@@ -122,7 +122,7 @@ def revoke_command(state: Any, login: str, admin_only: bool, teams: tuple[str, .
 @click.pass_obj
 def users_command(state: Any, as_json: bool) -> None:
     """List the kbdesk users of the database: login, user id, admin, teams."""
-    from kbdesk.store.postgres.admin import users
+    from kbdesk.store.team_admin import users
 
     rows = users(_uri(state))
     if as_json:

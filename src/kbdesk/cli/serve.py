@@ -9,7 +9,7 @@ import click
 
 from kbdesk.cli.output import plain, stderr
 from kbdesk.errors import InvalidInputError
-from kbdesk.store.api import Store, team_store
+from kbdesk.store.api import Store, is_team, team_store
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8700
@@ -73,7 +73,7 @@ def serve_command(state, host, port, allow_remote, cors_origins, ssl_certfile, s
         raise InvalidInputError("--ssl-certfile and --ssl-keyfile go together")
     _check_free(host, port)
     desk = state.desk()
-    if desk.store.kind == "postgres":
+    if is_team(desk.store):
         require_owner(desk.store)
     active = len(Tokens(desk.store).list())
     app = create_app(desk, cors_origins=cors_origins)
@@ -147,7 +147,7 @@ def _need(*modules: str) -> None:
 
 def _label(desk) -> str:
     store: Store = desk.store
-    return team_store(store).label if store.kind == "postgres" else str(desk.db_path)
+    return team_store(store).label if is_team(store) else str(desk.db_path)
 
 
 @click.command("mcp")

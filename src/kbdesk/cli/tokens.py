@@ -5,12 +5,13 @@ from __future__ import annotations
 import click
 
 from kbdesk.cli.output import plain, print_json, stderr, stdout, table
+from kbdesk.store.api import is_team
 from kbdesk.store.tokens import PERMISSIONS, Tokens
 
 
 def _tokens(state) -> Tokens:
     desk = state.desk()
-    if desk.store.kind == "postgres":
+    if is_team(desk.store):
         from kbdesk.serve.users import require_owner
 
         require_owner(desk.store)
@@ -63,7 +64,7 @@ def create(state, user, permissions, read_only, label, as_json) -> None:
             "somewhere safe; kbdesk token revoke ends it."
         )
     )
-    if state.desk().store.kind != "postgres":
+    if not is_team(state.desk().store):
         stderr().print(
             plain(
                 f"Note: on a SQLite file every token acts as this file's one user, with that user's "

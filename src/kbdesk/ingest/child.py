@@ -36,6 +36,7 @@ from typing import Any
 from kbdesk.errors import KbdeskError
 from kbdesk.ingest.events import EventSink, IngestEvent
 from kbdesk.ingest.helper import receive_message, send_message, this_kbdesk_env
+from kbdesk.store.api import is_team, team_store
 
 FLUSH_S = 0.05  # the child sends the events gathered, at most this often
 NICENESS = 10
@@ -73,8 +74,8 @@ def desk_spec(desk: Any) -> DeskSpec | None:
     if desk.embedders.registered:
         return None
     store = desk.store
-    if store.kind == "postgres":
-        return DeskSpec(desk.paths, desk.config, store.uri)
+    if is_team(store):
+        return DeskSpec(desk.paths, desk.config, team_store(store).uri)
     return DeskSpec(desk.paths, desk.config, str(desk.db_path), store.vectors.name)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from starlette.responses import JSONResponse
 
-from kbdesk.errors import ConflictError, InvalidInputError, KbdeskError, NotFoundError, StoreError
+from kbdesk.errors import AccessDeniedError, ConflictError, InvalidInputError, KbdeskError, NotFoundError, StoreError
 from kbdesk.textsafe import inert_line
 
 log = logging.getLogger("kbdesk.serve")
@@ -61,7 +61,6 @@ def error_response(status: int, message: str, headers: dict[str, str] | None = N
 def from_kbdesk(exc: KbdeskError) -> ApiError:
     """The HTTP answer to one of kbdesk's own errors."""
     from kbdesk.providers.errors import ProviderConfigError, ProviderError
-    from kbdesk.store.postgres.access import AccessDeniedError
 
     if isinstance(exc, AccessDeniedError):
         return ApiError(403, str(exc))

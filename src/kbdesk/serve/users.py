@@ -8,9 +8,9 @@ told apart and revoked one by one; what a token may do is its permissions.
 administrator's login), because only the owner reads the token table and may act for
 others. A token names a kbdesk user of that database — a login made one with
 ``kbdesk pg grant`` — or the owner's own ``[identity]``. Each request runs through a
-desk whose store acts as that user's :class:`~kbdesk.store.postgres.access.Identity`,
+desk whose store acts as that user's identity (:meth:`~kbdesk.store.api.TeamStore.login_identity`),
 read from the database at every request (user id, system admin, teams), so the store's
-scope rules (:mod:`kbdesk.store.postgres.access`, the same rules row-level security
+scope rules (the same rules row-level security
 enforces for logins) decide what the request sees and changes. Changes to a user's
 teams or admin rights apply to their next request; revoking the login with ``pg
 revoke`` ends their tokens.
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kbdesk.errors import InvalidInputError, StoreError
-from kbdesk.store.api import Store, TeamStore, team_store
+from kbdesk.store.api import TeamStore, is_team, team_store
 from kbdesk.store.tokens import ApiToken
 
 if TYPE_CHECKING:
@@ -47,12 +47,11 @@ def token_user(desk: Desk, name: str) -> TokenUser:
     name = (name or "").strip()
     if not name or len(name) > 200 or any(ord(ch) < 32 or ord(ch) == 127 for ch in name):
         raise InvalidInputError("--user needs a name of one line (at most 200 characters)")
-    store: Store = desk.store
-    if store.kind != "postgres":
-        return TokenUser(store.local_user_id, name)
-    store = team_store(store)
+    if not is_team(desk.store):
+        return TokenUser(desk.store.local_user_id, name)
+    store = team_store(desk.store)
     require_owner(store)
-    who = _login_identity(store, name)
+    who = store.login_identity(name)
     if who is not None:
         return TokenUser(who.user_id, who.username)
     own = store.identity
@@ -72,32 +71,6 @@ def require_owner(store: TeamStore) -> None:
             f"(the login '{store.session.login}' is a kbdesk user): connect with the "
             "administrator's login"
         )
-
-
-def _login_identity(store: TeamStore, login: str) -> Any:
-    """The identity of a kbdesk user's login, as the database says (None: not one)."""
-    from kbdesk.store.postgres.access import Identity
-    from kbdesk.store.postgres.rls import ADMIN_TEAM_ROLES, ROLE_ADMIN, membership_table
-
-    with store.read() as conn:
-        row = conn.execute(
-            "SELECT l.user_id::text, l.login, EXISTS (SELECT 1 FROM pg_roles r JOIN pg_roles u "
-            "ON u.rolname = l.login WHERE r.rolname = %s AND pg_has_role(u.oid, r.oid, 'MEMBER')) "
-            "FROM kbdesk_logins l WHERE l.login = %s",
-            (ROLE_ADMIN, login),
-        ).fetchone()
-        if row is None:
-            return None
-        table, has_role = membership_table(conn)
-        role = "role" if has_role else "'member'"
-        teams = conn.execute(f"SELECT team_id::text, {role} FROM {table} WHERE user_id = %s", (row[0],)).fetchall()
-    return Identity(
-        row[0],
-        row[1],
-        bool(row[2]),
-        {str(t).lower(): ("admin" if r in ADMIN_TEAM_ROLES else "member") for t, r in teams},
-        source="database",
-    )
 
 
 MAX_OPEN_DESKS = 8  # users' desks kept open at once on a team server (idle ones beyond are closed)
@@ -148,7 +121,7 @@ class Desks:
 
     @property
     def multi_user(self) -> bool:
-        return self.base.store.kind == "postgres"
+        return is_team(self.base.store)
 
     def lease(self, token: ApiToken) -> Lease:
         """The desk (and, on a team server, the identity) a request of ``token`` works with."""
@@ -189,20 +162,19 @@ class Desks:
 
     def identity(self, token: ApiToken) -> Any:
         """The token user's identity now (a revoked login is refused)."""
-        store = self.base.store
+        store = team_store(self.base.store)
         if token.user_id == store.identity.user_id and token.username == store.identity.username:
             return store.identity
-        who = _login_identity(store, token.username)
+        who = store.login_identity(token.username)
         if who is None or who.user_id != token.user_id:
             raise TokenUserGone(f"the user '{token.username}' of this token is no longer a kbdesk user here")
         return who
 
     def _open(self, who: Any) -> Any:
         from kbdesk.desk import Desk
-        from kbdesk.store.postgres import PostgresStore
 
         base = self.base
-        store = PostgresStore(base.store.uri, who)
+        store = team_store(base.store).as_user(who)
         return Desk(paths=base.paths, config=base.config, db_path=base.db_path, store=store)
 
     def open_count(self) -> int:

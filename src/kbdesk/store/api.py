@@ -11,7 +11,9 @@ instead of probing for methods:
 * ``"vectors-local"`` — the vector index is derived in this process (sqlite-vec or
   numpy), as opposed to an index the database server keeps (pgvector);
 * ``"blobs"`` — original document bytes are kept in the database (a team server),
-  not only in the desk's files directory.
+  not only in the desk's files directory;
+* ``"team"`` — a shared server (:class:`TeamStore`): users, teams, scopes and row
+  security; other processes reach the same store by its URI.
 
 The protocol lists every method the layers above call (the desk, search, ingestion,
 chat, transfer, embedding and the four faces); each engine's own helpers stay private to
@@ -41,6 +43,7 @@ from kbdesk.store.within import KbFacts, Within
 CHAT = "chat"
 VECTORS_LOCAL = "vectors-local"
 BLOBS = "blobs"
+TEAM = "team"
 
 
 class Transactions(Protocol):
@@ -423,7 +426,7 @@ class TeamLogin(Protocol):
 
 
 class TeamStore(Store, Protocol):
-    """A store on a team server (``kind == "postgres"``): where it is and who it is."""
+    """A store on a team server (the ``"team"`` capability): where it is and who it is."""
 
     @property
     def uri(self) -> str: ...
@@ -437,9 +440,23 @@ class TeamStore(Store, Protocol):
     @property
     def session(self) -> TeamLogin: ...
 
+    def login_identity(self, login: str) -> TeamIdentity | None:
+        """The identity of kbdesk user ``login`` as the database says now (user id, system
+        admin, teams); None when the login is not a kbdesk user."""
+        ...
+
+    def as_user(self, identity: TeamIdentity) -> TeamStore:
+        """A new store on the same server acting as ``identity`` (from :meth:`login_identity`)."""
+        ...
+
+
+def is_team(store: Store) -> bool:
+    """Whether ``store`` is a team server's (shared, with users and scopes)."""
+    return TEAM in store.capabilities
+
 
 def team_store(store: Store) -> TeamStore:
     """``store`` as the team server's store it is; a one-line error for a local store."""
-    if store.kind != "postgres":
+    if not is_team(store):
         raise StoreError("this needs a team server (a PostgreSQL database), not a local database file")
     return cast(TeamStore, store)

@@ -6,7 +6,8 @@ Importing this package imports neither psycopg nor pgvector; opening a store doe
 
 from __future__ import annotations
 
-from kbdesk.store.postgres.access import AccessDeniedError, Identity, identity_from_settings
+from kbdesk.errors import AccessDeniedError
+from kbdesk.store.postgres.access import Identity, identity_from_settings
 from kbdesk.store.postgres.connection import PostgresStore
 from kbdesk.store.postgres.pool import is_postgres_uri, redact_uri, uri_slug
 

@@ -28,15 +28,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbdesk.errors import KbdeskError, NotFoundError
+from kbdesk.errors import AccessDeniedError, KbdeskError, NotFoundError
 from kbdesk.models import KnowledgeBase
 
 # Users who name no id get a stable one derived from login and host, in this namespace.
 IDENTITY_NAMESPACE = uuid.UUID("6b626465-736b-4000-8000-6964656e7479")
-
-
-class AccessDeniedError(KbdeskError):
-    """The user's identity does not allow this (seed 002's 403 Forbidden)."""
 
 
 @dataclass(frozen=True)

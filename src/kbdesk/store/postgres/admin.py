@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kbdesk.errors import InvalidInputError, NotFoundError, StoreError
+from kbdesk.errors import AccessDeniedError, InvalidInputError, NotFoundError, StoreError
 from kbdesk.store.postgres import locks
-from kbdesk.store.postgres.access import IDENTITY_NAMESPACE, AccessDeniedError, is_uuid
+from kbdesk.store.postgres.access import IDENTITY_NAMESPACE, is_uuid
 from kbdesk.store.postgres.connection import PostgresStore
 from kbdesk.store.postgres.pool import redact_uri
 from kbdesk.store.postgres.rls import (

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import kbdesk.store.postgres.keyword as keyword
-from kbdesk.store.api import BLOBS, CHAT
+from kbdesk.store.api import BLOBS, CHAT, TEAM
 from kbdesk.store.core.parts import StoreParts
 
 _LEXEMES = (
@@ -46,7 +46,7 @@ class PgChat(StoreParts):
 
     @property
     def capabilities(self) -> frozenset[str]:
-        """Original files in the database always; chat where conversations can be kept:
+        """A team server's store, with original files in the database; chat where conversations can be kept:
         kbdesk's own ``channels`` table (a team server's own is not changed)."""
         if self._keeps_chat is None:
             self._keeps_chat = bool(
@@ -57,7 +57,7 @@ class PgChat(StoreParts):
                 )
                 .fetchone()[0]
             )
-        return frozenset({BLOBS, CHAT}) if self._keeps_chat else frozenset({BLOBS})
+        return frozenset({BLOBS, CHAT, TEAM}) if self._keeps_chat else frozenset({BLOBS, TEAM})
 
     def _note_keyword_candidates(self, conn: Any, text: str, k: int) -> list[tuple[str, float]]:
         """FTS5's bm25 (same k1, b, IDF and tokenisation as KB chunks, :mod:`.keyword`),

@@ -41,6 +41,7 @@ from kbdesk.store.postgres.chunks import PgChunks
 from kbdesk.store.postgres.engine import PostgresEngine
 from kbdesk.store.postgres.guards import database_refusal
 from kbdesk.store.postgres.locks import connect
+from kbdesk.store.postgres.logins import login_identity
 from kbdesk.store.postgres.lookup import PgLookup
 from kbdesk.store.postgres.pool import Holder, PgDriver, Pool, quiet_close, redact_uri, uuid_as_text_binary_loader
 from kbdesk.store.postgres.schema import _first_line, current_version, migrate
@@ -229,6 +230,15 @@ class PostgresStore(
             if team_id:
                 teams[str(team_id).lower()] = role if role in ("member", "admin") else "member"
         return Identity(who.user_id, who.username, who.admin, teams, source=who.source)
+
+    def login_identity(self, login: str) -> Identity | None:
+        """The identity of kbdesk user ``login`` as the database says now (None: not one)."""
+        return login_identity(self, login)
+
+    def as_user(self, identity: Any) -> PostgresStore:
+        """A new store on this server acting as ``identity`` (a kbdesk user's, from
+        :meth:`login_identity`)."""
+        return PostgresStore(self.uri, identity)
 
     def team_name(self, team_id: str) -> str | None:
         """A team's name (for messages; None when it has none or cannot be read)."""

@@ -187,8 +187,7 @@ def install_kb_exists(conn: Any, path: str) -> None:
 def database_refusal(exc: BaseException) -> Exception | None:
     """kbdesk's error for a refusal of the database's own rules (raw SQL gets the
     database's error; kbdesk words it as its own checks would): None for any other."""
-    from kbdesk.errors import ConflictError
-    from kbdesk.store.postgres.access import AccessDeniedError
+    from kbdesk.errors import AccessDeniedError, ConflictError
 
     diag = getattr(exc, "diag", None)
     primary = getattr(diag, "message_primary", None) or ""

@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from kbdesk.store import is_server_uri
+
 IDLE_CONNECTIONS = 4
 
 
 def is_postgres_uri(value: Any) -> bool:
-    text = str(value or "")
-    return text.startswith(("postgresql://", "postgres://"))
+    return is_server_uri(str(value or ""))
 
 
 def redact_uri(uri: str) -> str:

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kbdesk.errors import InvalidInputError
-from kbdesk.store.postgres.access import AccessDeniedError
+from kbdesk.errors import AccessDeniedError, InvalidInputError
 from kbdesk.store.postgres.rls import ADMIN_TEAM_ROLES, membership_table
 
 if TYPE_CHECKING:
