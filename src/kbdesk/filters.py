@@ -2,11 +2,11 @@
 
 A :class:`Filters` narrows a search to documents by their path (relative to the folder
 they were added from; globs, with ``**`` across folders), file type, dates and tags. The
-CLI's ``--path``/``--type``/``--since``/``--until``/``--tag``/``--any-tag`` flags, the
-library's ``desk.search(…, filters=…)``, the HTTP search body's ``filters`` object, MCP's
-and the chat pane's ``kb_search`` all read into this one type (:meth:`Filters.from_dict`
-takes the JSON form), so a filter means the same wherever it is written, and a bad one is
-one line naming the field.
+CLI's flags, the library's ``desk.search(…, filters=…)``, the HTTP search body's
+``filters`` object, MCP's and the chat pane's ``kb_search`` all read into this one type
+(:meth:`Filters.from_dict` takes the JSON form), so a filter means the same wherever it is
+written, and a bad one is one line naming the field. The fields are declared once, in
+:mod:`kbdesk.filter_fields`; each face's form is made from that table.
 
 Fields combine with AND; within ``path``, ``types`` and ``any_tags`` a document needs to
 match one value, within ``tags`` every value. An empty :class:`Filters` lets everything
@@ -29,10 +29,8 @@ from functools import cached_property
 from typing import Any
 
 from kbdesk.errors import InvalidInputError
+from kbdesk.filter_fields import BY_KEY, DATE_FIELDS, FIELDS, FilterField
 
-DATE_FIELDS = ("modified", "indexed", "document")
-"""What ``since``/``until`` compare: the file's modified time (default), when kbdesk indexed it,
-or the date the document gives itself (:func:`document_date`)."""
 DOCUMENT_DATE_KEYS = ("date", "created")
 """The properties a document's own date is read from, the first that parses: Markdown front
 matter ``date:`` (else ``created:``), an e-mail's ``Date:``, the created property of Office,
@@ -60,6 +58,8 @@ class Filters:
     a parent of a nested tag counts: ``work`` is carried by a document tagged ``work/infra``)."""
     any_tags: tuple[str, ...] = ()
     """Tags a document must carry at least one of."""
+    not_tags: tuple[str, ...] = ()
+    """Tags a document must carry none of (a parent counts as above: ``work`` leaves out ``work/infra``)."""
 
     def __bool__(self) -> bool:
         """True when the filter narrows anything."""
@@ -83,6 +83,8 @@ class Filters:
                 return False
         if self.tags and not all(t in doc.tags for t in self.tags):
             return False
+        if self.not_tags and any(t in doc.tags for t in self.not_tags):
+            return False
         return not self.any_tags or any(t in doc.tags for t in self.any_tags)
 
     @cached_property
@@ -97,45 +99,34 @@ class Filters:
     def from_dict(cls, data: dict[str, Any] | None) -> Filters:
         """The JSON form (the HTTP body's ``filters``, MCP's and the model's ``kb_search``):
         ``{"path": "projects/**" | [...], "exclude": ..., "type": "pdf" | [...], "since":
-        "2026-11-01", "until": ..., "date": "modified" | "indexed" | "document", "tags": ..., "any_tags": ...}``.
-        Unknown keys and wrong types are one-line errors naming the field."""
+        "2026-11-01", "until": ..., "date": "modified" | "indexed" | "document", "tags": ..., …}``
+        (every key of :data:`~kbdesk.filter_fields.FIELDS`). Unknown keys and wrong types are
+        one-line errors naming the field."""
         if data is None:
             return cls()
         if not isinstance(data, dict):
             raise InvalidInputError("filters must be an object")
-        names = {"path", "exclude", "type", "types", "since", "until", "date", "tags", "tag", "any_tags"}
-        unknown = sorted(set(data) - names)
+        unknown = sorted(set(data) - set(BY_KEY))
         if unknown:
-            raise InvalidInputError(f"filters: unknown field '{unknown[0]}' (known: {', '.join(sorted(names))})")
-        return cls(
-            path=_strings(data.get("path"), "path"),
-            exclude=_strings(data.get("exclude"), "exclude"),
-            types=tuple(t.lower().lstrip(".") for t in _strings(data.get("types", data.get("type")), "type")),
-            since=parse_date(data.get("since"), "since"),
-            until=parse_date(data.get("until"), "until", end_of_day=True),
-            date_field=_date_field(data.get("date", "modified")),
-            tags=_tags(data.get("tags", data.get("tag")), "tags"),
-            any_tags=_tags(data.get("any_tags"), "any_tags"),
-        )
+            raise InvalidInputError(f"filters: unknown field '{unknown[0]}' (known: {', '.join(sorted(BY_KEY))})")
+        values: dict[str, Any] = {}
+        for spec in FIELDS:
+            given = next((data[k] for k in (spec.key, *spec.aliases) if k in data), None)
+            values[spec.attr] = _read(spec, given)
+        return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form, only the fields that narrow (what :meth:`from_dict` reads back)."""
         out: dict[str, Any] = {}
-        for key, value in (
-            ("path", list(self.path)),
-            ("exclude", list(self.exclude)),
-            ("type", list(self.types)),
-            ("tags", list(self.tags)),
-            ("any_tags", list(self.any_tags)),
-        ):
-            if value:
-                out[key] = value
-        if self.since is not None:
-            out["since"] = self.since.isoformat()
-        if self.until is not None:
-            out["until"] = self.until.isoformat()
-        if (self.since is not None or self.until is not None) and self.date_field != "modified":
-            out["date"] = self.date_field
+        dated = self.since is not None or self.until is not None
+        for spec in FIELDS:
+            value = getattr(self, spec.attr)
+            if spec.many and value:
+                out[spec.key] = list(value)
+            elif isinstance(value, datetime):
+                out[spec.key] = value.isoformat()
+            elif spec.kind == "choice" and dated and value != spec.choices[0]:
+                out[spec.key] = value
         return out
 
     def describe(self) -> str:
@@ -156,6 +147,8 @@ class Filters:
             parts.append("tags " + " and ".join(self.tags))
         if self.any_tags:
             parts.append("any tag of " + ", ".join(self.any_tags))
+        if self.not_tags:
+            parts.append("no tag of " + ", ".join(self.not_tags))
         return " · ".join(parts)
 
 
@@ -275,11 +268,24 @@ def _glob_regex(pattern: str) -> str:
     return "".join(out)
 
 
-def _strings(value: Any, name: str) -> tuple[str, ...]:
+def _read(spec: FilterField, value: Any) -> Any:
+    """A field's value from its JSON form (None: the field's default)."""
+    if spec.kind == "globs":
+        return _strings(value, spec.key, split=spec.split)
+    if spec.kind == "types":
+        return tuple(t.lower().lstrip(".") for t in _strings(value, spec.key))
+    if spec.kind == "tags":
+        return _tags(value, spec.key)
+    if spec.kind in ("since", "until"):
+        return parse_date(value, spec.key, end_of_day=spec.kind == "until")
+    return _choice(spec, spec.choices[0] if value is None else value)
+
+
+def _strings(value: Any, name: str, *, split: bool = True) -> tuple[str, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
-        value = [v for v in (part.strip() for part in value.split(",")) if v] if name != "path" else [value]
+        value = [v for v in (part.strip() for part in value.split(",")) if v] if split else [value]
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v.strip() for v in value):
         raise InvalidInputError(f"filters: '{name}' must be a string or a list of non-empty strings")
     return tuple(v.strip() for v in value)
@@ -293,9 +299,9 @@ def _tags(value: Any, name: str) -> tuple[str, ...]:
     return found
 
 
-def _date_field(value: Any) -> str:
-    if value not in DATE_FIELDS:
-        raise InvalidInputError(f"filters: 'date' must be one of {', '.join(DATE_FIELDS)}, not {value!r}")
+def _choice(spec: FilterField, value: Any) -> str:
+    if value not in spec.choices:
+        raise InvalidInputError(f"filters: '{spec.key}' must be one of {', '.join(spec.choices)}, not {value!r}")
     return str(value)
 
 

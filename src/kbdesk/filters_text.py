@@ -9,7 +9,10 @@ writes a :class:`~kbdesk.filters.Filters` back the same way. Words are ``key:val
 * ``since:DAY`` / ``until:DAY`` — ISO days or times; ``date:indexed`` compares when
   kbdesk indexed a document instead of the file's modified time, ``date:document`` the
   date the document gives itself (front matter ``date:``, an e-mail's or Office file's date)
-* ``tag:T`` (repeatable or ``tag:a,b``: all of them), ``any:T`` (at least one)
+* ``tag:T`` (repeatable or ``tag:a,b``: all of them), ``any:T`` (at least one),
+  ``nottag:T`` (none of them)
+
+The words are those :data:`kbdesk.filter_fields.FIELDS` declares for each field.
 
 :func:`complete_line` offers the rest of a word from known tags, folders and types (the
 TUI's suggester). :func:`as_filters` takes what a library caller passes (a Filters, its
@@ -26,29 +29,15 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from kbdesk.errors import InvalidInputError
-from kbdesk.filters import DATE_FIELDS, Filters, named_field
+from kbdesk.filter_fields import BY_KEY, DATE_FIELDS, FIELDS
+from kbdesk.filters import Filters, named_field
 
-KEYS: dict[str, str] = {
-    "path": "path",
-    "not": "exclude",
-    "exclude": "exclude",
-    "type": "type",
-    "types": "type",
-    "since": "since",
-    "until": "until",
-    "date": "date",
-    "tag": "tags",
-    "tags": "tags",
-    "any": "any_tags",
-    "any_tag": "any_tags",
-    "any_tags": "any_tags",
-}
+KEYS: dict[str, str] = {word: spec.key for spec in FIELDS for word in spec.words}
 """Words of the line and the JSON field each one fills."""
-SHOWN_KEYS = ("path:", "not:", "type:", "since:", "until:", "date:", "tag:", "any:")
+SHOWN_KEYS = tuple(f"{spec.words[0]}:" for spec in FIELDS)
 """The keys offered for completion, in the order help text lists them."""
-_LINE_NAME = {"exclude": "not", "types": "type", "tags": "tag", "any_tags": "any"}
-"""A JSON field's word in the line, where the two differ."""
-_REPEATED = ("path", "exclude", "type", "tags", "any_tags")
+_LINE_NAME = {key: spec.words[0] for key, spec in BY_KEY.items()}
+"""A JSON field's (or alias's) word in the line."""
 
 
 def parse_line(text: str) -> Filters:
@@ -75,8 +64,9 @@ def parse_line(text: str) -> Filters:
         value = value.strip()
         if not value:
             raise InvalidInputError(f"filter: {key}: needs a value")
-        if field in _REPEATED:
-            parts = [value] if field in ("path", "exclude") else [v for v in value.split(",") if v.strip()]
+        spec = BY_KEY[field]
+        if spec.many:
+            parts = [value] if spec.kind == "globs" else [v for v in value.split(",") if v.strip()]
             data.setdefault(field, []).extend(parts)
         elif field in data:
             raise InvalidInputError(f"filter: {key}: is given twice")
@@ -102,18 +92,17 @@ def format_line(filters: Filters | None) -> str:
     if not filters:
         return ""
     words: list[str] = []
-    words += [f"path:{_quoted(p)}" for p in filters.path]
-    words += [f"not:{_quoted(p)}" for p in filters.exclude]
-    if filters.types:
-        words.append("type:" + ",".join(filters.types))
-    if filters.since is not None:
-        words.append("since:" + _moment(filters.since))
-    if filters.until is not None:
-        words.append("until:" + _moment(filters.until, end=True))
-    if (filters.since is not None or filters.until is not None) and filters.date_field != "modified":
-        words.append(f"date:{filters.date_field}")
-    words += [f"tag:{_quoted(t)}" for t in filters.tags]
-    words += [f"any:{_quoted(t)}" for t in filters.any_tags]
+    dated = filters.since is not None or filters.until is not None
+    for spec in FIELDS:
+        word, value = spec.words[0], getattr(filters, spec.attr)
+        if spec.kind == "types" and value:
+            words.append(f"{word}:" + ",".join(value))
+        elif spec.many:
+            words += [f"{word}:{_quoted(v)}" for v in value]
+        elif isinstance(value, datetime):
+            words.append(f"{word}:" + _moment(value, end=spec.kind == "until"))
+        elif spec.kind == "choice" and dated and value != spec.choices[0]:
+            words.append(f"{word}:{value}")
     return " ".join(words)
 
 
@@ -139,13 +128,13 @@ def as_filters(value: Filters | dict[str, Any] | str | None) -> Filters:
         return parse_line(value)
     if isinstance(value, dict):
         return Filters.from_dict(value)
-    raise InvalidInputError("filters must be an object (path, exclude, type, since, until, date, tags, any_tags)")
+    raise InvalidInputError(f"filters must be an object ({', '.join(spec.key for spec in FIELDS)})")
 
 
 def overlay(base: Filters | None, extra: Filters | None) -> Filters:
     """``extra`` (a search's own filters) over ``base`` (a conversation's or persona's
     defaults): a field ``extra`` sets replaces the same field of ``base``, except
-    ``exclude`` and ``tags``, which add up (still every one of them)."""
+    ``exclude``, ``tags`` and ``not_tags``, which add up (still every one of them)."""
     base, extra = base or Filters(), extra or Filters()
     if not extra:
         return base
@@ -155,8 +144,8 @@ def overlay(base: Filters | None, extra: Filters | None) -> Filters:
     for name in ("path", "types", "any_tags"):
         if getattr(extra, name):
             changes[name] = getattr(extra, name)
-    changes["exclude"] = _union(base.exclude, extra.exclude)
-    changes["tags"] = _union(base.tags, extra.tags)
+    for name in ("exclude", "tags", "not_tags"):
+        changes[name] = _union(getattr(base, name), getattr(extra, name))
     if extra.since is not None or extra.until is not None:
         changes.update(since=extra.since, until=extra.until, date_field=extra.date_field)
     return replace(base, **changes)
@@ -185,7 +174,7 @@ def complete_line(
     key, _, value = word.partition(":")
     field = KEYS.get(key.lower())
     choices: Iterable[str]
-    if field in ("tags", "any_tags"):
+    if field in ("tags", "any_tags", "not_tags"):
         head_values, _, value = value.rpartition(",")
         key = f"{key}:{head_values}," if head_values else f"{key}:"
         choices = tags

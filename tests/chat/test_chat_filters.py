@@ -13,6 +13,7 @@ import pytest
 from kbdesk.chat.events import Retrieval
 from kbdesk.chat.tools import KB_SEARCH_TOOL
 from kbdesk.errors import InvalidInputError
+from kbdesk.filter_fields import FIELDS
 from kbdesk.filters import DATE_FIELDS, Filters
 from vault_support import MATCHING, vault_kb
 
@@ -36,7 +37,7 @@ def tool_results(chat_server) -> list[dict]:
 def test_the_tool_schema_tells_a_model_how_to_filter():
     spec = KB_SEARCH_TOOL["function"]["parameters"]["properties"]["filters"]
     assert spec["type"] == "object" and "Example" in spec["description"]
-    assert set(spec["properties"]) == {"path", "exclude", "type", "since", "until", "date", "tags", "any_tags"}
+    assert set(spec["properties"]) == {f.key for f in FIELDS}
     assert tuple(spec["properties"]["date"]["enum"]) == DATE_FIELDS
     assert Filters.from_dict({"date": "document", "since": "2026-01-01"}).date_field == "document"
 

@@ -23,7 +23,8 @@ from typing import Any
 from kbdesk.chat.grounding import merge, usable
 from kbdesk.chat.safety import bounded, clean, data_json, one_line, reference_block
 from kbdesk.errors import InvalidInputError, KbdeskError
-from kbdesk.filters import DATE_FIELDS, Filters
+from kbdesk.filter_fields import FIELDS
+from kbdesk.filters import Filters
 from kbdesk.filters_text import overlay
 from kbdesk.models import KnowledgeBase
 from kbdesk.remote.federation import unreached_remotes
@@ -57,22 +58,8 @@ FILTERS_SCHEMA: dict[str, Any] = {
         'Example: {"path": "projects/**", "type": "pdf,md", "since": "2026-11-01", "tags": "roadmap"}'
     ),
     "properties": {
-        "path": {"type": "string", "description": "Glob of document paths, e.g. projects/** or *.md"},
-        "exclude": {"type": "string", "description": "Glob of document paths to leave out"},
-        "type": {"type": "string", "description": "File types, comma-separated, e.g. pdf,md"},
-        "since": {"type": "string", "description": "Only documents dated on or after this day (YYYY-MM-DD)"},
-        "until": {"type": "string", "description": "Only documents dated on or before this day (YYYY-MM-DD)"},
-        "date": {
-            "type": "string",
-            "enum": list(DATE_FIELDS),
-            "description": "Which date since/until compare: modified (the file's, the default), indexed, "
-            "or document (the date written in the document: front matter date:, an e-mail's date)",
-        },
-        "tags": {
-            "type": "string",
-            "description": "Tags every document must have, comma-separated (work also matches work/infra)",
-        },
-        "any_tags": {"type": "string", "description": "Tags of which a document needs at least one"},
+        spec.key: {"type": "string", "description": spec.tool, **({"enum": list(spec.choices)} if spec.choices else {})}
+        for spec in FIELDS
     },
 }
 """The ``filters`` argument of ``kb_search`` (:meth:`kbdesk.filters.Filters.from_dict` reads

@@ -4,10 +4,11 @@ its schemas."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from kbdesk.filter_fields import FIELDS, FilterField
 from kbdesk.search import MAX_LIMIT
 
 
@@ -37,41 +38,26 @@ class Discoverable(Body):
 Globs = str | list[str]
 
 
-class SearchFilters(Body):
-    """Which documents a search may return (kbdesk's addition). Fields combine with AND;
-    each left out narrows nothing. A bad value is a 400 naming the field."""
+def _filter_field(spec: FilterField) -> tuple[Any, Any]:
+    """A filter field of the search body, from its declaration (:mod:`kbdesk.filter_fields`)."""
+    kind: Any = Globs if spec.many else Literal[spec.choices] if spec.choices else str
+    examples = [spec.example] if spec.example is not None else None
+    return kind | None, Field(None, description=spec.help, examples=examples)
 
-    path: Globs | None = Field(
-        None,
-        description="Glob(s) the document's path (relative to the folder it was added from) must match one of: "
-        "'projects/**' (any depth), 'work/*' (one level), '*.md'.",
-        examples=["projects/**"],
+
+if TYPE_CHECKING:
+
+    class SearchFilters(Body):
+        """Made from the declared filter fields at run time (below)."""
+
+else:
+    SearchFilters = create_model(
+        "SearchFilters",
+        __base__=Body,
+        __doc__="Which documents a search may return (kbdesk's addition). Fields combine with AND; each left out "
+        "narrows nothing. A bad value is a 400 naming the field.",
+        **{spec.key: _filter_field(spec) for spec in FIELDS},
     )
-    exclude: Globs | None = Field(None, description="Glob(s) of document paths to leave out.")
-    type: Globs | None = Field(
-        None, description="File types, one of which must match: 'pdf,md' or ['pdf', 'md'].", examples=["pdf,md"]
-    )
-    since: str | None = Field(
-        None,
-        description="Only documents dated at or after this ISO-8601 day or time (2026-11-01, 2026-11-01T09:30Z).",
-        examples=["2026-11-01"],
-    )
-    until: str | None = Field(
-        None, description="Only documents dated before the end of this day (or before this time)."
-    )
-    date: Literal["modified", "indexed", "document"] | None = Field(
-        None,
-        description="What since/until compare: the file's modified time (default), when it was indexed, or "
-        "the date the document gives itself (Markdown front matter date: or created:, an e-mail's Date:, the "
-        "created date of an Office, OpenDocument or EPUB file; a document without one that parses is left out).",
-    )
-    tags: Globs | None = Field(
-        None,
-        description="Tags a document must carry all of (front matter tags: and inline #tags; any case, no '#'; "
-        "a nested tag 'work/infra' also counts as 'work').",
-        examples=[["q3"]],
-    )
-    any_tags: Globs | None = Field(None, description="Tags a document must carry at least one of.")
 
 
 class SearchRequest(Body):
