@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 from rich.text import Text
@@ -11,8 +13,9 @@ from kbdesk.chat.safety import one_line
 from kbdesk.cli.chat_turn import RETRIEVAL_POLICIES
 from kbdesk.cli.filter_options import pop_filters, with_filter_options
 from kbdesk.cli.output import plain, print_json, stdout, table
+from kbdesk.cli.state import CliState
 from kbdesk.filters import Filters
-from kbdesk.store.chat import UNSET
+from kbdesk.store.chat import UNSET, Persona, Project
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 
@@ -37,7 +40,7 @@ def note_group() -> None:
 @click.option("-t", "--title", default="", help="A title for the note.")
 @json_option
 @click.pass_obj
-def note_add(state, text, title, as_json) -> None:
+def note_add(state: CliState, text: str, title: str, as_json: bool) -> None:
     """Add a note (TEXT, or - to read it from stdin)."""
     note, warning = state.desk().chat().notes.add(_text(text), title)
     _warn(warning)
@@ -50,7 +53,7 @@ def note_add(state, text, title, as_json) -> None:
 @click.option("-t", "--title", default=None, help="A new title.")
 @json_option
 @click.pass_obj
-def note_edit(state, note, text, title, as_json) -> None:
+def note_edit(state: CliState, note: str, text: str | None, title: str | None, as_json: bool) -> None:
     """Change a note's TEXT (or - for stdin) and/or title."""
     updated, warning = state.desk().chat().notes.edit(note, content=None if text is None else _text(text), title=title)
     _warn(warning)
@@ -60,7 +63,7 @@ def note_edit(state, note, text, title, as_json) -> None:
 @note_group.command("list")
 @json_option
 @click.pass_obj
-def note_list(state, as_json) -> None:
+def note_list(state: CliState, as_json: bool) -> None:
     """List notes, newest first."""
     notes = state.desk().chat().notes.list()
     if as_json:
@@ -76,7 +79,7 @@ def note_list(state, as_json) -> None:
 @click.argument("note")
 @json_option
 @click.pass_obj
-def note_show(state, note, as_json) -> None:
+def note_show(state: CliState, note: str, as_json: bool) -> None:
     """Print one note."""
     found = state.desk().chat().notes.get(note)
     if as_json:
@@ -93,7 +96,7 @@ def note_show(state, note, as_json) -> None:
 @click.option("-n", "--limit", type=click.IntRange(1, 20), default=5, show_default=True)
 @json_option
 @click.pass_obj
-def note_search(state, query, semantic, limit, as_json) -> None:
+def note_search(state: CliState, query: str, semantic: bool, limit: int, as_json: bool) -> None:
     """Search notes by keyword (and by meaning with --semantic), merged without duplicates."""
     found = state.desk().chat().notes.search(query, semantic=semantic, limit=limit)
     for note in found.notes:
@@ -114,7 +117,7 @@ def note_search(state, query, semantic, limit, as_json) -> None:
 @click.argument("note")
 @json_option
 @click.pass_obj
-def note_rm(state, note, as_json) -> None:
+def note_rm(state: CliState, note: str, as_json: bool) -> None:
     """Delete a note."""
     removed = state.desk().chat().notes.remove(note)
     if as_json:
@@ -124,12 +127,15 @@ def note_rm(state, note, as_json) -> None:
 
 
 # ── personas ───────────────────────────────────────────────────────────────────
+F = TypeVar("F", bound=Callable[..., Any])
+
+
 @click.group("persona")
 def persona_group() -> None:
     """Personas: a system prompt, a chat model and bound KBs (with auto-search)."""
 
 
-def _print_persona(state, persona, as_json) -> None:
+def _print_persona(state: CliState, persona: Persona, as_json: bool) -> None:
     if as_json:
         print_json(persona.to_dict())
         return
@@ -168,8 +174,8 @@ persona_kb_options = [
 ]
 
 
-def _with(options):
-    def wrap(fn):
+def _with(options: list[Callable[[F], F]]) -> Callable[[F], F]:
+    def wrap(fn: F) -> F:
         for option in reversed(options):
             fn = option(fn)
         return fn
@@ -195,10 +201,22 @@ def _with(options):
 @with_filter_options
 @json_option
 @click.pass_obj
-def persona_create(state, name, prompt, model, provider, retrieval, max_tokens, kbs, auto, as_json, **flags) -> None:
+def persona_create(
+    state: CliState,
+    name: str,
+    prompt: str,
+    model: str | None,
+    provider: str | None,
+    retrieval: str | None,
+    max_tokens: int | None,
+    kbs: tuple[str, ...],
+    auto: tuple[str, ...],
+    as_json: bool,
+    **flags: Any,
+) -> None:
     """Create a persona. The filters (--path, --type, --tag, …) are the default filters of
     its conversations' searches."""
-    limits = {k: v for k, v in (("retrieval", retrieval), ("max_tokens", max_tokens)) if v is not None}
+    limits: dict[str, Any] = {k: v for k, v in (("retrieval", retrieval), ("max_tokens", max_tokens)) if v is not None}
     filters = pop_filters(flags)
     if filters:
         limits["filters"] = filters
@@ -234,20 +252,20 @@ def persona_create(state, name, prompt, model, provider, retrieval, max_tokens, 
 @json_option
 @click.pass_obj
 def persona_edit(
-    state,
-    persona,
-    name,
-    prompt,
-    model,
-    provider,
-    retrieval,
-    max_tokens,
-    kbs,
-    auto,
-    no_kbs,
-    no_filters,
-    as_json,
-    **flags,
+    state: CliState,
+    persona: str,
+    name: str | None,
+    prompt: str | None,
+    model: str | None,
+    provider: str | None,
+    retrieval: str | None,
+    max_tokens: int | None,
+    kbs: tuple[str, ...],
+    auto: tuple[str, ...],
+    no_kbs: bool,
+    no_filters: bool,
+    as_json: bool,
+    **flags: Any,
 ) -> None:
     """Change a persona; --kb/--auto-search replace its KB bindings, the filters (--path,
     --type, --tag, …) its default filters."""
@@ -281,7 +299,7 @@ def persona_edit(
 @persona_group.command("list")
 @json_option
 @click.pass_obj
-def persona_list(state, as_json) -> None:
+def persona_list(state: CliState, as_json: bool) -> None:
     """List personas."""
     personas = state.desk().chat().personas()
     if as_json:
@@ -299,7 +317,7 @@ def persona_list(state, as_json) -> None:
 @click.argument("persona")
 @json_option
 @click.pass_obj
-def persona_show(state, persona, as_json) -> None:
+def persona_show(state: CliState, persona: str, as_json: bool) -> None:
     """Show a persona."""
     _print_persona(state, state.desk().chat().persona(persona), as_json)
 
@@ -308,7 +326,7 @@ def persona_show(state, persona, as_json) -> None:
 @click.argument("persona")
 @json_option
 @click.pass_obj
-def persona_rm(state, persona, as_json) -> None:
+def persona_rm(state: CliState, persona: str, as_json: bool) -> None:
     """Delete a persona (its conversations stay, without it)."""
     removed = state.desk().chat().delete_persona(persona)
     if as_json:
@@ -323,7 +341,7 @@ def project_group() -> None:
     """Projects: group conversations and bind KBs to all of them."""
 
 
-def _print_project(state, project, as_json) -> None:
+def _print_project(state: CliState, project: Project, as_json: bool) -> None:
     if as_json:
         print_json(project.to_dict())
         return
@@ -341,7 +359,7 @@ def _print_project(state, project, as_json) -> None:
 @click.option("--kb", "kbs", multiple=True, metavar="KB", help="Bind this KB (repeatable).")
 @json_option
 @click.pass_obj
-def project_create(state, name, description, kbs, as_json) -> None:
+def project_create(state: CliState, name: str, description: str, kbs: tuple[str, ...], as_json: bool) -> None:
     """Create a project."""
     _print_project(state, state.desk().chat().create_project(name, description, kbs=kbs), as_json)
 
@@ -354,7 +372,15 @@ def project_create(state, name, description, kbs, as_json) -> None:
 @click.option("--no-kbs", is_flag=True, help="Remove every KB binding.")
 @json_option
 @click.pass_obj
-def project_edit(state, project, name, description, kbs, no_kbs, as_json) -> None:
+def project_edit(
+    state: CliState,
+    project: str,
+    name: str | None,
+    description: str | None,
+    kbs: tuple[str, ...],
+    no_kbs: bool,
+    as_json: bool,
+) -> None:
     """Change a project."""
     updated = (
         state.desk()
@@ -367,7 +393,7 @@ def project_edit(state, project, name, description, kbs, no_kbs, as_json) -> Non
 @project_group.command("list")
 @json_option
 @click.pass_obj
-def project_list(state, as_json) -> None:
+def project_list(state: CliState, as_json: bool) -> None:
     """List projects."""
     projects = state.desk().chat().projects()
     if as_json:
@@ -383,7 +409,7 @@ def project_list(state, as_json) -> None:
 @click.argument("project")
 @json_option
 @click.pass_obj
-def project_show(state, project, as_json) -> None:
+def project_show(state: CliState, project: str, as_json: bool) -> None:
     """Show a project."""
     _print_project(state, state.desk().chat().project(project), as_json)
 
@@ -392,7 +418,7 @@ def project_show(state, project, as_json) -> None:
 @click.argument("project")
 @json_option
 @click.pass_obj
-def project_rm(state, project, as_json) -> None:
+def project_rm(state: CliState, project: str, as_json: bool) -> None:
     """Delete a project (its conversations stay, without it)."""
     removed = state.desk().chat().delete_project(project)
     if as_json:

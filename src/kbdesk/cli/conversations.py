@@ -17,6 +17,7 @@ from kbdesk.chat.safety import clean, one_line
 from kbdesk.cli.chat_turn import RETRIEVAL_POLICIES
 from kbdesk.cli.filter_options import pop_filters, with_filter_options
 from kbdesk.cli.output import passage, plain, print_json, stdout, table
+from kbdesk.cli.state import CliState
 from kbdesk.errors import InvalidInputError
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
@@ -34,7 +35,7 @@ def conversations_group() -> None:
 @click.option("--project", metavar="NAME", help="Only this project's conversations.")
 @json_option
 @click.pass_obj
-def conversations_list(state, project, as_json) -> None:
+def conversations_list(state: CliState, project: str | None, as_json: bool) -> None:
     """List conversations, newest first."""
     convs = state.desk().chat().conversations(project)
     if as_json:
@@ -50,7 +51,7 @@ def conversations_list(state, project, as_json) -> None:
 @click.argument("conversation")
 @json_option
 @click.pass_obj
-def conversations_show(state, conversation, as_json) -> None:
+def conversations_show(state: CliState, conversation: str, as_json: bool) -> None:
     """Print a conversation: questions, answers, tool calls, notices and sources."""
     chat = state.desk().chat()
     conv = chat.conversation(conversation)
@@ -89,7 +90,7 @@ def print_messages(chat: Any, conversation_id: str) -> None:
 @click.argument("title")
 @json_option
 @click.pass_obj
-def conversations_rename(state, conversation, title, as_json) -> None:
+def conversations_rename(state: CliState, conversation: str, title: str, as_json: bool) -> None:
     """Give a conversation a new title."""
     conv = state.desk().chat().rename(conversation, title)
     if as_json:
@@ -102,7 +103,7 @@ def conversations_rename(state, conversation, title, as_json) -> None:
 @click.argument("conversation")
 @json_option
 @click.pass_obj
-def conversations_rm(state, conversation, as_json) -> None:
+def conversations_rm(state: CliState, conversation: str, as_json: bool) -> None:
     """Delete a conversation with its messages."""
     conv = state.desk().chat().delete(conversation)
     if as_json:
@@ -117,7 +118,9 @@ def conversations_rm(state, conversation, as_json) -> None:
 @click.option("--off", "off", multiple=True, metavar="KB", help="Switch this KB off (repeatable).")
 @json_option
 @click.pass_obj
-def conversations_kbs(state, conversation, on, off, as_json) -> None:
+def conversations_kbs(
+    state: CliState, conversation: str, on: tuple[str, ...], off: tuple[str, ...], as_json: bool
+) -> None:
     """The conversation's KBs with their document counts; --on/--off toggle them."""
     chat = state.desk().chat()
     for ref, enabled in [(r, True) for r in on] + [(r, False) for r in off]:
@@ -148,7 +151,7 @@ def toggle_lines(toggles: list[Any], *, numbered: bool) -> list[str]:
 @click.argument("policy", type=click.Choice([*RETRIEVAL_POLICIES, "default"]), required=False)
 @json_option
 @click.pass_obj
-def conversations_retrieval(state, conversation, policy, as_json) -> None:
+def conversations_retrieval(state: CliState, conversation: str, policy: str | None, as_json: bool) -> None:
     """Show or set how the conversation consults its KBs: auto (the model may search; if it
     does not, kbdesk does), tool (only when the model searches), always (kbdesk searches
     before every answer), off, or default (the persona's, else [chat] retrieval)."""
@@ -168,7 +171,7 @@ def conversations_retrieval(state, conversation, policy, as_json) -> None:
 @click.option("--clear", is_flag=True, help="Remove the conversation's own filters (its persona's apply, if any).")
 @json_option
 @click.pass_obj
-def conversations_filter(state, conversation, clear, as_json, **flags) -> None:
+def conversations_filter(state: CliState, conversation: str, clear: bool, as_json: bool, **flags: Any) -> None:
     """Show or set the default filters every search of the conversation keeps to (e.g.
     --path 'projects/atlas/**'): kbdesk's own search with the question and the model's
     kb_search. The flags given replace the conversation's filters; none shows them;
@@ -195,7 +198,7 @@ def conversations_filter(state, conversation, clear, as_json, **flags) -> None:
 @click.argument("number", type=click.IntRange(1))
 @json_option
 @click.pass_obj
-def conversations_source(state, conversation, number, as_json) -> None:
+def conversations_source(state: CliState, conversation: str, number: int, as_json: bool) -> None:
     """Print source NUMBER of the conversation's last answer with its neighbours."""
     print_source(state.desk().chat(), conversation, number, as_json=as_json)
 

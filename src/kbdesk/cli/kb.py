@@ -7,6 +7,7 @@ import sys
 import click
 
 from kbdesk.cli.output import human_bytes, plain, print_json, stdout, table
+from kbdesk.cli.state import CliState
 from kbdesk.errors import ConflictError, InvalidInputError
 from kbdesk.models import KnowledgeBase
 from kbdesk.store.api import is_team
@@ -58,19 +59,19 @@ def kb_group() -> None:
 @json_option
 @click.pass_obj
 def create(
-    state,
-    name,
-    description,
-    model_id,
-    keyword_only,
-    provider,
-    dimensions,
-    chunk_size,
-    chunk_overlap,
-    scope,
-    team,
-    exist_ok,
-    as_json,
+    state: CliState,
+    name: str,
+    description: str,
+    model_id: str | None,
+    keyword_only: bool,
+    provider: str | None,
+    dimensions: int | None,
+    chunk_size: int | None,
+    chunk_overlap: int | None,
+    scope: str | None,
+    team: str | None,
+    exist_ok: bool,
+    as_json: bool,
 ) -> None:
     """Create a knowledge base called NAME."""
     if provider and not model_id:
@@ -126,7 +127,7 @@ def _same_model(kb: KnowledgeBase, model_id: str | None, keyword_only: bool) -> 
 @json_option
 @click.option("--local", "local_only", is_flag=True, help="Only the local KBs (no remote is asked).")
 @click.pass_obj
-def list_(state, as_json, local_only) -> None:
+def list_(state: CliState, as_json: bool, local_only: bool) -> None:
     """List knowledge bases: the local ones, then each remote's (REMOTE:NAME, read-only)."""
     desk = state.desk()
     kbs = desk.list_kbs()
@@ -175,7 +176,7 @@ def list_(state, as_json, local_only) -> None:
 @click.argument("kb")
 @json_option
 @click.pass_obj
-def show(state, kb, as_json) -> None:
+def show(state: CliState, kb: str, as_json: bool) -> None:
     """Show a knowledge base (by name, id or id prefix)."""
     found = state.desk().kb(kb)
     if as_json:
@@ -206,7 +207,7 @@ def show(state, kb, as_json) -> None:
 @click.argument("new_name")
 @json_option
 @click.pass_obj
-def rename(state, kb, new_name, as_json) -> None:
+def rename(state: CliState, kb: str, new_name: str, as_json: bool) -> None:
     """Rename a knowledge base."""
     updated = state.desk().rename_kb(kb, new_name)
     if as_json:
@@ -220,7 +221,7 @@ def rename(state, kb, new_name, as_json) -> None:
 @click.argument("description")
 @json_option
 @click.pass_obj
-def describe(state, kb, description, as_json) -> None:
+def describe(state: CliState, kb: str, description: str, as_json: bool) -> None:
     """Set a knowledge base's description."""
     updated = state.desk().describe_kb(kb, description)
     if as_json:
@@ -234,7 +235,7 @@ def describe(state, kb, description, as_json) -> None:
 @click.argument("shown", metavar="yes|no", type=click.Choice(["yes", "no"]))
 @json_option
 @click.pass_obj
-def discoverable(state, kb, shown, as_json) -> None:
+def discoverable(state: CliState, kb: str, shown: str, as_json: bool) -> None:
     """Show (yes) or hide (no) a knowledge base. On a team server a hidden global KB is
     there for system admins only; only its owner or a system admin may change this."""
     updated = state.desk().edit_kb(kb, discoverable=shown == "yes")
@@ -248,7 +249,7 @@ def discoverable(state, kb, shown, as_json) -> None:
 @click.argument("kb")
 @json_option
 @click.pass_obj
-def recount(state, kb, as_json) -> None:
+def recount(state: CliState, kb: str, as_json: bool) -> None:
     """Recount a knowledge base's document, chunk and byte totals."""
     updated = state.desk().recount(kb)
     if as_json:
@@ -267,7 +268,7 @@ def recount(state, kb, as_json) -> None:
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 @json_option
 @click.pass_obj
-def remove(state, kb, yes, as_json) -> None:
+def remove(state: CliState, kb: str, yes: bool, as_json: bool) -> None:
     """Delete a knowledge base with all its documents, chunks, vectors and files."""
     desk = state.desk()
     found = desk.kb(kb)
@@ -292,7 +293,7 @@ def remove(state, kb, yes, as_json) -> None:
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 @json_option
 @click.pass_obj
-def set_model(state, kb, model_id, provider, yes, as_json) -> None:
+def set_model(state: CliState, kb: str, model_id: str, provider: str, yes: bool, as_json: bool) -> None:
     """Re-embed every chunk of KB with another model, then switch to it in one step."""
     from kbdesk.cli.progress import IngestProgress
 

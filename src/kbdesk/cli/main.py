@@ -4,38 +4,15 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from kbdesk import __version__
 from kbdesk.cli.commands import CLI_HELP, COMMANDS, DB_HELP, HOME_HELP
+from kbdesk.cli.state import CliState
 from kbdesk.errors import KbdeskError
 from kbdesk.textsafe import inert, inert_line
-
-if TYPE_CHECKING:
-    from kbdesk.desk import Desk
-
-
-class CliState:
-    """Holds the global options; opens the desk on first use, closes it at exit."""
-
-    def __init__(self, db: str | None, home: str | None) -> None:
-        self.db = db
-        self.home = home
-        self._desk: Desk | None = None
-
-    def desk(self) -> Desk:
-        if self._desk is None:
-            from kbdesk.desk import open_desk
-
-            self._desk = open_desk(self.db, home=self.home)
-        return self._desk
-
-    def close(self) -> None:
-        if self._desk is not None:
-            self._desk.close()
-            self._desk = None
 
 
 class KbdeskGroup(click.Group):

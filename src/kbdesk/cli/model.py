@@ -7,15 +7,20 @@ what suits chat or embeddings, the same writer of ``[roles.chat]`` / ``[roles.em
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.text import Text
 
 from kbdesk.cli.output import plain, print_json, stdout, table
+from kbdesk.cli.state import CliState
 from kbdesk.errors import InvalidInputError, KbdeskError
 from kbdesk.providers.models import ROLES, list_models, model_rows, set_role
 from kbdesk.textsafe import inert_line
+
+if TYPE_CHECKING:
+    from kbdesk.config import Config
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 ROLE_USE = {
@@ -24,13 +29,13 @@ ROLE_USE = {
 }
 
 
-def _config_path(state: Any):
+def _config_path(state: CliState) -> Path:
     from kbdesk.paths import get_paths
 
     return get_paths(state.home).config_file
 
 
-def _load(state: Any):
+def _load(state: CliState) -> Config:
     from kbdesk.config import load_config
 
     return load_config(_config_path(state))
@@ -46,7 +51,7 @@ def model_group() -> None:
 @click.option("--provider", metavar="NAME", help="Ask only this provider (default: every configured one).")
 @json_option
 @click.pass_obj
-def model_list(state, provider, as_json) -> None:
+def model_list(state: CliState, provider: str | None, as_json: bool) -> None:
     """Ask each provider for its models: which suit chat, which suit embeddings, and which
     role uses which. A model whose server does not say what it is suits both.
     Exit status 1 when a provider could not be asked."""
@@ -114,7 +119,7 @@ def _print_rows(rows: list[Any], names: list[str], errors: list[tuple[str, str]]
 @click.argument("model")
 @json_option
 @click.pass_obj
-def model_set(state, role, provider, model, as_json) -> None:
+def model_set(state: CliState, role: str, provider: str, model: str, as_json: bool) -> None:
     """Make MODEL of PROVIDER the chat or embedding model (writes [roles.ROLE] in config.toml,
     as the TUI's Settings → Model roles does). The provider is not asked: 'kbdesk model list'
     shows what it offers."""
@@ -129,7 +134,7 @@ def model_set(state, role, provider, model, as_json) -> None:
 @model_group.command("show")
 @json_option
 @click.pass_obj
-def model_show(state, as_json) -> None:
+def model_show(state: CliState, as_json: bool) -> None:
     """Print the model roles and the [chat] settings."""
     config = _load(state)
     roles = {

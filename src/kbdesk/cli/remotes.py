@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
 
 from kbdesk.cli.output import plain, print_json, stdout, table
+from kbdesk.cli.state import CliState
 from kbdesk.errors import InvalidInputError, NotFoundError
 
 
-def _config_path(state: Any):
+def _config_path(state: CliState) -> Path:
     from kbdesk.paths import get_paths
 
     return get_paths(state.home).config_file
@@ -44,7 +46,17 @@ def remote_group() -> None:
 @click.option("--no-check", is_flag=True, help="Save without asking the server first.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
-def add(state, name, url, token_env, store_token, ca_file, allow_http, no_check, as_json) -> None:
+def add(
+    state: CliState,
+    name: str,
+    url: str,
+    token_env: str | None,
+    store_token: bool,
+    ca_file: str | None,
+    allow_http: bool,
+    no_check: bool,
+    as_json: bool,
+) -> None:
     """Add remote NAME at URL (the server's API root, e.g. https://kb.example.org/api).
 
     Its KBs then show as NAME:KB in kb list and are searched with NAME:KB (or NAME:* for
@@ -78,7 +90,7 @@ def add(state, name, url, token_env, store_token, ca_file, allow_http, no_check,
 @remote_group.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
-def list_(state, as_json) -> None:
+def list_(state: CliState, as_json: bool) -> None:
     """List the remotes (tokens are never shown: only where they come from)."""
     from kbdesk.remote.manage import describe
 
@@ -99,7 +111,7 @@ def list_(state, as_json) -> None:
 @click.argument("name")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
-def test(state, name, as_json) -> None:
+def test(state: CliState, name: str, as_json: bool) -> None:
     """Check that remote NAME answers and accepts its token: who it is there, and its KBs."""
     from kbdesk.remote.manage import test_remote
 
@@ -125,7 +137,7 @@ def test(state, name, as_json) -> None:
 @click.argument("name")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
-def remove(state, name, as_json) -> None:
+def remove(state: CliState, name: str, as_json: bool) -> None:
     """Remove remote NAME from config.toml (a stored token goes with it)."""
     from kbdesk.remote.manage import remove_remote
 

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import ipaddress
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from kbdesk.cli.output import plain, stderr
+from kbdesk.cli.state import CliState
 from kbdesk.errors import InvalidInputError
 from kbdesk.store.api import Store, is_team, team_store
+
+if TYPE_CHECKING:
+    from kbdesk.desk import Desk
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8700
@@ -51,7 +56,16 @@ def is_loopback(host: str) -> bool:
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
 )
 @click.pass_obj
-def serve_command(state, host, port, allow_remote, cors_origins, ssl_certfile, ssl_keyfile, log_level) -> None:
+def serve_command(
+    state: CliState,
+    host: str,
+    port: int,
+    allow_remote: bool,
+    cors_origins: tuple[str, ...],
+    ssl_certfile: str | None,
+    ssl_keyfile: str | None,
+    log_level: str,
+) -> None:
     """Serve the knowledge bases over HTTP under /api (OpenAPI at /api/docs).
 
     Every request needs a token (kbdesk token create). Uploads are indexed by the same
@@ -74,7 +88,7 @@ def serve_command(state, host, port, allow_remote, cors_origins, ssl_certfile, s
     _check_free(host, port)
     desk = state.desk()
     if is_team(desk.store):
-        require_owner(desk.store)
+        require_owner(team_store(desk.store))
     active = len(Tokens(desk.store).list())
     app = create_app(desk, cors_origins=cors_origins)
     scheme = "https" if ssl_certfile else "http"
@@ -145,7 +159,7 @@ def _need(*modules: str) -> None:
         raise click.ClickException(f"this command needs {', '.join(missing)}: pip install 'kbdesk[serve]'")
 
 
-def _label(desk) -> str:
+def _label(desk: Desk) -> str:
     store: Store = desk.store
     return team_store(store).label if is_team(store) else str(desk.db_path)
 
@@ -159,7 +173,7 @@ def _label(desk) -> str:
     help="Offer only this KB (name or id; repeatable). Default: every discoverable KB.",
 )
 @click.pass_obj
-def mcp_command(state, kbs) -> None:
+def mcp_command(state: CliState, kbs: tuple[str, ...]) -> None:
     """Run an MCP server over stdio (for editors, agents and desktop assistants).
 
     Tools: kb_search, kb_list, note_search; each KB's documents are resources.

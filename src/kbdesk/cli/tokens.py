@@ -5,16 +5,17 @@ from __future__ import annotations
 import click
 
 from kbdesk.cli.output import plain, print_json, stderr, stdout, table
-from kbdesk.store.api import is_team
+from kbdesk.cli.state import CliState
+from kbdesk.store.api import is_team, team_store
 from kbdesk.store.tokens import PERMISSIONS, Tokens
 
 
-def _tokens(state) -> Tokens:
+def _tokens(state: CliState) -> Tokens:
     desk = state.desk()
     if is_team(desk.store):
         from kbdesk.serve.users import require_owner
 
-        require_owner(desk.store)
+        require_owner(team_store(desk.store))
     return Tokens(desk.store)
 
 
@@ -43,7 +44,9 @@ def token_group() -> None:
 @click.option("--label", default="", metavar="TEXT", help="A note to tell tokens apart (where it is used).")
 @click.option("--json", "as_json", is_flag=True, help='Print {"token": …} and the token\'s details as JSON.')
 @click.pass_obj
-def create(state, user, permissions, read_only, label, as_json) -> None:
+def create(
+    state: CliState, user: str, permissions: tuple[str, ...], read_only: bool, label: str, as_json: bool
+) -> None:
     """Make a token and print it once (only its hash is kept)."""
     from kbdesk.serve.users import token_user
 
@@ -79,7 +82,7 @@ def create(state, user, permissions, read_only, label, as_json) -> None:
 @click.option("--all", "include_revoked", is_flag=True, help="Include revoked tokens.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 @click.pass_obj
-def list_(state, include_revoked, as_json) -> None:
+def list_(state: CliState, include_revoked: bool, as_json: bool) -> None:
     """The tokens (never the tokens themselves: their first characters)."""
     tokens = _tokens(state).list(include_revoked=include_revoked)
     if as_json:
@@ -106,7 +109,7 @@ def list_(state, include_revoked, as_json) -> None:
 @click.argument("token_ref", metavar="TOKEN")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 @click.pass_obj
-def revoke(state, token_ref, as_json) -> None:
+def revoke(state: CliState, token_ref: str, as_json: bool) -> None:
     """Revoke TOKEN (its id, or the first characters kbdesk token list shows): it stops
     working at once."""
     token = _tokens(state).revoke(token_ref)

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kbdesk.cli.output import plain, print_json, stdout
+from kbdesk.cli.state import CliState
 from kbdesk.transfer.report import TransferEvent
 
 
@@ -106,7 +107,17 @@ def _run(action: Any, as_json: bool, quiet: bool, **options: Any) -> None:
 )
 @_options
 @click.pass_obj
-def export_command(state, kb, to, scope, team_id, prune, batch_size, quiet, as_json) -> None:
+def export_command(
+    state: CliState,
+    kb: str,
+    to: str,
+    scope: str | None,
+    team_id: str | None,
+    prune: bool,
+    batch_size: int,
+    quiet: bool,
+    as_json: bool,
+) -> None:
     """Copy KB (documents, text, chunks, vectors, files) to another store.
 
     Running it again copies only what changed; an interrupted export is finished by
@@ -137,7 +148,17 @@ def export_command(state, kb, to, scope, team_id, prune, batch_size, quiet, as_j
 @click.argument("kb")
 @_options
 @click.pass_obj
-def import_command(state, source, kb, scope, team_id, prune, batch_size, quiet, as_json) -> None:
+def import_command(
+    state: CliState,
+    source: str,
+    kb: str,
+    scope: str | None,
+    team_id: str | None,
+    prune: bool,
+    batch_size: int,
+    quiet: bool,
+    as_json: bool,
+) -> None:
     """Copy KB from another store into this one (the same rules as export)."""
     from kbdesk.transfer import import_kb
 
