@@ -122,9 +122,14 @@ class Helper:
         the batch is small or the helper cannot take it (the caller does the work)."""
         if len(items) < MIN_FILES and sum(len(item[1]) for item in items) < MIN_BYTES:
             return None
-        return self._call(
+        replies = self._call(
             PREPARE, ([(os.path.abspath(p), d, f, n) for p, d, f, n in items], chunk_size, overlap, max_bytes)
         )
+        if replies is not None and len(replies) != len(items):  # one result per file, or none is trusted
+            with self._lock:
+                self._failed()
+            return None
+        return replies
 
     def _call(self, kind: str, args: Any) -> Any:
         """The helper's reply to one request; None when there is no helper or it failed

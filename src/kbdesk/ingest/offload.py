@@ -40,23 +40,26 @@ def prepare_each(
         except OSError as exc:
             out.append(("copy", exc.errno or -1, exc.strerror or str(exc)))
             continue
-        try:
-            extracted = extract_bytes(data, filename, max_bytes=max_bytes)
-            pieces = [
-                ChunkInput(c.content, c.token_count, c.metadata)
-                for c in chunker.chunk_sections(extracted.sections, chunk_size, overlap)
-            ]
-            chunks = [(c.content, c.token_count, c.metadata, c.content_hash, c.metadata_json) for c in pieces]
-        except ResourceLimit as exc:
-            out.append(("resource", str(exc)))
-        except KbdeskError as exc:
-            out.append(("file", str(exc)))
-            continue
-        except Exception as exc:  # noqa: BLE001 - an unforeseen input: this file alone
-            out.append(("internal", f"{type(exc).__name__}: {exc}"))
-            continue
-        out.append(("ok", extracted.text, extracted.spans, chunks))
+        out.append(_prepare_one(data, filename, chunk_size, overlap, max_bytes))
     return out
+
+
+def _prepare_one(data: bytes, filename: str, chunk_size: int, overlap: int, max_bytes: int) -> tuple[Any, ...]:
+    """One file's result, computed from that file alone (nothing of it outlives the call)."""
+    try:
+        extracted = extract_bytes(data, filename, max_bytes=max_bytes)
+        pieces = [
+            ChunkInput(c.content, c.token_count, c.metadata)
+            for c in chunker.chunk_sections(extracted.sections, chunk_size, overlap)
+        ]
+        chunks = [(c.content, c.token_count, c.metadata, c.content_hash, c.metadata_json) for c in pieces]
+    except ResourceLimit as exc:
+        return ("resource", str(exc))
+    except KbdeskError as exc:
+        return ("file", str(exc))
+    except Exception as exc:  # noqa: BLE001 - an unforeseen input: this file alone
+        return ("internal", f"{type(exc).__name__}: {exc}")
+    return ("ok", extracted.text, extracted.spans, chunks)
 
 
 # ── the run's side: what came back ─────────────────────────────────────────────

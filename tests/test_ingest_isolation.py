@@ -1,0 +1,107 @@
+"""One file's failure is its own: a limit, a crash or a timeout in one file of a batch never
+touches what becomes of the others, and failures of the moment are tried again."""
+
+from __future__ import annotations
+
+import pytest
+
+from kbdesk.ingest.sections import ExtractionError, ResourceLimit
+
+NOTES = {f"note{i}.md": f"# Note {i}\n\nword{i}tide is in note {i}.\n" for i in range(6)}
+
+
+def _failing_extract(real, failures):
+    """``extract_bytes`` that raises ``failures[name]`` for the files named there."""
+
+    def extract(data, filename, **kwargs):
+        if filename in failures:
+            raise failures[filename]
+        return real(data, filename, **kwargs)
+
+    return extract
+
+
+def test_the_helpers_result_for_each_file_is_its_own(tmp_path, monkeypatch):
+    from kbdesk.ingest import offload
+
+    files = [("a.md", b"# A\n\nalpha words"), ("slow.md", b"# S\n\nslow words"), ("c.md", b"# C\n\ngamma words")]
+    monkeypatch.setattr(
+        offload,
+        "extract_bytes",
+        _failing_extract(offload.extract_bytes, {"slow.md": ResourceLimit("reading took too long; tried again")}),
+    )
+    items = [(str(tmp_path / f"copy-{name}"), data, True, name) for name, data in files]
+    results = offload.prepare_each(items, 300, 50, 1 << 20)
+    assert [r[0] for r in results] == ["ok", "resource", "ok"]  # one result per file, in order
+    assert "alpha" in results[0][1] and "gamma" in results[2][1]  # not the neighbour's text
+    assert results[1][1] == "reading took too long; tried again"
+
+
+@pytest.fixture
+def folder(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    for name, text in NOTES.items():
+        (src / name).write_text(text)
+    return src
+
+
+def _words(desk, kb):
+    docs = {d.filename: d for d in desk.documents(kb)}
+    found = {}
+    for i in range(len(NOTES)):
+        hits = desk.search([kb], f"word{i}tide", mode="keyword", threshold=-1).results
+        found[f"note{i}.md"] = sorted({h.source for h in hits})
+    return docs, found
+
+
+def test_a_limit_a_crash_and_a_bad_file_fail_alone_and_the_moment_s_failures_are_retried(desk, folder, monkeypatch):
+    from kbdesk.ingest import batch
+
+    real = batch.extract_bytes
+    failures = {
+        "note1.md": ResourceLimit("reading the document took longer than 60 s; the next add tries again"),
+        "note2.md": RuntimeError("a reader bug"),
+        "note3.md": ExtractionError("the file's own problem"),
+    }
+    monkeypatch.setattr(batch, "extract_bytes", _failing_extract(real, failures))
+    desk.create_kb("Iso", keyword_only=True)
+    report = desk.add("Iso", [str(folder)])
+    assert dict(report.failed) == {
+        "note1.md": "reading the document took longer than 60 s; the next add tries again",
+        "note2.md": "internal error: RuntimeError: a reader bug",
+        "note3.md": "the file's own problem",
+    }
+    assert sorted(report.added) == ["note0.md", "note4.md", "note5.md"]
+    docs, found = _words(desk, "Iso")
+    assert {n: d.error_kind for n, d in docs.items() if d.status == "error"} == {
+        "note1.md": "resource",
+        "note2.md": "internal",
+        "note3.md": "file",
+    }
+    for name in ("note0.md", "note4.md", "note5.md"):  # each stored with its own text
+        assert found[name] == [name]
+    monkeypatch.setattr(batch, "extract_bytes", real)
+    again = desk.add("Iso", [str(folder)])
+    # out of time and internal errors are tried again; the file's own failure waits for a change
+    assert sorted(again.added + again.updated + again.resumed) == ["note1.md", "note2.md"]
+    assert [name for name, _ in again.known_failures] == ["note3.md"]
+    _docs, found = _words(desk, "Iso")
+    assert found["note1.md"] == ["note1.md"] and found["note2.md"] == ["note2.md"]
+
+
+def test_a_crash_while_chunking_one_file_fails_that_file_alone(desk, folder, monkeypatch):
+    from kbdesk.ingest import batch
+
+    real = batch.chunk_sections
+
+    def chunk(kb, sections):
+        if any("word4tide" in s.text for s in sections):
+            raise ValueError("chunker bug")
+        return real(kb, sections)
+
+    monkeypatch.setattr(batch, "chunk_sections", chunk)
+    desk.create_kb("Chunks", keyword_only=True)
+    report = desk.add("Chunks", [str(folder)])
+    assert report.failed == [("note4.md", "internal error: ValueError: chunker bug")]
+    assert sorted(report.added) == sorted(set(NOTES) - {"note4.md"})
