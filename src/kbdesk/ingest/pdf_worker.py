@@ -362,7 +362,7 @@ def extract_pages(data: bytes) -> tuple[list[str], list[str]]:
             text = ""
         total += len(text)
         if total > MAX_TEXT_CHARS:
-            raise _Failure(f"PDF has more than {MAX_TEXT_CHARS:,} characters of text")
+            raise _Failure(f"PDF is too large: more than {MAX_TEXT_CHARS:,} characters of text")
         pages.append(text)
     return pages, errors
 
