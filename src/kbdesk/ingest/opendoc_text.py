@@ -214,7 +214,7 @@ def extract_opendocument(data: bytes, budget: Budget) -> list[Section]:
     manifest = parts.read("META-INF/manifest.xml") or b""
     if b"encryption-data" in manifest:  # saved with a password: content.xml is ciphertext
         raise ExtractionError("OpenDocument file is password-protected; kbdesk cannot read it")
-    root = parse(parts.read("content.xml", required=True) or b"", "content.xml")
+    root = parse(parts.pieces("content.xml", required=True) or b"", "content.xml")
     meta = parts.read("meta.xml")
     try:
         props = properties_from(parse(meta, "meta.xml"), ODF_FIELDS) if meta else {}

@@ -20,6 +20,7 @@ a person.
 from __future__ import annotations
 
 import io
+import itertools
 import struct
 import zipfile
 import zlib
@@ -80,8 +81,8 @@ class ZipParts:
 
     def pieces(self, name: str, *, required: bool = False) -> Iterator[bytes] | None:
         """Part ``name`` in pieces of :data:`PIECE_BYTES` as it is inflated (a parser
-        fed these never holds the whole part); None when it is missing (an error when
-        ``required``). The limits are checked as the pieces come."""
+        fed these never holds the whole part); None when it is missing or empty (an
+        error when ``required`` and missing). The limits are checked as the pieces come."""
         found = self.find(name)
         if found is None:
             if required:
@@ -89,7 +90,9 @@ class ZipParts:
             return None
         if self.salvaged is not None:
             salvaged = self.salvaged[found]
-            return iter([salvaged[i : i + PIECE_BYTES] for i in range(0, len(salvaged), PIECE_BYTES)] or [b""])
+            if not salvaged:
+                return None if not required else iter([b""])
+            return iter([salvaged[i : i + PIECE_BYTES] for i in range(0, len(salvaged), PIECE_BYTES)])
         info = self.infos[found]
         if info.flag_bits & 0x1:
             raise ExtractionError(f"{self.kind} is encrypted; kbdesk cannot read it")
@@ -98,7 +101,11 @@ class ZipParts:
                 f"{self.kind} looks like a zip bomb ({found} inflates {info.file_size // max(info.compress_size, 1):,}"
                 f" times its size)"
             )
-        return self._inflated(found, info)
+        inflated = self._inflated(found, info)
+        first = next(inflated, b"")
+        if not first:  # an empty part, as read() would give b""
+            return None if not required else iter([b""])
+        return itertools.chain([first], inflated)
 
     def _inflated(self, found: str, info: zipfile.ZipInfo) -> Iterator[bytes]:
         budget = min(MAX_PART_BYTES, MAX_TOTAL_BYTES - self.read_total)
