@@ -109,3 +109,9 @@ def test_the_time_limit_is_processor_time_not_the_wall_clock():
 
 def _document(body: str) -> str:
     return f'<?xml version="1.0"?><w:document {fb.W}><w:body>{body}</w:body></w:document>'
+
+
+def test_an_unknown_xml_encoding_is_the_file_s_own_failure():
+    body = '<?xml version="1.0" encoding="UTF78"?><w:document/>'
+    with pytest.raises(ExtractionError, match="declares an unknown encoding"):
+        extract_bytes(fb.zipped({"word/document.xml": body}), "odd.docx")

@@ -272,3 +272,5 @@ def _run(p: Any, data: Source, what: str) -> None:
         ) from None
     except RecursionError:
         raise ExtractionError(f"{what} nests elements too deeply") from None
+    except LookupError:  # an XML declaration naming an encoding Python does not know
+        raise ExtractionError(f"{what} is damaged (its XML declares an unknown encoding)") from None
