@@ -315,6 +315,21 @@ def test_the_whole_pdf_reaches_a_child_that_starts_reading_late():
     assert proc.returncode == 0 and out.strip() == str(len(data)).encode()
 
 
+@pytest.mark.slow
+def test_a_pdf_child_that_works_is_not_killed_by_the_wall_clock_one_that_stalls_is():
+    def child(code):
+        return subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    # working (using processor time) for longer than the backstop, as on a busy machine
+    working = child("import time; end = time.time() + 4\nwhile time.time() < end: pass\nprint('done')")
+    out, _ = pdf_worker._communicate(working, b"", 1.5, None)
+    assert out.strip() == b"done"
+    stalled = child("import time; time.sleep(60)")  # no processor time at all: the backstop ends it
+    with pytest.raises(pdf_worker.PdfWorkerTimeout, match="made no progress for 1 s"):
+        pdf_worker._communicate(stalled, b"", 1.0, None)
+    assert stalled.returncode is not None
+
+
 # ── size, empty, binary, files on disk ──────────────────────────────────────────────
 
 

@@ -9,8 +9,9 @@ thread, while it reads the answer) and reads one JSON object from its stdout. Th
 caps its own address space (``RLIMIT_AS``) and processor time (``RLIMIT_CPU``: the
 ``timeout``) before it imports pypdf, and uses pypdf's own decompression / parsing
 limits. Processor time, not wall time: on a busy machine an extraction waits for its
-turn without failing; the parent kills a child only after :data:`WALL_FACTOR` times the
-limit in wall time (a backstop; the only limit where there are no rlimits).
+turn without failing; the parent kills a child only when it has used no processor time
+at all for :data:`WALL_FACTOR` times the limit (a backstop; where the system cannot
+tell, that much wall time, the only limit where there are no rlimits).
 
 A child never outlives kbdesk: :func:`kill_pdf_workers` kills every running child
 (their callers raise :class:`PdfWorkerCancelled`, not a failure of the document), a
@@ -42,11 +43,12 @@ from dataclasses import dataclass
 from typing import Any
 
 EXIT_MEMORY = 3
-WALL_FACTOR = 20  # the wall-clock backstop, in multiples of the processor-time limit
+WALL_FACTOR = 20  # the backstop (no progress, or wall time), in multiples of the processor-time limit
 # A 10 MB PDF with more text than this is hostile or broken; it also bounds the JSON
 # the parent has to read back.
 MAX_TEXT_CHARS = 20_000_000
 CANCEL_POLL_SECONDS = 0.1  # how often run_pdf_worker asks its ``cancelled`` callable
+PROGRESS_POLL = 1.0  # how often, without one, it looks whether the child still works
 PARENT_POLL_SECONDS = 0.5  # how often a child without PR_SET_PDEATHSIG checks its parent
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
@@ -169,8 +171,10 @@ _HAS_RLIMIT = os.name == "posix"  # elsewhere (Windows) the wall clock is the on
 def _communicate(
     proc: subprocess.Popen, data: bytes, timeout: float, cancelled: Callable[[], bool] | None
 ) -> tuple[bytes, bytes]:
-    """Feed ``data``, read the answer; kill the child past ``timeout`` s of wall time, on
-    cancel or an exception.
+    """Feed ``data``, read the answer; kill the child on cancel, on an exception, or once
+    it has gone ``timeout`` s without using any processor time (where the system says:
+    Linux; elsewhere ``timeout`` s of wall time) — a child that works, however slowly
+    on a busy machine, is never killed for it.
 
     The bytes go in from a thread of their own while this one reads the child's output:
     however late the child starts reading (a busy machine), all of ``data`` reaches it,
@@ -180,17 +184,20 @@ def _communicate(
     feeder = threading.Thread(target=_feed, args=(stdin, data), name="pdf-worker-stdin", daemon=True)
     feeder.start()
     deadline = time.monotonic() + timeout
+    spent = _cpu_ticks(proc.pid)
     try:
         while True:
-            left = deadline - time.monotonic()
-            step = left if cancelled is None else min(left, CANCEL_POLL_SECONDS)
+            step = min(deadline - time.monotonic(), CANCEL_POLL_SECONDS if cancelled is not None else PROGRESS_POLL)
             try:
                 return proc.communicate(timeout=max(step, 0))
             except subprocess.TimeoutExpired:
+                now = _cpu_ticks(proc.pid)
+                if now is not None and now != spent:  # it is working: the backstop waits
+                    spent, deadline = now, time.monotonic() + timeout
                 if time.monotonic() >= deadline:
                     proc.kill()
                     proc.communicate()
-                    raise PdfWorkerTimeout(f"PDF extraction was still running after {timeout:g} s") from None
+                    raise PdfWorkerTimeout(f"PDF extraction made no progress for {timeout:g} s") from None
                 if cancelled is not None and cancelled():
                     _killed.add(proc.pid)
                     proc.kill()
@@ -201,6 +208,16 @@ def _communicate(
         raise
     finally:
         feeder.join()  # the child has ended: the pipe is closed, the write returned
+
+
+def _cpu_ticks(pid: int) -> int | None:
+    """The processor time a running child has used so far, in clock ticks (Linux), or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])  # utime + stime (fields 14 and 15 of proc(5))
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _feed(stdin: Any, data: bytes) -> None:
