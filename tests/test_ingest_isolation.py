@@ -105,3 +105,26 @@ def test_a_crash_while_chunking_one_file_fails_that_file_alone(desk, folder, mon
     report = desk.add("Chunks", [str(folder)])
     assert report.failed == [("note4.md", "internal error: ValueError: chunker bug")]
     assert sorted(report.added) == sorted(set(NOTES) - {"note4.md"})
+
+
+@pytest.mark.slow
+def test_a_file_whose_reading_needs_more_memory_than_one_file_may_have_fails_alone(tmp_path):
+    from kbdesk.ingest.helper import MIN_FILES, Helper
+
+    items = [
+        (str(tmp_path / f"copy{i}.md"), f"# Note {i}\n\nnote{i} words.\n".encode(), True, f"n{i}.md")
+        for i in range(MIN_FILES)
+    ]
+    big = ("many different words here " * 320_000).encode()  # 8 MB of text: tens of MB once read and chunked
+    items.insert(5, (str(tmp_path / "copy-big.txt"), big, True, "big.txt"))
+    helper = Helper(memory_mb=24)
+    try:
+        results = helper.prepare(items, 1000, 200, 10 << 20)
+        assert helper._proc is not None and helper._proc.poll() is None  # the helper lives on
+        again = helper.prepare(items[:5] + items[6:], 1000, 200, 10 << 20)  # and reads the next batch
+    finally:
+        helper.close()
+    assert results is not None and again is not None
+    assert results[5] == ("file", "reading the document needs more than 24 MB of memory")
+    assert [r[0] for i, r in enumerate(results) if i != 5] == ["ok"] * MIN_FILES
+    assert [r[0] for r in again] == ["ok"] * MIN_FILES
