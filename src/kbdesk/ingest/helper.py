@@ -94,7 +94,8 @@ def serve(rfd: int = 0, wfd: int = 1, memory_mb: int | None = None) -> None:
         if kind == PREPARE:
             from kbdesk.ingest.offload import prepare_each  # only a helper that is asked imports the extractors
 
-            _send(wfd, prepare_each(*args, memory_mb=memory_mb))
+            items, chunk_size, overlap, max_bytes = args
+            _send(wfd, prepare_each(items, chunk_size, overlap, max_bytes, memory_mb=memory_mb))
         else:  # the error of each copy: (errno, message), or None
             _send(wfd, [None if exc is None else (exc.errno, exc.strerror or str(exc)) for exc in write_each(args)])
 
