@@ -115,3 +115,22 @@ def test_an_unknown_xml_encoding_is_the_file_s_own_failure():
     body = '<?xml version="1.0" encoding="UTF78"?><w:document/>'
     with pytest.raises(ExtractionError, match="declares an unknown encoding"):
         extract_bytes(fb.zipped({"word/document.xml": body}), "odd.docx")
+
+
+def test_opendocument_content_is_read_a_block_at_a_time(monkeypatch):
+    monkeypatch.setattr(xml_tree, "MAX_TREE_ELEMENTS", 2_000)
+    rows = "".join(
+        f"<table:table-row><table:table-cell><text:p>site {i}</text:p></table:table-cell>"
+        f"<table:table-cell><text:p>{i} m</text:p></table:table-cell></table:table-row>"
+        for i in range(1_500)
+    )
+    head = "<table:table-row><table:table-cell><text:p>site</text:p></table:table-cell>"
+    head += "<table:table-cell><text:p>depth</text:p></table:table-cell></table:table-row>"
+    sheet = f'<table:table table:name="Soundings">{head}{rows}</table:table>'
+    ods = fb._odf("spreadsheet", sheet, "application/vnd.oasis.opendocument.spreadsheet")
+    [section] = extract_bytes(ods, "deep.ods").sections
+    assert section.metadata["sheet"] == "Soundings"
+    assert section.text.splitlines()[-1] == "site: site 1499; depth: 1499 m"
+    paragraphs = "".join(f"<text:p>paragraph {i}</text:p>" for i in range(3_000))
+    text = extract_bytes(fb._odf("text", paragraphs, "application/vnd.oasis.opendocument.text"), "long.odt").text
+    assert "paragraph 0" in text and "paragraph 2999" in text

@@ -133,7 +133,7 @@ class _Reader:
         """Read the children of a body-like element (body, a cell, a text box, a content control)."""
         self.items(node.children)
 
-    def streamed(self, node: Node) -> None:
+    def streamed(self, node: Node, _container: str = "") -> None:
         """One element of the body as :func:`~.xml_tree.elements` hands it over: a block,
         a row of a table (kept until the table ends), or a table that ended."""
         if node.tag == "tr":
@@ -246,7 +246,7 @@ def extract_docx(data: bytes, budget: Budget) -> list[Section]:
     # memory is a block's, whatever the size of the part
     body = parts.pieces(main, required=True)
     assert body is not None
-    elements(body, main, 3, reader.streamed, _STREAM_SPLIT)
+    elements(body, main, 3, reader.streamed, _STREAM_SPLIT, within=frozenset({"body"}))
     reader.table_done()
     for text in graphics_text(parts, main):  # charts and SmartArt diagrams, after the body they sit in
         reader.outline.line(text)
@@ -258,7 +258,7 @@ def extract_docx(data: bytes, budget: Budget) -> list[Section]:
             before = len(reader.outline.blocks), list(reader.outline.path)
             reader.outline.heading(1, heading)
 
-            def note(node: Node) -> None:
+            def note(node: Node, _container: str) -> None:
                 if node.get("type") not in ("separator", "continuationSeparator", "continuationNotice"):
                     reader.block(node)
 

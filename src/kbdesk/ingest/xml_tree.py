@@ -155,16 +155,26 @@ def parse(data: Source, what: str) -> Node:
 
 
 def elements(
-    data: Source, what: str, depth: int, on_element: Callable[[Node], None], split: frozenset[str] = frozenset()
+    data: Source,
+    what: str,
+    depth: int,
+    on_element: Callable[[Node, str], None],
+    split: frozenset[str] = frozenset(),
+    within: frozenset[str] | None = None,
 ) -> None:
     """Read a large part one block at a time: each element at ``depth`` (the root is at
     1) or deeper that is not inside another such element is built as a tree, handed to
-    ``on_element`` when it ends, and dropped. An element named in ``split`` is not held
-    whole: its children are handed over one by one as they end, then the element itself
-    with no children (a Word table: its rows, then the table). Memory is one block's."""
-    stack: list[Node | None] = []  # the open elements; None for those above the blocks
+    ``on_element(block, container)`` when it ends (``container``: the tag of the element
+    at ``depth - 1`` it sits in), and dropped. ``within``: only blocks in containers of
+    these names (the others are skipped unread). An element named in ``split`` is not
+    held whole: its children are handed over one by one as they end, then the element
+    itself with no children (a table: its rows, then the table). Memory is one block's."""
+    # the open elements: a Node while a block is built (or a split one is open), the tag
+    # of those above the blocks; a skipped container is "" and so is all inside it
+    stack: list[Node | str] = []
     names = _Names()
     held = [0, 0]  # elements in the block being built, elements seen
+    container = [""]
 
     def start(name: str, attrs: dict[str, str]) -> None:
         if len(stack) >= MAX_DEPTH:
@@ -174,18 +184,27 @@ def elements(
             check_time()
         tag = names[name]
         parent = stack[-1] if stack else None
-        inside = parent is not None and parent.tag != _SPLIT
-        if not inside and (len(stack) + 1 < depth):
-            stack.append(None)
-            return
-        node = Node(tag, {names[k]: v for k, v in attrs.items()} if attrs else _NO_ATTRS)
-        if inside:
-            assert parent is not None
+        if isinstance(parent, Node) and parent.tag != _SPLIT:  # inside a block
+            node = Node(tag, {names[k]: v for k, v in attrs.items()} if attrs else _NO_ATTRS)
             parent.children.append(node)
             held[0] += 1
             if held[0] > MAX_TREE_ELEMENTS:
                 raise _too_many(what)
-        elif tag in split:
+            stack.append(node)
+            return
+        if parent == "" and stack:  # inside a container that is not read
+            stack.append("")
+            return
+        if not isinstance(parent, Node) and len(stack) + 1 < depth:  # above the blocks
+            stack.append(tag)
+            return
+        if not isinstance(parent, Node):  # a block's container
+            container[0] = parent or ""
+            if within is not None and container[0] not in within:
+                stack.append("")
+                return
+        node = Node(tag, {names[k]: v for k, v in attrs.items()} if attrs else _NO_ATTRS)
+        if tag in split:
             node.text = tag  # the real name, kept while it is open
             node.tag = _SPLIT
         else:
@@ -194,19 +213,19 @@ def elements(
 
     def end(_name: str) -> None:
         node = stack.pop()
-        if node is None:
+        if not isinstance(node, Node):
             return
         parent = stack[-1] if stack else None
         if node.tag == _SPLIT:
             node.tag, node.text = node.text, ""
-            on_element(node)
-        elif parent is None or parent.tag == _SPLIT:
+            on_element(node, container[0])
+        elif not isinstance(parent, Node) or parent.tag == _SPLIT:
             held[0] = 0
-            on_element(node)
+            on_element(node, container[0])
 
     def data_(text: str) -> None:
         top = stack[-1] if stack else None
-        if top is None or top.tag == _SPLIT:
+        if not isinstance(top, Node) or top.tag == _SPLIT:
             return  # text between blocks (indentation)
         if top.children:
             top.children[-1].tail += text
