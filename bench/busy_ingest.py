@@ -7,8 +7,9 @@
 files); they are copied to a scratch folder with ten notes and ``log.docx``, whose
 ``word/document.xml`` is ~180 MB of ordinary paragraphs (5 MB zipped, built here).
 
-Beside ``--loops`` busy loops (``nice -n -5 python3 -c "while True: pass"``, ended
-after ``--limit`` seconds at the latest), the script runs, one after the other:
+Beside ``--loops`` busy loops (``nice -n -5 python3 -c "while True: pass"``, each ending
+itself after ``--limit`` seconds at the latest, killed by pid when the runs are done),
+the script runs, one after the other:
 
 1. ``nice -n 15 kbdesk add`` of the folder into a keyword-only KB;
 2. ``nice -n 15`` the same files read with each format's usual library: pypdf
@@ -161,7 +162,11 @@ def main() -> None:
         subprocess.run(kbdesk_cli("kb", "create", "Busy", "--keyword-only"), env=env, check=True, capture_output=True)
         files = sorted(str(p) for p in folder.iterdir())
         sizes = {Path(p).name: Path(p).stat().st_size for p in files}
-        loop = ["timeout", str(int(args.limit)), "nice", "-n", "-5", sys.executable, "-c", "while True: pass"]
+        # each loop ends itself after --limit seconds (and is killed by its pid at the end):
+        # ``nice`` execs python, so the pid is the loop's own (a ``timeout`` wrapper killed
+        # with SIGKILL would leave its loop running)
+        spin = f"import time\nend = time.monotonic() + {args.limit}\nwhile time.monotonic() < end: pass"
+        loop = ["nice", "-n", "-5", sys.executable, "-c", spin]
         for _ in range(args.loops):
             loops.append(subprocess.Popen(loop, start_new_session=not args.same_session))
         time.sleep(1)
