@@ -134,3 +134,13 @@ def test_opendocument_content_is_read_a_block_at_a_time(monkeypatch):
     paragraphs = "".join(f"<text:p>paragraph {i}</text:p>" for i in range(3_000))
     text = extract_bytes(fb._odf("text", paragraphs, "application/vnd.oasis.opendocument.text"), "long.odt").text
     assert "paragraph 0" in text and "paragraph 2999" in text
+
+
+def test_an_epub_chapter_is_inflated_only_as_far_as_its_limit(monkeypatch):
+    from kbdesk.ingest import epub_text
+
+    book = fb.epub("lighthousekeeper")
+    assert "lighthousekeeper" in extract_bytes(book, "book.epub").text
+    monkeypatch.setattr(epub_text, "MAX_CHAPTER_BYTES", 64)
+    with pytest.raises(ExtractionError, match=r"EPUB is too large to read \(chapter .* holds over"):
+        extract_bytes(book, "book.epub")
