@@ -128,3 +128,14 @@ def test_a_file_whose_reading_needs_more_memory_than_one_file_may_have_fails_alo
     assert results[5] == ("file", "reading the document needs more than 24 MB of memory")
     assert [r[0] for i, r in enumerate(results) if i != 5] == ["ok"] * MIN_FILES
     assert [r[0] for r in again] == ["ok"] * MIN_FILES
+
+
+def test_a_helper_reply_that_is_not_one_result_per_file_is_not_trusted(tmp_path, monkeypatch):
+    from kbdesk.ingest.helper import MIN_FILES, Helper
+
+    items = [(str(tmp_path / f"c{i}.md"), f"# N{i}\n\nwords {i}".encode(), True, f"n{i}.md") for i in range(MIN_FILES)]
+    helper = Helper()
+    monkeypatch.setattr(helper, "_call", lambda kind, args: [("ok", "t", [], [])] * (len(items) + 1))
+    assert helper.prepare(items, 1000, 200, 1 << 20) is None  # the run does the batch itself
+    assert helper._here  # and every later one
+    helper.close()
