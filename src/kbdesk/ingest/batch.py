@@ -340,8 +340,13 @@ class BatchRunner:
             if isinstance(sections, Prepared):
                 chunks = sections.chunks
             else:
-                with self._turn:
-                    chunks = chunk_sections(kb, sections)
+                try:
+                    with self._turn:
+                        chunks = chunk_sections(kb, sections)
+                except Exception as exc:  # an unforeseen input: this document alone
+                    log.exception("chunking %s failed", job.doc.filename)
+                    failed.fail(job.doc.id, f"internal error: {type(exc).__name__}: {exc}", "internal")
+                    continue
             if chunks:
                 out.append((job, chunks))
             else:

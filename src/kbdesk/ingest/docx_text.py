@@ -23,12 +23,16 @@ from kbdesk.ingest.office_props import ooxml_properties, relationships
 from kbdesk.ingest.ooxml_charts import graphics_text
 from kbdesk.ingest.sections import ExtractionError, Outline, Section
 from kbdesk.ingest.text_decode import decode_markup
-from kbdesk.ingest.xml_tree import Node, parse, stream
+from kbdesk.ingest.xml_tree import Node, elements, parse, stream
 from kbdesk.ingest.zip_parts import ZipParts
 
 _HEADING_NAME = re.compile(r"heading\s*([1-9])$", re.IGNORECASE)
 _SKIP = frozenset({"delText", "instrText", "delInstrText", "Fallback", "rPr", "pPr", "sectPr", "tblPr", "trPr", "tcPr"})
 _BREAKS = {"tab": "\t", "br": "\n", "cr": "\n", "noBreakHyphen": "-", "softHyphen": ""}
+# read a row, a control's content at a time when they sit in the body (their children
+# come one by one); a table's rows are made into text every ROWS_HELD rows
+_STREAM_SPLIT = frozenset({"tbl", "sdt", "sdtContent", "customXml", "smartTag", "ins", "AlternateContent", "Choice"})
+ROWS_HELD = 256
 # the parts that follow the body, in this order, with the heading each gets
 _EXTRA_PARTS = (("footnotes", "Footnotes"), ("endnotes", "Endnotes"), ("comments", "Comments"))
 
@@ -87,6 +91,8 @@ class _Reader:
         self.budget = budget
         self.outline = Outline()
         self.alt_chunk: Callable[[str], str] | None = None  # text of an imported (HTML) part, by its rId
+        self.rows: list[Node] = []  # the rows of the streamed table not read yet
+        self.table_lines: list[str] = []  # … and the text of those read
 
     def paragraph_level(self, p: Node) -> int | None:
         ppr = p.child("pPr")
@@ -125,7 +131,24 @@ class _Reader:
 
     def block(self, node: Node) -> None:
         """Read the children of a body-like element (body, a cell, a text box, a content control)."""
-        work = list(reversed(node.children))
+        self.items(node.children)
+
+    def streamed(self, node: Node, _container: str = "") -> None:
+        """One element of the body as :func:`~.xml_tree.elements` hands it over: a block,
+        a row of a table (kept until the table ends), or a table that ended."""
+        if node.tag == "tr":
+            self.rows.append(node)
+            if len(self.rows) >= ROWS_HELD:
+                self._rows_read()
+        elif node.tag == "tbl" and not node.children:
+            self.table_done()
+        elif node.tag in _STREAM_SPLIT:
+            return  # its children came before it
+        elif node.tag not in ("tblPr", "tblGrid", "sdtPr", "sdtEndPr"):
+            self.items([node])
+
+    def items(self, nodes: list[Node]) -> None:
+        work = list(reversed(nodes))
         while work:
             n = work.pop()
             if n.tag == "p":
@@ -148,10 +171,12 @@ class _Reader:
                 work.extend(reversed(n.children))
 
     def table(self, tbl: Node) -> None:
-        rows: list[str] = []
-        for tr in tbl.children:
-            if tr.tag != "tr":
-                continue
+        self.outline.line(self._spent(self.row_text(_rows(tbl))))
+
+    def row_text(self, rows: list[Node]) -> str:
+        """Rows as lines, cells joined with " | "."""
+        lines: list[str] = []
+        for tr in rows:
             cells = []
             for tc in _cells(tr):
                 nested: list[Node] = []
@@ -160,10 +185,29 @@ class _Reader:
                 if cell:
                     cells.append(cell)
             if cells:
-                rows.append(" | ".join(cells))
-        text = "\n".join(rows)
+                lines.append(" | ".join(cells))
+        return "\n".join(line for line in lines if line)
+
+    def _rows_read(self) -> None:
+        rows, self.rows = self.rows, []
+        text = self._spent(self.row_text(rows))
+        if text:
+            self.table_lines.append(text)
+
+    def table_done(self) -> None:
+        """A streamed table ended: its rows become one line of the outline."""
+        self._rows_read()
+        lines, self.table_lines = self.table_lines, []
+        if lines:
+            self.outline.line("\n".join(lines))
+
+    def _spent(self, text: str) -> str:
         self.budget.spend(len(text), "the Word document")
-        self.outline.line(text)
+        return text
+
+
+def _rows(tbl: Node) -> list[Node]:
+    return [tr for tr in tbl.children if tr.tag == "tr"]
 
 
 def _cells(tr: Node) -> list[Node]:
@@ -184,11 +228,7 @@ def extract_docx(data: bytes, budget: Budget) -> list[Section]:
     for target, kind in relationships(parts, "").values():
         if kind == "officeDocument":
             main = target
-    body_xml = parts.read(main, required=True)
-    assert body_xml is not None
     reader = _Reader(_style_levels(parts), budget)
-    root = parse(body_xml, main)
-    body = root.child("body") or root
     rels = relationships(parts, main)
 
     def alt_chunk(rid: str) -> str:  # Word's "altChunk": a part in another format, e.g. HTML
@@ -202,21 +242,27 @@ def extract_docx(data: bytes, budget: Budget) -> list[Section]:
             return ""
 
     reader.alt_chunk = alt_chunk
-    reader.block(body)
+    # the body one block at a time (document > body > block), tables a row at a time:
+    # memory is a block's, whatever the size of the part
+    body = parts.pieces(main, required=True)
+    assert body is not None
+    elements(body, main, 3, reader.streamed, _STREAM_SPLIT, within=frozenset({"body"}))
+    reader.table_done()
     for text in graphics_text(parts, main):  # charts and SmartArt diagrams, after the body they sit in
         reader.outline.line(text)
     for part, heading in _EXTRA_PARTS:
         target = next((t for t, kind in rels.values() if kind == part), f"word/{part}.xml")
-        extra = parts.read(target)
-        if extra:
+        extra = parts.pieces(target)
+        if extra is not None:
             reader.outline.flush()
             before = len(reader.outline.blocks), list(reader.outline.path)
             reader.outline.heading(1, heading)
-            notes = parse(extra, target)
-            for note in notes.children:
-                if note.get("type") in ("separator", "continuationSeparator", "continuationNotice"):
-                    continue
-                reader.block(note)
+
+            def note(node: Node, _container: str) -> None:
+                if node.get("type") not in ("separator", "continuationSeparator", "continuationNotice"):
+                    reader.block(node)
+
+            elements(extra, target, 2, note)
             if not any(has_body for _, _, has_body in reader.outline.blocks[before[0] :]) and not (
                 reader.outline.has_body and len(reader.outline.lines) > 1
             ):  # nothing but the heading: take it back
@@ -227,8 +273,8 @@ def extract_docx(data: bytes, budget: Budget) -> list[Section]:
     furniture: list[str] = []
     for target, kind in rels.values():
         if kind in ("header", "footer"):
-            data_ = parts.read(target)
-            if data_:
+            data_ = parts.pieces(target)
+            if data_ is not None:
                 nested: list[Node] = []
                 text = "\n".join(
                     " ".join(reader.text_of(p, nested).split()) for p in parse(data_, target).iter("p")

@@ -22,6 +22,9 @@ from kbdesk.ingest.text_decode import decode_markup
 from kbdesk.ingest.xml_tree import parse
 from kbdesk.ingest.zip_parts import ZipParts
 
+# A chapter is parsed whole as HTML (several times its size in memory): past this much
+# markup it is not a chapter of a book but a file too large by nature.
+MAX_CHAPTER_BYTES = 32 * 1024 * 1024
 EPUB_FIELDS = {"title": ("title",), "author": ("creator",), "created": ("date",)}
 _CONTENT_TYPES = frozenset({"application/xhtml+xml", "text/html", "application/xml", "text/x-oeb1-document"})
 
@@ -51,7 +54,7 @@ def extract_epub(data: bytes, budget: Budget, warnings: list[str]) -> list[Secti
     for href, media in order:
         if media not in _CONTENT_TYPES and not href.lower().endswith((".xhtml", ".html", ".htm")):
             continue
-        raw = parts.read(href)
+        raw = _chapter(parts, href)
         if not raw:
             warnings.append(f"chapter {href} is missing from the EPUB")
             continue
@@ -70,3 +73,19 @@ def extract_epub(data: bytes, budget: Budget, warnings: list[str]) -> list[Secti
     if not sections:
         raise ExtractionError("EPUB has no text")
     return sections
+
+
+def _chapter(parts: ZipParts, href: str) -> bytes | None:
+    """A chapter's bytes, inflated only as far as :data:`MAX_CHAPTER_BYTES`."""
+    pieces = parts.pieces(href)
+    if pieces is None:
+        return None
+    out, size = [], 0
+    for piece in pieces:
+        size += len(piece)
+        if size > MAX_CHAPTER_BYTES:
+            raise ExtractionError(
+                f"EPUB is too large to read (chapter {href} holds over {MAX_CHAPTER_BYTES // 2**20} MB of markup)"
+            )
+        out.append(piece)
+    return b"".join(out)

@@ -9,7 +9,8 @@ it, a whole batch per request and one reply:
   and in the run every one of them waits for the interpreter lock on its way back;
 * **prepare** — copies, extraction and chunks (:mod:`kbdesk.ingest.offload`), so the
   Python work of reading Markdown, HTML and text runs beside the run's writer instead of
-  taking turns with it.
+  taking turns with it; each file's reading within :data:`MEMORY_MB` of memory
+  (``RLIMIT_AS``, as the PDF reader's process).
 
 A batch of fewer than :data:`MIN_FILES` files holding less than :data:`MIN_BYTES` (copies:
 fewer files, whatever their size), or every batch once the helper cannot be started or
@@ -35,6 +36,10 @@ from kbdesk.ingest.copies import write_each
 MIN_FILES = 16  # fewer files in a batch: done in the run (the helper saves nothing)
 MIN_BYTES = 1 << 20  # … unless they hold this much text to extract and chunk
 COPIES, PREPARE = "copies", "prepare"  # a request's kind
+# What reading one file may add to the helper's memory: the readers are bounded by their
+# own limits (a part parsed as it is inflated, a tree's elements, the text's characters),
+# far below this; the cap is for what they do not foresee. A file past it fails alone.
+MEMORY_MB = 1024
 _LENGTH = struct.Struct("<I")  # every request and reply: its length in bytes, then it, pickled
 
 
@@ -78,8 +83,9 @@ def this_kbdesk_env() -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])))
 
 
-def serve(rfd: int = 0, wfd: int = 1) -> None:
-    """The helper's loop: requests on ``rfd``, one reply each on ``wfd``, until EOF."""
+def serve(rfd: int = 0, wfd: int = 1, memory_mb: int | None = None) -> None:
+    """The helper's loop: requests on ``rfd``, one reply each on ``wfd``, until EOF.
+    ``memory_mb``: what reading one file may add to the helper's memory."""
     while True:
         try:
             kind, args = _receive(rfd)
@@ -88,7 +94,8 @@ def serve(rfd: int = 0, wfd: int = 1) -> None:
         if kind == PREPARE:
             from kbdesk.ingest.offload import prepare_each  # only a helper that is asked imports the extractors
 
-            _send(wfd, prepare_each(*args))
+            items, chunk_size, overlap, max_bytes = args
+            _send(wfd, prepare_each(items, chunk_size, overlap, max_bytes, memory_mb=memory_mb))
         else:  # the error of each copy: (errno, message), or None
             _send(wfd, [None if exc is None else (exc.errno, exc.strerror or str(exc)) for exc in write_each(args)])
 
@@ -96,9 +103,11 @@ def serve(rfd: int = 0, wfd: int = 1) -> None:
 class Helper:
     """The run's side of the helper process: one request at a time, from any thread."""
 
-    def __init__(self, process: bool = True) -> None:
+    def __init__(self, process: bool = True, memory_mb: int = MEMORY_MB) -> None:
         """``process=False``: no helper process; every copy is written here and the rest
-        is left to the caller (nothing to close)."""
+        is left to the caller (nothing to close). ``memory_mb``: what reading one file may
+        add to the helper's memory (its address space)."""
+        self.memory_mb = memory_mb
         self._proc: Any = None
         self._lock = threading.Lock()
         self._here = not process  # no helper, or it failed: everything is done in the run
@@ -122,9 +131,14 @@ class Helper:
         the batch is small or the helper cannot take it (the caller does the work)."""
         if len(items) < MIN_FILES and sum(len(item[1]) for item in items) < MIN_BYTES:
             return None
-        return self._call(
+        replies = self._call(
             PREPARE, ([(os.path.abspath(p), d, f, n) for p, d, f, n in items], chunk_size, overlap, max_bytes)
         )
+        if replies is not None and len(replies) != len(items):  # one result per file, or none is trusted
+            with self._lock:
+                self._failed()
+            return None
+        return replies
 
     def _call(self, kind: str, args: Any) -> Any:
         """The helper's reply to one request; None when there is no helper or it failed
@@ -143,7 +157,7 @@ class Helper:
     def _started(self) -> Any:
         if self._proc is None:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "kbdesk.ingest.helper"],
+                [sys.executable, "-m", "kbdesk.ingest.helper", str(self.memory_mb)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
@@ -180,4 +194,4 @@ if __name__ == "__main__":
     # Ctrl-C reaches every process of the terminal's group: the run decides what stops,
     # and the helper ends when the run closes its pipe
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    serve()
+    serve(memory_mb=int(sys.argv[1]) if len(sys.argv) > 1 else None)

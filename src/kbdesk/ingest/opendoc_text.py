@@ -24,7 +24,7 @@ from kbdesk.ingest.limits import Budget
 from kbdesk.ingest.office_props import properties_from
 from kbdesk.ingest.sections import ExtractionError, Outline, Section
 from kbdesk.ingest.sheet_text import rows_as_lines
-from kbdesk.ingest.xml_tree import Node, parse
+from kbdesk.ingest.xml_tree import Node, elements, parse
 from kbdesk.ingest.zip_parts import ZipParts
 
 ODF_FIELDS = {
@@ -97,7 +97,10 @@ class _TextReader:
         self.budget = budget
 
     def read(self, node: Node) -> None:
-        work = list(reversed(node.children))
+        self.read_items(node.children)
+
+    def read_items(self, nodes: list[Node]) -> None:
+        work = list(reversed(nodes))
         while work:
             n = work.pop()
             if n.tag == "h":
@@ -136,42 +139,93 @@ def _without_frames(p: Node) -> str:
     return text_of(shallow)
 
 
-def _slides(body: Node, props: dict[str, str], budget: Budget) -> list[Section]:
-    sections = []
-    for number, page in enumerate(body.iter("page"), start=1):
-        title, lines = "", []
-        for frame in page.children:
-            if frame.tag == "notes":
-                notes = [" ".join(text_of(p).split()) for p in frame.iter("p")]
-                notes = [n for n in notes if n]
-                if notes:
-                    lines.append("Notes: " + "\n".join(notes))
-                continue
-            texts = [" ".join(text_of(p).split()) for p in frame.iter("p")]
-            texts = [t for t in texts if t]
-            for table in frame.iter("table"):
-                texts.append("\n".join(" | ".join(c for c in row if c) for row in table_rows(table)))
-            if frame.get("class") == "title" and not title:
-                title = " ".join(texts)
-            else:
-                lines.extend(texts)
-        text = "\n\n".join([title, *lines] if title else lines).strip()
-        budget.spend(len(text), "the presentation")
-        if text:
-            sections.append(Section(text, {"slide": number, "headings": [title] if title else [], **props}))
-    return sections
+def _slide(page: Node, number: int, props: dict[str, str], budget: Budget) -> Section | None:
+    title, lines = "", []
+    for frame in page.children:
+        if frame.tag == "notes":
+            notes = [" ".join(text_of(p).split()) for p in frame.iter("p")]
+            notes = [n for n in notes if n]
+            if notes:
+                lines.append("Notes: " + "\n".join(notes))
+            continue
+        texts = [" ".join(text_of(p).split()) for p in frame.iter("p")]
+        texts = [t for t in texts if t]
+        for table in frame.iter("table"):
+            texts.append("\n".join(" | ".join(c for c in row if c) for row in table_rows(table)))
+        if frame.get("class") == "title" and not title:
+            title = " ".join(texts)
+        else:
+            lines.extend(texts)
+    text = "\n\n".join([title, *lines] if title else lines).strip()
+    budget.spend(len(text), "the presentation")
+    return Section(text, {"slide": number, "headings": [title] if title else [], **props}) if text else None
 
 
-def _sheets(body: Node, props: dict[str, str], budget: Budget) -> list[Section]:
-    sections = []
-    for table in body.iter("table"):
-        name = table.get("name") or "Sheet"
-        lines = rows_as_lines(table_rows(table))
-        text = f"Sheet {name}\n" + "\n".join(lines)
-        budget.spend(len(text), "the spreadsheet")
-        if lines:
-            sections.append(Section(text, {"sheet": name, **props}))
-    return sections
+def _row_cells(row: Node) -> list[list[str]]:
+    """A row as :func:`table_rows` reads it (its repeats, and the rows of tables in its cells)."""
+    holder = Node("table", {})
+    holder.children.append(row)
+    return table_rows(holder)
+
+
+# read a row (a block) at a time: a table's rows, and the groups rows sit in, come one by one
+_SPLIT = frozenset({"table", "table-rows", "table-row-group", "table-header-rows", "section"})
+
+
+class _Content:
+    """``content.xml`` read a block at a time (:func:`~.xml_tree.elements`), by its kind."""
+
+    def __init__(self, budget: Budget, props: dict[str, str]) -> None:
+        self.budget = budget
+        self.props = props
+        self.kind = ""
+        self.text = _TextReader(budget)
+        self.sections: list[Section] = []
+        self.rows: list[list[str]] = []  # the rows of the table being read
+        self.spent = 0  # … and the characters counted for them so far
+        self.slides = 0
+        self.declared: list[str] = []  # a presentation's header and footer declarations
+
+    def block(self, node: Node, kind: str) -> None:
+        self.kind = self.kind or kind
+        tag = node.tag
+        if tag == "table-row":
+            rows = _row_cells(node)
+            chars = sum(len(c) for row in rows for c in row)
+            self.budget.spend(chars, "the document")
+            self.spent += chars
+            self.rows.extend(rows)
+        elif tag == "table" and not node.children:  # a table ended: its rows came before it
+            self.table_done(node)
+        elif tag in _SPLIT:
+            return  # a group's (or a section's) children came before it
+        elif kind == "presentation":
+            if tag == "page":
+                self.slides += 1
+                slide = _slide(node, self.slides, self.props, self.budget)
+                if slide is not None:
+                    self.sections.append(slide)
+            elif tag in ("header-decl", "footer-decl"):
+                text = " ".join(node.text_content().split())
+                if text:
+                    self.declared.append(text)
+        elif kind == "text":
+            self.text.read_items([node])
+
+    def table_done(self, table: Node) -> None:
+        rows, self.rows = self.rows, []
+        spent, self.spent = self.spent, 0
+        if self.kind == "spreadsheet":
+            name = table.get("name") or "Sheet"
+            lines = rows_as_lines(rows)
+            text = f"Sheet {name}\n" + "\n".join(lines)
+            self.budget.spend(max(len(text) - spent, 0), "the spreadsheet")
+            if lines:
+                self.sections.append(Section(text, {"sheet": name, **self.props}))
+        elif self.kind == "text":
+            text = "\n".join(" | ".join(c for c in row if c) for row in rows)
+            self.budget.spend(max(len(text) - spent, 0), "the document")
+            self.text.outline.line(text)
 
 
 _FIELDS = frozenset({"page-number", "page-count", "sheet-name", "date", "time", "file-name", "chapter", "title"})
@@ -214,33 +268,28 @@ def extract_opendocument(data: bytes, budget: Budget) -> list[Section]:
     manifest = parts.read("META-INF/manifest.xml") or b""
     if b"encryption-data" in manifest:  # saved with a password: content.xml is ciphertext
         raise ExtractionError("OpenDocument file is password-protected; kbdesk cannot read it")
-    root = parse(parts.read("content.xml", required=True) or b"", "content.xml")
     meta = parts.read("meta.xml")
     try:
         props = properties_from(parse(meta, "meta.xml"), ODF_FIELDS) if meta else {}
     except ExtractionError:
         props = {}
-    body = root.child("body")
-    if body is None:
-        raise ExtractionError("OpenDocument file is damaged (content.xml has no body)")
-    kind = next((c for c in body.children if c.tag in KINDS), None)
-    if kind is None:
+    # document-content > body > text | presentation | spreadsheet > blocks, a block at a
+    # time (a table a row at a time): memory is a block's, whatever the size of the part
+    content = _Content(budget, props)
+    pieces = parts.pieces("content.xml", required=True)
+    assert pieces is not None
+    elements(pieces, "content.xml", 4, content.block, _SPLIT, within=frozenset(KINDS))
+    if not content.kind:
         raise ExtractionError("OpenDocument file has no text, slides or sheets kbdesk can read")
-    if kind.tag == "presentation":
-        sections = _slides(kind, props, budget)
-    elif kind.tag == "spreadsheet":
-        sections = _sheets(kind, props, budget)
-    else:
-        reader = _TextReader(budget)
-        reader.read(kind)
-        sections = reader.outline.sections(props)
+    sections = content.sections
+    if content.kind == "text":
+        sections = content.text.outline.sections(props)
     furniture = _headers_and_footers(parts)
-    for decl in (n for n in root.iter() if n.tag in ("header-decl", "footer-decl")):  # a presentation's
-        text = " ".join(decl.text_content().split())
-        if text and text not in furniture:
+    for text in content.declared:  # a presentation's
+        if text not in furniture:
             furniture.append(text)
     if furniture:  # what the author wrote on every page (a presentation's footer may be all it says)
         sections.append(Section("Headers and footers\n\n" + "\n".join(furniture), {"headings": [], **props}))
     if not sections:
-        raise ExtractionError(f"{KINDS[kind.tag]} has no text")
+        raise ExtractionError(f"{KINDS[content.kind]} has no text")
     return sections

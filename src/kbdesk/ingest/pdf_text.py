@@ -51,9 +51,9 @@ def extract_pdf(
         result = run_pdf_worker(data, timeout=timeout, memory_mb=memory_mb, cancelled=cancelled)
     except PdfWorkerCancelled as exc:
         raise ExtractionCancelled(str(exc)) from None
-    except PdfWorkerTimeout as exc:  # the machine's fault of the moment, not the file's: tried again
+    except PdfWorkerTimeout as exc:  # out of time: tried again by the next add
         raise ResourceLimit(
-            f"{exc}; the next add tries again (a busy machine? ingest.pdf_timeout in the config raises the limit)"
+            f"{exc}; the next add tries again (ingest.pdf_timeout in the config raises the limit)"
         ) from None
     except PdfWorkerError as exc:
         raise ExtractionError(str(exc)) from None

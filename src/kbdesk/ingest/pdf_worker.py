@@ -4,10 +4,14 @@ pypdf has no timeout, single pages have been seen to hang or eat memory, and any
 can raise on a malformed file. So the PDF never gets parsed in kbdesk's own process:
 :func:`run_pdf_worker` runs this file with ``python -P`` (a fresh interpreter through
 ``subprocess``: no ``fork()`` of a threaded process, no ``preexec_fn``; ``python -m
-kbdesk.ingest.pdf_worker`` works the same), writes the PDF bytes to its stdin and reads one JSON object from its
-stdout. The parent enforces a wall-clock limit and kills the child when it is reached.
-The child caps its own address space (``RLIMIT_AS``) and CPU time before it imports
-pypdf, and uses pypdf's own decompression / parsing limits.
+kbdesk.ingest.pdf_worker`` works the same), writes the PDF bytes to its stdin (from a
+thread, while it reads the answer) and reads one JSON object from its stdout. The child
+caps its own address space (``RLIMIT_AS``) and processor time (``RLIMIT_CPU``: the
+``timeout``) before it imports pypdf, and uses pypdf's own decompression / parsing
+limits. Processor time, not wall time: on a busy machine an extraction waits for its
+turn without failing; the parent kills a child only when it has used no processor time
+at all for :data:`WALL_FACTOR` times the limit (a backstop; where the system cannot
+tell, that much wall time, the only limit where there are no rlimits).
 
 A child never outlives kbdesk: :func:`kill_pdf_workers` kills every running child
 (their callers raise :class:`PdfWorkerCancelled`, not a failure of the document), a
@@ -36,12 +40,15 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 EXIT_MEMORY = 3
+WALL_FACTOR = 20  # the backstop (no progress, or wall time), in multiples of the processor-time limit
 # A 10 MB PDF with more text than this is hostile or broken; it also bounds the JSON
 # the parent has to read back.
 MAX_TEXT_CHARS = 20_000_000
 CANCEL_POLL_SECONDS = 0.1  # how often run_pdf_worker asks its ``cancelled`` callable
+PROGRESS_POLL = 1.0  # how often, without one, it looks whether the child still works
 PARENT_POLL_SECONDS = 0.5  # how often a child without PR_SET_PDEATHSIG checks its parent
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
@@ -51,7 +58,7 @@ class PdfWorkerError(Exception):
 
 
 class PdfWorkerTimeout(PdfWorkerError):
-    """The wall-clock limit was reached: the machine may just have been busy."""
+    """The processor-time limit was reached (or the wall-clock backstop): tried again later."""
 
 
 class PdfWorkerCancelled(Exception):
@@ -109,7 +116,11 @@ def run_pdf_worker(
     """
     if cancelled is not None and cancelled():
         raise PdfWorkerCancelled("PDF extraction was cancelled")
-    cpu_seconds = math.ceil(timeout) + 2  # backstop if kbdesk itself dies mid-extraction
+    # The limit is processor time, counted by the system in the child (RLIMIT_CPU): a
+    # machine busy with other work slows an extraction down but never fails it. Wall
+    # time is only a backstop (a child that gets no CPU at all for that long).
+    cpu_seconds = max(1, math.ceil(timeout))
+    wall = timeout * WALL_FACTOR if _HAS_RLIMIT else timeout
     # This very file runs as a script (it imports nothing from kbdesk), so the child
     # needs no sys.path changes; -P keeps the script's and the current directory (which
     # may hold the user's files) off sys.path.
@@ -129,7 +140,7 @@ def run_pdf_worker(
     with _running_lock:
         _running[proc.pid] = proc
     try:
-        out, err = _communicate(proc, data, timeout, cancelled)
+        out, err = _communicate(proc, data, wall, cancelled)
     finally:
         with _running_lock:
             _running.pop(proc.pid, None)
@@ -140,8 +151,8 @@ def run_pdf_worker(
         raise PdfWorkerCancelled("PDF extraction was cancelled")
     if rc == EXIT_MEMORY or (rc != 0 and b"MemoryError" in err):
         raise PdfWorkerError(f"PDF extraction used more than {memory_mb} MB of memory")
-    if rc == -getattr(signal, "SIGXCPU", -1000):
-        raise PdfWorkerTimeout(f"PDF extraction took longer than {timeout:g} s")
+    if rc == -getattr(signal, "SIGXCPU", -1000):  # only the kernel sends it: the RLIMIT_CPU was reached
+        raise PdfWorkerTimeout(f"PDF extraction took more than {timeout:g} s of processor time")
     try:
         result = json.loads(out)
     except ValueError:
@@ -154,26 +165,39 @@ def run_pdf_worker(
     return PdfPages(pages=list(result["pages"]), errors=list(result["errors"]))
 
 
+_HAS_RLIMIT = os.name == "posix"  # elsewhere (Windows) the wall clock is the only limit
+
+
 def _communicate(
     proc: subprocess.Popen, data: bytes, timeout: float, cancelled: Callable[[], bool] | None
 ) -> tuple[bytes, bytes]:
-    """Feed ``data``, read the answer; kill the child on timeout, cancel or an exception."""
+    """Feed ``data``, read the answer; kill the child on cancel, on an exception, or once
+    it has gone ``timeout`` s without using any processor time (where the system says:
+    Linux; elsewhere ``timeout`` s of wall time) — a child that works, however slowly
+    on a busy machine, is never killed for it.
+
+    The bytes go in from a thread of their own while this one reads the child's output:
+    however late the child starts reading (a busy machine), all of ``data`` reaches it,
+    and neither side can block the other on a full pipe. (``Popen.communicate`` called
+    again after a timeout would not write the rest of its input.)"""
+    stdin, proc.stdin = proc.stdin, None  # communicate() below reads the output only
+    feeder = threading.Thread(target=_feed, args=(stdin, data), name="pdf-worker-stdin", daemon=True)
+    feeder.start()
     deadline = time.monotonic() + timeout
-    feed: bytes | None = data
+    spent = _cpu_ticks(proc.pid)
     try:
         while True:
-            left = deadline - time.monotonic()
-            step = left if cancelled is None else min(left, CANCEL_POLL_SECONDS)
+            step = min(deadline - time.monotonic(), CANCEL_POLL_SECONDS if cancelled is not None else PROGRESS_POLL)
             try:
-                # after a TimeoutExpired, communicate() carries on where it stopped, input
-                # included (it refuses to be given the input a second time)
-                return proc.communicate(feed, timeout=max(step, 0))
+                return proc.communicate(timeout=max(step, 0))
             except subprocess.TimeoutExpired:
-                feed = None
+                now = _cpu_ticks(proc.pid)
+                if now is not None and now != spent:  # it is working: the backstop waits
+                    spent, deadline = now, time.monotonic() + timeout
                 if time.monotonic() >= deadline:
                     proc.kill()
                     proc.communicate()
-                    raise PdfWorkerTimeout(f"PDF extraction took longer than {timeout:g} s") from None
+                    raise PdfWorkerTimeout(f"PDF extraction made no progress for {timeout:g} s") from None
                 if cancelled is not None and cancelled():
                     _killed.add(proc.pid)
                     proc.kill()
@@ -182,6 +206,30 @@ def _communicate(
         proc.kill()
         proc.wait()
         raise
+    finally:
+        feeder.join()  # the child has ended: the pipe is closed, the write returned
+
+
+def _cpu_ticks(pid: int) -> int | None:
+    """The processor time a running child has used so far, in clock ticks (Linux), or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])  # utime + stime (fields 14 and 15 of proc(5))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _feed(stdin: Any, data: bytes) -> None:
+    """Write all of ``data`` to the child's input and close it; a child that ended early
+    (killed, or it failed before reading) just leaves the rest unwritten."""
+    try:
+        stdin.write(data)
+    except (BrokenPipeError, OSError, ValueError):
+        pass
+    finally:
+        with contextlib.suppress(BrokenPipeError, OSError, ValueError):
+            stdin.close()
 
 
 # ── child side ──────────────────────────────────────────────────────────────────────
@@ -331,7 +379,7 @@ def extract_pages(data: bytes) -> tuple[list[str], list[str]]:
             text = ""
         total += len(text)
         if total > MAX_TEXT_CHARS:
-            raise _Failure(f"PDF has more than {MAX_TEXT_CHARS:,} characters of text")
+            raise _Failure(f"PDF is too large: more than {MAX_TEXT_CHARS:,} characters of text")
         pages.append(text)
     return pages, errors
 

@@ -90,15 +90,15 @@ def extract_pptx(data: bytes, budget: Budget) -> list[Section]:
     props = ooxml_properties(parts)
     sections = []
     for number, part in enumerate(slides, start=1):
-        xml = parts.read(part)
-        if not xml:
+        xml = parts.pieces(part)
+        if xml is None:
             continue
         title, lines = _slide_text(parse(xml, part))
         lines += graphics_text(parts, part)  # charts and SmartArt diagrams on the slide
         for target, kind in relationships(parts, part).values():
             if kind == "notesSlide":
-                notes_xml = parts.read(target)
-                if notes_xml:
+                notes_xml = parts.pieces(target)
+                if notes_xml is not None:
                     notes = [
                         line
                         for sp in parse(notes_xml, target).iter("sp")

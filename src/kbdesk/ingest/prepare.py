@@ -42,7 +42,9 @@ from kbdesk.store.claims import claim_alive
 from kbdesk.store.doc_types import IN_FLIGHT, NewDocument
 
 ROWS_PER_TRANSACTION = 256
-REMEMBERED = ("file", "internal")  # failures not tried again until the file changes
+# failures not tried again until the file changes: the file's own (too large, damaged,
+# unsupported). The others — out of time, provider, store, internal — are tried again.
+REMEMBERED = ("file",)
 
 
 @dataclass

@@ -20,7 +20,7 @@ from kbdesk.ingest.limits import Budget
 from kbdesk.ingest.office_props import ooxml_properties, relationships
 from kbdesk.ingest.ooxml_charts import graphics_text, sheet_drawings_text
 from kbdesk.ingest.sections import ExtractionError, Section
-from kbdesk.ingest.xml_tree import parse, stream
+from kbdesk.ingest.xml_tree import Source, parse, stream
 from kbdesk.ingest.zip_parts import ZipParts
 
 _COLUMN = re.compile(r"[A-Z]+")
@@ -109,8 +109,8 @@ def _date_styles(parts: ZipParts) -> set[int]:
 
 
 def _shared_strings(parts: ZipParts, part: str | None, budget: Budget) -> list[str]:
-    data = parts.read(part or "xl/sharedStrings.xml")
-    if not data:
+    data = parts.pieces(part or "xl/sharedStrings.xml")  # streamed: it can be most of a workbook
+    if data is None:
         return []
     strings: list[str] = []
     buf: list[str] = []
@@ -147,7 +147,7 @@ MAX_COLUMNS = 16_384  # Excel's own limit: a cell past it is a broken reference
 
 
 def _sheet_rows(
-    data: bytes, part: str, strings: list[str], dates: set[int], epoch1904: bool, budget: Budget
+    data: Source, part: str, strings: list[str], dates: set[int], epoch1904: bool, budget: Budget
 ) -> list[list[str]]:
     rows: list[list[str]] = []
     row: dict[int, str] = {}
@@ -233,8 +233,8 @@ def extract_xlsx(data: bytes, budget: Budget) -> list[Section]:
             continue
         if target is None or target[1] != "worksheet":
             continue  # a dialog sheet: no cells
-        xml = parts.read(target[0])
-        if not xml:
+        xml = parts.pieces(target[0])
+        if xml is None:
             continue
         lines = rows_as_lines(_sheet_rows(xml, target[0], strings, dates, epoch1904, budget))
         lines += sheet_drawings_text(parts, target[0])  # text boxes, charts and diagrams drawn on it

@@ -9,7 +9,10 @@ What the standard library's parsers allow and a document from a stranger must no
 - **bounded nesting**: elements deeper than :data:`MAX_DEPTH` fail the document (the
   tree is walked without recursion either way);
 - **bounded time**: every 4,096 elements the document's clock is looked at
-  (:func:`~kbdesk.ingest.limits.check_time`).
+  (:func:`~kbdesk.ingest.limits.check_time`);
+- **bounded memory**: a part is fed to the parser in pieces as it is inflated (never
+  whole), and a tree holds at most :data:`MAX_TREE_ELEMENTS` elements. Large parts (a
+  Word body) are read with :func:`elements`, which keeps one block at a time.
 
 Names are kept by their *local* part (``w:p`` and ``{…}p`` are both ``"p"``), attributes
 too: the formats read here never use one local name for two things that matter.
@@ -17,7 +20,7 @@ too: the formats read here never use one local name for two things that matter.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 from xml.parsers import expat
 
@@ -25,6 +28,13 @@ from kbdesk.ingest.limits import check_time
 from kbdesk.ingest.sections import ExtractionError
 
 MAX_DEPTH = 512  # Word nests tables in tables; nothing real comes near this
+# Elements one tree (or one block of :func:`elements`) may hold: ~200 bytes each, so
+# ~200 MB at most. A 300-page report's body is ~300,000; a part over this is too large
+# by nature (it fails as the file's own problem, not tried again until it changes).
+MAX_TREE_ELEMENTS = 1_000_000
+
+Source = bytes | Iterable[bytes]  # a part's bytes, or its pieces as they are inflated
+_NO_ATTRS: dict[str, str] = {}  # shared by every element without attributes (never written to)
 
 
 class Node:
@@ -100,7 +110,11 @@ class _Names(dict[str, str]):
         return local
 
 
-def parse(data: bytes, what: str) -> Node:
+def _too_many(what: str) -> ExtractionError:
+    return ExtractionError(f"{what} is too large to read (over {MAX_TREE_ELEMENTS:,} elements in one piece)")
+
+
+def parse(data: Source, what: str) -> Node:
     """The element tree of ``data``; raises ExtractionError (``what`` names the part)."""
     root = Node("", {})
     stack = [root]
@@ -114,7 +128,9 @@ def parse(data: bytes, what: str) -> Node:
         count[0] += 1
         if not count[0] & 4095:
             check_time()
-        node = Node(names[name], {names[k]: v for k, v in attrs.items()} if attrs else {})
+            if count[0] > MAX_TREE_ELEMENTS:
+                raise _too_many(what)
+        node = Node(names[name], {names[k]: v for k, v in attrs.items()} if attrs else _NO_ATTRS)
         stack[-1].children.append(node)
         stack.append(node)
 
@@ -138,8 +154,96 @@ def parse(data: bytes, what: str) -> Node:
     return root.children[0]
 
 
+def elements(
+    data: Source,
+    what: str,
+    depth: int,
+    on_element: Callable[[Node, str], None],
+    split: frozenset[str] = frozenset(),
+    within: frozenset[str] | None = None,
+) -> None:
+    """Read a large part one block at a time: each element at ``depth`` (the root is at
+    1) or deeper that is not inside another such element is built as a tree, handed to
+    ``on_element(block, container)`` when it ends (``container``: the tag of the element
+    at ``depth - 1`` it sits in), and dropped. ``within``: only blocks in containers of
+    these names (the others are skipped unread). An element named in ``split`` is not
+    held whole: its children are handed over one by one as they end, then the element
+    itself with no children (a table: its rows, then the table). Memory is one block's."""
+    # the open elements: a Node while a block is built (or a split one is open), the tag
+    # of those above the blocks; a skipped container is "" and so is all inside it
+    stack: list[Node | str] = []
+    names = _Names()
+    held = [0, 0]  # elements in the block being built, elements seen
+    container = [""]
+
+    def start(name: str, attrs: dict[str, str]) -> None:
+        if len(stack) >= MAX_DEPTH:
+            raise ExtractionError(f"{what} nests elements more than {MAX_DEPTH} deep")
+        held[1] += 1
+        if not held[1] & 4095:
+            check_time()
+        tag = names[name]
+        parent = stack[-1] if stack else None
+        if isinstance(parent, Node) and parent.tag != _SPLIT:  # inside a block
+            node = Node(tag, {names[k]: v for k, v in attrs.items()} if attrs else _NO_ATTRS)
+            parent.children.append(node)
+            held[0] += 1
+            if held[0] > MAX_TREE_ELEMENTS:
+                raise _too_many(what)
+            stack.append(node)
+            return
+        if parent == "" and stack:  # inside a container that is not read
+            stack.append("")
+            return
+        if not isinstance(parent, Node) and len(stack) + 1 < depth:  # above the blocks
+            stack.append(tag)
+            return
+        if not isinstance(parent, Node):  # a block's container
+            container[0] = parent or ""
+            if within is not None and container[0] not in within:
+                stack.append("")
+                return
+        node = Node(tag, {names[k]: v for k, v in attrs.items()} if attrs else _NO_ATTRS)
+        if tag in split:
+            node.text = tag  # the real name, kept while it is open
+            node.tag = _SPLIT
+        else:
+            held[0] = 1
+        stack.append(node)
+
+    def end(_name: str) -> None:
+        node = stack.pop()
+        if not isinstance(node, Node):
+            return
+        parent = stack[-1] if stack else None
+        if node.tag == _SPLIT:
+            node.tag, node.text = node.text, ""
+            on_element(node, container[0])
+        elif not isinstance(parent, Node) or parent.tag == _SPLIT:
+            held[0] = 0
+            on_element(node, container[0])
+
+    def data_(text: str) -> None:
+        top = stack[-1] if stack else None
+        if not isinstance(top, Node) or top.tag == _SPLIT:
+            return  # text between blocks (indentation)
+        if top.children:
+            top.children[-1].tail += text
+        else:
+            top.text += text
+
+    p = _parser(what)
+    p.StartElementHandler = start
+    p.EndElementHandler = end
+    p.CharacterDataHandler = data_
+    _run(p, data, what)
+
+
+_SPLIT = "\x00split"  # the tag of an element of ``split`` while it is open
+
+
 def stream(
-    data: bytes,
+    data: Source,
     what: str,
     start: Callable[[str, dict[str, str]], None],
     end: Callable[[str], None],
@@ -171,9 +275,14 @@ def stream(
     _run(p, data, what)
 
 
-def _run(p: Any, data: bytes, what: str) -> None:
+def _run(p: Any, data: Source, what: str) -> None:
     try:
-        p.Parse(data, True)
+        if isinstance(data, bytes | bytearray):
+            p.Parse(data, True)
+        else:
+            for piece in data:
+                p.Parse(piece, False)
+            p.Parse(b"", True)
     except ExtractionError:
         raise
     except expat.ExpatError as exc:
@@ -182,3 +291,5 @@ def _run(p: Any, data: bytes, what: str) -> None:
         ) from None
     except RecursionError:
         raise ExtractionError(f"{what} nests elements too deeply") from None
+    except LookupError:  # an XML declaration naming an encoding Python does not know
+        raise ExtractionError(f"{what} is damaged (its XML declares an unknown encoding)") from None

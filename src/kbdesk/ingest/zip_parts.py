@@ -20,9 +20,11 @@ a person.
 from __future__ import annotations
 
 import io
+import itertools
 import struct
 import zipfile
 import zlib
+from collections.abc import Iterator
 
 from kbdesk.ingest.limits import check_time
 from kbdesk.ingest.sections import ExtractionError
@@ -32,6 +34,7 @@ MAX_PART_BYTES = 256 * 1024 * 1024  # one sheet of a large workbook inflates to 
 MAX_TOTAL_BYTES = 512 * 1024 * 1024
 MAX_RATIO = 200  # XML compresses 5-30x; an all-zeros bomb compresses ~1000x
 RATIO_FLOOR = 1024 * 1024  # parts inflating to less than this are never refused for their ratio
+PIECE_BYTES = 1 << 20  # a part is inflated and parsed this much at a time
 OLE_SIGNATURE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # legacy .doc/.xls/.ppt, and password-protected OOXML
 
 
@@ -73,13 +76,23 @@ class ZipParts:
 
     def read(self, name: str, *, required: bool = False) -> bytes | None:
         """The bytes of part ``name``; None when it is missing (an error when ``required``)."""
+        pieces = self.pieces(name, required=required)
+        return None if pieces is None else b"".join(pieces)
+
+    def pieces(self, name: str, *, required: bool = False) -> Iterator[bytes] | None:
+        """Part ``name`` in pieces of :data:`PIECE_BYTES` as it is inflated (a parser
+        fed these never holds the whole part); None when it is missing or empty (an
+        error when ``required`` and missing). The limits are checked as the pieces come."""
         found = self.find(name)
         if found is None:
             if required:
                 raise ExtractionError(f"{self.kind} is damaged (it has no {name})")
             return None
         if self.salvaged is not None:
-            return self.salvaged[found]
+            salvaged = self.salvaged[found]
+            if not salvaged:
+                return None if not required else iter([b""])
+            return iter([salvaged[i : i + PIECE_BYTES] for i in range(0, len(salvaged), PIECE_BYTES)])
         info = self.infos[found]
         if info.flag_bits & 0x1:
             raise ExtractionError(f"{self.kind} is encrypted; kbdesk cannot read it")
@@ -88,23 +101,39 @@ class ZipParts:
                 f"{self.kind} looks like a zip bomb ({found} inflates {info.file_size // max(info.compress_size, 1):,}"
                 f" times its size)"
             )
-        budget = min(MAX_PART_BYTES, MAX_TOTAL_BYTES - self.read_total) + 1
+        inflated = self._inflated(found, info)
+        first = next(inflated, b"")
+        if not first:  # an empty part, as read() would give b""
+            return None if not required else iter([b""])
+        return itertools.chain([first], inflated)
+
+    def _inflated(self, found: str, info: zipfile.ZipInfo) -> Iterator[bytes]:
+        budget = min(MAX_PART_BYTES, MAX_TOTAL_BYTES - self.read_total)
+        size = 0
         try:
             with self.zip.open(info) as stream:
-                data = stream.read(budget)  # never more than the budget, whatever the directory says
-        except zipfile.BadZipFile as exc:  # a bad checksum: the part's own bytes may still read
+                while True:
+                    piece = stream.read(min(PIECE_BYTES, budget - size + 1))  # never past the budget
+                    if not piece:
+                        break
+                    size += len(piece)
+                    self.read_total += len(piece)
+                    if size > budget:
+                        raise ExtractionError(
+                            f"{self.kind} inflates past the safety limit ({found} alone is over the budget)"
+                        )
+                    yield piece
+        except ExtractionError:
+            raise
+        except zipfile.BadZipFile as exc:  # a bad checksum (found at the end): the part's own bytes may still read
             salvaged = _salvage(self.data, self.kind).get(found)
-            if not salvaged:
+            if not salvaged or len(salvaged) < size:
                 raise ExtractionError(f"{self.kind} is damaged ({found} cannot be read: {exc})") from None
-            data = salvaged
+            yield salvaged[size:]  # the rest, from the part's own header
         except (OSError, ValueError, EOFError, NotImplementedError, RuntimeError) as exc:
             raise ExtractionError(f"{self.kind} is damaged ({found} cannot be read: {exc})") from None
         except Exception as exc:  # noqa: BLE001 - zlib/bz2/lzma raise their own error types
             raise ExtractionError(f"{self.kind} is damaged ({found} cannot be read: {exc})") from None
-        if len(data) >= budget:
-            raise ExtractionError(f"{self.kind} inflates past the safety limit ({found} alone is over the budget)")
-        self.read_total += len(data)
-        return data
 
 
 _LOCAL = struct.Struct("<4sHHHHHIIIHH")  # a local file header, from its signature to the extra field's length
