@@ -115,8 +115,8 @@ def probe(configured: str | None = None) -> Tesseract:
     """Is Tesseract usable here, which version, which languages (cached per binary and mtime)."""
     binary = find_binary(configured)
     if binary is None:
-        where = f"ingest.tesseract ({configured}) is not an executable" if configured else "not found on PATH"
-        return Tesseract(None, problem=f"Tesseract {where}")
+        problem = f"ingest.tesseract ({configured}) is not an executable" if configured else "tesseract is not on PATH"
+        return Tesseract(None, problem=problem)
     try:
         key = (binary, os.stat(binary).st_mtime)
     except OSError:
@@ -464,7 +464,7 @@ def ocr_pdf_pages(
 ) -> tuple[list[OcrPage], list[str]]:
     """The text of the images on pages ``numbers`` of a PDF (those without a text layer)."""
     if not setup.available:
-        _refuse(setup, not_installed("PDF has no text layer (scanned pages?): its text"))
+        _refuse(setup, not_installed("PDF has no extractable text (scanned pages?): reading it"))
     pages = ",".join(str(n) for n in numbers)
     path = _cache_path(setup, data, f"pdf:{pages}")
     result = _cache_get(path)

@@ -176,6 +176,8 @@ def _pillow_downscale(data: bytes, max_pixels: int) -> bytes | None:
             else:
                 frames[0].save(buf, "PNG", compress_level=1)
             return buf.getvalue()
+    except MemoryError:
+        raise
     except Exception:  # noqa: BLE001 - Pillow cannot read it: tesseract gets the original
         return None
 
@@ -210,12 +212,13 @@ def tesseract_tsv(binary: str, languages: str, path: str) -> str:
     except OSError as exc:
         raise _Failure(f"cannot run tesseract ({exc.strerror or exc})") from None
     if proc.returncode != 0:
-        if proc.returncode < 0 or b"alloc" in proc.stderr.lower():
-            if b"alloc" in proc.stderr.lower() or proc.returncode == -6:
-                raise MemoryError
+        said = proc.stderr.decode("utf-8", "replace")
+        if "out of memory" in said.lower() or "alloc" in said.lower() or proc.returncode == -6:
+            raise MemoryError  # the cap this process (and so tesseract) runs under
+        if proc.returncode < 0:
             raise _Failure(f"tesseract stopped (signal {-proc.returncode})")
-        lines = [ln for ln in proc.stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
-        why = lines[-1].strip()[:TESSERACT_ERROR_CHARS] if lines else f"exit code {proc.returncode}"
+        lines = [ln.strip() for ln in said.splitlines() if ln.strip()]
+        why = lines[-1][:TESSERACT_ERROR_CHARS] if lines else f"exit code {proc.returncode}"
         raise _Failure(f"tesseract could not read the image ({why})")
     return proc.stdout.decode("utf-8", "replace")
 

@@ -112,5 +112,5 @@ def _with_ocr(
     if not sections:
         if errors:
             raise ExtractionError(f"PDF could not be read ({errors[0]})")
-        raise ExtractionError("PDF has no text layer and OCR found no text on its pages")
+        raise ExtractionError("PDF has no extractable text: no text layer, and OCR found none in its images")
     return sections, page_warnings(errors)
