@@ -150,7 +150,7 @@ def test_doctor_says_how_to_install_tesseract_when_it_is_missing(kbdesk_home):
 def test_ocr_languages_are_checked_when_the_config_is_read():
     assert parse_config({"ingest": {"ocr_languages": "eng+deu"}}).ingest.ocr_languages == "eng+deu"
     for bad in ("eng; rm -rf /", "-l", "eng+", ""):
-        with pytest.raises(ConfigError, match="ingest.ocr_languages"):
+        with pytest.raises(ConfigError, match=r"ingest\.ocr_languages"):
             parse_config({"ingest": {"ocr_languages": bad}})
 
 
@@ -168,10 +168,10 @@ def test_a_language_pack_that_is_not_installed_is_the_machines_fault_not_the_fil
 @pytest.mark.slow
 @needs_tesseract
 def test_ocr_runs_within_the_pdf_readers_memory_and_time_bounds():
-    big = encoded(Image_big(), "PNG")  # 9000×9000 pixels in a small file
+    big = encoded(big_blank_image(), "PNG")  # 9000×9000 pixels in a small file
     with pytest.raises(ExtractionError, match="more than 100 MB of memory"):
         extract_bytes(big, "big.png", pdf_memory_mb=100)
-    with pytest.raises(ResourceLimit, match="OCR took longer than 0.05 s"):
+    with pytest.raises(ResourceLimit, match=r"OCR took longer than 0\.05 s"):
         extract_bytes(encoded(text_image(["slow"]), "PNG"), "slow.png", pdf_timeout=0.05)
     with pytest.raises(ExtractionCancelled):
         extract_bytes(encoded(text_image(["stop"]), "PNG"), "stop.png", cancelled=lambda: True)
@@ -180,7 +180,7 @@ def test_ocr_runs_within_the_pdf_readers_memory_and_time_bounds():
     assert "tangerine" in extract_bytes(encoded(text_image(["A tangerine"]), "PNG"), "ok.png").text
 
 
-def Image_big():  # noqa: N802 - reads as the image it makes
+def big_blank_image():
     from PIL import Image
 
     return Image.new("L", (9000, 9000), "white")
