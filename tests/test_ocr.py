@@ -17,7 +17,7 @@ from kbdesk import open_desk
 from kbdesk.cli.main import cli
 from kbdesk.config import Config, IngestSettings, parse_config
 from kbdesk.errors import ConfigError
-from kbdesk.ingest import ocr, ocr_worker
+from kbdesk.ingest import ocr, ocr_images, ocr_worker
 from kbdesk.ingest.extract import ExtractionError, extract_bytes
 from kbdesk.ingest.pdf_text import ExtractionCancelled
 from kbdesk.ingest.sections import ResourceLimit
@@ -192,16 +192,16 @@ def big_blank_image():
 @pytest.mark.parametrize("fmt", ["PNG", "JPEG", "GIF", "TIFF", "WEBP", "BMP"])
 def test_image_sizes_are_read_from_headers(fmt):
     data = encoded(text_image(["size"], width=777), fmt)
-    kind = ocr_worker.image_kind(data)
+    kind = ocr_images.image_kind(data)
     assert kind == fmt.lower() if fmt != "JPEG" else kind == "jpeg"
-    assert ocr_worker.image_size(data, kind) == (777, text_image(["size"], width=777).height)
+    assert ocr_images.image_size(data, kind) == (777, text_image(["size"], width=777).height)
 
 
 def test_a_multipage_tiff_counts_its_pages():
     img = text_image(["one"])
     data = encoded(img, "TIFF", save_all=True, append_images=[img, img])
-    assert ocr_worker.image_frames(data) == 3
-    assert ocr_worker.image_frames(encoded(img, "PNG")) == 1
+    assert ocr_images.image_frames(data) == 3
+    assert ocr_images.image_frames(encoded(img, "PNG")) == 1
 
 
 def test_tesseract_tsv_becomes_lines_paragraphs_and_a_confidence():
@@ -226,11 +226,11 @@ def test_a_scan_larger_than_ocr_needs_is_scaled_down_before_tesseract_reads_it()
 
     pdf = scanned_pdf([["cover"], ["A page of raw pixels, 1100 wide."]])
     page = pypdf.PdfReader(io.BytesIO(pdf)).pages[1]
-    [xobj] = ocr_worker.page_images(page)
+    [xobj] = ocr_images.page_images(page)
     width, height = int(xobj["/Width"]), int(xobj["/Height"])
-    blob, suffix = ocr_worker.image_file(xobj, max_pixels=width * height)
+    blob, suffix = ocr_images.image_file(xobj, max_pixels=width * height)
     assert suffix == ".pgm" and blob.startswith(b"P5\n%d %d\n" % (width, height))
-    blob, _ = ocr_worker.image_file(xobj, max_pixels=width * height // 4)
+    blob, _ = ocr_images.image_file(xobj, max_pixels=width * height // 4)
     assert blob.startswith(b"P5\n%d %d\n" % (width // 2, height // 2))
 
 
