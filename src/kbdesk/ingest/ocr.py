@@ -57,10 +57,10 @@ SKIPPED_LANGUAGES = {"osd", "equ"}  # orientation/script detection and equations
 _LANGUAGE = re.compile(r"[A-Za-z0-9_]{2,40}")
 
 
-def not_installed(what: str = "the text of an image") -> str:
+def not_installed(what: str = "the text of an image", why: str | None = None) -> str:
     """The one-line reason a file that needs OCR fails without Tesseract."""
     return (
-        f"{what} {NOT_INSTALLED_MARK}: install it (Debian/Ubuntu: sudo apt install "
+        f"{what} {NOT_INSTALLED_MARK}{f' ({why})' if why else ''}: install it (Debian/Ubuntu: sudo apt install "
         "tesseract-ocr; Fedora: sudo dnf install tesseract; macOS: brew install tesseract; Windows: winget "
         "install UB-Mannheim.TesseractOCR) or set ingest.tesseract in the config; the next add reads it"
     )
@@ -273,10 +273,11 @@ def _cache_put(path: Path | None, result: dict) -> None:
 # ── what extraction calls ───────────────────────────────────────────────────────────
 
 
-def _refuse(setup: OcrSetup, reason: str) -> None:
+def _refuse(setup: OcrSetup, what: str) -> None:
     if setup.binary is not None and setup.problem:
         raise OcrMisconfigured(setup.problem)
-    raise OcrUnavailable(reason)
+    configured = setup.problem if setup.problem and setup.problem.startswith("ingest.tesseract") else None
+    raise OcrUnavailable(not_installed(what, configured))
 
 
 @dataclass
@@ -301,7 +302,7 @@ def ocr_image(
     from kbdesk.ingest.ocr_images import image_frames
 
     if not setup.available:
-        _refuse(setup, not_installed())
+        _refuse(setup, "the text of an image")
     path = _cache_path(setup, data, "image")
     result = _cache_get(path)
     if result is None:
@@ -324,7 +325,7 @@ def ocr_pdf_pages(
 ) -> tuple[list[OcrPage], list[str]]:
     """The text of the images on pages ``numbers`` of a PDF (those without a text layer)."""
     if not setup.available:
-        _refuse(setup, not_installed("PDF has no extractable text (scanned pages?): reading it"))
+        _refuse(setup, "PDF has no extractable text (scanned pages?): reading it")
     pages = ",".join(str(n) for n in numbers)
     path = _cache_path(setup, data, f"pdf:{pages}")
     result = _cache_get(path)
