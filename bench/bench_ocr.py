@@ -17,7 +17,9 @@ a child process, tesseract called directly, TSV parsed; no cache), one page at a
 Word accuracy is the share of the ground truth's words (a multiset, case kept, punctuation at
 a word's ends stripped) found in the OCR text — order is not scored (multi-column layouts
 are read in different orders by different engines); "extra" is the share of OCR words not
-in the truth. ``--bindings PY`` times the same pages with pytesseract (which calls the same
+in the truth. ``--large`` enlarges one page (singlecol_01, 2550×3300) to a 60-megapixel JPEG, a phone
+photo's size, and reads it scaled to kbdesk's 16-megapixel cap (Pillow) and at full size.
+``--bindings PY`` times the same pages with pytesseract (which calls the same
 binary) and tesserocr (which links the library) in the Python environment ``PY`` (they are
 not kbdesk dependencies; a venv with ``pip install pytesseract tesserocr pillow``).
 """
@@ -147,6 +149,31 @@ def run_binary(paths: list[Path]) -> list[float]:
     return [time.perf_counter() - start, _children_cpu() - cpu]
 
 
+def run_large(corpus: Path) -> dict:
+    """The same page at 60 megapixels: scaled to 16 MP first (Pillow) against read as it is."""
+    import io
+
+    from PIL import Image
+
+    source = corpus / "scribe" / "img" / "singlecol_01.png"
+    truth = hocr_text(corpus / "scribe" / "ground_truth" / "singlecol_01.hocr")
+    with Image.open(source) as img:
+        page = img.convert("L")
+    big = page.resize((page.width * 8 // 3, page.height * 8 // 3), Image.Resampling.BICUBIC)
+    buf = io.BytesIO()
+    big.save(buf, "JPEG", quality=85)
+    out = {}
+    for label, cap in (("scaled to 16 MP", 16_000_000), ("full size", 10**9)):
+        setup = setup_for()
+        setup.max_pixels = cap
+        cpu, start = _children_cpu(), time.perf_counter()
+        text = extract_bytes(buf.getvalue(), "big.jpg", pdf_timeout=900, ocr=setup).text
+        total, hit, _ = score(truth, text)
+        out[label] = {"pixels": big.width * big.height, "found": hit, "truth": total,
+                      "seconds": time.perf_counter() - start, "cpu": _children_cpu() - cpu}  # fmt: skip
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -154,6 +181,7 @@ def main() -> None:
     run.add_argument("--corpus", type=Path, required=True)
     run.add_argument("--bindings", help="a Python with pytesseract and tesserocr installed")
     run.add_argument("--binding-pages", type=int, default=8, help="pages the bindings are timed on")
+    run.add_argument("--large", action="store_true", help="also a 60-megapixel photo, scaled and not")
     run.add_argument("--json", action="store_true")
     args = parser.parse_args()
     items = pages(args.corpus)
@@ -189,6 +217,8 @@ def main() -> None:
         )
         timings.update(json.loads(proc.stdout))
         report["bindings"] = {k: [v / len(subset) for v in pair] for k, pair in timings.items()}
+    if args.large:
+        report["large"] = run_large(args.corpus)
     if args.json:
         print(json.dumps(report, indent=2))
         return
@@ -202,6 +232,8 @@ def main() -> None:
         f"median {report['seconds_per_page_median']:.2f}; CPU s/page mean {report['cpu_per_page_mean']:.2f}, "
         f"median {report['cpu_per_page_median']:.2f}; load {report['load_average'][0]:.1f}"
     )
+    for label, r in report.get("large", {}).items():
+        print(f"60 MP photo, {label}: {r['found']}/{r['truth']} words, {r['seconds']:.1f} s, CPU {r['cpu']:.1f} s")
     for name, (wall, cpu) in report.get("bindings", {}).items():
         print(f"{name}: {wall:.2f} s/page, CPU {cpu:.2f} s/page")
 
