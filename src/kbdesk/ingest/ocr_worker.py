@@ -98,7 +98,7 @@ def parse_tsv(tsv: str) -> dict[int, tuple[str, float | None]]:
         cols = row.split("\t")
         if len(cols) < 12 or cols[0] != "5":
             continue
-        word = cols[11].strip()
+        word = cols[11].strip().replace("\x00", "")
         if not word:
             continue
         page = int(cols[1])
@@ -201,8 +201,8 @@ def ocr_image(data: bytes, binary: str, languages: str, max_pixels: int) -> dict
     if size is not None and (size[0] < images.MIN_SIDE or size[1] < images.MIN_SIDE):
         raise _Failure(f"image is {size[0]}×{size[1]} pixels, too small to hold text")
     suffix = "." + ("tif" if kind == "tiff" else kind)
-    if size is None or size[0] * size[1] > max_pixels or kind == "tiff":
-        smaller = images.pillow_downscale(data, max_pixels) if size is None or size[0] * size[1] > max_pixels else None
+    if size is None or size[0] * size[1] > max_pixels:  # scaled when Pillow is there, else read as it is
+        smaller = images.pillow_downscale(data, max_pixels)
         if smaller is not None:
             data, suffix = smaller, (".tif" if smaller[:2] in (b"II", b"MM") else ".png")
     with tempfile.TemporaryDirectory(prefix="kbdesk-ocr-") as workdir:
