@@ -162,6 +162,22 @@ def test_a_language_pack_that_is_not_installed_is_the_machines_fault_not_the_fil
         extract_bytes(encoded(text_image(["hello"]), "PNG"), "x.png", ocr=setup)
 
 
+@pytest.mark.slow
+@needs_tesseract
+def test_webp_gif_and_every_page_of_a_tiff_are_read():
+    webp = extract_bytes(encoded(text_image(["A webp about the narwhal."]), "WEBP"), "a.webp")
+    assert "narwhal" in webp.text and "page" not in webp.sections[0].metadata
+    assert "ocelot" in extract_bytes(encoded(text_image(["A gif about the ocelot."]), "GIF"), "a.gif").text
+    first, second = text_image(["Page one: the axolotl."]), text_image(["Page two: the wombat."])
+    tiff = extract_bytes(encoded(first, "TIFF", save_all=True, append_images=[second]), "fax.tif")
+    assert [s.metadata["page"] for s in tiff.sections] == [1, 2]
+    assert "axolotl" in tiff.sections[0].text and "wombat" in tiff.sections[1].text
+    assert all(0 < s.metadata["ocr_confidence"] <= 100 for s in tiff.sections)
+    # an icon is no page of text: it fails with that reason, tesseract never asked
+    with pytest.raises(ExtractionError, match="16×16 pixels, too small to hold text"):
+        extract_bytes(encoded(text_image(["x"]).resize((16, 16)), "PNG"), "icon.png")
+
+
 # ── the child's bounds ──────────────────────────────────────────────────────────────
 
 
