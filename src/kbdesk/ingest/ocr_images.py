@@ -14,6 +14,7 @@ from typing import Any
 
 MAX_IMAGES_PER_PAGE = 8  # a page drawn from tiles: the largest few are read
 MIN_SIDE = 24  # an icon or a rule: too small to hold a line of text
+MAX_SIDE = 32767  # Tesseract refuses an image wider or taller than this
 
 
 class Unreadable(Exception):
@@ -117,6 +118,20 @@ def image_frames(data: bytes) -> int:
     return max(frames, 1)
 
 
+def jbig2dec() -> str | None:
+    """The jbig2dec program (JBIG2 is how many scanners compress black and white pages),
+    when installed: pypdf runs it to decode such images."""
+    import shutil
+
+    return shutil.which("jbig2dec")
+
+
+def pillow_png(data: bytes) -> bytes | None:
+    """``data`` as a PNG through Pillow, for an image Tesseract's reader refuses (some JPEG
+    2000 files), or None when Pillow is not installed or cannot read it either."""
+    return pillow_downscale(data, 0)
+
+
 def pillow_downscale(data: bytes, max_pixels: int) -> bytes | None:
     """``data`` scaled to at most ``max_pixels`` as a PNG (every frame of a TIFF as a
     multi-page TIFF), or None when Pillow is not installed or cannot read it."""
@@ -132,7 +147,7 @@ def pillow_downscale(data: bytes, max_pixels: int) -> bytes | None:
             frames = []
             for frame in ImageSequence.Iterator(img):
                 w, h = frame.size
-                scale = min(1.0, (max_pixels / max(w * h, 1)) ** 0.5)
+                scale = min(1.0, (max_pixels / max(w * h, 1)) ** 0.5) if max_pixels else 1.0
                 if img.format == "JPEG" and scale < 1:
                     frame.draft("L", (int(w * scale), int(h * scale)))  # decode at a fraction: less memory, time
                 out = frame.convert("L")
@@ -237,7 +252,10 @@ def _colour(space: Any) -> tuple[int, bytes | None]:
         if name == "/Indexed":
             base_channels, _ = _colour(space[1])
             lookup = space[3].get_object()
-            palette = lookup.get_data() if hasattr(lookup, "get_data") else bytes(lookup, "latin-1")
+            if hasattr(lookup, "get_data"):
+                palette = lookup.get_data()
+            else:  # a string in the array: bytes, or text that stands for bytes
+                palette = bytes(lookup) if isinstance(lookup, bytes) else str(lookup).encode("latin-1", "replace")
             if base_channels not in (1, 3, 4):
                 raise Unreadable("an indexed colour space over an unusual base")
             if base_channels != 3:
@@ -277,11 +295,18 @@ def _filters(xobj: Any) -> list[str]:
 def image_file(xobj: Any, max_pixels: int) -> tuple[bytes, str]:
     """A PDF image XObject → (bytes of a file tesseract reads, its suffix)."""
     width, height = int(xobj["/Width"]), int(xobj["/Height"])
+    if max(width, height) > MAX_SIDE:
+        raise Unreadable(f"an image of {width}×{height} pixels, larger than OCR reads")
     filters = _filters(xobj)
     last = filters[-1] if filters else None
-    if last in ("/JBIG2Decode",):
-        raise Unreadable("JBIG2 images, which kbdesk does not decode")
+    if last == "/JBIG2Decode" and not jbig2dec():
+        raise Unreadable(
+            "JBIG2 images need jbig2dec to be read (Debian/Ubuntu: sudo apt install jbig2dec; "
+            "Fedora: sudo dnf install jbig2dec; macOS: brew install jbig2dec)"
+        )
     data = xobj.get_data()
+    if last == "/JBIG2Decode":  # pypdf ran jbig2dec (under this process's caps): a PNG
+        return data, ".png"
     if last in ("/DCTDecode", "/DCT"):
         return data, ".jpg"
     if last == "/JPXDecode":

@@ -139,6 +139,18 @@ def ocr_image_bytes(data: bytes, suffix: str, binary: str, languages: str, workd
 images = _sibling("ocr_images")
 
 
+def _read(blob: bytes, suffix: str, binary: str, languages: str, workdir: str) -> dict[int, tuple]:
+    """An image of a PDF page read by tesseract; one its reader refuses (some JPEG 2000) is
+    converted by Pillow, when installed, and read again."""
+    try:
+        return ocr_image_bytes(blob, suffix, binary, languages, workdir)
+    except _Failure as exc:
+        png = images.pillow_png(blob) if str(exc).startswith("tesseract could not read") else None
+        if png is None:
+            raise
+        return ocr_image_bytes(png, ".png", binary, languages, workdir)
+
+
 def ocr_pdf(data: bytes, numbers: list[int], binary: str, languages: str, max_pixels: int) -> dict:
     import io
     import logging
@@ -148,8 +160,8 @@ def ocr_pdf(data: bytes, numbers: list[int], binary: str, languages: str, max_pi
 
     logging.getLogger("pypdf").setLevel(logging.CRITICAL)
     warnings.simplefilter("ignore")
-    if hasattr(pypdf, "overwrite_configuration"):
-        pypdf.overwrite_configuration(jbig2dec_binary=None, disable_legacy_handling=True)
+    if hasattr(pypdf, "overwrite_configuration"):  # jbig2dec, when installed, runs under this child's caps
+        pypdf.overwrite_configuration(jbig2dec_binary=images.jbig2dec(), disable_legacy_handling=True)
     try:
         reader = pypdf.PdfReader(io.BytesIO(data))
         if reader.is_encrypted:
@@ -170,7 +182,7 @@ def ocr_pdf(data: bytes, numbers: list[int], binary: str, languages: str, max_pi
                 texts, confs = [], []
                 for xobj in images.page_images(reader.pages[number - 1]):
                     blob, suffix = images.image_file(xobj, max_pixels)
-                    for text, conf in ocr_image_bytes(blob, suffix, binary, languages, workdir).values():
+                    for text, conf in _read(blob, suffix, binary, languages, workdir).values():
                         if text.strip():
                             texts.append(text)
                             if conf is not None:
@@ -200,6 +212,8 @@ def ocr_image(data: bytes, binary: str, languages: str, max_pixels: int) -> dict
     size = images.image_size(data, kind)
     if size is not None and (size[0] < images.MIN_SIDE or size[1] < images.MIN_SIDE):
         raise _Failure(f"image is {size[0]}×{size[1]} pixels, too small to hold text")
+    if size is not None and max(size) > images.MAX_SIDE:
+        raise _Failure(f"image is {size[0]}×{size[1]} pixels, larger than OCR reads")
     suffix = "." + ("tif" if kind == "tiff" else kind)
     if size is None or size[0] * size[1] > max_pixels:  # scaled when Pillow is there, else read as it is
         smaller = images.pillow_downscale(data, max_pixels)
