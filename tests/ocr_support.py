@@ -95,3 +95,11 @@ def _rewrite_xref(body: bytes, count: int) -> bytes:
     out.write(b"".join(b"%010d 00000 n \n" % offsets[i] for i in range(1, count + 1)))
     out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (count + 1, xref))
     return out.getvalue()
+
+
+def pdf_with_image(header: bytes, data: bytes) -> bytes:
+    """A one-page PDF drawing one image XObject: ``header`` the entries of its dictionary
+    besides /Type, /Subtype and /Length (e.g. b"/Width 2 /Height 2 /ColorSpace ...")."""
+    image = b"<< /Type /XObject /Subtype /Image %s /Length %d >>\nstream\n%s\nendstream" % (header, len(data), data)
+    draw = b"q 612 0 0 792 0 0 cm /Im0 Do Q"
+    return _pdf_with_images([image], [b"<< /Length %d >>\nstream\n%s\nendstream" % (len(draw), draw)])

@@ -21,7 +21,7 @@ from kbdesk.ingest import ocr, ocr_images, ocr_worker
 from kbdesk.ingest.extract import ExtractionError, extract_bytes
 from kbdesk.ingest.pdf_text import ExtractionCancelled
 from kbdesk.ingest.sections import ResourceLimit
-from ocr_support import TESSERACT, encoded, needs_tesseract, photo, scanned_pdf, text_image
+from ocr_support import TESSERACT, encoded, needs_tesseract, pdf_with_image, photo, scanned_pdf, text_image
 from pdf_builders import make_pdf, text_page
 
 MISSING = "/nonexistent/bin/tesseract"
@@ -269,3 +269,39 @@ def test_a_pdf_whose_pages_mostly_have_text_is_not_ocred(tmp_path):
     assert [s.metadata for s in extracted.sections] == [{"page": 1}, {"page": 2}]
     assert "pangolin" not in extracted.text
     assert os.environ.get("KBDESK_HOME")  # the cache lives in the test's own home, if anywhere
+
+
+def _only_image(pdf: bytes):
+    import io
+
+    import pypdf
+
+    [xobj] = ocr_images.page_images(pypdf.PdfReader(io.BytesIO(pdf)).pages[0])
+    return xobj
+
+
+@pytest.mark.parametrize("lookup", [b"<000000ffffff>", b"(\\000\\000\\000\\377\\377\\377)"])
+def test_a_palette_written_as_a_string_in_the_pdf_is_read(lookup):
+    """Index 0 black, 1 white, as a hex string and as a literal one."""
+    pdf = pdf_with_image(
+        b"/Width 32 /Height 32 /ColorSpace [/Indexed /DeviceRGB 1 " + lookup + b"] /BitsPerComponent 8",
+        bytes([0, 1] * 512),
+    )
+    blob, suffix = ocr_images.image_file(_only_image(pdf), 16_000_000)
+    assert suffix == ".ppm" and blob.startswith(b"P6\n32 32\n255\n")
+    assert blob[-6:] == b"\x00\x00\x00\xff\xff\xff"
+
+
+def test_an_image_wider_than_tesseract_reads_is_refused_with_that_reason():
+    pdf = pdf_with_image(b"/Width 40000 /Height 30 /ColorSpace /DeviceGray /BitsPerComponent 1", b"\x00" * 16)
+    with pytest.raises(ocr_images.Unreadable, match="40000×30 pixels, larger than OCR reads"):
+        ocr_images.image_file(_only_image(pdf), 16_000_000)
+
+
+def test_jbig2_without_jbig2dec_says_how_to_install_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    pdf = pdf_with_image(
+        b"/Width 64 /Height 64 /ColorSpace /DeviceGray /BitsPerComponent 1 /Filter /JBIG2Decode", b"\x00" * 8
+    )
+    with pytest.raises(ocr_images.Unreadable, match="sudo apt install jbig2dec"):
+        ocr_images.image_file(_only_image(pdf), 16_000_000)

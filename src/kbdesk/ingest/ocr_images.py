@@ -254,8 +254,10 @@ def _colour(space: Any) -> tuple[int, bytes | None]:
             lookup = space[3].get_object()
             if hasattr(lookup, "get_data"):
                 palette = lookup.get_data()
-            else:  # a string in the array: bytes, or text that stands for bytes
-                palette = bytes(lookup) if isinstance(lookup, bytes) else str(lookup).encode("latin-1", "replace")
+            elif isinstance(lookup, bytes):
+                palette = bytes(lookup)
+            else:  # a string pypdf read as text: the bytes it was written as
+                palette = bytes(getattr(lookup, "original_bytes", b"")) or str(lookup).encode("latin-1", "replace")
             if base_channels not in (1, 3, 4):
                 raise Unreadable("an indexed colour space over an unusual base")
             if base_channels != 3:
