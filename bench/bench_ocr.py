@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_ocr.py run --corpus DIR                # kbdesk's OCR path
     .venv/bin/python bench/bench_ocr.py run --corpus DIR --bindings PY  # and the Python bindings, timed
+    .venv/bin/python bench/bench_ocr.py pdfs --dir DIR                  # a parser's test PDFs, scanned or not
 
 ``DIR`` holds pages with their ground truth, gathered from two public repositories (never
 committed): scribeocr/ocr-benchmark (``img/NAME.png|jpg`` with ``ground_truth/NAME*.hocr``:
@@ -174,6 +175,31 @@ def run_large(corpus: Path) -> dict:
     return out
 
 
+def run_pdfs(folder: Path) -> None:
+    """Every PDF of ``folder`` (e.g. OCRmyPDF's tests/resources) through kbdesk's extraction:
+    which are read from their text layer, which by OCR (and which pages), which fail and why."""
+    setup = setup_for()
+    counts = collections.Counter()
+    ocr_pages, ocr_cpu = 0, 0.0
+    for path in sorted(folder.glob("*.pdf")):
+        cpu, start = _children_cpu(), time.perf_counter()
+        try:
+            extracted = extract_bytes(path.read_bytes(), path.name, pdf_timeout=60, ocr=setup)
+            read = [s.metadata["page"] for s in extracted.sections if s.metadata.get("ocr")]
+            what = f"OCR pages {read}" if read else "text layer"
+            what += f", {len(extracted.text.split())} words"
+            what += f"; {extracted.warnings[0]}" if extracted.warnings else ""
+            counts["ocr" if read else "text layer"] += 1
+        except Exception as exc:  # noqa: BLE001 - a bench reports it and goes on
+            read, what = [], f"FAILED: {exc}"
+            counts["failed"] += 1
+        cpu = _children_cpu() - cpu
+        if read:
+            ocr_pages, ocr_cpu = ocr_pages + len(read), ocr_cpu + cpu
+        print(f"{path.name:30} {time.perf_counter() - start:6.1f} s  CPU {cpu:5.1f} s  {what[:150]}")
+    print(f"\n{dict(counts)}; {ocr_pages} pages read by OCR, {ocr_cpu / max(ocr_pages, 1):.2f} CPU s per page")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -183,7 +209,12 @@ def main() -> None:
     run.add_argument("--binding-pages", type=int, default=8, help="pages the bindings are timed on")
     run.add_argument("--large", action="store_true", help="also a 60-megapixel photo, scaled and not")
     run.add_argument("--json", action="store_true")
+    pdfs = sub.add_parser("pdfs")
+    pdfs.add_argument("--dir", type=Path, required=True)
     args = parser.parse_args()
+    if args.cmd == "pdfs":
+        run_pdfs(args.dir)
+        return
     items = pages(args.corpus)
     rows = run_kbdesk(items)
     total = sum(r["truth"] for r in rows)
