@@ -66,7 +66,8 @@ def test_content_types_and_unsupported_suffix():
     assert content_type_for("page.htm") == "text/html"
     assert content_type_for("data.tsv") == "text/csv"
     assert content_type_for("a.txt") == "text/plain"
-    assert content_type_for("photo.jpg") is None and content_type_for("Makefile") is None
+    assert content_type_for("photo.jpg") == "image/jpeg"  # read by OCR (test_ocr.py)
+    assert content_type_for("song.mp3") is None and content_type_for("Makefile") is None
     assert {".txt", ".md", ".markdown", ".csv", ".html", ".htm", ".pdf"} <= SUPPORTED_SUFFIXES
     assert fails(b"x", "tool.xyz") == "unsupported file type '.xyz'"
     assert issubclass(ExtractionError, KbdeskError)
@@ -256,7 +257,8 @@ def test_brotli_compressed_pdf_streams_are_read():
 def test_image_only_pdf_is_an_error_not_an_empty_document():
     page = _stream(b"q 200 0 0 200 72 500 cm /Im1 Do Q")
     pdf = make_pdf([page, page], shared=IMAGE, resources=b"<< /XObject << /Im1 3 0 R >> >>")
-    assert fails(pdf, "scan.pdf") == "PDF has no extractable text (scanned images?)"
+    # a 1×1 image holds no text: OCR (where Tesseract is installed) finds none, else it says how to install it
+    assert fails(pdf, "scan.pdf").startswith("PDF has no extractable text")
 
 
 def test_decompression_bomb_is_stopped_by_pypdf_limit():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import tomllib
 import types
 import typing
@@ -24,6 +25,7 @@ VectorBackendName = Literal["auto", "sqlite-vec", "numpy"]
 TeamRole = Literal["member", "admin"]
 SearchMode = Literal["auto", "vector", "keyword", "hybrid"]
 FusionName = Literal["convex", "rrf"]
+OCR_LANGUAGES = re.compile(r"[A-Za-z0-9_]{2,40}(\+[A-Za-z0-9_]{2,40})*")  # Tesseract's "eng+deu"
 
 
 @dataclass
@@ -77,7 +79,12 @@ class IngestSettings:
     pdf_timeout: float = 30.0
     """Seconds one PDF may take to extract before it fails."""
     pdf_memory_mb: int = 512
-    """Memory one PDF extraction may use before it fails."""
+    """Memory one PDF extraction may use before it fails (OCR of a scan or an image too)."""
+    ocr_languages: str | None = None
+    """Languages OCR reads, as Tesseract names them ("eng+deu"); unset: the installed
+    language packs (English and your locale's language when more than three)."""
+    tesseract: str | None = None
+    """The tesseract program for OCR of scans, screenshots and photos; unset: found on PATH."""
     auto_resume: bool = False
     """The TUI resumes documents a stopped run left unfinished as soon as it finds them."""
 
@@ -187,6 +194,11 @@ def _check_ranges(cfg: Config) -> None:
         raise ConfigError(f"config: vector.oversample must be between 1 and 1000, got {cfg.vector.oversample}")
     if cfg.ingest.pdf_timeout <= 0 or cfg.ingest.pdf_memory_mb < 64:
         raise ConfigError("config: ingest.pdf_timeout must be positive and ingest.pdf_memory_mb at least 64")
+    if cfg.ingest.ocr_languages is not None and not OCR_LANGUAGES.fullmatch(cfg.ingest.ocr_languages):
+        raise ConfigError(
+            f"config: ingest.ocr_languages must be Tesseract language codes joined by '+' (e.g. eng+deu), "
+            f"got {cfg.ingest.ocr_languages!r}"
+        )
 
 
 def _type_name(value: Any) -> str:

@@ -86,6 +86,7 @@ def gather(state: Any, check_seconds: float = 5.0) -> dict[str, Any]:
     except KbdeskError as exc:
         report["config"] = "invalid"
         report["problems"].append(str(exc))
+    report["ocr"] = _ocr(config)
     if not _integrity(state, paths, config, report, check_seconds):
         return report  # a damaged file is not opened: opening may write to it
     try:
@@ -150,6 +151,22 @@ def _providers(config: Any, warnings: list[str]) -> dict[str, Any]:
     return out
 
 
+def _ocr(config: Any) -> dict[str, Any]:
+    """Whether scans, screenshots and photos can be read here: Tesseract, its version and languages."""
+    from kbdesk.ingest.ocr import status
+
+    return status(config.ingest if config is not None else None)
+
+
+def _ocr_row(ocr: dict[str, Any]) -> str:
+    if ocr["available"]:
+        return (
+            f"Tesseract {ocr['version']}: reads {'+'.join(ocr['languages'])} "
+            f"(installed: {', '.join(ocr['installed_languages'])})"
+        )
+    return f"not available: {ocr['problem']}; {ocr['install']}"
+
+
 def _driver(driver: Any) -> dict[str, Any]:
     return {
         "sqlite": {"driver": driver.name, "version": driver.sqlite_version},
@@ -168,8 +185,9 @@ def _driver(driver: Any) -> dict[str, Any]:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
 def doctor_command(state, check_seconds, as_json) -> None:
-    """Report paths, SQLite, the vector backend in use and why, FTS5, and whether the
-    database file is sound (exit 1 when something is wrong)."""
+    """Report paths, SQLite, the vector backend in use and why, FTS5, OCR (Tesseract, its
+    version and languages), and whether the database file is sound (exit 1 when something
+    is wrong)."""
     report = gather(state, check_seconds)
     if as_json:
         print_json(report)
@@ -201,6 +219,7 @@ def doctor_command(state, check_seconds, as_json) -> None:
                 t.add_row("exact search", plain(vb["exact_search"]))
         if "fts5" in report:
             t.add_row("keyword search", "FTS5 available" if report["fts5"] else "FTS5 missing")
+        t.add_row("OCR (scans, images)", plain(_ocr_row(report["ocr"])))
         for name, info in report.get("providers", {}).items():
             like = info["answers_like"] or "no known server answered"
             t.add_row(plain(f"provider {name}"), plain(f"kind {info['kind']}; answers like: {like}"))

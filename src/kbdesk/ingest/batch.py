@@ -27,6 +27,7 @@ from kbdesk.ingest.events import EventSink, IngestEvent
 from kbdesk.ingest.extract import ExtractionError, extract_bytes
 from kbdesk.ingest.helper import Helper
 from kbdesk.ingest.names import file_of
+from kbdesk.ingest.ocr import IMAGE_CONTENT_TYPES, OcrSetup, setup_for
 from kbdesk.ingest.offload import Prepared, chunks_of
 from kbdesk.ingest.pdf_text import ExtractionCancelled
 from kbdesk.ingest.sections import ResourceLimit, Section
@@ -43,6 +44,8 @@ STAGED = "staged:"
 BATCH_DOCS = 64
 BATCH_BYTES = 4 * 1024 * 1024
 PDF = "application/pdf"
+# read in child processes of their own (the PDF reader, OCR), never in the helper or under the turn
+OWN_PROCESS = frozenset({PDF, *IMAGE_CONTENT_TYPES})
 
 
 @dataclass
@@ -135,8 +138,11 @@ class BatchRunner:
         writer: Writer,
         cancelled: Any = None,
         helper: Helper | None = None,
+        ocr_cache: Path | None = None,
     ) -> None:
         self.cancelled = cancelled or (lambda: False)
+        self._ocr: OcrSetup | None = None
+        self._ocr_cache = ocr_cache  # OCR results by content hash (a rename or re-add costs no OCR)
         self.helper = helper or Helper(process=False)  # a run passes its own (and closes it)
         self.store = store
         self.files_dir = files_dir
@@ -227,7 +233,7 @@ class BatchRunner:
     def _extract(self, job: Job) -> tuple[list[Any], StatusUpdate]:
         doc = job.doc
         data = self._stored_bytes(job)  # file work, done without the turn (it holds no interpreter lock)
-        with self._turn if job.doc.content_type != PDF else contextlib.nullcontext():
+        with self._turn if job.doc.content_type not in OWN_PROCESS else contextlib.nullcontext():
             extracted = extract_bytes(
                 data,
                 doc.filename,
@@ -235,10 +241,17 @@ class BatchRunner:
                 pdf_timeout=self.config.ingest.pdf_timeout,
                 pdf_memory_mb=self.config.ingest.pdf_memory_mb,
                 cancelled=self.cancelled,
+                ocr=self._ocr_setup() if job.doc.content_type in OWN_PROCESS else None,
             )
         return extracted.sections, StatusUpdate(
             doc.id, "chunking", extracted_text=extracted.text, sections=extracted.spans, version=doc.version
         )
+
+    def _ocr_setup(self) -> OcrSetup:
+        """Tesseract as this run uses it, found once (the first scan or image asks)."""
+        if self._ocr is None:
+            self._ocr = setup_for(self.config.ingest, self._ocr_cache)
+        return self._ocr
 
     def _prepare_in_helper(
         self, kb: KnowledgeBase, jobs: list[Job], failed: Tally
@@ -248,7 +261,9 @@ class BatchRunner:
         its chunks and its status update. Empty when the batch is small or the helper
         cannot take it: then the run does the work itself."""
         held = [
-            j for j in jobs if j.data is not None and not j.copied and j.kind != "rebuild" and j.doc.content_type != PDF
+            j
+            for j in jobs
+            if j.data is not None and not j.copied and j.kind != "rebuild" and j.doc.content_type not in OWN_PROCESS
         ]
         if not held or self.cancelled():
             return {}

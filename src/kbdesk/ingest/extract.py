@@ -19,7 +19,12 @@ Section text per format (docs/FORMATS.md has the table, with the libraries measu
   (1-based); parsed in a child process (:mod:`.pdf_worker`). Cancelling: pass
   ``cancelled`` (a callable, polled while a PDF is parsed) or call
   :func:`.pdf_worker.kill_pdf_workers`; either makes the extraction raise
-  :class:`.pdf_text.ExtractionCancelled` (not a failure of the document);
+  :class:`.pdf_text.ExtractionCancelled` (not a failure of the document); pages
+  without a text layer (a scan) are read by OCR (:mod:`.ocr`, ``{"page": n,
+  "ocr": true, "ocr_confidence": c}``);
+- images (:mod:`.image_text`: PNG, JPEG, TIFF, WebP, GIF): OCR through Tesseract in a
+  child process with the PDF reader's limits, a section per page of a TIFF, its word
+  confidence in the metadata; without Tesseract they fail with how to install it;
 - Word (:mod:`.docx_text`), OpenDocument text (:mod:`.opendoc_text`) and RTF
   (:mod:`.rtf_text`): heading blocks as for Markdown; PowerPoint (:mod:`.pptx_text`) and
   OpenDocument presentations: a section per slide ``{"slide": n}``; Excel
@@ -50,9 +55,11 @@ from kbdesk.ingest.docx_text import extract_docx
 from kbdesk.ingest.email_text import extract_eml, extract_mbox
 from kbdesk.ingest.epub_text import extract_epub
 from kbdesk.ingest.html_text import extract_html
+from kbdesk.ingest.image_text import extract_image
 from kbdesk.ingest.limits import Budget, clock
 from kbdesk.ingest.markdown_text import extract_markdown
 from kbdesk.ingest.notebook_text import extract_notebook
+from kbdesk.ingest.ocr import IMAGE_CONTENT_TYPES, IMAGE_TYPES, OcrSetup
 from kbdesk.ingest.opendoc_text import extract_opendocument
 from kbdesk.ingest.pdf_text import extract_pdf
 from kbdesk.ingest.pptx_text import extract_pptx
@@ -112,6 +119,8 @@ _TYPES = {
     ".eml": "message/rfc822",
     ".mbox": "application/mbox",
     ".ipynb": "application/x-ipynb+json",
+    # scans, screenshots, photos: read by OCR (Tesseract), see .ocr
+    **IMAGE_TYPES,
 }
 SUPPORTED_SUFFIXES: frozenset[str] = frozenset(_TYPES)
 
@@ -174,7 +183,7 @@ def _attachment(warnings: list[str]) -> Callable[[bytes, str, Budget], list[Sect
 
     def read(data: bytes, filename: str, budget: Budget) -> list[Section]:
         ctype = content_type_for(filename)
-        if ctype is None:
+        if ctype is None or ctype in IMAGE_CONTENT_TYPES:  # a signature's logo is not read
             raise ExtractionError("not a format kbdesk reads")
         if ctype == "application/pdf":
             sections, more = extract_pdf(data, 30.0, 512, None)
@@ -221,6 +230,7 @@ def extract_file(
     pdf_timeout: float = 30.0,
     pdf_memory_mb: int = 512,
     cancelled: Callable[[], bool] | None = None,
+    ocr: OcrSetup | None = None,
 ) -> Extracted:
     """Extract a file on disk; the size is checked before anything is read."""
     name = os.path.basename(os.fspath(path))
@@ -237,7 +247,13 @@ def extract_file(
     except OSError as exc:
         raise ExtractionError(f"cannot read file ({exc.strerror or exc})") from None
     return extract_bytes(
-        data, name, max_bytes=max_bytes, pdf_timeout=pdf_timeout, pdf_memory_mb=pdf_memory_mb, cancelled=cancelled
+        data,
+        name,
+        max_bytes=max_bytes,
+        pdf_timeout=pdf_timeout,
+        pdf_memory_mb=pdf_memory_mb,
+        cancelled=cancelled,
+        ocr=ocr,
     )
 
 
@@ -250,17 +266,22 @@ def extract_bytes(
     pdf_memory_mb: int = 512,
     cancelled: Callable[[], bool] | None = None,
     budget: Budget | None = None,
+    ocr: OcrSetup | None = None,
 ) -> Extracted:
     """Extract ``data`` according to the suffix of ``filename``; raises ExtractionError
     (or ExtractionCancelled when ``cancelled()`` turned true during a PDF). ``budget``:
-    the time and text one document may cost (:mod:`.limits`; a fresh one by default)."""
+    the time and text one document may cost (:mod:`.limits`; a fresh one by default).
+    ``ocr``: Tesseract as the run uses it (:func:`.ocr.setup_for`; found on PATH when
+    not given)."""
     ctype = _type_or_raise(filename)
     _check_size(len(data), max_bytes)
     if not data:
         raise ExtractionError("empty file")
     warnings: list[str] = []
     if ctype == "application/pdf":
-        sections, warnings = extract_pdf(data, pdf_timeout, pdf_memory_mb, cancelled)
+        sections, warnings = extract_pdf(data, pdf_timeout, pdf_memory_mb, cancelled, ocr)
+    elif ctype in IMAGE_CONTENT_TYPES:
+        sections, warnings = extract_image(data, pdf_timeout, pdf_memory_mb, cancelled, ocr)
     else:
         budget = budget or Budget()
         with clock(budget):

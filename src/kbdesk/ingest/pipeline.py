@@ -174,6 +174,7 @@ class Ingestor:
                 claim,
                 retry_failed=retry_failed,
                 checksum=checksum,
+                tesseract=self.config.ingest.tesseract,
             )
             prepared = self._run(
                 kb, [], report, lambda on_jobs, first: preparer.prepare(kb, found.files, held, on_jobs, first)
@@ -350,6 +351,7 @@ class Ingestor:
                 writer,
                 cancelled=self._cancel.is_set,
                 helper=helper,
+                ocr_cache=self.desk.paths.cache_dir / "ocr",
             )
             feeder = Feeder(start, ahead=2 * self.workers)
             feeder.add(jobs)

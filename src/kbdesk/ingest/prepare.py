@@ -36,6 +36,7 @@ from kbdesk.ingest.events import EventSink, IngestEvent
 from kbdesk.ingest.extract import content_type_for
 from kbdesk.ingest.folders import FoundFile
 from kbdesk.ingest.names import HIDDEN, UPLOAD, file_of
+from kbdesk.ingest.ocr import NOT_INSTALLED_MARK, now_available
 from kbdesk.models import Document, KnowledgeBase
 from kbdesk.store.api import Store
 from kbdesk.store.claims import claim_alive
@@ -61,8 +62,12 @@ class _Pending:
     kind: str  # "added", "updated" or "failed"
 
 
-def failure_remembered(doc: Document) -> bool:
-    return doc.status == "error" and (doc.error_kind in REMEMBERED or doc.error_kind is None)
+def failure_remembered(doc: Document, tesseract: str | None = None) -> bool:
+    """A failure not worth trying again until the file changes — or, for a file that
+    needed OCR on a machine without Tesseract, until Tesseract is there."""
+    if doc.status != "error" or not (doc.error_kind in REMEMBERED or doc.error_kind is None):
+        return False
+    return not (doc.error and NOT_INSTALLED_MARK in doc.error and now_available(tesseract))
 
 
 class Preparer:
@@ -77,6 +82,7 @@ class Preparer:
         *,
         retry_failed: bool = False,
         checksum: bool = False,
+        tesseract: str | None = None,
     ) -> None:
         self.store = store
         self.files_dir = files_dir
@@ -86,6 +92,7 @@ class Preparer:
         self.claim = claim
         self.retry_failed = retry_failed
         self.checksum = checksum  # compare contents even when size and mtime match
+        self.tesseract = tesseract  # ingest.tesseract: a failure for its absence is tried again once it is there
         self.on_jobs: Callable[[list[Job]], None] | None = None
         self.first: Callable[[], AbstractContextManager[Any]] = nullcontext
 
@@ -167,7 +174,7 @@ class Preparer:
                 continue
             digest = sha256(data)
             if (prev is not None and digest == prev.content_hash) and (
-                held or prev.status == "ready" or (failure_remembered(prev) and not self.retry_failed)
+                held or prev.status == "ready" or (failure_remembered(prev, self.tesseract) and not self.retry_failed)
             ):
                 touches.append((prev.id, prev.version, file.mtime))  # the same bytes, a new mtime
                 if held:
@@ -205,7 +212,7 @@ class Preparer:
             self.report.unchanged.append(file.name)
             self.on_event(IngestEvent("unchanged", file.name, prev.id, "ready"))
             return True
-        if failure_remembered(prev) and not self.retry_failed:
+        if failure_remembered(prev, self.tesseract) and not self.retry_failed:
             self.report.known_failures.append((file.name, prev.error or "failed"))
             self.on_event(IngestEvent("known-failure", file.name, prev.id, "error", prev.error))
             return True
