@@ -59,7 +59,8 @@ from kbdesk.ingest.pptx_text import extract_pptx
 from kbdesk.ingest.rtf_text import extract_rtf
 from kbdesk.ingest.sections import Extracted, ExtractionError, Section
 from kbdesk.ingest.sheet_text import extract_xlsx
-from kbdesk.ingest.text_decode import decode_markup, decode_text, is_binary
+from kbdesk.ingest.text_decode import decode_markup, decode_text, decode_text_as, is_binary
+from kbdesk.ingest.text_kinds import TEXT_KIND_TYPES, TEXT_READERS
 from kbdesk.textnorm import nfkc
 
 __all__ = [
@@ -113,6 +114,7 @@ _TYPES = {
     ".mbox": "application/mbox",
     ".ipynb": "application/x-ipynb+json",
 }
+_TYPES.update(TEXT_KIND_TYPES)  # code, configuration and notes markup (.text_kinds)
 SUPPORTED_SUFFIXES: frozenset[str] = frozenset(_TYPES)
 
 _MB = 1024 * 1024
@@ -156,7 +158,11 @@ def _sections(data: bytes, ctype: str, budget: Budget, warnings: list[str]) -> l
         return package(data, budget, warnings)
     if is_binary(data):
         raise ExtractionError("binary file (not text)")
-    text = decode_markup(data) if ctype == "text/html" else decode_text(data)
+    guessed = None
+    if ctype in ("text/html", "application/xml"):
+        text = decode_markup(data)
+    else:
+        text, guessed = decode_text_as(data)
     if not text.strip():
         raise ExtractionError("file has no text (only whitespace)")
     budget.spend(len(text))
@@ -164,8 +170,12 @@ def _sections(data: bytes, ctype: str, budget: Budget, warnings: list[str]) -> l
         return extract_html(text)
     if ctype == "application/x-ipynb+json":
         return extract_notebook(text, budget)
-    extractor = _TEXT_EXTRACTORS.get(ctype)
-    return extractor(text) if extractor else [Section(text.strip(), {})]
+    extractor = _TEXT_EXTRACTORS.get(ctype) or TEXT_READERS.get(ctype)
+    sections = extractor(text) if extractor else [Section(text.strip(), {})]
+    if guessed is not None:  # the legacy encoding it was read in: the document's own property
+        for section in sections:
+            section.metadata["encoding"] = guessed
+    return sections
 
 
 def _attachment(warnings: list[str]) -> Callable[[bytes, str, Budget], list[Section]]:

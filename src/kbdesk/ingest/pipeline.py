@@ -143,6 +143,7 @@ class Ingestor:
         retry_failed: bool = False,
         checksum: bool = False,
         uploads: Mapping[Path, str] | None = None,
+        no_ignore: bool = False,
     ) -> IngestReport:
         """Ingest files and folders into a KB; unchanged files cost nothing, files that
         failed for a reason of their own are not tried again until they change (or
@@ -152,11 +153,16 @@ class Ingestor:
         ``uploads``: the files (staged copies) came over HTTP, each under the name given
         for it, and are known by that name (a new version of the document of that name,
         however it came); otherwise a file is known by its path (as the store keeps it:
-        ``store.source_key``), and takes over the document an upload of its name made."""
+        ``store.source_key``), and takes over the document an upload of its name made.
+
+        ``no_ignore``: also the files a folder's ``.gitignore``/``.ignore`` files name
+        (left out otherwise, and removed by ``sync`` once named there)."""
         kb = self.desk.kb(kb_ref)
         report = IngestReport()
         self.sweep(kb)
-        found = scan(paths, include=include, exclude=exclude, hidden=hidden, protect=self._protected())
+        found = scan(
+            paths, include=include, exclude=exclude, hidden=hidden, protect=self._protected(), no_ignore=no_ignore
+        )
         found.files = [self._known_by(f, uploads) for f in found.files]
         report.missing = list(found.missing)
         for item in found.skipped:
@@ -181,7 +187,8 @@ class Ingestor:
             if prepared.elsewhere:
                 self._wait_for_others(kb, prepared.elsewhere, claim, report)
             if sync and not self._cancel.is_set():
-                unfiltered = (lambda: self._all_sources(paths, hidden)) if include or exclude else (lambda: set[str]())
+                every = lambda: self._all_sources(paths, hidden, no_ignore)  # noqa: E731
+                unfiltered = every if include or exclude else (lambda: set[str]())
                 self._sync(kb, found.roots, {f.source for f in found.files}, unfiltered, report)
             if not self._cancel.is_set():  # staged vectors whose documents moved on long ago
                 self.store.prune_cached_vectors(STAGED, STAGED_DAYS)
@@ -422,9 +429,9 @@ class Ingestor:
         return dataclasses.replace(file, source=self.store.source_key(file.path))
 
     # ── --sync ─────────────────────────────────────────────────────────────────
-    def _all_sources(self, paths: Sequence[str | os.PathLike[str]], hidden: bool) -> set[str]:
+    def _all_sources(self, paths: Sequence[str | os.PathLike[str]], hidden: bool, no_ignore: bool) -> set[str]:
         """The sources of every file under ``paths``, globs or not (what a sync keeps)."""
-        found = scan(paths, hidden=hidden, protect=self._protected())
+        found = scan(paths, hidden=hidden, protect=self._protected(), no_ignore=no_ignore)
         return {self.store.source_key(f.path) for f in found.files}
 
     def _sync(

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kbdesk.errors import KbdeskError
+from kbdesk.ingest.ignore_rules import IGNORE_FILES
 
 # Events are grouped until the folder has been quiet for QUIET_MS, or for at most
 # DEBOUNCE_MS: a copy of many files makes a few passes, not one per file.
@@ -69,12 +70,15 @@ def watch_folder(
     max_passes: int | None = None,
     watcher: Callable[..., Any] | None = None,
     checksum: bool = False,
+    no_ignore: bool = False,
 ) -> int:
     """Keep ``kb`` in step with ``folder`` until ``stop`` is set; returns the passes run.
 
     ``max_passes`` stops after that many passes (tests, one-shot use). ``watcher`` is
     ``watchfiles.watch`` unless given (same signature). ``checksum``: every pass
-    compares the files' contents, not only their size and mtime.
+    compares the files' contents, not only their size and mtime. ``no_ignore``: also
+    the files the folder's ``.gitignore``/``.ignore`` files name (an edit of one of those
+    files makes a pass, so what it names now leaves the KB).
     """
     if watcher is None:
         from watchfiles import watch
@@ -95,7 +99,7 @@ def watch_folder(
             pass_due = False
             if not root.is_dir():
                 raise WatchError(f"{root} is gone; stopped watching")
-            _one_pass(ingestor, kb, root, include, exclude, hidden, on_event, checksum)
+            _one_pass(ingestor, kb, root, include, exclude, hidden, on_event, checksum, no_ignore)
             passes += 1
             if (max_passes is not None and passes >= max_passes) or stop.is_set():
                 break
@@ -171,6 +175,7 @@ def _one_pass(
     hidden: bool,
     on_event: Callable[[WatchEvent], None],
     checksum: bool = False,
+    no_ignore: bool = False,
 ) -> None:
     report = ingestor.add(
         kb,
@@ -180,6 +185,7 @@ def _one_pass(
         hidden=hidden,
         sync=True,
         **({"checksum": True} if checksum else {}),
+        **({"no_ignore": True} if no_ignore else {}),
     )
     for kind in ("added", "updated", "resumed", "removed"):
         for name in getattr(report, kind):
@@ -209,7 +215,10 @@ def _relevant(root: Path, own: tuple[str, ...], hidden: bool) -> Callable[[Any, 
                 rel = os.path.relpath(path, root)
             except ValueError:  # another drive (Windows)
                 return True
-            if any(part.startswith(".") and part not in (".", "..") for part in rel.split(os.sep)):
+            parts = rel.split(os.sep)
+            if parts[-1] in IGNORE_FILES and not any(p.startswith(".") for p in parts[:-1]):
+                return True  # what is ignored may have changed
+            if any(part.startswith(".") and part not in (".", "..") for part in parts):
                 return False
         return True
 

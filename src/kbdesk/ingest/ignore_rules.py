@@ -1,0 +1,56 @@
+"""A folder's ``.gitignore`` and ``.ignore`` files, as git (and ripgrep) read them.
+
+Each folder's files apply to the paths under that folder; a deeper file's rule wins over
+a shallower one's, and within a file the last matching line wins (``!keep.log``
+re-includes). A folder that is ignored is not walked at all, so nothing under it comes
+back (as in git). Patterns are git's (``pathspec``'s ``GitIgnoreSpec``), matched per path
+in time linear in the patterns; an ignore file larger than :data:`MAX_BYTES` or with more
+than :data:`MAX_PATTERNS` lines is read up to there.
+
+Only the files inside the folder given are read (not those of folders above it, nor git's
+global excludes). ``--no-ignore`` (``no_ignore=True``) reads every file.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+IGNORE_FILES = (".gitignore", ".ignore")
+MAX_BYTES = 256 * 1024
+MAX_PATTERNS = 5000
+
+
+@dataclass(frozen=True)
+class Rules:
+    prefix: str  # the folder the file is in, relative to the root ("" or "a/b/")
+    spec: Any  # pathspec.GitIgnoreSpec
+
+
+def read_rules(folder: str, prefix: str) -> list[Rules]:
+    """The rules of the ignore files in ``folder`` (whose path relative to the root is
+    ``prefix``); none when it has none (or they cannot be read)."""
+    lines: list[str] = []
+    for name in IGNORE_FILES:
+        try:
+            with open(os.path.join(folder, name), "rb") as f:
+                raw = f.read(MAX_BYTES)
+        except OSError:
+            continue
+        lines += raw.decode("utf-8", "replace").splitlines()[:MAX_PATTERNS]
+    if not any(line.strip() and not line.startswith("#") for line in lines):
+        return []
+    import pathspec
+
+    return [Rules(prefix, pathspec.GitIgnoreSpec.from_lines(lines))]
+
+
+def ignored(rules: list[Rules], rel: str, is_dir: bool) -> bool:
+    """Whether ``rel`` (relative to the root) is ignored by ``rules`` (shallowest first)."""
+    for rule in reversed(rules):  # the deepest file that has a say decides
+        tail = rel[len(rule.prefix) :] + ("/" if is_dir else "")
+        verdict = rule.spec.check_file(tail).include
+        if verdict is not None:
+            return bool(verdict)
+    return False
