@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 IGNORE_FILES = (".gitignore", ".ignore")
@@ -54,3 +55,29 @@ def ignored(rules: list[Rules], rel: str, is_dir: bool) -> bool:
         if verdict is not None:
             return bool(verdict)
     return False
+
+
+class IgnoredUnder:
+    """Whether a file under one of ``roots`` is named by the ignore files on its way down
+    from that root (what a folder walk would have left out); each folder's files are read
+    once. For ``--sync``: a file that is still there but now ignored leaves the KB."""
+
+    def __init__(self, roots: list[Path]) -> None:
+        self.roots = roots
+        self.rules: dict[str, list[Rules]] = {}
+
+    def __call__(self, path: Path) -> bool:
+        root = next((r for r in self.roots if r in path.parents), None)
+        if root is None:
+            return False
+        parts = path.relative_to(root).parts
+        rules: list[Rules] = []
+        for depth in range(len(parts)):
+            prefix = "".join(p + "/" for p in parts[:depth])
+            if prefix not in self.rules:
+                self.rules[prefix] = read_rules(os.path.join(root, *parts[:depth]), prefix)
+            rules = rules + self.rules[prefix]
+            rel = prefix + parts[depth]
+            if rules and ignored(rules, rel, depth < len(parts) - 1):
+                return True
+        return False

@@ -27,6 +27,7 @@ from kbdesk.ingest.batch import EMBED_GROUP, STAGED, BatchRunner, Feeder, Job
 from kbdesk.ingest.events import EventSink, IngestEvent, ignore
 from kbdesk.ingest.folders import FoundFile, scan
 from kbdesk.ingest.helper import Helper
+from kbdesk.ingest.ignore_rules import IgnoredUnder
 from kbdesk.ingest.names import HIDDEN, file_of, under, upload_source
 from kbdesk.ingest.prepare import Preparer
 from kbdesk.ingest.writer import Writer
@@ -189,7 +190,8 @@ class Ingestor:
             if sync and not self._cancel.is_set():
                 every = lambda: self._all_sources(paths, hidden, no_ignore)  # noqa: E731
                 unfiltered = every if include or exclude else (lambda: set[str]())
-                self._sync(kb, found.roots, {f.source for f in found.files}, unfiltered, report)
+                ignored_now = None if no_ignore else IgnoredUnder(found.roots)
+                self._sync(kb, found.roots, {f.source for f in found.files}, unfiltered, report, ignored_now)
             if not self._cancel.is_set():  # staged vectors whose documents moved on long ago
                 self.store.prune_cached_vectors(STAGED, STAGED_DAYS)
         finally:
@@ -441,9 +443,11 @@ class Ingestor:
         present: set[str],
         unfiltered: Callable[[], set[str]],
         report: IngestReport,
+        ignored_now: Callable[[Path], bool] | None = None,
     ) -> None:
-        """Remove documents whose file under a scanned folder no longer exists (uploads
-        are under no folder; a hidden path is under a folder when the folder's is its prefix)."""
+        """Remove documents whose file under a scanned folder no longer exists, or is now
+        named by an ignore file there (``ignored_now``); uploads are under no folder; a
+        hidden path is under a folder when the folder's is its prefix."""
         folders = [self.store.source_key(root) for root in roots]
         everything: set[str] | None = None
         for source, doc in self.store.documents_by_source(kb.id).items():
@@ -453,7 +457,7 @@ class Ingestor:
             if path is not None:
                 if not any(root == path or root in path.parents for root in roots):
                     continue
-                if path.is_file():
+                if path.is_file() and not (ignored_now is not None and ignored_now(path)):
                     continue  # still there, merely filtered out by this run's globs
             elif source.startswith(HIDDEN) and any(under(source, folder) for folder in folders):
                 everything = unfiltered() if everything is None else everything
