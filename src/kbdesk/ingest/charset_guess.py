@@ -11,8 +11,9 @@ Russian and Western European texts (docs/FORMATS.md, "Text in legacy encodings")
    (charset-normalizer reads a short KOI8-R text as Shift_JIS.)
 2. Otherwise charset-normalizer (the detector ``requests`` uses, pure Python) on the first
    256 KB. Its answer is taken when it is a multi-byte East Asian encoding (Shift_JIS,
-   GBK/GB18030, Big5, EUC-JP, EUC-KR/cp949) that decodes the sample without error, or when
-   it recognised the language of the text (Greek, Hebrew, Arabic, Thai...).
+   GBK/GB18030, Big5, EUC-JP, EUC-KR/cp949) that decodes the sample without error (and,
+   for Shift_JIS, not into half-width katakana, which is how a short Big5 text reads as
+   it), or when it recognised the language of the text (Greek, Hebrew, Arabic, Thai...).
 3. Else cp1252 (Latin-1's superset, as browsers read it): charset-normalizer calls a
    French or German Latin-1 text cp1250 (Central European), which garbles a few letters.
 """
@@ -69,6 +70,14 @@ def _cyrillic(sample: bytes) -> str | None:
     return "cp1251" if lower_1251 >= lower_koi8 else "koi8_r"
 
 
+def _halfwidth_kana(text: str) -> bool:
+    """Whether a fifth or more of the text's non-ASCII characters are half-width katakana
+    (U+FF61-U+FF9F): what Big5 or GBK bytes read as Shift_JIS look like."""
+    wide = [ch for ch in text if ord(ch) > 0x7F]
+    kana = sum(1 for ch in wide if "\uff61" <= ch <= "\uff9f")
+    return bool(wide) and kana >= 0.2 * len(wide)
+
+
 def _normalised(name: str) -> str:
     try:
         name = codecs.lookup(name).name.replace("-", "_")
@@ -95,9 +104,11 @@ def guess_encoding(data: bytes) -> str:
         name = _normalised(result.encoding)
         if name in _EAST_ASIAN:
             try:
-                codecs.getincrementaldecoder(name)().decode(sample, final=whole)
+                text = codecs.getincrementaldecoder(name)().decode(sample, final=whole)
             except (UnicodeDecodeError, LookupError):
                 continue
+            if _halfwidth_kana(text):
+                continue  # Chinese read as Shift_JIS: Japanese text is not half-width kana
             return name
         if result.coherence > 0 and name not in _LATIN and not name.startswith(("utf", "ascii")):
             return name

@@ -21,6 +21,7 @@ _RANKS = {"part": 0, "chapter": 1, "section": 2, "subsection": 3, "subsubsection
 _SECTIONING = re.compile(r"^[ \t]*\\(" + "|".join(_RANKS) + r")\*?[ \t]*(?:\[[^\]]*\])?[ \t]*\{")
 _META = re.compile(r"\\(title|author)[ \t]*(?:\[[^\]]*\])?[ \t]*\{")
 _COMMAND = re.compile(r"\\[A-Za-z@]+\*?|[{}~]|\\\\")
+_ESCAPED = re.compile(r"\\([&%$#_{}])")
 _ENTRY = re.compile(r"^[ \t]*@([A-Za-z]+)[ \t]*[{(][ \t]*([^,\s]*)")
 
 
@@ -43,7 +44,11 @@ def _braced(text: str, open_at: int, limit: int = 2000) -> str:
 
 
 def _plain(tex: str) -> str:
-    return " ".join(_COMMAND.sub(" ", tex).split())[:MAX_VALUE]
+    """A title's text: ``\\&`` is "&", other commands and braces are left out."""
+    kept = _ESCAPED.sub(lambda m: chr(0xE000 + ord(m.group(1))), tex)  # escaped characters set aside
+    plain = _COMMAND.sub(" ", kept)
+    plain = re.sub("[\ue000-\ue07f]", lambda m: chr(ord(m.group()) - 0xE000), plain)
+    return " ".join(plain.split())[:MAX_VALUE]
 
 
 def _outline(lines: list[str], marks: list[tuple[int, list[str]]], extra: dict) -> list[Section]:
