@@ -23,7 +23,8 @@ def paths(data: str, name: str) -> list[tuple[list[str], str]]:
 def test_code_is_cut_at_its_definitions_with_their_names_as_heading_path():
     ts = (
         "import { x } from 'y';\n\nexport class Parser {\n  private pos = 0;\n\n  parse(input: string): Node {\n"
-        "    if (input) {\n      return null;\n    }\n  }\n}\n\nexport const helper = (a: number) => {\n  return a;\n};\n"
+        "    if (input) {\n      return null;\n    }\n  }\n}\n\n"
+        "export const helper = (a: number) => {\n  return a;\n};\n"
     )
     assert paths(ts, "p.ts") == [
         ([], "import { x } from 'y';"),
@@ -166,10 +167,10 @@ def test_dates_in_the_forms_people_write(written, iso):
 
 TEXTS = {
     "cp932": "商品コード,商品名,価格\n1001,りんごジュース,150\n",
-    "gbk": "会议记录，下周一讨论预算。这是一个测试文件。\n",
+    "gbk": "会议记录，下周一讨论预算。这是一个测试文件。\n",  # noqa: RUF001
     "cp949": "회의록: 다음 주 월요일에 예산을 논의합니다.\n",
     "euc_jp": "会議の記録、来週の月曜日に予算を話し合います。\n",
-    "big5": "這是一個測試檔案，我們在這裡寫一些中文內容。\n",
+    "big5": "這是一個測試檔案，我們在這裡寫一些中文內容。\n",  # noqa: RUF001
     "cp1251": "Протокол совещания: бюджет обсудим в понедельник.\n",
     "koi8_r": "Отчёт о погоде: завтра снегопад.\n",  # noqa: RUF001
     "latin-1": "Le café était fermé; crème brûlée à côté. Größe über Maß.\n",
