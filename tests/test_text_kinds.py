@@ -156,10 +156,10 @@ def test_a_definition_is_found_under_the_names_it_is_defined_by(kb_desk, tmp_pat
     kb_desk.add("folder", [folder])
     top = kb_desk.search(["folder"], "parse", mode="keyword", limit=3).results[0]
     assert top.source == "parser.py" and top.metadata["headings"] == ["Parser", "parse"]
-    assert top.content.startswith("@staticmethod\n    def parse(text):")
+    assert top.content.startswith("Parser › parse\n    @staticmethod\n    def parse(text):")
     top = kb_desk.search(["folder"], "Handle", mode="keyword", limit=3).results[0]
     assert top.metadata["headings"] == ["Server", "Handle"]
-    assert top.content.startswith("// Handle answers a request.\nfunc (s *Server) Handle")
+    assert top.content.startswith("Server › Handle\n// Handle answers a request.\nfunc (s *Server) Handle")
 
 
 IGNORED = {

@@ -15,9 +15,17 @@ from kbdesk.textnorm import nfkc
 
 
 def paths(data: str, name: str) -> list[tuple[list[str], str]]:
-    return [
-        (s.metadata.get("headings", []), s.text.split("\n")[0]) for s in extract_bytes(data.encode(), name).sections
-    ]
+    """(heading path, the first line of the file's own text) of each section: a section
+    with a path begins with a line naming it."""
+    out = []
+    for section in extract_bytes(data.encode(), name).sections:
+        path = section.metadata.get("headings", [])
+        lines = section.text.split("\n")
+        if path:
+            assert lines[0] == " › ".join(path)
+            lines = lines[1:]
+        out.append((path, lines[0]))
+    return out
 
 
 def test_code_is_cut_at_its_definitions_with_their_names_as_heading_path():
@@ -69,7 +77,7 @@ def test_configuration_is_read_by_key_path():
     toml = 'name = "x"\n\n[tool.ruff.lint]\nselect = ["E"]\n\n[[bin]]\nname = "y"\n'
     assert [p for p, _ in paths(toml, "pyproject.toml")] == [[], ["tool", "ruff", "lint"], ["bin"]]
     xml = '<?xml version="1.0"?><project><dependency id="d1"><artifactId>click</artifactId></dependency></project>'
-    (section,) = extract_bytes(xml.encode(), "pom.xml").sections
+    (section,) = extract_bytes(xml.encode(), "pom.xml").sections  # key paths: no path line needed
     assert section.metadata["headings"] == ["project", "dependency d1"]
     assert section.text == "dependency@id: d1\nartifactId: click"
     # entities are never expanded: the file is read as the text it is

@@ -17,7 +17,9 @@ How definitions are found (measured on real projects: docs/FORMATS.md, "Code"):
 
 Comment lines and decorators (``@…``) right above a definition belong to it. Lines
 outside every definition (imports, constants, the code of a script) are sections of
-their own, with the path of the definition they are in (none at the top level).
+their own, with the path of the definition they are in (none at the top level). A
+section's text begins with a line naming its path (``Parser › parse``,
+:func:`~.sections.headed`), as a Markdown section begins with its heading.
 
 A minified or generated bundle (very long lines) fails with that reason instead of
 flooding the index with one giant chunk.
@@ -30,7 +32,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kbdesk.ingest.sections import ExtractionError, Section
+from kbdesk.ingest.sections import ExtractionError, Section, headed
 
 _C_FAMILY = re.compile(
     r"^\s*(?!(?:if|for|while|switch|catch|return|else|do|case|new|throw|delete|sizeof|using|typedef)\b)"
@@ -251,7 +253,7 @@ def _sections(lines: list[str], defs: list[_Def], extra: dict) -> list[Section]:
                 sections[-1].text += "\n" + body  # a closing brace or "end" is not a section
             elif body.strip():
                 path = list(defs[owner[begin]].path) if owner[begin] >= 0 else []
-                sections.append(Section(body, {"headings": path, **extra}))
+                sections.append(Section(headed(path, body), {"headings": path, **extra}))
             begin = i
     if not sections:
         raise ExtractionError("file has no text")

@@ -4,7 +4,8 @@
   text, comments included, cut at its keys: a YAML key at the top level and the keys one
   level below it (``services:`` then ``  web:`` is the section ``["services", "web"]``),
   a TOML table or INI section header (``[tool.ruff.lint]`` is ``["tool", "ruff", "lint"]``).
-  Nothing is parsed as data, so a file with a syntax error reads the same.
+  Nothing is parsed as data, so a file with a syntax error reads the same. Each section
+  begins with a line naming its path (:func:`~.sections.headed`: ``services › web``).
 - **JSON**: parsed (the standard library's :mod:`json`), each value one line under its
   key path — ``dependencies.click: >=8.1``, ``items[2].name: Ada`` — a section per
   top-level key. JSON has no comments, so nothing is lost; a minified file reads as well
@@ -23,7 +24,7 @@ import re
 from typing import Any
 
 from kbdesk.ingest.limits import check_time
-from kbdesk.ingest.sections import ExtractionError, ResourceLimit, Section
+from kbdesk.ingest.sections import ExtractionError, ResourceLimit, Section, headed
 from kbdesk.ingest.xml_tree import stream
 
 _YAML_KEY = re.compile(r"^( *)(?:\"([^\"]+)\"|'([^']+)'|([^\s#'\"\-?:{}\[\],&*!|>%@`][^:#]*?))\s*:(?:\s+(.*)|\s*)$")
@@ -40,7 +41,7 @@ def _outline(lines: list[str], marks: list[tuple[int, list[str]]], extra: dict) 
         stop = cuts[k + 1][0] if k + 1 < len(cuts) else len(lines)
         body = "\n".join(lines[start:stop]).strip("\n")
         if body.strip():
-            sections.append(Section(body, {"headings": path, **extra}))
+            sections.append(Section(headed(path, body), {"headings": path, **extra}))
     if not sections:
         raise ExtractionError("file has no text")
     return sections

@@ -4,7 +4,8 @@ LaTeX: a section per ``\\part``, ``\\chapter``, ``\\section``, ``\\subsection``,
 ``\\subsubsection``, ``\\paragraph`` (starred or with a short title too), its path the
 sectioning commands above it, by their rank (a title's own commands — ``\\emph{x}`` — are
 read as their text); ``\\title{…}`` and ``\\author{…}`` are the document's title and author.
-Lines that are comments (``%``) do not start sections.
+Lines that are comments (``%``) do not start sections. Each section's text begins with
+a line naming its path (:func:`~.sections.headed`), so its name finds it first.
 
 BibTeX: a section per entry (``@article{key, …}``), its heading the entry's key, so a
 citation key finds its entry; ``@string``, ``@preamble`` and ``@comment`` are text.
@@ -15,7 +16,7 @@ from __future__ import annotations
 import re
 
 from kbdesk.ingest.front_matter import MAX_VALUE
-from kbdesk.ingest.sections import ExtractionError, Section
+from kbdesk.ingest.sections import ExtractionError, Section, headed
 
 _RANKS = {"part": 0, "chapter": 1, "section": 2, "subsection": 3, "subsubsection": 4, "paragraph": 5, "subparagraph": 6}
 _SECTIONING = re.compile(r"^[ \t]*\\(" + "|".join(_RANKS) + r")\*?[ \t]*(?:\[[^\]]*\])?[ \t]*\{")
@@ -58,7 +59,7 @@ def _outline(lines: list[str], marks: list[tuple[int, list[str]]], extra: dict) 
         stop = cuts[k + 1][0] if k + 1 < len(cuts) else len(lines)
         body = "\n".join(lines[start:stop]).strip("\n")
         if body.strip():
-            sections.append(Section(body, {"headings": path, **extra}))
+            sections.append(Section(headed(path, body), {"headings": path, **extra}))
     if not sections:
         raise ExtractionError("file has no text")
     return sections

@@ -8,7 +8,8 @@ section's, a heading's ``:tag1:tag2:`` are its section's and, as org inherits th
 subheadings'; a document carries them all. ``#+TITLE:``, ``#+AUTHOR:`` and ``#+DATE:`` are
 the document's title, author and date; a ``:PROPERTIES:`` drawer's ``CREATED``/``DATE``
 give dates too (org timestamps like ``[2024-01-05 Fri 14:30]`` are read as dates), and
-its other properties are kept in the section's metadata under ``properties``.
+its other properties are kept in the section's metadata under ``properties``. Each
+section's text begins with a line naming its path (:func:`~.sections.headed`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import re
 
 from kbdesk.ingest.front_matter import MAX_VALUE, clean_tags
 from kbdesk.ingest.people_dates import as_written_or_iso
-from kbdesk.ingest.sections import ExtractionError, Section
+from kbdesk.ingest.sections import ExtractionError, Section, headed
 
 _HEADING = re.compile(r"^(\*+)[ \t]+(.*?)[ \t]*$")
 _TODO = re.compile(r"^(?:TODO|DONE|NEXT|WAITING|HOLD|CANCELL?ED|STARTED|SOMEDAY)\b[ \t]*")
@@ -92,7 +93,7 @@ def extract_org(text: str) -> list[Section]:
             meta["tags"] = kept
         if props:
             meta["properties"] = props
-        sections.append(Section(body, meta))
+        sections.append(Section(headed(path, body), meta))
     if not sections:
         raise ExtractionError("file has no text")
     whole = {k: (as_written_or_iso(v) if k == "date" else v) for k, v in doc.items()}
