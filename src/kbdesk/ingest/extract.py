@@ -27,7 +27,9 @@ Section text per format (docs/FORMATS.md has the table, with the libraries measu
   name}``, rows as CSV's; EPUB (:mod:`.epub_text`): chapters in reading order, each read
   as HTML ``{"chapter": n}``; e-mail (:mod:`.email_text`): sections per message with its
   headers, attachments in formats kbdesk reads extracted too; notebooks
-  (:mod:`.notebook_text`): Markdown and code cells, read as Markdown. Their title,
+  (:mod:`.notebook_text`): Markdown and code cells, read as Markdown; code,
+  configuration, LaTeX, BibTeX and org-mode (:mod:`.text_kinds`): sections at
+  definitions, keys and headings. Their title,
   author and dates go into each section's metadata. Zip-based files are read within
   the limits of :mod:`.zip_parts` and :mod:`.xml_tree`, every format within the time
   and text of :mod:`.limits`.
@@ -35,8 +37,8 @@ A heading immediately followed by another heading is merged into the next sectio
 so no section is a bare heading. Every section's text (and heading path) is put in
 Unicode NFKC (:func:`kbdesk.textnorm.nfkc`) before anything is chunked: a ligature
 ("ﬁ") or full-width letter is indexed, and found, by its plain spelling. Decoding
-(BOM, UTF-16 without one, a declared charset, UTF-8, cp1252; line endings to "\\n") is
-:mod:`.text_decode`.
+(BOM, UTF-16 without one, a declared charset, UTF-8, a guessed legacy encoding kept as
+the sections' ``encoding``; line endings to "\\n") is :mod:`.text_decode`.
 """
 
 from __future__ import annotations
@@ -84,8 +86,8 @@ ODS = "application/vnd.oasis.opendocument.spreadsheet"
 _TYPES = {
     ".txt": "text/plain",
     ".text": "text/plain",
-    # reStructuredText, logs and AsciiDoc are prose read as-is. JSON/XML/YAML are left
-    # out: usually data or config (lockfiles, dumps) that would flood a folder import.
+    # reStructuredText, logs and AsciiDoc are prose read as-is; code, configuration and
+    # notes markup are added below (.text_kinds), lock files left out by the folder walk
     ".rst": "text/plain",
     ".log": "text/plain",
     ".adoc": "text/plain",
