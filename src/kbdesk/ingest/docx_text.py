@@ -149,9 +149,7 @@ class _Reader:
 
     def table(self, tbl: Node) -> None:
         rows: list[str] = []
-        for tr in tbl.children:
-            if tr.tag != "tr":
-                continue
+        for tr in _wrapped(tbl, "tr"):
             cells = []
             for tc in _cells(tr):
                 nested: list[Node] = []
@@ -168,10 +166,16 @@ class _Reader:
 
 def _cells(tr: Node) -> list[Node]:
     """A row's cells, those inside content controls too (not the cells of nested tables)."""
-    out, work = [], list(reversed(tr.children))
+    return _wrapped(tr, "tc")
+
+
+def _wrapped(parent: Node, tag: str) -> list[Node]:
+    """The ``tag`` children of a table or row, those wrapped in content controls
+    (``w:sdt``) and custom XML (``w:customXml``) too: a repeating-section row is one."""
+    out, work = [], list(reversed(parent.children))
     while work:
         n = work.pop()
-        if n.tag == "tc":
+        if n.tag == tag:
             out.append(n)
         elif n.tag in ("sdt", "sdtContent", "customXml"):
             work.extend(reversed(n.children))

@@ -23,6 +23,7 @@ import re
 from kbdesk.ingest.limits import Budget
 from kbdesk.ingest.office_props import properties_from
 from kbdesk.ingest.sections import ExtractionError, Outline, Section
+from kbdesk.ingest.sheet_comments import ods_comments
 from kbdesk.ingest.sheet_text import rows_as_lines
 from kbdesk.ingest.xml_tree import Node, parse
 from kbdesk.ingest.zip_parts import ZipParts
@@ -166,7 +167,7 @@ def _sheets(body: Node, props: dict[str, str], budget: Budget) -> list[Section]:
     sections = []
     for table in body.iter("table"):
         name = table.get("name") or "Sheet"
-        lines = rows_as_lines(table_rows(table))
+        lines = rows_as_lines(table_rows(table)) + ods_comments(table)  # comments on its cells last
         text = f"Sheet {name}\n" + "\n".join(lines)
         budget.spend(len(text), "the spreadsheet")
         if lines:

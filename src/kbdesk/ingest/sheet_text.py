@@ -20,6 +20,7 @@ from kbdesk.ingest.limits import Budget
 from kbdesk.ingest.office_props import ooxml_properties, relationships
 from kbdesk.ingest.ooxml_charts import graphics_text, sheet_drawings_text
 from kbdesk.ingest.sections import ExtractionError, Section
+from kbdesk.ingest.sheet_comments import xlsx_comments
 from kbdesk.ingest.xml_tree import parse, stream
 from kbdesk.ingest.zip_parts import ZipParts
 
@@ -238,6 +239,7 @@ def extract_xlsx(data: bytes, budget: Budget) -> list[Section]:
             continue
         lines = rows_as_lines(_sheet_rows(xml, target[0], strings, dates, epoch1904, budget))
         lines += sheet_drawings_text(parts, target[0])  # text boxes, charts and diagrams drawn on it
+        lines += xlsx_comments(parts, target[0])  # comments (notes) on its cells
         if lines:
             sections.append(Section(f"Sheet {name}\n" + "\n".join(lines), {"sheet": name, **props}))
     if not sections:

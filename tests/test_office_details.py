@@ -1,0 +1,55 @@
+"""Office details that used to be lost, each on a real public test file where one exists
+(tests/real_files/README.md says where each comes from)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from format_builders import ODF_NS, zipped
+from kbdesk.ingest.extract import extract_bytes, extract_file
+
+REAL = Path(__file__).parent / "real_files"
+
+
+def test_a_word_table_row_inside_a_content_control_is_read():
+    text = extract_file(REAL / "tika-3816.docx").text
+    assert "Note | Details" in text
+    assert "Choose an item. | Here is just a sample" in text
+
+
+def test_excel_cell_comments_are_read_after_the_sheets_rows():
+    (sheet,) = extract_file(REAL / "SimpleWithComments.xlsx").sections
+    lines = sheet.text.split("\n")
+    assert lines[-3:] == [
+        "Comment B1: Yegor Kozlov: first cell",
+        "Comment B2: Yegor Kozlov: second cell",
+        "Comment B3: Yegor Kozlov: third cell",
+    ]
+
+
+def test_opendocument_cell_comments_are_read_with_their_cell():
+    note = (
+        "<office:annotation><dc:creator>Ann</dc:creator><text:p>Check the lighthouse</text:p>"
+        "<text:p>figures again</text:p></office:annotation>"
+    )
+    body = (
+        '<table:table table:name="Budget"><table:table-row><table:table-cell><text:p>item</text:p></table:table-cell>'
+        "<table:table-cell><text:p>cost</text:p></table:table-cell></table:table-row>"
+        '<table:table-row table:number-rows-repeated="2"><table:table-cell table:number-columns-repeated="2"/>'
+        "</table:table-row><table:table-row><table:table-cell><text:p>lamp</text:p></table:table-cell>"
+        f"<table:table-cell>{note}<text:p>12</text:p></table:table-cell></table:table-row></table:table>"
+    )
+    content = (
+        f'<?xml version="1.0"?><office:document-content {ODF_NS}><office:body><office:spreadsheet>{body}'
+        "</office:spreadsheet></office:body></office:document-content>"
+    )
+    data = zipped(
+        {"mimetype": "application/vnd.oasis.opendocument.spreadsheet", "content.xml": content},
+        stored_first="mimetype",
+    )
+    (sheet,) = extract_bytes(data, "budget.ods").sections
+    assert sheet.text.split("\n") == [
+        "Sheet Budget",
+        "item: lamp; cost: 12",
+        "Comment B4: Check the lighthouse figures again",
+    ]
