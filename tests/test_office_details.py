@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from format_builders import ODF_NS, zipped
 from kbdesk.ingest.extract import extract_bytes, extract_file
+from kbdesk.ingest.number_formats import formatted
 
 REAL = Path(__file__).parent / "real_files"
 
@@ -53,3 +56,29 @@ def test_opendocument_cell_comments_are_read_with_their_cell():
         "item: lamp; cost: 12",
         "Comment B4: Check the lighthouse figures again",
     ]
+
+
+def test_excel_numbers_read_as_their_format_shows_them():
+    text = extract_file(REAL / "Formatting.xlsx").text
+    assert "nn.nnn; column 2: 10.520" in text and "nn.n; column 2: 10.5\n" in text
+    assert "dd/mm/yyyy; column 2: 2006-11-24" in text
+
+
+@pytest.mark.parametrize(
+    ("raw", "code", "shown"),
+    [
+        ("0.256", "0.0%", "25.6%"),
+        ("0.5", "0%", "50%"),
+        ("123", "00000", "00123"),
+        ("0.604166666666", "h:mm", "14:30"),
+        ("0.604166666666", "h:mm:ss AM/PM", "14:30:00"),
+        ("45000.5", "yyyy-mm-dd h:mm", "2023-03-15 12:00"),
+        ("45000", "d-mmm-yy", "2023-03-15"),
+        ("10.52", '"£"#,##0.000;[Red]-"£"#,##0.000', "10.520"),
+        ("1.5", "[h]:mm:ss", "1.5"),
+        ("0.1", "General", "0.1"),
+        ("2", "# ?/?", "2"),
+    ],
+)
+def test_a_number_format_is_drawn_as_excel_shows_it(raw, code, shown):
+    assert formatted(raw, code) == shown
