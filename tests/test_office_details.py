@@ -82,3 +82,32 @@ def test_excel_numbers_read_as_their_format_shows_them():
 )
 def test_a_number_format_is_drawn_as_excel_shows_it(raw, code, shown):
     assert formatted(raw, code) == shown
+
+
+def test_ruby_readings_do_not_split_the_words_they_annotate():
+    from format_builders import W, _rels
+
+    ruby = (
+        "<w:p><w:r><w:ruby><w:rubyPr/><w:rt><w:r><w:t>かかく</w:t></w:r></w:rt>"
+        "<w:rubyBase><w:r><w:t>価格</w:t></w:r></w:rubyBase></w:ruby></w:r><w:r><w:t>設定</w:t></w:r></w:p>"
+    )
+    data = zipped(
+        {
+            "[Content_Types].xml": '<?xml version="1.0"?><Types/>',
+            "_rels/.rels": _rels(("rId1", "officeDocument", "word/document.xml")),
+            "word/document.xml": f'<?xml version="1.0"?><w:document {W}><w:body>{ruby}</w:body></w:document>',
+        }
+    )
+    assert extract_bytes(data, "price.docx").text == "価格設定"
+    odt_ruby = (
+        "<text:p><text:ruby><text:ruby-base>価格</text:ruby-base><text:ruby-text>かかく</text:ruby-text>"
+        "</text:ruby>設定</text:p>"
+    )
+    content = (
+        f'<?xml version="1.0"?><office:document-content {ODF_NS}><office:body><office:text>{odt_ruby}'
+        "</office:text></office:body></office:document-content>"
+    )
+    odt = zipped(
+        {"mimetype": "application/vnd.oasis.opendocument.text", "content.xml": content}, stored_first="mimetype"
+    )
+    assert extract_bytes(odt, "price.odt").text == "価格設定"

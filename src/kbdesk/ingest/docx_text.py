@@ -27,7 +27,10 @@ from kbdesk.ingest.xml_tree import Node, parse, stream
 from kbdesk.ingest.zip_parts import ZipParts
 
 _HEADING_NAME = re.compile(r"heading\s*([1-9])$", re.IGNORECASE)
-_SKIP = frozenset({"delText", "instrText", "delInstrText", "Fallback", "rPr", "pPr", "sectPr", "tblPr", "trPr", "tcPr"})
+# "rt": a ruby (furigana) reading, which would split the word it annotates (価格かかく設定)
+_SKIP = frozenset(
+    {"delText", "instrText", "delInstrText", "Fallback", "rPr", "pPr", "sectPr", "tblPr", "trPr", "tcPr", "rt"}
+)
 _BREAKS = {"tab": "\t", "br": "\n", "cr": "\n", "noBreakHyphen": "-", "softHyphen": ""}
 # the parts that follow the body, in this order, with the heading each gets
 _EXTRA_PARTS = (("footnotes", "Footnotes"), ("endnotes", "Endnotes"), ("comments", "Comments"))

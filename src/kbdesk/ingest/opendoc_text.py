@@ -36,7 +36,8 @@ ODF_FIELDS = {
 }
 MAX_REPEAT = 1000  # a repeated row or cell with text is written out at most this often
 _BLOCKS = frozenset({"p", "h", "list", "list-item", "list-header", "table", "section", "index-body", "frame"})
-_SKIP = frozenset({"note-citation", "annotation-end", "tracked-changes", "forms", "sequence-decls"})
+# "ruby-text": a ruby (furigana) reading, which would split the word it annotates
+_SKIP = frozenset({"note-citation", "annotation-end", "tracked-changes", "forms", "sequence-decls", "ruby-text"})
 
 
 def text_of(node: Node) -> str:
