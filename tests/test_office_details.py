@@ -111,3 +111,24 @@ def test_ruby_readings_do_not_split_the_words_they_annotate():
         {"mimetype": "application/vnd.oasis.opendocument.text", "content.xml": content}, stored_first="mimetype"
     )
     assert extract_bytes(odt, "price.odt").text == "価格設定"
+
+
+def test_an_epub_page_drawn_as_inline_svg_is_read():
+    from format_builders import epub
+
+    book = epub("placeholder")
+    page = (
+        '<?xml version="1.0" encoding="utf-8"?><html xmlns="http://www.w3.org/1999/xhtml"><head><title>p</title>'
+        '</head><body><svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 100 100"><image href="p1.png"/>'
+        '<text x="10" y="20">The lighthouse <tspan>keeper</tspan></text><text x="10" y="40">waves</text></svg>'
+        "</body></html>"
+    )
+    import io
+    import zipfile
+
+    with zipfile.ZipFile(io.BytesIO(book)) as z:
+        parts = {name: z.read(name) for name in z.namelist()}
+    parts["OEBPS/one.xhtml"] = page.encode()
+    sections = extract_bytes(zipped(parts, stored_first="mimetype"), "comic.epub").sections
+    assert sections[-1].text == "The lighthouse keeper\nwaves"
+    assert sections[-1].metadata["chapter"] == 2
