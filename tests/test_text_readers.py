@@ -192,3 +192,14 @@ def test_a_legacy_encoding_is_told_from_its_bytes(encoding):
     guessed = guess_encoding(data)
     assert data.decode(guessed) == text
     assert extract_bytes(data, "note.txt").text == nfkc(text.strip())
+
+
+def test_a_line_too_long_to_be_a_definition_is_text():
+    """Definition lines are matched only up to MAX_DEFINITION_LINE characters (which keeps
+    the rules' matching bounded on hostile lines); such a line stays in the text."""
+    from kbdesk.ingest.code_text import MAX_DEFINITION_LINE
+
+    long_def = "function f(" + "a, " * (MAX_DEFINITION_LINE // 3) + "z) {\n  return 1;\n}\n"
+    sections = extract_bytes(("const x = 1;\n\n" + long_def).encode(), "long.js").sections
+    assert [s.metadata["headings"] for s in sections] == [[]]
+    assert "return 1" in sections[0].text

@@ -54,7 +54,8 @@ _JS = (
     ),
     re.compile(
         r"^\s+(?:(?:static|async|get|set|public|private|protected|readonly|override|abstract)\s+)*\*?"
-        r"(?!(?:if|for|while|switch|catch|return|function)\b)([A-Za-z_$][\w$]*)\s*(?:<[^>]*>)?\([^;]*\)\s*(?::\s*[^{;]+)?\{\s*\}?\s*$"
+        r"(?!(?:if|for|while|switch|catch|return|function)\b)([A-Za-z_$][\w$]*)\s*(?:<[^>]*>)?\("
+        r"(?=[^;]*\{\s*\}?\s*$)"  # a lookahead, linear: the line ends in "{" (or "{}") with no ";"
     ),
 )
 _RULES: dict[str, tuple[re.Pattern[str], ...]] = {
@@ -105,6 +106,7 @@ _RULES: dict[str, tuple[re.Pattern[str], ...]] = {
 _CLOSER = re.compile(r"^(?:[})\]]|end\b|fi\b|done\b|esac\b|\{\s*$|(?:public|private|protected)\s*:)")
 _ONLY_CLOSING = re.compile(r"[\s})\];,]*|(?:\s*end\b[\s;]*)+")
 _COMMENT = re.compile(r"^\s*(?:#(?!!)|//|/\*|\*|--|;|@|%|\"\"\"|'''|\[\[|<!--)")
+MAX_DEFINITION_LINE = 500  # longer lines are not definitions (and keep the rules' matching linear)
 MINIFIED_LINE = 5000  # a line this long in code is a bundle, not something a person wrote
 MINIFIED_AVERAGE = 400
 
@@ -178,7 +180,7 @@ def _rule_defs(lines: list[str], language: str) -> list[_Def]:
     rules = _RULES.get(language, ())
     starts: list[tuple[int, list[str]]] = []
     for i, line in enumerate(lines):
-        if not line.strip() or len(line) > 1000:
+        if not line.strip() or len(line) > MAX_DEFINITION_LINE:
             continue
         for rule in rules:
             match = rule.match(line)

@@ -27,8 +27,9 @@ from kbdesk.ingest.limits import check_time
 from kbdesk.ingest.sections import ExtractionError, ResourceLimit, Section, headed
 from kbdesk.ingest.xml_tree import stream
 
-_YAML_KEY = re.compile(r"^( *)(?:\"([^\"]+)\"|'([^']+)'|([^\s#'\"\-?:{}\[\],&*!|>%@`][^:#]*?))\s*:(?:\s+(.*)|\s*)$")
-_INI_SECTION = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:[#;].*)?$")
+# Each pattern matches in time linear in the line (no two quantifiers compete for a run).
+_YAML_KEY = re.compile(r"^( *)(?:\"([^\"]+)\"|'([^']+)'|([^\s#'\"\-?:{}\[\],&*!|>%@`][^:#]*)):(?:[ \t]+(.*)|[ \t]*)$")
+_INI_SECTION = re.compile(r"^[ \t]*\[\[?([^\]]+)\]\]?[ \t]*(?:[#;].*)?$")
 _TOML_PART = re.compile(r"\"[^\"]*\"|'[^']*'|[^.\s]+")
 MAX_LINE = 2000  # a value longer than this is cut in its line
 
@@ -101,7 +102,7 @@ def extract_ini(text: str, *, toml: bool = False) -> list[Section]:
         found = _INI_SECTION.match(line)
         if found is None:
             continue
-        name = found.group(1)
+        name = found.group(1).strip()
         path = [p.strip("\"'") for p in _TOML_PART.findall(name)] if toml else [name]
         marks.append((i, [p for p in path if p] or [name]))
     return _outline(lines, _with_comments(lines, marks), {})

@@ -20,12 +20,13 @@ from kbdesk.ingest.front_matter import MAX_VALUE, clean_tags
 from kbdesk.ingest.people_dates import as_written_or_iso
 from kbdesk.ingest.sections import ExtractionError, Section, headed
 
-_HEADING = re.compile(r"^(\*+)[ \t]+(.*?)[ \t]*$")
+# Each pattern matches in time linear in the line (no two quantifiers compete for a run).
+_HEADING = re.compile(r"^(\*+)[ \t]+(.*)$")
 _TODO = re.compile(r"^(?:TODO|DONE|NEXT|WAITING|HOLD|CANCELL?ED|STARTED|SOMEDAY)\b[ \t]*")
 _PRIORITY = re.compile(r"^\[#[A-Za-z0-9]\][ \t]*")
-_TAGS = re.compile(r"[ \t]+(:[\w@#%:]+:)$")
-_KEYWORD = re.compile(r"^[ \t]*#\+([A-Za-z_]+):[ \t]*(.*?)[ \t]*$")
-_PROPERTY = re.compile(r"^[ \t]*:([\w-]+)\+?:[ \t]*(.*?)[ \t]*$")
+_TAGS = re.compile(r"(?<![^ \t])(:[\w@#%:]+:)$")
+_KEYWORD = re.compile(r"^[ \t]*#\+([A-Za-z_]+):(.*)$")
+_PROPERTY = re.compile(r"^[ \t]*:([\w-]+)\+?:(.*)$")
 _LINK = re.compile(r"\[\[(?:[^\]]*)\]\[([^\]]*)\]\]|\[\[([^\]]*)\]\]")
 MAX_PROPERTIES = 50
 
@@ -36,7 +37,7 @@ def _tag_list(value: str) -> list[str]:
 
 def _heading(raw: str) -> tuple[str, list[str]]:
     tags: list[str] = []
-    found = _TAGS.search(raw)
+    found = _TAGS.search(raw, max(0, len(raw) - 500)) if raw.endswith(":") else None
     if found is not None:
         tags = _tag_list(found.group(1))
         raw = raw[: found.start()]
@@ -64,7 +65,7 @@ def extract_org(text: str) -> list[Section]:
         heading = _HEADING.match(line)
         if heading is not None:
             level = len(heading.group(1))
-            title, tags = _heading(heading.group(2))
+            title, tags = _heading(heading.group(2).strip())
             while stack and stack[-1][0] >= level:
                 stack.pop()
             inherited = stack[-1][2] if stack else []
@@ -73,7 +74,7 @@ def extract_org(text: str) -> list[Section]:
             continue
         keyword = _KEYWORD.match(line)
         if keyword is not None and not stack:
-            name, value = keyword.group(1).lower(), keyword.group(2)
+            name, value = keyword.group(1).lower(), keyword.group(2).strip()
             if name in ("filetags", "roam_tags"):
                 file_tags += _tag_list(value)
             elif name in ("title", "author", "date") and value and name not in doc:
@@ -120,5 +121,5 @@ def _properties(lines: list[str]) -> dict[str, str]:
             break
         found = _PROPERTY.match(line)
         if found is not None and len(props) < MAX_PROPERTIES:
-            props[found.group(1).lower()] = found.group(2)[:MAX_VALUE]
+            props[found.group(1).lower()] = found.group(2).strip()[:MAX_VALUE]
     return props
