@@ -228,3 +228,14 @@ def test_cli_add_no_ignore_takes_what_gitignore_names(tmp_path):
         assert sorted(d.path for d in desk.documents("x")) == ["a.txt", "secret.txt"]
     finally:
         desk.close()
+
+
+def test_a_gitignore_pattern_that_would_backtrack_without_end_is_left_out(tmp_path):
+    from kbdesk.ingest.folders import scan
+
+    folder = write_files(
+        tmp_path / "hostile",
+        {".gitignore": "*a*a*a*a*a*a*a*a*a*a*b\n*.log\n", "xaxaxaxaxaxaxaxaxaxab.txt": "x", "a.log": "y", "b.txt": "z"},
+    )
+    found = sorted(f.name for f in scan([folder]).files)
+    assert found == ["b.txt", "xaxaxaxaxaxaxaxaxaxab.txt"]  # the bounded rule (*.log) still holds
