@@ -132,3 +132,12 @@ def test_an_epub_page_drawn_as_inline_svg_is_read():
     sections = extract_bytes(zipped(parts, stored_first="mimetype"), "comic.epub").sections
     assert sections[-1].text == "The lighthouse keeper\nwaves"
     assert sections[-1].metadata["chapter"] == 2
+
+
+def test_text_on_a_slide_master_is_read_once_and_its_prompts_are_not():
+    sections = extract_file(REAL / "WithMaster.pptx").sections
+    master = sections[-1]
+    assert master.metadata["headings"] == ["Slide master"]
+    assert master.text == "Slide master\n\nThis text comes from the Master Slide"
+    whole = "\n".join(s.text for s in sections)
+    assert "Click to edit Master" not in whole and whole.count("This text comes from the Master Slide") == 1
