@@ -141,3 +141,30 @@ def test_text_on_a_slide_master_is_read_once_and_its_prompts_are_not():
     assert master.text == "Slide master\n\nThis text comes from the Master Slide"
     whole = "\n".join(s.text for s in sections)
     assert "Click to edit Master" not in whole and whole.count("This text comes from the Master Slide") == 1
+
+
+def _with_part(package: bytes, name: str, data: bytes) -> bytes:
+    import io
+    import zipfile
+
+    with zipfile.ZipFile(io.BytesIO(package)) as z:
+        parts: dict[str, str | bytes] = {n: z.read(n) for n in z.namelist()}
+    parts[name] = data
+    return zipped(parts)
+
+
+def test_a_document_embedded_in_an_office_file_is_read_under_its_name():
+    from format_builders import docx, pptx, xlsx
+
+    report = _with_part(docx("the survey"), "word/embeddings/Budget.xlsx", xlsx("lighthouse lamps"))
+    sections = extract_bytes(report, "report.docx").sections
+    assert sections[-1].metadata["headings"][0] == "Budget.xlsx"
+    assert "lighthouse lamps" in sections[-1].text
+    deck = _with_part(pptx("launch"), "ppt/embeddings/Notes.docx", docx("harbour walls"))
+    assert "harbour walls" in extract_bytes(deck, "deck.pptx").text
+    # embedding inside embedding is followed a few levels, not without end
+    doll = docx("level zero")
+    for level in range(1, 6):
+        doll = _with_part(docx(f"level {level}"), "word/embeddings/inner.docx", doll)
+    text = extract_bytes(doll, "doll.docx").text
+    assert "level 5" in text and "level 2" in text and "level 1" not in text and "level zero" not in text

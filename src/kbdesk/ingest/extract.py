@@ -55,6 +55,7 @@ from kbdesk.ingest.html_text import extract_html
 from kbdesk.ingest.limits import Budget, clock
 from kbdesk.ingest.markdown_text import extract_markdown
 from kbdesk.ingest.notebook_text import extract_notebook
+from kbdesk.ingest.ooxml_embedded import embedded_sections
 from kbdesk.ingest.opendoc_text import extract_opendocument
 from kbdesk.ingest.pdf_text import extract_pdf
 from kbdesk.ingest.pptx_text import extract_pptx
@@ -127,9 +128,9 @@ _TEXT_EXTRACTORS: dict[str, Callable[[str], list[Section]]] = {
 }
 # packages and binary formats: (bytes, budget, warnings) → sections
 _PACKAGES: dict[str, Callable[[bytes, Budget, list[str]], list[Section]]] = {
-    DOCX: lambda data, budget, _w: extract_docx(data, budget),
-    PPTX: lambda data, budget, _w: extract_pptx(data, budget),
-    XLSX: lambda data, budget, _w: extract_xlsx(data, budget),
+    DOCX: lambda data, budget, w: extract_docx(data, budget) + _embedded(data, budget, w),
+    PPTX: lambda data, budget, w: extract_pptx(data, budget) + _embedded(data, budget, w),
+    XLSX: lambda data, budget, w: extract_xlsx(data, budget) + _embedded(data, budget, w),
     ODT: lambda data, budget, _w: extract_opendocument(data, budget),
     ODP: lambda data, budget, _w: extract_opendocument(data, budget),
     ODS: lambda data, budget, _w: extract_opendocument(data, budget),
@@ -178,6 +179,13 @@ def _sections(data: bytes, ctype: str, budget: Budget, warnings: list[str]) -> l
         for section in sections:
             section.metadata["encoding"] = guessed
     return sections
+
+
+def _embedded(data: bytes, budget: Budget, warnings: list[str]) -> list[Section]:
+    """Documents embedded in an Office file, read as attachments are (:mod:`.ooxml_embedded`)."""
+    return embedded_sections(
+        data, budget, warnings, _attachment(warnings), lambda name: content_type_for(name) is not None
+    )
 
 
 def _attachment(warnings: list[str]) -> Callable[[bytes, str, Budget], list[Section]]:
