@@ -168,3 +168,9 @@ def test_a_document_embedded_in_an_office_file_is_read_under_its_name():
         doll = _with_part(docx(f"level {level}"), "word/embeddings/inner.docx", doll)
     text = extract_bytes(doll, "doll.docx").text
     assert "level 5" in text and "level 2" in text and "level 1" not in text and "level zero" not in text
+
+
+def test_a_charts_own_data_workbook_is_not_read_again_as_an_embedded_document():
+    text = extract_file(REAL / "bar-chart.pptx").text
+    assert "Sales: 1st Qtr" in text  # the chart, with its data
+    assert "To resize chart data range" not in text and "Sheet Sheet1" not in text

@@ -2,7 +2,8 @@
 ``ppt/embeddings/``, ``xl/embeddings/``), read like an e-mail's attachments: each in a
 format kbdesk reads (a workbook in a report, a PDF, another document) is extracted within
 the enclosing file's budget and comes after its text, its sections under the embedded
-file's name (``["Book1.xlsx", …]``). Embedding inside embedding is followed
+file's name (``["Book1.xlsx", …]``). A chart's own data workbook is not one of them
+(the chart is read with its data already). Embedding inside embedding is followed
 :data:`~kbdesk.ingest.limits.MAX_NESTING` levels deep; OLE objects (``.bin``) and
 other formats are left out, a broken embedded file costs a warning, not the document.
 """
@@ -14,6 +15,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 
 from kbdesk.ingest.limits import MAX_NESTING, Budget
+from kbdesk.ingest.office_props import relationships
 from kbdesk.ingest.sections import ExtractionError, ResourceLimit, Section
 from kbdesk.ingest.zip_parts import ZipParts
 
@@ -38,9 +40,16 @@ def embedded_sections(
     except ExtractionError:
         return []
     out: list[Section] = []
-    for name in parts.names():
+    names = parts.names()
+    chart_data = {  # a chart's own workbook: its data is read with the chart already
+        target
+        for chart in names
+        if "/charts/" in chart and chart.endswith(".xml") and "/_rels/" not in chart
+        for target, _kind in relationships(parts, chart).values()
+    }
+    for name in names:
         base = posixpath.basename(name)
-        if not name.startswith(FOLDERS) or not readable(base):
+        if not name.startswith(FOLDERS) or not readable(base) or name in chart_data:
             continue
         token = _DEPTH.set(depth + 1)
         try:
