@@ -174,3 +174,33 @@ def test_a_charts_own_data_workbook_is_not_read_again_as_an_embedded_document():
     text = extract_file(REAL / "bar-chart.pptx").text
     assert "Sales: 1st Qtr" in text  # the chart, with its data
     assert "To resize chart data range" not in text and "Sheet Sheet1" not in text
+
+
+def test_word_altchunks_in_html_rtf_and_plain_text_are_read():
+    from format_builders import R, W, _rels
+
+    body = (
+        '<w:p><w:r><w:t>Before the imports.</w:t></w:r></w:p><w:altChunk r:id="rId1"/>'
+        '<w:altChunk r:id="rId2"/><w:altChunk r:id="rId3"/>'
+    )
+    data = zipped(
+        {
+            "[Content_Types].xml": '<?xml version="1.0"?><Types/>',
+            "_rels/.rels": _rels(("rId1", "officeDocument", "word/document.xml")),
+            "word/document.xml": f'<?xml version="1.0"?><w:document {W} {R}><w:body>{body}</w:body></w:document>',
+            "word/_rels/document.xml.rels": _rels(
+                ("rId1", "aFChunk", "chunk1.html"), ("rId2", "aFChunk", "chunk2.rtf"), ("rId3", "aFChunk", "chunk3.txt")
+            ),
+            "word/chunk1.html": "<html><body><p>Imported lighthouse page.</p></body></html>",
+            "word/chunk2.rtf": r"{\rtf1\ansi {\fonttbl{\f0 Arial;}}\f0 Imported harbour memo.\par}",
+            "word/chunk3.txt": "Imported tide table.",
+        }
+    )
+    text = extract_bytes(data, "imports.docx").text
+    for phrase in (
+        "Before the imports.",
+        "Imported lighthouse page.",
+        "Imported harbour memo.",
+        "Imported tide table.",
+    ):
+        assert phrase in text

@@ -21,8 +21,9 @@ from kbdesk.ingest.html_text import extract_html
 from kbdesk.ingest.limits import Budget
 from kbdesk.ingest.office_props import ooxml_properties, relationships
 from kbdesk.ingest.ooxml_charts import graphics_text
-from kbdesk.ingest.sections import ExtractionError, Outline, Section
-from kbdesk.ingest.text_decode import decode_markup
+from kbdesk.ingest.rtf_text import extract_rtf
+from kbdesk.ingest.sections import ExtractionError, Outline, ResourceLimit, Section
+from kbdesk.ingest.text_decode import decode_markup, decode_text
 from kbdesk.ingest.xml_tree import Node, parse, stream
 from kbdesk.ingest.zip_parts import ZipParts
 
@@ -201,10 +202,17 @@ def extract_docx(data: bytes, budget: Budget) -> list[Section]:
     def alt_chunk(rid: str) -> str:  # Word's "altChunk": a part in another format, e.g. HTML
         target = rels.get(rid)
         raw = parts.read(target[0]) if target else None
-        if not raw or not target or not target[0].lower().endswith((".htm", ".html", ".xhtml")):
+        name = target[0].lower() if target else ""
+        if not raw or not name.endswith((".htm", ".html", ".xhtml", ".txt", ".rtf")):
             return ""
         try:
+            if name.endswith(".txt"):  # imported plain text
+                return decode_text(raw)
+            if name.endswith(".rtf"):  # an imported RTF file (Word's "Insert > Text from File")
+                return "\n\n".join(s.text for s in extract_rtf(raw, budget))
             return "\n\n".join(s.text for s in extract_html(decode_markup(raw), title=False))
+        except ResourceLimit:
+            raise
         except ExtractionError:
             return ""
 
