@@ -87,6 +87,8 @@ def test_a_number_format_is_drawn_as_excel_shows_it(raw, code, shown):
 def test_ruby_readings_do_not_split_the_words_they_annotate():
     from format_builders import W, _rels
 
+    assert extract_file(REAL / "61470.docx").text == "東京"  # not とうきょう東京
+
     ruby = (
         "<w:p><w:r><w:ruby><w:rubyPr/><w:rt><w:r><w:t>かかく</w:t></w:r></w:rt>"
         "<w:rubyBase><w:r><w:t>価格</w:t></w:r></w:rubyBase></w:ruby></w:r><w:r><w:t>設定</w:t></w:r></w:p>"
