@@ -203,3 +203,13 @@ def test_a_line_too_long_to_be_a_definition_is_text():
     sections = extract_bytes(("const x = 1;\n\n" + long_def).encode(), "long.js").sections
     assert [s.metadata["headings"] for s in sections] == [[]]
     assert "return 1" in sections[0].text
+
+
+def test_json_whose_key_paths_would_dwarf_it_is_read_as_its_text():
+    from kbdesk.ingest.config_text import MAX_GROWTH
+
+    deep = "k" * 200
+    data = '{"' + deep + '": {"' + deep + '": [' + ",".join(["1"] * 20000) + "]}}"
+    assert len(deep) * 2 * 20000 > MAX_GROWTH * len(data) + 1_000_000  # the lines would be that long
+    (section,) = extract_bytes(data.encode(), "wide.json").sections
+    assert section.text == data

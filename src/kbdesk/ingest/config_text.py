@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from kbdesk.ingest.limits import check_time
@@ -32,6 +33,7 @@ _YAML_KEY = re.compile(r"^( *)(?:\"([^\"]+)\"|'([^']+)'|([^\s#'\"\-?:{}\[\],&*!|
 _INI_SECTION = re.compile(r"^[ \t]*\[\[?([^\]]+)\]\]?[ \t]*(?:[#;].*)?$")
 _TOML_PART = re.compile(r"\"[^\"]*\"|'[^']*'|[^.\s]+")
 MAX_LINE = 2000  # a value longer than this is cut in its line
+MAX_GROWTH = 3  # JSON's key-path lines may be this many times the file's size, else its text is read
 
 
 def _outline(lines: list[str], marks: list[tuple[int, list[str]]], extra: dict) -> list[Section]:
@@ -120,24 +122,43 @@ def _scalar(value: Any) -> str:
     return text[:MAX_LINE]
 
 
-def _flatten(value: Any, path: str, out: list[str]) -> None:
-    stack: list[tuple[str, Any]] = [(path, value)]
+class _TooLong(Exception):
+    """The key-path lines would be much longer than the file: it is read as its text."""
+
+
+def _flatten(value: Any, path: str, out: list[str], room: list[int]) -> None:
+    """``value``'s leaves as ``key.path: value`` lines; ``room[0]``: the characters they may
+    still take (else :class:`_TooLong`). Containers are walked lazily: memory grows with
+    the nesting, not with the number of values."""
+    stack: list[tuple[str, Iterator[tuple[Any, Any]]]] = [(path, iter(((None, value),)))]
     count = 0
     while stack:
-        where, item = stack.pop()
+        base, children = stack[-1]
+        step = next(children, None)
+        if step is None:
+            stack.pop()
+            continue
+        key, item = step
         count += 1
         if not count & 4095:
             check_time()
-        if isinstance(item, dict):
-            if not item:
-                out.append(f"{where}: {{}}")
-            stack.extend((f"{where}.{k}" if where else str(k), v) for k, v in reversed(item.items()))
-        elif isinstance(item, list):
-            if not item:
-                out.append(f"{where}: []")
-            stack.extend((f"{where}[{n}]", v) for n, v in reversed(list(enumerate(item))))
+        if key is None:
+            where = base
+        elif isinstance(key, int):
+            where = f"{base}[{key}]"
         else:
-            out.append(f"{where}: {_scalar(item)}")
+            where = f"{base}.{key}" if base else str(key)
+        if isinstance(item, (dict, list)):
+            if item:
+                stack.append((where, iter(item.items()) if isinstance(item, dict) else enumerate(item)))
+                continue
+            line = f"{where}: {{}}" if isinstance(item, dict) else f"{where}: []"
+        else:
+            line = f"{where}: {_scalar(item)}"
+        room[0] -= len(line) + 1
+        if room[0] < 0:
+            raise _TooLong
+        out.append(line)
 
 
 def extract_json(text: str) -> list[Section]:
@@ -146,15 +167,19 @@ def extract_json(text: str) -> list[Section]:
     except (ValueError, RecursionError):
         return [Section(text.strip(), {})]  # JSON with comments, or not JSON at all: its text
     sections: list[Section] = []
-    if isinstance(data, dict) and data:
-        for key, value in data.items():
-            lines: list[str] = []
-            _flatten(value, str(key), lines)
-            sections.append(Section("\n".join(lines), {"headings": [str(key)]}))
-    else:
-        lines = []
-        _flatten(data, "", lines)
-        sections.append(Section("\n".join(line.lstrip(".") for line in lines), {}))
+    room = [MAX_GROWTH * len(text) + 1_000_000]  # key paths repeat: a bound on what they add
+    try:
+        if isinstance(data, dict) and data:
+            for key, value in data.items():
+                lines: list[str] = []
+                _flatten(value, str(key), lines, room)
+                sections.append(Section("\n".join(lines), {"headings": [str(key)]}))
+        else:
+            lines = []
+            _flatten(data, "", lines, room)
+            sections.append(Section("\n".join(line.lstrip(".") for line in lines), {}))
+    except _TooLong:
+        return [Section(text.strip(), {})]
     return [s for s in sections if s.text.strip()] or [Section(text.strip(), {})]
 
 
