@@ -213,3 +213,9 @@ def test_json_whose_key_paths_would_dwarf_it_is_read_as_its_text():
     assert len(deep) * 2 * 20000 > MAX_GROWTH * len(data) + 1_000_000  # the lines would be that long
     (section,) = extract_bytes(data.encode(), "wide.json").sections
     assert section.text == data
+
+
+def test_xml_whose_element_paths_would_dwarf_it_is_read_as_its_text():
+    data = "<r>" + "<a>" * 500 + "<b>x</b>" * 3000 + "</a>" * 500 + "</r>"
+    (section,) = extract_bytes(data.encode(), "deep.xml").sections
+    assert section.text == data

@@ -14,7 +14,8 @@
 - **XML**: read with kbdesk's safe XML reader (:mod:`.xml_tree`: no entities, bounded
   depth), each element's text and attributes one line under its path
   (``dependency/artifactId: click``, ``server@port: 8080``), a section per child of the
-  root element. A file the reader refuses or cannot parse is read as text.
+  root element. A file the reader refuses or cannot parse, or whose path lines would be
+  more than :data:`MAX_GROWTH` times its size, is read as text.
 """
 
 from __future__ import annotations
@@ -193,6 +194,13 @@ def extract_xml(text: str) -> list[Section]:
     path: list[str] = []
     texts: list[list[str]] = []
     sections: list[tuple[list[str], list[str]]] = []  # heading path, lines
+    room = [MAX_GROWTH * len(text) + 1_000_000]  # element paths repeat: a bound on what they add
+
+    def emit(line: str) -> None:
+        room[0] -= len(line) + 1
+        if room[0] < 0:
+            raise _TooLong
+        sections[-1][1].append(line)
 
     def label(tag: str, attrs: dict[str, str]) -> str:
         for key in ("name", "id", "key", "title"):
@@ -209,7 +217,7 @@ def extract_xml(text: str) -> list[Section]:
         texts.append([])
         for key, value in attrs.items():
             if value.strip():
-                sections[-1][1].append(f"{_rel()}@{key}: {' '.join(value.split())[:MAX_LINE]}")
+                emit(f"{_rel()}@{key}: {' '.join(value.split())[:MAX_LINE]}")
 
     def _rel() -> str:
         return "/".join(path[2:] if len(path) > 2 else path[-1:])
@@ -217,7 +225,7 @@ def extract_xml(text: str) -> list[Section]:
     def _line(parts: list[str]) -> None:
         value = " ".join("".join(parts).split())
         if value:
-            sections[-1][1].append(f"{_rel()}: {value[:MAX_LINE]}")
+            emit(f"{_rel()}: {value[:MAX_LINE]}")
         parts.clear()
 
     def end(_tag: str) -> None:
@@ -232,7 +240,7 @@ def extract_xml(text: str) -> list[Section]:
         stream(data, "the XML file", start, end, text_)
     except ResourceLimit:
         raise
-    except ExtractionError:
-        return [Section(text.strip(), {})]  # entities, damage: its text as written
+    except (ExtractionError, _TooLong):
+        return [Section(text.strip(), {})]  # entities, damage, paths longer than it: its text as written
     out = [Section("\n".join(lines), {"headings": heads}) for heads, lines in sections if lines]
     return out or [Section(text.strip(), {})]
