@@ -55,7 +55,9 @@ _JS = (
     re.compile(
         r"^\s+(?:(?:static|async|get|set|public|private|protected|readonly|override|abstract)\s+)*\*?"
         r"(?!(?:if|for|while|switch|catch|return|function)\b)([A-Za-z_$][\w$]*)\s*(?:<[^>]*>)?\("
-        r"(?=[^;]*\{\s*\}?\s*$)"  # a lookahead, linear: the line ends in "{" (or "{}") with no ";"
+        # lookaheads, each linear: the parameters hold no quotes, braces, "function" or "=>" (a call
+        # with a callback, ``it('…', function () {``, is not a method), and the line ends in "{"
+        r"(?![^;]*(?:\bfunction\b|=>))(?=[^;'\"`{}]*\)\s*(?::[^;{}=]+)?\{\s*\}?\s*$)"
     ),
 )
 _RULES: dict[str, tuple[re.Pattern[str], ...]] = {
