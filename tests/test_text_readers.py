@@ -219,3 +219,11 @@ def test_xml_whose_element_paths_would_dwarf_it_is_read_as_its_text():
     data = "<r>" + "<a>" * 500 + "<b>x</b>" * 3000 + "</a>" * 500 + "</r>"
     (section,) = extract_bytes(data.encode(), "deep.xml").sections
     assert section.text == data
+
+
+def test_a_call_with_a_callback_is_not_a_method():
+    js = (
+        "describe('router', function () {\n  it('routes', function (done) {\n    done();\n  });\n});\n\n"
+        "class Router {\n  handle(req, res) {\n    next(createError(406, {\n      types: []\n    }));\n  }\n}\n"
+    )
+    assert [p for p, _ in paths(js, "router.test.js")] == [[], ["Router"], ["Router", "handle"]]

@@ -57,7 +57,7 @@ _JS = (
         r"(?!(?:if|for|while|switch|catch|return|function)\b)([A-Za-z_$][\w$]*)\s*(?:<[^>]*>)?\("
         # lookaheads, each linear: the parameters hold no quotes, braces, "function" or "=>" (a call
         # with a callback, ``it('…', function () {``, is not a method), and the line ends in "{"
-        r"(?![^;]*(?:\bfunction\b|=>))(?=[^;'\"`{}]*\)\s*(?::[^;{}=]+)?\{\s*\}?\s*$)"
+        r"(?![^;]*(?:\bfunction\b|=>))(?=[^;'\"`{}]*\)[^;'\"`{}()=]*\{\s*\}?\s*$)"
     ),
 )
 _RULES: dict[str, tuple[re.Pattern[str], ...]] = {
