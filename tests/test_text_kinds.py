@@ -209,6 +209,13 @@ def test_watch_wakes_for_an_edited_gitignore_but_not_other_hidden_files(tmp_path
     assert keep(None, str(tmp_path / ".gitignore")) and keep(None, str(tmp_path / "sub" / ".ignore"))
     assert not keep(None, str(tmp_path / ".git" / "index"))
     assert not keep(None, str(tmp_path / ".env"))
+    # a build writing into a folder .gitignore names makes no pass; the ignore file is
+    # read again once it changes
+    (tmp_path / ".gitignore").write_text("build/\n")
+    assert keep(None, str(tmp_path / ".gitignore"))
+    assert not keep(None, str(tmp_path / "build" / "out.o"))
+    assert keep(None, str(tmp_path / "src" / "main.c"))
+    assert _relevant(tmp_path, (), hidden=False, no_ignore=True)(None, str(tmp_path / "build" / "out.o"))
 
 
 def test_cli_add_no_ignore_takes_what_gitignore_names(tmp_path):

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kbdesk.errors import KbdeskError
-from kbdesk.ingest.ignore_rules import IGNORE_FILES
+from kbdesk.ingest.ignore_rules import IGNORE_FILES, IgnoredUnder
 
 # Events are grouped until the folder has been quiet for QUIET_MS, or for at most
 # DEBOUNCE_MS: a copy of many files makes a few passes, not one per file.
@@ -87,7 +87,7 @@ def watch_folder(
     root = Path(folder).expanduser().absolute()
     if not root.is_dir():
         raise WatchError(f"{root} is not a folder")
-    keep = _relevant(root, _own_paths(ingestor.desk, root), hidden)
+    keep = _relevant(root, _own_paths(ingestor.desk, root), hidden, no_ignore)
     passes = 0
     pass_due = True  # the initial pass, made once the watcher listens (so nothing slips between)
     with closing(_changes(watcher, root, keep, stop, poll, poll_interval, on_event)) as stream:
@@ -202,10 +202,12 @@ def _one_pass(
     )
 
 
-def _relevant(root: Path, own: tuple[str, ...], hidden: bool) -> Callable[[Any, str], bool]:
+def _relevant(root: Path, own: tuple[str, ...], hidden: bool, no_ignore: bool = False) -> Callable[[Any, str], bool]:
     """Which changed paths deserve a pass: not kbdesk's own files (the database may live
     inside the folder: its writes must not wake the watcher), not hidden ones unless
-    asked for."""
+    asked for, not those the folder's ignore files name (a build writing into an ignored
+    folder makes no passes); an edited ignore file always does."""
+    ignore = [None if no_ignore else IgnoredUnder([root])]
 
     def keep(_change: Any, path: str) -> bool:
         if own and (path in own or path.startswith(tuple(p + os.sep for p in own))):
@@ -217,10 +219,12 @@ def _relevant(root: Path, own: tuple[str, ...], hidden: bool) -> Callable[[Any, 
                 return True
             parts = rel.split(os.sep)
             if parts[-1] in IGNORE_FILES and not any(p.startswith(".") for p in parts[:-1]):
-                return True  # what is ignored may have changed
+                if ignore[0] is not None:
+                    ignore[0] = IgnoredUnder([root])  # what is ignored may have changed
+                return True
             if any(part.startswith(".") and part not in (".", "..") for part in parts):
                 return False
-        return True
+        return ignore[0] is None or not ignore[0](Path(path))
 
     return keep
 
