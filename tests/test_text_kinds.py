@@ -246,3 +246,21 @@ def test_a_gitignore_pattern_that_would_backtrack_without_end_is_left_out(tmp_pa
     )
     found = sorted(f.name for f in scan([folder]).files)
     assert found == ["b.txt", "xaxaxaxaxaxaxaxaxaxab.txt"]  # the bounded rule (*.log) still holds
+
+
+def test_the_one_expression_prefilter_agrees_with_gits_rules(tmp_path):
+    import itertools
+
+    from kbdesk.ingest.ignore_rules import Rules, ignored, read_rules
+
+    (tmp_path / ".gitignore").write_text(
+        "*.log\n!keep.log\nbuild/\n/top.txt\ndocs/**/draft*\na?c.md\n[ab]x.py\n**/cache\n!src/cache\n"
+    )
+    (fast,) = read_rules(str(tmp_path), "")
+    assert fast.any_match is not None
+    slow = Rules(fast.prefix, fast.spec, None)
+    names = ["x.log", "keep.log", "build", "top.txt", "draft1.md", "abc.md", "ax.py", "cache", "main.c"]
+    folders = ["", "src/", "docs/a/", "build/", "deep/er/"]
+    for folder, name, is_dir in itertools.product(folders, names, (False, True)):
+        rel = folder + name
+        assert ignored([fast], rel, is_dir) == ignored([slow], rel, is_dir), rel
