@@ -227,3 +227,8 @@ def test_a_call_with_a_callback_is_not_a_method():
         "class Router {\n  handle(req, res) {\n    next(createError(406, {\n      types: []\n    }));\n  }\n}\n"
     )
     assert [p for p, _ in paths(js, "router.test.js")] == [[], ["Router"], ["Router", "handle"]]
+
+
+def test_a_latex_titles_plain_pdf_form_is_its_heading():
+    tex = "\\section{\\texorpdfstring{$\\func{Mint}$}{Mint}}\nText.\n\\section{Costs in \\$ for $O(n)$}\nMore.\n"
+    assert [p for p, _ in paths(tex, "spark.tex")] == [["Mint"], ["Costs in $ for O(n)"]]

@@ -44,9 +44,27 @@ def _braced(text: str, open_at: int, limit: int = 2000) -> str:
     return text[open_at + 1 : end]
 
 
+def _pdf_strings(tex: str) -> str:
+    """``\\texorpdfstring{$\\func{Mint}$}{Mint}`` → ``Mint``: the plain form a title gives for PDF."""
+    for _ in range(20):
+        at = tex.find("\\texorpdfstring")
+        first = tex.find("{", at)
+        if at < 0 or first < 0:
+            break
+        rich = _braced(tex, first)
+        second = tex.find("{", first + len(rich) + 2)
+        if second < 0:
+            break
+        plain = _braced(tex, second)
+        tex = tex[:at] + plain + tex[second + len(plain) + 2 :]
+    return tex
+
+
 def _plain(tex: str) -> str:
-    """A title's text: ``\\&`` is "&", other commands and braces are left out."""
-    kept = _ESCAPED.sub(lambda m: chr(0xE000 + ord(m.group(1))), tex)  # escaped characters set aside
+    """A title's text: ``\\&`` is "&", ``\\texorpdfstring``'s plain form, math ``$`` and
+    other commands and braces left out."""
+    kept = _ESCAPED.sub(lambda m: chr(0xE000 + ord(m.group(1))), _pdf_strings(tex))  # escaped characters set aside
+    kept = kept.replace("$", " ")  # math delimiters
     plain = _COMMAND.sub(" ", kept)
     plain = re.sub("[\ue000-\ue07f]", lambda m: chr(ord(m.group()) - 0xE000), plain)
     return " ".join(plain.split())[:MAX_VALUE]
