@@ -123,6 +123,15 @@ def test_the_kb_follows_the_folder(live_desk, tmp_path):
         assert w.count("pass") == passes
 
 
+def test_a_file_named_in_an_edited_gitignore_leaves_the_kb(live_desk, tmp_path):
+    folder = write_files(tmp_path / "repo", {"a.txt": "kept notes", "b.secret.txt": "a password"})
+    with Watching(live_desk, folder) as w:
+        w.until("added", "b.secret.txt")
+        (folder / ".gitignore").write_text("*.secret.txt\n")  # a hidden file, but this one wakes it
+        w.until("removed", "b.secret.txt")
+        assert ready_names(live_desk) == {"a.txt": "ready"}
+
+
 def test_its_own_database_inside_the_folder_does_not_wake_it(live_desk, tmp_path, kbdesk_home):
     assert kbdesk_home.parent == tmp_path  # the database and stored files live under the watched folder
     write_files(tmp_path, {"a.txt": "a note beside kbdesk's own data"})

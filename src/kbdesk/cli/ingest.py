@@ -209,6 +209,7 @@ def _q(text: str) -> str:
 @click.option("-i", "--include", multiple=True, metavar="GLOB", help="Only files matching GLOB (repeatable).")
 @click.option("-x", "--exclude", multiple=True, metavar="GLOB", help="Skip files matching GLOB (repeatable).")
 @click.option("--hidden", is_flag=True, help="Also take hidden files and folders.")
+@click.option("--no-ignore", is_flag=True, help="Also take the files .gitignore and .ignore files name.")
 @click.option("--sync", is_flag=True, help="Remove documents whose files are gone from the folders given.")
 @click.option("--retry-failed", is_flag=True, help="Also try files that failed before and have not changed since.")
 @click.option(
@@ -222,9 +223,13 @@ def _q(text: str) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_obj
 def add_command(
-    state, kb, paths, include, exclude, hidden, sync, retry_failed, checksum, workers, quiet, as_json
+    state, kb, paths, include, exclude, hidden, no_ignore, sync, retry_failed, checksum, workers, quiet, as_json
 ) -> None:
     """Add files and folders (recursively) to KB; unchanged files are skipped.
+
+    In folders, files named in .gitignore/.ignore files are left out (--no-ignore
+    takes them), and so are lock files, minified bundles and vendored folders
+    (node_modules, vendor), each listed with its reason.
 
     A file that failed for a reason of its own (broken, binary, empty, too big) is
     not tried again until it changes, unless --retry-failed. Files another kbdesk run
@@ -257,6 +262,7 @@ def add_command(
                 sync=sync,
                 retry_failed=retry_failed,
                 checksum=checksum,
+                no_ignore=no_ignore,
             ),
             next_step,
             as_json,
@@ -307,6 +313,7 @@ def rebuild_command(state, kb, as_json) -> None:
 @click.option("-i", "--include", multiple=True, metavar="GLOB", help="Only files matching GLOB (repeatable).")
 @click.option("-x", "--exclude", multiple=True, metavar="GLOB", help="Skip files matching GLOB (repeatable).")
 @click.option("--hidden", is_flag=True, help="Also take hidden files and folders.")
+@click.option("--no-ignore", is_flag=True, help="Also take the files .gitignore and .ignore files name.")
 @click.option(
     "--poll",
     is_flag=True,
@@ -320,7 +327,9 @@ def rebuild_command(state, kb, as_json) -> None:
 @click.option("--passes", type=click.IntRange(1), hidden=True, help="Stop after this many passes (tests).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line for each event, for scripts.")
 @click.pass_obj
-def watch_command(state, kb, folder, include, exclude, hidden, poll, interval, checksum, passes, as_json) -> None:
+def watch_command(
+    state, kb, folder, include, exclude, hidden, no_ignore, poll, interval, checksum, passes, as_json
+) -> None:
     """Keep KB in step with FOLDER until Ctrl-C: new, changed and deleted files.
 
     Reacts to OS file events (one pass per burst of changes, after a first pass at
@@ -376,6 +385,7 @@ def watch_command(state, kb, folder, include, exclude, hidden, poll, interval, c
             poll_interval=interval,
             max_passes=passes,
             checksum=checksum,
+            no_ignore=no_ignore,
         ),
         cancel=cancel,
         stopped=stopped,

@@ -21,13 +21,17 @@ from kbdesk.ingest.html_text import extract_html
 from kbdesk.ingest.limits import Budget
 from kbdesk.ingest.office_props import ooxml_properties, relationships
 from kbdesk.ingest.ooxml_charts import graphics_text
-from kbdesk.ingest.sections import ExtractionError, Outline, Section
-from kbdesk.ingest.text_decode import decode_markup
+from kbdesk.ingest.rtf_text import extract_rtf
+from kbdesk.ingest.sections import ExtractionError, Outline, ResourceLimit, Section
+from kbdesk.ingest.text_decode import decode_markup, decode_text
 from kbdesk.ingest.xml_tree import Node, elements, parse, stream
 from kbdesk.ingest.zip_parts import ZipParts
 
 _HEADING_NAME = re.compile(r"heading\s*([1-9])$", re.IGNORECASE)
-_SKIP = frozenset({"delText", "instrText", "delInstrText", "Fallback", "rPr", "pPr", "sectPr", "tblPr", "trPr", "tcPr"})
+# "rt": a ruby (furigana) reading, which would split the word it annotates (価格かかく設定)
+_SKIP = frozenset(
+    {"delText", "instrText", "delInstrText", "Fallback", "rPr", "pPr", "sectPr", "tblPr", "trPr", "tcPr", "rt"}
+)
 _BREAKS = {"tab": "\t", "br": "\n", "cr": "\n", "noBreakHyphen": "-", "softHyphen": ""}
 # read a row, a control's content at a time when they sit in the body (their children
 # come one by one); a table's rows are made into text every ROWS_HELD rows
@@ -207,15 +211,22 @@ class _Reader:
 
 
 def _rows(tbl: Node) -> list[Node]:
-    return [tr for tr in tbl.children if tr.tag == "tr"]
+    """A table's rows, those inside content controls and custom XML too."""
+    return _wrapped(tbl, "tr")
 
 
 def _cells(tr: Node) -> list[Node]:
     """A row's cells, those inside content controls too (not the cells of nested tables)."""
-    out, work = [], list(reversed(tr.children))
+    return _wrapped(tr, "tc")
+
+
+def _wrapped(parent: Node, tag: str) -> list[Node]:
+    """The ``tag`` children of a table or row, those wrapped in content controls
+    (``w:sdt``) and custom XML (``w:customXml``) too: a repeating-section row is one."""
+    out, work = [], list(reversed(parent.children))
     while work:
         n = work.pop()
-        if n.tag == "tc":
+        if n.tag == tag:
             out.append(n)
         elif n.tag in ("sdt", "sdtContent", "customXml"):
             work.extend(reversed(n.children))
@@ -234,10 +245,17 @@ def extract_docx(data: bytes, budget: Budget) -> list[Section]:
     def alt_chunk(rid: str) -> str:  # Word's "altChunk": a part in another format, e.g. HTML
         target = rels.get(rid)
         raw = parts.read(target[0]) if target else None
-        if not raw or not target or not target[0].lower().endswith((".htm", ".html", ".xhtml")):
+        name = target[0].lower() if target else ""
+        if not raw or not name.endswith((".htm", ".html", ".xhtml", ".txt", ".rtf")):
             return ""
         try:
+            if name.endswith(".txt"):  # imported plain text
+                return decode_text(raw)
+            if name.endswith(".rtf"):  # an imported RTF file (Word's "Insert > Text from File")
+                return "\n\n".join(s.text for s in extract_rtf(raw, budget))
             return "\n\n".join(s.text for s in extract_html(decode_markup(raw), title=False))
+        except ResourceLimit:
+            raise
         except ExtractionError:
             return ""
 

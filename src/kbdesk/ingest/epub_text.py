@@ -17,7 +17,7 @@ from urllib.parse import unquote
 from kbdesk.ingest.html_text import extract_html
 from kbdesk.ingest.limits import Budget
 from kbdesk.ingest.office_props import properties_from
-from kbdesk.ingest.sections import ExtractionError, Section
+from kbdesk.ingest.sections import ExtractionError, ResourceLimit, Section
 from kbdesk.ingest.text_decode import decode_markup
 from kbdesk.ingest.xml_tree import parse
 from kbdesk.ingest.zip_parts import ZipParts
@@ -62,6 +62,8 @@ def extract_epub(data: bytes, budget: Budget, warnings: list[str]) -> list[Secti
         try:
             pieces = extract_html(decode_markup(raw), title=False)
         except ExtractionError:
+            pieces = svg_text(raw, href)  # a page drawn as inline SVG (comics, fixed layout), else none
+        if not pieces:
             continue  # a cover page or an image-only chapter: no text
         for piece in pieces:
             budget.spend(len(piece.text), "the EPUB")
@@ -89,3 +91,17 @@ def _chapter(parts: ZipParts, href: str) -> bytes | None:
             )
         out.append(piece)
     return b"".join(out)
+
+
+def svg_text(raw: bytes, href: str) -> list[Section]:
+    """The text of a chapter's SVG ``<text>`` elements (with their ``<tspan>``s), one line
+    each: what a page drawn as SVG says. Empty when it has none or cannot be parsed."""
+    try:
+        root = parse(raw, href)
+    except ResourceLimit:
+        raise
+    except ExtractionError:
+        return []
+    lines = [" ".join(node.text_content().split()) for node in root.iter("text")]
+    text = "\n".join(line for line in lines if line)
+    return [Section(text, {})] if text else []

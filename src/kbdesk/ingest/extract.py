@@ -32,7 +32,9 @@ Section text per format (docs/FORMATS.md has the table, with the libraries measu
   name}``, rows as CSV's; EPUB (:mod:`.epub_text`): chapters in reading order, each read
   as HTML ``{"chapter": n}``; e-mail (:mod:`.email_text`): sections per message with its
   headers, attachments in formats kbdesk reads extracted too; notebooks
-  (:mod:`.notebook_text`): Markdown and code cells, read as Markdown. Their title,
+  (:mod:`.notebook_text`): Markdown and code cells, read as Markdown; code,
+  configuration, LaTeX, BibTeX and org-mode (:mod:`.text_kinds`): sections at
+  definitions, keys and headings. Their title,
   author and dates go into each section's metadata. Zip-based files are read within
   the limits of :mod:`.zip_parts` and :mod:`.xml_tree`, every format within the time
   and text of :mod:`.limits`.
@@ -40,8 +42,8 @@ A heading immediately followed by another heading is merged into the next sectio
 so no section is a bare heading. Every section's text (and heading path) is put in
 Unicode NFKC (:func:`kbdesk.textnorm.nfkc`) before anything is chunked: a ligature
 ("ﬁ") or full-width letter is indexed, and found, by its plain spelling. Decoding
-(BOM, UTF-16 without one, a declared charset, UTF-8, cp1252; line endings to "\\n") is
-:mod:`.text_decode`.
+(BOM, UTF-16 without one, a declared charset, UTF-8, a guessed legacy encoding kept as
+the sections' ``encoding``; line endings to "\\n") is :mod:`.text_decode`.
 """
 
 from __future__ import annotations
@@ -60,13 +62,15 @@ from kbdesk.ingest.limits import Budget, clock
 from kbdesk.ingest.markdown_text import extract_markdown
 from kbdesk.ingest.notebook_text import extract_notebook
 from kbdesk.ingest.ocr import IMAGE_CONTENT_TYPES, IMAGE_TYPES, OcrSetup
+from kbdesk.ingest.ooxml_embedded import embedded_sections
 from kbdesk.ingest.opendoc_text import extract_opendocument
 from kbdesk.ingest.pdf_text import extract_pdf
 from kbdesk.ingest.pptx_text import extract_pptx
 from kbdesk.ingest.rtf_text import extract_rtf
 from kbdesk.ingest.sections import Extracted, ExtractionError, Section
 from kbdesk.ingest.sheet_text import extract_xlsx
-from kbdesk.ingest.text_decode import decode_markup, decode_text, is_binary
+from kbdesk.ingest.text_decode import decode_markup, decode_text, decode_text_as, is_binary
+from kbdesk.ingest.text_kinds import TEXT_KIND_TYPES, TEXT_READERS
 from kbdesk.textnorm import nfkc
 
 __all__ = [
@@ -90,8 +94,8 @@ ODS = "application/vnd.oasis.opendocument.spreadsheet"
 _TYPES = {
     ".txt": "text/plain",
     ".text": "text/plain",
-    # reStructuredText, logs and AsciiDoc are prose read as-is. JSON/XML/YAML are left
-    # out: usually data or config (lockfiles, dumps) that would flood a folder import.
+    # reStructuredText, logs and AsciiDoc are prose read as-is; code, configuration and
+    # notes markup are added below (.text_kinds), lock files left out by the folder walk
     ".rst": "text/plain",
     ".log": "text/plain",
     ".adoc": "text/plain",
@@ -122,6 +126,7 @@ _TYPES = {
     # scans, screenshots, photos: read by OCR (Tesseract), see .ocr
     **IMAGE_TYPES,
 }
+_TYPES.update(TEXT_KIND_TYPES)  # code, configuration and notes markup (.text_kinds)
 SUPPORTED_SUFFIXES: frozenset[str] = frozenset(_TYPES)
 
 _MB = 1024 * 1024
@@ -132,9 +137,9 @@ _TEXT_EXTRACTORS: dict[str, Callable[[str], list[Section]]] = {
 }
 # packages and binary formats: (bytes, budget, warnings) → sections
 _PACKAGES: dict[str, Callable[[bytes, Budget, list[str]], list[Section]]] = {
-    DOCX: lambda data, budget, _w: extract_docx(data, budget),
-    PPTX: lambda data, budget, _w: extract_pptx(data, budget),
-    XLSX: lambda data, budget, _w: extract_xlsx(data, budget),
+    DOCX: lambda data, budget, w: extract_docx(data, budget) + _embedded(data, budget, w),
+    PPTX: lambda data, budget, w: extract_pptx(data, budget) + _embedded(data, budget, w),
+    XLSX: lambda data, budget, w: extract_xlsx(data, budget) + _embedded(data, budget, w),
     ODT: lambda data, budget, _w: extract_opendocument(data, budget),
     ODP: lambda data, budget, _w: extract_opendocument(data, budget),
     ODS: lambda data, budget, _w: extract_opendocument(data, budget),
@@ -165,7 +170,11 @@ def _sections(data: bytes, ctype: str, budget: Budget, warnings: list[str]) -> l
         return package(data, budget, warnings)
     if is_binary(data):
         raise ExtractionError("binary file (not text)")
-    text = decode_markup(data) if ctype == "text/html" else decode_text(data)
+    guessed = None
+    if ctype in ("text/html", "application/xml"):
+        text = decode_markup(data)
+    else:
+        text, guessed = decode_text_as(data)
     if not text.strip():
         raise ExtractionError("file has no text (only whitespace)")
     budget.spend(len(text))
@@ -173,8 +182,19 @@ def _sections(data: bytes, ctype: str, budget: Budget, warnings: list[str]) -> l
         return extract_html(text)
     if ctype == "application/x-ipynb+json":
         return extract_notebook(text, budget)
-    extractor = _TEXT_EXTRACTORS.get(ctype)
-    return extractor(text) if extractor else [Section(text.strip(), {})]
+    extractor = _TEXT_EXTRACTORS.get(ctype) or TEXT_READERS.get(ctype)
+    sections = extractor(text) if extractor else [Section(text.strip(), {})]
+    if guessed is not None:  # the legacy encoding it was read in: the document's own property
+        for section in sections:
+            section.metadata["encoding"] = guessed
+    return sections
+
+
+def _embedded(data: bytes, budget: Budget, warnings: list[str]) -> list[Section]:
+    """Documents embedded in an Office file, read as attachments are (:mod:`.ooxml_embedded`)."""
+    return embedded_sections(
+        data, budget, warnings, _attachment(warnings), lambda name: content_type_for(name) is not None
+    )
 
 
 def _attachment(warnings: list[str]) -> Callable[[bytes, str, Budget], list[Section]]:

@@ -6,6 +6,12 @@ are kbdesk's own files (the database, its WAL and the stored originals). Hidden 
 and folders are skipped unless asked for. In folders, files of a type kbdesk cannot
 read are skipped; a file named explicitly is always attempted, so it fails with a
 reason instead.
+
+In folders, what the folder's ``.gitignore`` and ``.ignore`` files name is left out
+(:mod:`.ignore_rules`; ``no_ignore`` reads it all), and so are files a tool generated —
+lock files, minified bundles — and vendored folders (``node_modules``, ``vendor``…), each
+with its reason (:mod:`.text_kinds`). An ``include`` glob that matches a generated file
+reads it, and one that names a vendored folder walks it.
 """
 
 from __future__ import annotations
@@ -18,7 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 
 from kbdesk.ingest.extract import content_type_for
+from kbdesk.ingest.ignore_rules import Rules, ignored, read_rules
 from kbdesk.ingest.names import as_text, display_name, source_key
+from kbdesk.ingest.text_kinds import VENDORED_FOLDERS, generated_reason
 
 
 @dataclass(frozen=True)
@@ -74,8 +82,10 @@ def scan(
     exclude: Sequence[str] = (),
     hidden: bool = False,
     protect: Iterable[Path] = (),
+    no_ignore: bool = False,
 ) -> Scan:
-    """Files under ``paths``; globs match the path relative to its root or the basename."""
+    """Files under ``paths``; globs match the path relative to its root or the basename.
+    ``no_ignore``: also the files that ``.gitignore``/``.ignore`` files name."""
     out = Scan()
     protect = [Path(p).resolve() for p in protect]
     seen: set[str] = set()  # real paths
@@ -92,7 +102,7 @@ def scan(
             continue
         if stat.S_ISDIR(st.st_mode):
             out.roots.append(path)
-            _walk(path, path.resolve(), out, include, exclude, hidden, protect, seen)
+            _walk(path, path.resolve(), out, include, exclude, hidden, protect, seen, no_ignore)
         elif stat.S_ISREG(st.st_mode):
             if _protected(path.resolve(), protect):
                 out.skipped.append(Skipped(str(path), "kbdesk's own data file"))
@@ -113,14 +123,16 @@ def _walk(
     hidden: bool,
     protect: list[Path],
     seen: set[str],
+    no_ignore: bool = False,
 ) -> None:
     """Walk ``root``; each folder is carried with its real path and its path relative to
     the root as text, so an entry that is not a symlink costs one ``stat`` and no
     ``realpath`` (which takes an ``lstat`` per component of the path)."""
     visited_dirs: set[tuple[int, int]] = set()
-    stack: list[tuple[str, str, str]] = [(str(root), str(real_root), "")]  # folder, its real path, rel prefix
+    # folder, its real path, rel prefix, the ignore rules that apply in it
+    stack: list[tuple[str, str, str, list[Rules]]] = [(str(root), str(real_root), "", [])]
     while stack:
-        folder, folder_real, prefix = stack.pop()
+        folder, folder_real, prefix, rules = stack.pop()
         try:
             st = os.stat(folder)
         except OSError as exc:
@@ -136,6 +148,8 @@ def _walk(
         except OSError as exc:
             out.skipped.append(Skipped(folder, f"cannot list folder ({exc.strerror})"))
             continue
+        if not no_ignore:
+            rules = rules + read_rules(folder, prefix)
         subfolders = []
         for entry in entries:
             name = entry.name
@@ -162,8 +176,14 @@ def _walk(
             if _protected(real, protect):
                 out.skipped.append(Skipped(entry.path, "kbdesk's own data file"))
                 continue
-            if stat.S_ISDIR(st.st_mode):
-                subfolders.append((entry.path, real, rel + "/"))
+            is_dir = stat.S_ISDIR(st.st_mode)
+            if rules and ignored(rules, rel, is_dir):
+                continue  # named in a .gitignore or .ignore
+            if is_dir:
+                if name in VENDORED_FOLDERS and not any(name in p for p in include):
+                    out.skipped.append(Skipped(entry.path, f"vendored folder ({name}): other people's code, not read"))
+                    continue
+                subfolders.append((entry.path, real, rel + "/", rules))
                 continue
             if not stat.S_ISREG(st.st_mode):
                 out.skipped.append(Skipped(entry.path, "not a regular file (socket, FIFO or device)"))
@@ -171,6 +191,10 @@ def _walk(
             if exclude and _matches(rel, exclude):
                 continue
             if include and not _matches(rel, include):
+                continue
+            generated = generated_reason(name)
+            if generated is not None and not (include and _matches(rel, include)):
+                out.skipped.append(Skipped(entry.path, generated))
                 continue
             if content_type_for(name) is None:
                 kind = PurePath(name).suffix or name

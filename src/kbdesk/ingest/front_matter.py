@@ -1,16 +1,18 @@
 """A note's own metadata: YAML front matter and inline ``#tags`` (Obsidian-style vaults).
 
 Front matter is the block between a first line ``---`` and the next ``---`` (or ``...``).
-It is read here without a YAML library, for the shapes notes use — and nothing in it is
-ever executed or resolved (a ``!!python/...`` tag is text like any other):
-
-- ``key: value`` (quotes around the value dropped),
-- ``key: [a, b, "c d"]`` (a flow list),
-- ``key:`` followed by ``- item`` lines (a block list),
-- anything else (nested maps, ``|`` and ``>`` blocks, anchors) is left out, not an error.
+It is read by a YAML reader in safe mode (PyYAML's ``CSafeLoader``, else ``SafeLoader``:
+plain data only — no code, no custom tags), so quotes, comments, flow and block lists,
+nested maps and ``|``/``>`` text read as YAML reads them. A block over
+:data:`MAX_BLOCK` bytes, or one the YAML reader refuses (a ``!!python/...`` tag, a
+syntax error), is read by a small reader of its own instead, which never executes or
+resolves anything: ``key: value``, ``key: [a, b]`` and ``- item`` lists; the rest is left
+out, never an error.
 
 From it a document keeps ``title``, ``tags`` (a list, or one string split at commas and
-spaces), ``date``, ``author`` and ``created``. Inline tags are ``#word`` after the start
+spaces), ``date``, ``author`` and ``created``; a date written as people write it
+(``2024/01/05``, ``January 5, 2024``, ``5 Jan 2024``, ISO with a time) is kept in ISO form
+(:mod:`.people_dates`), which date filters compare. Inline tags are ``#word`` after the start
 of a line or a space (so not ``page#part`` in a URL, nor ``&#38;``), at least one letter
 in them (``#1984`` is a number), letters, digits, ``_``, ``-`` and ``/`` (nested tags);
 never inside code (fenced blocks and inline code spans), and a heading's ``# Title`` is
@@ -20,12 +22,16 @@ not one (``#`` followed by a space).
 from __future__ import annotations
 
 import re
+from datetime import date
 from typing import Any
+
+from kbdesk.ingest.people_dates import iso_date
 
 FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)?(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
 KEPT = ("title", "tags", "date", "author", "created")
 MAX_TAGS = 200
 MAX_VALUE = 500
+MAX_BLOCK = 64 * 1024
 _KEY = re.compile(r"^([A-Za-z_][\w .-]*?)[ \t]*:(?:[ \t]+(.*?))?[ \t]*$")
 _ITEM = re.compile(r"^[ \t]*-[ \t]+(.*?)[ \t]*$")
 _INLINE_TAG = re.compile(r"(?:^|(?<=[\s(\[,]))#([\w/-]*[^\W\d][\w/-]*)", re.M)
@@ -57,6 +63,72 @@ def _flow_list(value: str) -> list[str]:
 
 def read_fields(block: str) -> dict[str, Any]:
     """The kept fields of a front matter block (see the module's docstring)."""
+    raw = _yaml(block)
+    if raw is None:
+        raw = _simple(block)
+    return _kept(raw)
+
+
+def _yaml(block: str) -> dict[str, Any] | None:
+    """The block as YAML reads it in safe mode (keys lower case), or None when it is too
+    big, refused or not a map."""
+    if len(block) > MAX_BLOCK:
+        return None
+    try:
+        import yaml
+
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        data = yaml.load(block, Loader=loader)
+    except Exception:  # noqa: BLE001 - YAML's errors (and a missing PyYAML): the small reader instead
+        return None
+    if not isinstance(data, dict):
+        return None
+    return {str(k).strip().lower(): v for k, v in data.items()}
+
+
+_SCALARS = (str, int, float, bool, date)
+
+
+def _text(value: Any) -> str:
+    """A scalar as text (a date in ISO form); "" for anything else."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, _SCALARS):
+        return " ".join(str(iso_date(value) or value).split())[:MAX_VALUE]
+    return ""
+
+
+def _kept(raw: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in KEPT:
+        value = raw.get(name)
+        if name == "tags":
+            continue
+        if isinstance(value, list):
+            if name == "author":
+                joined = ", ".join(t for t in (_text(v) for v in value) if t)[:MAX_VALUE]
+                if joined:
+                    out[name] = joined
+            continue
+        text = _text(value)
+        if text:
+            out[name] = (iso_date(text) or text) if name in ("date", "created") else text
+    for key in ("tags", "tag"):
+        value = raw.get(key)
+        if isinstance(value, list):
+            tags = clean_tags(_text(v) for v in value)  # only scalar items: an alias bomb stays unread
+        elif isinstance(value, str):
+            tags = clean_tags(re.split(r"[,\s]+", value))
+        else:
+            continue
+        if tags:
+            out["tags"] = tags
+            break
+    return out
+
+
+def _simple(block: str) -> dict[str, Any]:
+    """The small reader: ``key: value``, flow lists and block lists; the rest left out."""
     raw: dict[str, Any] = {}
     key: str | None = None
     for line in block.splitlines():
@@ -81,23 +153,7 @@ def read_fields(block: str) -> dict[str, Any]:
             raw[key] = None  # multi-line strings, anchors, maps: left out
         else:
             raw[key] = _scalar(value)
-    out: dict[str, Any] = {}
-    for name in KEPT:
-        value = raw.get(name)
-        if name == "tags":
-            tags = clean_tags(value if isinstance(value, list) else re.split(r"[,\s]+", value or ""))
-            if tags:
-                out["tags"] = tags
-        elif isinstance(value, str) and value:
-            out[name] = value
-        elif isinstance(value, list) and value and name in ("author",):
-            out[name] = ", ".join(value)[:MAX_VALUE]
-    if "tags" not in out and isinstance(raw.get("tag"), (str, list)):
-        value = raw["tag"]
-        tags = clean_tags(value if isinstance(value, list) else re.split(r"[,\s]+", value))
-        if tags:
-            out["tags"] = tags
-    return out
+    return raw
 
 
 def clean_tags(values: Any) -> list[str]:

@@ -23,6 +23,7 @@ import re
 from kbdesk.ingest.limits import Budget
 from kbdesk.ingest.office_props import properties_from
 from kbdesk.ingest.sections import ExtractionError, Outline, Section
+from kbdesk.ingest.sheet_comments import COMMENTS_PER_SHEET, row_comments, rows_repeated
 from kbdesk.ingest.sheet_text import rows_as_lines
 from kbdesk.ingest.xml_tree import Node, elements, parse
 from kbdesk.ingest.zip_parts import ZipParts
@@ -35,7 +36,8 @@ ODF_FIELDS = {
 }
 MAX_REPEAT = 1000  # a repeated row or cell with text is written out at most this often
 _BLOCKS = frozenset({"p", "h", "list", "list-item", "list-header", "table", "section", "index-body", "frame"})
-_SKIP = frozenset({"note-citation", "annotation-end", "tracked-changes", "forms", "sequence-decls"})
+# "ruby-text": a ruby (furigana) reading, which would split the word it annotates
+_SKIP = frozenset({"note-citation", "annotation-end", "tracked-changes", "forms", "sequence-decls", "ruby-text"})
 
 
 def text_of(node: Node) -> str:
@@ -183,6 +185,8 @@ class _Content:
         self.sections: list[Section] = []
         self.rows: list[list[str]] = []  # the rows of the table being read
         self.spent = 0  # … and the characters counted for them so far
+        self.comments: list[str] = []  # … the comments on its cells (a sheet's)
+        self.row_number = 0  # … and the sheet row the next one is
         self.slides = 0
         self.declared: list[str] = []  # a presentation's header and footer declarations
 
@@ -195,6 +199,9 @@ class _Content:
             self.budget.spend(chars, "the document")
             self.spent += chars
             self.rows.extend(rows)
+            if kind == "spreadsheet":
+                self.comments += row_comments(node, self.row_number, COMMENTS_PER_SHEET - len(self.comments))
+                self.row_number += rows_repeated(node)
         elif tag == "table" and not node.children:  # a table ended: its rows came before it
             self.table_done(node)
         elif tag in _SPLIT:
@@ -215,9 +222,10 @@ class _Content:
     def table_done(self, table: Node) -> None:
         rows, self.rows = self.rows, []
         spent, self.spent = self.spent, 0
+        comments, self.comments, self.row_number = self.comments, [], 0
         if self.kind == "spreadsheet":
             name = table.get("name") or "Sheet"
-            lines = rows_as_lines(rows)
+            lines = rows_as_lines(rows) + comments  # comments on its cells last
             text = f"Sheet {name}\n" + "\n".join(lines)
             self.budget.spend(max(len(text) - spent, 0), "the spreadsheet")
             if lines:

@@ -27,6 +27,7 @@ from kbdesk.ingest.batch import EMBED_GROUP, STAGED, BatchRunner, Feeder, Job
 from kbdesk.ingest.events import EventSink, IngestEvent, ignore
 from kbdesk.ingest.folders import FoundFile, scan
 from kbdesk.ingest.helper import Helper
+from kbdesk.ingest.ignore_rules import IgnoredUnder
 from kbdesk.ingest.names import HIDDEN, file_of, under, upload_source
 from kbdesk.ingest.prepare import Preparer
 from kbdesk.ingest.writer import Writer
@@ -143,6 +144,7 @@ class Ingestor:
         retry_failed: bool = False,
         checksum: bool = False,
         uploads: Mapping[Path, str] | None = None,
+        no_ignore: bool = False,
     ) -> IngestReport:
         """Ingest files and folders into a KB; unchanged files cost nothing, files that
         failed for a reason of their own are not tried again until they change (or
@@ -152,11 +154,16 @@ class Ingestor:
         ``uploads``: the files (staged copies) came over HTTP, each under the name given
         for it, and are known by that name (a new version of the document of that name,
         however it came); otherwise a file is known by its path (as the store keeps it:
-        ``store.source_key``), and takes over the document an upload of its name made."""
+        ``store.source_key``), and takes over the document an upload of its name made.
+
+        ``no_ignore``: also the files a folder's ``.gitignore``/``.ignore`` files name
+        (left out otherwise, and removed by ``sync`` once named there)."""
         kb = self.desk.kb(kb_ref)
         report = IngestReport()
         self.sweep(kb)
-        found = scan(paths, include=include, exclude=exclude, hidden=hidden, protect=self._protected())
+        found = scan(
+            paths, include=include, exclude=exclude, hidden=hidden, protect=self._protected(), no_ignore=no_ignore
+        )
         found.files = [self._known_by(f, uploads) for f in found.files]
         report.missing = list(found.missing)
         for item in found.skipped:
@@ -182,8 +189,10 @@ class Ingestor:
             if prepared.elsewhere:
                 self._wait_for_others(kb, prepared.elsewhere, claim, report)
             if sync and not self._cancel.is_set():
-                unfiltered = (lambda: self._all_sources(paths, hidden)) if include or exclude else (lambda: set[str]())
-                self._sync(kb, found.roots, {f.source for f in found.files}, unfiltered, report)
+                every = lambda: self._all_sources(paths, hidden, no_ignore)  # noqa: E731
+                unfiltered = every if include or exclude else (lambda: set[str]())
+                ignored_now = None if no_ignore else IgnoredUnder(found.roots)
+                self._sync(kb, found.roots, {f.source for f in found.files}, unfiltered, report, ignored_now)
             if not self._cancel.is_set():  # staged vectors whose documents moved on long ago
                 self.store.prune_cached_vectors(STAGED, STAGED_DAYS)
         finally:
@@ -424,9 +433,9 @@ class Ingestor:
         return dataclasses.replace(file, source=self.store.source_key(file.path))
 
     # ── --sync ─────────────────────────────────────────────────────────────────
-    def _all_sources(self, paths: Sequence[str | os.PathLike[str]], hidden: bool) -> set[str]:
+    def _all_sources(self, paths: Sequence[str | os.PathLike[str]], hidden: bool, no_ignore: bool) -> set[str]:
         """The sources of every file under ``paths``, globs or not (what a sync keeps)."""
-        found = scan(paths, hidden=hidden, protect=self._protected())
+        found = scan(paths, hidden=hidden, protect=self._protected(), no_ignore=no_ignore)
         return {self.store.source_key(f.path) for f in found.files}
 
     def _sync(
@@ -436,9 +445,11 @@ class Ingestor:
         present: set[str],
         unfiltered: Callable[[], set[str]],
         report: IngestReport,
+        ignored_now: Callable[[Path], bool] | None = None,
     ) -> None:
-        """Remove documents whose file under a scanned folder no longer exists (uploads
-        are under no folder; a hidden path is under a folder when the folder's is its prefix)."""
+        """Remove documents whose file under a scanned folder no longer exists, or is now
+        named by an ignore file there (``ignored_now``); uploads are under no folder; a
+        hidden path is under a folder when the folder's is its prefix."""
         folders = [self.store.source_key(root) for root in roots]
         everything: set[str] | None = None
         for source, doc in self.store.documents_by_source(kb.id).items():
@@ -448,7 +459,7 @@ class Ingestor:
             if path is not None:
                 if not any(root == path or root in path.parents for root in roots):
                     continue
-                if path.is_file():
+                if path.is_file() and not (ignored_now is not None and ignored_now(path)):
                     continue  # still there, merely filtered out by this run's globs
             elif source.startswith(HIDDEN) and any(under(source, folder) for folder in folders):
                 everything = unfiltered() if everything is None else everything

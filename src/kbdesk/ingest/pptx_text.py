@@ -4,8 +4,9 @@ Slides in the presentation's order (``ppt/presentation.xml``'s slide list, not t
 names), each slide's shapes in their order: the title placeholder's text is the slide's
 heading, every other text frame one paragraph per line, tables one line per row (cells
 joined with " | "), grouped shapes included; the speaker notes follow as "Notes: …".
-Hidden slides are read too (they are part of the file). Metadata also carries the
-file's properties (:mod:`.office_props`).
+Hidden slides are read too (they are part of the file). Text the slide masters and
+layouts add to every slide comes last, once (:mod:`.pptx_masters`). Metadata also carries
+the file's properties (:mod:`.office_props`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from kbdesk.ingest.limits import Budget
 from kbdesk.ingest.office_props import ooxml_properties, relationships
 from kbdesk.ingest.ooxml_charts import graphics_text
+from kbdesk.ingest.pptx_masters import master_section
 from kbdesk.ingest.sections import ExtractionError, Section
 from kbdesk.ingest.xml_tree import Node, parse
 from kbdesk.ingest.zip_parts import ZipParts
@@ -114,6 +116,7 @@ def extract_pptx(data: bytes, budget: Budget) -> list[Section]:
         budget.spend(len(text), "the PowerPoint file")
         if text:
             sections.append(Section(text, {"slide": number, "headings": [title] if title else [], **props}))
+    sections += master_section(parts, main, slides, props)  # text on its masters and layouts
     if not sections:
         raise ExtractionError("PowerPoint file has no text")
     return sections

@@ -110,3 +110,14 @@ class Outline:
     def sections(self, extra: dict) -> list[Section]:
         self.flush()
         return sections_from_blocks(self.blocks, extra)
+
+
+PATH_SEPARATOR = " › "
+
+
+def headed(path: list[str], text: str) -> str:
+    """``text`` after a first line naming its heading path (``Parser › parse``): how the
+    sections of code, LaTeX and org files begin, as a Markdown section begins with its
+    heading line. Keyword search then finds a definition or section by its name first
+    (measured: docs/FORMATS.md, "Code"), and every chunk's first words say where it is."""
+    return f"{PATH_SEPARATOR.join(path)}\n{text}" if path else text

@@ -3,8 +3,8 @@
 Each sheet reads as CSV does (:mod:`.csv_text`): its first row with text is the header,
 every later row one line ``header: value; header: value`` (empty cells left out), so a
 row found by search says what each value is. Sheets in the workbook's order; shared
-strings, inline strings, booleans, numbers (as Excel shows them: no float noise) and
-dates (cells whose number format is a date, as ISO dates). Formulas are read by their
+strings, inline strings, booleans, numbers as their number format shows them
+(:mod:`.number_formats`: percentages, leading zeros, decimals, ISO dates, times). Formulas are read by their
 cached value. Sheets are parsed as a stream (no tree), so a large sheet costs its
 text, bounded by :class:`~kbdesk.ingest.limits.Budget`. Metadata also carries the file's
 properties (:mod:`.office_props`).
@@ -12,21 +12,19 @@ properties (:mod:`.office_props`).
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 from collections.abc import Iterable
 
 from kbdesk.ingest.limits import Budget
+from kbdesk.ingest.number_formats import BUILTIN, formatted, general
 from kbdesk.ingest.office_props import ooxml_properties, relationships
 from kbdesk.ingest.ooxml_charts import graphics_text, sheet_drawings_text
 from kbdesk.ingest.sections import ExtractionError, Section
+from kbdesk.ingest.sheet_comments import xlsx_comments
 from kbdesk.ingest.xml_tree import Source, parse, stream
 from kbdesk.ingest.zip_parts import ZipParts
 
 _COLUMN = re.compile(r"[A-Z]+")
-_DATE_FORMATS = frozenset({14, 15, 16, 17, 18, 19, 20, 21, 22, 45, 46, 47})  # Excel's built-in date formats
-_DATE_CODE = re.compile(r"[dmyhs]", re.IGNORECASE)
-_QUOTED = re.compile(r'"[^"]*"|\[[^\]]*\]|\\.')
 
 
 def rows_as_lines(rows: Iterable[list[str]]) -> list[str]:
@@ -65,46 +63,23 @@ def _column(ref: str) -> int:
     return n - 1
 
 
-def _number(text: str) -> str:
-    try:
-        value = float(text)
-    except ValueError:
-        return text
-    if value.is_integer() and abs(value) < 1e15:
-        return str(int(value))
-    return f"{value:.15g}"
-
-
-def _date(text: str, epoch1904: bool) -> str:
-    try:
-        value = float(text)
-    except ValueError:
-        return text
-    base = dt.datetime(1904, 1, 1) if epoch1904 else dt.datetime(1899, 12, 30)
-    try:
-        moment = base + dt.timedelta(days=value)
-    except OverflowError:
-        return text
-    return moment.date().isoformat() if value.is_integer() else moment.isoformat(sep=" ", timespec="minutes")
-
-
-def _date_styles(parts: ZipParts) -> set[int]:
-    """Indexes of cell formats (``s=`` of a cell) that show a date."""
+def _cell_formats(parts: ZipParts) -> dict[int, str]:
+    """Cell format index (``s=`` of a cell) → the number format code it shows numbers in
+    (built-in or the workbook's own; General left out): :mod:`.number_formats` draws them."""
     data = parts.read("xl/styles.xml")
     if not data:
-        return set()
+        return {}
     root = parse(data, "xl/styles.xml")
-    custom = {}
+    codes = dict(BUILTIN)
     for fmt in root.iter("numFmt"):
-        code = _QUOTED.sub("", fmt.get("formatCode"))
         if fmt.get("numFmtId").isdigit():
-            custom[int(fmt.get("numFmtId"))] = bool(_DATE_CODE.search(code)) and "General" not in code
+            codes[int(fmt.get("numFmtId"))] = fmt.get("formatCode")
     xfs = root.find("cellXfs")
-    out = set()
+    out = {}
     for i, xf in enumerate(x for x in (xfs.children if xfs is not None else []) if x.tag == "xf"):
         fid = xf.get("numFmtId")
-        if fid.isdigit() and (int(fid) in _DATE_FORMATS or custom.get(int(fid))):
-            out.add(i)
+        if fid.isdigit() and codes.get(int(fid)):
+            out[i] = codes[int(fid)]
     return out
 
 
@@ -147,7 +122,7 @@ MAX_COLUMNS = 16_384  # Excel's own limit: a cell past it is a broken reference
 
 
 def _sheet_rows(
-    data: Source, part: str, strings: list[str], dates: set[int], epoch1904: bool, budget: Budget
+    data: Source, part: str, strings: list[str], formats: dict[int, str], epoch1904: bool, budget: Budget
 ) -> list[list[str]]:
     rows: list[list[str]] = []
     row: dict[int, str] = {}
@@ -189,10 +164,10 @@ def _sheet_rows(
                 shown = "TRUE" if raw.strip() == "1" else "FALSE"
             elif kind in ("str", "inlineStr", "e"):
                 shown = raw
-            elif raw and cell.get("s", "").isdigit() and int(cell["s"]) in dates:
-                shown = _date(raw, epoch1904)
+            elif raw and cell.get("s", "").isdigit() and int(cell["s"]) in formats:
+                shown = formatted(raw, formats[int(cell["s"])], epoch1904)  # 25.6%, 00123, 14:30
             else:
-                shown = _number(raw) if raw else ""
+                shown = general(raw) if raw else ""
             if shown.strip() and col < MAX_COLUMNS:
                 budget.spend(len(shown), "the workbook")
                 row[col] = shown
@@ -216,7 +191,7 @@ def extract_xlsx(data: bytes, budget: Budget) -> list[Section]:
     epoch1904 = pr is not None and pr.get("date1904") in ("1", "true")
     shared = next((t for t, kind in rels.values() if kind == "sharedStrings"), None)
     strings = _shared_strings(parts, shared, budget)
-    dates = _date_styles(parts)
+    formats = _cell_formats(parts)
     props = ooxml_properties(parts)
     sections = []
     for number, sheet in enumerate(book.iter("sheet"), start=1):
@@ -236,8 +211,9 @@ def extract_xlsx(data: bytes, budget: Budget) -> list[Section]:
         xml = parts.pieces(target[0])
         if xml is None:
             continue
-        lines = rows_as_lines(_sheet_rows(xml, target[0], strings, dates, epoch1904, budget))
+        lines = rows_as_lines(_sheet_rows(xml, target[0], strings, formats, epoch1904, budget))
         lines += sheet_drawings_text(parts, target[0])  # text boxes, charts and diagrams drawn on it
+        lines += xlsx_comments(parts, target[0])  # comments (notes) on its cells
         if lines:
             sections.append(Section(f"Sheet {name}\n" + "\n".join(lines), {"sheet": name, **props}))
     if not sections:

@@ -92,39 +92,54 @@ def _utf16_without_bom(data: bytes) -> str | None:
 def decode_text(data: bytes, declared: str | None = None) -> str:
     """Decode by BOM, else UTF-16 recognised without one, else the charset the file
     declares (``declared``: an HTML ``<meta charset>`` or an XML declaration), else UTF-8,
-    else cp1252. Never raises.
+    else the legacy encoding the bytes are most likely in (:mod:`.charset_guess`:
+    Shift_JIS, GBK, EUC-KR, cp1251, KOI8-R…, cp1252 when nothing better is known).
+    Never raises.
 
     A file that is mostly UTF-8 keeps it: an invalid byte is read as the cp1252
-    character it most likely is (so one stray Latin-1 "é" costs nothing else). A file
-    with no valid UTF-8 sequence beyond ASCII is read as cp1252. NUL characters are
-    removed and line endings normalised to "\\n", so a blank line is always "\\n\\n"
-    whatever system wrote the file.
+    character it most likely is (so one stray Latin-1 "é" costs nothing else). NUL
+    characters are removed and line endings normalised to "\\n", so a blank line is
+    always "\\n\\n" whatever system wrote the file.
     """
+    return decode_text_as(data, declared)[0]
+
+
+def decode_text_as(data: bytes, declared: str | None = None) -> tuple[str, str | None]:
+    """:func:`decode_text`, and the encoding *guessed* for a file that declares none and
+    is not UTF-8 (a Python codec name: ``cp932``, ``gbk``, ``cp1251``…), else None."""
     found = _bom_encoding(data)
+    guessed = None
     if found:
         text = data[found[1] :].decode(found[0], errors="replace")
     elif (wide := _utf16_without_bom(data)) is not None:
         text = data.decode(wide, errors="replace")
     else:
-        text = _decode_8bit(data, _codec(declared) if declared else None)
-    return normalise_newlines(text.replace("\x00", ""))
+        text, guessed = _decode_8bit(data, _codec(declared) if declared else None)
+    return normalise_newlines(text.replace("\x00", "")), guessed
 
 
-def _decode_8bit(data: bytes, declared: str | None) -> str:
+def _decode_8bit(data: bytes, declared: str | None) -> tuple[str, str | None]:
     try:
-        return data.decode(declared or "utf-8") if declared not in _SINGLE_BYTE_DECLARED else data.decode("utf-8")
+        if declared not in _SINGLE_BYTE_DECLARED:
+            return data.decode(declared or "utf-8"), None
+        return data.decode("utf-8"), None
     except UnicodeDecodeError:
         pass
     if declared is not None and declared not in _SINGLE_BYTE_DECLARED:
-        return data.decode(declared, errors="replace")  # Shift_JIS, windows-1251…: as declared
+        return data.decode(declared, errors="replace"), None  # Shift_JIS, windows-1251…: as declared
     # UTF-8, or a declared Latin-1/cp1252 (often wrong: UTF-8 text sent as "iso-8859-1")
     mixed = data.decode("utf-8", errors="kbdesk-cp1252")
     strict = data.decode("utf-8", errors="ignore")
     multibyte = sum(1 for ch in strict if ord(ch) > 0x7F)  # characters UTF-8 encoded properly
     invalid = len(mixed) - len(strict)  # bytes read as cp1252 instead
     if multibyte and multibyte >= invalid:
-        return mixed
-    return data.decode("cp1252", errors="replace")
+        return mixed, None
+    if declared is not None:  # a page that says Latin-1 and is not UTF-8: as declared
+        return data.decode("cp1252", errors="replace"), None
+    from kbdesk.ingest.charset_guess import guess_encoding
+
+    guessed = guess_encoding(data)
+    return data.decode(guessed, errors="replace"), guessed
 
 
 _SINGLE_BYTE_DECLARED = frozenset({None, "cp1252", "utf-8"})  # where the bytes decide

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kbdesk.errors import KbdeskError
+from kbdesk.ingest.ignore_rules import IGNORE_FILES, IgnoredUnder
 
 # Events are grouped until the folder has been quiet for QUIET_MS, or for at most
 # DEBOUNCE_MS: a copy of many files makes a few passes, not one per file.
@@ -69,12 +70,15 @@ def watch_folder(
     max_passes: int | None = None,
     watcher: Callable[..., Any] | None = None,
     checksum: bool = False,
+    no_ignore: bool = False,
 ) -> int:
     """Keep ``kb`` in step with ``folder`` until ``stop`` is set; returns the passes run.
 
     ``max_passes`` stops after that many passes (tests, one-shot use). ``watcher`` is
     ``watchfiles.watch`` unless given (same signature). ``checksum``: every pass
-    compares the files' contents, not only their size and mtime.
+    compares the files' contents, not only their size and mtime. ``no_ignore``: also
+    the files the folder's ``.gitignore``/``.ignore`` files name (an edit of one of those
+    files makes a pass, so what it names now leaves the KB).
     """
     if watcher is None:
         from watchfiles import watch
@@ -83,7 +87,7 @@ def watch_folder(
     root = Path(folder).expanduser().absolute()
     if not root.is_dir():
         raise WatchError(f"{root} is not a folder")
-    keep = _relevant(root, _own_paths(ingestor.desk, root), hidden)
+    keep = _relevant(root, _own_paths(ingestor.desk, root), hidden, no_ignore)
     passes = 0
     pass_due = True  # the initial pass, made once the watcher listens (so nothing slips between)
     with closing(_changes(watcher, root, keep, stop, poll, poll_interval, on_event)) as stream:
@@ -95,7 +99,7 @@ def watch_folder(
             pass_due = False
             if not root.is_dir():
                 raise WatchError(f"{root} is gone; stopped watching")
-            _one_pass(ingestor, kb, root, include, exclude, hidden, on_event, checksum)
+            _one_pass(ingestor, kb, root, include, exclude, hidden, on_event, checksum, no_ignore)
             passes += 1
             if (max_passes is not None and passes >= max_passes) or stop.is_set():
                 break
@@ -171,6 +175,7 @@ def _one_pass(
     hidden: bool,
     on_event: Callable[[WatchEvent], None],
     checksum: bool = False,
+    no_ignore: bool = False,
 ) -> None:
     report = ingestor.add(
         kb,
@@ -180,6 +185,7 @@ def _one_pass(
         hidden=hidden,
         sync=True,
         **({"checksum": True} if checksum else {}),
+        **({"no_ignore": True} if no_ignore else {}),
     )
     for kind in ("added", "updated", "resumed", "removed"):
         for name in getattr(report, kind):
@@ -196,10 +202,12 @@ def _one_pass(
     )
 
 
-def _relevant(root: Path, own: tuple[str, ...], hidden: bool) -> Callable[[Any, str], bool]:
+def _relevant(root: Path, own: tuple[str, ...], hidden: bool, no_ignore: bool = False) -> Callable[[Any, str], bool]:
     """Which changed paths deserve a pass: not kbdesk's own files (the database may live
     inside the folder: its writes must not wake the watcher), not hidden ones unless
-    asked for."""
+    asked for, not those the folder's ignore files name (a build writing into an ignored
+    folder makes no passes); an edited ignore file always does."""
+    ignore = [None if no_ignore else IgnoredUnder([root])]
 
     def keep(_change: Any, path: str) -> bool:
         if own and (path in own or path.startswith(tuple(p + os.sep for p in own))):
@@ -209,9 +217,14 @@ def _relevant(root: Path, own: tuple[str, ...], hidden: bool) -> Callable[[Any, 
                 rel = os.path.relpath(path, root)
             except ValueError:  # another drive (Windows)
                 return True
-            if any(part.startswith(".") and part not in (".", "..") for part in rel.split(os.sep)):
+            parts = rel.split(os.sep)
+            if parts[-1] in IGNORE_FILES and not any(p.startswith(".") for p in parts[:-1]):
+                if ignore[0] is not None:
+                    ignore[0] = IgnoredUnder([root])  # what is ignored may have changed
+                return True
+            if any(part.startswith(".") and part not in (".", "..") for part in parts):
                 return False
-        return True
+        return ignore[0] is None or not ignore[0](Path(path))
 
     return keep
 

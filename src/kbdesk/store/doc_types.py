@@ -63,7 +63,7 @@ class StatusUpdate:
     error_kind: str | None = None
 
 
-FACT_KEYS = ("author", "created", "date")
+FACT_KEYS = ("author", "created", "date", "encoding")
 """Document properties kept from its sections' metadata besides ``title`` and ``tags``."""
 
 
