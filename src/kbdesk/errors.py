@@ -31,3 +31,7 @@ class InvalidInputError(KbdeskError):
 
 class SupersededError(ConflictError):
     """Another runner has claimed the document for newer work: this result is dropped."""
+
+
+class NameTakenError(ConflictError):
+    """A KB has a document of this file name already, and one of the two came by upload."""

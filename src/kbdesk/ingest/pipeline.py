@@ -178,7 +178,7 @@ class Ingestor:
             prepared = self._run(
                 kb, [], report, lambda on_jobs, first: preparer.prepare(kb, found.files, held, on_jobs, first)
             )
-            if prepared.elsewhere:
+            if prepared.elsewhere and uploads is None:  # an upload says "busy" and is tried again instead
                 self._wait_for_others(kb, prepared.elsewhere, claim, report)
             if sync and not self._cancel.is_set():
                 unfiltered = (lambda: self._all_sources(paths, hidden)) if include or exclude else (lambda: set[str]())
