@@ -3,8 +3,6 @@ every engine (not by a snapshot the ingestion read before it wrote)."""
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
 
 from ingest_support import write_files
@@ -29,7 +27,7 @@ def test_the_database_refuses_a_second_document_of_an_uploaded_name(engine_desk)
     store = desk.store
     [uploaded] = store.take_versions([_spec(kb.id, "guide.md", "upload:guide.md")], new_claim())
     assert uploaded is not None
-    with pytest.raises(NameTakenError, match="'guide.md'"):  # a file from disk of that name, written blind
+    with pytest.raises(NameTakenError, match=r"'guide\.md'"):  # a file from disk of that name, written blind
         store.take_versions([_spec(kb.id, "guide.md", "/home/me/notes/guide.md")], new_claim())
     # two files of one name from different folders stay two documents (no upload among them)
     store.take_versions(
@@ -95,9 +93,9 @@ def test_an_older_file_with_an_upload_and_a_file_of_one_name_is_mended(tmp_path,
         desk.add_document("folders", "b.md", ["first folder words"], source_path="/one/b.md")
         desk.add_document("folders", "b.md", ["second folder words"], source_path="/two/b.md")
         desk.add_document("folders", "b.md", ["newest upload of b"], source_path="upload:b.md")
-        conn.execute("UPDATE kb_documents SET updated_at = '2000-01-01T00:00:00.000Z' WHERE source_path = 'upload:a.md'")
-        conn.execute("UPDATE kb_documents SET updated_at = '2000-01-01T00:00:00.000Z' WHERE filename = 'b.md' "
-                     "AND source_path != 'upload:b.md'")
+        old = "UPDATE kb_documents SET updated_at = '2000-01-01T00:00:00.000Z' WHERE "
+        conn.execute(old + "source_path = 'upload:a.md'")
+        conn.execute(old + "filename = 'b.md' AND source_path != 'upload:b.md'")
     with open_desk(db) as desk:
         assert desk.store.schema_version() == len(MIGRATIONS)
         assert _sources(desk, docs) == [("a.md", "/n/a.md")]  # the newest ready row stays

@@ -11,6 +11,7 @@ moment leaves either the whole document or a resumable one.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kbdesk.errors import StoreError
 from kbdesk.ingest.batch import EMBED_GROUP, STAGED, BatchRunner, Feeder, Job
 from kbdesk.ingest.events import EventSink, IngestEvent, ignore
 from kbdesk.ingest.folders import FoundFile, scan
@@ -186,7 +188,7 @@ class Ingestor:
             if not self._cancel.is_set():  # staged vectors whose documents moved on long ago
                 self.store.prune_cached_vectors(STAGED, STAGED_DAYS)
         finally:
-            self.store.release_claims(claim)
+            self._let_go(claim)
             end_claim(claim)
         return report
 
@@ -210,7 +212,7 @@ class Ingestor:
                         functools.partial(preparer.prepare, kb, files, {doc.id: doc for doc in held}),
                     )
             finally:
-                self.store.release_claims(claim)
+                self._let_go(claim)
                 end_claim(claim)
         return report
 
@@ -265,7 +267,7 @@ class Ingestor:
                 )
             self._run(kb, jobs, report)
         finally:
-            self.store.release_claims(claim)
+            self._let_go(claim)
             end_claim(claim)
         return {"total_docs": len(docs), "rebuilding": len(jobs), "skipped": skipped}, report
 
@@ -348,7 +350,7 @@ class Ingestor:
                 self.max_bytes,
                 self.on_event,
                 writer,
-                cancelled=self._cancel.is_set,
+                cancelled=lambda: self._cancel.is_set() or writer.failure is not None,
                 helper=helper,
             )
             feeder = Feeder(start, ahead=2 * self.workers)
@@ -359,6 +361,8 @@ class Ingestor:
                 feeder.add([], last=True)
             finally:
                 results = [future.result() for future in feeder.futures]
+        if writer.failure is not None:  # the database could not be written: the run ends with it
+            raise writer.failure
         for result in results:  # the writer is done: every outcome is known
             report.embedded_chunks += result.embedded
             report.cached_chunks += result.cached
@@ -374,6 +378,12 @@ class Ingestor:
                 else:
                     report.failed.append((outcome.job.doc.filename, outcome.error))
         return prepared
+
+    def _let_go(self, claim: str) -> None:
+        """Release the rows ``claim`` holds; when the database cannot be written (the run
+        is ending with that error) they are let go anyway: a claim is dead once ended."""
+        with contextlib.suppress(StoreError):
+            self.store.release_claims(claim)
 
     # ── sharing a KB with other runs ───────────────────────────────────────────
     def _wait_for_others(self, kb: KnowledgeBase, docs: list[Document], claim: str, report: IngestReport) -> None:

@@ -547,6 +547,8 @@ def _m016_one_document_per_name(conn: Any) -> None:
         document_count = (SELECT count(*) FROM kb_documents d WHERE d.kb_id = knowledge_bases.id),
         chunk_count = (SELECT count(*) FROM kb_chunks c WHERE c.kb_id = knowledge_bases.id),
         total_bytes = (SELECT coalesce(sum(size_bytes), 0) FROM kb_documents d WHERE d.kb_id = knowledge_bases.id);
+    DROP TRIGGER IF EXISTS kb_documents_name_bi;
+    DROP TRIGGER IF EXISTS kb_documents_name_bu;
     CREATE TRIGGER kb_documents_name_bi BEFORE INSERT ON kb_documents
     WHEN new.source_path IS NOT NULL AND {_NAME_TAKEN}
     BEGIN SELECT RAISE(ABORT, '{NAME_RULE}'); END;
@@ -626,7 +628,8 @@ def migrate(conn: Any, migrations: list[Migration] | None = None, *, path: str =
             conn.execute("INSERT INTO schema_migrations(version, name) VALUES (?, ?)", (version, name))
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # (SQLite rolls back by itself after a full disk)
+                conn.execute("ROLLBACK")
             raise
         applied += 1
     return applied
