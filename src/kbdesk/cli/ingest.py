@@ -260,9 +260,10 @@ def add_command(
     is indexing are left to it, and this run waits for them.
 
     Exits 3 when some documents failed (each is listed with its reason, on stderr)
-    or a path does not exist (the others are still added). Ctrl-C stops within a
-    moment, says what finished, and exits 130; the next add (or resume) finishes the
-    rest.
+    or a path does not exist (the others are still added); 4 when the database could
+    not be written (a full disk, a disk error: one line says what finished, which is
+    kept). Ctrl-C stops within a moment, says what finished, and exits 130; the next
+    add (or resume) finishes the rest.
     """
     desk = state.desk()
     missing = [p for p in paths if not os.path.exists(os.path.expanduser(p))]
@@ -358,7 +359,8 @@ def watch_command(state, kb, folder, include, exclude, hidden, poll, interval, c
     Reacts to OS file events (one pass per burst of changes, after a first pass at
     start); a file that failed is reported once and tried again when it changes.
     With --json every event is a line {"at", "kind", "name", "detail"} (kinds: watching,
-    fallback, added, updated, resumed, removed, failed, pass, stopped).
+    fallback, added, updated, resumed, removed, failed, pass, stopped). Exits 4 when the
+    database could not be written (a full disk, a disk error), saying so in one line.
     """
     from kbdesk.ingest.watch import WatchEvent, watch_folder
 
