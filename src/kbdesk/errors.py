@@ -13,6 +13,11 @@ class StoreError(KbdeskError):
     """The database cannot be opened or used."""
 
 
+class DatabaseWriteError(StoreError):
+    """The database cannot be written at all: the disk is full or reports an error, the
+    file turned read-only or damaged. A run stops at it (what finished is kept)."""
+
+
 class SchemaTooNewError(StoreError):
     """The database was written by a newer kbdesk."""
 

@@ -208,7 +208,7 @@ def _database_stops(progress: Callable[[], tuple[int, int]], resume: str) -> Ite
     finished, documents taken up and left as they were) and how to go on — and exit
     :data:`EXIT_DATABASE`. A database opened read-only is refused before any work, as
     every other command refuses it."""
-    from kbdesk.errors import StoreError
+    from kbdesk.errors import DatabaseWriteError, StoreError
     from kbdesk.store.sqlite.store import ReadOnlyDatabaseError
 
     try:
@@ -218,11 +218,16 @@ def _database_stops(progress: Callable[[], tuple[int, int]], resume: str) -> Ite
     except StoreError as exc:
         finished, left = progress()
         kept = f"{finished} document{'' if finished == 1 else 's'} finished before it and are kept"
+        mend = (
+            "Free some space (or mend what the disk reports), then"
+            if isinstance(exc, DatabaseWriteError)
+            else "Once the database can be written again,"
+        )
         click.echo(
             inert_line(
                 f"Error: stopped: {exc}. {kept}"
                 + (f", {left} were left as they were" if left else "")
-                + f". Free some space (or mend what the disk reports), then {resume}"
+                + f". {mend} {resume}"
             ),
             err=True,
         )

@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbdesk.errors import KbdeskError, StoreError, SupersededError
+from kbdesk.errors import DatabaseWriteError, KbdeskError, SupersededError
 from kbdesk.ingest.events import EventSink, IngestEvent
 from kbdesk.store.api import Store
 from kbdesk.store.doc_types import StatusUpdate
@@ -92,7 +92,7 @@ class Writer:
         self._turns = threading.Condition()
         self._busy = False  # a round, or a write that goes first, is under way
         self._wanted = 0  # writes waiting to go first
-        self.failure: StoreError | None = None  # the database could not be written: nothing more is
+        self.failure: DatabaseWriteError | None = None  # the database could not be written: nothing more is
 
     @contextmanager
     def first(self) -> Iterator[None]:
@@ -165,7 +165,7 @@ class Writer:
                 if self.failure is not None:
                     raise self.failure
                 self._write(messages)
-            except StoreError as exc:  # a full disk, say: the run stops (Ingestor._run), the rest stays as it is
+            except DatabaseWriteError as exc:  # a full disk, say: the run stops (Ingestor._run), the rest stays
                 self.failure = self.failure or exc
                 for r in (r for m in messages for r in m.ready):  # not made ready, left for the next run
                     r.tally.fail(r.doc_id, str(exc), "store")
@@ -208,9 +208,9 @@ class Writer:
             results: list[Any] = self.store.finish_documents(
                 items, before=list(statuses.values()), after=errors, rows=False
             )
-        except StoreError:
+        except DatabaseWriteError:
             raise  # the database cannot be written: nothing more will be (see _loop)
-        except KbdeskError as exc:  # the store refused these documents: they fail with it
+        except KbdeskError as exc:  # the store failed these documents (locked, say): they fail with it
             results = [exc] * len(items)
             self._record_alone(errors)
         except Exception as exc:  # a bug: fail these documents, keep the run going

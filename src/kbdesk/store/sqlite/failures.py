@@ -3,7 +3,7 @@
 SQLite reports a full disk, an I/O error, a file that turned read-only or damaged pages
 as ``OperationalError`` (or ``DatabaseError``), and rolls the transaction back itself
 (a ``ROLLBACK`` after that fails with "no transaction is active"). The store turns them
-into :class:`DatabaseWriteError` — a :class:`~kbdesk.errors.StoreError` with one line
+into :class:`~kbdesk.errors.DatabaseWriteError` — a ``StoreError`` with one line
 naming the file and what happened — so every face reports them the same way (the CLI:
 one line and exit code 4, ``kbdesk.cli.ingest``). An error of SQL itself (a bug) is not
 translated: it stays what it is.
@@ -14,14 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kbdesk.errors import StoreError
+from kbdesk.errors import DatabaseWriteError, StoreError
+
+__all__ = ["DatabaseWriteError", "TransactionLost", "write_failure"]
 
 SQLITE_ERROR = 1  # a SQL error (a bug), not the file's
 SQLITE_READONLY, SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_FULL, SQLITE_CANTOPEN, SQLITE_NOTADB = 8, 10, 11, 13, 14, 26
-
-
-class DatabaseWriteError(StoreError):
-    """The database file could not be written: the disk is full, failed, or the file changed under kbdesk."""
 
 
 class TransactionLost(DatabaseWriteError):
