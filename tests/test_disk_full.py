@@ -98,7 +98,9 @@ def test_a_disk_error_during_watch_ends_in_one_line_and_exit_4(tmp_path, kbdesk_
     assert lines[0].startswith("Error: stopped: cannot write ")
     assert "the disk reported an error (disk I/O error)" in lines[0]
     assert lines[0].endswith("its first pass takes up the rest.")
-    assert "error" not in _statuses("notes")
+    finished = int(lines[0].split("(disk I/O error). ")[1].split(" ")[0])
+    statuses = _statuses("notes")
+    assert statuses.get("ready", 0) == finished and "error" not in statuses
     done = subprocess.run(
         [sys.executable, "-m", "kbdesk.cli.main", "add", "notes", str(folder)], capture_output=True, text=True
     )

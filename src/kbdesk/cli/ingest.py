@@ -27,6 +27,7 @@ from rich.text import Text
 
 from kbdesk.cli.output import human_bytes, plain, print_json, print_json_line, stderr, stdout, table
 from kbdesk.cli.progress import IngestProgress, Ledger
+from kbdesk.ingest.events import IngestEvent
 from kbdesk.ingest.pdf_worker import kill_pdf_workers
 from kbdesk.ingest.pipeline import IngestReport
 from kbdesk.textsafe import inert_line
@@ -371,7 +372,13 @@ def watch_command(state, kb, folder, include, exclude, hidden, poll, interval, c
 
     desk = state.desk()
     name = desk.kb(kb).name
-    ingestor = desk.ingestor()
+    finished: set[str] = set()  # documents made ready by this watch (said if the database stops it)
+
+    def count(event: IngestEvent) -> None:
+        if event.kind == "ready" and event.doc_id:
+            finished.add(event.doc_id)
+
+    ingestor = desk.ingestor(on_event=count)
     out = stdout()
     stop = threading.Event()
     if not as_json:
@@ -401,13 +408,6 @@ def watch_command(state, kb, folder, include, exclude, hidden, poll, interval, c
         else:
             out.print(Text("Stopped."))
 
-    finished: list[str] = []
-
-    def seen(event: WatchEvent) -> None:
-        if event.kind in ("added", "updated", "resumed"):
-            finished.append(event.name)
-        show(event)
-
     again = f"start `kbdesk watch {_q(kb)} {_q(folder)}` again: its first pass takes up the rest."
     with _database_stops(lambda: (len(finished), 0), again):
         _run_interruptibly(
@@ -416,7 +416,7 @@ def watch_command(state, kb, folder, include, exclude, hidden, poll, interval, c
                 kb,
                 folder,
                 stop=stop,
-                on_event=seen,
+                on_event=show,
                 include=include,
                 exclude=exclude,
                 hidden=hidden,
