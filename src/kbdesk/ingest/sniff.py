@@ -23,6 +23,7 @@ import io
 import zipfile
 
 from kbdesk.ingest.sections import ExtractionError
+from kbdesk.ingest.text_decode import is_binary
 
 PDF_TYPE = "application/pdf"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
@@ -79,8 +80,12 @@ def sniffed(data: bytes, ctype: str) -> str:
 
 
 def _is_pdf(data: bytes) -> bool:
+    """A PDF header first, and a PDF's body after it: its end marker, or bytes that are not
+    text (a note that merely starts with "%PDF-1.4" stays a note)."""
     at = data.find(b"%PDF-", 0, PDF_WITHIN)
-    return at == 0 or (at > 0 and not data[:at].strip(b" \t\r\n\x00\xef\xbb\xbf"))
+    if at < 0 or data[:at].strip(b" \t\r\n\x00\xef\xbb\xbf"):
+        return False
+    return b"%%EOF" in data[-4096:] or is_binary(data[at + 5 :])  # (past the header is_binary knows)
 
 
 def _package(data: bytes) -> str | None:
