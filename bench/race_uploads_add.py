@@ -4,6 +4,7 @@
 Run from the repository root::
 
     .venv/bin/python bench/race_uploads_add.py --rounds 8
+    .venv/bin/python bench/race_uploads_add.py --rounds 2 --file-kb 400 --delay 3 --reverse  # 409s
 
 A real ``kbdesk serve`` on loopback and, each round, a fresh KB: ``kbdesk add`` (a child
 process) indexes a folder of f000.md…f059.md while 8 client threads upload f000.md…f059.md
@@ -20,6 +21,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -31,6 +33,11 @@ from serve_support import KBDESK, ServeProcess, make_token  # noqa: E402
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--file-kb", type=int, default=0, help="pad each file on disk to this many KB (a slower add holds names longer)"
+    )
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds after the add starts before uploads begin")
+    parser.add_argument("--reverse", action="store_true", help="upload f059.md first (the add indexes it last)")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="kbdesk-race-"))
     os.environ["KBDESK_HOME"] = str(tmp / "home")
@@ -47,7 +54,8 @@ def main() -> None:
             for rnd in range(args.rounds):
                 kb = api.post("/knowledge-bases", json={"name": f"race{rnd}"}).json()
                 for i, name in enumerate(names):
-                    (folder / name).write_text(f"# Note {i}\n\nRound {rnd}, from disk: heron {i}.\n")
+                    pad = "".join(f"Line {n} of note {i}, the heron wades.\n" for n in range(args.file_kb * 28))
+                    (folder / name).write_text(f"# Note {i}\n\nRound {rnd}, from disk: heron {i}.\n\n{pad}")
                 add = subprocess.Popen(
                     [*KBDESK, "add", f"race{rnd}", str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
                 )
@@ -58,8 +66,9 @@ def main() -> None:
                         answer = own.post(f"/knowledge-bases/{kb_id}/documents", files={"file": (names[i], body)})
                         return answer.status_code, answer.headers.get("retry-after"), answer.text
 
+                time.sleep(args.delay)
                 with ThreadPoolExecutor(8) as pool:
-                    answers = list(pool.map(upload, range(60)))
+                    answers = list(pool.map(upload, range(59, -1, -1) if args.reverse else range(60)))
                 add.communicate(timeout=600)
                 codes = collections.Counter(code for code, _, _ in answers)
                 totals.update(codes)
