@@ -13,6 +13,11 @@ class StoreError(KbdeskError):
     """The database cannot be opened or used."""
 
 
+class DatabaseWriteError(StoreError):
+    """The database cannot be written at all: the disk is full or reports an error, the
+    file turned read-only or damaged. A run stops at it (what finished is kept)."""
+
+
 class SchemaTooNewError(StoreError):
     """The database was written by a newer kbdesk."""
 
@@ -35,3 +40,7 @@ class SupersededError(ConflictError):
 
 class AccessDeniedError(KbdeskError):
     """The user's identity does not allow this (403 Forbidden on the HTTP interface)."""
+
+
+class NameTakenError(ConflictError):
+    """A KB has a document of this file name already, and one of the two came by upload."""

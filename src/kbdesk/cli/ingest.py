@@ -19,7 +19,7 @@ import shlex
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import click
@@ -27,11 +27,13 @@ from rich.text import Text
 
 from kbdesk.cli.output import human_bytes, plain, print_json, print_json_line, stderr, stdout, table
 from kbdesk.cli.progress import IngestProgress, Ledger
+from kbdesk.ingest.events import IngestEvent
 from kbdesk.ingest.pdf_worker import kill_pdf_workers
 from kbdesk.ingest.pipeline import IngestReport
 from kbdesk.textsafe import inert_line
 
 EXIT_SOME_FAILED = 3
+EXIT_DATABASE = 4  # the database could not be written (a full disk, an I/O error): what finished is kept
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for a Ctrl-C
 GRACE_SECONDS = 1.5  # after Ctrl-C, how long the run may take to stop before we leave anyway
 NAMES_SHOWN = 5  # per list in the interrupted summary
@@ -200,6 +202,39 @@ def _q(text: str) -> str:
     return inert_line(shlex.quote(text))
 
 
+@contextlib.contextmanager
+def _database_stops(progress: Callable[[], tuple[int, int]], resume: str) -> Iterator[None]:
+    """A run the database stopped (a full disk, an I/O error, a file locked too long):
+    one line on stderr — what happened, what finished (``progress()``: documents
+    finished, documents taken up and left as they were) and how to go on — and exit
+    :data:`EXIT_DATABASE`. A database opened read-only is refused before any work, as
+    every other command refuses it."""
+    from kbdesk.errors import DatabaseWriteError, StoreError
+    from kbdesk.store.sqlite.store import ReadOnlyDatabaseError
+
+    try:
+        yield
+    except ReadOnlyDatabaseError:
+        raise
+    except StoreError as exc:
+        finished, left = progress()
+        kept = f"{finished} document{'' if finished == 1 else 's'} finished before it and are kept"
+        mend = (
+            "Free some space (or mend what the disk reports), then"
+            if isinstance(exc, DatabaseWriteError)
+            else "Once the database can be written again,"
+        )
+        click.echo(
+            inert_line(
+                f"Error: stopped: {exc}. {kept}"
+                + (f", {left} were left as they were" if left else "")
+                + f". {mend} {resume}"
+            ),
+            err=True,
+        )
+        raise SystemExit(EXIT_DATABASE) from None
+
+
 # ── commands ────────────────────────────────────────────────────────────────────────
 
 
@@ -236,9 +271,10 @@ def add_command(
     is indexing are left to it, and this run waits for them.
 
     Exits 3 when some documents failed (each is listed with its reason, on stderr)
-    or a path does not exist (the others are still added). Ctrl-C stops within a
-    moment, says what finished, and exits 130; the next add (or resume) finishes the
-    rest.
+    or a path does not exist (the others are still added); 4 when the database could
+    not be written (a full disk, a disk error: one line says what finished, which is
+    kept). Ctrl-C stops within a moment, says what finished, and exits 130; the next
+    add (or resume) finishes the rest.
     """
     desk = state.desk()
     missing = [p for p in paths if not os.path.exists(os.path.expanduser(p))]
@@ -248,7 +284,8 @@ def add_command(
         f"Next: `kbdesk resume {_q(kb)}` finishes the documents left; the same `kbdesk add` "
         f"again does too, and also takes files not reached yet."
     )
-    with IngestProgress(_show_progress(as_json, quiet)) as progress:
+    again = "run the same `kbdesk add` again: it takes up the rest."
+    with IngestProgress(_show_progress(as_json, quiet)) as progress, _database_stops(progress.counts, again):
         ingestor = desk.ingestor(on_event=progress, workers=workers)
         report = _ingest(
             ingestor,
@@ -277,7 +314,8 @@ def add_command(
 def resume_command(state, kb, as_json) -> None:
     """Finish documents that a crash or kill left half-way (all KBs, or KB)."""
     next_step = f"Next: `kbdesk resume{' ' + _q(kb) if kb else ''}` again finishes the documents left."
-    with IngestProgress(_show_progress(as_json, False)) as progress:
+    again = f"run `kbdesk resume{' ' + _q(kb) if kb else ''}` again."
+    with IngestProgress(_show_progress(as_json, False)) as progress, _database_stops(progress.counts, again):
         ingestor = state.desk().ingestor(on_event=progress)
         report = _ingest(ingestor, progress, lambda: ingestor.resume(kb), next_step, as_json)
     _summary(report, as_json)
@@ -293,7 +331,8 @@ def rebuild_command(state, kb, as_json) -> None:
         f"Next: `kbdesk resume {_q(kb)}` finishes the documents left half-way; "
         f"`kbdesk rebuild {_q(kb)}` again rebuilds every document."
     )
-    with IngestProgress(_show_progress(as_json, False)) as progress:
+    again = f"run `kbdesk resume {_q(kb)}` to finish the documents left."
+    with IngestProgress(_show_progress(as_json, False)) as progress, _database_stops(progress.counts, again):
         ingestor = state.desk().ingestor(on_event=progress)
         counts, report = _ingest(ingestor, progress, lambda: ingestor.rebuild(kb), next_step, as_json)
     if not as_json:
@@ -335,13 +374,20 @@ def watch_command(
     Reacts to OS file events (one pass per burst of changes, after a first pass at
     start); a file that failed is reported once and tried again when it changes.
     With --json every event is a line {"at", "kind", "name", "detail"} (kinds: watching,
-    fallback, added, updated, resumed, removed, failed, pass, stopped).
+    fallback, added, updated, resumed, removed, failed, pass, stopped). Exits 4 when the
+    database could not be written (a full disk, a disk error), saying so in one line.
     """
     from kbdesk.ingest.watch import WatchEvent, watch_folder
 
     desk = state.desk()
     name = desk.kb(kb).name
-    ingestor = desk.ingestor()
+    finished: set[str] = set()  # documents made ready by this watch (said if the database stops it)
+
+    def count(event: IngestEvent) -> None:
+        if event.kind == "ready" and event.doc_id:
+            finished.add(event.doc_id)
+
+    ingestor = desk.ingestor(on_event=count)
     out = stdout()
     stop = threading.Event()
     if not as_json:
@@ -371,26 +417,28 @@ def watch_command(
         else:
             out.print(Text("Stopped."))
 
-    _run_interruptibly(
-        lambda: watch_folder(
-            ingestor,
-            kb,
-            folder,
-            stop=stop,
-            on_event=show,
-            include=include,
-            exclude=exclude,
-            hidden=hidden,
-            poll=poll,
-            poll_interval=interval,
-            max_passes=passes,
-            checksum=checksum,
-            no_ignore=no_ignore,
-        ),
-        cancel=cancel,
-        stopped=stopped,
-        exit_code=0,
-    )
+    again = f"start `kbdesk watch {_q(kb)} {_q(folder)}` again: its first pass takes up the rest."
+    with _database_stops(lambda: (len(finished), 0), again):
+        _run_interruptibly(
+            lambda: watch_folder(
+                ingestor,
+                kb,
+                folder,
+                stop=stop,
+                on_event=show,
+                include=include,
+                exclude=exclude,
+                hidden=hidden,
+                poll=poll,
+                poll_interval=interval,
+                max_passes=passes,
+                checksum=checksum,
+                no_ignore=no_ignore,
+            ),
+            cancel=cancel,
+            stopped=stopped,
+            exit_code=0,
+        )
 
 
 @click.command("docs")

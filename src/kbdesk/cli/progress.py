@@ -73,6 +73,11 @@ class IngestProgress:
                 self._stopped = True
                 self.progress.stop()
 
+    def counts(self) -> tuple[int, int]:
+        """(documents made ready, documents taken up and not finished) so far."""
+        with self._lock:
+            return len(self.ledger.finished), len(self.ledger.left)
+
     def __call__(self, event: IngestEvent) -> None:
         with self._lock:
             self._record(event)

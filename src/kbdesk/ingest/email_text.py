@@ -34,6 +34,11 @@ from kbdesk.ingest.sections import ExtractionError, Section
 from kbdesk.ingest.text_decode import decode_text
 
 MAX_PARTS = 1000  # MIME parts of one message
+MAX_MIME_DEPTH = 64  # multipart levels of one message (real mail nests a handful; a forward chain a few dozen)
+_BOUNDARY_OR_CLOSE = re.compile(
+    rb'boundary\s*=\s*(?:"([^"\r\n]{1,200})"|([^\s;"]{1,200}))|^--([^\r\n]{1,200}?)--[ \t]*\r?$',
+    re.IGNORECASE | re.MULTILINE,
+)
 _MBOX_FROM = re.compile(rb"^From [^\r\n]*\r?\n", re.MULTILINE)
 _ESCAPED_FROM = re.compile(rb"^>(>*From )", re.MULTILINE)
 Inner = Callable[[bytes, str, Budget], list[Section]]
@@ -155,11 +160,34 @@ def _filename(part: Message) -> str:
 def _parse(data: bytes) -> Message:
     try:
         return email.message_from_bytes(data, policy=email.policy.default)
+    except RecursionError:  # (nesting past what mime_depth saw, the parser recursing per level)
+        raise ExtractionError("e-mail nests its parts too deeply to read") from None
     except Exception:  # noqa: BLE001 - the modern policy trips on some malformed headers
         return email.message_from_bytes(data, policy=email.policy.compat32)
 
 
+def mime_depth(data: bytes) -> int:
+    """How deep ``data`` nests multipart parts, from its boundaries alone (one pass, no
+    parse): a boundary declared while another is still open is one level deeper; a
+    closing delimiter ends its level and those opened inside it."""
+    open_: list[bytes] = []
+    deepest = 0
+    for m in _BOUNDARY_OR_CLOSE.finditer(data):
+        declared, closed = m.group(1) or m.group(2), m.group(3)
+        if declared is not None:
+            if declared not in open_:
+                open_.append(declared)
+                deepest = max(deepest, len(open_))
+                if deepest > MAX_MIME_DEPTH:
+                    break
+        elif closed is not None and closed in open_:
+            del open_[open_.index(closed) :]
+    return deepest
+
+
 def _read(data: bytes, reader: _Reader, headings: list[str]) -> list[Section]:
+    if mime_depth(data) > MAX_MIME_DEPTH:  # the standard library's parser recurses once per level
+        raise ExtractionError(f"e-mail nests MIME parts more than {MAX_MIME_DEPTH} levels deep; kbdesk reads no deeper")
     msg = _parse(data)
     try:
         return reader.message(msg, headings, reader.budget.depth)

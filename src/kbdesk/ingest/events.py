@@ -16,7 +16,8 @@ class IngestEvent:
     (not a document: ``detail`` says why), ``removed`` (its file is gone, --sync),
     ``known-failure`` (it failed before for a reason of its own and has not changed:
     not tried again), ``waiting`` (``total`` documents are being indexed by another
-    kbdesk run, named in ``detail``; this run waits for them).
+    kbdesk run, named in ``detail``; this run waits for them), ``busy`` (another
+    kbdesk run holds this file's document now: ``detail`` says which; no ``doc_id``).
     """
 
     kind: str

@@ -38,6 +38,8 @@ Section text per format (docs/FORMATS.md has the table, with the libraries measu
   author and dates go into each section's metadata. Zip-based files are read within
   the limits of :mod:`.zip_parts` and :mod:`.xml_tree`, every format within the time
   and text of :mod:`.limits`.
+A file whose bytes are another format than its name says (a PDF, an Office package, an
+OLE file) is read as what it is or refused saying so (:mod:`.sniff`).
 A heading immediately followed by another heading is merged into the next section,
 so no section is a bare heading. Every section's text (and heading path) is put in
 Unicode NFKC (:func:`kbdesk.textnorm.nfkc`) before anything is chunked: a ligature
@@ -69,6 +71,7 @@ from kbdesk.ingest.pptx_text import extract_pptx
 from kbdesk.ingest.rtf_text import extract_rtf
 from kbdesk.ingest.sections import Extracted, ExtractionError, Section
 from kbdesk.ingest.sheet_text import extract_xlsx
+from kbdesk.ingest.sniff import sniffed
 from kbdesk.ingest.text_decode import decode_markup, decode_text, decode_text_as, is_binary
 from kbdesk.ingest.text_kinds import TEXT_KIND_TYPES, TEXT_READERS
 from kbdesk.textnorm import nfkc
@@ -177,7 +180,8 @@ def _sections(data: bytes, ctype: str, budget: Budget, warnings: list[str]) -> l
         text, guessed = decode_text_as(data)
     if not text.strip():
         raise ExtractionError("file has no text (only whitespace)")
-    budget.spend(len(text))
+    if ctype != "application/x-ipynb+json":  # a notebook counts the text it keeps, not its images' base64
+        budget.spend(len(text))
     if ctype == "text/html":
         return extract_html(text)
     if ctype == "application/x-ipynb+json":
@@ -205,6 +209,7 @@ def _attachment(warnings: list[str]) -> Callable[[bytes, str, Budget], list[Sect
         ctype = content_type_for(filename)
         if ctype is None or ctype in IMAGE_CONTENT_TYPES:  # a signature's logo is not read
             raise ExtractionError("not a format kbdesk reads")
+        ctype = sniffed(data, ctype)
         if ctype == "application/pdf":
             sections, more = extract_pdf(data, 30.0, 512, None)
             warnings.extend(more)
@@ -297,6 +302,7 @@ def extract_bytes(
     _check_size(len(data), max_bytes)
     if not data:
         raise ExtractionError("empty file")
+    ctype = sniffed(data, ctype)  # the bytes' own format, whatever the name says (:mod:`.sniff`)
     warnings: list[str] = []
     if ctype == "application/pdf":
         sections, warnings = extract_pdf(data, pdf_timeout, pdf_memory_mb, cancelled, ocr)

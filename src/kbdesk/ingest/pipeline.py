@@ -11,6 +11,7 @@ moment leaves either the whole document or a resumable one.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kbdesk.errors import StoreError
 from kbdesk.ingest.batch import EMBED_GROUP, STAGED, BatchRunner, Feeder, Job
 from kbdesk.ingest.events import EventSink, IngestEvent, ignore
 from kbdesk.ingest.folders import FoundFile, scan
@@ -186,7 +188,7 @@ class Ingestor:
             prepared = self._run(
                 kb, [], report, lambda on_jobs, first: preparer.prepare(kb, found.files, held, on_jobs, first)
             )
-            if prepared.elsewhere:
+            if prepared.elsewhere and uploads is None:  # an upload says "busy" and is tried again instead
                 self._wait_for_others(kb, prepared.elsewhere, claim, report)
             if sync and not self._cancel.is_set():
                 every = lambda: self._all_sources(paths, hidden, no_ignore)  # noqa: E731
@@ -196,7 +198,7 @@ class Ingestor:
             if not self._cancel.is_set():  # staged vectors whose documents moved on long ago
                 self.store.prune_cached_vectors(STAGED, STAGED_DAYS)
         finally:
-            self.store.release_claims(claim)
+            self._let_go(claim)
             end_claim(claim)
         return report
 
@@ -220,7 +222,7 @@ class Ingestor:
                         functools.partial(preparer.prepare, kb, files, {doc.id: doc for doc in held}),
                     )
             finally:
-                self.store.release_claims(claim)
+                self._let_go(claim)
                 end_claim(claim)
         return report
 
@@ -275,7 +277,7 @@ class Ingestor:
                 )
             self._run(kb, jobs, report)
         finally:
-            self.store.release_claims(claim)
+            self._let_go(claim)
             end_claim(claim)
         return {"total_docs": len(docs), "rebuilding": len(jobs), "skipped": skipped}, report
 
@@ -358,7 +360,7 @@ class Ingestor:
                 self.max_bytes,
                 self.on_event,
                 writer,
-                cancelled=self._cancel.is_set,
+                cancelled=lambda: self._cancel.is_set() or writer.failure is not None,
                 helper=helper,
                 ocr_cache=self.desk.paths.cache_dir / "ocr",
             )
@@ -370,6 +372,8 @@ class Ingestor:
                 feeder.add([], last=True)
             finally:
                 results = [future.result() for future in feeder.futures]
+        if writer.failure is not None:  # the database could not be written: the run ends with it
+            raise writer.failure
         for result in results:  # the writer is done: every outcome is known
             report.embedded_chunks += result.embedded
             report.cached_chunks += result.cached
@@ -385,6 +389,12 @@ class Ingestor:
                 else:
                     report.failed.append((outcome.job.doc.filename, outcome.error))
         return prepared
+
+    def _let_go(self, claim: str) -> None:
+        """Release the rows ``claim`` holds; when the database cannot be written (the run
+        is ending with that error) they are let go anyway: a claim is dead once ended."""
+        with contextlib.suppress(StoreError):
+            self.store.release_claims(claim)
 
     # ── sharing a KB with other runs ───────────────────────────────────────────
     def _wait_for_others(self, kb: KnowledgeBase, docs: list[Document], claim: str, report: IngestReport) -> None:

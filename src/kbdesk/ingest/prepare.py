@@ -11,10 +11,15 @@ A file is known by its source path: one document row per path (see
   too big) and has not changed since: not tried again unless ``retry_failed``;
   failures of a provider or of kbdesk itself are always tried again;
 * **in progress elsewhere** — another live runner holds its row: this run waits for
-  it (:mod:`.pipeline`) instead of doing the same work twice;
+  it (:mod:`.pipeline`) instead of doing the same work twice (an upload is answered
+  "try again" instead, :mod:`kbdesk.serve.uploads`);
 * **new work** — a new path, or a new version of a known one: claimed in a write that
   bumps the row's version; its bytes go to the worker with the job, which stores the
   copy (atomically) before extracting it.
+
+A file name that came by upload has one document in a KB, whichever way the file
+comes next: the database refuses a second row of that name (:data:`kbdesk.store.doc_types.NAME_RULE`), and the
+refused writer reads the rows again and becomes a new version of the one that came first.
 
 Content hashes feed change detection and the embedding cache, never identity: a copy
 of another file is its own document, and its vectors come from the cache.
@@ -29,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbdesk.errors import KbdeskError, StoreError
+from kbdesk.errors import KbdeskError, NameTakenError, StoreError
 from kbdesk.ingest.batch import Job, sha256
 from kbdesk.ingest.copies import read_at_most, write_copy
 from kbdesk.ingest.events import EventSink, IngestEvent
@@ -39,7 +44,7 @@ from kbdesk.ingest.names import HIDDEN, UPLOAD, file_of
 from kbdesk.ingest.ocr import NOT_INSTALLED_MARK, now_available
 from kbdesk.models import Document, KnowledgeBase
 from kbdesk.store.api import Store
-from kbdesk.store.claims import claim_alive
+from kbdesk.store.claims import claim_alive, describe
 from kbdesk.store.doc_types import IN_FLIGHT, NewDocument
 
 ROWS_PER_TRANSACTION = 256
@@ -122,7 +127,8 @@ class Preparer:
             todo = lost
         else:
             for file in todo:
-                self._fail(file, "another kbdesk process kept changing this document; try again")
+                self.report.failed.append((file.name, "another kbdesk run kept changing this document; try again"))
+                self._busy(file, "another kbdesk run kept changing this document")
         resumed_jobs = [Job(doc, "resumed") for doc in resumed.values()]
         if on_jobs is not None:
             on_jobs(resumed_jobs)
@@ -157,8 +163,12 @@ class Preparer:
                 if _same_stat(prev, file) and file_of(prev.source_path) is not None:
                     continue  # resumed as it is (a missing copy is read again from its source)
             elif prev is not None and prev.status in IN_FLIGHT:
-                if prev.claimed_by != self.claim and claim_alive(prev.claimed_by, prev.updated_at):
+                if prev.claimed_by == self.claim:  # claimed in an earlier round of this run: for another file
+                    self._fail(file, f"another file of this run is the document named '{prev.filename}' already")
+                    continue
+                if claim_alive(prev.claimed_by, prev.updated_at):
                     out.elsewhere.append(prev)
+                    self._busy(file, f"'{prev.filename}' is being indexed by {describe(prev.claimed_by)}")
                     continue
                 # left by a runner that is gone: taken over as a new version below
             elif prev is not None and not self.checksum and _same_stat(prev, file) and self._settled(file, prev):
@@ -263,6 +273,11 @@ class Preparer:
         self.report.failed.append((file.name, reason))
         self.on_event(IngestEvent("error", file.name, detail=reason))
 
+    def _busy(self, file: FoundFile, reason: str) -> None:
+        """Another run holds the document of ``file`` now: said as ``busy`` (an upload
+        answers "try again"; a run from disk waits for it, :mod:`.pipeline`)."""
+        self.on_event(IngestEvent("busy", file.name, detail=reason))
+
     # ── claiming and storing ───────────────────────────────────────────────────
     def _take(self, pending: list[_Pending]) -> list[Document | Exception | None]:
         """Claim the rows in one transaction; if that fails, one by one, so a row the
@@ -280,6 +295,8 @@ class Preparer:
                 out.extend(self.store.take_versions([item.spec], self.claim))
             except StoreError:
                 raise
+            except NameTakenError:  # another run's row of this name came first: read it again
+                out.append(None)
             except Exception as exc:  # noqa: BLE001 - this file alone fails
                 out.append(exc)
         return out

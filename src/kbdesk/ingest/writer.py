@@ -14,6 +14,10 @@ and ``after`` status updates):
   rows and vectors, and one that was superseded or refused fails alone;
 * failures, last, so that nothing written before them hides them.
 
+A database that cannot be written (a full disk, an I/O error) stops the writer: what
+it has not written stays as it was (resumable), :attr:`Writer.failure` says why, and
+the run ends with that error.
+
 Events: ``status`` events are sent by the workers as they hand a move over; ``ready``
 and ``error`` only once the row says so (after the commit).
 """
@@ -28,7 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbdesk.errors import KbdeskError, SupersededError
+from kbdesk.errors import DatabaseWriteError, KbdeskError, SupersededError
 from kbdesk.ingest.events import EventSink, IngestEvent
 from kbdesk.store.api import Store
 from kbdesk.store.doc_types import StatusUpdate
@@ -88,6 +92,7 @@ class Writer:
         self._turns = threading.Condition()
         self._busy = False  # a round, or a write that goes first, is under way
         self._wanted = 0  # writes waiting to go first
+        self.failure: DatabaseWriteError | None = None  # the database could not be written: nothing more is
 
     @contextmanager
     def first(self) -> Iterator[None]:
@@ -157,14 +162,20 @@ class Writer:
                     self._turns.wait()
                 self._busy = True
             try:
+                if self.failure is not None:
+                    raise self.failure
                 self._write(messages)
+            except DatabaseWriteError as exc:  # a full disk, say: the run stops (Ingestor._run), the rest stays
+                self.failure = self.failure or exc
+                for r in (r for m in messages for r in m.ready):  # not made ready, left for the next run
+                    r.tally.fail(r.doc_id, str(exc), "store")
             except Exception as exc:
                 log.exception("the ingestion writer failed")
                 for r in (r for m in messages for r in m.ready):  # not made ready: said so, left for resume
                     r.tally.fail(r.doc_id, f"internal error: {type(exc).__name__}: {exc}", "internal")
             finally:
                 self._done()
-        if self._retry:
+        if self._retry and self.failure is None:
             self._write([])
 
     def _write(self, messages: list[_Message]) -> None:
@@ -197,7 +208,9 @@ class Writer:
             results: list[Any] = self.store.finish_documents(
                 items, before=list(statuses.values()), after=errors, rows=False
             )
-        except KbdeskError as exc:  # the store itself failed: these documents fail with it
+        except DatabaseWriteError:
+            raise  # the database cannot be written: nothing more will be (see _loop)
+        except KbdeskError as exc:  # the store failed these documents (locked, say): they fail with it
             results = [exc] * len(items)
             self._record_alone(errors)
         except Exception as exc:  # a bug: fail these documents, keep the run going

@@ -53,6 +53,8 @@ class ZipParts:
         try:
             self.zip = zipfile.ZipFile(io.BytesIO(data))
             infos = self.zip.infolist()
+        except NotImplementedError as exc:  # a zip version or feature Python's zipfile does not read
+            raise ExtractionError(f"{kind} uses a zip feature kbdesk cannot read ({exc})") from None
         except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as exc:
             self.salvaged = _salvage(data, kind)  # a download cut short: its directory is missing
             if not self.salvaged:

@@ -12,7 +12,11 @@ CLI. The request returns (202) as soon as the pipeline has recorded the document
 A file is known by its name within a KB, whichever way it came: uploading
 ``guide.md`` makes a new version of the KB's document named ``guide.md`` — one an
 earlier upload made, or one ``kbdesk add`` made — and identical bytes change nothing.
-Uploads of one name to one KB run one after the other, so two versions never race.
+Uploads of one name to one KB run one after the other, so two versions never race;
+the database keeps one document per name against every other writer too. An upload
+whose document another kbdesk run is indexing (``kbdesk add`` of the same folder, say)
+waits up to :data:`BUSY_WAIT` for it, then is answered 409 with ``Retry-After`` and
+the reason.
 
 Memory stays bounded however many upload at once: uploads are indexed together only
 while their files add up to at most :data:`INGEST_BUDGET` (a bigger one runs alone);
@@ -33,6 +37,7 @@ import re
 import secrets
 import shutil
 import threading
+import time
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -58,6 +63,12 @@ INGEST_BUDGET = 12 * 1024 * 1024
 runs (its bytes, the text and chunks coming back from the extraction helper, the chunks
 stored: 77 MB measured for a 10 MB Markdown file), so 12 MB lets small uploads run side
 by side while a 10 MB one runs alone (measured: docs/SERVE.md)."""
+BUSY_WAIT = 5.0
+"""Seconds an upload waits, trying again, while another kbdesk run (``kbdesk add``,
+``watch``, the TUI, another upload's server) is indexing the document of its name;
+then it is answered 409 with ``Retry-After`` and the reason, nothing stored."""
+BUSY_POLL = 0.25  # seconds between its tries
+BUSY_RETRY_AFTER = 5  # seconds the 409 asks the client to wait
 COPY_CHUNK = 1024 * 1024  # bytes per piece when a spooled upload is copied to staging
 _FIRST = {"queued", "unchanged", "known-failure", "error"}
 _RESULT = {"unchanged": "unchanged", "known-failure": "known_error", "error": "failed"}
@@ -92,6 +103,8 @@ class _Wait:
     doc_id: str | None = None
     result: str = "queued"
     problem: str | None = None
+    busy: str | None = None  # another run holds the document of this name now (why)
+    conflict: bool = False  # it still did when this upload gave up: answered 409, try again
     error: BaseException | None = None
 
     def begin(self) -> bool:
@@ -120,6 +133,8 @@ class _Wait:
         elif event.kind in ("skipped", "error"):
             self.problem = event.detail or "the file was not added"
             self.done.set()
+        elif event.kind == "busy":  # tried again shortly (Uploads._run)
+            self.busy = event.detail or "another kbdesk run is indexing this file"
 
 
 class Uploads:
@@ -210,6 +225,12 @@ class Uploads:
                 raise from_kbdesk(wait.error)
             raise wait.error
         if wait.doc_id is None:
+            if wait.conflict:
+                raise ApiError(
+                    409,
+                    f"'{name}' was not added: {wait.problem}; try again shortly",
+                    headers={"Retry-After": str(BUSY_RETRY_AFTER)},
+                )
             raise ApiError(400, f"'{name}' was not added: {wait.problem}")
         return desk.store.get_document(wait.doc_id), wait.result
 
@@ -224,8 +245,19 @@ class Uploads:
                 if self._stopping.is_set():
                     wait.error = ApiError(503, "the server is shutting down", headers={"Retry-After": "5"})
                     return
-                report = desk.add(kb.id, [staged], uploads={staged: name}, on_event=wait.on_event, workers=1)
-                if not wait.done.is_set():  # nothing said about this file: the report does
+                deadline = time.monotonic() + BUSY_WAIT
+                while True:
+                    report = desk.add(kb.id, [staged], uploads={staged: name}, on_event=wait.on_event, workers=1)
+                    if wait.done.is_set() or wait.busy is None or time.monotonic() >= deadline:
+                        break
+                    if self._stopping.wait(BUSY_POLL):
+                        break
+                    wait.busy = None  # the other run may be done with it now: again
+                if wait.done.is_set():
+                    pass
+                elif wait.busy is not None:  # another run still holds its document
+                    wait.problem, wait.conflict = wait.busy, True
+                else:  # nothing said about this file: the report does
                     reason = next((r for _, r in report.skipped), None) or next((e for _, e in report.failed), None)
                     wait.problem = reason or "the file was not added"
         except BaseException as exc:
@@ -310,8 +342,6 @@ class Uploads:
     def stop(self, timeout: float = 30.0) -> None:
         """Refuse new uploads and wait (up to ``timeout`` in all) for those running; anything
         left unfinished is resumable (the next start finishes it)."""
-        import time
-
         self._stopping.set()
         with self._lock:
             threads = list(self._threads)

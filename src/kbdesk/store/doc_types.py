@@ -2,7 +2,8 @@
 the object key of a stored original, and the rules of document identity.
 
 Identity: within a KB a source path has exactly one document row (a partial unique
-index on both engines). The row describes the newest version of the file seen
+index on both engines), and a file name that came by upload has exactly one document
+(:data:`NAME_RULE`, a trigger on both engines). The row describes the newest version of the file seen
 (content hash, size, mtime, status, error); its chunks are the last version that
 became ready (``indexed_hash``, ``indexed_at``). A runner works on a row only after
 claiming it in the write that bumps its ``version``; every later write of that work
@@ -25,6 +26,11 @@ DOC_COLUMNS = (
 """The columns of a :class:`kbdesk.models.Document`, in its field order (both engines)."""
 SOURCE = 11  # the column of source_path in DOC_COLUMNS
 TAGS, PROPERTIES = 23, 24  # JSON columns in DOC_COLUMNS
+
+NAME_RULE = "kbdesk_one_document_per_name"
+"""The database's refusal (both engines: a trigger on ``kb_documents``) of a row that would
+give a KB two documents of one file name where one of them came by upload (source
+``upload:NAME``). Files of one name from different folders stay distinct documents."""
 
 IN_FLIGHT = ("pending", "extracting", "chunking", "embedding")
 # the longest file-name part of a stored copy's key (bytes), well under NAME_MAX (255)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kbdesk.errors import ConflictError, InvalidInputError
+from kbdesk.errors import ConflictError, InvalidInputError, NameTakenError
 from kbdesk.filters import file_type_of
 from kbdesk.models import DOC_STATUSES, Document
 from kbdesk.store.claims import claim_alive, new_claim
@@ -20,6 +20,7 @@ from kbdesk.store.core.parts import StoreParts
 from kbdesk.store.core.ready import rows_by_id
 from kbdesk.store.doc_types import (
     FACT_SETS,
+    NAME_RULE,
     NewDocument,
     StatusUpdate,
     check_filename,
@@ -41,8 +42,21 @@ class ClaimsCore(StoreParts):
         turns the path's row to the new version only while the row is still at that
         version. Either way ``None`` comes back when another runner got there first
         (the caller reads the row again and decides anew). A spec with status
-        ``error`` records a failure without a claim.
+        ``error`` records a failure without a claim. A row the database refuses because
+        its file name is another document's (:data:`~kbdesk.store.doc_types.NAME_RULE`)
+        raises :class:`~kbdesk.errors.NameTakenError`, and nothing is recorded.
         """
+        try:
+            return self._take_versions(specs, claim)
+        except Exception as exc:
+            if NAME_RULE in str(exc):
+                named = f"'{specs[0].filename}'" if len(specs) == 1 else "one of these names"
+                raise NameTakenError(
+                    f"this knowledge base has another document named {named} (one of the two came by upload)"
+                ) from None
+            raise
+
+    def _take_versions(self, specs: Sequence[NewDocument], claim: str) -> list[Document | None]:
         with self.write() as conn:
             for kb_id in sorted({spec.kb_id for spec in specs}):
                 self.policy.check_manage(self._get_kb(conn, kb_id))

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError, SupersededError
+from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError, StoreError, SupersededError
 from kbdesk.filters import file_type_of
 from kbdesk.ingest import names
 from kbdesk.models import DOC_STATUSES, ChunkInput, Document, DocumentBrief, KnowledgeBase
@@ -250,6 +250,8 @@ class DocumentsCore(ClaimsCore):
             try:
                 with self.db.savepoint(conn):
                     out = finish_batch(self, conn, full, now, changes, rows)
+            except StoreError:
+                raise  # the database itself failed (a full disk): nothing of this transaction stays
             except Exception:  # noqa: BLE001 - the database refused part of it: one document at a time
                 changes = VectorChanges()
                 out = []
@@ -259,6 +261,8 @@ class DocumentsCore(ClaimsCore):
                             out.append(
                                 self._finish_one(conn, doc_id, list(chunks), vectors, version, text, now, changes)
                             )
+                    except StoreError:
+                        raise
                     except Exception as exc:  # noqa: BLE001 - this document alone fails
                         out.append(exc)
             self._set_statuses(conn, after)

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from kbdesk.errors import KbdeskError, StoreError
+from kbdesk.errors import DatabaseWriteError, KbdeskError, StoreError
 from kbdesk.store.core.bulk import BulkCore
 from kbdesk.store.core.cache import CacheCore
 from kbdesk.store.core.chat import ChatCore
@@ -199,6 +199,8 @@ class PostgresStore(
         except psycopg.OperationalError as exc:
             if conn.closed or conn.broken:
                 raise StoreError(f"lost the connection to {self.label}: {_first_line(exc)}") from None
+            if str(getattr(exc, "sqlstate", "") or "")[:2] in ("53", "58"):  # a full disk, an I/O error
+                raise DatabaseWriteError(f"{self.label} cannot write: {_first_line(exc)}") from None
             raise StoreError(f"{self.label}: {_first_line(exc)}") from exc
         except psycopg.Error as exc:
             raise database_refusal(exc) or StoreError(f"{self.label}: {_first_line(exc)}") from exc

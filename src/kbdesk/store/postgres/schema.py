@@ -22,6 +22,7 @@ from kbdesk.errors import SchemaTooNewError, StoreError
 from kbdesk.store.postgres.chat_tables import install_chat_filters, install_chat_tables
 from kbdesk.store.postgres.keyword import install as install_keyword_stats
 from kbdesk.store.postgres.locks import maintenance, migration_lock
+from kbdesk.store.postgres.names import install as install_name_rule
 from kbdesk.store.postgres.rls import install_row_security
 from kbdesk.store.postgres.seed import MINIMAL_TABLES, SEED_008, team_members_ddl
 from kbdesk.store.postgres.widths import install as install_widths
@@ -338,6 +339,14 @@ def _m015_document_dates(conn: Any) -> None:
     )
 
 
+def _m017_one_document_per_name(conn: Any) -> None:
+    # One document per file name in a KB where one came by upload, as on SQLite (step 16):
+    # pairs an older kbdesk left are mended (the newest ready row stays), then a trigger
+    # refuses a second row of such a name, whoever writes it (store/postgres/names.py).
+    schema = conn.execute("SELECT quote_ident(current_schema())").fetchone()[0]
+    install_name_rule(conn, f"{schema}, pg_temp")
+
+
 MIGRATIONS: list[Migration] = [
     ("seed_008_knowledge_bases", _m001_seed_008),
     ("kbdesk_columns", _m002_kbdesk_columns),
@@ -355,6 +364,7 @@ MIGRATIONS: list[Migration] = [
     ("chat_filters", _m014_chat_filters),
     ("document_dates", _m015_document_dates),
     ("vector_widths", _m016_vector_widths),
+    ("one_document_per_name", _m017_one_document_per_name),
 ]
 
 REQUIRED_COLUMNS = {

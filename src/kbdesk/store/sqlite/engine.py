@@ -6,8 +6,29 @@ higher, but statements stay small)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
 from kbdesk.store.engine import Engine
+from kbdesk.store.sqlite.failures import TransactionLost
 
 
 class SqliteEngine(Engine):
     name = "sqlite"
+
+    @contextmanager
+    def savepoint(self, conn: Any) -> Iterator[None]:
+        """A nested transaction: what fails inside it is undone alone — unless SQLite
+        undid the whole transaction (a full disk, an I/O error): that is raised as
+        :class:`TransactionLost`, which no caller takes for one step's failure."""
+        conn.execute("SAVEPOINT kbdesk_step")
+        try:
+            yield
+        except BaseException as exc:
+            if not conn.in_transaction:
+                raise TransactionLost(f"the database undid the transaction: {exc}") from exc
+            conn.execute("ROLLBACK TO kbdesk_step")
+            conn.execute("RELEASE kbdesk_step")
+            raise
+        conn.execute("RELEASE kbdesk_step")

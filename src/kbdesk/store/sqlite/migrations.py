@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kbdesk.errors import SchemaTooNewError, StoreError
+from kbdesk.store.doc_types import NAME_RULE
 
 NOW = "(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"
 
@@ -524,6 +525,47 @@ def _m015_document_rows(conn: Any) -> None:
     """)
 
 
+def _m016_one_document_per_name(conn: Any) -> None:
+    # One document per file name in a KB, however it came (kbdesk.store.doc_types.NAME_RULE):
+    # a document an upload made (source ``upload:NAME``) is the only document of its name,
+    # so an upload and ``kbdesk add`` of the same name at once cannot both insert a row —
+    # the second writer is refused by the database and reads the first one's row. Files of
+    # one name under different folders stay distinct documents (no upload among them).
+    # Pairs an older kbdesk could leave: the newest ready row stays (with its chunks), and
+    # an upload loses to the rows of files on disk unless it is that newest ready row.
+    conn.executescript(f"""
+    DELETE FROM kb_documents WHERE id IN (
+        SELECT id FROM (
+            SELECT id, upload, count(*) OVER named AS rows, max(upload) OVER named AS uploads,
+                   first_value(upload) OVER ranked AS best_upload, row_number() OVER ranked AS n
+            FROM (SELECT *, substr(source_path, 1, 7) = 'upload:' AS upload
+                  FROM kb_documents WHERE source_path IS NOT NULL)
+            WINDOW named AS (PARTITION BY kb_id, filename),
+                   ranked AS (PARTITION BY kb_id, filename ORDER BY status = 'ready' DESC, updated_at DESC, id DESC))
+        WHERE rows > 1 AND uploads AND n > 1 AND (best_upload OR upload));
+    UPDATE knowledge_bases SET
+        document_count = (SELECT count(*) FROM kb_documents d WHERE d.kb_id = knowledge_bases.id),
+        chunk_count = (SELECT count(*) FROM kb_chunks c WHERE c.kb_id = knowledge_bases.id),
+        total_bytes = (SELECT coalesce(sum(size_bytes), 0) FROM kb_documents d WHERE d.kb_id = knowledge_bases.id);
+    DROP TRIGGER IF EXISTS kb_documents_name_bi;
+    DROP TRIGGER IF EXISTS kb_documents_name_bu;
+    CREATE TRIGGER kb_documents_name_bi BEFORE INSERT ON kb_documents
+    WHEN new.source_path IS NOT NULL AND {_NAME_TAKEN}
+    BEGIN SELECT RAISE(ABORT, '{NAME_RULE}'); END;
+    CREATE TRIGGER kb_documents_name_bu BEFORE UPDATE OF kb_id, filename, source_path ON kb_documents
+    WHEN new.source_path IS NOT NULL AND (new.kb_id IS NOT old.kb_id OR new.filename IS NOT old.filename
+                                         OR new.source_path IS NOT old.source_path) AND {_NAME_TAKEN}
+    BEGIN SELECT RAISE(ABORT, '{NAME_RULE}'); END;
+    """)
+
+
+# another row of the new row's name where either is an upload's (a row of the same source
+# is the unique index's to refuse: an insert of it does nothing)
+_NAME_TAKEN = """EXISTS (SELECT 1 FROM kb_documents d WHERE d.kb_id = new.kb_id AND d.filename = new.filename
+        AND d.id != new.id AND d.source_path IS NOT NULL AND d.source_path != new.source_path
+        AND (substr(new.source_path, 1, 7) = 'upload:' OR substr(d.source_path, 1, 7) = 'upload:'))"""
+
+
 MIGRATIONS: list[Migration] = [
     ("core_tables", _m001_core),
     ("keyword_index", _m002_keyword_index),
@@ -540,6 +582,7 @@ MIGRATIONS: list[Migration] = [
     ("chat_filters", _m013_chat_filters),
     ("document_dates", _m014_document_dates),
     ("document_rows", _m015_document_rows),
+    ("one_document_per_name", _m016_one_document_per_name),
 ]
 
 
@@ -585,7 +628,8 @@ def migrate(conn: Any, migrations: list[Migration] | None = None, *, path: str =
             conn.execute("INSERT INTO schema_migrations(version, name) VALUES (?, ?)", (version, name))
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # (SQLite rolls back by itself after a full disk)
+                conn.execute("ROLLBACK")
             raise
         applied += 1
     return applied

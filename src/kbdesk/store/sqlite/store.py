@@ -40,6 +40,7 @@ from kbdesk.store.sqlite.chat import SqliteChat
 from kbdesk.store.sqlite.chunks import SqliteChunks
 from kbdesk.store.sqlite.driver import Driver, load_extensions
 from kbdesk.store.sqlite.engine import SqliteEngine
+from kbdesk.store.sqlite.failures import write_failure
 from kbdesk.store.sqlite.lookup import SqliteLookup
 from kbdesk.store.sqlite.migrations import MIGRATIONS, current_version, migrate
 from kbdesk.store.sqlite.vectors import NumpyIndex, SqliteVecIndex
@@ -255,14 +256,22 @@ class SqliteStore(
             if conn.in_transaction:
                 yield conn
                 return
-            self._begin_immediate(conn)
+            try:
+                self._begin_immediate(conn)
+            except self.driver.module.DatabaseError as exc:
+                raise write_failure(exc, self.path, self.driver.module) or exc from None
             try:
                 yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            else:
                 conn.execute("COMMIT")
+            except BaseException as exc:
+                # (after a full disk or an I/O error SQLite has rolled back already)
+                if conn.in_transaction:
+                    with contextlib.suppress(self.driver.module.DatabaseError):  # the error below says why
+                        conn.execute("ROLLBACK")
+                failure = write_failure(exc, self.path, self.driver.module)
+                if failure is not None:
+                    raise failure from None
+                raise
 
     def _begin_immediate(self, conn: Any) -> None:
         deadline = time.monotonic() + BUSY_GIVE_UP_S
