@@ -44,3 +44,7 @@ class AccessDeniedError(KbdeskError):
 
 class NameTakenError(ConflictError):
     """A KB has a document of this file name already, and one of the two came by upload."""
+
+
+class ReadOnlyDatabaseError(StoreError):
+    """A write to a database that is open read-only."""

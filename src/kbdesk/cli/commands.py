@@ -24,8 +24,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "docs": ("kbdesk.cli.ingest:docs_command", "List the documents of KB with status, chunks, size and error."),
     "doctor": (
         "kbdesk.cli.doctor:doctor_command",
-        "Report paths, SQLite, the vector backend in use and why, FTS5, and whether the database file is "
-        "sound (exit 1 when something is wrong).",
+        "Report paths, SQLite, the vector backend in use and why, FTS5, OCR (Tesseract, its version and "
+        "languages), and whether the database file is sound (exit 1 when something is wrong).",
     ),
     "export": (
         "kbdesk.cli.transfer:export_command",

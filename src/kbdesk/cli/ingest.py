@@ -209,8 +209,7 @@ def _database_stops(progress: Callable[[], tuple[int, int]], resume: str) -> Ite
     finished, documents taken up and left as they were) and how to go on — and exit
     :data:`EXIT_DATABASE`. A database opened read-only is refused before any work, as
     every other command refuses it."""
-    from kbdesk.errors import DatabaseWriteError, StoreError
-    from kbdesk.store.sqlite.store import ReadOnlyDatabaseError
+    from kbdesk.errors import DatabaseWriteError, ReadOnlyDatabaseError, StoreError
 
     try:
         yield

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbdesk.errors import SchemaTooNewError, StoreError
+from kbdesk.errors import ReadOnlyDatabaseError, SchemaTooNewError, StoreError
 from kbdesk.store.api import CHAT, VECTORS_LOCAL
 from kbdesk.store.core.bulk import BulkCore
 from kbdesk.store.core.cache import CacheCore
@@ -48,10 +48,6 @@ from kbdesk.store.sqlite.vectors import NumpyIndex, SqliteVecIndex
 BUSY_TIMEOUT_MS = 10_000
 BUSY_GIVE_UP_S = 120.0
 FORCED_READ_ONLY = "it was opened read-only"
-
-
-class ReadOnlyDatabaseError(StoreError):
-    """A write to a database that is open read-only."""
 
 
 def _is_busy(exc: Exception) -> bool:
