@@ -212,6 +212,16 @@ def _q(text: str) -> str:
 @click.option("--sync", is_flag=True, help="Remove documents whose files are gone from the folders given.")
 @click.option("--retry-failed", is_flag=True, help="Also try files that failed before and have not changed since.")
 @click.option(
+    "--depth",
+    type=click.IntRange(0, 20),
+    default=0,
+    show_default=True,
+    help="URLs: follow links on the same site this many steps (under the URL's folder).",
+)
+@click.option(
+    "--max-pages", type=click.IntRange(1), default=500, show_default=True, help="URLs: at most this many pages per run."
+)
+@click.option(
     "--checksum",
     is_flag=True,
     help="Compare every file's contents, not only its size and modification time "
@@ -222,9 +232,15 @@ def _q(text: str) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_obj
 def add_command(
-    state, kb, paths, include, exclude, hidden, sync, retry_failed, checksum, workers, quiet, as_json
+    state, kb, paths, include, exclude, hidden, sync, retry_failed, depth, max_pages, checksum, workers, quiet, as_json
 ) -> None:
-    """Add files and folders (recursively) to KB; unchanged files are skipped.
+    """Add files, folders (recursively) and web pages (http/https URLs) to KB;
+    unchanged files and pages are skipped.
+
+    A URL is fetched (robots.txt honoured; a sitemap.xml adds its pages) and each page
+    is known by its URL; --depth follows its links on the same site, --include and
+    --exclude then match whole URLs. Adding it again asks the site only for what
+    changed; with --sync a page that is gone (404, 410) is removed.
 
     A file that failed for a reason of its own (broken, binary, empty, too big) is
     not tried again until it changes, unless --retry-failed. Files another kbdesk run
@@ -235,7 +251,11 @@ def add_command(
     moment, says what finished, and exits 130; the next add (or resume) finishes the
     rest.
     """
+    from kbdesk.web.urls import is_url
+
     desk = state.desk()
+    urls = [p for p in paths if is_url(p)]
+    paths = [p for p in paths if not is_url(p)]
     missing = [p for p in paths if not os.path.exists(os.path.expanduser(p))]
     for path in missing:
         click.echo(f"Error: no such file or folder: {inert_line(path)}", err=True)
@@ -245,22 +265,39 @@ def add_command(
     )
     with IngestProgress(_show_progress(as_json, quiet)) as progress:
         ingestor = desk.ingestor(on_event=progress, workers=workers)
-        report = _ingest(
-            ingestor,
-            progress,
-            lambda: ingestor.add(
-                kb,
-                list(paths),
-                include=include,
-                exclude=exclude,
-                hidden=hidden,
-                sync=sync,
-                retry_failed=retry_failed,
-                checksum=checksum,
-            ),
-            next_step,
-            as_json,
-        )
+
+        def work() -> IngestReport:
+            report = IngestReport()
+            if paths or not urls:
+                report = ingestor.add(
+                    kb,
+                    list(paths),
+                    include=include,
+                    exclude=exclude,
+                    hidden=hidden,
+                    sync=sync,
+                    retry_failed=retry_failed,
+                    checksum=checksum,
+                )
+            if urls:
+                from kbdesk.web.crawl import WebLimits
+                from kbdesk.web.source import add_urls
+
+                limits = WebLimits(depth=depth, max_pages=max_pages)
+                add_urls(
+                    ingestor,
+                    kb,
+                    urls,
+                    limits=limits,
+                    include=include,
+                    exclude=exclude,
+                    sync=sync,
+                    retry_failed=retry_failed,
+                    report=report,
+                )
+            return report
+
+        report = _ingest(ingestor, progress, work, next_step, as_json)
     _summary(report, as_json, missing=missing)
 
 

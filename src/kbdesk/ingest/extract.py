@@ -190,6 +190,18 @@ def content_type_for(filename: str) -> str | None:
     return _TYPES.get(os.path.splitext(filename)[1].lower())
 
 
+_SUFFIX_OF = {ctype: suffix for suffix, ctype in reversed(_TYPES.items())}
+
+
+def typed_name(filename: str, content_type: str | None) -> str:
+    """A name :func:`extract_bytes` reads as ``content_type``: ``filename`` when its
+    suffix says so, else a name with that type's suffix (a web page's name is its URL,
+    its type the server's Content-Type)."""
+    if content_type is None or content_type_for(filename) == content_type or content_type not in _SUFFIX_OF:
+        return filename
+    return "page" + _SUFFIX_OF[content_type]
+
+
 def _size(n: int, *, whole: bool = False) -> str:
     for unit, scale in (("MB", _MB), ("KB", 1024)):
         if n >= scale:

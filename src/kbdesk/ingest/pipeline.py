@@ -162,6 +162,25 @@ class Ingestor:
         for item in found.skipped:
             report.skipped.append((item.path, item.reason))
             self.on_event(IngestEvent("skipped", item.path, detail=item.reason))
+        self.add_found(kb, found.files, report, retry_failed=retry_failed, checksum=checksum)
+        if sync and not self._cancel.is_set():
+            unfiltered = (lambda: self._all_sources(paths, hidden)) if include or exclude else (lambda: set[str]())
+            self._sync(kb, found.roots, {f.source for f in found.files}, unfiltered, report)
+        if not self._cancel.is_set():  # staged vectors whose documents moved on long ago
+            self.store.prune_cached_vectors(STAGED, STAGED_DAYS)
+        return report
+
+    def add_found(
+        self,
+        kb: KnowledgeBase,
+        files: Sequence[FoundFile],
+        report: IngestReport,
+        *,
+        retry_failed: bool = False,
+        checksum: bool = False,
+    ) -> None:
+        """Index files already found and known by their source (a scan's, or web pages
+        :mod:`kbdesk.web` fetched and staged), with what they did in ``report``."""
         claim = new_claim()
         try:
             held = {doc.id: doc for doc in self.store.claim_documents(self.store.unfinished_documents(kb.id), claim)}
@@ -176,19 +195,13 @@ class Ingestor:
                 checksum=checksum,
             )
             prepared = self._run(
-                kb, [], report, lambda on_jobs, first: preparer.prepare(kb, found.files, held, on_jobs, first)
+                kb, [], report, lambda on_jobs, first: preparer.prepare(kb, list(files), held, on_jobs, first)
             )
             if prepared.elsewhere:
                 self._wait_for_others(kb, prepared.elsewhere, claim, report)
-            if sync and not self._cancel.is_set():
-                unfiltered = (lambda: self._all_sources(paths, hidden)) if include or exclude else (lambda: set[str]())
-                self._sync(kb, found.roots, {f.source for f in found.files}, unfiltered, report)
-            if not self._cancel.is_set():  # staged vectors whose documents moved on long ago
-                self.store.prune_cached_vectors(STAGED, STAGED_DAYS)
         finally:
             self.store.release_claims(claim)
             end_claim(claim)
-        return report
 
     def resume(self, kb_ref: str | None = None) -> IngestReport:
         """Finish documents a crash or kill left half-way (all KBs, or one)."""
