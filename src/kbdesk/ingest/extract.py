@@ -49,7 +49,7 @@ from kbdesk.ingest.csv_text import extract_csv
 from kbdesk.ingest.docx_text import extract_docx
 from kbdesk.ingest.email_text import extract_eml, extract_mbox
 from kbdesk.ingest.epub_text import extract_epub
-from kbdesk.ingest.html_text import extract_html
+from kbdesk.ingest.html_main import extract_page
 from kbdesk.ingest.limits import Budget, clock
 from kbdesk.ingest.markdown_text import extract_markdown
 from kbdesk.ingest.notebook_text import extract_notebook
@@ -161,7 +161,7 @@ def _sections(data: bytes, ctype: str, budget: Budget, warnings: list[str]) -> l
         raise ExtractionError("file has no text (only whitespace)")
     budget.spend(len(text))
     if ctype == "text/html":
-        return extract_html(text)
+        return extract_page(text)
     if ctype == "application/x-ipynb+json":
         return extract_notebook(text, budget)
     extractor = _TEXT_EXTRACTORS.get(ctype)
