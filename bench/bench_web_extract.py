@@ -218,7 +218,10 @@ def main() -> None:
         print(json.dumps(row, ensure_ascii=False), flush=True)
         if args.worst and len(rows) == 1:
             counts = sorted(
-                ((_precision(*_tp_fp_fn(t, x, 4)), _recall(*_tp_fp_fn(t, x, 4)), k) for (k, _, t, _), x in zip(pages, texts, strict=True)),
+                (
+                    (_precision(*_tp_fp_fn(t, x, 4)), _recall(*_tp_fp_fn(t, x, 4)), k)
+                    for (k, _, t, _), x in zip(pages, texts, strict=True)
+                ),
             )
             for p, r, k in counts[: args.worst]:
                 print(f"  P {p:.3f} R {r:.3f} {k}", file=sys.stderr)

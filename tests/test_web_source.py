@@ -91,7 +91,10 @@ def test_a_changed_page_is_updated_and_a_gone_one_removed_with_sync(run):
         start = f"{site.base}/index.html"
         run("add", "Web", start, "--depth", "1")
         ctype, _ = site.pages["/cones.html"]
-        site.pages["/cones.html"] = (ctype, b"<html><body><main><p>Cones now bend at cone six.</p></main></body></html>")
+        site.pages["/cones.html"] = (
+            ctype,
+            b"<html><body><main><p>Cones now bend at cone six.</p></main></body></html>",
+        )
         site.gone.add("/notes.txt")
         r = run("add", "Web", start, "--depth", "1", "--json")
         summary = json.loads(r.stdout)

@@ -38,7 +38,11 @@ def default_pages() -> dict[str, tuple[str, bytes]]:
         ),
         "/cones.html": (
             "text/html",
-            page("Pyrometric cones", "<p>A witness cone slumps when the heat work is done.</p>", '<a href="/deep.html">Deeper</a>'),
+            page(
+                "Pyrometric cones",
+                "<p>A witness cone slumps when the heat work is done.</p>",
+                '<a href="/deep.html">Deeper</a>',
+            ),
         ),
         "/notes.txt": ("text/plain; charset=utf-8", b"Candling keeps the kiln just under boiling overnight."),
         "/about.html": ("text/html", page("About the studio", "<p>The studio fires a gas kiln every week.</p>")),
@@ -61,7 +65,7 @@ class Site:
             def log_message(self, *_args):  # quiet
                 pass
 
-            def do_GET(self):  # noqa: N802
+            def do_GET(self):
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 site.requests.append(("GET", self.path, headers))
                 if self.path in site.gone:

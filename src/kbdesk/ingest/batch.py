@@ -253,7 +253,10 @@ class BatchRunner:
         if not held or self.cancelled():
             return {}
         results = self.helper.prepare(
-            [(*self._copy_of(j), typed_name(j.doc.filename, j.doc.content_type)) for j in held], kb.chunk_size, kb.chunk_overlap, self.max_bytes
+            [(*self._copy_of(j), typed_name(j.doc.filename, j.doc.content_type)) for j in held],
+            kb.chunk_size,
+            kb.chunk_overlap,
+            self.max_bytes,
         )
         if results is None:
             return {}

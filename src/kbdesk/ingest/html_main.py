@@ -88,15 +88,16 @@ def _visible_tree(text: str) -> Any:
     """The page parsed (lxml), without what a browser does not show: <template>,
     <noscript>, ``hidden``, ``aria-hidden="true"``, ``display: none``, ``visibility: hidden``
     (the same as kbdesk's rules leave out)."""
-    from lxml import html as lxml_html
+    from lxml import html as lxml_html  # type: ignore[import-untyped]
 
     tree = lxml_html.fromstring(text.encode("utf-8"), parser=lxml_html.HTMLParser(encoding="utf-8"))
     for element in tree.xpath(_HIDDEN):
-        if element.tag in ("template", "noscript") or element.get("hidden") is not None:
-            element.drop_tree()
-        elif (element.get("aria-hidden") or "").strip().lower() == "true":
-            element.drop_tree()
-        elif _HIDDEN_STYLE.search(element.get("style") or ""):
+        if (
+            element.tag in ("template", "noscript")
+            or element.get("hidden") is not None
+            or (element.get("aria-hidden") or "").strip().lower() == "true"
+            or _HIDDEN_STYLE.search(element.get("style") or "")
+        ):
             element.drop_tree()
     return tree
 

@@ -88,14 +88,14 @@ class Crawl:
             except (UrlRefused, FetchFailed):
                 answer = Response(site, 404)
             if answer.status in (401, 403):
-                rules.disallow_all = True
+                rules.parse(["User-agent: *", "Disallow: /"])
             elif answer.status == 200:
                 rules.parse(decode_markup(answer.body).splitlines())
                 delay = rules.crawl_delay(ROBOTS_AGENT)
                 if delay:
                     self.fetcher.delays[site.split("://", 1)[1].split(":")[0]] = min(float(delay), MAX_DELAY)
             else:
-                rules.allow_all = True
+                rules.parse([])
         return rules.can_fetch(ROBOTS_AGENT, url)
 
     # ── the walk ──────────────────────────────────────────────────────────────
@@ -120,7 +120,11 @@ class Crawl:
             if sitemap is not None:  # its pages, as if given; nested sitemaps too
                 nested, listed = sitemap
                 for found in listed + nested:
-                    if found not in seen and found.startswith(origin(url) + "/") and wanted(found, self.include, self.exclude):
+                    if (
+                        found not in seen
+                        and found.startswith(origin(url) + "/")
+                        and wanted(found, self.include, self.exclude)
+                    ):
                         seen.add(found)
                         queue.append((found, depth if found in nested else self.limits.depth, scope_of(found)))
                 continue

@@ -8,6 +8,7 @@ type named.
 
 from __future__ import annotations
 
+import contextlib
 from html.parser import HTMLParser
 
 from kbdesk.ingest.extract import content_type_for
@@ -89,10 +90,8 @@ class _Links(HTMLParser):
                 return
             href = (values["href"] or "").strip()
             if href and len(href) <= MAX_URL and not href.startswith(("#", "javascript:", "mailto:")):
-                try:
+                with contextlib.suppress(ValueError):  # a link with a broken port or host
                     self.links.append(normalise(href, self.base))
-                except ValueError:
-                    pass
 
 
 def links_of(html: str, base: str) -> list[str]:

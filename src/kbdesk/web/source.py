@@ -15,12 +15,12 @@ from __future__ import annotations
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 
 from kbdesk.ingest.batch import sha256
-from kbdesk.ingest.events import IngestEvent
+from kbdesk.ingest.events import EventSink, IngestEvent
 from kbdesk.ingest.folders import FoundFile
 from kbdesk.ingest.names import WEB
 from kbdesk.ingest.pipeline import Ingestor, IngestReport
@@ -78,7 +78,9 @@ def add_urls(
     watcher = threading.Thread(target=_follow_cancel, args=(ingestor, stop), daemon=True)
     watcher.start()
     try:
-        crawl = Crawl(fetcher, limits, known, include=include, exclude=exclude, on_page=_announce(on_event), cancelled=stop)
+        crawl = Crawl(
+            fetcher, limits, known, include=include, exclude=exclude, on_page=_announce(on_event), cancelled=stop
+        )
         pages = crawl.run(given)
         if sync and not stop.is_set():  # pages indexed before under these sites, not reached now
             reached = {p.url for p in pages}
@@ -130,7 +132,7 @@ def _follow_cancel(ingestor: Ingestor, stop: threading.Event) -> None:
             stop.set()
 
 
-def _announce(on_event):  # type: ignore[no-untyped-def]
+def _announce(on_event: EventSink) -> Callable[[Page], None]:
     def announce(page: Page) -> None:
         if page.outcome in ("skipped",):
             on_event(IngestEvent("skipped", page.url, detail=page.reason))
