@@ -157,7 +157,7 @@ def documentation(folders: list[Path], only: list[str] | None) -> None:
     sys.path.insert(0, str(ROOT / "bench"))
     import bench_realdocs
 
-    bench_realdocs.EXTRACTORS["kbdesk now (documentation rules, trafilatura elsewhere)"] = kbdesk
+    bench_realdocs.EXTRACTORS["kbdesk now (documentation rules, trafilatura elsewhere)"] = kbdesk_titled
     names = only or ["kbdesk (html.parser + rules)", "kbdesk now (documentation rules, trafilatura elsewhere)"]
     for folder in folders:
         for row in bench_realdocs.extract_folder(folder, [n for n in names if n in bench_realdocs.EXTRACTORS]):
