@@ -12,7 +12,7 @@ on the open web"):
 * **everything else** — news, blogs, shops, saved pages, most sites: trafilatura
   (``favor_precision``) decides which blocks are the main content and hands them back
   as HTML, which kbdesk's reader then turns into sections with heading paths, under the
-  page's own ``<title>``. Menus, related links, comments, share bars and footers that
+  page's own ``<title>`` (a page of links it keeps keeps its links' texts). Menus, related links, comments, share bars and footers that
   carry no markup of their own are left out this way, where rules by tag and class
   alone keep a third of them.
 
@@ -137,4 +137,4 @@ def extract_page(text: str) -> list[Section]:
     title = _TITLE.search(text[:_HEAD])
     head = f"<head><title>{html.escape(html.unescape(title.group(1)))}</title></head>" if title else ""
     body = main.split("<body>", 1)[-1].rsplit("</body>", 1)[0]
-    return extract_html(f"<html>{head}<body><main>{body}</main></body></html>")
+    return extract_html(f"<html>{head}<body><main>{body}</main></body></html>", links_are_content=True)

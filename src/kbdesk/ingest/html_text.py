@@ -404,9 +404,11 @@ def _parse(text: str, has_main: bool, show_toc: bool = False) -> _HtmlText:
     return parser
 
 
-def extract_html(text: str, *, title: bool = True) -> list[Section]:
+def extract_html(text: str, *, title: bool = True, links_are_content: bool = False) -> list[Section]:
     """Sections of an HTML page; ``title=False`` leaves the page's <title> out (EPUB
-    chapters, whose title is the book's on every page)."""
+    chapters, whose title is the book's on every page); ``links_are_content``: the text
+    is a page's main content already chosen, so a page of links is read as such, not
+    reduced to its title."""
     # The source is looked at for "<main" or role=main only to know whether a second
     # reading may be needed: a page is read as having main content when a real <main>
     # or role="main" element opened (not a mention in a code sample, a script or a
@@ -430,7 +432,7 @@ def extract_html(text: str, *, title: bool = True) -> list[Section]:
     if not title:
         parser.title = None
     extra = {"title": parser.title} if parser.title else {}
-    kind = _page_kind(parser)
+    kind = _page_kind(parser, links_are_content)
     if kind:
         heading = parser.title or next((t for _, t, _ in parser.blocks if t), "").split("\n")[0]
         if not heading:
@@ -447,12 +449,13 @@ def extract_html(text: str, *, title: bool = True) -> list[Section]:
     return sections
 
 
-def _page_kind(parser: _HtmlText) -> str | None:
+def _page_kind(parser: _HtmlText, links_are_content: bool = False) -> str | None:
     """ "index" for a page of links (a generated index, a page of links that is not a
     chapter's table of contents), "search" for a search form with almost no text, else
     None (a page of content)."""
     if parser.index_marker or (
         not parser.show_toc
+        and not links_are_content
         and parser.links >= INDEX_MIN_LINKS
         and parser.link_words >= INDEX_LINK_SHARE * parser.text_words
     ):
