@@ -161,3 +161,21 @@ def test_a_redirect_to_another_scheme_or_a_private_address_is_not_followed(run):
         failed = {f["file"]: f["error"] for f in json.loads(r.stdout)["failed"]}
         assert "'file:' URLs are not fetched" in failed[f"{site.base}/go-file.html"]
         assert "private-network address" in failed[f"{site.base}/go-private.html"]
+
+
+def test_watch_re_checks_a_url_and_removes_a_page_that_is_gone(run):
+    run("kb", "create", "Web")
+    with Site() as site:
+        start = f"{site.base}/index.html"
+        run("add", "Web", start, "--depth", "1")
+        site.gone.add("/about.html")
+        before = len(site.requests)
+        r = run("watch", "Web", start, "--depth", "1", "--passes", "1", "--json")
+        assert r.exit_code == 0, r.output
+        events = [json.loads(line) for line in r.stdout.splitlines()]
+        assert {"kind": "removed", "name": f"{site.base}/about.html"} in [
+            {"kind": e["kind"], "name": e["name"]} for e in events
+        ]
+        asked = [h for _, p, h in site.requests[before:] if p == "/cones.html"]
+        assert asked and asked[0].get("if-none-match")  # a conditional request
+        assert f"{site.base}/about.html" not in texts(run, "Web")

@@ -340,7 +340,7 @@ def rebuild_command(state, kb, as_json) -> None:
 
 @click.command("watch")
 @click.argument("kb")
-@click.argument("folder", type=click.Path(exists=True, file_okay=False))
+@click.argument("folder")
 @click.option("-i", "--include", multiple=True, metavar="GLOB", help="Only files matching GLOB (repeatable).")
 @click.option("-x", "--exclude", multiple=True, metavar="GLOB", help="Skip files matching GLOB (repeatable).")
 @click.option("--hidden", is_flag=True, help="Also take hidden files and folders.")
@@ -351,14 +351,21 @@ def rebuild_command(state, kb, as_json) -> None:
     "(network drives; used anyway when file events are unavailable).",
 )
 @click.option(
-    "--interval", type=click.FloatRange(0.2), default=2.0, show_default=True, help="Seconds between looks when polling."
+    "--interval",
+    type=click.FloatRange(0.2),
+    help="Seconds between looks when polling (default 2), or between re-checks of a URL (default 300).",
 )
+@click.option("--depth", type=click.IntRange(0, 20), default=0, help="A URL: follow links this many steps.")
 @click.option("--checksum", is_flag=True, help="Each pass compares the files' contents, not only their size and mtime.")
 @click.option("--passes", type=click.IntRange(1), hidden=True, help="Stop after this many passes (tests).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line for each event, for scripts.")
 @click.pass_obj
-def watch_command(state, kb, folder, include, exclude, hidden, poll, interval, checksum, passes, as_json) -> None:
-    """Keep KB in step with FOLDER until Ctrl-C: new, changed and deleted files.
+def watch_command(
+    state, kb, folder, include, exclude, hidden, poll, interval, depth, checksum, passes, as_json
+) -> None:
+    """Keep KB in step with FOLDER (or a web page's URL) until Ctrl-C: new, changed and
+    deleted files (pages: re-checked every --interval seconds with conditional requests,
+    a page gone is removed).
 
     Reacts to OS file events (one pass per burst of changes, after a first pass at
     start); a file that failed is reported once and tried again when it changes.
@@ -366,7 +373,10 @@ def watch_command(state, kb, folder, include, exclude, hidden, poll, interval, c
     fallback, added, updated, resumed, removed, failed, pass, stopped).
     """
     from kbdesk.ingest.watch import WatchEvent, watch_folder
+    from kbdesk.web.urls import is_url
 
+    if not is_url(folder) and not os.path.isdir(folder):
+        raise click.BadParameter(f"no such folder: {inert_line(folder)}", param_hint="'FOLDER'")
     desk = state.desk()
     name = desk.kb(kb).name
     ingestor = desk.ingestor()
@@ -399,6 +409,25 @@ def watch_command(state, kb, folder, include, exclude, hidden, poll, interval, c
         else:
             out.print(Text("Stopped."))
 
+    if is_url(folder):
+        from kbdesk.web.watch import watch_url
+
+        def work() -> Any:
+            return watch_url(
+                ingestor,
+                kb,
+                folder,
+                stop=stop,
+                on_event=show,
+                depth=depth,
+                include=include,
+                exclude=exclude,
+                interval=interval or 300.0,
+                max_passes=passes,
+            )
+
+        _run_interruptibly(work, cancel=cancel, stopped=stopped, exit_code=0)
+        return
     _run_interruptibly(
         lambda: watch_folder(
             ingestor,
@@ -410,7 +439,7 @@ def watch_command(state, kb, folder, include, exclude, hidden, poll, interval, c
             exclude=exclude,
             hidden=hidden,
             poll=poll,
-            poll_interval=interval,
+            poll_interval=interval or 2.0,
             max_passes=passes,
             checksum=checksum,
         ),
