@@ -12,9 +12,9 @@ on the open web"):
 * **everything else** — news, blogs, shops, saved pages, most sites: trafilatura
   (``favor_precision``) decides which blocks are the main content and hands them back
   as HTML, which kbdesk's reader then turns into sections with heading paths, under the
-  page's own ``<title>`` (a page of links it keeps keeps its links' texts). Menus, related links, comments, share bars and footers that
-  carry no markup of their own are left out this way, where rules by tag and class
-  alone keep a third of them.
+  page's own ``<title>`` (a page of links it keeps keeps its links' texts). Menus,
+  related links, comments, share bars and footers that carry no markup of their own are
+  left out this way, where rules by tag and class alone keep a third of them.
 
 A page trafilatura finds nothing in, or any failure of it, a search page and a page of
 fewer than :data:`SMALL_PAGE_WORDS` words (where there is little around the text to
