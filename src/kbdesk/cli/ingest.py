@@ -267,35 +267,18 @@ def add_command(
         ingestor = desk.ingestor(on_event=progress, workers=workers)
 
         def work() -> IngestReport:
-            report = IngestReport()
-            if paths or not urls:
-                report = ingestor.add(
-                    kb,
-                    list(paths),
-                    include=include,
-                    exclude=exclude,
-                    hidden=hidden,
-                    sync=sync,
-                    retry_failed=retry_failed,
-                    checksum=checksum,
-                )
-            if urls:
-                from kbdesk.web.crawl import WebLimits
-                from kbdesk.web.source import add_urls
-
-                limits = WebLimits(depth=depth, max_pages=max_pages)
-                add_urls(
-                    ingestor,
-                    kb,
-                    urls,
-                    limits=limits,
-                    include=include,
-                    exclude=exclude,
-                    sync=sync,
-                    retry_failed=retry_failed,
-                    report=report,
-                )
-            return report
+            return ingestor.add(
+                kb,
+                [*paths, *urls],
+                include=include,
+                exclude=exclude,
+                hidden=hidden,
+                sync=sync,
+                retry_failed=retry_failed,
+                checksum=checksum,
+                depth=depth,
+                max_pages=max_pages,
+            )
 
         report = _ingest(ingestor, progress, work, next_step, as_json)
     _summary(report, as_json, missing=missing)

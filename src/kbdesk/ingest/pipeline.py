@@ -143,6 +143,8 @@ class Ingestor:
         retry_failed: bool = False,
         checksum: bool = False,
         uploads: Mapping[Path, str] | None = None,
+        depth: int = 0,
+        max_pages: int | None = None,
     ) -> IngestReport:
         """Ingest files and folders into a KB; unchanged files cost nothing, files that
         failed for a reason of their own are not tried again until they change (or
@@ -152,7 +154,16 @@ class Ingestor:
         ``uploads``: the files (staged copies) came over HTTP, each under the name given
         for it, and are known by that name (a new version of the document of that name,
         however it came); otherwise a file is known by its path (as the store keeps it:
-        ``store.source_key``), and takes over the document an upload of its name made."""
+        ``store.source_key``), and takes over the document an upload of its name made.
+
+        A path that is a URL (``https://…``) is a web page, fetched and known by its URL
+        (:mod:`kbdesk.web`): ``depth`` follows its links on the same site, ``max_pages``
+        bounds the pages of the run, ``include``/``exclude`` match URLs, ``sync`` removes
+        pages that are gone."""
+        from kbdesk.web.urls import is_url
+
+        urls = [str(p) for p in paths if isinstance(p, str) and is_url(p)]
+        paths = [p for p in paths if not (isinstance(p, str) and is_url(p))]
         kb = self.desk.kb(kb_ref)
         report = IngestReport()
         self.sweep(kb)
@@ -166,6 +177,22 @@ class Ingestor:
         if sync and not self._cancel.is_set():
             unfiltered = (lambda: self._all_sources(paths, hidden)) if include or exclude else (lambda: set[str]())
             self._sync(kb, found.roots, {f.source for f in found.files}, unfiltered, report)
+        if urls and not self._cancel.is_set():
+            from kbdesk.web.crawl import WebLimits
+            from kbdesk.web.source import add_urls
+
+            limits = WebLimits(depth=depth, **({"max_pages": max_pages} if max_pages else {}))
+            add_urls(
+                self,
+                kb_ref,
+                urls,
+                report,
+                limits=limits,
+                include=include,
+                exclude=exclude,
+                sync=sync,
+                retry_failed=retry_failed,
+            )
         if not self._cancel.is_set():  # staged vectors whose documents moved on long ago
             self.store.prune_cached_vectors(STAGED, STAGED_DAYS)
         return report

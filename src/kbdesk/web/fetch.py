@@ -17,13 +17,21 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 
 import httpx
 
-from kbdesk import __version__
 from kbdesk.web.urls import UrlRefused, check, check_address, host_of, normalise
 
-USER_AGENT = f"kbdesk/{__version__} (+https://pypi.org/project/kbdesk/)"
+
+def _version() -> str:
+    try:
+        return version("kbdesk")
+    except PackageNotFoundError:  # run from a source tree
+        return "dev"
+
+
+USER_AGENT = f"kbdesk/{_version()} (+https://pypi.org/project/kbdesk/)"
 MAX_DELAY = 10.0  # seconds: the longest Crawl-delay honoured
 
 

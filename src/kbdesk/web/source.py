@@ -18,12 +18,12 @@ import time
 from collections.abc import Callable, Sequence
 from email.utils import parsedate_to_datetime
 from pathlib import Path
+from typing import Any
 
 from kbdesk.ingest.batch import sha256
 from kbdesk.ingest.events import EventSink, IngestEvent
 from kbdesk.ingest.folders import FoundFile
 from kbdesk.ingest.names import WEB
-from kbdesk.ingest.pipeline import Ingestor, IngestReport
 from kbdesk.web.crawl import Crawl, Known, Page, WebLimits
 from kbdesk.web.fetch import Fetcher
 from kbdesk.web.memory import Memory
@@ -31,22 +31,22 @@ from kbdesk.web.urls import UrlRefused, check, check_globs, host_of, redact, sco
 
 
 def add_urls(
-    ingestor: Ingestor,
+    ingestor: Any,
     kb_ref: str,
     urls: Sequence[str],
+    report: Any,
     *,
     limits: WebLimits | None = None,
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
     sync: bool = False,
     retry_failed: bool = False,
-    report: IngestReport | None = None,
-) -> IngestReport:
-    """Fetch ``urls`` (and their links to ``limits.depth``) and index them in the KB;
-    what happened goes into ``report`` (a new one by default), which is returned."""
+) -> None:
+    """Fetch ``urls`` (and their links to ``limits.depth``) and index them in the KB of
+    ``ingestor`` (a :class:`kbdesk.ingest.pipeline.Ingestor`); what happened goes into
+    ``report`` (an :class:`~kbdesk.ingest.pipeline.IngestReport`)."""
     limits = limits or WebLimits()
     kb = ingestor.desk.kb(kb_ref)
-    report = report if report is not None else IngestReport()
     on_event = ingestor.on_event
     given: list[str] = []
     for url in urls:
@@ -56,7 +56,7 @@ def add_urls(
             report.failed.append((redact(url), str(exc)))
             on_event(IngestEvent("error", redact(url), detail=str(exc)))
     if not given:
-        return report
+        return
     include, exclude = tuple(check_globs(include)), tuple(check_globs(exclude))
     docs = {s: d for s, d in ingestor.store.documents_by_source(kb.id).items() if s.startswith(WEB)}
     memory = Memory(ingestor.files_dir / "web" / f"{kb.id}.json")
@@ -122,10 +122,9 @@ def add_urls(
         if files:
             ingestor.add_found(kb, files, report, retry_failed=retry_failed, checksum=True)
     memory.save()
-    return report
 
 
-def _follow_cancel(ingestor: Ingestor, stop: threading.Event) -> None:
+def _follow_cancel(ingestor: Any, stop: threading.Event) -> None:
     """Stop the crawl soon after the ingestor is cancelled (Ctrl-C)."""
     while not stop.wait(0.2):
         if ingestor.cancelled:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 
-from kbdesk.ingest.pipeline import Ingestor
+from kbdesk.ingest.pipeline import Ingestor, IngestReport
 from kbdesk.ingest.watch import WatchEvent
 from kbdesk.web.crawl import WebLimits
 from kbdesk.web.source import add_urls
@@ -34,8 +34,9 @@ def watch_url(
     on_event(WatchEvent("watching", url, f"re-checked every {interval:g} s"))
     passes = 0
     while not stop.is_set():
-        report = add_urls(
-            ingestor, kb, [url], limits=WebLimits(depth=depth), include=include, exclude=exclude, sync=True
+        report = IngestReport()
+        add_urls(
+            ingestor, kb, [url], report, limits=WebLimits(depth=depth), include=include, exclude=exclude, sync=True
         )
         for kind in ("added", "updated", "removed"):
             for name in getattr(report, kind):
