@@ -85,12 +85,15 @@ _HIDDEN = "//template|//noscript|//*[@hidden]|//*[@aria-hidden]|//*[@style]"
 
 
 def _visible_tree(text: str) -> Any:
-    """The page parsed (lxml), without what a browser does not show: <template>,
-    <noscript>, ``hidden``, ``aria-hidden="true"``, ``display: none``, ``visibility: hidden``
-    (the same as kbdesk's rules leave out)."""
-    from lxml import html as lxml_html  # type: ignore[import-untyped]
+    """The page parsed as trafilatura parses it, without what a browser does not show:
+    <template>, <noscript>, ``hidden``, ``aria-hidden="true"``, ``display: none``,
+    ``visibility: hidden`` (the same as kbdesk's rules leave out); None when it cannot be
+    parsed."""
+    from trafilatura.utils import load_html
 
-    tree = lxml_html.fromstring(text.encode("utf-8"), parser=lxml_html.HTMLParser(encoding="utf-8"))
+    tree = load_html(text)
+    if tree is None:
+        return None
     for element in tree.xpath(_HIDDEN):
         if (
             element.tag in ("template", "noscript")
@@ -109,8 +112,11 @@ def main_content(text: str) -> str | None:
     except ImportError:  # a slimmed install: kbdesk's rules alone
         return None
     try:
+        tree = _visible_tree(text)
+        if tree is None:
+            return None
         found = trafilatura.extract(
-            _visible_tree(text),
+            tree,
             output_format="html",
             favor_precision=True,
             include_tables=True,
@@ -129,7 +135,8 @@ def extract_page(text: str) -> list[Section]:
     if is_documentation(text):
         return extract_html(text)
     rules = extract_html(text)
-    if rules[0].metadata.get("page_kind") == "search" or sum(len(s.text.split()) for s in rules) < SMALL_PAGE_WORDS:
+    kind = rules[0].metadata.get("page_kind")
+    if kind == "search" or (kind is None and sum(len(s.text.split()) for s in rules) < SMALL_PAGE_WORDS):
         return rules  # a search form, or a page with too little text to have much around it
     main = main_content(text)
     if main is None:
