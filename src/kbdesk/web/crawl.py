@@ -48,7 +48,7 @@ class Known:
 @dataclass
 class Page:
     url: str
-    outcome: str  # "fetched", "unchanged", "gone", "failed", "skipped"
+    outcome: str  # "fetched", "unchanged", "gone", "failed", "skipped" ("fetching": about to be asked for)
     body: bytes = b""
     content_type: str = ""  # what kbdesk reads it as
     validators: dict[str, str] = field(default_factory=dict)
@@ -116,6 +116,7 @@ class Crawl:
                 self._add(Page(url, "skipped", reason="robots.txt does not allow it"))
                 continue
             taken += 1
+            self.on_page(Page(url, "fetching"))  # progress only: not a page of the result
             page, sitemap = self._visit(url)
             if sitemap is not None:  # its pages, as if given; nested sitemaps too
                 nested, listed = sitemap

@@ -133,7 +133,9 @@ def _follow_cancel(ingestor: Any, stop: threading.Event) -> None:
 
 def _announce(on_event: EventSink) -> Callable[[Page], None]:
     def announce(page: Page) -> None:
-        if page.outcome in ("skipped",):
+        if page.outcome == "fetching":  # the progress line says which page is being fetched
+            on_event(IngestEvent("status", page.url, status="fetching"))
+        elif page.outcome == "skipped":
             on_event(IngestEvent("skipped", page.url, detail=page.reason))
         elif page.outcome in ("gone", "failed"):
             on_event(IngestEvent("error", page.url, detail=page.reason))
