@@ -234,8 +234,7 @@ def _q(text: str) -> str:
 def add_command(
     state, kb, paths, include, exclude, hidden, sync, retry_failed, depth, max_pages, checksum, workers, quiet, as_json
 ) -> None:
-    """Add files, folders (recursively) and web pages (http/https URLs) to KB;
-    unchanged files and pages are skipped.
+    """Add files, folders (recursively) and web pages (URLs) to KB; unchanged ones are skipped.
 
     A URL is fetched (robots.txt honoured; a sitemap.xml adds its pages) and each page
     is known by its URL; --depth follows its links on the same site, --include and
@@ -346,9 +345,10 @@ def rebuild_command(state, kb, as_json) -> None:
 def watch_command(
     state, kb, folder, include, exclude, hidden, poll, interval, depth, checksum, passes, as_json
 ) -> None:
-    """Keep KB in step with FOLDER (or a web page's URL) until Ctrl-C: new, changed and
-    deleted files (pages: re-checked every --interval seconds with conditional requests,
-    a page gone is removed).
+    """Keep KB in step with FOLDER (or a URL's pages) until Ctrl-C: new, changed and deleted files.
+
+    A URL is re-checked every --interval seconds (default 300) with conditional
+    requests; a page gone (404, 410) is removed.
 
     Reacts to OS file events (one pass per burst of changes, after a first pass at
     start); a file that failed is reported once and tried again when it changes.
