@@ -41,10 +41,13 @@ def add_urls(
     exclude: Sequence[str] = (),
     sync: bool = False,
     retry_failed: bool = False,
+    private_hosts: Sequence[str] | None = None,
 ) -> None:
     """Fetch ``urls`` (and their links to ``limits.depth``) and index them in the KB of
     ``ingestor`` (a :class:`kbdesk.ingest.pipeline.Ingestor`); what happened goes into
-    ``report`` (an :class:`~kbdesk.ingest.pipeline.IngestReport`)."""
+    ``report`` (an :class:`~kbdesk.ingest.pipeline.IngestReport`). ``private_hosts``: the
+    hosts on a private network that may be fetched (default: those of ``urls``, named by
+    the user; a server passes the ones its admin allowed)."""
     limits = limits or WebLimits()
     kb = ingestor.desk.kb(kb_ref)
     on_event = ingestor.on_event
@@ -68,7 +71,7 @@ def add_urls(
             known[source] = Known(validators, [str(u) for u in entry.get("links") or []])
     stop = threading.Event()
     fetcher = Fetcher(
-        {host_of(u) for u in given},
+        {host_of(u) for u in given} if private_hosts is None else set(private_hosts),
         max_bytes=ingestor.max_bytes,
         timeout=limits.timeout,
         max_redirects=limits.max_redirects,
