@@ -36,6 +36,9 @@ def test_a_url_is_known_without_its_fragment_and_with_a_lower_case_host():
     assert check("HTTP://Example.ORG:80/a/b.html#part") == "http://example.org/a/b.html"
     assert scope_of("https://h.org/docs/intro.html") == "https://h.org/docs/"
     assert redact("https://me:secret@h.org/x") == "https://me:***@h.org/x"
+    # control characters (which could drive a terminal) and spaces are escaped, as a browser sends them
+    assert check("https://h.org/a b/\x1b]0;x\x07.html?q=a b") == "https://h.org/a%20b/%1B%5D0;x%07.html?q=a%20b"
+    assert check("https://h.org/caf%C3%A9.html") == "https://h.org/caf%C3%A9.html"
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "10.0.0.8", "192.168.1.1", "169.254.169.254", "[::1]", "localhost"])

@@ -22,7 +22,7 @@ import ipaddress
 import re
 import socket
 from collections.abc import Iterable, Sequence
-from urllib.parse import urldefrag, urljoin, urlsplit, urlunsplit
+from urllib.parse import quote, urldefrag, urljoin, urlsplit, urlunsplit
 
 SCHEMES = ("http", "https")
 MAX_URL = 4096  # characters of a URL kept (longer links are not followed)
@@ -39,9 +39,13 @@ def is_url(text: str) -> bool:
     return bool(head) and head.isascii() and head.replace("+", "").replace("-", "").replace(".", "").isalnum()
 
 
+_SAFE = "/%:@!$&'()*+,;=-._~"  # what stays as it is in a path (RFC 3986); the rest is %-escaped
+
+
 def normalise(url: str, base: str | None = None) -> str:
     """``url`` (made absolute against ``base``) without its fragment, with a lower-case
-    scheme and host and a path of at least ``/``: the key a page is known by."""
+    scheme and host, a path of at least ``/``, and spaces, control characters and other
+    bytes a URL cannot hold %-escaped (as a browser sends them): the key a page is known by."""
     url = urljoin(base, url.strip()) if base else url.strip()
     url, _ = urldefrag(url)
     parts = urlsplit(url)
@@ -51,7 +55,8 @@ def normalise(url: str, base: str | None = None) -> str:
         netloc += f":{parts.port}"
     if parts.username is not None or parts.password is not None:
         netloc = f"{parts.username or ''}{':' + '***' if parts.password is not None else ''}@{netloc}"
-    return urlunsplit((parts.scheme.lower(), netloc, parts.path or "/", parts.query, ""))
+    path, query = quote(parts.path or "/", safe=_SAFE), quote(parts.query, safe=_SAFE + "?")
+    return urlunsplit((parts.scheme.lower(), netloc, path, query, ""))
 
 
 _PASSWORD = re.compile(r"^([A-Za-z][\w+.-]*://[^/?#@]*?):[^/?#@]*@")
