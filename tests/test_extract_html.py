@@ -118,3 +118,47 @@ def test_generic_page_chrome_is_dropped_but_an_article_header_stays():
         assert chrome not in text, chrome
     for kept in ("Glazes that crawl", "By a potter", "pulls away from dusty bisque", "Filed under glazes"):
         assert kept in text, kept
+
+
+def test_a_chapter_page_keeps_its_table_of_contents_and_a_section_page_does_not():
+    entries = "".join(
+        f'<dt><span class="refentrytitle"><a href="sql-{w}.html">{w.upper()}</a></span> — '
+        f'<span class="refpurpose">{purpose}</span></dt>'
+        for w, purpose in [("abort", "abort the current transaction"), ("vacuum", "garbage-collect a database")] * 20
+    )
+    chapter = (
+        '<html><head><meta name="generator" content="DocBook XSL Stylesheets"><title>SQL Commands</title></head>'
+        '<body><div class="navheader">Prev Up Home Next</div><div class="reference"><h1>SQL Commands</h1>'
+        "<p>This part holds the reference for the SQL commands.</p>"
+        f'<div class="toc"><p><strong>Table of Contents</strong></p><dl class="toc">{entries}</dl></div>'
+        "</div></body></html>"
+    )
+    result = extract_bytes(chapter.encode(), "sql-commands.html")
+    assert "VACUUM — garbage-collect a database" in result.text  # the list is the page's content
+    assert "Table of Contents" not in result.text and "Prev" not in result.text
+    assert "page_kind" not in result.sections[0].metadata
+    # a page with text of its own: its mini-TOC only repeats its headings
+    assert page("docbook_section.html").text.count("4.2.1. Pruning Basics") == 1
+
+
+def test_open_web_pages_lose_their_menus_related_links_and_comments():
+    from kbdesk.ingest.html_main import extract_page
+
+    story = "".join(
+        f"<p>The harbour council met on day {i} and agreed that the old breakwater must be rebuilt before "
+        f"the winter storms, at a cost the town will share with the region over ten years.</p>"
+        for i in range(12)
+    )
+    related = "".join(f'<li><a href="/news/{i}">Celebrity chef opens restaurant number {i}</a></li>' for i in range(15))
+    html = f"""<html><head><title>Breakwater to be rebuilt</title></head><body>
+    <div class="top"><a href="/">Home</a> <a href="/sport">Sport</a> <a href="/weather">Weather</a></div>
+    <div class="content"><h1>Breakwater to be rebuilt</h1>{story}</div>
+    <div class="more"><h3>More stories</h3><ul>{related}</ul></div>
+    <div class="comments"><p>Comment by Bob: first! Click here to subscribe to our newsletter today.</p></div>
+    <div class="bottom">All rights reserved. Terms of use. Cookie settings.</div></body></html>"""
+    sections = extract_page(html)
+    text = "\n".join(s.text for s in sections)
+    assert "old breakwater must be rebuilt" in text and "on day 11 and agreed" in text
+    for chrome in ("Celebrity chef", "Sport", "first!", "All rights reserved", "Cookie settings"):
+        assert chrome not in text, chrome
+    assert sections[0].metadata["title"] == "Breakwater to be rebuilt"

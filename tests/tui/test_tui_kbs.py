@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 from textual.widgets import Input, Static
 from tui_support import CORPUS, notifications, settle, type_text, wait_until
 
@@ -422,3 +423,30 @@ async def test_a_kb_opened_before_its_documents_are_read_comes_with_them(tui_des
         assert await wait_until(pilot, lambda: isinstance(app.screen, KbDetailScreen) and shown)
         await settle(pilot)
         assert shown[0] == len(CORPUS)
+
+
+@pytest.mark.slow  # a web server on loopback
+async def test_add_a_web_page_by_its_url(tui_desk):
+    from web_site import Site
+
+    tui_desk.create_kb("web")
+    app = make_app(tui_desk)
+    with Site() as site:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+            await pilot.press("enter")
+            await settle(pilot)
+            await pilot.press("a")
+            await settle(pilot)
+            assert isinstance(app.screen, AddFilesScreen)
+            app.screen.query_one("#path", Input).value = f"{site.base}/cones.html"
+            await pilot.press("enter")
+            await settle(pilot)
+            detail = app.screen
+            assert isinstance(detail, KbDetailScreen)
+            table = detail.query_one(DocumentsTable)
+            await wait_until(pilot, lambda: any(r.status == "ready" for r in table.rows_by_id.values()))
+            rows = {row.path: row.status for row in table.rows_by_id.values()}
+            assert rows == {"cones.html": "ready"}  # shown under the site its pages share
+    assert [d.filename for d in tui_desk.documents(tui_desk.kb("web").id)] == [f"{site.base}/cones.html"]
+    assert "/cones.html" in site.paths()

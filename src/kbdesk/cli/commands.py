@@ -9,7 +9,10 @@ from __future__ import annotations
 # completion start in a blink; tests/test_cli_startup.py checks this table against the
 # commands themselves.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "add": ("kbdesk.cli.ingest:add_command", "Add files and folders (recursively) to KB; unchanged files are skipped."),
+    "add": (
+        "kbdesk.cli.ingest:add_command",
+        "Add files, folders (recursively) and web pages (URLs) to KB; unchanged ones are skipped.",
+    ),
     "ask": ("kbdesk.cli.chat:ask_command", "Ask QUESTION; the answer streams to stdout, then its sources."),
     "chat": (
         "kbdesk.cli.chat:chat_command",
@@ -89,7 +92,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "watch": (
         "kbdesk.cli.ingest:watch_command",
-        "Keep KB in step with FOLDER until Ctrl-C: new, changed and deleted files.",
+        "Keep KB in step with FOLDER (or a URL's pages) until Ctrl-C: new, changed and deleted files.",
     ),
 }
 HIDDEN = {"conv"}

@@ -247,6 +247,16 @@ def _database_stops(progress: Callable[[], tuple[int, int]], resume: str) -> Ite
 @click.option("--sync", is_flag=True, help="Remove documents whose files are gone from the folders given.")
 @click.option("--retry-failed", is_flag=True, help="Also try files that failed before and have not changed since.")
 @click.option(
+    "--depth",
+    type=click.IntRange(0, 20),
+    default=0,
+    show_default=True,
+    help="URLs: follow links on the same site this many steps (under the URL's folder).",
+)
+@click.option(
+    "--max-pages", type=click.IntRange(1), default=500, show_default=True, help="URLs: at most this many pages per run."
+)
+@click.option(
     "--checksum",
     is_flag=True,
     help="Compare every file's contents, not only its size and modification time "
@@ -257,9 +267,28 @@ def _database_stops(progress: Callable[[], tuple[int, int]], resume: str) -> Ite
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_obj
 def add_command(
-    state, kb, paths, include, exclude, hidden, no_ignore, sync, retry_failed, checksum, workers, quiet, as_json
+    state,
+    kb,
+    paths,
+    include,
+    exclude,
+    hidden,
+    no_ignore,
+    sync,
+    retry_failed,
+    depth,
+    max_pages,
+    checksum,
+    workers,
+    quiet,
+    as_json,
 ) -> None:
-    """Add files and folders (recursively) to KB; unchanged files are skipped.
+    """Add files, folders (recursively) and web pages (URLs) to KB; unchanged ones are skipped.
+
+    A URL is fetched (robots.txt honoured; a sitemap.xml adds its pages) and each page
+    is known by its URL; --depth follows its links on the same site, --include and
+    --exclude then match whole URLs. Adding it again asks the site only for what
+    changed; with --sync a page that is gone (404, 410) is removed.
 
     In folders, files named in .gitignore/.ignore files are left out (--no-ignore
     takes them), and so are lock files, minified bundles and vendored folders
@@ -275,7 +304,11 @@ def add_command(
     kept). Ctrl-C stops within a moment, says what finished, and exits 130; the next
     add (or resume) finishes the rest.
     """
+    from kbdesk.web.urls import is_url
+
     desk = state.desk()
+    urls = [p for p in paths if is_url(p)]
+    paths = [p for p in paths if not is_url(p)]
     missing = [p for p in paths if not os.path.exists(os.path.expanduser(p))]
     for path in missing:
         click.echo(f"Error: no such file or folder: {inert_line(path)}", err=True)
@@ -286,12 +319,11 @@ def add_command(
     again = "run the same `kbdesk add` again: it takes up the rest."
     with IngestProgress(_show_progress(as_json, quiet)) as progress, _database_stops(progress.counts, again):
         ingestor = desk.ingestor(on_event=progress, workers=workers)
-        report = _ingest(
-            ingestor,
-            progress,
-            lambda: ingestor.add(
+
+        def work() -> IngestReport:
+            return ingestor.add(
                 kb,
-                list(paths),
+                [*paths, *urls],
                 include=include,
                 exclude=exclude,
                 hidden=hidden,
@@ -299,10 +331,11 @@ def add_command(
                 retry_failed=retry_failed,
                 checksum=checksum,
                 no_ignore=no_ignore,
-            ),
-            next_step,
-            as_json,
-        )
+                depth=depth,
+                max_pages=max_pages,
+            )
+
+        report = _ingest(ingestor, progress, work, next_step, as_json)
     _summary(report, as_json, missing=missing)
 
 
@@ -347,7 +380,7 @@ def rebuild_command(state, kb, as_json) -> None:
 
 @click.command("watch")
 @click.argument("kb")
-@click.argument("folder", type=click.Path(exists=True, file_okay=False))
+@click.argument("folder")
 @click.option("-i", "--include", multiple=True, metavar="GLOB", help="Only files matching GLOB (repeatable).")
 @click.option("-x", "--exclude", multiple=True, metavar="GLOB", help="Skip files matching GLOB (repeatable).")
 @click.option("--hidden", is_flag=True, help="Also take hidden files and folders.")
@@ -359,16 +392,22 @@ def rebuild_command(state, kb, as_json) -> None:
     "(network drives; used anyway when file events are unavailable).",
 )
 @click.option(
-    "--interval", type=click.FloatRange(0.2), default=2.0, show_default=True, help="Seconds between looks when polling."
+    "--interval",
+    type=click.FloatRange(0.2),
+    help="Seconds between looks when polling (default 2), or between re-checks of a URL (default 300).",
 )
+@click.option("--depth", type=click.IntRange(0, 20), default=0, help="A URL: follow links this many steps.")
 @click.option("--checksum", is_flag=True, help="Each pass compares the files' contents, not only their size and mtime.")
 @click.option("--passes", type=click.IntRange(1), hidden=True, help="Stop after this many passes (tests).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line for each event, for scripts.")
 @click.pass_obj
 def watch_command(
-    state, kb, folder, include, exclude, hidden, no_ignore, poll, interval, checksum, passes, as_json
+    state, kb, folder, include, exclude, hidden, no_ignore, poll, interval, depth, checksum, passes, as_json
 ) -> None:
-    """Keep KB in step with FOLDER until Ctrl-C: new, changed and deleted files.
+    """Keep KB in step with FOLDER (or a URL's pages) until Ctrl-C: new, changed and deleted files.
+
+    A URL is re-checked every --interval seconds (default 300) with conditional
+    requests; a page gone (404, 410) is removed.
 
     Reacts to OS file events (one pass per burst of changes, after a first pass at
     start); a file that failed is reported once and tried again when it changes.
@@ -377,7 +416,10 @@ def watch_command(
     database could not be written (a full disk, a disk error), saying so in one line.
     """
     from kbdesk.ingest.watch import WatchEvent, watch_folder
+    from kbdesk.web.urls import is_url
 
+    if not is_url(folder) and not os.path.isdir(folder):
+        raise click.BadParameter(f"no such folder: {inert_line(folder)}", param_hint="'FOLDER'")
     desk = state.desk()
     name = desk.kb(kb).name
     finished: set[str] = set()  # documents made ready by this watch (said if the database stops it)
@@ -417,9 +459,27 @@ def watch_command(
             out.print(Text("Stopped."))
 
     again = f"start `kbdesk watch {_q(kb)} {_q(folder)}` again: its first pass takes up the rest."
-    with _database_stops(lambda: (len(finished), 0), again):
-        _run_interruptibly(
-            lambda: watch_folder(
+    if is_url(folder):
+        from kbdesk.web.watch import watch_url
+
+        def work() -> Any:
+            return watch_url(
+                ingestor,
+                kb,
+                folder,
+                stop=stop,
+                on_event=show,
+                depth=depth,
+                include=include,
+                exclude=exclude,
+                interval=interval or 300.0,
+                max_passes=passes,
+            )
+
+    else:
+
+        def work() -> Any:
+            return watch_folder(
                 ingestor,
                 kb,
                 folder,
@@ -429,15 +489,14 @@ def watch_command(
                 exclude=exclude,
                 hidden=hidden,
                 poll=poll,
-                poll_interval=interval,
+                poll_interval=interval or 2.0,
                 max_passes=passes,
                 checksum=checksum,
                 no_ignore=no_ignore,
-            ),
-            cancel=cancel,
-            stopped=stopped,
-            exit_code=0,
-        )
+            )
+
+    with _database_stops(lambda: (len(finished), 0), again):
+        _run_interruptibly(work, cancel=cancel, stopped=stopped, exit_code=0)
 
 
 @click.command("docs")

@@ -55,6 +55,18 @@ def is_loopback(host: str) -> bool:
     show_default=True,
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
 )
+@click.option(
+    "--url-sources",
+    is_flag=True,
+    help="Let tokens with kb.write add web pages by URL (the server fetches them; public addresses only).",
+)
+@click.option(
+    "--url-host",
+    "url_hosts",
+    multiple=True,
+    metavar="HOST",
+    help="With --url-sources: a private-network host whose pages tokens may add too (repeatable).",
+)
 @click.pass_obj
 def serve_command(
     state: CliState,
@@ -65,11 +77,14 @@ def serve_command(
     ssl_certfile: str | None,
     ssl_keyfile: str | None,
     log_level: str,
+    url_sources: bool,
+    url_hosts: tuple[str, ...],
 ) -> None:
     """Serve the knowledge bases over HTTP under /api (OpenAPI at /api/docs).
 
     Every request needs a token (kbdesk token create). Uploads are indexed by the same
     pipeline as kbdesk add; documents a stop interrupted are finished at the next start.
+    Web pages are fetched for a token only with --url-sources.
     """
     _need("uvicorn", "fastapi", "multipart")
     import uvicorn
@@ -90,7 +105,7 @@ def serve_command(
     if is_team(desk.store):
         require_owner(team_store(desk.store))
     active = len(Tokens(desk.store).list())
-    app = create_app(desk, cors_origins=cors_origins)
+    app = create_app(desk, cors_origins=cors_origins, url_sources=url_sources, url_hosts=url_hosts)
     scheme = "https" if ssl_certfile else "http"
     shown = f"[{host}]" if ":" in host else host
     err = stderr()

@@ -24,7 +24,7 @@ from kbdesk.errors import KbdeskError
 from kbdesk.ingest import chunker
 from kbdesk.ingest.copies import write_copy
 from kbdesk.ingest.events import EventSink, IngestEvent
-from kbdesk.ingest.extract import ExtractionError, extract_bytes
+from kbdesk.ingest.extract import ExtractionError, extract_bytes, typed_name
 from kbdesk.ingest.helper import Helper
 from kbdesk.ingest.names import file_of
 from kbdesk.ingest.ocr import IMAGE_CONTENT_TYPES, OcrSetup, setup_for
@@ -236,7 +236,7 @@ class BatchRunner:
         with self._turn if job.doc.content_type not in OWN_PROCESS else contextlib.nullcontext():
             extracted = extract_bytes(
                 data,
-                doc.filename,
+                typed_name(doc.filename, doc.content_type),
                 max_bytes=self.max_bytes,
                 pdf_timeout=self.config.ingest.pdf_timeout,
                 pdf_memory_mb=self.config.ingest.pdf_memory_mb,
@@ -268,7 +268,10 @@ class BatchRunner:
         if not held or self.cancelled():
             return {}
         results = self.helper.prepare(
-            [(*self._copy_of(j), j.doc.filename) for j in held], kb.chunk_size, kb.chunk_overlap, self.max_bytes
+            [(*self._copy_of(j), typed_name(j.doc.filename, j.doc.content_type)) for j in held],
+            kb.chunk_size,
+            kb.chunk_overlap,
+            self.max_bytes,
         )
         if results is None:
             return {}

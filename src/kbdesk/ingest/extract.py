@@ -58,7 +58,7 @@ from kbdesk.ingest.csv_text import extract_csv
 from kbdesk.ingest.docx_text import extract_docx
 from kbdesk.ingest.email_text import extract_eml, extract_mbox
 from kbdesk.ingest.epub_text import extract_epub
-from kbdesk.ingest.html_text import extract_html
+from kbdesk.ingest.html_main import extract_page
 from kbdesk.ingest.image_text import extract_image
 from kbdesk.ingest.limits import Budget, clock
 from kbdesk.ingest.markdown_text import extract_markdown
@@ -183,7 +183,7 @@ def _sections(data: bytes, ctype: str, budget: Budget, warnings: list[str]) -> l
     if ctype != "application/x-ipynb+json":  # a notebook counts the text it keeps, not its images' base64
         budget.spend(len(text))
     if ctype == "text/html":
-        return extract_html(text)
+        return extract_page(text)
     if ctype == "application/x-ipynb+json":
         return extract_notebook(text, budget)
     extractor = _TEXT_EXTRACTORS.get(ctype) or TEXT_READERS.get(ctype)
@@ -222,6 +222,18 @@ def _attachment(warnings: list[str]) -> Callable[[bytes, str, Budget], list[Sect
 def content_type_for(filename: str) -> str | None:
     """The content type kbdesk extracts ``filename`` as, or None if unsupported."""
     return _TYPES.get(os.path.splitext(filename)[1].lower())
+
+
+_SUFFIX_OF = {ctype: suffix for suffix, ctype in reversed(_TYPES.items())}
+
+
+def typed_name(filename: str, content_type: str | None) -> str:
+    """A name :func:`extract_bytes` reads as ``content_type``: ``filename`` when its
+    suffix says so, else a name with that type's suffix (a web page's name is its URL,
+    its type the server's Content-Type)."""
+    if content_type is None or content_type_for(filename) == content_type or content_type not in _SUFFIX_OF:
+        return filename
+    return "page" + _SUFFIX_OF[content_type]
 
 
 def _size(n: int, *, whole: bool = False) -> str:

@@ -37,6 +37,7 @@ class FoundFile:
     mtime: float
     source: str = ""  # the document's source path: ``path`` as storable text (see kbdesk.ingest.names)
     root: str | None = None  # the folder given that it was found under (as text), None for a file given
+    content_type: str | None = None  # what it is read as, when not told by its name (a web page's)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "name", display_name(self.name))

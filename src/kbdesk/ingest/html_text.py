@@ -19,6 +19,13 @@ A heading inside an admonition (DocBook's ``<div class="note"><h3>Note</h3>``, t
 classes of :data:`_ADMONITION_CLASSES`) is a line of the box, not a section: the
 section around it keeps its heading path.
 
+A page's table of contents (DocBook's mini-TOC, Sphinx's toctree: :data:`_TOC_CLASSES`)
+repeats the headings that follow it or names other pages: it is left out, unless its
+links lead mostly to other pages (not to an element of this page) and the page has fewer than :data:`TOC_PAGE_WORDS`
+words without it — a chapter's or part's page, whose list of sections (DocBook's with
+each command's purpose) is its content: then
+the list is read as text, its "Table of Contents" label left out.
+
 Navigation pages: a generated index (the markup of :data:`_INDEX_CLASSES` in its main
 content), a page whose main text is mostly link text (at least
 :data:`INDEX_LINK_SHARE` of its words, with at least :data:`INDEX_MIN_LINKS` links), or
@@ -84,14 +91,12 @@ _CHROME_ROLES = frozenset({"navigation", "search", "banner", "contentinfo", "com
 _CHROME_CLASSES = frozenset(
     {
         "navheader",
-        "navfooter",
-        "toc",  # DocBook: Prev/Up/Home/Next bars, a page's mini-TOC
+        "navfooter",  # DocBook: Prev/Up/Home/Next bars
         "sphinxsidebar",
         "sphinxsidebarwrapper",
         "related",
         "footer",
         "headerlink",  # Sphinx
-        "toctree-wrapper",  # Sphinx: a page's table of contents
         "mobile-nav",
         "breadcrumb",
         "breadcrumbs",
@@ -103,6 +108,11 @@ _CHROME_CLASSES = frozenset(
 _ADMONITION_CLASSES = frozenset(
     {"note", "tip", "warning", "caution", "important", "admonition", "seealso", "hint", "danger", "attention", "error"}
 )
+# a page's table of contents (DocBook's mini-TOC, Sphinx's toctree): left out, unless it is
+# the page's content (a chapter or part page of little text of its own: TOC_PAGE_WORDS)
+_TOC_CLASSES = frozenset({"toc", "toctree-wrapper"})
+TOC_PAGE_WORDS = 250
+_TOC_LABELS = frozenset({"Table of Contents", "Contents"})
 _MAIN = re.compile(r"<main[\s>]|role\s*=\s*[\"']?main\b", re.IGNORECASE)
 # a generated index: DocBook's <div class="index">, Sphinx's index tables and letter bars
 _INDEX_CLASSES = frozenset(
@@ -129,7 +139,8 @@ _BLANK_LINES = re.compile(r"\n{3,}")
     _K_BREAK,
     _K_MAIN,
     _K_ADMONITION,
-) = (1 << n for n in range(12))  # the last two: set per element
+    _K_TOC,
+) = (1 << n for n in range(13))  # the last three: set per element
 
 
 def _kinds() -> dict[str, int]:
@@ -154,7 +165,7 @@ def _kinds() -> dict[str, int]:
 _KIND = _kinds()
 
 
-_HIDE, _ADMONITION, _MAIN_CONTENT, _INDEX = 1, 2, 4, 8  # what an element's attributes make it
+_HIDE, _ADMONITION, _MAIN_CONTENT, _INDEX, _TOC = 1, 2, 4, 8, 16  # what an element's attributes make it
 
 
 def _attribute_flags(attrs: list[tuple[str, str | None]]) -> int:
@@ -174,6 +185,8 @@ def _attribute_flags(attrs: list[tuple[str, str | None]]) -> int:
                 flags |= _ADMONITION
             if not _INDEX_CLASSES.isdisjoint(classes):
                 flags |= _INDEX
+            if not _TOC_CLASSES.isdisjoint(classes):
+                flags |= _TOC
         elif name == "role":
             value = value.strip().lower()
             if value in _CHROME_ROLES:
@@ -190,8 +203,13 @@ def _attribute_flags(attrs: list[tuple[str, str | None]]) -> int:
 
 
 class _HtmlText(HTMLParser):
-    def __init__(self, has_main: bool = False) -> None:
+    def __init__(self, has_main: bool = False, show_toc: bool = False) -> None:
         super().__init__(convert_charrefs=True)
+        self.show_toc = show_toc
+        self.saw_toc = False
+        self.in_toc = 0  # open table-of-contents elements
+        self.toc_targets: list[str] = []  # the fragments their links lead to ("" for none)
+        self.ids: set[str] = set()  # element ids after the first table of contents
         # open elements: (tag, hidden, kind); hidden is 1 for an element that hides its
         # content, -1 for the main content that shows what is outside it hidden, else 0
         self.stack: list[tuple[str, int, int]] = []
@@ -241,6 +259,8 @@ class _HtmlText(HTMLParser):
 
     def handle_starttag(self, tag, attrs):
         kind = _KIND.get(tag, 0)
+        if self.saw_toc and attrs:
+            self.ids.update(v for k, v in attrs if k == "id" and v)
         open_count = self.open
         flags = _attribute_flags(attrs) if attrs else 0
         if not kind:  # an inline element: only whether it hides its content matters
@@ -250,6 +270,9 @@ class _HtmlText(HTMLParser):
             self.hidden += hidden
             if tag == "a" and not self.hidden:
                 self.links += 1
+            if tag == "a" and self.in_toc:  # a table of contents of this page, or of others
+                href = next((v for k, v in attrs if k == "href"), None) or "#"
+                self.toc_targets.append(href.partition("#")[2])
             return
         if kind & _K_IMPLIED:
             closes, stops = _IMPLIED[tag]
@@ -270,9 +293,19 @@ class _HtmlText(HTMLParser):
             if kind & _K_BREAK and not self.hidden:
                 self._break(blank=tag == "hr")
             return
+        if flags & _TOC:
+            self.saw_toc = self.saw_toc or not self.hidden
+            kind |= _K_TOC
+            self.in_toc += 1
         hidden = (
             1
-            if (kind & _K_SKIP or flags & _HIDE or tag in _CHROME_TAGS or (tag in _EDGE_TAGS and not self.main))
+            if (
+                kind & _K_SKIP
+                or flags & _HIDE
+                or (flags & _TOC and not self.show_toc)
+                or tag in _CHROME_TAGS
+                or (tag in _EDGE_TAGS and not self.main)
+            )
             else 0
         )
         if not hidden and (tag == "main" or tag == "article" or flags & _MAIN_CONTENT):
@@ -316,6 +349,8 @@ class _HtmlText(HTMLParser):
                 self.main -= 1
             if kind & _K_ADMONITION:
                 self.admonition -= 1
+            if kind & _K_TOC:
+                self.in_toc -= 1
             if kind and not self.hidden:  # closing a visible element that is not inline
                 if kind & _K_BLOCK:
                     self._break(blank=bool(kind & _K_PARAGRAPH))
@@ -358,8 +393,8 @@ class _HtmlText(HTMLParser):
             self.line.append(piece)
 
 
-def _parse(text: str, has_main: bool) -> _HtmlText:
-    parser = _HtmlText(has_main=has_main)
+def _parse(text: str, has_main: bool, show_toc: bool = False) -> _HtmlText:
+    parser = _HtmlText(has_main=has_main, show_toc=show_toc)
     try:
         parser.feed(text)
         parser.close()
@@ -369,20 +404,35 @@ def _parse(text: str, has_main: bool) -> _HtmlText:
     return parser
 
 
-def extract_html(text: str, *, title: bool = True) -> list[Section]:
+def extract_html(text: str, *, title: bool = True, links_are_content: bool = False) -> list[Section]:
     """Sections of an HTML page; ``title=False`` leaves the page's <title> out (EPUB
-    chapters, whose title is the book's on every page)."""
+    chapters, whose title is the book's on every page); ``links_are_content``: the text
+    is a page's main content already chosen, so a page of links is read as such, not
+    reduced to its title."""
     # The source is looked at for "<main" or role=main only to know whether a second
     # reading may be needed: a page is read as having main content when a real <main>
     # or role="main" element opened (not a mention in a code sample, a script or a
     # comment); otherwise it is read again as a whole.
-    parser = _parse(text, has_main=_MAIN.search(text) is not None)
+    has_main = _MAIN.search(text) is not None
+    parser = _parse(text, has_main=has_main)
     if parser.outside and not parser.saw_main:
+        has_main = False
         parser = _parse(text, has_main=False)
+    if (
+        parser.saw_toc
+        and 2 * sum(bool(t) and t in parser.ids for t in parser.toc_targets) < len(parser.toc_targets)
+        and sum(len(t.split()) for _, t, _ in parser.blocks) < TOC_PAGE_WORDS
+    ):
+        # a chapter's page: its table of contents is what it holds (its links' texts kept)
+        parser = _parse(text, has_main=has_main, show_toc=True)
+        parser.blocks = [
+            (path, _BLANK_LINES.sub("\n\n", "\n".join(x for x in body.split("\n") if x not in _TOC_LABELS)).strip(), b)
+            for path, body, b in parser.blocks
+        ]
     if not title:
         parser.title = None
     extra = {"title": parser.title} if parser.title else {}
-    kind = _page_kind(parser)
+    kind = _page_kind(parser, links_are_content)
     if kind:
         heading = parser.title or next((t for _, t, _ in parser.blocks if t), "").split("\n")[0]
         if not heading:
@@ -399,11 +449,15 @@ def extract_html(text: str, *, title: bool = True) -> list[Section]:
     return sections
 
 
-def _page_kind(parser: _HtmlText) -> str | None:
-    """ "index" for a page of links (an index, a table of contents), "search" for a
-    search form with almost no text, else None (a page of content)."""
+def _page_kind(parser: _HtmlText, links_are_content: bool = False) -> str | None:
+    """ "index" for a page of links (a generated index, a page of links that is not a
+    chapter's table of contents), "search" for a search form with almost no text, else
+    None (a page of content)."""
     if parser.index_marker or (
-        parser.links >= INDEX_MIN_LINKS and parser.link_words >= INDEX_LINK_SHARE * parser.text_words
+        not parser.show_toc
+        and not links_are_content
+        and parser.links >= INDEX_MIN_LINKS
+        and parser.link_words >= INDEX_LINK_SHARE * parser.text_words
     ):
         return "index"
     if parser.search_form and sum(len(t.split()) for _, t, _ in parser.blocks) <= SEARCH_PAGE_MAX_WORDS:

@@ -81,6 +81,8 @@ UPLOAD = "upload:"
 """The source of a document that came by HTTP upload: ``upload:`` and its file name."""
 HIDDEN = "kbdesk-path:"
 """The source of a document on a team server: its path as keyed hashes, one per folder."""
+WEB = ("http://", "https://")
+"""The sources of web pages: their URL (:mod:`kbdesk.web`)."""
 HASH_CHARS = 10  # hex characters per path component (40 bits: distinct names under one folder never meet)
 
 
@@ -112,6 +114,6 @@ def under(source: str, folder_source: str) -> bool:
 def file_of(source: str | None) -> Path | None:
     """The file a source names on this machine, when it names one (an upload's name or
     a hidden path does not)."""
-    if not source or source.startswith((UPLOAD, HIDDEN)):
+    if not source or source.startswith((UPLOAD, HIDDEN, *WEB)):
         return None
     return path_of(source)

@@ -147,6 +147,8 @@ class Ingestor:
         checksum: bool = False,
         uploads: Mapping[Path, str] | None = None,
         no_ignore: bool = False,
+        depth: int = 0,
+        max_pages: int | None = None,
     ) -> IngestReport:
         """Ingest files and folders into a KB; unchanged files cost nothing, files that
         failed for a reason of their own are not tried again until they change (or
@@ -159,7 +161,16 @@ class Ingestor:
         ``store.source_key``), and takes over the document an upload of its name made.
 
         ``no_ignore``: also the files a folder's ``.gitignore``/``.ignore`` files name
-        (left out otherwise, and removed by ``sync`` once named there)."""
+        (left out otherwise, and removed by ``sync`` once named there).
+
+        A path that is a URL (``https://…``) is a web page, fetched and known by its URL
+        (:mod:`kbdesk.web`): ``depth`` follows its links on the same site, ``max_pages``
+        bounds the pages of the run, ``include``/``exclude`` match URLs, ``sync`` removes
+        pages that are gone."""
+        from kbdesk.web.urls import is_url
+
+        urls = [str(p) for p in paths if isinstance(p, str) and is_url(p)]
+        paths = [p for p in paths if not (isinstance(p, str) and is_url(p))]
         kb = self.desk.kb(kb_ref)
         report = IngestReport()
         self.sweep(kb)
@@ -171,6 +182,48 @@ class Ingestor:
         for item in found.skipped:
             report.skipped.append((item.path, item.reason))
             self.on_event(IngestEvent("skipped", item.path, detail=item.reason))
+        self.add_found(
+            kb, found.files, report, retry_failed=retry_failed, checksum=checksum, uploaded=uploads is not None
+        )
+        if sync and not self._cancel.is_set():
+            every = lambda: self._all_sources(paths, hidden, no_ignore)  # noqa: E731
+            unfiltered = every if include or exclude else (lambda: set[str]())
+            ignored_now = None if no_ignore else IgnoredUnder(found.roots)
+            self._sync(kb, found.roots, {f.source for f in found.files}, unfiltered, report, ignored_now)
+        if urls and not self._cancel.is_set():
+            from kbdesk.web.crawl import WebLimits
+            from kbdesk.web.source import add_urls
+
+            limits = WebLimits(depth=depth, **({"max_pages": max_pages} if max_pages else {}))
+            add_urls(
+                self,
+                kb_ref,
+                urls,
+                report,
+                limits=limits,
+                include=include,
+                exclude=exclude,
+                sync=sync,
+                retry_failed=retry_failed,
+            )
+        if not self._cancel.is_set():  # staged vectors whose documents moved on long ago
+            self.store.prune_cached_vectors(STAGED, STAGED_DAYS)
+        return report
+
+    def add_found(
+        self,
+        kb: KnowledgeBase,
+        files: Sequence[FoundFile],
+        report: IngestReport,
+        *,
+        retry_failed: bool = False,
+        checksum: bool = False,
+        uploaded: bool = False,
+    ) -> None:
+        """Index files already found and known by their source (a scan's, or web pages
+        :mod:`kbdesk.web` fetched and staged), with what they did in ``report``.
+        ``uploaded``: files that came over HTTP, which do not wait for files another run is
+        indexing (the upload answers "busy" and is tried again)."""
         claim = new_claim()
         try:
             held = {doc.id: doc for doc in self.store.claim_documents(self.store.unfinished_documents(kb.id), claim)}
@@ -186,21 +239,13 @@ class Ingestor:
                 tesseract=self.config.ingest.tesseract,
             )
             prepared = self._run(
-                kb, [], report, lambda on_jobs, first: preparer.prepare(kb, found.files, held, on_jobs, first)
+                kb, [], report, lambda on_jobs, first: preparer.prepare(kb, list(files), held, on_jobs, first)
             )
-            if prepared.elsewhere and uploads is None:  # an upload says "busy" and is tried again instead
+            if prepared.elsewhere and not uploaded:  # an upload says "busy" and is tried again instead
                 self._wait_for_others(kb, prepared.elsewhere, claim, report)
-            if sync and not self._cancel.is_set():
-                every = lambda: self._all_sources(paths, hidden, no_ignore)  # noqa: E731
-                unfiltered = every if include or exclude else (lambda: set[str]())
-                ignored_now = None if no_ignore else IgnoredUnder(found.roots)
-                self._sync(kb, found.roots, {f.source for f in found.files}, unfiltered, report, ignored_now)
-            if not self._cancel.is_set():  # staged vectors whose documents moved on long ago
-                self.store.prune_cached_vectors(STAGED, STAGED_DAYS)
         finally:
             self._let_go(claim)
             end_claim(claim)
-        return report
 
     def resume(self, kb_ref: str | None = None) -> IngestReport:
         """Finish documents a crash or kill left half-way (all KBs, or one)."""

@@ -240,7 +240,7 @@ class Preparer:
         return NewDocument(
             kb.id,
             file.name,
-            content_type=content_type_for(file.name) or "application/octet-stream",
+            content_type=file.content_type or content_type_for(file.name) or "application/octet-stream",
             size_bytes=file.size,
             content_hash=digest,
             source_path=file.source,

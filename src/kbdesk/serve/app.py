@@ -41,15 +41,26 @@ class ServerState:
     desks: Desks
     uploads: Uploads
     max_upload_bytes: int
+    url_sources: bool = False  # tokens may add web pages by URL (kbdesk serve --url-sources)
+    url_hosts: frozenset[str] = frozenset()  # private-network hosts they may name (--url-host)
 
 
-def create_app(desk: Desk, *, cors_origins: Sequence[str] = (), resume: bool = True) -> Any:
-    """The ASGI app serving ``desk`` (its store, config and files)."""
+def create_app(
+    desk: Desk,
+    *,
+    cors_origins: Sequence[str] = (),
+    resume: bool = True,
+    url_sources: bool = False,
+    url_hosts: Sequence[str] = (),
+) -> Any:
+    """The ASGI app serving ``desk`` (its store, config and files). ``url_sources``: tokens
+    may add web pages by URL; ``url_hosts``: the private-network hosts they may name."""
     max_upload = int(desk.config.storage.max_file_mb * 1024 * 1024)
     limit_arenas()  # memory that follows the load, not the number of uploads seen
     uploads = Uploads(desk.paths.cache_dir / "uploads")
     desks = Desks(desk, on_new=uploads.resume if resume else None)
-    state = ServerState(Tokens(desk.store), desks, uploads, max_upload)
+    hosts = frozenset(h.lower().strip("[]") for h in url_hosts)
+    state = ServerState(Tokens(desk.store), desks, uploads, max_upload, url_sources, hosts)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -103,8 +114,10 @@ def routers() -> list[Any]:
     import kbdesk.serve.routes_documents as routes_documents
     import kbdesk.serve.routes_kbs as routes_kbs
     import kbdesk.serve.routes_search as routes_search
+    import kbdesk.serve.routes_web as routes_web
 
-    return [m.router for m in (routes_kbs, routes_documents, routes_search, routes_across, routes_channels)]
+    subjects = (routes_kbs, routes_documents, routes_web, routes_search, routes_across, routes_channels)
+    return [m.router for m in subjects]
 
 
 def index(request: Request) -> dict[str, Any]:

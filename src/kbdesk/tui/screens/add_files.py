@@ -19,6 +19,7 @@ from kbdesk.textsafe import inert_line
 from kbdesk.tui.format import line
 from kbdesk.tui.screens.base import DeskModal
 from kbdesk.tui.widgets.path_input import PathInput
+from kbdesk.web.urls import is_url
 
 
 @dataclass
@@ -109,13 +110,13 @@ class AddFilesScreen(DeskModal):
         if not raw:
             self.notify("type or pick a file or folder", severity="warning")
             return
-        path = Path(os.path.expanduser(raw))
-        if not path.exists():
+        given = raw if is_url(raw) else os.path.expanduser(raw)  # a web page: fetched by the run
+        if not is_url(raw) and not Path(given).exists():
             self.notify(f"{inert_line(raw)} does not exist", severity="warning", markup=False)
             return
         self.dismiss(
             AddRequest(
-                [str(path)],
+                [given],
                 split_globs(self.query_one("#include", Input).value),
                 split_globs(self.query_one("#exclude", Input).value),
                 self.query_one("#sync", Checkbox).value,
