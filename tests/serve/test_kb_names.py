@@ -22,7 +22,13 @@ DISGUISED = [
     ("\ufeffDocs", "U+FEFF ZERO WIDTH NO-BREAK SPACE"),
     ("Re\u00adports", "U+00AD SOFT HYPHEN"),
 ]
-KEPT = ["Docs 📚", "مستندات\u200cها", "👨\u200d👩\u200d👧 family", "क्\u200dष नोट्स", "Café Notes"]
+KEPT = [
+    "Docs 📚",
+    "\u0645\u0633\u062a\u0646\u062f\u0627\u062a\u200c\u0647\u0627",  # Persian "documents", with its ZWNJ
+    "👨\u200d👩\u200d👧 family",
+    "क्\u200dष नोट्स",
+    "Café Notes",
+]
 
 
 def says(character: str) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import re
-import unicodedata
 import time
+import unicodedata
 import uuid
 from datetime import UTC, datetime
 
