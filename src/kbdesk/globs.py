@@ -22,8 +22,10 @@ glob with it when it is made.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Sequence
+from typing import cast
 
 from kbdesk.errors import InvalidInputError
 
@@ -36,6 +38,7 @@ MAX_GLOBS = 64
 _DFA_STATES = 4096  # states of the on-demand automaton kept before it starts over
 _FOLDERS = 20_000  # folders whose state is kept
 
+_SetSpec = tuple[bool, frozenset[str], tuple[tuple[str, str], ...]]  # [!…]: negated, characters, ranges
 # one transition's test: (kind, argument)
 _CHAR, _NOT_SLASH, _ANY, _SET = 0, 1, 2, 3
 
@@ -90,6 +93,33 @@ def _tokens(pattern: str) -> list[tuple[str, object]]:
             out.append(("lit", ch))
             i += 1
     return out
+
+
+def _unbounded(pattern: str) -> int:
+    """How many wildcards of ``pattern`` match runs of any length."""
+    return sum(1 for kind, _ in _tokens(pattern) if kind in ("star", "stars", "folders"))
+
+
+def _regex(pattern: str) -> str:
+    """``pattern`` as a regular expression (for globs with one unbounded wildcard at most)."""
+    out = []
+    for kind, arg in _tokens(pattern):
+        if kind == "lit":
+            out.append(re.escape(str(arg)))
+        elif kind == "one":
+            out.append("[^/]")
+        elif kind == "star":
+            out.append("[^/]*")
+        elif kind == "stars":
+            out.append(".*")
+        elif kind == "folders":
+            out.append("(?:.*/)?")
+        else:
+            negated, chars, ranges = cast(_SetSpec, arg)
+            body = "".join(re.escape(c) for c in sorted(chars))
+            body += "".join(f"{re.escape(lo)}-{re.escape(hi)}" for lo, hi in ranges if lo <= hi)
+            out.append(f"[^/{body}]" if negated else f"(?![/])[{body}]" if body else "(?!)")
+    return "".join(out)
 
 
 def _char_set(body: str) -> tuple[bool, frozenset[str], tuple[tuple[str, str], ...]]:
@@ -153,10 +183,7 @@ def _passes(kind: int, arg: object, ch: str) -> bool:
         return ch != "/"
     if kind == _ANY:
         return True
-    negated: bool
-    chars: frozenset[str]
-    ranges: tuple[tuple[str, str], ...]
-    negated, chars, ranges = arg  # type: ignore[misc]
+    negated, chars, ranges = cast(_SetSpec, arg)
     if ch == "/":
         return False
     inside = ch in chars or any(lo <= ch <= hi for lo, hi in ranges)
@@ -170,7 +197,7 @@ class _Cache:
         self.ids: dict[frozenset[int], int] = {}
         self.members: list[frozenset[int]] = []
         self.accepts: list[bool] = []
-        self.next: dict[tuple[int, str], int] = {}
+        self.rows: list[dict[str, int]] = []  # state → {character: next state}
         self.folders: dict[str, int] = {}  # a folder ("work/plans") → the state after reading it and "/"
         self.accepting = accepting
 
@@ -178,6 +205,7 @@ class _Cache:
         found = self.ids.get(members)
         if found is None:
             found = self.ids[members] = len(self.members)
+            self.rows.append({})
             self.members.append(members)
             self.accepts.append(bool(members & self.accepting))
         return found
@@ -185,13 +213,23 @@ class _Cache:
 
 class GlobSet:
     """Whether a whole string matches one of several globs (linear in the string;
-    thread-safe: one filter serves concurrent searches)."""
+    thread-safe: one filter serves concurrent searches).
+
+    A glob with at most one unbounded wildcard (``*``, ``**`` or ``**/``: ``*.md``,
+    ``work/**``) is matched by ``re`` instead: with one such wildcard a regular expression
+    tries each split point once (at most path length × pattern length steps, microseconds),
+    and ``re`` runs in C, several times faster than the automaton's Python loop. Globs with
+    more go to the automaton, which nothing can make backtrack."""
 
     def __init__(self, patterns: Sequence[str]) -> None:
+        simple = [p for p in patterns if _unbounded(p) <= 1]
+        rest = [p for p in patterns if _unbounded(p) > 1]
+        self._regex = re.compile("|".join(f"(?:{_regex(p)})" for p in simple)) if simple else None
         self._nfa = _Nfa()
-        self._start = self._closure([self._nfa.add(p) for p in patterns])
+        self._start = self._closure([self._nfa.add(p) for p in rest])
         self._lock = threading.Lock()
         self._cache = self._new_cache()
+        self._automaton = bool(rest)
 
     def _new_cache(self) -> _Cache:
         cache = _Cache(self._nfa.accepting)
@@ -209,6 +247,11 @@ class GlobSet:
         return frozenset(seen)
 
     def __call__(self, text: str) -> bool:
+        if self._regex is not None and self._regex.fullmatch(text):
+            return True
+        return self._automaton and self._run(text)
+
+    def _run(self, text: str) -> bool:
         cache = self._cache
         if len(cache.members) > _DFA_STATES or len(cache.folders) > _FOLDERS:  # start over, never grow for good
             cache = self._cache = self._new_cache()
@@ -221,14 +264,14 @@ class GlobSet:
         return cache.accepts[self._read(cache, state, name)]
 
     def _read(self, cache: _Cache, state: int, text: str) -> int:
-        table, moves = cache.next, self._nfa.moves
+        rows, moves = cache.rows, self._nfa.moves
         for ch in text:
-            nxt = table.get((state, ch))
+            nxt = rows[state].get(ch)
             if nxt is None:
                 reached = [n for s in cache.members[state] for kind, arg, n in moves[s] if _passes(kind, arg, ch)]
                 closed = self._closure(reached)
                 with self._lock:
-                    nxt = table[(state, ch)] = cache.intern(closed)
+                    nxt = rows[state][ch] = cache.intern(closed)
             state = nxt
             if not cache.members[state]:
                 break  # no state left: nothing can match any more
