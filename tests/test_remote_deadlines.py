@@ -125,9 +125,9 @@ def answering(kbs: list, results: list | None = None):
 def desk_with(kbdesk_home):
     made = []
 
-    def make(server: Misbehaving):
+    def make(server: Misbehaving, budget: float = BUDGET):
         forget_breakers()
-        config = Config(remotes={"team": RemoteSettings(url=server.url, token="kbd_x", budget=BUDGET)})
+        config = Config(remotes={"team": RemoteSettings(url=server.url, token="kbd_x", budget=budget)})
         desk = open_desk(config=config)
         kb = desk.create_kb("Notes")
         desk.add_document(kb.id, "notes.md", ["Backups run on Fridays to the external disk."])
@@ -152,7 +152,12 @@ def test_a_slow_remote_costs_its_budget_once_then_the_breaker_answers(desk_with,
     first = _search(desk)
     assert [r.source for r in first.results] == ["notes.md"]
     (state,) = first.remotes
-    assert state.state == "unreachable" and f"did not answer within {BUDGET:g} s" in state.reason
+    # the call ends itself at its deadline ("did not answer"); on a machine too busy to run
+    # it at once, the search may stop waiting a moment before that and say "slow"
+    assert (state.state, state.reason) in (
+        ("unreachable", f"did not answer within {BUDGET:g} s"),
+        ("slow", f"no answer within {BUDGET:g} s"),
+    ), state
     assert answers(server.closed_by_client.acquire)  # the abandoned call was cancelled: its connection closed
     for _ in range(20):  # the breaker is open: no one asks the remote, the local results come back
         again = _search(desk)
@@ -170,7 +175,7 @@ def test_no_thread_is_left_behind_by_a_trickling_remote(desk_with):
         forget_breakers()  # every search reaches the trickling server
         response = _search(desk)
         assert [r.source for r in response.results] == ["notes.md"]
-        assert "did not answer" in response.remotes[0].reason
+        assert response.remotes[0].state in ("unreachable", "slow")
     for _ in range(100):
         _search(desk)
     assert server.connections == 9
@@ -192,7 +197,7 @@ def test_no_thread_is_left_behind_by_a_trickling_remote(desk_with):
 def test_a_malformed_kb_is_left_out_with_a_note_and_the_local_results_stay(desk_with, kb, says):
     good = {"id": "kb-2", "name": "Handbook", "document_count": 3, "chunk_count": 9}
     result = {"content": "Backups nightly.", "source": "handbook.md", "kb_id": "kb-2", "similarity": 0.5}
-    desk = desk_with(Misbehaving(answering([kb, good], [result])))
+    desk = desk_with(Misbehaving(answering([kb, good], [result])), budget=10)
     response = _search(desk)
     assert sorted(r.source for r in response.results) == ["handbook.md", "notes.md"]
     assert response.remotes[0].state == "searched" and response.remotes[0].kbs == ["team:Handbook"]
@@ -208,7 +213,7 @@ def test_malformed_results_are_left_out_and_the_rest_are_merged(desk_with):
         {"content": "Backups weekly.", "source": "b.md", "similarity": float("nan"), "score": {"cosine": "x"}},
         {"content": "Backups kept 30 days.", "source": "c.md", "kb_id": ["kb-2"], "chunk_index": "3", "metadata": 5},
     ]
-    desk = desk_with(Misbehaving(answering(kbs, results)))
+    desk = desk_with(Misbehaving(answering(kbs, results)), budget=10)
     response = _search(desk)
     assert sorted(r.source for r in response.results) == ["c.md", "notes.md"]
     assert "remote 'team': 4 results left out: its answer gave a result that is not an object" in response.notes

@@ -23,8 +23,20 @@ from kbdesk.errors import InvalidInputError, KbdeskError, NotFoundError
 from kbdesk.models import SearchResult
 from kbdesk.remote.names import RemoteRef, display_name
 from kbdesk.remote.ranking import BY_RANK, Ranked, Ranking, explain_entry, merge_scored, ranking_of
-from kbdesk.remote.registry import SLOW, MalformedEntry, RemoteKb, Remotes, RemoteState, reason_of, run_within, state_of
+from kbdesk.remote.registry import (
+    GRACE,
+    SLOW,
+    MalformedEntry,
+    RemoteKb,
+    Remotes,
+    RemoteState,
+    reason_of,
+    run_within,
+    state_of,
+)
 from kbdesk.search import MAX_LIMIT, SearchResponse, check_limit
+from kbdesk.store.keywords import KeywordParts
+from kbdesk.textnorm import nfkc
 
 
 @dataclass
@@ -96,8 +108,11 @@ def federated_search(
         kbs = [desk.kb(ref) for ref in local_refs]
         dims = {kb.id: desk.store.kb_vector_dimensions(kb.id) for kb in kbs}
         models = [(kb.model_id, dims[kb.id]) for kb in kbs if kb.model_id and dims[kb.id]]
-        rankings.append(ranking_of(local, fusion=cfg.fusion, alpha=cfg.alpha, threshold=used_threshold, models=models))
-    side.join(max(0.0, max(remotes.budget(n) for n in wanted) - (time.monotonic() - started)) + 0.05)
+        parts = keyword_parts(desk.store, [kb.id for kb in kbs], query, local)
+        rankings.append(
+            ranking_of(local, fusion=cfg.fusion, alpha=cfg.alpha, threshold=used_threshold, models=models, parts=parts)
+        )
+    side.join(max(0.0, max(remotes.budget(n) for n in wanted) - (time.monotonic() - started)) + GRACE + 0.05)
     states: list[RemoteState] = []
     notes: list[str] = list(local.notes) if local else []
     fallback: list[str] = list(local.keyword_fallback) if local else []
@@ -157,6 +172,17 @@ def federated_search(
     return response
 
 
+def keyword_parts(store: Any, kb_ids: list[str], query: str, response: SearchResponse) -> KeywordParts | None:
+    """What the keyword scores of ``response``'s results are made of (None: no keyword
+    scores among them), so they can be put on one scale with other sides'."""
+    chunks = [
+        (e["document_id"], e["chunk_index"])
+        for e in response.explain or []
+        if e.get("cut") is None and e.get("keyword_score") is not None and e.get("document_id")
+    ]
+    return store.keyword_parts(kb_ids, nfkc((query or "").strip()), chunks) if chunks else None
+
+
 class _TimedOut(KbdeskError):
     """Every source of a search was a remote, and none answered in time."""
 
@@ -200,7 +226,7 @@ def ranking_from_wire(name: str, body: dict[str, Any], kbs: Sequence[RemoteKb]) 
         and not isinstance(m.get("dimensions"), bool)
     )
     mode, fusion = body.get("mode"), body.get("fusion")
-    return Ranking(
+    ranking = Ranking(
         name,
         ranked,
         mode if mode in ("vector", "keyword", "hybrid") else "keyword",
@@ -210,6 +236,28 @@ def ranking_from_wire(name: str, body: dict[str, Any], kbs: Sequence[RemoteKb]) 
         _num(body.get("best_keyword")),
         models,
     )
+    stats = body.get("keyword_stats")
+    if isinstance(stats, dict) and _count(stats.get("rows")) and isinstance(stats.get("df"), dict):
+        df = {w: n for w, n in stats["df"].items() if isinstance(w, str) and _count(n) is not None}
+        ranking.keyword_rows, ranking.keyword_df = _count(stats.get("rows")), df
+    return ranking
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _parts(value: Any) -> dict[str, float] | None:
+    """A result's keyword score split by word, from the wire (None when malformed)."""
+    if not isinstance(value, dict) or len(value) > 200:
+        return None
+    out: dict[str, float] = {}
+    for word, part in value.items():
+        number = _num(part)
+        if not isinstance(word, str) or number is None:
+            return None
+        out[word] = number
+    return out
 
 
 def _ranked_from_wire(name: str, item: Any, by_id: dict[str, RemoteKb], rank: int) -> Ranked:
@@ -245,7 +293,14 @@ def _ranked_from_wire(name: str, item: Any, by_id: dict[str, RemoteKb], rank: in
         document_id=None,  # a document of another server: cited, never opened here
         chunk_index=chunk_index if isinstance(chunk_index, int) and not isinstance(chunk_index, bool) else None,
     )
-    return Ranked(result, rank, _num(score.get("cosine")), _num(score.get("keyword")), _num(score.get("fused")))
+    return Ranked(
+        result,
+        rank,
+        _num(score.get("cosine")),
+        _num(score.get("keyword")),
+        _num(score.get("fused")),
+        _parts(score.get("keyword_parts")),
+    )
 
 
 def _num(value: Any) -> float | None:

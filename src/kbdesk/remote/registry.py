@@ -290,7 +290,7 @@ def _find(kbs: Sequence[RemoteKb], ref: str) -> RemoteKb | None:
 
 
 SLOW = object()
-GRACE = 0.25
+GRACE = 0.5
 """Seconds :func:`run_within` waits past the budget: the calls end themselves at their
 deadline (the budget), so a slow remote's error is named rather than just "slow"."""
 
