@@ -281,6 +281,11 @@ class Store(Transactions, Protocol):
         with ``within``, among the chunks of the documents inside it."""
         ...
 
+    def keyword_scores(self, kb_ids: Sequence[str], text: str, seqs: Sequence[int]) -> dict[int, float]:
+        """The BM25 score :meth:`keyword_candidates` would give each chunk (by seq) that
+        matches ``text`` at all, however far down the keyword ranking."""
+        ...
+
     def keyword_parts(self, kb_ids: Sequence[str], text: str, chunks: Sequence[tuple[str, int]]) -> KeywordParts:
         """What the keyword (BM25) score of each chunk (document id, chunk index) for
         ``text`` is made of: the collection's size, each query word's document frequency,

@@ -421,6 +421,7 @@ ORDER BY score DESC, c.seq
 LIMIT %(k)s
 """
 BM25_SQL = _BM25.replace("@ROWS@", "kb_chunks")
+BM25_OF_SQL = _BM25.replace("@ROWS@", "(SELECT * FROM kb_chunks WHERE seq = ANY(%(seqs)s::bigint[]))")
 BM25_BY_KB_SQL = _BM25.replace(
     "@ROWS@",
     "(SELECT seq, kb_id, document_id, content_tsv, keyword_length FROM kb_chunks "
@@ -503,6 +504,28 @@ def parts(conn: Any, kb_ids: Sequence[str], text: str, chunks: Sequence[tuple[st
             own = out.parts[key]
             own[word] = own.get(word, 0.0) + idf(n_rows, df_of[lexeme]) * float(tf_part)
     return out
+
+
+def scores(conn: Any, kb_ids: Sequence[str], text: str, seqs: Sequence[int]) -> dict[int, float]:
+    """The BM25 score (as :func:`candidates` gives it) of each of ``seqs`` that matches."""
+    p = plan(conn, kb_ids, text)
+    if p is None or not seqs:
+        return {}
+    lexemes = list(p.weights)
+    args = {
+        "k1": K1,
+        "k1p1": K1 + 1.0,
+        "b": B,
+        "avgdl": p.avgdl or 1.0,
+        "lexemes": lexemes,
+        "weights": [p.weights[x] for x in lexemes],
+        "kbs": list(kb_ids),
+        "gate": tsquery_text(p.gate),
+        "k": len(seqs),
+        "docs": None,
+        "seqs": [int(s) for s in seqs],
+    }
+    return {int(seq): float(score) for seq, score in conn.execute(BM25_OF_SQL, args).fetchall()}
 
 
 def statistics(conn: Any, kb_id: str) -> dict[str, Any]:

@@ -78,6 +78,10 @@ class PgLookup(FactsCore):
             return []
         return keyword.candidates(self.connection(), kb_ids, text, k, docs=docs)
 
+    def keyword_scores(self, kb_ids: Sequence[str], text: str, seqs: Sequence[int]) -> dict[int, float]:
+        """The BM25 score of each of ``seqs`` that matches ``text`` (:func:`.keyword.scores`)."""
+        return keyword.scores(self.connection(), kb_ids, text, seqs)
+
     def keyword_parts(self, kb_ids: Sequence[str], text: str, chunks: Sequence[tuple[str, int]]) -> KeywordParts:
         """What the BM25 of ``chunks`` (document id, chunk index) is made of, by query word
         (:func:`.keyword.parts`)."""

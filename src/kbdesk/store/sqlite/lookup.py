@@ -196,6 +196,19 @@ class SqliteLookup(FactsCore):
             ).fetchall()
         return [(int(seq), float(score)) for seq, score in rows]
 
+    def keyword_scores(self, kb_ids: Sequence[str], text: str, seqs: Sequence[int]) -> dict[int, float]:
+        """The BM25 score (as :meth:`keyword_candidates` gives it) of each of ``seqs`` that
+        matches ``text`` at all — however far down the keyword ranking it is."""
+        expr = self.bounded_fts_query(text) if kb_ids and seqs else ""
+        if not expr:
+            return {}
+        rows = self.connection().execute(
+            "SELECT rowid, -bm25(kb_chunks_fts) FROM kb_chunks_fts WHERE kb_chunks_fts MATCH ? "
+            "AND rowid IN (SELECT value FROM json_each(?))",
+            (expr, json.dumps([int(s) for s in seqs])),
+        )
+        return {int(seq): float(score) for seq, score in rows}
+
     def keyword_parts(self, kb_ids: Sequence[str], text: str, chunks: Sequence[tuple[str, int]]) -> KeywordParts:
         """What the BM25 of ``chunks`` (document id, chunk index) for ``text`` is made of:
         FTS5's N and each query word's document frequency (over the whole index, as its
