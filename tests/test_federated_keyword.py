@@ -47,6 +47,11 @@ def test_the_parts_of_a_keyword_score_add_up_to_it_on_every_engine(engine_desk):
     for e in scored:
         split = parts.parts[(e["document_id"], e["chunk_index"])]
         assert sum(split.values()) == pytest.approx(e["keyword_score"], rel=1e-5, abs=1e-6)
+    # any chunk's own BM25, however far down the keyword ranking: the same score
+    seqs = [seq for seq, _ in engine_desk.store.keyword_candidates([kb.id], "vacuum bloat replica", 30)]
+    ranked = dict(engine_desk.store.keyword_candidates([kb.id], "vacuum bloat replica", 30))
+    again = engine_desk.store.keyword_scores([kb.id], "vacuum bloat replica", seqs[-3:])
+    assert again == pytest.approx({seq: ranked[seq] for seq in seqs[-3:]}, rel=1e-6)
 
 
 @pytest.mark.parametrize("query", ["vacuum bloat", "replica lag checkpoint", "toast wal index analyze"])
