@@ -21,6 +21,7 @@ from kbdesk.providers.breaker import forget_breakers
 from kbdesk.remote.settings import RemoteSettings
 
 BUDGET = 0.3
+pytestmark = pytest.mark.slow  # loopback servers, and budgets waited out
 
 
 class Misbehaving:

@@ -170,14 +170,17 @@ def merge_scored(rankings: Sequence[Ranking], limit: int) -> tuple[list[tuple[fl
 
         bests = [scale.get(id(s), (None, s.best_keyword))[1] for s in sides]
         best = max((b for b in bests if b), default=None)
-        if mode == "keyword":
+        if mode == "keyword":  # BM25 on one scale; the keyword floor again, over every side
             top = max((keyword_of(x) for s in sides for x in s.ranked), default=0.0)
-            for order, side in enumerate(sides):
-                for x in side.ranked:
-                    score = keyword_of(x)
-                    if score >= KEYWORD_FLOOR * top:
-                        keyed.append((score, order, x.rank, x))
-        for order, side in enumerate(sides) if mode != "keyword" else ():
+            keyed = [
+                (keyword_of(x), order, x.rank, x)
+                for order, side in enumerate(sides)
+                for x in side.ranked
+                if keyword_of(x) >= KEYWORD_FLOOR * top
+            ]
+            keyed.sort(key=lambda k: (-k[0], k[1], k[2]))
+            return [(k[0], k[3]) for k in keyed[:limit]], rule
+        for order, side in enumerate(sides):
             for x in side.ranked:
                 cosine = x.cosine or 0.0
                 if mode == "vector":
@@ -188,9 +191,6 @@ def merge_scored(rankings: Sequence[Ranking], limit: int) -> tuple[list[tuple[fl
                     if score < alpha * threshold:
                         continue  # under the floor once every side's keyword scores are counted
                 keyed.append((score, order, x.rank, x))
-        if mode == "keyword":
-            keyed.sort(key=lambda k: (-k[0], k[1], k[2]))
-            return [(k[0], k[3]) for k in keyed[:limit]], rule
     else:
         rule = BY_RANK
         for order, side in enumerate(sides):
