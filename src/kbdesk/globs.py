@@ -224,7 +224,7 @@ class GlobSet:
     def __init__(self, patterns: Sequence[str]) -> None:
         simple = [p for p in patterns if _unbounded(p) <= 1]
         rest = [p for p in patterns if _unbounded(p) > 1]
-        self._regex = re.compile("|".join(f"(?:{_regex(p)})" for p in simple)) if simple else None
+        self._regex = re.compile("|".join(f"(?:{_regex(p)})" for p in simple), re.DOTALL) if simple else None
         self._nfa = _Nfa()
         self._start = self._closure([self._nfa.add(p) for p in rest])
         self._lock = threading.Lock()
