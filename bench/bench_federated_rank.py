@@ -84,13 +84,14 @@ def ref_ndcg(got: list, ref: list, k: int = 10) -> float:
     return dcg / ideal if ideal else 1.0
 
 
-def pgdocs_kbs(desk, results: Path, model: str | None, vectors: bool) -> None:
+def pgdocs_kbs(desk, results: Path, model: str | None, vectors: bool, source: Path = PGDOCS) -> None:
+    """``whole``, ``half-a`` and ``half-b`` of the files in ``source`` (pages of even and odd position)."""
     corpus = results / "corpus"
     if not corpus.exists():
         corpus.mkdir(parents=True)
-        for page in sorted(PGDOCS.glob("*.html")):
+        for page in sorted(p for p in source.iterdir() if p.suffix in (".html", ".txt")):
             shutil.copy(page, corpus / page.name)
-    pages = sorted(p.name for p in corpus.glob("*.html"))
+    pages = sorted(p.name for p in corpus.iterdir())
     existing = {kb.name for kb in desk.list_kbs()}
     for name in ("whole", "half-a", "half-b"):
         if name not in existing:
@@ -110,7 +111,7 @@ def pgdocs_kbs(desk, results: Path, model: str | None, vectors: bool) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--corpus", choices=["scifact", "pgdocs"], default="scifact")
+    parser.add_argument("--corpus", choices=["scifact", "scifact-keyword", "pgdocs"], default="scifact")
     parser.add_argument("--modes", default="keyword,auto", help="comma-separated: keyword, auto (the defaults)")
     parser.add_argument("--queries", type=int, default=300, help="SciFact: the first N judged queries")
     parser.add_argument("--limit", type=int, default=10)
@@ -119,7 +120,7 @@ def main() -> None:
 
     from kbdesk import open_desk
     from kbdesk.config import parse_config
-    from kbdesk.evaluation.beir import file_name, load_dataset
+    from kbdesk.evaluation.beir import file_name, load_dataset, write_corpus
     from kbdesk.evaluation.metrics import ndcg_at
     from kbdesk.paths import get_paths
     from kbdesk.remote import ranking
@@ -162,10 +163,19 @@ def main() -> None:
                 export_kb(desk, "half-b", server_db)
         print(f"halves built in {time.perf_counter() - started:.0f} s")
     else:
-        results = ROOT / "bench" / "results" / f"federated-pgdocs-{'vectors' if vectors else 'keyword'}"
+        results = ROOT / "bench" / "results" / f"federated-{args.corpus}-{'vectors' if vectors else 'keyword'}"
         results.mkdir(parents=True, exist_ok=True)
         queries = {str(i): q for i, q in enumerate(PG_QUERIES)}
         names = {}
+        source = PGDOCS
+        if args.corpus == "scifact-keyword":  # SciFact in keyword-only KBs: no model needed
+            dataset = load_dataset(DEFAULT_DATA, "train")
+            judged = [q for q in dataset.qrels if q in dataset.queries][: args.queries]
+            queries = {q: dataset.queries[q] for q in judged}
+            names = {file_name(doc_id): doc_id for doc_id in dataset.corpus}
+            source = results / "source"
+            if not source.exists():
+                write_corpus(dataset, source)
         local_home, server_home = results / "desk-home", results / "server-home"
         server_home.mkdir(exist_ok=True)
         server_db = server_home / "team.db"
@@ -173,7 +183,7 @@ def main() -> None:
         config = parse_config({"providers": {"here": {"kind": "local"}}})
         started = time.perf_counter()
         with open_desk(desk_db, home=local_home, config=config) as desk:
-            pgdocs_kbs(desk, results, model, vectors)
+            pgdocs_kbs(desk, results, model, vectors, source)
             if not server_db.exists():
                 export_kb(desk, "half-b", server_db)
         print(f"built in {time.perf_counter() - started:.0f} s")

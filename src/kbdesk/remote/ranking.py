@@ -21,8 +21,9 @@ each result's score split by word (:class:`~kbdesk.store.keywords.KeywordParts`)
 every result's keyword score is recomputed with each word's IDF over the union of the
 sides' collections (:func:`~kbdesk.store.keywords.rescore`), the score one KB holding
 every side would give. So keyword mode merges by score too (the keyword floor, 5% of the
-best, applied again), and hybrid fuses those comparable keyword scores. A side that sends
-no parts (an older server) leaves keyword mode merged by rank.
+best, applied again). A side that sends no parts (an older server) leaves keyword mode
+merged by rank. Hybrid mode keeps fusing each side's own BM25 with the best of all sides
+(measured within 0.01 of one KB; the rescaled scores there are not measured yet).
 """
 
 from __future__ import annotations
@@ -163,7 +164,9 @@ def merge_scored(rankings: Sequence[Ranking], limit: int) -> tuple[list[tuple[fl
         rule = BY_SCORE
         mode = sides[0].mode
         alpha, threshold = sides[0].alpha, sides[0].threshold
-        scale = one_scale(sides) or {}
+        # keyword mode: BM25 rescaled to one collection; hybrid keeps each side's own BM25 over
+        # the best of all sides, as measured within 0.01 of one KB (docs/BENCHMARKS.md)
+        scale = (one_scale(sides) or {}) if mode == "keyword" else {}
 
         def keyword_of(x: Ranked) -> float:
             return scale.get(id(x), (x.keyword, None))[0] or 0.0
