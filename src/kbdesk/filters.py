@@ -30,6 +30,7 @@ from typing import Any
 
 from kbdesk.errors import InvalidInputError
 from kbdesk.filter_fields import BY_KEY, DATE_FIELDS, FIELDS, FilterField
+from kbdesk.globs import check_globs, glob_matcher
 
 DOCUMENT_DATE_KEYS = ("date", "created")
 """The properties a document's own date is read from, the first that parses: Markdown front
@@ -60,6 +61,10 @@ class Filters:
     """Tags a document must carry at least one of."""
     not_tags: tuple[str, ...] = ()
     """Tags a document must carry none of (a parent counts as above: ``work`` leaves out ``work/infra``)."""
+
+    def __post_init__(self) -> None:
+        check_globs(self.path, "path")  # bounded: a filter can never cost more than a look at each path
+        check_globs(self.exclude, "exclude")
 
     def __bool__(self) -> bool:
         """True when the filter narrows anything."""
@@ -221,51 +226,6 @@ def file_type_of(name: str) -> str:
     base = name.rsplit("/", 1)[-1]
     stem, dot, ext = base.rpartition(".")
     return ext.lower() if dot and stem and ext and " " not in ext and len(ext) <= 16 else ""
-
-
-def glob_matcher(patterns: tuple[str, ...]) -> Any:
-    """A function telling whether a path matches one of ``patterns``: ``*`` and ``?`` stay
-    within a folder, ``**`` crosses folders (``work/**`` is everything under ``work``, at
-    any depth; ``**/draft*`` a draft anywhere), ``[abc]`` is one of the characters. A
-    pattern without a ``/`` also matches the file's own name (``*.md``: any Markdown file)."""
-    full = re.compile("|".join(f"(?:{_glob_regex(p.strip().lstrip('/'))})" for p in patterns) or "(?!)")
-    names = [p for p in patterns if "/" not in p.strip()]
-    base = re.compile("|".join(f"(?:{_glob_regex(p.strip())})" for p in names)) if names else None
-
-    def match(path: str) -> bool:
-        if full.fullmatch(path):
-            return True
-        return base is not None and base.fullmatch(path.rsplit("/", 1)[-1]) is not None
-
-    return match
-
-
-def _glob_regex(pattern: str) -> str:
-    out, i, n = [], 0, len(pattern)
-    while i < n:
-        ch = pattern[i]
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif ch == "*":
-            out.append("[^/]*")
-            i += 1
-        elif ch == "?":
-            out.append("[^/]")
-            i += 1
-        elif ch == "[" and "]" in pattern[i + 2 :]:
-            end = pattern.index("]", i + 2)
-            body = pattern[i + 1 : end]
-            body = "^" + body[1:] if body.startswith("!") else body
-            out.append("[" + body.replace("\\", "\\\\") + "]")
-            i = end + 1
-        else:
-            out.append(re.escape(ch))
-            i += 1
-    return "".join(out)
 
 
 def _read(spec: FilterField, value: Any) -> Any:

@@ -76,6 +76,9 @@ MIN_CANDIDATES = 50
 # keyword hits scoring under this share of the best hit matched only words found almost
 # everywhere (BM25 gives those next to nothing): noise, not results
 KEYWORD_FLOOR = 0.05
+# Hybrid: a candidate found by the vector side only (past the keyword pool) gets its own
+# BM25 rather than 0 — it may well hold the query's words (docs/SEARCH.md)
+KEYWORD_CREDIT = False  # measured in docs/BENCHMARKS.md before it is the default
 SCORE_COSINE = "cosine"
 SCORE_COVERAGE = "keyword coverage"
 
@@ -447,6 +450,10 @@ def _hybrid(
             table[k.seq] = k
     candidates = list(table.values())
     _fill_cosines(store, candidates, qvecs)
+    if KEYWORD_CREDIT and keyword:  # the vector side's finds get their BM25 too, not 0 past the keyword pool
+        missing = [c.seq for c in candidates if c.keyword_score is None]
+        for seq, score in (store.keyword_scores(kb_ids, query, missing) if missing else {}).items():
+            table[seq].keyword_score = score
     best_kw = keyword[0].keyword_score if keyword and keyword[0].keyword_score else 1.0
     _convex(candidates, best_kw, alpha)
     floor = alpha * threshold

@@ -61,7 +61,10 @@ def test_a_model_narrows_its_own_search(any_cdesk, chat_server):
         ({"folder": "work"}, "unknown field 'folder'"),
         ('{"tags": ', "filters is not valid JSON"),
         ([1, 2], "filters must be an object"),
+        ({"path": "*?" * 30 + "Z"}, "'path' has a glob with 60 wildcards (at most 32)"),
+        ({"exclude": "**/" * 500}, "'exclude' has a glob of 1500 characters (at most 256)"),
     ],
+    ids=["date", "field", "json", "list", "wildcards", "long"],
 )
 def test_a_malformed_filter_is_a_tool_result_the_model_reads(cdesk, chat_server, filters, says):
     vault_kb(cdesk)
@@ -72,6 +75,18 @@ def test_a_malformed_filter_is_a_tool_result_the_model_reads(cdesk, chat_server,
     (result,) = tool_results(chat_server)
     assert says in result["error"] and "\n" not in result["error"]
     assert answer.tool_calls[0].ok is False and says in (answer.tool_calls[0].error or "")
+
+
+def test_a_glob_that_would_freeze_a_regex_matcher_is_answered_at_once(cdesk, chat_server):
+    from deadline_support import answers
+
+    vault_kb(cdesk)
+    chat_server.reply("", tool_calls=[("kb_search", {"query": "roadmap", "filters": {"path": "*?" * 14 + "Z"}})])
+    chat_server.reply("Nothing there.")
+    answer = answers(cdesk.chat().ask, None, "What does the roadmap say?")
+    assert answer.status == "complete"
+    (result,) = tool_results(chat_server)
+    assert result["results"] == [] and result["filters"] == {"path": ["*?" * 14 + "Z"]}
 
 
 def test_a_filter_line_from_a_small_model_is_read_too(cdesk, chat_server):

@@ -31,7 +31,7 @@ def run_client(work, *args: str, mcp_args: tuple[str, ...] = (), errlog=None) ->
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "kbdesk.cli.main", *args, "mcp", *mcp_args],
-        env={"KBDESK_HOME": os.environ["KBDESK_HOME"]},
+        env={"KBDESK_HOME": os.environ["KBDESK_HOME"], **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"}},
     )
     out: dict[str, object] = {}
 
@@ -295,9 +295,16 @@ def test_filters_narrow_kb_search_and_a_bad_one_is_a_tool_error_naming_the_field
         as_text = await client.call_tool("kb_search", {"query": "roadmap", "filters": {"type": "pdf"}})
         bad = await client.call_tool("kb_search", {"query": "roadmap", "filters": {"since": "last week"}})
         unknown = await client.call_tool("kb_search", {"query": "roadmap", "filters": {"folder": "work"}})
-        return tools, narrowed, as_text, bad, unknown
+        slow_for_a_regex = await client.call_tool(
+            "kb_search", {"query": "roadmap", "filters": {"path": "*?" * 14 + "Z"}}
+        )
+        refused = [
+            await client.call_tool("kb_search", {"query": "roadmap", "filters": f})
+            for f in ({"path": "*?" * 30 + "Z"}, {"exclude": "**/" * 500})
+        ]
+        return tools, narrowed, as_text, bad, unknown, slow_for_a_regex, refused
 
-    tools, narrowed, as_text, bad, unknown = run_client(work)
+    tools, narrowed, as_text, bad, unknown, slow_for_a_regex, refused = run_client(work)  # within 60 s, or it fails
     described = tools["kb_search"].input_schema["properties"]["filters"]
     assert described["type"] == "object" and {"path", "type", "since", "date", "tags"} <= set(described["properties"])
     assert not narrowed.is_error
@@ -307,3 +314,7 @@ def test_filters_narrow_kb_search_and_a_bad_one_is_a_tool_error_naming_the_field
     assert bad.is_error and "'since' must be a date like 2026-11-01" in bad.content[0].text
     assert "\n" not in bad.structured_content["error"]
     assert unknown.is_error and "unknown field 'folder'" in unknown.content[0].text
+    assert not slow_for_a_regex.is_error and slow_for_a_regex.structured_content["results"] == []
+    assert [r.is_error for r in refused] == [True, True]
+    assert "'path' has a glob with 60 wildcards (at most 32)" in refused[0].content[0].text
+    assert "'exclude' has a glob of 1500 characters (at most 256)" in refused[1].content[0].text

@@ -60,6 +60,26 @@ def test_one_search_cites_local_and_remote_sources(team):
     assert [r["source"] for r in every["results"]] == ["handbook.md"]
 
 
+def test_globs_that_would_freeze_a_regex_are_answered_by_both_sides(team):
+    from deadline_support import answers
+
+    def search(*flags: str):
+        return answers(
+            cli, "search", "Notes", "team:Product Docs", "backups", "--json", *flags, env=team.env_desk, check=False
+        )
+
+    slow_for_a_regex = "*?" * 14 + "Z"
+    narrowed = json.loads(search("--path", slow_for_a_regex).stdout)
+    assert narrowed["results"] == [] and narrowed["remotes"][0]["state"] == "searched"
+    assert narrowed["filters"] == {"path": [slow_for_a_regex]}
+    kept = json.loads(search("--exclude", slow_for_a_regex).stdout)
+    assert {r["source"] for r in kept["results"]} == {"notes.md", "handbook.md"}
+    refused = search("--exclude", "**/" * 500)
+    assert refused.returncode != 0 and "--exclude has a glob of 1500 characters (at most 256)" in refused.stderr
+    refused = search("--path", "*?" * 30 + "Z")
+    assert refused.returncode != 0 and "--path has a glob with 60 wildcards (at most 32)" in refused.stderr
+
+
 def test_a_stopped_server_leaves_local_results_and_a_notice(team):
     team.stop()
     run = cli("search", "Notes", "team:Product Docs", "backups", env=team.env_desk)

@@ -166,3 +166,31 @@ def test_setting_a_conversations_filters_needs_the_write_permission(kbdesk_home)
         assert client.get(f"/channels/{conv.id}/filters").status_code == 200
         assert client.put(f"/channels/{conv.id}/filters", json={"filters": {"tags": "q3"}}).status_code == 403
     desk.close()
+
+
+def test_the_pathological_globs_answer_at_once_and_the_server_keeps_answering(api):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from deadline_support import answers
+
+    url = f"/knowledge-bases/{api.kb_id}/search"
+    slow_for_a_regex = "*?" * 14 + "Z"
+
+    def search(filters):
+        return api.post(url, json={"query": "roadmap", "limit": 10, "filters": filters})
+
+    with ThreadPoolExecutor(4) as pool:  # the bad requests in flight while someone else asks who they are
+        bad = [pool.submit(search, {"path": slow_for_a_regex}) for _ in range(3)]
+        me = answers(api.get, "/me")
+        assert me.status_code == 200 and me.json()["user"]["name"] == "me"
+        narrowed = answers(lambda: [f.result() for f in bad])
+    assert all(found(a) == set() for a in narrowed)
+    assert "no document matches the filter" in narrowed[0].json()["notes"][0]
+    assert len(found(answers(search, {"exclude": slow_for_a_regex}))) == 5
+    for filters, says in (
+        ({"path": "*?" * 30 + "Z"}, "filters: 'path' has a glob with 60 wildcards (at most 32)"),
+        ({"exclude": "**/" * 500}, "filters: 'exclude' has a glob of 1500 characters (at most 256)"),
+    ):
+        refused = answers(search, filters)
+        assert refused.status_code == 400 and refused.json()["message"] == says
+    assert answers(api.get, "/me").status_code == 200

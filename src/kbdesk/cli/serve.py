@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import ipaddress
+import logging
+import os
 import sys
-from typing import TYPE_CHECKING
+import threading
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -18,6 +23,8 @@ if TYPE_CHECKING:
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8700
+HARD_STOP = 5.0
+"""Seconds after SIGTERM/SIGINT by which ``kbdesk serve`` has exited, whatever it was doing."""
 
 
 def is_loopback(host: str) -> bool:
@@ -90,6 +97,7 @@ def serve_command(
     import uvicorn
 
     from kbdesk.serve import create_app
+    from kbdesk.serve.app import STOP_GRACE
     from kbdesk.serve.users import require_owner
     from kbdesk.store.tokens import Tokens
 
@@ -134,7 +142,7 @@ def serve_command(
     if cors_origins:
         err.print(plain(f"Browsers may call it from: {', '.join(cors_origins)}"))
     _log_to_stderr(log_level)
-    uvicorn.run(
+    config = uvicorn.Config(
         app,
         host=host,
         port=port,
@@ -143,8 +151,48 @@ def serve_command(
         proxy_headers=False,
         ssl_certfile=ssl_certfile,
         ssl_keyfile=ssl_keyfile,
-        timeout_graceful_shutdown=30,
+        timeout_graceful_shutdown=STOP_GRACE,
     )
+    server = _stopping_server(uvicorn.Server)(config)
+    logging.getLogger("uvicorn.error").addFilter(_cut_short)
+    with contextlib.suppress(KeyboardInterrupt):  # uvicorn raises the SIGINT it stopped on again (as uvicorn.run)
+        server.run()
+
+
+def _cut_short(record: logging.LogRecord) -> bool:
+    """A request the stop cancelled is one line in the log, not uvicorn's traceback."""
+    if record.exc_info and isinstance(record.exc_info[1], asyncio.CancelledError):
+        record.msg, record.args, record.exc_info = "a request still running at the stop was cut short", (), None
+    return True
+
+
+def _stopping_server(base: type) -> type:
+    """uvicorn's server that, once asked to stop (SIGTERM, SIGINT), is gone within
+    :data:`HARD_STOP` seconds whatever its requests are doing: requests in flight get
+    :data:`~kbdesk.serve.app.STOP_GRACE` seconds, uploads being indexed the same (the next
+    start finishes them), and a request still holding a thread after that (a query stuck in
+    the database) is abandoned — its transaction is rolled back — rather than waited for."""
+
+    class Server(base):
+        _timer: threading.Timer | None = None
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            super().handle_exit(sig, frame)
+            if self._timer is None:
+                self._timer = threading.Timer(HARD_STOP, _abandon)
+                self._timer.daemon = True
+                self._timer.start()
+
+    return Server
+
+
+def _abandon() -> None:
+    err = stderr()
+    err.print(plain(f"kbdesk serve: requests still running {HARD_STOP:g} s after the stop were abandoned"))
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(0)
 
 
 def _check_free(host: str, port: int) -> None:

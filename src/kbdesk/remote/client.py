@@ -1,8 +1,14 @@
 """The HTTP client of one remote: ``kbdesk serve``'s interface, read-only.
 
 Every call is short and bounded: the connection must be accepted within
-``connect_timeout`` (1 s) and the answer come within ``budget`` (2 s) unless the caller
-asks for longer (``remote test``). TLS certificates are verified (against ``ca_file``
+``connect_timeout`` (1 s) and the *whole* answer — connection, headers and body
+together — come within ``budget`` (2 s) unless the caller asks for longer (``remote
+test``) or gives a deadline of its own (a federated search: one deadline for listing the
+remote's KBs and searching them). httpx's timeouts are per operation (each read), so a
+server sending a byte every half second would never trip them: the calls run as
+coroutines on one event loop of the process (a daemon thread, :class:`_Loop`), each under
+``asyncio.timeout``, which cancels it — connection and all — when its time is up. No call
+outlives its deadline, and no thread is left behind by a slow remote. TLS certificates are verified (against ``ca_file``
 when one is named); plain http:// is refused for any host but this machine unless the
 remote allows it (:func:`~kbdesk.remote.settings.check_url`). The token travels only in
 the ``Authorization`` header and every message built from an answer is masked
@@ -12,7 +18,13 @@ line or the screen. Errors are one line naming the remote.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextlib
+import os
 import ssl
+import threading
+import time
 from typing import Any
 
 import httpx
@@ -28,6 +40,32 @@ from kbdesk.remote.settings import RemoteSettings, check_url, resolve_token
 
 MAX_ANSWER = 16_000_000
 """Bytes of one answer read at most (a search's answer is tens of KB)."""
+CANCEL_GRACE = 1.0
+"""Seconds a caller waits past a call's deadline for the call to end itself (it always
+does: this only guards against an event loop that stopped)."""
+
+
+class _Loop:
+    """The process's one event loop for remote calls, in a daemon thread started on first use."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._pid = 0
+
+    def get(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            alive = self._thread is not None and self._thread.is_alive()
+            if self._loop is None or not alive or self._pid != os.getpid():
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=loop.run_forever, daemon=True, name="kbdesk-remotes")
+                thread.start()
+                self._loop, self._thread, self._pid = loop, thread, os.getpid()
+            return self._loop
+
+
+_LOOP = _Loop()
 
 
 class RemoteUnavailableError(ProviderUnavailableError):
@@ -52,7 +90,7 @@ def _one_line(text: str, limit: int = 200) -> str:
 
 
 class RemoteClient:
-    """Calls to one remote (thread-safe: httpx's client is)."""
+    """Calls to one remote (thread-safe: every call runs on the one loop)."""
 
     def __init__(self, name: str, settings: RemoteSettings, *, timeout: float | None = None) -> None:
         self.name = name
@@ -61,10 +99,12 @@ class RemoteClient:
         self._token = resolve_token(settings)
         self.redact = Redactor.of([self._token])
         self.timeout = timeout if timeout is not None else settings.budget
-        self._http: httpx.Client | None = None
+        self._verify: Any = None
+        self._http: httpx.AsyncClient | None = None  # used on the loop's thread only
 
-    def _client(self) -> httpx.Client:
-        if self._http is None:
+    def _check_setup(self) -> Any:
+        """What TLS verifies against; a missing token or an unreadable CA file is one line."""
+        if self._verify is None:
             if not self._token:
                 where = f"${self.settings.token_env} is not set" if self.settings.token_env else "none is stored"
                 raise RemoteConfigError(
@@ -81,53 +121,64 @@ class RemoteClient:
                         f"{getattr(exc, 'strerror', None) or exc}",
                         provider=self.name,
                     ) from None
-            self._http = httpx.Client(
+            self._verify = verify
+        return self._verify
+
+    def _client(self) -> httpx.AsyncClient:
+        if self._http is None:
+            self._http = httpx.AsyncClient(
                 base_url=self.url,
                 headers={"Authorization": f"Bearer {self._token}", "Accept": "application/json"},
                 timeout=httpx.Timeout(self.timeout, connect=min(self.settings.connect_timeout, self.timeout)),
-                verify=verify,
+                verify=self._check_setup(),
                 follow_redirects=False,
             )
         return self._http
 
     def close(self) -> None:
-        if self._http is not None:
-            self._http.close()
-            self._http = None
+        http, self._http = self._http, None
+        if http is not None:
+            with contextlib.suppress(Exception):  # closing what is gone anyway
+                asyncio.run_coroutine_threadsafe(http.aclose(), _LOOP.get()).result(CANCEL_GRACE)
 
     # ── the calls ──────────────────────────────────────────────────────────────
     def me(self) -> dict[str, Any]:
         """Who the token is on the server (``GET /me``)."""
         return self._call("GET", "/me")
 
-    def list_kbs(self) -> list[dict[str, Any]]:
-        """The KB objects this token may read."""
-        body = self._call("GET", "/knowledge-bases")
+    def list_kbs(self, *, deadline: float | None = None) -> list[Any]:
+        """The KB objects this token may read, as sent (``deadline``: a ``time.monotonic()``
+        to end by; :meth:`~kbdesk.remote.registry.RemoteKb.from_wire` reads each one)."""
+        body = self._call("GET", "/knowledge-bases", deadline=deadline)
         data = body.get("data")
         if not isinstance(data, list):
             raise self._malformed("its knowledge base list has no data")
-        return [kb for kb in data if isinstance(kb, dict) and isinstance(kb.get("id"), str)]
+        return data
 
-    def search(self, kb_ids: list[str], query: str, **options: Any) -> dict[str, Any]:
+    def search(self, kb_ids: list[str], query: str, *, deadline: float | None = None, **options: Any) -> dict[str, Any]:
         """``POST /search``: several KBs in one ranking, with the parts of each score."""
         payload = {"kbs": kb_ids, "query": query, **{k: v for k, v in options.items() if v is not None}}
-        body = self._call("POST", "/search", payload)
+        body = self._call("POST", "/search", payload, deadline=deadline)
         if not isinstance(body.get("data"), list):
             raise self._malformed("its search answer has no data")
         return body
 
     # ── one request, its errors worded ─────────────────────────────────────────
-    def _call(self, method: str, path: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
-        client = self._client()
+    def _call(
+        self, method: str, path: str, payload: dict[str, Any] | None = None, *, deadline: float | None = None
+    ) -> dict[str, Any]:
+        """One request, all of it within ``self.timeout`` seconds (or until ``deadline``)."""
+        self._check_setup()
         where = f"remote '{self.name}' ({self.url})"
+        limit = self.timeout if deadline is None else min(self.timeout, deadline - time.monotonic())
+        if limit <= 0:
+            raise RemoteUnavailableError(f"{where} was not asked: the search's time was spent", provider=self.name)
+        future = asyncio.run_coroutine_threadsafe(self._attempt(method, path, payload, limit), _LOOP.get())
         try:
-            answer = self._request(client, method, path, payload)
-        except httpx.TimeoutException as exc:
-            what = "accept the connection" if isinstance(exc, httpx.ConnectTimeout) else "answer"
-            limit = self.settings.connect_timeout if isinstance(exc, httpx.ConnectTimeout) else self.timeout
-            raise RemoteUnavailableError(f"{where} did not {what} within {limit:g} s", provider=self.name) from None
-        except httpx.TransportError as exc:
-            raise RemoteUnavailableError(f"{where} is unreachable: {self._why(exc)}", provider=self.name) from None
+            answer = future.result(limit + CANCEL_GRACE)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise RemoteUnavailableError(f"{where} did not answer within {limit:.2g} s", provider=self.name) from None
         status = answer.status_code
         if status >= 400:
             said = self._said(answer)
@@ -157,11 +208,26 @@ class RemoteClient:
             raise self._malformed("its answer is not a JSON object")
         return body
 
-    def _request(self, client: httpx.Client, method: str, path: str, payload: Any) -> httpx.Response:
+    async def _attempt(self, method: str, path: str, payload: Any, limit: float) -> httpx.Response:
+        """The request on the loop, cancelled (connection closed) when ``limit`` seconds are spent."""
+        where = f"remote '{self.name}' ({self.url})"
+        try:
+            async with asyncio.timeout(limit):
+                return await self._request(self._client(), method, path, payload)
+        except TimeoutError:
+            raise RemoteUnavailableError(f"{where} did not answer within {limit:.2g} s", provider=self.name) from None
+        except httpx.TimeoutException as exc:
+            what = "accept the connection" if isinstance(exc, httpx.ConnectTimeout) else "answer"
+            most = self.settings.connect_timeout if isinstance(exc, httpx.ConnectTimeout) else limit
+            raise RemoteUnavailableError(f"{where} did not {what} within {most:.2g} s", provider=self.name) from None
+        except httpx.TransportError as exc:
+            raise RemoteUnavailableError(f"{where} is unreachable: {self._why(exc)}", provider=self.name) from None
+
+    async def _request(self, client: httpx.AsyncClient, method: str, path: str, payload: Any) -> httpx.Response:
         """The answer, read up to :data:`MAX_ANSWER` bytes (a server that sends more is not kbdesk's)."""
-        with client.stream(method, path, json=payload) as answer:
+        async with client.stream(method, path, json=payload) as answer:
             body = bytearray()
-            for piece in answer.iter_bytes():
+            async for piece in answer.aiter_bytes():
                 body += piece
                 if len(body) > MAX_ANSWER:
                     raise self._malformed(f"its answer is over {MAX_ANSWER // 1_000_000} MB")

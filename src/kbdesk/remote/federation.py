@@ -11,6 +11,7 @@ why in its notes — local results never wait longer than that. The merge rule i
 from __future__ import annotations
 
 import functools
+import math
 import re
 import threading
 import time
@@ -22,8 +23,20 @@ from kbdesk.errors import InvalidInputError, KbdeskError, NotFoundError
 from kbdesk.models import SearchResult
 from kbdesk.remote.names import RemoteRef, display_name
 from kbdesk.remote.ranking import BY_RANK, Ranked, Ranking, explain_entry, merge_scored, ranking_of
-from kbdesk.remote.registry import SLOW, RemoteKb, Remotes, RemoteState, reason_of, run_within, state_of
+from kbdesk.remote.registry import (
+    GRACE,
+    SLOW,
+    MalformedEntry,
+    RemoteKb,
+    Remotes,
+    RemoteState,
+    reason_of,
+    run_within,
+    state_of,
+)
 from kbdesk.search import MAX_LIMIT, SearchResponse, check_limit
+from kbdesk.store.keywords import KeywordParts
+from kbdesk.textnorm import nfkc
 
 
 @dataclass
@@ -95,8 +108,11 @@ def federated_search(
         kbs = [desk.kb(ref) for ref in local_refs]
         dims = {kb.id: desk.store.kb_vector_dimensions(kb.id) for kb in kbs}
         models = [(kb.model_id, dims[kb.id]) for kb in kbs if kb.model_id and dims[kb.id]]
-        rankings.append(ranking_of(local, fusion=cfg.fusion, alpha=cfg.alpha, threshold=used_threshold, models=models))
-    side.join(max(0.0, max(remotes.budget(n) for n in wanted) - (time.monotonic() - started)) + 0.05)
+        parts = keyword_parts(desk.store, [kb.id for kb in kbs], query, local)
+        rankings.append(
+            ranking_of(local, fusion=cfg.fusion, alpha=cfg.alpha, threshold=used_threshold, models=models, parts=parts)
+        )
+    side.join(max(0.0, max(remotes.budget(n) for n in wanted) - (time.monotonic() - started)) + GRACE + 0.05)
     states: list[RemoteState] = []
     notes: list[str] = list(local.notes) if local else []
     fallback: list[str] = list(local.keyword_fallback) if local else []
@@ -116,8 +132,15 @@ def federated_search(
             rankings.append(ranking)
             state = RemoteState(name, "searched", None, [kb.display for kb in kbs_searched])
             searched.extend(state.kbs)
-            notes.extend(f"remote '{name}': {n}" for n in body.get("notes") or [] if isinstance(n, str))
-            fallback.extend(display_name(name, k) for k in body.get("keyword_fallback") or [] if isinstance(k, str))
+            notes.extend(f"remote '{name}': {n}" for n in _strings(body.get("notes")))
+            fallback.extend(display_name(name, k) for k in _strings(body.get("keyword_fallback")))
+            left_out = body.get("left_out") or []
+            if left_out:
+                many = f"{len(left_out)} results" if len(left_out) > 1 else "a result"
+                notes.append(f"remote '{name}': {many} left out: its answer gave {left_out[0]}")
+        dropped = remotes.dropped(name)
+        if dropped:
+            notes.append(dropped)
         if state.state != "searched":
             notes.append(state.note)
         states.append(state)
@@ -149,6 +172,17 @@ def federated_search(
     return response
 
 
+def keyword_parts(store: Any, kb_ids: list[str], query: str, response: SearchResponse) -> KeywordParts | None:
+    """What the keyword scores of ``response``'s results are made of (None: no keyword
+    scores among them), so they can be put on one scale with other sides'."""
+    chunks = [
+        (e["document_id"], e["chunk_index"])
+        for e in response.explain or []
+        if e.get("cut") is None and e.get("keyword_score") is not None and e.get("document_id")
+    ]
+    return store.keyword_parts(kb_ids, nfkc((query or "").strip()), chunks) if chunks else None
+
+
 class _TimedOut(KbdeskError):
     """Every source of a search was a remote, and none answered in time."""
 
@@ -156,60 +190,132 @@ class _TimedOut(KbdeskError):
 def _remote_leg(
     remotes: Remotes, name: str, refs: list[str], query: str, options: dict[str, Any]
 ) -> tuple[Ranking, dict[str, Any], list[RemoteKb]]:
-    kbs = remotes.resolve(name, refs)
+    deadline = time.monotonic() + remotes.budget(name)  # listing its KBs and searching them: one budget
+    kbs = remotes.resolve(name, refs, deadline=deadline)
     if not kbs:
         raise NotFoundError(f"remote '{name}' has no knowledge base this token may read")
     client = remotes.client(name)
-    body = remotes._guarded(name, lambda: client.search([kb.id for kb in kbs], query, **options))
+    body = remotes._guarded(name, lambda: client.search([kb.id for kb in kbs], query, deadline=deadline, **options))
     return ranking_from_wire(name, body, kbs), body, kbs
 
 
 def ranking_from_wire(name: str, body: dict[str, Any], kbs: Sequence[RemoteKb]) -> Ranking:
     """A remote's ``POST /search`` answer as a :class:`Ranking`; each result cites the
-    remote KB (``team:Product Docs``) and keeps the server's document, page and headings."""
+    remote KB (``team:Product Docs``) and keeps the server's document, page and headings.
+    The answer is data from a stranger: a result of the wrong shape is left out (and
+    counted in ``body["left_out"]``, the search's notes say so), a bad ranking field reads
+    as absent — never a crash that would lose the other sources' results."""
     by_id = {kb.id: kb for kb in kbs}
     raw_models = body.get("models")
     ranked: list[Ranked] = []
-    for rank, item in enumerate((d for d in body.get("data") or [] if isinstance(d, dict)), start=1):
-        raw = item.get("score")
-        score: dict[str, Any] = raw if isinstance(raw, dict) else {}
-        kb = by_id.get(str(item.get("kb_id") or ""))
-        kb_name = kb.name if kb is not None else str(item.get("kb") or "")
-        metadata = dict(item.get("metadata") or {}) if isinstance(item.get("metadata"), dict) else {}
-        metadata.update(
-            {"remote": name, "remote_kb_id": item.get("kb_id"), "remote_document_id": item.get("document_id")}
-        )
-        result = SearchResult(
-            str(item.get("content") or ""),
-            str(item.get("source") or ""),
-            display_name(name, kb_name),
-            float(item.get("similarity") or 0.0),
-            metadata,
-            document_id=None,  # a document of another server: cited, never opened here
-            chunk_index=item.get("chunk_index") if isinstance(item.get("chunk_index"), int) else None,
-        )
-        ranked.append(
-            Ranked(result, rank, _num(score.get("cosine")), _num(score.get("keyword")), _num(score.get("fused")))
-        )
+    left_out: list[str] = []
+    data = body.get("data")
+    for item in data if isinstance(data, list) else []:
+        try:
+            ranked.append(_ranked_from_wire(name, item, by_id, len(ranked) + 1))
+        except MalformedEntry as exc:
+            left_out.append(str(exc))
+    body["left_out"] = left_out
     models = sorted(
-        (str(m["model_id"]), int(m["dimensions"]))
+        (m["model_id"], m["dimensions"])
         for m in (raw_models if isinstance(raw_models, list) else [])
-        if isinstance(m, dict) and m.get("model_id") and isinstance(m.get("dimensions"), int)
+        if isinstance(m, dict)
+        and isinstance(m.get("model_id"), str)
+        and m["model_id"]
+        and isinstance(m.get("dimensions"), int)
+        and not isinstance(m.get("dimensions"), bool)
     )
-    return Ranking(
+    mode, fusion = body.get("mode"), body.get("fusion")
+    ranking = Ranking(
         name,
         ranked,
-        str(body.get("mode") or "keyword"),
-        str(body.get("fusion") or ""),
-        float(body.get("alpha") or 0.0),
+        mode if mode in ("vector", "keyword", "hybrid") else "keyword",
+        fusion if isinstance(fusion, str) else "",
+        _num(body.get("alpha")) or 0.0,
         _num(body.get("threshold")) or 0.0,
         _num(body.get("best_keyword")),
         models,
     )
+    stats = body.get("keyword_stats")
+    if isinstance(stats, dict) and _count(stats.get("rows")) and isinstance(stats.get("df"), dict):
+        df = {w: n for w, n in stats["df"].items() if isinstance(w, str) and _count(n) is not None}
+        ranking.keyword_rows, ranking.keyword_df = _count(stats.get("rows")), df
+    return ranking
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _parts(value: Any) -> dict[str, float] | None:
+    """A result's keyword score split by word, from the wire (None when malformed)."""
+    if not isinstance(value, dict) or len(value) > 200:
+        return None
+    out: dict[str, float] = {}
+    for word, part in value.items():
+        number = _num(part)
+        if not isinstance(word, str) or number is None:
+            return None
+        out[word] = number
+    return out
+
+
+def _ranked_from_wire(name: str, item: Any, by_id: dict[str, RemoteKb], rank: int) -> Ranked:
+    if not isinstance(item, dict):
+        raise MalformedEntry("a result that is not an object")
+    content, source = item.get("content"), item.get("source")
+    if not isinstance(content, str) or not isinstance(source, str):
+        raise MalformedEntry("a result without its text and source")
+    similarity = item.get("similarity", 0.0)
+    if _num(similarity) is None and similarity is not None:
+        raise MalformedEntry(f"a similarity that is not a number ({type(similarity).__name__})")
+    raw = item.get("score")
+    score: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    kb_id = item.get("kb_id")
+    kb = by_id.get(kb_id) if isinstance(kb_id, str) else None
+    kb_name = kb.name if kb is not None else (item["kb"] if isinstance(item.get("kb"), str) else "")
+    metadata = dict(item["metadata"]) if isinstance(item.get("metadata"), dict) else {}
+    document_id = item.get("document_id")
+    metadata.update(
+        {
+            "remote": name,
+            "remote_kb_id": kb_id if isinstance(kb_id, str) else None,
+            "remote_document_id": document_id if isinstance(document_id, str) else None,
+        }
+    )
+    chunk_index = item.get("chunk_index")
+    result = SearchResult(
+        content,
+        source,
+        display_name(name, kb_name),
+        _num(similarity) or 0.0,
+        metadata,
+        document_id=None,  # a document of another server: cited, never opened here
+        chunk_index=chunk_index if isinstance(chunk_index, int) and not isinstance(chunk_index, bool) else None,
+    )
+    return Ranked(
+        result,
+        rank,
+        _num(score.get("cosine")),
+        _num(score.get("keyword")),
+        _num(score.get("fused")),
+        _parts(score.get("keyword_parts")),
+    )
 
 
 def _num(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    """A finite number from the wire, else None (JSON from Python may carry NaN)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _strings(value: Any) -> list[str]:
+    """A list of strings from the wire (anything else: none), each one line, bounded."""
+    if not isinstance(value, list):
+        return []
+    return [" ".join(v.split())[:300] for v in value[:20] if isinstance(v, str)]
 
 
 _NOT_SEARCHED = re.compile(r"^remote '([^']+)' was not searched \((.*)\): results from the other sources only$")

@@ -79,8 +79,10 @@ def test_remote(name: str, settings: RemoteSettings, *, timeout: float = TEST_TI
         "user": (user or {}).get("name"),
         "server_version": (server or {}).get("version"),
         "engine": (server or {}).get("engine"),
-        "permissions": list((token or {}).get("permissions") or []),
-        "kbs": [str(kb.get("name")) for kb in kbs],
+        "permissions": [p for p in (token or {}).get("permissions") or [] if isinstance(p, str)]
+        if isinstance((token or {}).get("permissions"), list)
+        else [],
+        "kbs": [kb["name"] for kb in kbs if isinstance(kb, dict) and isinstance(kb.get("name"), str)],
         "seconds": round(time.monotonic() - started, 3),
     }
 

@@ -21,6 +21,37 @@ LIST_TTL = 60.0
 """Seconds a remote's KB list is reused before it is asked again."""
 
 
+MAX_WIRE_ID = 200
+"""Characters of a remote's KB id at most (its ids are UUIDs)."""
+
+
+class MalformedEntry(ValueError):
+    """One entry of a remote's answer (a KB, a result) that is not what kbdesk serve sends."""
+
+
+def _text(entry: dict[str, Any], key: str, default: str) -> str:
+    value = entry.get(key)
+    if value is None or value == "":
+        return default
+    if not isinstance(value, str):
+        raise MalformedEntry(f"a {key} that is not text ({type(value).__name__})")
+    return value
+
+
+def _count(entry: dict[str, Any], key: str) -> int:
+    value = entry.get(key)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise MalformedEntry(f"a {key} that is not a count ({_shown(value)})")
+    return value
+
+
+def _shown(value: Any) -> str:
+    text = repr(value) if isinstance(value, (str, int, float)) else type(value).__name__
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
 @dataclass(frozen=True)
 class RemoteKb:
     """A KB of a remote, as its server describes it."""
@@ -40,20 +71,28 @@ class RemoteKb:
         return display_name(self.remote, self.name)
 
     @classmethod
-    def from_wire(cls, remote: str, kb: dict[str, Any]) -> RemoteKb:
+    def from_wire(cls, remote: str, kb: Any) -> RemoteKb:
+        """A KB of the remote's list, read as data from a stranger: a field of the wrong type
+        is :class:`MalformedEntry` naming it (the KB is left out, never the search)."""
+        if not isinstance(kb, dict):
+            raise MalformedEntry("a knowledge base that is not an object")
+        kb_id = kb.get("id")
+        if not isinstance(kb_id, str) or not kb_id.strip() or len(kb_id) > MAX_WIRE_ID:
+            raise MalformedEntry("a knowledge base without a usable id")
         raw = kb.get("embedding_config")
         config: dict[str, Any] = raw if isinstance(raw, dict) else {}
         dims = config.get("dimensions")
+        model = config.get("model_id")
         return cls(
             remote,
-            str(kb["id"]),
-            str(kb.get("name") or kb["id"]),
-            str(kb.get("description") or ""),
-            config.get("model_id") or None,
-            int(dims) if isinstance(dims, int) and dims > 0 else None,
-            int(kb.get("document_count") or 0),
-            int(kb.get("chunk_count") or 0),
-            str(kb.get("status") or "active"),
+            kb_id,
+            _text(kb, "name", kb_id),
+            _text(kb, "description", ""),
+            model if isinstance(model, str) and model else None,
+            dims if isinstance(dims, int) and not isinstance(dims, bool) and 0 < dims <= 100_000 else None,
+            _count(kb, "document_count"),
+            _count(kb, "chunk_count"),
+            _text(kb, "status", "active"),
         )
 
     @property
@@ -126,6 +165,7 @@ class Remotes:
         self._lock = threading.Lock()
         self._clients: dict[str, RemoteClient] = {}
         self._lists: dict[str, tuple[float, list[RemoteKb]]] = {}
+        self._dropped: dict[str, list[str]] = {}
 
     @property
     def names(self) -> list[str]:
@@ -167,21 +207,38 @@ class Remotes:
         breaker.succeeded()
         return value
 
-    def kbs(self, name: str, *, fresh: bool = False) -> list[RemoteKb]:
-        """The KBs the remote's token may read (kept :data:`LIST_TTL` seconds)."""
+    def kbs(self, name: str, *, fresh: bool = False, deadline: float | None = None) -> list[RemoteKb]:
+        """The KBs the remote's token may read (kept :data:`LIST_TTL` seconds). A KB its
+        answer describes wrongly is left out, and :meth:`dropped` says why."""
         with self._lock:
             kept = self._lists.get(name)
         if kept is not None and not fresh and time.monotonic() - kept[0] < LIST_TTL:
             return kept[1]
         client = self.client(name)
-        listed = [RemoteKb.from_wire(name, kb) for kb in self._guarded(name, client.list_kbs)]
+        listed: list[RemoteKb] = []
+        left_out: list[str] = []
+        for entry in self._guarded(name, lambda: client.list_kbs(deadline=deadline)):
+            try:
+                listed.append(RemoteKb.from_wire(name, entry))
+            except MalformedEntry as exc:
+                left_out.append(str(exc))
         with self._lock:
             self._lists[name] = (time.monotonic(), listed)
+            self._dropped[name] = left_out
         return listed
 
-    def resolve(self, name: str, refs: Sequence[str]) -> list[RemoteKb]:
+    def dropped(self, name: str) -> str | None:
+        """One line on the KBs of the remote's last list that were left out, if any."""
+        with self._lock:
+            left_out = self._dropped.get(name) or []
+        if not left_out:
+            return None
+        many = f"{len(left_out)} knowledge bases" if len(left_out) > 1 else "a knowledge base"
+        return f"remote '{name}': {many} left out: its list gave {left_out[0]}"
+
+    def resolve(self, name: str, refs: Sequence[str], *, deadline: float | None = None) -> list[RemoteKb]:
         """The remote's KBs named by ``refs`` (names, ids, id prefixes of 4+ characters, or ``*``)."""
-        kbs = self.kbs(name)
+        kbs = self.kbs(name, deadline=deadline)
         chosen: dict[str, RemoteKb] = {}
         for ref in refs:
             if ref == EVERY:
@@ -195,8 +252,10 @@ class Remotes:
 
     def list_all(self, budget: float | None = None) -> tuple[list[RemoteKb], list[RemoteState]]:
         """Every remote's KBs, asked at once; a remote that fails or is slow is named in the states."""
-        calls = {name: functools.partial(self.kbs, name) for name in self.names}
-        answers = run_within(calls, budget if budget is not None else self.budget())
+        within = budget if budget is not None else self.budget()
+        deadline = time.monotonic() + within
+        calls = {name: functools.partial(self.kbs, name, deadline=deadline) for name in self.names}
+        answers = run_within(calls, within)
         kbs: list[RemoteKb] = []
         states: list[RemoteState] = []
         for name in self.names:
@@ -231,12 +290,16 @@ def _find(kbs: Sequence[RemoteKb], ref: str) -> RemoteKb | None:
 
 
 SLOW = object()
+GRACE = 0.5
+"""Seconds :func:`run_within` waits past the budget: the calls end themselves at their
+deadline (the budget), so a slow remote's error is named rather than just "slow"."""
 
 
 def run_within(calls: Mapping[str, Callable[[], Any]], budget: float) -> dict[str, Any]:
     """Each call in a daemon thread of its own; what each returned or raised, or ``SLOW``
-    for a call still running when ``budget`` seconds are spent (it is left to finish on
-    its own: its own timeouts end it, and a process that exits does not wait for it)."""
+    for a call still running when ``budget`` (+ :data:`GRACE`) seconds are spent. The
+    calls are given the same budget as their deadline (:class:`~kbdesk.remote.client.RemoteClient`
+    cancels a request when its time is up), so none outlives it by more than a moment."""
     answers: dict[str, Any] = dict.fromkeys(calls, SLOW)
     lock = threading.Lock()
 
@@ -251,7 +314,7 @@ def run_within(calls: Mapping[str, Callable[[], Any]], budget: float) -> dict[st
     threads = [threading.Thread(target=run, args=item, daemon=True, name=f"remote-{item[0]}") for item in calls.items()]
     for thread in threads:
         thread.start()
-    deadline = time.monotonic() + budget
+    deadline = time.monotonic() + budget + GRACE
     for thread in threads:
         thread.join(max(0.0, deadline - time.monotonic()))
     with lock:

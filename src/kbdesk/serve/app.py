@@ -3,7 +3,7 @@
 :func:`create_app` builds it (``kbdesk serve`` runs it with uvicorn; tests run it on
 loopback or in process). The app owns the server's state — tokens, the desk of each
 user, uploads in flight — and closes it when the server stops: uploads still running
-get a grace period, and whatever they leave is resumed by the next start.
+get a grace period (:data:`STOP_GRACE`), and whatever they leave is resumed by the next start.
 """
 
 from __future__ import annotations
@@ -33,6 +33,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kbdesk.serve")
 PREFIX = "/api"
+STOP_GRACE = 2
+"""Seconds a stopping server gives requests in flight, and then uploads being indexed
+(what they leave is finished by the next start): a stop takes a couple of seconds,
+whatever the requests are doing."""
 
 
 @dataclass
@@ -72,7 +76,7 @@ def create_app(
         if resume:
             uploads.resume(Lease(None, None, desk, None))
         yield
-        uploads.stop()
+        uploads.stop(STOP_GRACE)
         desks.close()
 
     app = FastAPI(

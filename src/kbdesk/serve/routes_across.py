@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from kbdesk import __version__
 from kbdesk.filters import Filters
+from kbdesk.remote.federation import keyword_parts
 from kbdesk.remote.ranking import ranked_to_wire, ranking_of, ranking_to_wire
 from kbdesk.search import NeedsVectorsError
 from kbdesk.serve.auth import Caller, caller
@@ -38,6 +39,9 @@ class Score(BaseModel):
     cosine: float | None = Field(description="Cosine of the chunk's vector and the query's (null: no vector).")
     keyword: float | None = Field(description="The keyword ranker's raw score (BM25, higher is better).")
     fused: float | None = Field(description="The fused score that ranked it (hybrid mode).")
+    keyword_parts: dict[str, float] | None = Field(
+        None, description="Its keyword score split by query word (their sum is `keyword`), for rescaling."
+    )
 
 
 class AcrossResult(Result):
@@ -59,6 +63,11 @@ class SearchedKb(BaseModel):
     dimensions: int | None
 
 
+class KeywordStats(BaseModel):
+    rows: int = Field(description="The chunks the keyword ranker counted (BM25's N).")
+    df: dict[str, int] = Field(description="Each query word's document frequency among them.")
+
+
 class AcrossAnswer(BaseModel):
     data: list[AcrossResult]
     query: str
@@ -69,6 +78,9 @@ class AcrossAnswer(BaseModel):
     threshold: float
     best_keyword: float | None = Field(description="The best keyword score among the candidates.")
     models: list[Model] = Field(description="(model, dimensions) of the KBs searched that hold vectors.")
+    keyword_stats: KeywordStats | None = Field(
+        None, description="What the keyword scores were counted over: a client merging them with its own rescales them."
+    )
     kbs: list[SearchedKb]
     keyword_fallback: list[str] | None = None
     notice: str | None = None
@@ -162,7 +174,8 @@ def _search(who: Caller, body: AcrossRequest) -> dict[str, Any]:
         raise ApiError(400, f'{exc} ("mode": "keyword")') from None
     dims = {kb_id: desk.store.kb_vector_dimensions(kb_id) for kb_id in kbs}
     models = [(kb.model_id, dims[kb.id]) for kb in kbs.values() if kb.model_id and dims[kb.id]]
-    ranking = ranking_of(response, fusion=s.fusion, alpha=s.alpha, threshold=threshold, models=models)
+    parts = keyword_parts(desk.store, list(kbs), body.query, response)
+    ranking = ranking_of(response, fusion=s.fusion, alpha=s.alpha, threshold=threshold, models=models, parts=parts)
     by_name = {kb.name: kb.id for kb in kbs.values()}
     out: dict[str, Any] = {
         "data": [{**ranked_to_wire(x), "kb_id": by_name.get(x.result.kb, "")} for x in ranking.ranked],

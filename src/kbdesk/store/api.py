@@ -37,6 +37,7 @@ from kbdesk.filters import Filters
 from kbdesk.models import ChunkInput, Document, DocumentBrief, KnowledgeBase
 from kbdesk.store.chat import ChatMessage, Conversation, Persona, Project
 from kbdesk.store.doc_types import NewDocument, StatusUpdate
+from kbdesk.store.keywords import KeywordParts
 from kbdesk.store.notes import Note
 from kbdesk.store.within import KbFacts, Within
 
@@ -281,6 +282,17 @@ class Store(Transactions, Protocol):
     ) -> list[tuple[int, float]]:
         """The ``k`` best keyword matches over several KBs: (seq, BM25 score), best first;
         with ``within``, among the chunks of the documents inside it."""
+        ...
+
+    def keyword_scores(self, kb_ids: Sequence[str], text: str, seqs: Sequence[int]) -> dict[int, float]:
+        """The BM25 score :meth:`keyword_candidates` would give each chunk (by seq) that
+        matches ``text`` at all, however far down the keyword ranking."""
+        ...
+
+    def keyword_parts(self, kb_ids: Sequence[str], text: str, chunks: Sequence[tuple[str, int]]) -> KeywordParts:
+        """What the keyword (BM25) score of each chunk (document id, chunk index) for
+        ``text`` is made of: the collection's size, each query word's document frequency,
+        each chunk's score split by word (federated search rescales them to one scale)."""
         ...
 
     def cosine_for(self, seqs: Iterable[int], query: np.ndarray) -> dict[int, float]:

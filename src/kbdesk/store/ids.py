@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import re
 import time
+import unicodedata
 import uuid
 from datetime import UTC, datetime
 
 from kbdesk.errors import InvalidInputError
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_JOINERS = "\u200c\u200d"  # zero-width (non-)joiner: part of Persian, Indic and emoji spellings
 ID_PREFIX = re.compile(r"^[0-9a-fA-F-]{4,36}$")
 """What may be a unique prefix of an id (ids are UUIDs on both engines)."""
 
@@ -61,4 +63,24 @@ def check_name(name: str, what: str = "knowledge base name") -> str:
         raise InvalidInputError(f"{what} is longer than 200 characters")
     if _CONTROL.search(clean):
         raise InvalidInputError(f"{what} must not contain control characters")
+    hidden = invisible_character(clean)
+    if hidden:
+        raise InvalidInputError(
+            f"{what} must not contain invisible format characters ({hidden}): they can make it read as another name"
+        )
     return clean
+
+
+def invisible_character(text: str) -> str | None:
+    """The first invisible format character of ``text`` (Unicode category Cf: bidi controls
+    such as U+202E RIGHT-TO-LEFT OVERRIDE, zero-width spaces, soft hyphens, BOMs), as
+    ``U+202E RIGHT-TO-LEFT OVERRIDE``; None when there is none. A zero-width joiner or
+    non-joiner between two non-ASCII characters is part of how a word is spelled (Persian,
+    Devanagari, emoji sequences) and is kept; next to ASCII it could only disguise a name."""
+    for i, ch in enumerate(text):
+        if unicodedata.category(ch) != "Cf":
+            continue
+        if ch in _JOINERS and 0 < i < len(text) - 1 and not text[i - 1].isascii() and not text[i + 1].isascii():
+            continue
+        return f"U+{ord(ch):04X} {unicodedata.name(ch, 'FORMAT CHARACTER')}"
+    return None

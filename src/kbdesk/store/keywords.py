@@ -6,8 +6,10 @@ too many rows. The SQLite store turns the terms into an FTS5 expression
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from kbdesk.store.cjk import query_pieces
@@ -191,3 +193,38 @@ def mark_stale(metadata: dict[str, Any], stale: Any, indexed_at: Any) -> dict[st
             indexed_at if isinstance(indexed_at, str) or indexed_at is None else indexed_at.isoformat()
         )
     return metadata
+
+
+IDF_FLOOR = 1e-6
+
+
+def bm25_idf(rows: int, df: int) -> float:
+    """FTS5's IDF (both engines use it): log((N - n + 0.5) / (n + 0.5)), floored at 1e-6."""
+    value = math.log((rows - df + 0.5) / (df + 0.5)) if rows > 0 else 0.0
+    return value if value > 0.0 else IDF_FLOOR
+
+
+@dataclass
+class KeywordParts:
+    """What a keyword score is made of, so that scores from several collections (a desk
+    and its remotes) can be put on one scale: the collection's size (``rows``: N) and each
+    query word's document frequency (``df``) as its BM25 used them, and for each chunk —
+    keyed by (document id, chunk index) — its BM25 split by query word (their sum is its
+    score). :func:`rescore` turns the parts into the BM25 one collection holding every
+    side would give."""
+
+    rows: int = 0
+    df: dict[str, int] = field(default_factory=dict)
+    parts: dict[tuple[str, int], dict[str, float]] = field(default_factory=dict)
+
+
+def rescore(parts: dict[str, float], rows: int, df: dict[str, int], total_rows: int, total_df: dict[str, int]) -> float:
+    """A chunk's BM25 with every word's IDF taken over the union of the collections
+    (``total_rows``, ``total_df``) instead of its own (``rows``, ``df``). Exact for the IDF;
+    the length normalisation stays the chunk's own collection's (its mean length), which
+    differs little between collections of one kind of text."""
+    score = 0.0
+    for word, part in parts.items():
+        own = bm25_idf(rows, df.get(word, 0))
+        score += part * bm25_idf(total_rows, total_df.get(word, 0)) / own if own > 0 else part
+    return score

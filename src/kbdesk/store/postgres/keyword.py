@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kbdesk.store.cjk import CJK_CLASS
-from kbdesk.store.keywords import SCORED_TERM_BUDGETS, bounds, query_terms
+from kbdesk.store.keywords import SCORED_TERM_BUDGETS, KeywordParts, bounds, query_terms
 from kbdesk.store.postgres.values import uuid_array
 from kbdesk.textnorm import diacritic_pairs, fold_diacritics
 
@@ -421,6 +421,7 @@ ORDER BY score DESC, c.seq
 LIMIT %(k)s
 """
 BM25_SQL = _BM25.replace("@ROWS@", "kb_chunks")
+BM25_OF_SQL = _BM25.replace("@ROWS@", "(SELECT * FROM kb_chunks WHERE seq = ANY(%(seqs)s::bigint[]))")
 BM25_BY_KB_SQL = _BM25.replace(
     "@ROWS@",
     "(SELECT seq, kb_id, document_id, content_tsv, keyword_length FROM kb_chunks "
@@ -451,6 +452,80 @@ def candidates(
     }
     rows = conn.execute(BM25_BY_KB_SQL if p.by_kb else BM25_SQL, args).fetchall()
     return [(int(seq), float(score)) for seq, score in rows]
+
+
+_PARTS = """
+SELECT c.document_id::text, c.chunk_index, u.lexeme,
+       array_length(u.positions, 1) * %(k1p1)s
+       / (array_length(u.positions, 1) + %(k1)s * (1 - %(b)s + %(b)s * c.keyword_length / %(avgdl)s))
+FROM kb_chunks c
+CROSS JOIN LATERAL unnest(ts_filter(setweight(c.content_tsv, 'A', %(lexemes)s::text[]), '{a}')) AS u
+WHERE c.document_id = ANY(%(docs)s::uuid[]) AND c.kb_id = ANY(%(kbs)s::uuid[])
+"""
+
+
+def parts(conn: Any, kb_ids: Sequence[str], text: str, chunks: Sequence[tuple[str, int]]) -> KeywordParts:
+    """What the BM25 of ``chunks`` (document id, chunk index) is made of, by query word
+    (:class:`~kbdesk.store.keywords.KeywordParts`): N and each word's document frequency
+    over the KBs searched, and each chunk's score split by word (a word's lexemes'
+    ``idf × tf-part``, as :func:`candidates` sums them)."""
+    words = query_terms(text)
+    docs = sorted({doc for doc, _ in chunks})
+    if not words or not kb_ids or not docs:
+        return KeywordParts()
+    rows = conn.execute(_LEXEMES, {"words": query_words(text), "kbs": list(kb_ids)}).fetchall()
+    if not rows or not rows[0][3]:
+        return KeywordParts()
+    n_rows, tokens = int(rows[0][3]), int(rows[0][4])
+    word_of: dict[str, list[str]] = {}
+    df_of: dict[str, int] = {}
+    out = KeywordParts(n_rows)
+    for i, lexeme, n, *_ in rows:
+        word = words[int(i) - 1]
+        word_of.setdefault(lexeme, []).append(word)
+        df_of[lexeme] = int(n)
+        out.df[word] = max(out.df.get(word, 0), int(n))
+    wanted = set(chunks)
+    out.parts = {key: {} for key in wanted}
+    args = {
+        "k1": K1,
+        "k1p1": K1 + 1.0,
+        "b": B,
+        "avgdl": (tokens / n_rows) or 1.0,
+        "lexemes": sorted(word_of),
+        "docs": uuid_array(docs),
+        "kbs": list(kb_ids),
+    }
+    for doc, index, lexeme, tf_part in conn.execute(_PARTS, args).fetchall():
+        key = (str(doc), int(index))
+        if key not in wanted:
+            continue
+        for word in word_of.get(lexeme, []):
+            own = out.parts[key]
+            own[word] = own.get(word, 0.0) + idf(n_rows, df_of[lexeme]) * float(tf_part)
+    return out
+
+
+def scores(conn: Any, kb_ids: Sequence[str], text: str, seqs: Sequence[int]) -> dict[int, float]:
+    """The BM25 score (as :func:`candidates` gives it) of each of ``seqs`` that matches."""
+    p = plan(conn, kb_ids, text)
+    if p is None or not seqs:
+        return {}
+    lexemes = list(p.weights)
+    args = {
+        "k1": K1,
+        "k1p1": K1 + 1.0,
+        "b": B,
+        "avgdl": p.avgdl or 1.0,
+        "lexemes": lexemes,
+        "weights": [p.weights[x] for x in lexemes],
+        "kbs": list(kb_ids),
+        "gate": tsquery_text(p.gate),
+        "k": len(seqs),
+        "docs": None,
+        "seqs": [int(s) for s in seqs],
+    }
+    return {int(seq): float(score) for seq, score in conn.execute(BM25_OF_SQL, args).fetchall()}
 
 
 def statistics(conn: Any, kb_id: str) -> dict[str, Any]:

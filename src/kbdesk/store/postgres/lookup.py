@@ -14,7 +14,7 @@ import numpy as np
 
 import kbdesk.store.postgres.keyword as keyword
 from kbdesk.store.core.facts import FactsCore
-from kbdesk.store.keywords import mark_stale
+from kbdesk.store.keywords import KeywordParts, mark_stale
 from kbdesk.store.postgres.values import infer_dimensions
 from kbdesk.store.postgres.vectors import PgVectorIndex
 from kbdesk.store.within import Within
@@ -77,6 +77,15 @@ class PgLookup(FactsCore):
         if docs is not None and not docs:
             return []
         return keyword.candidates(self.connection(), kb_ids, text, k, docs=docs)
+
+    def keyword_scores(self, kb_ids: Sequence[str], text: str, seqs: Sequence[int]) -> dict[int, float]:
+        """The BM25 score of each of ``seqs`` that matches ``text`` (:func:`.keyword.scores`)."""
+        return keyword.scores(self.connection(), kb_ids, text, seqs)
+
+    def keyword_parts(self, kb_ids: Sequence[str], text: str, chunks: Sequence[tuple[str, int]]) -> KeywordParts:
+        """What the BM25 of ``chunks`` (document id, chunk index) is made of, by query word
+        (:func:`.keyword.parts`)."""
+        return keyword.parts(self.connection(), kb_ids, text, chunks)
 
     def cosine_for(self, seqs: Iterable[int], query: np.ndarray) -> dict[int, float]:
         """Cosine similarity of stored vectors (of any KB whose dimension matches)."""

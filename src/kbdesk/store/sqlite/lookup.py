@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from kbdesk.store.core.facts import FactsCore
-from kbdesk.store.keywords import SCORED_TERM_BUDGETS, bounds, mark_stale, query_terms
+from kbdesk.store.keywords import SCORED_TERM_BUDGETS, KeywordParts, bounds, mark_stale, query_terms
 from kbdesk.store.sqlite.vectors import VectorIndex as SqliteIndex
 from kbdesk.store.within import Within
 
@@ -195,6 +195,51 @@ class SqliteLookup(FactsCore):
                 (expr, *kb_ids, int(k)),
             ).fetchall()
         return [(int(seq), float(score)) for seq, score in rows]
+
+    def keyword_scores(self, kb_ids: Sequence[str], text: str, seqs: Sequence[int]) -> dict[int, float]:
+        """The BM25 score (as :meth:`keyword_candidates` gives it) of each of ``seqs`` that
+        matches ``text`` at all — however far down the keyword ranking it is."""
+        expr = self.bounded_fts_query(text) if kb_ids and seqs else ""
+        if not expr:
+            return {}
+        rows = self.connection().execute(
+            "SELECT rowid, -bm25(kb_chunks_fts) FROM kb_chunks_fts WHERE kb_chunks_fts MATCH ? "
+            "AND rowid IN (SELECT value FROM json_each(?))",
+            (expr, json.dumps([int(s) for s in seqs])),
+        )
+        return {int(seq): float(score) for seq, score in rows}
+
+    def keyword_parts(self, kb_ids: Sequence[str], text: str, chunks: Sequence[tuple[str, int]]) -> KeywordParts:
+        """What the BM25 of ``chunks`` (document id, chunk index) for ``text`` is made of:
+        FTS5's N and each query word's document frequency (over the whole index, as its
+        ``bm25()`` counts them) and each chunk's score split by word (one ``bm25()`` per word:
+        FTS5 sums its phrases' parts, each with its own IDF)."""
+        terms = query_terms(text)
+        conn = self.connection()
+        docs = sorted({doc for doc, _ in chunks})
+        if not terms or not docs:
+            return KeywordParts()
+        wanted = set(chunks)
+        found = conn.execute(
+            "SELECT seq, document_id, chunk_index FROM kb_chunks WHERE document_id IN (SELECT value FROM json_each(?))",
+            (json.dumps(docs),),
+        ).fetchall()
+        key_of = {int(seq): (doc, int(i)) for seq, doc, i in found if (doc, int(i)) in wanted}
+        out = KeywordParts(int(conn.execute("SELECT coalesce(sum(chunk_count), 0) FROM knowledge_bases").fetchone()[0]))
+        out.parts = {key: {} for key in key_of.values()}
+        seqs = json.dumps(list(key_of))
+        for term in terms:
+            phrase = f'"{term}"'
+            out.df[term] = int(
+                conn.execute("SELECT count(*) FROM kb_chunks_fts WHERE kb_chunks_fts MATCH ?", (phrase,)).fetchone()[0]
+            )
+            for seq, part in conn.execute(
+                "SELECT rowid, -bm25(kb_chunks_fts) FROM kb_chunks_fts WHERE kb_chunks_fts MATCH ? "
+                "AND rowid IN (SELECT value FROM json_each(?))",
+                (phrase, seqs),
+            ):
+                out.parts[key_of[int(seq)]][term] = float(part)
+        return out
 
     def _filtered_keyword(
         self, conn: Any, kb_ids: Sequence[str], expr: str, k: int, within: Within
