@@ -17,7 +17,10 @@ without forcing, with the passages kbdesk found; a conversation too long for the
 again without its earlier questions; a model that rejects tools again without them. A
 round that asks for tools gets them run, each result saved and sent back as a ``role:
 "tool"`` message with the call's ``tool_call_id`` (:meth:`~_Turn.answered`), at most
-``max_rounds`` times. Under the ``auto`` policy round 1 tells the model to call
+``max_rounds`` times — or, for a server whose chat template does not render the tool
+role (probed once per provider and model, :mod:`.tool_results`), in a user message
+holding the results as data. A round whose stream ends without ``finish_reason`` was
+interrupted: the turn ends there, its partial answer kept and marked. Under the ``auto`` policy round 1 tells the model to call
 ``kb_search``, and kbdesk's own passages for the question go with the model's search
 (:mod:`.grounding`); a model that answers instead gets the KBs searched by kbdesk and
 is asked again. At the end (:meth:`~_Turn.conclude`), one :class:`Retrieval` says
@@ -39,6 +42,7 @@ from kbdesk.chat.resolve import ActiveKB, kb_hint, resolve_kbs
 from kbdesk.chat.retrieval import describe, filters_for, remember_ignores_forcing
 from kbdesk.chat.rounds import stream_round
 from kbdesk.chat.safety import clean, one_line
+from kbdesk.chat.tool_results import as_data, has_tool_results, verdict
 from kbdesk.chat.tools import Toolbox
 from kbdesk.chat.turn_parts import (
     MAX_ROUNDS,
@@ -60,7 +64,12 @@ from kbdesk.chat.turn_parts import (
 from kbdesk.errors import KbdeskError
 from kbdesk.filters_text import overlay
 from kbdesk.providers.chat import CancelToken, ChatCancelled, ChatClient, ToolsRejectedError
-from kbdesk.providers.errors import ContextOverflowError, ProviderError, SilentEndError
+from kbdesk.providers.errors import (
+    ContextOverflowError,
+    InterruptedAnswerError,
+    ProviderError,
+    SilentEndError,
+)
 
 __all__ = ["MAX_ROUNDS", "ChatTarget", "TurnOptions", "chat_target", "forcing_failed", "run_turn"]
 
@@ -95,6 +104,7 @@ class _Turn:
         self.first: list[ActiveKB] = []  # the KBs searched before round 1
         self.tools_ok = True  # False once the model rejected tools
         self.retried_overflow = False
+        self.verdict: str | None = None  # whether the server renders tool messages, once asked
 
     # ── the outline ────────────────────────────────────────────────────────────
     def events(self) -> Iterator[ChatEvent]:
@@ -113,6 +123,9 @@ class _Turn:
             yield from self.conclude()
         except ChatCancelled as exc:
             yield from finish_failed(store, state, self.round_text, "cancelled", "stopped by the user", self.plan, exc)
+        except InterruptedAnswerError as exc:
+            said = f"{one_line(exc, 500)}; the part that came is kept, marked as interrupted: ask again for a whole answer"
+            yield from finish_failed(store, state, self.round_text, "error", said, self.plan, exc)
         except (KbdeskError, _Stop) as exc:
             yield from finish_failed(store, state, self.round_text, "error", one_line(exc, 600), self.plan, exc)
         except Exception as exc:  # a bug: still a message, never a traceback in the conversation
@@ -171,11 +184,20 @@ class _Turn:
             else:
                 wire["tool_choice"] = "kb_search"
         self.round_text = []
+        if has_tool_results(fitted.messages) and self.results_verdict(client) == "dropped":
+            fitted.messages = as_data(fitted.messages)  # this server's template drops the tool role
         try:
             completion = yield from self.stream(client, fitted, tools, forcing, wire)
         except ProviderError as exc:
             return (yield from self.recover(exc, forcing, fitted, tools))
         return (yield from self.answered(completion, forcing, tools))
+
+    def results_verdict(self, client: ChatClient) -> str:
+        """Whether this server shows the model a ``tool`` message (:mod:`.tool_results`)."""
+        if self.verdict is None:
+            target = self.target
+            self.verdict = verdict(self.store, client, target.provider, target.model, client.base_url)
+        return self.verdict
 
     def prompt(self, tools: list[dict[str, Any]] | None) -> Fitted:
         """The system prompt and the conversation, fitted into the model's window."""
