@@ -1,8 +1,9 @@
 """Which chat failures are tried again, and how each one is told (one line, provider and model).
 
 Only what did not start a generation on a server that is there is retried: a connection
-that timed out, 429 and 502/503/504 (a refused connection is said at once). Everything else is final at once, and a prompt over the model's
-context is its own error, whichever way the server says it.
+that timed out, 429 and 502/503/504 (a refused connection is said at once). Everything
+else is final at once, and a prompt over the model's context is its own error, whichever
+way the server says it.
 """
 
 from __future__ import annotations
@@ -98,9 +99,7 @@ def test_a_refused_connection_fails_at_once_in_one_line(caplog):
     caplog.set_level("WARNING", logger="kbdesk.providers")
     error = failure(f"http://127.0.0.1:{port}/v1", max_retries=5)
     assert type(error) is ProviderUnavailableError and "\n" not in str(error)
-    assert f"could not connect to http://127.0.0.1:{port}/v1 (connection refused; is the server running?)" in str(
-        error
-    )
+    assert f"could not connect to http://127.0.0.1:{port}/v1 (connection refused; is the server running?)" in str(error)
     assert "gave up after" not in str(error) and not [r for r in caplog.records if "retry" in r.getMessage()]
 
 

@@ -143,7 +143,9 @@ def test_a_server_that_fails_on_a_forced_tool_choice_gets_the_passages_instead(c
     chat_server.reply(text="Nightly at two.")
     _, answer, _said = turn(desk, "When do backups run?")
     assert answer.status == "complete" and answer.text == "Nightly at two." and answer.retrieval == "auto"
-    assert chat_server.chat_requests[0]["tool_choice"] != "auto" and chat_server.chat_requests[1]["tool_choice"] == "auto"
+    assert (
+        chat_server.chat_requests[0]["tool_choice"] != "auto" and chat_server.chat_requests[1]["tool_choice"] == "auto"
+    )
     assert BACKUPS in chat_server.chat_requests[1]["messages"][0]["content"]
     chat_server.reply(text="Thirty days.")
     turn(desk, "How long are they kept?")
