@@ -84,7 +84,7 @@ def verdict(store: ChatStore, client: Any, provider: str, model: str, base_url: 
     known = _load(store)
     entry = known.get(f"{provider}/{model}")
     if isinstance(entry, dict) and entry.get("base_url") == base_url and entry.get("verdict") in _VERDICTS:
-        return entry["verdict"]  # type: ignore[no-any-return]
+        return entry["verdict"]
     found, counts = probe(client, model)
     log.info("tool results on %s/%s: %s (prompt tokens %s)", provider, model, found, counts)
     known[f"{provider}/{model}"] = {"verdict": found, "base_url": base_url, "prompt_tokens": counts}
