@@ -130,3 +130,44 @@ def test_as_data_turns_each_run_of_results_into_one_user_message():
     data = out[3]["content"]
     assert "kb_search, note_search" in data and data.index("PASSAGE A") < data.index("NOTE B")
     assert out[2]["tool_calls"] == [call, note] and messages[3]["role"] == "tool"  # the input is left alone
+
+
+def test_an_empty_answer_under_auto_is_asked_again_with_none_and_remembered(chat_server):
+    """llama-cpp-python's chatml-function-calling cannot stream an answer while tools are
+    offered with "auto" (an empty message): the round is asked again with "none"; outside
+    policy "tool" later turns send "none" at once."""
+    from kbdesk.chat.retrieval import auto_fails
+
+    desk = desk_with(chat_server)
+    chat_server.reply(tool_calls=[("kb_search", {"query": "backups"})])  # the forced search
+    chat_server.reply(text="")  # "auto": nothing
+    chat_server.reply(text="Nightly at two [1].")
+    answer = ask(desk, "When do backups run?")
+    assert answer.status == "complete" and answer.text == "Nightly at two [1]."
+    choices = [r["tool_choice"] for r in chat_server.chat_requests]
+    assert choices == [{"type": "function", "function": {"name": "kb_search"}}, "auto", "none"]
+    assert any('tool_choice "auto"' in n and '"none"' in n for n in answer.notices)
+    assert auto_fails(desk.store, "local", "tiny")
+    chat_server.reply(tool_calls=[("kb_search", {"query": "kept"})])
+    chat_server.reply(text="Thirty days.")
+    ask(desk, "How long are they kept?", answer.conversation_id)
+    assert [r["tool_choice"] for r in chat_server.chat_requests[3:]] == [
+        {"type": "function", "function": {"name": "kb_search"}},
+        "none",
+    ]
+    desk.close()
+
+
+def test_policy_tool_always_offers_auto_first(chat_server):
+    """Under --retrieval tool the model must be able to choose: "auto" every turn, even for a
+    model remembered to fail on it (the failed round is asked again with "none")."""
+    from kbdesk.chat.retrieval import remember_auto_fails
+
+    desk = desk_with(chat_server, retrieval="tool")
+    remember_auto_fails(desk.store, "local", "tiny")
+    chat_server.reply(text="")
+    chat_server.reply(text="Nightly.")
+    answer = ask(desk, "When do backups run?")
+    assert [r["tool_choice"] for r in chat_server.chat_requests] == ["auto", "none"]
+    assert answer.text == "Nightly." and answer.retrieval == "auto"  # kbdesk searched for it, and says so
+    desk.close()
