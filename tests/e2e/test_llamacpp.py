@@ -135,7 +135,7 @@ def test_a_stream_cut_by_another_request_is_an_interrupted_answer(e2e_home, reco
     assert asked.returncode == 1, err
     answer = json.loads(out)
     assert answer["status"] == "error" and "the answer was interrupted" in answer["error"]
-    assert answer["answer"].strip() and "interrupted" in err
+    assert answer["answer"].strip()  # the part that came (--json: nothing on stderr)
     cut = _settled(recorder, "cut-stream")[-1]
     assert '"finish_reason": null' in cut["body"] and "[DONE]" in cut["body"]
     assert '"finish_reason": "' not in cut["body"]
