@@ -91,13 +91,14 @@ def recorded(*labels: str) -> list[dict[str, Any]]:
 def replay_desk():
     made: list[Any] = []
 
-    def make(*labels: str, kind: str = "custom"):
+    def make(*labels: str, kind: str = "custom", window: int | None = 2048):
         replay = Replay(recorded(*labels))
         config = get_paths().config_file
         config.parent.mkdir(parents=True, exist_ok=True)
         config.write_text(
             f'[providers.llama]\nkind = "{kind}"\nbase_url = "{replay.base_url}"\ntimeout = 30\n\n'
-            '[roles.chat]\nprovider = "llama"\nmodel = "smollm2"\n\n[chat]\nmax_tokens = 160\ncontext_window = 2048\n'
+            '[roles.chat]\nprovider = "llama"\nmodel = "smollm2"\n\n[chat]\nmax_tokens = 160\n'
+            + (f"context_window = {window}\n" if window else "")
         )
         desk = open_desk()
         made.append((desk, replay))
@@ -215,8 +216,32 @@ def test_a_stream_cut_by_another_request_is_an_interrupted_answer(replay_desk):
     assert replay.chat_requests() == [cut["request"]]
 
 
-def test_an_overflow_answered_with_an_empty_stream_is_retried_without_the_history(replay_desk):
+def _long_conversation(desk, chat):
+    conv = chat.new_conversation("long")
+    for i in range(12):
+        desk.store.add_message(conv.id, "user", f"Question {i} about tides? " + "tide " * 120)
+        desk.store.add_message(conv.id, "assistant", f"Answer {i}: " + "water " * 150)
+    return conv
+
+
+def test_a_conversation_longer_than_the_window_kbdesk_knows_is_trimmed_before_it_is_sent(replay_desk):
+    """[chat] context_window = 2048, as docs/CHAT.md says for llama-cpp-python: the oldest
+    questions are left out before sending, and the server answers the first time."""
     desk, replay = replay_desk("overflow")
+    chat = desk.chat()
+    answer = chat.ask(
+        _long_conversation(desk, chat).id, "What is the capital of France?", retrieval="off", max_tokens=48
+    )
+    assert answer.status == "complete" and answer.text.strip() and answer.trimmed
+    _same_requests(replay, "overflow")
+    assert len(replay.chat_requests()) == 1
+
+
+def test_an_overflow_answered_with_an_empty_stream_is_retried_without_the_history(replay_desk):
+    """Without context_window (llama-cpp-python does not say its own): kbdesk plans with
+    4,096 tokens, the server (started with 2,048) answers an empty stream, and the turn is
+    asked again without the history. (Recorded before tool_choice was always said: no tools here.)"""
+    desk, replay = replay_desk("overflow-unsaid", window=None)
     chat = desk.chat()
     conv = chat.new_conversation("long")
     for i in range(12):
