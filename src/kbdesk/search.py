@@ -266,7 +266,11 @@ def search(
     ]  # a chunk deleted meanwhile is skipped
     response = SearchResponse(results, (query or "").strip(), names, mode, filters=filters or None)
     if filters and not order:
-        response.notes.append(f"no document matches the filter ({filters.describe()})")
+        within = store.filter_documents([kb.id for kb in kbs], filters)
+        if any(within.documents(kb.id) for kb in kbs):  # documents pass the filter: no words matched
+            response.notes.append(f"no passage matched in the documents within {filters.describe()}")
+        else:
+            response.notes.append(f"no document matches the filter ({filters.describe()})")
     if explain:
         response.explain = [c.to_dict(rows.get(c.seq)) for c in order if c.seq in rows]
     return response

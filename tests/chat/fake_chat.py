@@ -25,6 +25,12 @@
   nothing. Either ends when the client hangs up (``left`` is then set) or at close.
 * ``html()`` — 200 with a web page (a base URL that is not the API).
 
+A non-streamed request with ``max_tokens: 1`` (kbdesk asking how many tokens a prompt
+costs) is answered with ``usage.prompt_tokens`` counting the words of the messages the
+server's template renders — every role, except ``tool`` when ``renders_tool_role`` is
+False (the default for ``strict = "llama-cpp-python"``, whose template drops it) — and
+kept in ``probes``, not in ``requests``.
+
 ``rejects_tools = True`` answers every request that offers tools with the 400 Ollama
 gives for a model without tool support. ``strict = "llama-cpp-python"`` (or
 ``"llama.cpp"``, ``"openai"``, ``"vllm"``) judges every chat request the way that server
@@ -72,6 +78,8 @@ class FakeChat:
     def __init__(self, dimensions: int = 8) -> None:
         self.dimensions = dimensions
         self.requests: list[Recorded] = []
+        self.probes: list[Recorded] = []  # one-token, non-streamed requests (how many tokens a prompt costs)
+        self.renders_tool_role: bool | None = None  # None: as the strict server does (see renders)
         self.rejects_tools = False
         self.strict: str | None = None
         self.n_ctx: int | None = None
@@ -142,8 +150,11 @@ class FakeChat:
     def handle(self, handler: _Handler) -> None:
         raw = handler.rfile.read(int(handler.headers.get("Content-Length") or 0))
         body = json.loads(raw) if raw else None
+        probing = isinstance(body, dict) and body.get("stream") is False and body.get("max_tokens") == 1
         with self._lock:
-            self.requests.append(Recorded(handler.path, {k.lower(): v for k, v in handler.headers.items()}, body))
+            (self.probes if probing else self.requests).append(
+                Recorded(handler.path, {k.lower(): v for k, v in handler.headers.items()}, body)
+            )
         if handler.path.endswith("/embeddings"):
             inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
             data = [
@@ -161,6 +172,8 @@ class FakeChat:
             )
         if not handler.path.endswith("/chat/completions"):
             return self.route(handler, "POST")
+        if body.get("stream") is False and body.get("max_tokens") == 1:
+            return self._probe(handler, body)
         if self.rejects_tools and body.get("tools"):
             return handler.json(400, {"error": {"message": TOOLS_REJECTED, "type": "api_error"}})
         if self.strict:
@@ -174,6 +187,28 @@ class FakeChat:
         with self._lock:
             entry = self._script.popleft() if self._script else _Entry("reply", {"text": "ok", "tool_calls": []})
         getattr(self, f"_{entry.kind}")(handler, body, **entry.options)
+
+    def renders(self, role: str) -> bool:
+        """Whether this server's chat template shows the model a message of ``role``."""
+        if role != "tool":
+            return True
+        if self.renders_tool_role is not None:
+            return self.renders_tool_role
+        return self.strict != "llama-cpp-python"  # chatml-function-calling renders no tool role
+
+    def _probe(self, handler: _Handler, body: Any) -> None:
+        """A one-token, non-streamed answer whose usage counts the words the template renders."""
+        counted = sum(
+            len(str(m.get("content") or "").split()) + 2 for m in body["messages"] if self.renders(m.get("role", ""))
+        )
+        handler.json(
+            200,
+            {
+                "object": "chat.completion",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "length"}],
+                "usage": {"prompt_tokens": counted, "completion_tokens": 1, "total_tokens": counted + 1},
+            },
+        )
 
     def route(self, handler: _Handler, method: str) -> None:
         path = handler.path.split("?")[0]

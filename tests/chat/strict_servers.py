@@ -18,7 +18,11 @@ None. The rules are the servers' own, read from their request models and parsers
   Over its context: HTTP 400 ``exceed_context_size_error``.
 * ``openai``: an empty ``tool_calls`` list is refused ("[] is too short"), and so is a
   ``tool_choice`` without ``tools``.
-* ``vllm``: an explicit ``tool_choice: "auto"`` needs ``--enable-auto-tool-choice``.
+* ``vllm`` started as its docs say for tools (``--enable-auto-tool-choice
+  --tool-call-parser …``): takes every ``tool_choice``. ``vllm-plain``, started without
+  them: its request model reads tools without ``tool_choice`` as ``"auto"``
+  (``check_tool_usage``), and ``"auto"`` is refused with HTTP 400 — offered tools are
+  refused either way; a named function is still taken (guided decoding).
 """
 
 from __future__ import annotations
@@ -33,7 +37,14 @@ VLLM_AUTO = '"auto" tool choice requires --enable-auto-tool-choice and --tool-ca
 
 
 def judge(flavour: str, body: Any) -> Refusal | None:
-    return {"llama-cpp-python": llama_cpp_python, "llama.cpp": llama_cpp, "openai": openai, "vllm": vllm}[flavour](body)
+    judges = {
+        "llama-cpp-python": llama_cpp_python,
+        "llama.cpp": llama_cpp,
+        "openai": openai,
+        "vllm": vllm,
+        "vllm-plain": vllm_plain,
+    }
+    return judges[flavour](body)
 
 
 def prompt_tokens(body: Any) -> int:
@@ -186,6 +197,10 @@ def openai(body: Any) -> Refusal | None:
 
 
 def vllm(body: Any) -> Refusal | None:
-    if body.get("tool_choice") == "auto":
+    return None
+
+
+def vllm_plain(body: Any) -> Refusal | None:
+    if body.get("tools") and body.get("tool_choice", "auto") == "auto":
         return 400, {"object": "error", "message": VLLM_AUTO, "type": "BadRequestError", "code": 400}
     return None

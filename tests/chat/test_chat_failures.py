@@ -29,7 +29,7 @@ def saved(desk, answer):
         (lambda s: s.error(404, "model 'tiny' not found"), "was not found (HTTP 404)"),
         (lambda s: s.error(400, "messages: field required"), "rejected the request (HTTP 400)"),
         (lambda s: s.raw(["data: {not json at all"]), "malformed answer stream: a data line is not JSON"),
-        (lambda s: s.raw(['data: {"choices": [{"delta": {"content": "Hal"}}]}']), "ended before the answer"),
+        (lambda s: s.raw(['data: {"choices": [{"delta": {"content": "Hal"}}]}']), "the answer was interrupted"),
         (lambda s: s.raw(['data: {"error": {"message": "model overloaded"}}']), "mid-answer: model overloaded"),
         (lambda s: s.drop("Half an ans"), "connection dropped in the middle of the answer"),
     ],

@@ -130,11 +130,11 @@ def test_a_forced_choice_answered_with_an_empty_stream_is_asked_again_without_fo
     assert answer.retrieval == "auto" and "restore.md" in [s.source for s in answer.sources]
     forced, again = chat_server.chat_requests
     assert forced["tool_choice"] == "required"
-    assert "tool_choice" not in again and "harbor snapshot restore" in again["messages"][0]["content"]
+    assert again["tool_choice"] == "auto" and "harbor snapshot restore" in again["messages"][0]["content"]
     assert ignores_forcing(desk.store, "local", "tiny")
     chat_server.reply(text="Backups run at 02:00 [1].")  # the next turn: searched first, no forcing
     nxt = desk.chat().ask(answer.conversation_id, "When do backups run?")
-    assert nxt.status == "complete" and "tool_choice" not in chat_server.chat_requests[-1]
+    assert nxt.status == "complete" and chat_server.chat_requests[-1]["tool_choice"] == "auto"
     assert len(chat_server.chat_requests) == 3
 
 

@@ -1,8 +1,9 @@
 """Which chat failures are tried again, and how each one is told (one line, provider and model).
 
-Only what did not start a generation is retried: a connection that could not be made,
-429 and 502/503/504. Everything else is final at once, and a prompt over the model's
-context is its own error, whichever way the server says it.
+Only what did not start a generation on a server that is there is retried: a connection
+that timed out, 429 and 502/503/504 (a refused connection is said at once). Everything
+else is final at once, and a prompt over the model's context is its own error, whichever
+way the server says it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from fake_openai import FakeOpenAI
 from kbdesk.providers import OpenAICompatProvider, ProviderResponseError
 from kbdesk.providers.chat import ChatClient, Completion, ContextOverflowError
 from kbdesk.providers.errors import (
+    InterruptedAnswerError,
     ProviderAuthError,
     ProviderError,
     ProviderNotFoundError,
@@ -89,13 +91,16 @@ def test_a_retry_after_beyond_the_budget_gives_up_at_once(chat_server):
     assert len(chat_server.chat_requests) == 1
 
 
-def test_a_refused_connection_is_retried_then_named():
+def test_a_refused_connection_fails_at_once_in_one_line(caplog):
+    """Nothing listening is not a busy server: no retry, no backoff, one line naming the URL."""
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    error = failure(f"http://127.0.0.1:{port}/v1", max_retries=2)
-    assert type(error) is ProviderUnavailableError
-    assert "gave up after 3 attempts" in str(error) and f"could not connect to http://127.0.0.1:{port}/v1" in str(error)
+    caplog.set_level("WARNING", logger="kbdesk.providers")
+    error = failure(f"http://127.0.0.1:{port}/v1", max_retries=5)
+    assert type(error) is ProviderUnavailableError and "\n" not in str(error)
+    assert f"could not connect to http://127.0.0.1:{port}/v1 (connection refused; is the server running?)" in str(error)
+    assert "gave up after" not in str(error) and not [r for r in caplog.records if "retry" in r.getMessage()]
 
 
 # ── a prompt over the model's context ───────────────────────────────────────────
@@ -157,7 +162,8 @@ def test_an_overflow_said_mid_stream(chat_server):
 def test_a_started_answer_that_ends_early_is_not_an_overflow(chat_server):
     chat_server.raw(['data: {"choices": [{"delta": {"content": "Hal"}}]}'])
     error = failure(chat_server.base_url)
-    assert not isinstance(error, ContextOverflowError) and "ended before the answer was complete" in str(error)
+    assert isinstance(error, InterruptedAnswerError) and not isinstance(error, ContextOverflowError)
+    assert "the answer was interrupted" in str(error) and "before [DONE]" in str(error) and error.text == "Hal"
 
 
 # ── a base URL that is not the API ──────────────────────────────────────────────

@@ -34,7 +34,7 @@ def test_auto_tells_the_model_to_search_first(chat_server):
     _events, answer, said = turn(desk, "When do backups run?")
     first = chat_server.chat_requests[0]
     assert first["tool_choice"] == {"type": "function", "function": {"name": "kb_search"}}
-    assert "tool_choice" not in chat_server.chat_requests[1]  # the answer round is free
+    assert chat_server.chat_requests[1]["tool_choice"] == "auto"  # the answer round is free: "auto", said
     assert answer.text == "They run nightly at two." and answer.retrieval == "tool"
     assert [s.how for s in said] == ["tool"] and "searched Docs" in said[0].text
     assert [s.source for s in answer.sources] == ["backups.md"]
@@ -54,7 +54,7 @@ def test_auto_searches_itself_when_the_model_ignores_the_forced_tool(chat_server
     # it remembers: the next turn searches first and asks once, without forcing
     chat_server.reply(text="Thirty days.")
     events, answer, said = turn(desk, "How long are backups kept?")
-    assert len(chat_server.chat_requests) == 3 and "tool_choice" not in chat_server.chat_requests[2]
+    assert len(chat_server.chat_requests) == 3 and chat_server.chat_requests[2]["tool_choice"] == "auto"
     assert BACKUPS in chat_server.chat_requests[2]["messages"][0]["content"]
     assert answer.retrieval == "auto"
     desk.close()
@@ -64,7 +64,7 @@ def test_tool_policy_says_when_the_model_did_not_search(chat_server):
     desk = desk_with(chat_server, "tool")
     chat_server.reply(text="From memory: weekly.")
     _events, answer, said = turn(desk, "When do backups run?")
-    assert "tool_choice" not in chat_server.chat_requests[0] and chat_server.chat_requests[0]["tools"]
+    assert chat_server.chat_requests[0]["tool_choice"] == "auto" and chat_server.chat_requests[0]["tools"]
     assert answer.retrieval == "skipped" and said[0].text == "the model did not search Docs"
     desk.close()
 
@@ -143,9 +143,11 @@ def test_a_server_that_fails_on_a_forced_tool_choice_gets_the_passages_instead(c
     chat_server.reply(text="Nightly at two.")
     _, answer, _said = turn(desk, "When do backups run?")
     assert answer.status == "complete" and answer.text == "Nightly at two." and answer.retrieval == "auto"
-    assert "tool_choice" in chat_server.chat_requests[0] and "tool_choice" not in chat_server.chat_requests[1]
+    assert (
+        chat_server.chat_requests[0]["tool_choice"] != "auto" and chat_server.chat_requests[1]["tool_choice"] == "auto"
+    )
     assert BACKUPS in chat_server.chat_requests[1]["messages"][0]["content"]
     chat_server.reply(text="Thirty days.")
     turn(desk, "How long are they kept?")
-    assert "tool_choice" not in chat_server.chat_requests[2]  # remembered
+    assert chat_server.chat_requests[2]["tool_choice"] == "auto"  # remembered
     desk.close()

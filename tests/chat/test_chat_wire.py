@@ -123,23 +123,29 @@ def test_tool_calls_given_as_objects_or_with_dict_arguments_become_json_text(cha
 @pytest.mark.parametrize(
     ("choice", "sent"),
     [
-        (None, None),
-        ("auto", None),
+        (None, "auto"),
+        ("auto", "auto"),
         ("required", "required"),
         ("none", "none"),
         ("kb_search", {"type": "function", "function": {"name": "kb_search"}}),
     ],
 )
-def test_tool_choice_is_sent_only_when_it_is_not_the_default(chat_server, choice, sent):
+def test_tool_choice_is_always_sent_with_tools(chat_server, choice, sent):
+    """llama-cpp-python reads a missing tool_choice as "none" and never shows the model the
+    tools: "auto" is said, never left to the server."""
     chat_server.strict = "llama-cpp-python"
     answer(chat_server, [{"role": "user", "content": "hi"}], tools=[KB_SEARCH], tool_choice=choice)
     assert chat_server.chat_requests[-1].get("tool_choice") == sent
 
 
-def test_an_explicit_auto_would_be_refused_by_vllm_so_it_is_never_sent(chat_server):
-    chat_server.strict = "vllm"
-    assert answer(chat_server, [{"role": "user", "content": "hi"}], tools=[KB_SEARCH], tool_choice="auto").content
-    assert "tool_choice" not in chat_server.chat_requests[-1]
+def test_vllm_without_auto_tool_choice_refuses_tools_and_says_so(chat_server):
+    """vLLM started without --enable-auto-tool-choice refuses offered tools whether
+    tool_choice is "auto" or missing (it reads missing as "auto"): a ToolsRejectedError the
+    turn answers without tools."""
+    chat_server.strict = "vllm-plain"
+    with pytest.raises(ToolsRejectedError, match="enable-auto-tool-choice"):
+        answer(chat_server, [{"role": "user", "content": "hi"}], tools=[KB_SEARCH])
+    assert chat_server.chat_requests[-1]["tool_choice"] == "auto"
 
 
 def test_tool_choice_without_tools_is_not_sent(chat_server):

@@ -86,3 +86,27 @@ def test_provider_test_and_doctor_warn_about_the_wrong_kind(chat_server):
         "answers_like": "llama-cpp-python",
         "kind_mismatch": report["warnings"][0],
     }
+
+
+def test_provider_add_says_when_nothing_answers_on_the_kinds_default_port(kbdesk_home, monkeypatch, chat_server):
+    """llama-cpp-python (port 8000) registered as --kind llamacpp without --base-url: the
+    kind's default port answers nothing, and the server that does answer is named."""
+    import socket
+
+    from kbdesk.providers.settings import DEFAULT_BASE_URLS
+
+    with socket.socket() as sock:  # a port nobody listens on, as llamacpp's default here
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setitem(DEFAULT_BASE_URLS, "llamacpp", f"http://127.0.0.1:{port}/v1")
+    monkeypatch.setitem(DEFAULT_BASE_URLS, "vllm", chat_server.base_url)  # something on "8000"
+    result = CliRunner().invoke(cli, ["provider", "add", "pyllama", "--kind", "llamacpp"])
+    assert result.exit_code == 0  # saved all the same: the server may be started later
+    said = " ".join(result.stderr.split())
+    assert f"warning: nothing answers at http://127.0.0.1:{port}/v1 (the llamacpp kind's default)" in said
+    assert f"something answers at {chat_server.base_url} (the vllm kind's)" in said
+    assert "--kind custom --base-url http://127.0.0.1:8000/v1" in said
+    quiet = CliRunner().invoke(cli, ["provider", "add", "v", "--kind", "vllm"])
+    assert quiet.exit_code == 0 and "warning" not in quiet.stderr
+    as_json = json.loads(CliRunner().invoke(cli, ["provider", "add", "p", "--kind", "llamacpp", "--json"]).stdout)
+    assert as_json["warning"].startswith("nothing answers at")

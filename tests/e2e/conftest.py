@@ -6,8 +6,9 @@ Not part of the default run (marker ``e2e``): ``python -m pytest -m e2e tests/e2
 server is started on 127.0.0.1 with ``--n_batch 1`` (on these 2-core machines it crashes
 on multi-token batches otherwise) and ``--chat_format chatml-function-calling`` (so a
 forced tool choice comes back as a real streamed tool call). Every exchange goes through
-a recording proxy; with ``KBDESK_RECORD=1`` they are written to
-``tests/chat/recorded/llamacpp.json``, which the default run replays
+a recording proxy, which also keeps each chat request as the server's own template renders
+it (``rendered``, render.py: what the model read); with ``KBDESK_RECORD=1`` they are
+written to ``tests/chat/recorded/llamacpp.json``, which the default run replays
 (tests/chat/test_chat_replay.py).
 """
 
@@ -27,6 +28,7 @@ from typing import Any
 import httpx
 import pytest
 from e2e_support import e2e_cli
+from render import rendered_prompt
 
 RECORDED = Path(__file__).resolve().parent.parent / "chat" / "recorded" / "llamacpp.json"
 N_CTX = 2048
@@ -105,6 +107,7 @@ class Recorder:
         self.exchanges: list[dict[str, Any]] = []
         self.label: str | None = None  # the scenario now running (what the replay picks)
         self.lock = threading.Lock()
+        self.texting = threading.Event()  # set when a streamed answer's text passes through
         recorder = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -135,6 +138,8 @@ class Recorder:
                         body = b""
                         for piece in answer.iter_raw():
                             body += piece
+                            if b'"content": "' in piece and b'"content": ""' not in piece:
+                                recorder.texting.set()  # an answer is streaming its text now
                             self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
                             self.wfile.flush()
                         self.wfile.write(b"0\r\n\r\n")
@@ -142,18 +147,20 @@ class Recorder:
                 except (OSError, httpx.HTTPError):  # the client left (a cancelled turn)
                     self.close_connection = True
                     return
+                request = json.loads(raw) if raw else None
+                exchange = {
+                    "label": label,
+                    "method": method,
+                    "path": self.path,
+                    "request": request,
+                    "status": answer.status_code,
+                    "content_type": kind,
+                    "body": body.decode("utf-8", "replace"),
+                }
+                if self.path.endswith("/chat/completions") and request:
+                    exchange["rendered"] = rendered_prompt(request)  # what the model read
                 with recorder.lock:
-                    recorder.exchanges.append(
-                        {
-                            "label": label,
-                            "method": method,
-                            "path": self.path,
-                            "request": json.loads(raw) if raw else None,
-                            "status": answer.status_code,
-                            "content_type": kind,
-                            "body": body.decode("utf-8", "replace"),
-                        }
-                    )
+                    recorder.exchanges.append(exchange)
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
@@ -180,10 +187,12 @@ def recorder(llama_server):
     proxy = Recorder(llama_server)
     yield proxy
     proxy.close()
-    if os.environ.get("KBDESK_RECORD"):
-        RECORDED.parent.mkdir(parents=True, exist_ok=True)
+    target = os.environ.get("KBDESK_RECORD")
+    if target:  # "1": the replays' file; a path: there (sessions run side by side, merged after)
+        out = RECORDED if target == "1" else Path(target)
+        out.parent.mkdir(parents=True, exist_ok=True)
         keep = [e for e in proxy.exchanges if e.get("label")]
-        RECORDED.write_text(json.dumps(keep, indent=1, ensure_ascii=False) + "\n")
+        out.write_text(json.dumps(keep, indent=1, ensure_ascii=False) + "\n")
 
 
 @pytest.fixture
@@ -196,6 +205,7 @@ def e2e_home(tmp_path, recorder, monkeypatch):
     config.write_text(
         f'[providers.llama]\nkind = "custom"\nbase_url = "{recorder.base_url}"\ntimeout = 300\n\n'
         f'[roles.chat]\nprovider = "llama"\nmodel = "{MODEL}"\n\n[chat]\nmax_tokens = 160\n'
+        f"context_window = {N_CTX}\n"  # llama-cpp-python does not say its --n_ctx (docs/CHAT.md)
     )
     root = Path(__file__).resolve().parents[2]
     e2e_cli("kb", "create", "demo")

@@ -12,7 +12,7 @@ def e2e_cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
         [sys.executable, "-c", "from kbdesk.cli.main import main; main()", *args],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=1800,  # a turn is up to four requests of ~1,000 tokens read one at a time (--n_batch 1)
     )
     if check:
         assert run.returncode == 0, run.stderr

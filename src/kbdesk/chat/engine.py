@@ -17,8 +17,13 @@ without forcing, with the passages kbdesk found; a conversation too long for the
 again without its earlier questions; a model that rejects tools again without them. A
 round that asks for tools gets them run, each result saved and sent back as a ``role:
 "tool"`` message with the call's ``tool_call_id`` (:meth:`~_Turn.answered`), at most
-``max_rounds`` times. Under the ``auto`` policy round 1 tells the model to call
-``kb_search``, and kbdesk's own passages for the question go with the model's search
+``max_rounds`` times — or, for a server whose chat template does not render the tool
+role (probed once per provider and model, :mod:`.tool_results`), in a user message
+holding the results as data. A round whose stream ends without ``finish_reason`` was
+interrupted: the turn ends there, its partial answer kept and marked. Tools are offered
+with ``tool_choice: "auto"`` said; a model that then answers nothing is asked again with
+``"none"`` (:meth:`~_Turn.auto_failed`). Under the ``auto`` policy round 1 tells the
+model to call ``kb_search``, and kbdesk's own passages for the question go with the model's search
 (:mod:`.grounding`); a model that answers instead gets the KBs searched by kbdesk and
 is asked again. At the end (:meth:`~_Turn.conclude`), one :class:`Retrieval` says
 whether the KBs were searched.
@@ -36,9 +41,16 @@ from kbdesk.chat.grounding import grounding_queries
 from kbdesk.chat.notes import NoteService
 from kbdesk.chat.prompt import system_prompt
 from kbdesk.chat.resolve import ActiveKB, kb_hint, resolve_kbs
-from kbdesk.chat.retrieval import describe, filters_for, remember_ignores_forcing
+from kbdesk.chat.retrieval import (
+    auto_fails,
+    describe,
+    filters_for,
+    remember_auto_fails,
+    remember_ignores_forcing,
+)
 from kbdesk.chat.rounds import stream_round
 from kbdesk.chat.safety import clean, one_line
+from kbdesk.chat.tool_results import as_data, has_tool_results, verdict
 from kbdesk.chat.tools import Toolbox
 from kbdesk.chat.turn_parts import (
     MAX_ROUNDS,
@@ -60,7 +72,12 @@ from kbdesk.chat.turn_parts import (
 from kbdesk.errors import KbdeskError
 from kbdesk.filters_text import overlay
 from kbdesk.providers.chat import CancelToken, ChatCancelled, ChatClient, ToolsRejectedError
-from kbdesk.providers.errors import ContextOverflowError, ProviderError, SilentEndError
+from kbdesk.providers.errors import (
+    ContextOverflowError,
+    InterruptedAnswerError,
+    ProviderError,
+    SilentEndError,
+)
 
 __all__ = ["MAX_ROUNDS", "ChatTarget", "TurnOptions", "chat_target", "forcing_failed", "run_turn"]
 
@@ -95,6 +112,8 @@ class _Turn:
         self.first: list[ActiveKB] = []  # the KBs searched before round 1
         self.tools_ok = True  # False once the model rejected tools
         self.retried_overflow = False
+        self.verdict: str | None = None  # whether the server renders tool messages, once asked
+        self.no_auto = False  # rounds offering tools send tool_choice "none" (the model fails on "auto")
 
     # ── the outline ────────────────────────────────────────────────────────────
     def events(self) -> Iterator[ChatEvent]:
@@ -113,6 +132,9 @@ class _Turn:
             yield from self.conclude()
         except ChatCancelled as exc:
             yield from finish_failed(store, state, self.round_text, "cancelled", "stopped by the user", self.plan, exc)
+        except InterruptedAnswerError as exc:
+            said = f"{one_line(exc, 500)}; the part that came is kept, marked as interrupted: ask again for it whole"
+            yield from finish_failed(store, state, self.round_text, "error", said, self.plan, exc)
         except (KbdeskError, _Stop) as exc:
             yield from finish_failed(store, state, self.round_text, "error", one_line(exc, 600), self.plan, exc)
         except Exception as exc:  # a bug: still a message, never a traceback in the conversation
@@ -134,6 +156,9 @@ class _Turn:
         self.state.attached = tuple(a.kb.name for a in active)
         yield TurnStarted(self.conversation.id, user_id, self.target.model, self.target.provider, self.state.attached)
         self.plan = plan = plan_turn(self.desk, self.target, self.conversation, self.persona, options, active)
+        # outside policy "tool" (where the model must be able to choose), a model known to fail
+        # on "auto" is sent "none" at once: kbdesk's own search grounds the answer
+        self.no_auto = plan.policy != "tool" and auto_fails(store, self.target.provider, self.target.model)
         kbs = [a.kb for a in plan.searchable] if plan.kb_tools else []
         self.state.filters = overlay(filters_for(self.conversation, self.persona), options.filters)
         self.toolbox = Toolbox(
@@ -170,12 +195,53 @@ class _Turn:
                 tools = [t for t in tools or [] if t["function"]["name"] == "kb_search"]
             else:
                 wire["tool_choice"] = "kb_search"
+        elif tools:  # said, never left to the server: llama-cpp-python hides tools without it
+            wire["tool_choice"] = "none" if self.no_auto else "auto"
         self.round_text = []
+        if has_tool_results(fitted.messages) and self.results_verdict(client) == "dropped":
+            fitted.messages = as_data(fitted.messages)  # this server's template drops the tool role
+        auto = wire.get("tool_choice") == "auto"
         try:
             completion = yield from self.stream(client, fitted, tools, forcing, wire)
+        except SilentEndError as exc:
+            if auto:
+                return (yield from self.auto_failed(exc))
+            return (yield from self.recover(exc, forcing, fitted, tools))
         except ProviderError as exc:
             return (yield from self.recover(exc, forcing, fitted, tools))
+        if auto and completion is not None and not completion.tool_calls and not "".join(self.round_text).strip():
+            return (yield from self.auto_failed(None))
         return (yield from self.answered(completion, forcing, tools))
+
+    def auto_failed(self, exc: SilentEndError | None) -> Generator[ChatEvent, None, bool]:
+        """Tools offered with ``tool_choice: "auto"`` and nothing came back (an empty answer, or
+        an empty stream: llama-cpp-python's chatml-function-calling can answer neither a
+        message nor a streamed tool call then): asked again with "none", from the passages
+        kbdesk finds for the question; remembered for the model (outside policy ``tool``,
+        later rounds send "none" at once)."""
+        plan, state, target = self.plan, self.state, self.target
+        assert plan is not None
+        state.rounds -= 1
+        self.no_auto = True
+        remember_auto_fails(self.store, target.provider, target.model)
+        said = "answered with an empty stream" if exc is not None else "returned an empty answer"
+        search = plan.policy != "off" and plan.kb_tools and not state.grounded
+        yield notice(
+            state,
+            f'{target.model} {said} while it could choose a tool (tool_choice "auto"); asked again with '
+            f'tool_choice "none"{", from the passages kbdesk found for the question" if search else ""}',
+            "info",
+        )
+        if search:
+            yield from self.search_instead()
+        return True
+
+    def results_verdict(self, client: ChatClient) -> str:
+        """Whether this server shows the model a ``tool`` message (:mod:`.tool_results`)."""
+        if self.verdict is None:
+            target = self.target
+            self.verdict = verdict(self.store, client, target.provider, target.model, client.base_url)
+        return self.verdict
 
     def prompt(self, tools: list[dict[str, Any]] | None) -> Fitted:
         """The system prompt and the conversation, fitted into the model's window."""

@@ -38,6 +38,7 @@ from kbdesk.store.api import ChatStore
 
 POLICIES = ("auto", "tool", "always", "off")
 _IGNORES_KEY = "chat.ignores_forced_tool_choice"
+_AUTO_KEY = "chat.fails_on_auto_tool_choice"
 
 
 def policy_for(option: str | None, conversation: Any, persona: Any, configured: str) -> str:
@@ -66,11 +67,24 @@ def remember_ignores_forcing(store: ChatStore, provider: str, model: str) -> Non
         store.set_setting(_IGNORES_KEY, json.dumps(sorted(known | {f"{provider}/{model}"})))
 
 
-def _ignoring(store: ChatStore) -> set[str]:
+def _ignoring(store: ChatStore, key: str = _IGNORES_KEY) -> set[str]:
     try:
-        return set(json.loads(store.get_setting(_IGNORES_KEY) or "[]"))
+        return set(json.loads(store.get_setting(key) or "[]"))
     except ValueError:
         return set()
+
+
+def auto_fails(store: ChatStore, provider: str, model: str) -> bool:
+    """Whether this model was seen unable to answer while tools were offered with
+    ``tool_choice: "auto"`` (llama-cpp-python's chatml-function-calling: an empty answer,
+    or an empty stream when the model picks a tool)."""
+    return f"{provider}/{model}" in _ignoring(store, _AUTO_KEY)
+
+
+def remember_auto_fails(store: ChatStore, provider: str, model: str) -> None:
+    known = _ignoring(store, _AUTO_KEY)
+    if f"{provider}/{model}" not in known:
+        store.set_setting(_AUTO_KEY, json.dumps(sorted(known | {f"{provider}/{model}"})))
 
 
 def describe(

@@ -81,10 +81,16 @@ def add(state, name, kind, base_url, api_key_env, store_key, timeout, batch_size
     )
     url = base_url or DEFAULT_BASE_URLS.get(kind, "")
     where = display_url(url) if url else "in this process"
+    from kbdesk.providers.reachable import default_url_note
+
+    note = None if base_url else default_url_note(kind)
     if as_json:  # the URL as display_url shows it: never a password
-        print_json({"provider": name, "kind": kind, "base_url": display_url(url) if url else None})
-    else:
-        stdout().print(plain(f"Provider '{name}' ({kind}, {where}) saved to {_config_path(state)}"))
+        said = {"provider": name, "kind": kind, "base_url": display_url(url) if url else None}
+        print_json(said | ({"warning": note} if note else {}))
+        return
+    stdout().print(plain(f"Provider '{name}' ({kind}, {where}) saved to {_config_path(state)}"))
+    if note:
+        click.echo(f"warning: {inert_line(note)}", err=True)
 
 
 @provider_group.command("rm")

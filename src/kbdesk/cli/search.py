@@ -71,7 +71,7 @@ def search_command(state, kbs, query, limit, threshold, mode, full, explain, as_
             f"{k} {v}" for k, v in result.metadata.items() if k in ("page", "slide", "sheet", "headings", "section")
         )
         head = Text(f"{rank}. ", style="bold")
-        head.append(f"{result.similarity:.3f}", style="cyan")
+        head.append(f"{_score_label(result)} {result.similarity:.2f}", style="cyan")
         head.append(plain(f"  {result.kb} / {result.source}"))
         if where:
             head.append(plain(f"  ({where})", style="dim"))
@@ -79,7 +79,32 @@ def search_command(state, kbs, query, limit, threshold, mode, full, explain, as_
         body = result.content if full or len(result.content) <= SNIPPET else result.content[:SNIPPET].rstrip() + "…"
         console.print(passage(body), style="")
         console.print()
-    console.print(plain(f"{len(response.results)} results, {response.mode} search{within}", style="dim"))
+    kinds = sorted(
+        {SCORE_LABELS.get(str(r.metadata.get("score_kind") or "cosine"), "cosine") for r in response.results}
+    )
+    console.print(
+        plain(
+            f"{len(response.results)} results, {response.mode} search{within}, ranked by "
+            f"{RANKED_BY.get(response.mode, 'score')}; {'; '.join(LEGEND[k] for k in kinds)} "
+            "(--explain shows every score)",
+            style="dim",
+        )
+    )
+
+
+SCORE_LABELS = {"cosine": "cosine", "keyword coverage": "words"}
+"""What a result's number is (its ``score_kind``): the cosine of its vector and the
+query's, or the share of the query's words it holds ("words")."""
+LEGEND = {"cosine": "cosine: closeness in meaning", "words": "words: the share of the query's words it holds"}
+RANKED_BY = {
+    "hybrid": "the fused score (cosine and keyword rank together)",
+    "keyword": "keyword relevance (BM25)",
+    "vector": "cosine",
+}
+
+
+def _score_label(result) -> str:
+    return SCORE_LABELS.get(str(result.metadata.get("score_kind") or "cosine"), "cosine")
 
 
 def _rank(value) -> str:

@@ -14,9 +14,13 @@ read as server-sent events (:mod:`kbdesk.providers.sse`)::
 
 What is retried, and what is not (a generation is never sent twice):
 
-* a connection that could not be made (refused, or no connection in time), and HTTP
+* a connection that timed out (a server too busy to accept it), and HTTP
   429/502/503/504 (after ``Retry-After`` when the server gives one), within the
   provider's ``max_retries`` and ``retry_budget``;
+* never a refused connection or an unknown host: nothing listens there, and one line
+  says so at once;
+* never an answer stream that ended without ``finish_reason``: the answer was cut
+  (:class:`InterruptedAnswerError`, with the text that came), not complete;
 * never a timeout once the request is sent: while nothing arrives (the model reading a
   long prompt, or a stall mid-answer) ``on_wait(seconds)`` is called about once a second
   and the stream keeps waiting, up to ``wait_limit`` seconds; then one line says so;
@@ -37,6 +41,7 @@ import random
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -45,6 +50,7 @@ from kbdesk.providers.chat_io import CancelToken, ChatCancelled, Exchange, Silen
 from kbdesk.providers.chat_wire import chat_payload
 from kbdesk.providers.errors import (
     ContextOverflowError,
+    InterruptedAnswerError,
     ProviderError,
     ProviderRequestError,
     ProviderResponseError,
@@ -52,7 +58,7 @@ from kbdesk.providers.errors import (
     SilentEndError,
 )
 from kbdesk.providers.json_shapes import obj
-from kbdesk.providers.retry import backoff_delay, parse_retry_after
+from kbdesk.providers.retry import backoff_delay, connect_problem, parse_retry_after
 from kbdesk.providers.secrets import Redactor
 from kbdesk.providers.settings import ProviderSettings, base_url_for, display_url
 from kbdesk.providers.sse import Completion, ToolCallAssembler, read_usage, sse_data, whole_completion
@@ -93,6 +99,10 @@ class ToolsRejectedError(ProviderRequestError):
 
 def says_tools_rejected(message: str) -> bool:
     return bool(_TOOL_WORDS.search(message) and _REFUSAL_WORDS.search(message))
+
+
+class _Calls:
+    calls = 0
 
 
 class ChatClient:
@@ -181,6 +191,25 @@ class ChatClient:
             if current:
                 current[-1].abort()  # ends a worker still reading (a no-op once it has finished)
 
+    def prompt_tokens(self, messages: Sequence[dict[str, Any]], model: str, *, timeout: float = 60.0) -> int | None:
+        """How many tokens the server counts for ``messages`` as its chat template renders
+        them (``usage.prompt_tokens`` of a one-token, non-streamed answer); None when the
+        server does not say. Sent once, never retried; a failure raises a ProviderError."""
+        payload = chat_payload(messages, model, kind=self.settings.kind, base_url=self.base_url, max_tokens=1)
+        payload["stream"] = False
+        payload.pop("stream_options", None)
+        quick = Transport(
+            self.name,
+            replace(self.settings, max_retries=0, timeout=min(self.settings.timeout, timeout)),
+            self.base_url,
+            self._client,
+            sleep=time.sleep,
+            clock=time.monotonic,
+            rng=self._rng,
+        )
+        body = quick.send("POST", "/chat/completions", model, payload, _Calls())
+        return read_usage(body).get("prompt_tokens")
+
     # ── sending, and what a status means ───────────────────────────────────────
     def _open(self, payload: dict[str, Any], model: str, waiter: Waiter, current: list[Exchange]) -> httpx.Response:
         """Send until a 2xx starts; returns its response (the exchange is ``current[-1]``)."""
@@ -216,7 +245,13 @@ class ChatClient:
             elif isinstance(value, httpx.ConnectTimeout):
                 problem = f"no connection to {display_url(self.base_url)} within {timeout.connect:g} s"
             elif isinstance(value, httpx.ConnectError):
-                problem = f"could not connect to {display_url(self.base_url)} (is the server running?)"
+                # nothing listening (refused) or no such host: retrying cannot help, say so at once
+                raise ProviderUnavailableError(
+                    f"{named}: could not connect to {display_url(self.base_url)} ({connect_problem(value)}; "
+                    "is the server running?)",
+                    provider=self.name,
+                    model=model,
+                ) from None
             elif isinstance(value, httpx.TimeoutException):
                 raise ProviderUnavailableError(
                     f"{named}: no answer within {timeout.read:g} s", provider=self.name, model=model
@@ -360,8 +395,8 @@ class ChatClient:
                 assembler.add(fragment)
             finish = choice.get("finish_reason") or finish
         calls = assembler.calls()
-        if not done and finish is None:
-            if not parts and not calls:  # llama-cpp-python: a prompt over its context, or a request it failed on
+        if finish is None:
+            if not done and not parts and not calls:  # llama-cpp-python: over its context, or a request it failed on
                 raise SilentEndError(
                     f"{named}: the server ended the answer without a word (no error said; llama-cpp-python "
                     "does this when the prompt does not fit its context, or when it fails on the request)",
@@ -369,8 +404,14 @@ class ChatClient:
                     model=model,
                     status=response.status_code,
                 )
-            raise ProviderResponseError(
-                f"{named}: the answer stream ended before the answer was complete (no finish_reason and no [DONE])",
+            # a stream without finish_reason was cut: llama-cpp-python ends a running answer with
+            # [DONE] and no finish_reason when another request reaches it
+            how = "with [DONE] but no finish_reason" if done else "before [DONE], with no finish_reason"
+            raise InterruptedAnswerError(
+                f"{named}: the answer was interrupted: the server ended the stream {how} "
+                f"after {len(''.join(parts))} characters{' and a tool call' if calls else ''} "
+                "(llama-cpp-python does this when another request reaches it while it answers)",
+                text="".join(parts),
                 provider=self.name,
                 model=model,
             )
@@ -440,6 +481,7 @@ __all__ = [
     "ChatClient",
     "Completion",
     "ContextOverflowError",
+    "InterruptedAnswerError",
     "ToolsRejectedError",
     "says_tools_rejected",
 ]

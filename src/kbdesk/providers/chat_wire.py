@@ -16,8 +16,10 @@ a server that validates the way each one does):
   model's malformed arguments are sent as ``"{}"`` (the tool result says what was wrong).
   An empty ``tool_calls`` list is left out (OpenAI: "[] is too short").
 * Every tool has ``parameters`` (required by llama-cpp-python's ``ChatCompletionTool``).
-* ``tool_choice`` is sent only with tools and only when it is not the default ``"auto"``:
-  vLLM refuses an explicit "auto" unless started with ``--enable-auto-tool-choice``.
+* ``tool_choice`` is sent with every request that offers tools, ``"auto"`` included:
+  llama-cpp-python reads a missing ``tool_choice`` as "none" and does not show the model
+  the tools at all. (vLLM refuses "auto" unless started with ``--enable-auto-tool-choice``
+  — and then it could not call tools anyway; the turn asks again without them.)
   A function name becomes ``{"type": "function", "function": {"name": NAME}}``, which
   llama-cpp-python and vLLM honour and llama.cpp's llama-server takes as "auto"
   (it understands only "auto", "none" and "required"); Ollama ignores tool_choice.
@@ -54,9 +56,7 @@ def chat_payload(
     payload: dict[str, Any] = {"model": model, "messages": wire_messages(messages), "stream": True}
     if tools:
         payload["tools"] = [wire_tool(tool) for tool in tools]
-        choice = wire_tool_choice(tool_choice)
-        if choice is not None:
-            payload["tool_choice"] = choice
+        payload["tool_choice"] = wire_tool_choice(tool_choice)
     if max_tokens is not None:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ValueError(f"max_tokens must be a positive whole number, got {max_tokens!r}")
@@ -124,11 +124,11 @@ def wire_tool(tool: dict[str, Any]) -> dict[str, Any]:
     return {"type": "function", "function": function}
 
 
-def wire_tool_choice(choice: str | None) -> str | dict[str, Any] | None:
-    """``None`` (send nothing) for no choice or "auto"; "required"/"none" as they are; any
-    other string names the one function the model must call."""
+def wire_tool_choice(choice: str | None) -> str | dict[str, Any]:
+    """``"auto"`` for no choice or "auto"; "required"/"none" as they are; any other
+    string names the one function the model must call."""
     if choice is None or choice == "auto":
-        return None
+        return "auto"
     if not isinstance(choice, str) or not choice:
         raise ValueError(f"tool_choice must be 'auto', 'required', 'none' or a function name, got {choice!r}")
     if choice in TOOL_CHOICES:

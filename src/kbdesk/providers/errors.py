@@ -81,6 +81,16 @@ class ProviderResponseError(ProviderError):
     """The server answered, but not with what the OpenAI embeddings API promises."""
 
 
+class InterruptedAnswerError(ProviderError):
+    """The answer stream ended without a ``finish_reason`` after it had started (with or
+    without ``[DONE]``): the answer is not known to be complete. llama-cpp-python's server
+    ends a running stream this way when another request reaches it. ``text`` is what came."""
+
+    def __init__(self, message: str, *, text: str = "", **kwargs) -> None:
+        super().__init__(message, **kwargs)
+        self.text = text
+
+
 class MalformedResponseError(ProviderResponseError):
     """An answer that cannot be matched to its inputs: not JSON, too few or too many
     vectors, vectors that disagree in length. ``embed`` splits the batch and retries the

@@ -51,3 +51,14 @@ def backoff_delay(retry: int, retry_after: float | None, rng: random.Random | No
         return retry_after
     ceiling = min(MAX_DELAY, BASE_DELAY * 2 ** (retry - 1))
     return ceiling / 2 + (rng or random).uniform(0, ceiling / 2)
+
+
+def connect_problem(exc: BaseException) -> str:
+    """What kept a connection from being made, in a few words: "connection refused"
+    (nothing listens on the port), "no such host", or the error's own short text."""
+    text = str(exc).lower()
+    if "refused" in text or "errno 111" in text or "errno 61" in text:
+        return "connection refused"
+    if "name or service not known" in text or "nodename nor servname" in text or "getaddrinfo" in text:
+        return "no such host"
+    return " ".join(str(exc).split())[:120] or type(exc).__name__

@@ -1,5 +1,6 @@
 """HTTP to one OpenAI-compatible server: a request, its retries, and what a status means.
 
+* A refused connection (nothing listens) or an unknown host fails at once, in one line.
 * 429, 5xx, timeouts and dropped connections are retried with exponential backoff and
   jitter, honouring ``Retry-After``, at most ``max_retries`` times and within
   ``retry_budget`` seconds; then :class:`ProviderUnavailableError`.
@@ -34,7 +35,7 @@ from kbdesk.providers.errors import (
     ProviderUnavailableError,
     who,
 )
-from kbdesk.providers.retry import backoff_delay, is_retryable_status, parse_retry_after
+from kbdesk.providers.retry import backoff_delay, connect_problem, is_retryable_status, parse_retry_after
 from kbdesk.providers.secrets import Redactor
 from kbdesk.providers.settings import (
     ProviderSettings,
@@ -181,8 +182,14 @@ class Transport:
                         response.close()
             except httpx.TimeoutException:
                 problem = f"no answer within {timeout:g} s"
-            except httpx.ConnectError:
-                problem = f"could not connect to {display_url(self.base_url)} (is the server running?)"
+            except httpx.ConnectError as exc:
+                # nothing listening (or no such host): a retry cannot find a server, say so at once
+                raise ProviderUnavailableError(
+                    f"{who(self.name, model)}: could not connect to {display_url(self.base_url)} "
+                    f"({connect_problem(exc)}; is the server running?)",
+                    provider=self.name,
+                    model=model,
+                ) from None
             except httpx.TransportError as exc:
                 problem = f"the connection dropped ({type(exc).__name__})"
             except httpx.RequestError as exc:  # undecodable body, redirect loop: retrying will not help

@@ -15,11 +15,15 @@ from textual.binding import Binding, BindingType
 from textual.containers import Container, Horizontal, Vertical
 from textual.widgets import Button, Checkbox, DirectoryTree, Input, Label, Static
 
+from kbdesk.ingest.extract import SUPPORTED_SUFFIXES
 from kbdesk.textsafe import inert_line
 from kbdesk.tui.format import line
 from kbdesk.tui.screens.base import DeskModal
 from kbdesk.tui.widgets.path_input import PathInput
 from kbdesk.web.urls import is_url
+
+NOTE_CHARS = 200
+"""The longest list of suffixes the dialog's note shows (three lines of an 80-column dialog)."""
 
 
 @dataclass
@@ -37,6 +41,20 @@ def split_globs(text: str) -> list[str]:
     except ValueError:
         parts = text.replace(",", " ").split()
     return [p for p in parts if p]
+
+
+def files_read(limit: int = NOTE_CHARS) -> str:
+    """The suffixes kbdesk reads (``SUPPORTED_SUFFIXES``), in capitals and alphabetical
+    order, within ``limit`` characters ("… and 12 more" past it)."""
+    names = sorted({s.lstrip(".").upper() for s in SUPPORTED_SUFFIXES})
+    shown: list[str] = []
+    for n, name in enumerate(names):
+        rest = len(names) - n - 1
+        tail = f" and {rest} more" if rest else ""
+        if len(", ".join([*shown, name])) + len(tail) > limit:
+            return ", ".join(shown) + f" and {len(names) - len(shown)} more"
+        shown.append(name)
+    return ", ".join(shown)
 
 
 class AddFilesScreen(DeskModal):
@@ -66,9 +84,7 @@ class AddFilesScreen(DeskModal):
                 yield Label("")
                 yield Checkbox("Remove documents whose files are gone (sync)", id="sync", compact=True)
             yield Static(
-                Text(
-                    "Folders are read recursively; unchanged files are skipped; TXT, MD, CSV, HTML and PDF are indexed."
-                ),
+                Text(f"Folders are read recursively; unchanged files are skipped. Files read: {files_read()}."),
                 classes="note",
             )
             with Horizontal(classes="buttons"):

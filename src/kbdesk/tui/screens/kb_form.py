@@ -9,7 +9,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Container, Horizontal, VerticalScroll
+from textual.containers import Container, Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Input, Label, Select, Static
 
 from kbdesk.errors import KbdeskError
@@ -19,6 +19,8 @@ from kbdesk.tui.screens.base import DeskModal, FormError
 from kbdesk.tui.widgets.model_picker import ModelPicker
 
 KEYWORD_ONLY = "\x00keyword"
+KEYWORD_LABEL = "none: keyword search only"
+KEYWORD_HINT = "Found by their words. Choose a provider to also search by meaning."
 
 
 @dataclass
@@ -37,6 +39,13 @@ class KbFormScreen(DeskModal):
     saved. A refusal (a name taken, bad chunking) is shown in the dialog, which stays open
     with what was typed."""
 
+    DEFAULT_CSS = """
+    KbFormScreen #chunking { height: auto; }
+    KbFormScreen #chunking > Input { width: 10; }
+    KbFormScreen #chunking > .between { width: auto; margin: 0 1; color: $text-muted; }
+    KbFormScreen #embedding-box { height: auto; }
+    KbFormScreen #embedding-box > .hint { color: $text-muted; height: auto; }
+    """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel", id="form.cancel"),
         Binding("ctrl+s", "save", "Save", id="form.save"),
@@ -59,20 +68,21 @@ class KbFormScreen(DeskModal):
                 yield Input(
                     kb.description if kb else "", placeholder="what it holds (optional)", id="description", compact=True
                 )
-                yield Label("Chunk size")
-                yield Input(
-                    str(kb.chunk_size if kb else config.chunking.chunk_size),
-                    type="integer",
-                    id="chunk_size",
-                    compact=True,
-                )
-                yield Label("Overlap")
-                yield Input(
-                    str(kb.chunk_overlap if kb else config.chunking.chunk_overlap),
-                    type="integer",
-                    id="chunk_overlap",
-                    compact=True,
-                )
+                yield Label("Chunks")
+                with Horizontal(id="chunking"):
+                    yield Input(
+                        str(kb.chunk_size if kb else config.chunking.chunk_size),
+                        type="integer",
+                        id="chunk_size",
+                        compact=True,
+                    )
+                    yield Label("characters, overlap", classes="between")
+                    yield Input(
+                        str(kb.chunk_overlap if kb else config.chunking.chunk_overlap),
+                        type="integer",
+                        id="chunk_overlap",
+                        compact=True,
+                    )
                 if kb is None:
                     yield from self._embedding_fields()
             if kb is not None:
@@ -89,24 +99,38 @@ class KbFormScreen(DeskModal):
                 yield Button("Cancel", id="cancel", compact=True)
 
     def _embedding_fields(self) -> ComposeResult:
+        """How the new KB is searched: by keyword only (first, and the default unless an
+        embedding model is set), or also by meaning with a provider's embedding model —
+        whose list never offers a chat model."""
         config = self.desk.config
         role = config.roles.embedding
-        options: list[tuple[Any, str]] = [(Text(name), name) for name in sorted(config.providers)]
-        options.append(("keyword only (no embeddings)", KEYWORD_ONLY))
-        default = (
-            role.provider if role.provider in config.providers else (next(iter(sorted(config.providers)), KEYWORD_ONLY))
-        )
-        yield Label("Provider")
-        yield Select(options, value=default, allow_blank=False, id="provider", compact=True)
-        yield Label("Model")
+        options: list[tuple[Any, str]] = [(KEYWORD_LABEL, KEYWORD_ONLY)]
+        options += [(Text(name), name) for name in sorted(config.providers)]
+        default = role.provider if role.model and role.provider in config.providers else KEYWORD_ONLY
+        yield Label("Embeddings")
+        with Vertical(id="embedding-box"):
+            yield Select(options, value=default, allow_blank=False, id="provider", compact=True)
+            hint = Static(Text(KEYWORD_HINT), id="keyword-hint", classes="hint")
+            hint.display = default == KEYWORD_ONLY
+            yield hint
+        label = Label("Model", id="model-label")
+        label.display = default != KEYWORD_ONLY
+        yield label
         picker = ModelPicker(
             "embedding",
             None if default == KEYWORD_ONLY else default,
             role.model if default == role.provider else None,
+            autoload=default != KEYWORD_ONLY,
+            exclude=self._chat_models(),
             id="model",
         )
         picker.display = default != KEYWORD_ONLY
         yield picker
+
+    def _chat_models(self) -> frozenset[str]:
+        """Model ids known to be chat models here: the chat role's (never an embedding model)."""
+        chat = self.desk.config.roles.chat
+        return frozenset({chat.model}) if chat.model else frozenset()
 
     def on_mount(self) -> None:
         self.query_one("#name", Input).focus()
@@ -116,7 +140,9 @@ class KbFormScreen(DeskModal):
         picker = self.query_one("#model", ModelPicker)
         keyword = event.value == KEYWORD_ONLY
         picker.display = not keyword
-        if not keyword and event.value != picker.provider:
+        self.query_one("#model-label", Label).display = not keyword
+        self.query_one("#keyword-hint", Static).display = keyword
+        if not keyword and (event.value != picker.provider or not picker.loaded):
             picker.load(str(event.value))
 
     @on(Button.Pressed, "#cancel")
@@ -187,7 +213,7 @@ class KbFormScreen(DeskModal):
             else:
                 model = self.query_one("#model", ModelPicker).value
                 if not model:
-                    self._invalid("choose or type an embedding model, or pick 'keyword only'")
+                    self._invalid(f"choose or type an embedding model, or pick '{KEYWORD_LABEL}' under Embeddings")
                     return None
                 result.provider, result.model_id = str(provider), model
         return result

@@ -5,6 +5,8 @@
 - The pencil button toggles between the dropdown and a text input for any model id.
 - With an empty list, or a provider that cannot list, the picker switches to the input.
 - A saved model id that is not in the list is shown in the input, never lost.
+- With ``exclude`` (the new-KB dialog), only models of the role's kind are offered —
+  the server's word, else their name — and never the ids excluded (the chat model).
 """
 
 from __future__ import annotations
@@ -56,10 +58,21 @@ class ModelPicker(Blocking, Widget):
             return self.picker
 
     def __init__(
-        self, role: str, provider: str | None, saved: str | None = None, *, autoload: bool = True, id: str | None = None
+        self,
+        role: str,
+        provider: str | None,
+        saved: str | None = None,
+        *,
+        autoload: bool = True,
+        exclude: frozenset[str] | None = None,
+        id: str | None = None,
     ) -> None:
+        """``exclude`` (the embedding role): ids never offered — and with it, models that
+        are chat models by the server's word or by their name are not offered either
+        (they can still be typed)."""
         super().__init__(id=id)
         self.role = role
+        self.exclude = exclude
         self.provider = provider
         self.saved = saved or None
         self.autoload = autoload
@@ -130,6 +143,8 @@ class ModelPicker(Blocking, Widget):
         self.loading = False
         # this role's kind first (the server's word, then guesses by name), the rest after
         candidates = role_candidates(models, self.role)
+        if self.exclude is not None:
+            candidates = [m for m in candidates if m.id not in self.exclude and model_kind(m).kind == self.role]
         self.models = sorted(
             candidates, key=lambda m: (model_kind(m).kind != self.role, not model_kind(m).said_by_server)
         )
