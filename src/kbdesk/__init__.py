@@ -17,14 +17,21 @@ desk is the user's own):
 ``desk.chat()`` asks the knowledge bases (see :class:`kbdesk.desk.Desk`).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from kbdesk.errors import KbdeskError
+
+if TYPE_CHECKING:
+    from kbdesk.desk import Desk
 
 __version__ = "0.1.0"
 
 __all__ = ["KbdeskError", "__version__", "open_desk"]
 
 
-def open_desk(*args, **kwargs):
+def open_desk(*args: Any, **kwargs: Any) -> Desk:
     """Open the desk (config, paths, store, services). See :func:`kbdesk.desk.open_desk`."""
     from kbdesk.desk import open_desk as _open
 

@@ -16,6 +16,7 @@ from kbdesk.cli.chat_turn import RETRIEVAL_HELP, RETRIEVAL_POLICIES, TurnView, r
 from kbdesk.cli.conversations import LEGACY, conversations_group
 from kbdesk.cli.filter_options import pop_filters, with_filter_options
 from kbdesk.cli.output import print_json
+from kbdesk.cli.state import CliState
 
 EXIT_INTERRUPTED = 130
 
@@ -87,19 +88,19 @@ def turn_kwargs(
 @json_option
 @click.pass_obj
 def ask_command(
-    state,
-    question,
-    conversation,
-    kbs,
-    persona,
-    project,
-    model,
-    provider,
-    retrieval,
-    max_tokens,
-    max_rounds,
-    as_json,
-    **flags,
+    state: CliState,
+    question: str,
+    conversation: str | None,
+    kbs: tuple[str, ...],
+    persona: str | None,
+    project: str | None,
+    model: str | None,
+    provider: str | None,
+    retrieval: str | None,
+    max_tokens: int | None,
+    max_rounds: int,
+    as_json: bool,
+    **flags: Any,
 ) -> None:
     """Ask QUESTION; the answer streams to stdout, then its sources. What was searched,
     tool calls and notes (an answer cut at the length limit, history left out to fit the
@@ -165,7 +166,18 @@ class ChatCommand(click.Command):
 @with_filter_options
 @click.pass_obj
 def chat_command(
-    state, conversation, latest, kbs, persona, project, model, provider, retrieval, max_tokens, max_rounds, **flags
+    state: CliState,
+    conversation: str | None,
+    latest: bool,
+    kbs: tuple[str, ...],
+    persona: str | None,
+    project: str | None,
+    model: str | None,
+    provider: str | None,
+    retrieval: str | None,
+    max_tokens: int | None,
+    max_rounds: int,
+    **flags: Any,
 ) -> None:
     """Chat in the terminal: a new conversation, the latest (--continue) or CONVERSATION
     (id, prefix or title). Answers stream in with their sources and what was searched.

@@ -13,6 +13,7 @@ import click
 
 from kbdesk import __version__
 from kbdesk.cli.output import plain, print_json, stdout, table
+from kbdesk.cli.state import CliState
 from kbdesk.errors import KbdeskError
 from kbdesk.store.api import Store
 from kbdesk.textsafe import inert_line
@@ -184,7 +185,7 @@ def _driver(driver: Any) -> dict[str, Any]:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
-def doctor_command(state, check_seconds, as_json) -> None:
+def doctor_command(state: CliState, check_seconds: float, as_json: bool) -> None:
     """Report paths, SQLite, the vector backend in use and why, FTS5, OCR (Tesseract, its
     version and languages), and whether the database file is sound (exit 1 when something
     is wrong)."""

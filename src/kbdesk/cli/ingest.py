@@ -27,6 +27,7 @@ from rich.text import Text
 
 from kbdesk.cli.output import human_bytes, plain, print_json, print_json_line, stderr, stdout, table
 from kbdesk.cli.progress import IngestProgress, Ledger
+from kbdesk.cli.state import CliState
 from kbdesk.ingest.events import IngestEvent
 from kbdesk.ingest.pdf_worker import kill_pdf_workers
 from kbdesk.ingest.pipeline import IngestReport
@@ -267,21 +268,21 @@ def _database_stops(progress: Callable[[], tuple[int, int]], resume: str) -> Ite
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_obj
 def add_command(
-    state,
-    kb,
-    paths,
-    include,
-    exclude,
-    hidden,
-    no_ignore,
-    sync,
-    retry_failed,
-    depth,
-    max_pages,
-    checksum,
-    workers,
-    quiet,
-    as_json,
+    state: CliState,
+    kb: str,
+    paths: tuple[str, ...],
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
+    hidden: bool,
+    no_ignore: bool,
+    sync: bool,
+    retry_failed: bool,
+    depth: int,
+    max_pages: int,
+    checksum: bool,
+    workers: int | None,
+    quiet: bool,
+    as_json: bool,
 ) -> None:
     """Add files, folders (recursively) and web pages (URLs) to KB; unchanged ones are skipped.
 
@@ -308,8 +309,8 @@ def add_command(
 
     desk = state.desk()
     urls = [p for p in paths if is_url(p)]
-    paths = [p for p in paths if not is_url(p)]
-    missing = [p for p in paths if not os.path.exists(os.path.expanduser(p))]
+    files = [p for p in paths if not is_url(p)]
+    missing = [p for p in files if not os.path.exists(os.path.expanduser(p))]
     for path in missing:
         click.echo(f"Error: no such file or folder: {inert_line(path)}", err=True)
     next_step = (
@@ -323,7 +324,7 @@ def add_command(
         def work() -> IngestReport:
             return ingestor.add(
                 kb,
-                [*paths, *urls],
+                [*files, *urls],
                 include=include,
                 exclude=exclude,
                 hidden=hidden,
@@ -343,7 +344,7 @@ def add_command(
 @click.argument("kb", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_obj
-def resume_command(state, kb, as_json) -> None:
+def resume_command(state: CliState, kb: str | None, as_json: bool) -> None:
     """Finish documents that a crash or kill left half-way (all KBs, or KB)."""
     next_step = f"Next: `kbdesk resume{' ' + _q(kb) if kb else ''}` again finishes the documents left."
     again = f"run `kbdesk resume{' ' + _q(kb) if kb else ''}` again."
@@ -357,7 +358,7 @@ def resume_command(state, kb, as_json) -> None:
 @click.argument("kb")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
-def rebuild_command(state, kb, as_json) -> None:
+def rebuild_command(state: CliState, kb: str, as_json: bool) -> None:
     """Re-chunk and re-embed every document of KB that has stored text."""
     next_step = (
         f"Next: `kbdesk resume {_q(kb)}` finishes the documents left half-way; "
@@ -402,7 +403,19 @@ def rebuild_command(state, kb, as_json) -> None:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line for each event, for scripts.")
 @click.pass_obj
 def watch_command(
-    state, kb, folder, include, exclude, hidden, no_ignore, poll, interval, depth, checksum, passes, as_json
+    state: CliState,
+    kb: str,
+    folder: str,
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
+    hidden: bool,
+    no_ignore: bool,
+    poll: bool,
+    interval: float | None,
+    depth: int,
+    checksum: bool,
+    passes: int | None,
+    as_json: bool,
 ) -> None:
     """Keep KB in step with FOLDER (or a URL's pages) until Ctrl-C: new, changed and deleted files.
 
@@ -508,7 +521,7 @@ def watch_command(
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
-def docs_command(state, kb, status, as_json) -> None:
+def docs_command(state: CliState, kb: str, status: str | None, as_json: bool) -> None:
     """List the documents of KB with status, chunks, size and error."""
     desk = state.desk()
     found = desk.kb(kb)
@@ -537,7 +550,7 @@ def doc_group() -> None:
 @click.argument("doc")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
-def doc_status(state, kb, doc, as_json) -> None:
+def doc_status(state: CliState, kb: str, doc: str, as_json: bool) -> None:
     """Status of DOC (id, id prefix or filename) in KB: id, status, chunk count, error."""
     desk = state.desk()
     found = desk.document(kb, doc)
@@ -567,7 +580,7 @@ def _status(doc: Any) -> str:
 @click.argument("doc")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
-def doc_rm(state, kb, doc, as_json) -> None:
+def doc_rm(state: CliState, kb: str, doc: str, as_json: bool) -> None:
     """Delete DOC from KB with its chunks, vectors and stored file."""
     desk = state.desk()
     found = desk.document(kb, doc)

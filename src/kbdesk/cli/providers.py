@@ -3,28 +3,33 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.text import Text
 
 from kbdesk.cli.output import plain, print_json, stdout, table
+from kbdesk.cli.state import CliState
 from kbdesk.errors import InvalidInputError
 from kbdesk.provider_config import key_source
 from kbdesk.providers import DEFAULT_BASE_URLS, OpenAICompatProvider, embedding_candidates
 from kbdesk.providers.settings import display_url
 from kbdesk.textsafe import inert_line
 
+if TYPE_CHECKING:
+    from kbdesk.config import Config
+
 KINDS = ["openai", "ollama", "lmstudio", "llamacpp", "vllm", "openrouter", "custom", "local"]
 
 
-def _config_path(state: Any):
+def _config_path(state: CliState) -> Path:
     from kbdesk.paths import get_paths
 
     return get_paths(state.home).config_file
 
 
-def _load(state: Any):
+def _load(state: CliState) -> Config:
     from kbdesk.config import load_config
 
     return load_config(_config_path(state))
@@ -55,7 +60,17 @@ def provider_group() -> None:
 @click.option("--batch-size", type=click.IntRange(1, 100), help="Inputs per embedding request.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
-def add(state, name, kind, base_url, api_key_env, store_key, timeout, batch_size, as_json) -> None:
+def add(
+    state: CliState,
+    name: str,
+    kind: str,
+    base_url: str | None,
+    api_key_env: str | None,
+    store_key: bool,
+    timeout: float | None,
+    batch_size: int | None,
+    as_json: bool,
+) -> None:
     """Add provider NAME to config.toml, or set its kind, base URL and key variable
     anew (its other settings stay)."""
     from kbdesk import provider_config
@@ -97,7 +112,7 @@ def add(state, name, kind, base_url, api_key_env, store_key, timeout, batch_size
 @click.argument("name")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
-def remove(state, name, as_json) -> None:
+def remove(state: CliState, name: str, as_json: bool) -> None:
     """Remove provider NAME from config.toml (refused while a model role uses it)."""
     from kbdesk import provider_config
 
@@ -111,7 +126,7 @@ def remove(state, name, as_json) -> None:
 @provider_group.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
-def list_(state, as_json) -> None:
+def list_(state: CliState, as_json: bool) -> None:
     """List configured providers (keys are never shown)."""
     from kbdesk.providers import base_url_for
 
@@ -142,7 +157,7 @@ def list_(state, as_json) -> None:
 @click.option("--model", help="Also embed a test sentence with this model.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
-def test(state, name, model, as_json) -> None:
+def test(state: CliState, name: str, model: str | None, as_json: bool) -> None:
     """Check that provider NAME answers: list its models (embedding candidates first)."""
     config = _load(state)
     settings = config.providers.get(name)

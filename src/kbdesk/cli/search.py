@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import click
 from rich.text import Text
 
 from kbdesk.cli.filter_options import pop_filters, with_filter_options
 from kbdesk.cli.output import passage, plain, print_json, stdout, table
+from kbdesk.cli.state import CliState
 from kbdesk.search import MAX_LIMIT, MODES, NeedsVectorsError
 from kbdesk.textsafe import inert_line
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from kbdesk.models import SearchResult
+    from kbdesk.search import SearchResponse
 
 SNIPPET = 400
 
@@ -33,7 +42,18 @@ SNIPPET = 400
 )
 @with_filter_options
 @click.pass_obj
-def search_command(state, kbs, query, limit, threshold, mode, full, explain, as_json, **flags) -> None:
+def search_command(
+    state: CliState,
+    kbs: tuple[str, ...],
+    query: str,
+    limit: int | None,
+    threshold: float | None,
+    mode: str | None,
+    full: bool,
+    explain: bool,
+    as_json: bool,
+    **flags: Any,
+) -> None:
     """Search one or more knowledge bases (KB... names or ids) for QUERY.
 
     The filters (--path, --exclude, --type, --since, --until, --tag, --any-tag) narrow the
@@ -76,8 +96,8 @@ def search_command(state, kbs, query, limit, threshold, mode, full, explain, as_
         if where:
             head.append(plain(f"  ({where})", style="dim"))
         console.print(head)
-        body = result.content if full or len(result.content) <= SNIPPET else result.content[:SNIPPET].rstrip() + "…"
-        console.print(passage(body), style="")
+        shown = result.content if full or len(result.content) <= SNIPPET else result.content[:SNIPPET].rstrip() + "…"
+        console.print(passage(shown), style="")
         console.print()
     kinds = sorted(
         {SCORE_LABELS.get(str(r.metadata.get("score_kind") or "cosine"), "cosine") for r in response.results}
@@ -103,15 +123,15 @@ RANKED_BY = {
 }
 
 
-def _score_label(result) -> str:
+def _score_label(result: SearchResult) -> str:
     return SCORE_LABELS.get(str(result.metadata.get("score_kind") or "cosine"), "cosine")
 
 
-def _rank(value) -> str:
+def _rank(value: object) -> str:
     return "—" if value is None else str(value)
 
 
-def _print_explain(console, response) -> None:
+def _print_explain(console: Console, response: SearchResponse) -> None:
     t = table(
         "#",
         "sim",

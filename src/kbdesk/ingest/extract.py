@@ -261,7 +261,7 @@ def _type_or_raise(filename: str) -> str:
 
 
 def extract_file(
-    path,
+    path: str | os.PathLike[str],
     *,
     max_bytes: int = 10 * _MB,
     pdf_timeout: float = 30.0,

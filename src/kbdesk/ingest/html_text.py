@@ -257,7 +257,7 @@ class _HtmlText(HTMLParser):
         self.blocks.append(([t for _, t in self.path if t], text, self.has_body))
         self.lines, self.has_body = [], False
 
-    def handle_starttag(self, tag, attrs):
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         kind = _KIND.get(tag, 0)
         if self.saw_toc and attrs:
             self.ids.update(v for k, v in attrs if k == "id" and v)
@@ -334,7 +334,7 @@ class _HtmlText(HTMLParser):
             if kind & _K_PRE:
                 self.pre += 1
 
-    def handle_endtag(self, tag):
+    def handle_endtag(self, tag: str) -> None:
         if tag == "title" and self.title_parts is not None:
             self.title = " ".join("".join(self.title_parts).split())
             self.title_parts = None
@@ -367,7 +367,7 @@ class _HtmlText(HTMLParser):
             if open_tag == tag:
                 break
 
-    def handle_data(self, data):
+    def handle_data(self, data: str) -> None:
         if self.title_parts is not None:
             self.title_parts.append(data)
             return

@@ -46,9 +46,14 @@ from __future__ import annotations
 import functools
 import re
 from bisect import bisect_right
+from typing import TYPE_CHECKING
 
 from kbdesk.ingest.front_matter import clean_tags, inline_tags, split_front_matter
 from kbdesk.ingest.sections import ExtractionError, Section, sections_from_blocks
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
 
 # A line that could be a top-level heading: "#" to "######" then a space or the line end,
 # or a setext underline ("===" / "---"); any indentation (the parser decides).
@@ -72,7 +77,7 @@ _INLINE_SYNTAX = re.compile(r"[\\`*_\[\]!<&]")
 
 
 @functools.cache
-def _parsers():
+def _parsers() -> tuple[MarkdownIt, MarkdownIt]:
     from markdown_it import MarkdownIt
 
     # Only block structure is needed to find headings; inline parsing runs for heading
@@ -81,7 +86,7 @@ def _parsers():
     return blocks, MarkdownIt("commonmark")
 
 
-def _md_inline_text(token) -> str:
+def _md_inline_text(token: Token) -> str:
     parts = []
     for child in token.children or []:
         if child.type in ("text", "code_inline"):
@@ -112,7 +117,7 @@ def _line_starts(text: str) -> list[int]:
 _Heading = tuple[int, int, int, str]
 
 
-def _headings_in(tokens, chunk: str, base: int, before_line: int | None = None) -> list[_Heading]:
+def _headings_in(tokens: list[Token], chunk: str, base: int, before_line: int | None = None) -> list[_Heading]:
     """Top-level headings among ``tokens`` (parsed from ``chunk``, which starts at
     offset ``base``), those starting before line ``before_line`` if given."""
     found = [
@@ -129,12 +134,13 @@ def _headings_in(tokens, chunk: str, base: int, before_line: int | None = None) 
     starts.append(len(chunk))
     return [
         (
-            base + starts[tok.map[0]],
-            base + starts[min(tok.map[1], len(starts) - 1)],
+            base + starts[span[0]],
+            base + starts[min(span[1], len(starts) - 1)],
             int(tok.tag[1]),
             tokens[i + 1].content,
         )
         for i, tok in found
+        if (span := tok.map)
     ]
 
 

@@ -9,6 +9,7 @@ every message is passed through :func:`mask_patterns` here as a last guard.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from kbdesk.errors import KbdeskError
 
@@ -86,7 +87,7 @@ class InterruptedAnswerError(ProviderError):
     without ``[DONE]``): the answer is not known to be complete. llama-cpp-python's server
     ends a running stream this way when another request reaches it. ``text`` is what came."""
 
-    def __init__(self, message: str, *, text: str = "", **kwargs) -> None:
+    def __init__(self, message: str, *, text: str = "", **kwargs: Any) -> None:
         super().__init__(message, **kwargs)
         self.text = text
 
@@ -97,7 +98,7 @@ class MalformedResponseError(ProviderResponseError):
     halves, so that only an input whose answer is malformed when sent alone fails.
     ``detail`` is the fault without the provider's name."""
 
-    def __init__(self, message: str, *, detail: str, **kwargs) -> None:
+    def __init__(self, message: str, *, detail: str, **kwargs: Any) -> None:
         super().__init__(message, **kwargs)
         self.detail = detail
 
@@ -106,7 +107,7 @@ class InvalidVectorError(ProviderResponseError):
     """One input's vector is unusable (NaN or infinity, all zeros, not numbers, the wrong
     dimension, or a malformed answer when sent alone); ``index`` says which."""
 
-    def __init__(self, message: str, *, index: int, **kwargs) -> None:
+    def __init__(self, message: str, *, index: int, **kwargs: Any) -> None:
         super().__init__(message, **kwargs)
         self.index = index
 
@@ -114,7 +115,7 @@ class InvalidVectorError(ProviderResponseError):
 class InputTooLargeError(ProviderError):
     """One input is too long for the model even when sent alone; ``index`` says which."""
 
-    def __init__(self, message: str, *, index: int, chars: int, **kwargs) -> None:
+    def __init__(self, message: str, *, index: int, chars: int, **kwargs: Any) -> None:
         super().__init__(message, **kwargs)
         self.index = index
         self.chars = chars
@@ -123,7 +124,7 @@ class InputTooLargeError(ProviderError):
 class EmptyInputError(ProviderError):
     """One input is empty or only whitespace; servers reject those, so it is never sent."""
 
-    def __init__(self, message: str, *, index: int, **kwargs) -> None:
+    def __init__(self, message: str, *, index: int, **kwargs: Any) -> None:
         super().__init__(message, **kwargs)
         self.index = index
 

@@ -77,7 +77,7 @@ class _Links(HTMLParser):
         self.links: list[str] = []
         self.nofollow = False
 
-    def handle_starttag(self, tag, attrs):
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if len(self.links) >= MAX_LINKS:
             return
         values = dict(attrs)

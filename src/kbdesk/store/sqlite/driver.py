@@ -60,7 +60,7 @@ def _try_vec(module: ModuleType) -> tuple[str | None, str]:
         conn.close()
 
 
-def load_extensions(conn, driver: Driver) -> None:
+def load_extensions(conn: _stdlib_sqlite3.Connection, driver: Driver) -> None:
     """Load sqlite-vec into a fresh connection made with ``driver``."""
     if not driver.vec_loaded:
         return
