@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from kbdesk.ingest.limits import check_time
-from kbdesk.ingest.sections import ExtractionError, ResourceLimit, Section, headed
+from kbdesk.ingest.sections import ExtractionError, ResourceLimit, Section, cut_at
 from kbdesk.ingest.xml_tree import stream
 
 # Each pattern matches in time linear in the line (no two quantifiers compete for a run).
@@ -35,20 +35,6 @@ _INI_SECTION = re.compile(r"^[ \t]*\[\[?([^\]]+)\]\]?[ \t]*(?:[#;].*)?$")
 _TOML_PART = re.compile(r"\"[^\"]*\"|'[^']*'|[^.\s]+")
 MAX_LINE = 2000  # a value longer than this is cut in its line
 MAX_GROWTH = 3  # JSON's key-path lines may be this many times the file's size, else its text is read
-
-
-def _outline(lines: list[str], marks: list[tuple[int, list[str]]], extra: dict) -> list[Section]:
-    """Sections of ``lines`` cut at ``marks`` ((line, heading path), in order)."""
-    sections: list[Section] = []
-    cuts = [(0, []), *marks] if not marks or marks[0][0] > 0 else marks
-    for k, (start, path) in enumerate(cuts):
-        stop = cuts[k + 1][0] if k + 1 < len(cuts) else len(lines)
-        body = "\n".join(lines[start:stop]).strip("\n")
-        if body.strip():
-            sections.append(Section(headed(path, body), {"headings": path, **extra}))
-    if not sections:
-        raise ExtractionError("file has no text")
-    return sections
 
 
 def extract_yaml(text: str) -> list[Section]:
@@ -82,7 +68,7 @@ def extract_yaml(text: str) -> list[Section]:
         elif top is not None and (child_indent is None or indent == child_indent):
             child_indent = indent
             marks.append((i, [top, key]))
-    return _outline(lines, _with_comments(lines, marks), {})
+    return cut_at(lines, _with_comments(lines, marks), {})
 
 
 def _with_comments(lines: list[str], marks: list[tuple[int, list[str]]]) -> list[tuple[int, list[str]]]:
@@ -108,7 +94,7 @@ def extract_ini(text: str, *, toml: bool = False) -> list[Section]:
         name = found.group(1).strip()
         path = [p.strip("\"'") for p in _TOML_PART.findall(name)] if toml else [name]
         marks.append((i, [p for p in path if p] or [name]))
-    return _outline(lines, _with_comments(lines, marks), {})
+    return cut_at(lines, _with_comments(lines, marks), {})
 
 
 def extract_toml(text: str) -> list[Section]:

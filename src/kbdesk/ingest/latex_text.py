@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from kbdesk.ingest.front_matter import MAX_VALUE
-from kbdesk.ingest.sections import ExtractionError, Section, headed
+from kbdesk.ingest.sections import Section, cut_at
 
 _RANKS = {"part": 0, "chapter": 1, "section": 2, "subsection": 3, "subsubsection": 4, "paragraph": 5, "subparagraph": 6}
 _SECTIONING = re.compile(r"^[ \t]*\\(" + "|".join(_RANKS) + r")\*?[ \t]*(?:\[[^\]]*\])?[ \t]*\{")
@@ -70,19 +70,6 @@ def _plain(tex: str) -> str:
     return " ".join(plain.split())[:MAX_VALUE]
 
 
-def _outline(lines: list[str], marks: list[tuple[int, list[str]]], extra: dict) -> list[Section]:
-    cuts = marks if marks and marks[0][0] == 0 else [(0, []), *marks]
-    sections = []
-    for k, (start, path) in enumerate(cuts):
-        stop = cuts[k + 1][0] if k + 1 < len(cuts) else len(lines)
-        body = "\n".join(lines[start:stop]).strip("\n")
-        if body.strip():
-            sections.append(Section(headed(path, body), {"headings": path, **extra}))
-    if not sections:
-        raise ExtractionError("file has no text")
-    return sections
-
-
 def extract_latex(text: str) -> list[Section]:
     lines = text.split("\n")
     marks: list[tuple[int, list[str]]] = []
@@ -106,7 +93,7 @@ def extract_latex(text: str) -> list[Section]:
             value = _plain(_braced(text, found.end() - 1))
             if value:
                 extra[key] = value
-    return _outline(lines, marks, extra)
+    return cut_at(lines, marks, extra)
 
 
 def extract_bibtex(text: str) -> list[Section]:
@@ -117,4 +104,4 @@ def extract_bibtex(text: str) -> list[Section]:
         if found is not None:
             kind, key = found.group(1).lower(), found.group(2).strip()
             marks.append((i, [key] if key and kind not in ("string", "preamble", "comment") else []))
-    return _outline(lines, marks, {})
+    return cut_at(lines, marks, {})

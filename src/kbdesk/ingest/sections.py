@@ -121,3 +121,20 @@ def headed(path: list[str], text: str) -> str:
     heading line. Keyword search then finds a definition or section by its name first
     (measured: docs/FORMATS.md, "Code"), and every chunk's first words say where it is."""
     return f"{PATH_SEPARATOR.join(path)}\n{text}" if path else text
+
+
+def cut_at(lines: list[str], marks: list[tuple[int, list[str]]], extra: dict) -> list[Section]:
+    """Sections of ``lines`` cut at ``marks`` ((line number, heading path), in order),
+    each beginning with its path (:func:`headed`); lines before the first mark are a
+    section without one. How configuration and LaTeX files are cut at their keys and
+    sections."""
+    sections: list[Section] = []
+    cuts = marks if marks and marks[0][0] == 0 else [(0, []), *marks]
+    for k, (start, path) in enumerate(cuts):
+        stop = cuts[k + 1][0] if k + 1 < len(cuts) else len(lines)
+        body = "\n".join(lines[start:stop]).strip("\n")
+        if body.strip():
+            sections.append(Section(headed(path, body), {"headings": path, **extra}))
+    if not sections:
+        raise ExtractionError("file has no text")
+    return sections

@@ -437,19 +437,7 @@ def candidates(
     p = plan(conn, kb_ids, text, budget)
     if p is None or k <= 0:
         return []
-    lexemes = list(p.weights)
-    args = {
-        "k1": K1,
-        "k1p1": K1 + 1.0,
-        "b": B,
-        "avgdl": p.avgdl or 1.0,
-        "lexemes": lexemes,
-        "weights": [p.weights[x] for x in lexemes],
-        "kbs": list(kb_ids),
-        "gate": tsquery_text(p.gate),
-        "k": int(k),
-        "docs": None if docs is None else uuid_array(list(docs)),
-    }
+    args = _bm25_args(p, kb_ids, int(k), None if docs is None else uuid_array(list(docs)))
     rows = conn.execute(BM25_BY_KB_SQL if p.by_kb else BM25_SQL, args).fetchall()
     return [(int(seq), float(score)) for seq, score in rows]
 
@@ -511,8 +499,14 @@ def scores(conn: Any, kb_ids: Sequence[str], text: str, seqs: Sequence[int]) -> 
     p = plan(conn, kb_ids, text)
     if p is None or not seqs:
         return {}
+    args = {**_bm25_args(p, kb_ids, len(seqs), None), "seqs": [int(s) for s in seqs]}
+    return {int(seq): float(score) for seq, score in conn.execute(BM25_OF_SQL, args).fetchall()}
+
+
+def _bm25_args(p: Plan, kb_ids: Sequence[str], k: int, docs: Any) -> dict[str, Any]:
+    """The parameters of the BM25 queries for a query's plan ``p``."""
     lexemes = list(p.weights)
-    args = {
+    return {
         "k1": K1,
         "k1p1": K1 + 1.0,
         "b": B,
@@ -521,11 +515,9 @@ def scores(conn: Any, kb_ids: Sequence[str], text: str, seqs: Sequence[int]) -> 
         "weights": [p.weights[x] for x in lexemes],
         "kbs": list(kb_ids),
         "gate": tsquery_text(p.gate),
-        "k": len(seqs),
-        "docs": None,
-        "seqs": [int(s) for s in seqs],
+        "k": k,
+        "docs": docs,
     }
-    return {int(seq): float(score) for seq, score in conn.execute(BM25_OF_SQL, args).fetchall()}
 
 
 def statistics(conn: Any, kb_id: str) -> dict[str, Any]:
