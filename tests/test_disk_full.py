@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from ingest_support import write_files
 from kbdesk import open_desk
-from kbdesk.cli.ingest import EXIT_DATABASE
+from kbdesk.cli.ingest_run import EXIT_DATABASE
 from kbdesk.cli.main import cli
 from kbdesk.store.sqlite.store import SqliteStore
 

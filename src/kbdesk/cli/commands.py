@@ -23,8 +23,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Saved conversations: list, show, rename, delete, KB toggles, retrieval, filters, sources.",
     ),
     "conv": ("kbdesk.cli.conversations:conv_alias", ""),  # hidden: short for conversations
-    "doc": ("kbdesk.cli.ingest:doc_group", "One document: its status, or removing it."),
-    "docs": ("kbdesk.cli.ingest:docs_command", "List the documents of KB with status, chunks, size and error."),
+    "doc": ("kbdesk.cli.documents:doc_group", "One document: its status, or removing it."),
+    "docs": ("kbdesk.cli.documents:docs_command", "List the documents of KB with status, chunks, size and error."),
     "doctor": (
         "kbdesk.cli.doctor:doctor_command",
         "Report paths, SQLite, the vector backend in use and why, FTS5, OCR (Tesseract, its version and "

@@ -1,239 +1,31 @@
-"""``kbdesk add``, ``resume``, ``rebuild``, ``watch``, ``docs`` and ``doc …``.
-
-Ctrl-C: the ingestion runs in a worker thread while the main thread waits. The first
-Ctrl-C cancels it (batches in hand stop at their next step), waits up to
-``GRACE_SECONDS`` for it to return, prints what finished and what the next run picks
-up, and exits 130 — at once, through ``os._exit``, if a worker is still stuck (an HTTP
-call, a PDF): ingestion is crash-safe by design (a document becomes ready in one
-transaction; anything else is resumable), so leaving mid-call loses nothing. A second
-Ctrl-C exits at once. PDF child processes are killed on the way out (and die with
-kbdesk anyway, see :mod:`kbdesk.ingest.pdf_worker`).
+"""``kbdesk add``, ``resume``, ``rebuild`` and ``watch``: their arguments and what each
+prints. How they run — exit codes, Ctrl-C, a database that stops a run — is
+:mod:`kbdesk.cli.ingest_run`; ``docs`` and ``doc …`` are :mod:`kbdesk.cli.documents`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import os
-import shlex
-import signal
-import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 from rich.text import Text
 
-from kbdesk.cli.output import human_bytes, plain, print_json, print_json_line, stderr, stdout, table
-from kbdesk.cli.progress import IngestProgress, Ledger
+from kbdesk.cli.ingest_run import (
+    database_stops,
+    ingest,
+    quoted,
+    run_interruptibly,
+    show_progress,
+    summary,
+)
+from kbdesk.cli.output import print_json_line, stdout
+from kbdesk.cli.progress import IngestProgress
 from kbdesk.cli.state import CliState
 from kbdesk.ingest.events import IngestEvent
-from kbdesk.ingest.pdf_worker import kill_pdf_workers
 from kbdesk.ingest.pipeline import IngestReport
 from kbdesk.textsafe import inert_line
-
-EXIT_SOME_FAILED = 3
-EXIT_DATABASE = 4  # the database could not be written (a full disk, an I/O error): what finished is kept
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for a Ctrl-C
-GRACE_SECONDS = 1.5  # after Ctrl-C, how long the run may take to stop before we leave anyway
-NAMES_SHOWN = 5  # per list in the interrupted summary
-
-T = TypeVar("T")
-
-
-def _show_progress(as_json: bool, quiet: bool) -> bool:
-    return not as_json and not quiet and sys.stderr.isatty()
-
-
-def _summary(
-    report: IngestReport, as_json: bool, extra: dict | None = None, headline: bool = True, missing: Sequence[str] = ()
-) -> None:
-    known = list(getattr(report, "known_failures", []))
-    by_other = list(getattr(report, "by_other", []))
-    if as_json:
-        print_json({**report.to_dict(), "missing": list(missing), **(extra or {})})
-    else:
-        out = stdout()
-        parts = [f"{len(report.added)} added", f"{len(report.updated)} updated", f"{len(report.unchanged)} unchanged"]
-        if report.resumed:
-            parts.append(f"{len(report.resumed)} resumed")
-        if by_other:
-            parts.append(f"{len(by_other)} indexed by another run")
-        if report.removed:
-            parts.append(f"{len(report.removed)} removed")
-        parts.append(f"{len(report.failed)} failed")
-        if known:
-            parts.append(f"{len(known)} failed before and unchanged")
-        if headline:
-            out.print(
-                Text(
-                    ", ".join(parts) + f"; {report.embedded_chunks} chunks embedded "
-                    f"({report.cached_chunks} from cache, {report.embedding_calls} provider calls)"
-                )
-            )
-        err = stderr()  # failures are errors: on stderr, one line each
-        for name, reason in report.failed:
-            err.print(Text(f"  failed  {inert_line(name)}: {inert_line(reason)}", style="red"))
-        for name, reason in known:
-            err.print(Text(f"  failed before  {inert_line(name)}: {inert_line(reason)}", style="red"))
-        if known:
-            err.print(
-                Text("  (unchanged since they failed, so not tried again: --retry-failed tries them)", style="dim")
-            )
-        for path, reason in report.skipped:
-            if path not in missing:
-                out.print(Text(f"  skipped {inert_line(path)}: {inert_line(reason)}", style="dim"))
-    if report.failed or known or missing:
-        raise SystemExit(EXIT_SOME_FAILED)
-
-
-# ── Ctrl-C ──────────────────────────────────────────────────────────────────────────
-
-
-def _quit_now(_signum: int, _frame: Any) -> None:
-    """The second Ctrl-C: leave at once (no cleanup, no traceback)."""
-    with contextlib.suppress(OSError):
-        os.write(2, b"\nStopped at once. Nothing is half-written: `kbdesk resume` finishes what was left.\n")
-    kill_pdf_workers()
-    os._exit(EXIT_INTERRUPTED)
-
-
-def _leave(code: int, at_once: bool) -> None:
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
-    if at_once:  # a worker is stuck (HTTP, PDF): don't wait for it, don't let exit join it
-        kill_pdf_workers()
-        os._exit(code)
-    raise SystemExit(code)
-
-
-def _run_interruptibly(
-    work: Callable[[], T],
-    *,
-    cancel: Callable[[], None],
-    stopped: Callable[[T | None], None],
-    exit_code: int = EXIT_INTERRUPTED,
-) -> T:
-    """``work()`` in a worker thread; returns its result or re-raises its error.
-
-    On Ctrl-C: ``cancel()``, wait up to GRACE_SECONDS for ``work`` to return, call
-    ``stopped(result or None)`` to say what happened, and exit with ``exit_code``. A
-    second Ctrl-C exits at once.
-    """
-    box: dict[str, Any] = {}
-    # An Event, not Thread.join: a join interrupted by Ctrl-C can mark the thread as
-    # ended while it still runs (seen on CPython 3.11).
-    done = threading.Event()
-
-    def target() -> None:
-        try:
-            box["value"] = work()
-        except BaseException as exc:  # noqa: BLE001 - handed to the main thread below, which re-raises it
-            box["error"] = exc
-        finally:
-            done.set()
-
-    threading.Thread(target=target, name="kbdesk-run", daemon=True).start()
-    try:
-        while not done.wait(0.25):
-            pass
-    except KeyboardInterrupt:
-        signal.signal(signal.SIGINT, _quit_now)
-        logging.disable(logging.WARNING)  # retry chatter from calls being abandoned
-        cancel()
-        finished = done.wait(GRACE_SECONDS)
-        stopped(box.get("value") if finished else None)
-        _leave(exit_code, at_once=not finished)
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
-
-
-def _names(names: Sequence[str]) -> str:
-    shown = ", ".join(inert_line(n) for n in names[:NAMES_SHOWN])
-    return shown + (f" and {len(names) - NAMES_SHOWN} more" if len(names) > NAMES_SHOWN else "")
-
-
-def _interrupted(ledger: Ledger, report: IngestReport | None, next_step: str, as_json: bool) -> None:
-    """What a cut-short run finished and what the next run picks up."""
-    finished = list(ledger.finished.values())
-    failed = list(ledger.failed.values())
-    left = ledger.left
-    if report is not None:  # the run returned: it also knows documents it never started
-        left += [name for name in report.cancelled if name not in left]
-    if as_json:
-        print_json(
-            {
-                "interrupted": True,
-                "finished": finished,
-                "failed": [{"file": f, "error": e} for f, e in failed],
-                "left": left,
-                "unchanged": ledger.unchanged,
-                "next": next_step,
-            }
-        )
-        return
-    out = stdout()
-    out.print(Text(f"Interrupted: {len(finished)} finished, {len(failed)} failed, {len(left)} left for the next run."))
-    if finished:
-        out.print(Text(f"  finished  {_names(finished)}"))
-    for name, reason in failed[:NAMES_SHOWN]:
-        out.print(Text(f"  failed    {inert_line(name)}: {inert_line(reason)}", style="red"))
-    if left:
-        out.print(Text(f"  left      {_names(left)}"))
-    out.print(Text(next_step))
-
-
-def _ingest(ingestor: Any, progress: IngestProgress, work: Callable[[], T], next_step: str, as_json: bool) -> T:
-    def cancel() -> None:
-        progress.stop()
-        click.echo("Stopping… (Ctrl-C again quits at once)", err=True)
-        ingestor.cancel()
-
-    def stopped(report: Any) -> None:
-        report = report[1] if isinstance(report, tuple) else report  # rebuild returns (counts, report)
-        _interrupted(progress.ledger, report, next_step, as_json)
-
-    return _run_interruptibly(work, cancel=cancel, stopped=stopped)
-
-
-def _q(text: str) -> str:
-    return inert_line(shlex.quote(text))
-
-
-@contextlib.contextmanager
-def _database_stops(progress: Callable[[], tuple[int, int]], resume: str) -> Iterator[None]:
-    """A run the database stopped (a full disk, an I/O error, a file locked too long):
-    one line on stderr — what happened, what finished (``progress()``: documents
-    finished, documents taken up and left as they were) and how to go on — and exit
-    :data:`EXIT_DATABASE`. A database opened read-only is refused before any work, as
-    every other command refuses it."""
-    from kbdesk.errors import DatabaseWriteError, ReadOnlyDatabaseError, StoreError
-
-    try:
-        yield
-    except ReadOnlyDatabaseError:
-        raise
-    except StoreError as exc:
-        finished, left = progress()
-        kept = f"{finished} document{'' if finished == 1 else 's'} finished before it and are kept"
-        mend = (
-            "Free some space (or mend what the disk reports), then"
-            if isinstance(exc, DatabaseWriteError)
-            else "Once the database can be written again,"
-        )
-        click.echo(
-            inert_line(
-                f"Error: stopped: {exc}. {kept}"
-                + (f", {left} were left as they were" if left else "")
-                + f". {mend} {resume}"
-            ),
-            err=True,
-        )
-        raise SystemExit(EXIT_DATABASE) from None
-
 
 # ── commands ────────────────────────────────────────────────────────────────────────
 
@@ -314,11 +106,11 @@ def add_command(
     for path in missing:
         click.echo(f"Error: no such file or folder: {inert_line(path)}", err=True)
     next_step = (
-        f"Next: `kbdesk resume {_q(kb)}` finishes the documents left; the same `kbdesk add` "
+        f"Next: `kbdesk resume {quoted(kb)}` finishes the documents left; the same `kbdesk add` "
         f"again does too, and also takes files not reached yet."
     )
     again = "run the same `kbdesk add` again: it takes up the rest."
-    with IngestProgress(_show_progress(as_json, quiet)) as progress, _database_stops(progress.counts, again):
+    with IngestProgress(show_progress(as_json, quiet)) as progress, database_stops(progress.counts, again):
         ingestor = desk.ingestor(on_event=progress, workers=workers)
 
         def work() -> IngestReport:
@@ -336,8 +128,8 @@ def add_command(
                 max_pages=max_pages,
             )
 
-        report = _ingest(ingestor, progress, work, next_step, as_json)
-    _summary(report, as_json, missing=missing)
+        report = ingest(ingestor, progress, work, next_step, as_json)
+    summary(report, as_json, missing=missing)
 
 
 @click.command("resume")
@@ -346,12 +138,12 @@ def add_command(
 @click.pass_obj
 def resume_command(state: CliState, kb: str | None, as_json: bool) -> None:
     """Finish documents that a crash or kill left half-way (all KBs, or KB)."""
-    next_step = f"Next: `kbdesk resume{' ' + _q(kb) if kb else ''}` again finishes the documents left."
-    again = f"run `kbdesk resume{' ' + _q(kb) if kb else ''}` again."
-    with IngestProgress(_show_progress(as_json, False)) as progress, _database_stops(progress.counts, again):
+    next_step = f"Next: `kbdesk resume{' ' + quoted(kb) if kb else ''}` again finishes the documents left."
+    again = f"run `kbdesk resume{' ' + quoted(kb) if kb else ''}` again."
+    with IngestProgress(show_progress(as_json, False)) as progress, database_stops(progress.counts, again):
         ingestor = state.desk().ingestor(on_event=progress)
-        report = _ingest(ingestor, progress, lambda: ingestor.resume(kb), next_step, as_json)
-    _summary(report, as_json)
+        report = ingest(ingestor, progress, lambda: ingestor.resume(kb), next_step, as_json)
+    summary(report, as_json)
 
 
 @click.command("rebuild")
@@ -361,13 +153,13 @@ def resume_command(state: CliState, kb: str | None, as_json: bool) -> None:
 def rebuild_command(state: CliState, kb: str, as_json: bool) -> None:
     """Re-chunk and re-embed every document of KB that has stored text."""
     next_step = (
-        f"Next: `kbdesk resume {_q(kb)}` finishes the documents left half-way; "
-        f"`kbdesk rebuild {_q(kb)}` again rebuilds every document."
+        f"Next: `kbdesk resume {quoted(kb)}` finishes the documents left half-way; "
+        f"`kbdesk rebuild {quoted(kb)}` again rebuilds every document."
     )
-    again = f"run `kbdesk resume {_q(kb)}` to finish the documents left."
-    with IngestProgress(_show_progress(as_json, False)) as progress, _database_stops(progress.counts, again):
+    again = f"run `kbdesk resume {quoted(kb)}` to finish the documents left."
+    with IngestProgress(show_progress(as_json, False)) as progress, database_stops(progress.counts, again):
         ingestor = state.desk().ingestor(on_event=progress)
-        counts, report = _ingest(ingestor, progress, lambda: ingestor.rebuild(kb), next_step, as_json)
+        counts, report = ingest(ingestor, progress, lambda: ingestor.rebuild(kb), next_step, as_json)
     if not as_json:
         stdout().print(
             Text(
@@ -376,7 +168,7 @@ def rebuild_command(state: CliState, kb: str, as_json: bool) -> None:
                 f"embedded ({report.cached_chunks} from cache)"
             )
         )
-    _summary(report, as_json, {"message": "rebuild finished", **counts}, headline=False)
+    summary(report, as_json, {"message": "rebuild finished", **counts}, headline=False)
 
 
 @click.command("watch")
@@ -471,7 +263,7 @@ def watch_command(
         else:
             out.print(Text("Stopped."))
 
-    again = f"start `kbdesk watch {_q(kb)} {_q(folder)}` again: its first pass takes up the rest."
+    again = f"start `kbdesk watch {quoted(kb)} {quoted(folder)}` again: its first pass takes up the rest."
     if is_url(folder):
         from kbdesk.web.watch import watch_url
 
@@ -508,84 +300,5 @@ def watch_command(
                 no_ignore=no_ignore,
             )
 
-    with _database_stops(lambda: (len(finished), 0), again):
-        _run_interruptibly(work, cancel=cancel, stopped=stopped, exit_code=0)
-
-
-@click.command("docs")
-@click.argument("kb")
-@click.option(
-    "--status",
-    type=click.Choice(["pending", "extracting", "chunking", "embedding", "ready", "error"]),
-    help="Only documents in this status.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.pass_obj
-def docs_command(state: CliState, kb: str, status: str | None, as_json: bool) -> None:
-    """List the documents of KB with status, chunks, size and error."""
-    desk = state.desk()
-    found = desk.kb(kb)
-    docs = desk.documents(found.id, status)
-    if as_json:
-        print_json({"data": [d.to_dict() for d in docs], "total": len(docs)})
-        return
-    if not docs:
-        stdout().print(plain(f"No documents in '{found.name}'. Add some: kbdesk add '{found.name}' PATH"))
-        return
-    t = table("filename", "id", "status", "chunks", "size", "error")
-    for d in docs:
-        t.add_row(
-            plain(d.filename), d.id[:8], _status(d), str(d.chunk_count), human_bytes(d.size_bytes), plain(d.error or "")
-        )
-    stdout().print(t)
-
-
-@click.group("doc")
-def doc_group() -> None:
-    """One document: its status, or removing it."""
-
-
-@doc_group.command("status")
-@click.argument("kb")
-@click.argument("doc")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.pass_obj
-def doc_status(state: CliState, kb: str, doc: str, as_json: bool) -> None:
-    """Status of DOC (id, id prefix or filename) in KB: id, status, chunk count, error."""
-    desk = state.desk()
-    found = desk.document(kb, doc)
-    view = {
-        "id": found.id,
-        "status": found.status,
-        "chunk_count": found.chunk_count,
-        "error": found.error,
-        "filename": found.filename,
-    }
-    if as_json:
-        print_json(view)
-    else:
-        line = f"{found.filename}: {_status(found)}, {found.chunk_count} chunks"
-        stdout().print(plain(line + (f" — {found.error}" if found.error else "")))
-
-
-def _status(doc: Any) -> str:
-    """A document's status, saying when search still serves an older version."""
-    if doc.stale:
-        return f"{doc.status} (search has the version of {(doc.indexed_at or '')[:16].replace('T', ' ')})"
-    return doc.status
-
-
-@doc_group.command("rm")
-@click.argument("kb")
-@click.argument("doc")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.pass_obj
-def doc_rm(state: CliState, kb: str, doc: str, as_json: bool) -> None:
-    """Delete DOC from KB with its chunks, vectors and stored file."""
-    desk = state.desk()
-    found = desk.document(kb, doc)
-    desk.delete_document(found.id)
-    if as_json:
-        print_json({"deleted": True, "id": found.id, "filename": found.filename})
-    else:
-        stdout().print(plain(f"Deleted {found.filename}"))
+    with database_stops(lambda: (len(finished), 0), again):
+        run_interruptibly(work, cancel=cancel, stopped=stopped, exit_code=0)
