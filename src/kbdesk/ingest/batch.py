@@ -25,9 +25,10 @@ from kbdesk.ingest import chunker
 from kbdesk.ingest.copies import write_copy
 from kbdesk.ingest.events import EventSink, IngestEvent
 from kbdesk.ingest.extract import ExtractionError, extract_bytes, typed_name
+from kbdesk.ingest.formats import OWN_PROCESS  # read in child processes of their own (the PDF reader, OCR)
 from kbdesk.ingest.helper import Helper
 from kbdesk.ingest.names import file_of
-from kbdesk.ingest.ocr import IMAGE_CONTENT_TYPES, OcrSetup, setup_for
+from kbdesk.ingest.ocr import OcrSetup, setup_for
 from kbdesk.ingest.offload import Prepared, chunks_of
 from kbdesk.ingest.pdf_text import ExtractionCancelled
 from kbdesk.ingest.sections import ResourceLimit, Section
@@ -43,9 +44,6 @@ EMBED_GROUP = 100  # chunks per provider call (the provider splits further when 
 STAGED = "staged:"
 BATCH_DOCS = 64
 BATCH_BYTES = 4 * 1024 * 1024
-PDF = "application/pdf"
-# read in child processes of their own (the PDF reader, OCR), never in the helper or under the turn
-OWN_PROCESS = frozenset({PDF, *IMAGE_CONTENT_TYPES})
 
 
 @dataclass

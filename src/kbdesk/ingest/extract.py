@@ -54,26 +54,13 @@ import os
 import stat
 from collections.abc import Callable
 
-from kbdesk.ingest.csv_text import extract_csv
-from kbdesk.ingest.docx_text import extract_docx
-from kbdesk.ingest.email_text import extract_eml, extract_mbox
-from kbdesk.ingest.epub_text import extract_epub
-from kbdesk.ingest.html_main import extract_page
-from kbdesk.ingest.image_text import extract_image
+from kbdesk.ingest.format_types import ChildLimits, Format, Source
+from kbdesk.ingest.formats import FORMATS, SUPPORTED_SUFFIXES, format_for, format_of
 from kbdesk.ingest.limits import Budget, clock
-from kbdesk.ingest.markdown_text import extract_markdown
-from kbdesk.ingest.notebook_text import extract_notebook
-from kbdesk.ingest.ocr import IMAGE_CONTENT_TYPES, IMAGE_TYPES, OcrSetup
-from kbdesk.ingest.ooxml_embedded import embedded_sections
-from kbdesk.ingest.opendoc_text import extract_opendocument
-from kbdesk.ingest.pdf_text import extract_pdf
-from kbdesk.ingest.pptx_text import extract_pptx
-from kbdesk.ingest.rtf_text import extract_rtf
+from kbdesk.ingest.ocr import OcrSetup
 from kbdesk.ingest.sections import Extracted, ExtractionError, Section
-from kbdesk.ingest.sheet_text import extract_xlsx
 from kbdesk.ingest.sniff import sniffed
-from kbdesk.ingest.text_decode import decode_markup, decode_text, decode_text_as, is_binary
-from kbdesk.ingest.text_kinds import TEXT_KIND_TYPES, TEXT_READERS
+from kbdesk.ingest.text_decode import decode_text
 from kbdesk.textnorm import nfkc
 
 __all__ = [
@@ -87,72 +74,7 @@ __all__ = [
     "extract_file",
 ]
 
-DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
-PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
-XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
-ODT = "application/vnd.oasis.opendocument.text"
-ODP = "application/vnd.oasis.opendocument.presentation"
-ODS = "application/vnd.oasis.opendocument.spreadsheet"
-
-_TYPES = {
-    ".txt": "text/plain",
-    ".text": "text/plain",
-    # reStructuredText, logs and AsciiDoc are prose read as-is; code, configuration and
-    # notes markup are added below (.text_kinds), lock files left out by the folder walk
-    ".rst": "text/plain",
-    ".log": "text/plain",
-    ".adoc": "text/plain",
-    ".md": "text/markdown",
-    ".markdown": "text/markdown",
-    # .tsv is CSV with tabs; the delimiter is sniffed either way
-    ".csv": "text/csv",
-    ".tsv": "text/csv",
-    ".html": "text/html",
-    ".htm": "text/html",
-    ".xhtml": "text/html",
-    ".pdf": "application/pdf",
-    # the formats of a real folder (docs/FORMATS.md)
-    ".docx": DOCX,
-    ".docm": DOCX,
-    ".pptx": PPTX,
-    ".pptm": PPTX,
-    ".xlsx": XLSX,
-    ".xlsm": XLSX,
-    ".odt": ODT,
-    ".odp": ODP,
-    ".ods": ODS,
-    ".rtf": "application/rtf",
-    ".epub": "application/epub+zip",
-    ".eml": "message/rfc822",
-    ".mbox": "application/mbox",
-    ".ipynb": "application/x-ipynb+json",
-    # scans, screenshots, photos: read by OCR (Tesseract), see .ocr
-    **IMAGE_TYPES,
-}
-_TYPES.update(TEXT_KIND_TYPES)  # code, configuration and notes markup (.text_kinds)
-SUPPORTED_SUFFIXES: frozenset[str] = frozenset(_TYPES)
-
 _MB = 1024 * 1024
-
-_TEXT_EXTRACTORS: dict[str, Callable[[str], list[Section]]] = {
-    "text/markdown": extract_markdown,
-    "text/csv": extract_csv,
-}
-# packages and binary formats: (bytes, budget, warnings) → sections
-_PACKAGES: dict[str, Callable[[bytes, Budget, list[str]], list[Section]]] = {
-    DOCX: lambda data, budget, w: extract_docx(data, budget) + _embedded(data, budget, w),
-    PPTX: lambda data, budget, w: extract_pptx(data, budget) + _embedded(data, budget, w),
-    XLSX: lambda data, budget, w: extract_xlsx(data, budget) + _embedded(data, budget, w),
-    ODT: lambda data, budget, _w: extract_opendocument(data, budget),
-    ODP: lambda data, budget, _w: extract_opendocument(data, budget),
-    ODS: lambda data, budget, _w: extract_opendocument(data, budget),
-    "application/epub+zip": extract_epub,
-    "application/rtf": lambda data, budget, _w: extract_rtf(data, budget),
-    "message/rfc822": lambda data, budget, w: extract_eml(data, budget, w, _attachment(w)),
-    "application/mbox": lambda data, budget, w: extract_mbox(data, budget, w, _attachment(w)),
-}
-
-
 _TEXT_FIELDS = ("title", "author", "subject", "from", "to", "sheet")
 
 
@@ -166,74 +88,52 @@ def _no_surrogates(text: str) -> str:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
-def _sections(data: bytes, ctype: str, budget: Budget, warnings: list[str]) -> list[Section]:
-    """Every format but PDF: bytes → sections, within ``budget``."""
-    package = _PACKAGES.get(ctype)
-    if package is not None:
-        return package(data, budget, warnings)
-    if is_binary(data):
-        raise ExtractionError("binary file (not text)")
-    guessed = None
-    if ctype in ("text/html", "application/xml"):
-        text = decode_markup(data)
-    else:
-        text, guessed = decode_text_as(data)
-    if not text.strip():
-        raise ExtractionError("file has no text (only whitespace)")
-    if ctype != "application/x-ipynb+json":  # a notebook counts the text it keeps, not its images' base64
-        budget.spend(len(text))
-    if ctype == "text/html":
-        return extract_page(text)
-    if ctype == "application/x-ipynb+json":
-        return extract_notebook(text, budget)
-    extractor = _TEXT_EXTRACTORS.get(ctype) or TEXT_READERS.get(ctype)
-    sections = extractor(text) if extractor else [Section(text.strip(), {})]
-    if guessed is not None:  # the legacy encoding it was read in: the document's own property
+def _read(fmt: Format, source: Source) -> list[Section]:
+    """``fmt``'s reader over ``source``; a legacy encoding the text was read in is the
+    sections' ``encoding`` (the document's own property)."""
+    sections = fmt.read(source)
+    if source.encoding is not None:
         for section in sections:
-            section.metadata["encoding"] = guessed
+            section.metadata["encoding"] = source.encoding
     return sections
 
 
-def _embedded(data: bytes, budget: Budget, warnings: list[str]) -> list[Section]:
-    """Documents embedded in an Office file, read as attachments are (:mod:`.ooxml_embedded`)."""
-    return embedded_sections(
-        data, budget, warnings, _attachment(warnings), lambda name: content_type_for(name) is not None
-    )
+def _source(data: bytes, budget: Budget, warnings: list[str], limits: ChildLimits) -> Source:
+    return Source(data, budget, warnings, limits, _attachment(warnings), _readable)
+
+
+def _readable(name: str) -> bool:
+    return format_for(name) is not None
 
 
 def _attachment(warnings: list[str]) -> Callable[[bytes, str, Budget], list[Section]]:
-    """How an e-mail reads an attachment: as the file it is, within the message's budget
-    (PDFs included, in their own process with the default limits)."""
+    """How an e-mail (or an Office file) reads a file inside it: as the file it is,
+    within its budget (PDFs included, in their own process with the default limits)."""
 
     def read(data: bytes, filename: str, budget: Budget) -> list[Section]:
-        ctype = content_type_for(filename)
-        if ctype is None or ctype in IMAGE_CONTENT_TYPES:  # a signature's logo is not read
+        fmt = format_for(filename)
+        if fmt is None or not fmt.attachment:  # a signature's logo is not read
             raise ExtractionError("not a format kbdesk reads")
-        ctype = sniffed(data, ctype)
-        if ctype == "application/pdf":
-            sections, more = extract_pdf(data, 30.0, 512, None)
-            warnings.extend(more)
-            return sections
-        return _sections(data, ctype, budget, warnings)
+        fmt = sniffed(data, fmt, FORMATS)
+        return _read(fmt, _source(data, budget, warnings, ChildLimits()))
 
     return read
 
 
 def content_type_for(filename: str) -> str | None:
     """The content type kbdesk extracts ``filename`` as, or None if unsupported."""
-    return _TYPES.get(os.path.splitext(filename)[1].lower())
-
-
-_SUFFIX_OF = {ctype: suffix for suffix, ctype in reversed(_TYPES.items())}
+    fmt = format_for(filename)
+    return fmt.content_type if fmt is not None else None
 
 
 def typed_name(filename: str, content_type: str | None) -> str:
     """A name :func:`extract_bytes` reads as ``content_type``: ``filename`` when its
     suffix says so, else a name with that type's suffix (a web page's name is its URL,
     its type the server's Content-Type)."""
-    if content_type is None or content_type_for(filename) == content_type or content_type not in _SUFFIX_OF:
+    fmt = format_of(content_type) if content_type is not None else None
+    if fmt is None or content_type_for(filename) == content_type:
         return filename
-    return "page" + _SUFFIX_OF[content_type]
+    return "page" + fmt.suffixes[0]
 
 
 def _size(n: int, *, whole: bool = False) -> str:
@@ -252,12 +152,12 @@ def _check_size(size: int, max_bytes: int) -> None:
         raise ExtractionError(f"file is {shown}, over the {limit} limit")
 
 
-def _type_or_raise(filename: str) -> str:
-    ctype = content_type_for(filename)
-    if ctype is None:
+def _format_or_raise(filename: str) -> Format:
+    fmt = format_for(filename)
+    if fmt is None:
         suffix = os.path.splitext(filename)[1].lower()
         raise ExtractionError(f"unsupported file type '{suffix}'" if suffix else "unsupported file type (no extension)")
-    return ctype
+    return fmt
 
 
 def extract_file(
@@ -271,7 +171,7 @@ def extract_file(
 ) -> Extracted:
     """Extract a file on disk; the size is checked before anything is read."""
     name = os.path.basename(os.fspath(path))
-    _type_or_raise(name)
+    _format_or_raise(name)
     try:
         # O_NONBLOCK: opening a FIFO must not hang; it is refused just below
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
@@ -310,20 +210,18 @@ def extract_bytes(
     the time and text one document may cost (:mod:`.limits`; a fresh one by default).
     ``ocr``: Tesseract as the run uses it (:func:`.ocr.setup_for`; found on PATH when
     not given)."""
-    ctype = _type_or_raise(filename)
+    fmt = _format_or_raise(filename)
     _check_size(len(data), max_bytes)
     if not data:
         raise ExtractionError("empty file")
-    ctype = sniffed(data, ctype)  # the bytes' own format, whatever the name says (:mod:`.sniff`)
+    fmt = sniffed(data, fmt, FORMATS)  # the bytes' own format, whatever the name says (:mod:`.sniff`)
     warnings: list[str] = []
-    if ctype == "application/pdf":
-        sections, warnings = extract_pdf(data, pdf_timeout, pdf_memory_mb, cancelled, ocr)
-    elif ctype in IMAGE_CONTENT_TYPES:
-        sections, warnings = extract_image(data, pdf_timeout, pdf_memory_mb, cancelled, ocr)
+    source = _source(data, budget or Budget(), warnings, ChildLimits(pdf_timeout, pdf_memory_mb, cancelled, ocr))
+    if fmt.own_process:  # a child process with its own bounds (the PDF reader, OCR)
+        sections = _read(fmt, source)
     else:
-        budget = budget or Budget()
-        with clock(budget):
-            sections = _sections(data, ctype, budget, warnings)
+        with clock(source.budget):
+            sections = _read(fmt, source)
     for section in sections:
         section.text = nfkc(_no_surrogates(section.text))
         meta = section.metadata
@@ -336,5 +234,5 @@ def extract_bytes(
     if not sections:
         raise ExtractionError("file has no text")
     return Extracted(
-        text="\n\n".join(s.text for s in sections), content_type=ctype, sections=sections, warnings=warnings
+        text="\n\n".join(s.text for s in sections), content_type=fmt.content_type, sections=sections, warnings=warnings
     )

@@ -12,26 +12,12 @@ import contextlib
 from html.parser import HTMLParser
 
 from kbdesk.ingest.extract import content_type_for
+from kbdesk.ingest.formats import media_types
 from kbdesk.ingest.sections import ExtractionError
 from kbdesk.ingest.xml_tree import parse
 from kbdesk.web.urls import MAX_URL, normalise
 
-_MEDIA = {
-    "text/html": "text/html",
-    "application/xhtml+xml": "text/html",
-    "text/plain": "text/plain",
-    "text/markdown": "text/markdown",
-    "text/x-markdown": "text/markdown",
-    "text/csv": "text/csv",
-    "text/tab-separated-values": "text/csv",
-    "application/pdf": "application/pdf",
-    "application/rtf": "application/rtf",
-    "text/rtf": "application/rtf",
-    "application/epub+zip": "application/epub+zip",
-    "message/rfc822": "message/rfc822",
-    "application/mbox": "application/mbox",
-    "application/x-ipynb+json": "application/x-ipynb+json",
-}
+_MEDIA = media_types()  # what each Content-Type is read as: declared with the formats (.ingest.formats)
 _GENERIC = ("application/octet-stream", "binary/octet-stream", "application/zip", "")
 MAX_LINKS = 10_000  # links read from one page
 MAX_SITEMAP_URLS = 50_000  # the sitemap protocol's own limit per file
