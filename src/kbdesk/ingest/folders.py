@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 
-from kbdesk.ingest.extract import content_type_for
+from kbdesk.ingest.formats import format_for  # the table of formats decides what a folder holds for kbdesk
 from kbdesk.ingest.ignore_rules import Rules, ignored, read_rules
 from kbdesk.ingest.names import as_text, display_name, source_key
 from kbdesk.ingest.text_kinds import VENDORED_FOLDERS, generated_reason
@@ -197,7 +197,7 @@ def _walk(
             if generated is not None and not (include and _matches(rel, include)):
                 out.skipped.append(Skipped(entry.path, generated))
                 continue
-            if content_type_for(name) is None:
+            if format_for(name) is None:
                 kind = PurePath(name).suffix or name
                 out.skipped.append(Skipped(entry.path, f"unsupported file type '{kind}'"))
                 continue

@@ -240,8 +240,16 @@ FORMATS: tuple[Format, ...] = (
         (".srt",),
         on_text(extract_srt),
         media_types=("application/x-subrip",),
+        described="subtitles",
     ),
-    Format("WebVTT subtitles", "text/vtt", (".vtt",), on_text(extract_vtt), media_types=("text/vtt",)),
+    Format(
+        "WebVTT subtitles",
+        "text/vtt",
+        (".vtt",),
+        on_text(extract_vtt),
+        media_types=("text/vtt",),
+        described="subtitles",
+    ),
 )
 
 _BY_SUFFIX: dict[str, Format] = {suffix: fmt for fmt in FORMATS for suffix in fmt.suffixes}

@@ -71,8 +71,8 @@ def _cues(text: str, *, vtt: bool) -> list[Section]:
             first = block[0].strip()
             if vtt and first.split(maxsplit=1)[0] in _VTT_BLOCKS:
                 continue  # the header, a comment, a style sheet, a region's settings
-            if cues and not (len(block) == 1 and first.isdigit()):
-                cues[-1][1].extend(block)  # a cue's text broken by a blank line
+            if cues:  # a cue's text broken by a blank line (a lost timing line's cue number left out)
+                cues[-1][1].extend(block[1:] if first.isdigit() else block)
             continue
         timings += len(at)
         for k, i in enumerate(at):  # lines before the first timing line: the cue's identifier
