@@ -34,12 +34,15 @@ Section text per format (docs/FORMATS.md has the table, with the libraries measu
   headers, attachments in formats kbdesk reads extracted too; notebooks
   (:mod:`.notebook_text`): Markdown and code cells, read as Markdown; code,
   configuration, LaTeX, BibTeX and org-mode (:mod:`.text_kinds`): sections at
-  definitions, keys and headings. Their title,
-  author and dates go into each section's metadata. Zip-based files are read within
-  the limits of :mod:`.zip_parts` and :mod:`.xml_tree`, every format within the time
-  and text of :mod:`.limits`.
-A file whose bytes are another format than its name says (a PDF, an Office package, an
-OLE file) is read as what it is or refused saying so (:mod:`.sniff`).
+  definitions, keys and headings; subtitles (:mod:`.subtitle_text`): a section per cue,
+  its start as the heading. Their title, author and dates go into each section's
+  metadata. Zip-based files are read within the limits of :mod:`.zip_parts` and
+  :mod:`.xml_tree`, every format within the time and text of :mod:`.limits`.
+Which suffix is read by which reader, and how, is one table (:data:`.formats.FORMATS`):
+this module looks the file's format up there and runs its reader, on the budget's clock
+unless the format runs in a child process of its own (``own_process``). A file whose
+bytes are another format than its name says (a PDF, an Office package, an OLE file) is
+read as what it is or refused saying so (the table's sniffers, :mod:`.sniff`).
 A heading immediately followed by another heading is merged into the next section,
 so no section is a bare heading. Every section's text (and heading path) is put in
 Unicode NFKC (:func:`kbdesk.textnorm.nfkc`) before anything is chunked: a ligature

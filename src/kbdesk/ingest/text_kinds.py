@@ -1,6 +1,6 @@
 """The text files people keep beside their documents: code, configuration, notes markup.
 
-Which suffix is read as what (:data:`TEXT_KIND_TYPES`, merged into the extractor's table),
+Which suffix is read as what (:data:`TEXT_KIND_TYPES`, entries of the table of formats, :mod:`.formats`),
 the reader of each (:data:`TEXT_READERS`), and what a folder walk leaves out as generated
 or vendored (:func:`generated_reason`, :data:`VENDORED_FOLDERS`); docs/FORMATS.md has the
 table and the measurements behind the choices.
