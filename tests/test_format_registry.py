@@ -83,3 +83,19 @@ def test_every_format_refuses_an_empty_file_and_names_its_suffix_type(fmt):
     assert extract.content_type_for("x" + fmt.suffixes[0]) == fmt.content_type
     with pytest.raises(extract.ExtractionError, match="empty file"):
         extract.extract_bytes(b"", "x" + fmt.suffixes[-1])
+
+
+def test_watch_makes_no_pass_for_a_file_in_a_format_kbdesk_does_not_read(tmp_path):
+    from kbdesk.ingest.watch import _relevant
+
+    for name in ("clip.srt", "notes.md", "build.o", "Makefile", ".gitignore", "download.part"):
+        (tmp_path / name).write_bytes(b"x")
+    (tmp_path / "photos.d").mkdir()
+    for hidden in (False, True):
+        keep = _relevant(tmp_path, (), hidden=hidden)
+        assert keep(None, str(tmp_path / "clip.srt")) and keep(None, str(tmp_path / "notes.md"))
+        assert keep(None, str(tmp_path / ".gitignore"))  # an edited ignore file still makes a pass
+        assert not keep(None, str(tmp_path / "build.o")) and not keep(None, str(tmp_path / "download.part"))
+        assert not keep(None, str(tmp_path / "Makefile"))
+        assert keep(None, str(tmp_path / "photos.d"))  # a folder: what it holds may be read
+        assert keep(None, str(tmp_path / "gone.o"))  # gone: a folder or a document once, a pass tells

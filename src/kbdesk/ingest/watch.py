@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kbdesk.errors import KbdeskError
+from kbdesk.ingest.formats import format_for
 from kbdesk.ingest.ignore_rules import IGNORE_FILES, IgnoredUnder
 
 # Events are grouped until the folder has been quiet for QUIET_MS, or for at most
@@ -206,7 +207,8 @@ def _relevant(root: Path, own: tuple[str, ...], hidden: bool, no_ignore: bool = 
     """Which changed paths deserve a pass: not kbdesk's own files (the database may live
     inside the folder: its writes must not wake the watcher), not hidden ones unless
     asked for, not those the folder's ignore files name (a build writing into an ignored
-    folder makes no passes); an edited ignore file always does."""
+    folder makes no passes), not files in a format kbdesk does not read; an edited ignore
+    file always does."""
     ignore = [None if no_ignore else IgnoredUnder([root])]
 
     def keep(_change: Any, path: str) -> bool:
@@ -224,7 +226,11 @@ def _relevant(root: Path, own: tuple[str, ...], hidden: bool, no_ignore: bool = 
                 return True
             if any(part.startswith(".") and part not in (".", "..") for part in parts):
                 return False
-        return ignore[0] is None or not ignore[0](Path(path))
+        if ignore[0] is not None and ignore[0](Path(path)):
+            return False
+        # a file kbdesk does not read (a build's .o, a download's .part: the table of formats
+        # says) makes no pass; a path that is gone may have been a folder or a document
+        return os.path.basename(path) in IGNORE_FILES or format_for(path) is not None or not os.path.isfile(path)
 
     return keep
 
