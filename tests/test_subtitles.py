@@ -166,15 +166,17 @@ def test_subtitles_in_another_encoding_are_read_and_the_encoding_kept():
 
 
 def test_a_folder_of_subtitles_is_searched_and_a_result_says_when(tmp_path):
-    folder = write_files(tmp_path / "talks", {"broken.srt": b"\x00\x01\x02\x03" * 64})
+    huge = b"1\n00:10:00,000 --> 00:10:05,000\n" + b"word " * MAX_CUE_CHARS + b"\n"
+    folder = write_files(tmp_path / "talks", {"broken.srt": b"\x00\x01\x02\x03" * 64, "huge.srt": huge})
     for name in ("netflix_chicas_del_cable.vtt", "sample.srt"):
         (folder / name).write_bytes(REAL.joinpath(name).read_bytes())
     desk = open_desk()
     try:
         desk.create_kb("talks")
         report = desk.add("talks", [folder])
-        assert report.skipped == [] and [name for name, _ in report.failed] == ["broken.srt"]
-        assert "binary" in report.failed[0][1]
+        failed = dict(report.failed)
+        assert report.skipped == [] and sorted(failed) == ["broken.srt", "huge.srt"]  # each alone, with its reason
+        assert "binary" in failed["broken.srt"] and "the cue at 00:10:00 holds more than" in failed["huge.srt"]
         docs = {d.path: d.status for d in desk.documents("talks")}
         assert docs["netflix_chicas_del_cable.vtt"] == "ready" and docs["sample.srt"] == "ready"
         top = desk.search(["talks"], "adornos", mode="keyword", limit=3).results[0]
