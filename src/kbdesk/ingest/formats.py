@@ -30,7 +30,6 @@ from kbdesk.ingest.image_text import extract_image
 from kbdesk.ingest.limits import Budget
 from kbdesk.ingest.markdown_text import extract_markdown
 from kbdesk.ingest.notebook_text import extract_notebook
-from kbdesk.ingest.ocr import IMAGE_TYPES
 from kbdesk.ingest.ooxml_embedded import embedded_sections
 from kbdesk.ingest.opendoc_text import extract_opendocument
 from kbdesk.ingest.pdf_text import extract_pdf
@@ -106,10 +105,6 @@ def _inner(source: Source) -> Attachment:
 
 
 # ── the table ───────────────────────────────────────────────────────────────────────
-
-_IMAGES: dict[str, list[str]] = {}
-for _suffix, _ctype in IMAGE_TYPES.items():
-    _IMAGES.setdefault(_ctype, []).append(_suffix)
 
 FORMATS: tuple[Format, ...] = (
     # reStructuredText, logs and AsciiDoc are prose read as-is
@@ -216,12 +211,13 @@ FORMATS: tuple[Format, ...] = (
         media_types=("application/x-ipynb+json",),
         described="a notebook",
     ),
-    # scans, screenshots, photos: read by OCR (Tesseract), see .ocr; a signature's logo
-    # in an e-mail is not read
-    *(
-        Format(f"image ({ctype[6:]})", ctype, tuple(suffixes), _image, own_process=True, attachment=False)
-        for ctype, suffixes in _IMAGES.items()
-    ),
+    # scans, screenshots, photos: read by OCR (Tesseract) in a child process, see .ocr;
+    # a signature's logo in an e-mail is not read
+    Format("PNG image", "image/png", (".png",), _image, own_process=True, attachment=False),
+    Format("JPEG image", "image/jpeg", (".jpg", ".jpeg"), _image, own_process=True, attachment=False),
+    Format("TIFF image", "image/tiff", (".tif", ".tiff"), _image, own_process=True, attachment=False),
+    Format("WebP image", "image/webp", (".webp",), _image, own_process=True, attachment=False),
+    Format("GIF image", "image/gif", (".gif",), _image, own_process=True, attachment=False),
     # code, configuration and notes markup: their own table (.text_kinds); XML's
     # declared encoding is honoured as HTML's
     *(

@@ -37,16 +37,6 @@ from kbdesk.ingest.sections import ExtractionError, ResourceLimit
 
 __all__ = ["OcrCancelled", "run_ocr_worker", "running_ocr_workers"]  # from .ocr_child, used through here
 
-IMAGE_TYPES = {
-    ".png": "image/png",
-    ".jpg": "image/jpeg",
-    ".jpeg": "image/jpeg",
-    ".tif": "image/tiff",
-    ".tiff": "image/tiff",
-    ".webp": "image/webp",
-    ".gif": "image/gif",
-}
-IMAGE_CONTENT_TYPES = frozenset(IMAGE_TYPES.values())
 # Tesseract reads a 300-dpi A4 page (8.7 million pixels) well; a 48-megapixel photo is
 # scaled to this first (when Pillow is installed; a PDF's raw pixels always)
 MAX_PIXELS = 16_000_000
