@@ -1,4 +1,5 @@
-"""What one format declares (:class:`Format`) and what its reader is handed (:class:`Source`).
+"""What one format declares (:class:`Format`), what its reader is handed (:class:`Source`)
+and what its content sniffer is handed (:class:`Probe`: the bytes, a zip's parts read once).
 
 The table of formats is :mod:`.formats`; :mod:`.extract` dispatches from it, :mod:`.sniff`
 checks the bytes against its sniffers. A reader is a function ``Source → sections``: the
@@ -11,6 +12,8 @@ encoding it was read in (the sections' ``encoding``), the same for every text fo
 
 from __future__ import annotations
 
+import io
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -21,9 +24,10 @@ from kbdesk.ingest.text_decode import decode_markup, decode_text_as, is_binary
 
 if TYPE_CHECKING:
     from kbdesk.ingest.ocr import OcrSetup
-    from kbdesk.ingest.sniff import Probe
 
-__all__ = ["Attachment", "ChildLimits", "Format", "Reader", "Source", "on_markup", "on_text"]
+__all__ = ["ZIP", "Attachment", "ChildLimits", "Format", "Probe", "Reader", "Source", "on_markup", "on_text"]
+
+ZIP = b"PK\x03\x04"
 
 Attachment = Callable[[bytes, str, Budget], list[Section]]  # (bytes, file name, budget) → its sections
 
@@ -79,6 +83,46 @@ class Source:
 
 
 Reader = Callable[[Source], list[Section]]
+
+
+class Probe:
+    """The bytes of one file, with what its sniffers ask of a zip read once."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self._zip: tuple[frozenset[str], str] | None = None
+
+    @property
+    def zip_names(self) -> frozenset[str]:
+        """The zip's part names, lower-cased (empty when it is no zip, or a damaged one)."""
+        return self._zip_contents()[0]
+
+    @property
+    def zip_mimetype(self) -> str:
+        """The text of the zip's ``mimetype`` part (OpenDocument, EPUB), or ''."""
+        return self._zip_contents()[1]
+
+    def _zip_contents(self) -> tuple[frozenset[str], str]:
+        if self._zip is None:
+            self._zip = _zip_contents(self.data) if self.data.startswith(ZIP) else (frozenset(), "")
+        return self._zip
+
+
+def _zip_contents(data: bytes) -> tuple[frozenset[str], str]:
+    """A zip's part names (lower-cased) and its ``mimetype`` text; nothing when it is a
+    damaged or odd zip (left to the reader the name picks)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            listed = archive.namelist()[:50_000]
+            names = frozenset(name.lower() for name in listed)
+            mimetype = b""
+            if "mimetype" in names:
+                info = archive.getinfo(next(n for n in listed if n.lower() == "mimetype"))
+                if info.file_size <= 200 and info.compress_size <= 1024:
+                    mimetype = archive.read(info)
+    except Exception:  # noqa: BLE001 - a damaged or odd zip: left to the reader the name picks
+        return frozenset(), ""
+    return names, mimetype.decode("ascii", "replace").strip()
 
 
 def on_text(reader: Callable[[str], list[Section]]) -> Reader:

@@ -23,40 +23,14 @@ binary on its own).
 
 from __future__ import annotations
 
-import io
-import zipfile
 from collections.abc import Callable, Iterable
 
-from kbdesk.ingest.format_types import Format
+from kbdesk.ingest.format_types import ZIP, Format, Probe
 from kbdesk.ingest.sections import ExtractionError
 from kbdesk.ingest.text_decode import is_binary
 
 OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
-ZIP = b"PK\x03\x04"
 PDF_WITHIN = 1024  # readers accept the %PDF- header this far into the file
-
-
-class Probe:
-    """The bytes of one file, with what its sniffers ask of a zip read once."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self._zip: tuple[frozenset[str], str] | None = None
-
-    @property
-    def zip_names(self) -> frozenset[str]:
-        """The zip's part names, lower-cased (empty when it is no zip, or a damaged one)."""
-        return self._zip_contents()[0]
-
-    @property
-    def zip_mimetype(self) -> str:
-        """The text of the zip's ``mimetype`` part (OpenDocument, EPUB), or ''."""
-        return self._zip_contents()[1]
-
-    def _zip_contents(self) -> tuple[frozenset[str], str]:
-        if self._zip is None:
-            self._zip = _zip_contents(self.data) if self.data.startswith(ZIP) else (frozenset(), "")
-        return self._zip
 
 
 def sniffed(data: bytes, named: Format, formats: Iterable[Format]) -> Format:
@@ -97,20 +71,3 @@ def zip_part(name: str) -> Callable[[Probe], bool]:
 def zip_mimetype(content_type: str) -> Callable[[Probe], bool]:
     """A zip whose ``mimetype`` part says ``content_type`` (OpenDocument, EPUB)."""
     return lambda probe: probe.zip_mimetype == content_type
-
-
-def _zip_contents(data: bytes) -> tuple[frozenset[str], str]:
-    """A zip's part names (lower-cased) and its ``mimetype`` text; nothing when it is a
-    damaged or odd zip (left to the reader the name picks)."""
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            listed = archive.namelist()[:50_000]
-            names = frozenset(name.lower() for name in listed)
-            mimetype = b""
-            if "mimetype" in names:
-                info = archive.getinfo(next(n for n in listed if n.lower() == "mimetype"))
-                if info.file_size <= 200 and info.compress_size <= 1024:
-                    mimetype = archive.read(info)
-    except Exception:  # noqa: BLE001 - a damaged or odd zip: left to the reader the name picks
-        return frozenset(), ""
-    return names, mimetype.decode("ascii", "replace").strip()
