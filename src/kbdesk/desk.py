@@ -13,9 +13,10 @@ import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kbdesk.config import Config, load_config, vector_backend_override
+from kbdesk.desk_api import DeskApi
 from kbdesk.embedding import Embedders
 from kbdesk.errors import InvalidInputError, KbdeskError
 from kbdesk.filters import Filters
@@ -27,6 +28,13 @@ from kbdesk.search import SearchResponse, search
 from kbdesk.store import choose_driver, is_server_uri
 from kbdesk.store.api import Store, is_team
 from kbdesk.store.sqlite import SqliteStore
+
+if TYPE_CHECKING:  # built lazily below: each of them takes the desk (as kbdesk.desk_api.DeskApi)
+    from kbdesk.chat.service import ChatService
+    from kbdesk.ingest.events import EventSink
+    from kbdesk.ingest.pipeline import Ingestor, IngestReport
+    from kbdesk.remote.registry import Remotes
+    from kbdesk.store.postgres import PostgresStore
 
 # (kb) -> query vector or None: filled in by the provider layer when one is configured
 QueryEmbedder = Callable[[KnowledgeBase, str], Any]
@@ -50,7 +58,7 @@ class Desk:
     query_embedder: QueryEmbedder | None = None
     embedders: Embedders = field(init=False)
     _retired: list[Embedders] = field(init=False, default_factory=list, repr=False)
-    _remotes: Any = field(init=False, default=None, repr=False)
+    _remotes: Remotes | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.embedders = Embedders(self.config, self.store)
@@ -82,7 +90,7 @@ class Desk:
         return self.config
 
     @property
-    def remotes(self) -> Any:
+    def remotes(self) -> Remotes:
         """The team servers whose KBs this desk searches beside its own
         (:class:`kbdesk.remote.registry.Remotes`, from the ``[remotes.NAME]`` tables)."""
         if self._remotes is None:
@@ -142,14 +150,18 @@ class Desk:
     # ── teams (a team server's) ────────────────────────────────────────────────
     def teams(self) -> list[dict[str, Any]]:
         """The user's teams on a team server: id, name, role ("member" or "admin")."""
-        return _teams_module(self.store).my_teams(self.store)
+        from kbdesk.store.postgres.teams import my_teams
+
+        return my_teams(_team_server(self.store))
 
     def team(self, ref: str) -> dict[str, Any]:
         """One of the user's teams (by name or id) with its KBs, and its members when the
         user administers it (a team's members are shown to its admins only)."""
-        teams = _teams_module(self.store)
-        team_id = teams.resolve(self.store, ref)
-        mine = {t["id"]: t for t in teams.my_teams(self.store)}
+        from kbdesk.store.postgres.teams import my_teams, resolve, team_members
+
+        server = _team_server(self.store)
+        team_id = resolve(server, ref)
+        mine = {t["id"]: t for t in my_teams(server)}
         if team_id not in mine:
             from kbdesk.errors import NotFoundError
 
@@ -157,7 +169,7 @@ class Desk:
         kbs = [kb for kb in self.list_kbs() if kb.scope == "team" and kb.team_id == team_id]
         team = dict(mine[team_id])
         team["kbs"] = kbs
-        team["members"] = teams.team_members(self.store, team_id) if team["role"] == "admin" else None
+        team["members"] = team_members(server, team_id) if team["role"] == "admin" else None
         return team
 
     def kb(self, ref: str) -> KnowledgeBase:
@@ -271,20 +283,26 @@ class Desk:
         """A chunk with the ``radius`` chunks before and after it in its document."""
         return self.store.chunk_neighbours(document_id, chunk_index, radius)
 
-    def ingestor(self, **kwargs: Any) -> Any:
+    def ingestor(self, *, workers: int | None = None, on_event: EventSink | None = None) -> Ingestor:
         """An :class:`kbdesk.ingest.pipeline.Ingestor` over this desk."""
         from kbdesk.ingest.pipeline import Ingestor
 
-        return Ingestor(self, **kwargs)
+        return Ingestor(self, workers=workers, on_event=on_event)
 
-    def add(self, ref: str, paths: Sequence[str | os.PathLike[str]], **kwargs: Any) -> Any:
-        """Ingest files and folders into a KB (see :meth:`Ingestor.add`)."""
-        on_event = kwargs.pop("on_event", None)
-        workers = kwargs.pop("workers", None)
-        return self.ingestor(on_event=on_event, workers=workers).add(ref, paths, **kwargs)
+    def add(
+        self,
+        ref: str,
+        paths: Sequence[str | os.PathLike[str]],
+        *,
+        on_event: EventSink | None = None,
+        workers: int | None = None,
+        **options: Any,
+    ) -> IngestReport:
+        """Ingest files and folders into a KB (``options``: those of :meth:`Ingestor.add`)."""
+        return self.ingestor(on_event=on_event, workers=workers).add(ref, paths, **options)
 
     # ── chat and notes (kbdesk.chat) ───────────────────────────────────────────
-    def chat(self) -> Any:
+    def chat(self) -> ChatService:
         """A :class:`kbdesk.chat.ChatService` over this desk (cheap; holds no state)."""
         from kbdesk.chat.service import ChatService
 
@@ -450,12 +468,17 @@ def _open_postgres(paths: Paths, config: Config, uri: str) -> Desk:
     return Desk(paths=paths, config=config, db_path=db_path, store=store)
 
 
-def _teams_module(store: Store) -> Any:
-    """Teams exist on a team server only (:mod:`kbdesk.store.postgres.teams`)."""
+def _team_server(store: Store) -> PostgresStore:
+    """The team server's store: teams exist there only (:mod:`kbdesk.store.postgres.teams`)."""
     if not is_team(store):
         raise InvalidInputError(
             "teams live on a team server: kbdesk --db postgresql://… team … (this desk is a SQLite file)"
         )
-    from kbdesk.store.postgres import teams
+    from kbdesk.store.postgres import PostgresStore
 
-    return teams
+    return cast(PostgresStore, store)
+
+
+def _is_desk_api(desk: Desk) -> DeskApi:
+    """Nothing at run time: mypy proves here that the desk is what its parts take."""
+    return desk

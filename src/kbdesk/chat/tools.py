@@ -22,6 +22,7 @@ from typing import Any
 
 from kbdesk.chat.grounding import merge, usable
 from kbdesk.chat.safety import bounded, clean, data_json, one_line, reference_block
+from kbdesk.desk_api import DeskApi
 from kbdesk.errors import InvalidInputError, KbdeskError
 from kbdesk.filter_fields import FIELDS
 from kbdesk.filters import Filters
@@ -133,7 +134,7 @@ class Toolbox:
 
     def __init__(
         self,
-        desk: Any,
+        desk: DeskApi,
         kbs: Sequence[KnowledgeBase],
         *,
         notes: Any = None,

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbdesk.errors import StoreError
+from kbdesk.desk_api import DeskApi
+from kbdesk.errors import InvalidInputError, StoreError
 from kbdesk.ingest.batch import EMBED_GROUP, STAGED, BatchRunner, Feeder, Job
 from kbdesk.ingest.events import EventSink, IngestEvent, ignore
 from kbdesk.ingest.folders import FoundFile, scan
@@ -113,7 +114,7 @@ class IngestReport:
 class Ingestor:
     """Runs the pipeline for one desk. Thread-safe; one instance can serve many calls."""
 
-    def __init__(self, desk: Any, *, workers: int | None = None, on_event: EventSink | None = None) -> None:
+    def __init__(self, desk: DeskApi, *, workers: int | None = None, on_event: EventSink | None = None) -> None:
         self.desk = desk
         self.store: Store = desk.store
         self.config = desk.config
@@ -335,6 +336,8 @@ class Ingestor:
             kb, embedding_config={**kb.embedding_config, "provider": provider, "model_id": model_id, "dimensions": None}
         )
         embedder = self.desk.embedders.for_kb(target)
+        if embedder is None:
+            raise InvalidInputError("name a model to embed the knowledge base with")
         report = IngestReport()
         texts = self.store.chunk_texts(kb.id)
         cached = self.store.cached_vectors(embedder.model_key, [h for h, _ in texts])

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kbdesk.desk_api import DeskApi
 from kbdesk.errors import InvalidInputError, KbdeskError, NotFoundError
 from kbdesk.models import SearchResult
 from kbdesk.remote.names import RemoteRef, display_name
@@ -56,7 +57,7 @@ class FederatedResponse(SearchResponse):
 
 # ── the federated search ───────────────────────────────────────────────────────
 def federated_search(
-    desk: Any,
+    desk: DeskApi,
     local_refs: Sequence[str],
     remote_refs: Sequence[RemoteRef],
     query: str,
@@ -107,7 +108,7 @@ def federated_search(
         )
         kbs = [desk.kb(ref) for ref in local_refs]
         dims = {kb.id: desk.store.kb_vector_dimensions(kb.id) for kb in kbs}
-        models = [(kb.model_id, dims[kb.id]) for kb in kbs if kb.model_id and dims[kb.id]]
+        models = [(kb.model_id, dim) for kb in kbs if kb.model_id and (dim := dims[kb.id])]
         parts = keyword_parts(desk.store, [kb.id for kb in kbs], query, local)
         rankings.append(
             ranking_of(local, fusion=cfg.fusion, alpha=cfg.alpha, threshold=used_threshold, models=models, parts=parts)
