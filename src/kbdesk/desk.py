@@ -10,21 +10,21 @@ import contextlib
 import dataclasses
 import os
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from kbdesk.config import Config, load_config, vector_backend_override
 from kbdesk.desk_api import DeskApi
+from kbdesk.desk_search import QueryEmbedder, search_kbs, unique_kbs
 from kbdesk.embedding import Embedders
 from kbdesk.errors import InvalidInputError, KbdeskError
 from kbdesk.filters import Filters
-from kbdesk.filters_text import as_filters
 from kbdesk.models import ChunkInput, Document, DocumentBrief, KnowledgeBase
 from kbdesk.paths import Paths, get_paths, resolve_db
-from kbdesk.remote.names import clashing_prefix, split_ref, split_refs
-from kbdesk.search import SearchResponse, search
+from kbdesk.remote.names import clashing_prefix, split_ref
+from kbdesk.search import SearchResponse
 from kbdesk.store import choose_driver, is_server_uri
 from kbdesk.store.api import Store, is_team
 from kbdesk.store.sqlite import SqliteStore
@@ -35,9 +35,6 @@ if TYPE_CHECKING:  # built lazily below: each of them takes the desk (as kbdesk.
     from kbdesk.ingest.pipeline import Ingestor, IngestReport
     from kbdesk.remote.registry import Remotes
     from kbdesk.store.postgres import PostgresStore
-
-# (kb) -> query vector or None: filled in by the provider layer when one is configured
-QueryEmbedder = Callable[[KnowledgeBase, str], Any]
 
 
 @dataclass(frozen=True)
@@ -259,7 +256,7 @@ class Desk:
         tags: set[str] = set()
         folders: set[str] = set()
         types: set[str] = set()
-        for kb in _unique([self.kb(ref) for ref in refs]):
+        for kb in unique_kbs([self.kb(ref) for ref in refs]):
             kb_tags, kb_folders, kb_types = self.store.kb_facts(kb.id).names()
             tags |= kb_tags
             folders |= kb_folders
@@ -337,97 +334,18 @@ class Desk:
         and the response says so (``keyword_fallback``, ``notes``); only an explicit
         ``mode="vector"`` fails then, with the provider's error.
         """
-        if not refs:
-            raise InvalidInputError("name at least one knowledge base to search")
-        filters = as_filters(filters) if not isinstance(filters, Filters) else filters
-        if self.config.remotes:  # remote KBs (team:Product Docs) searched at once, in one ranking
-            local_refs, remote_refs = split_refs(refs, self.config.remotes)
-            if remote_refs:
-                from kbdesk.remote.federation import federated_search
-
-                return federated_search(
-                    self,
-                    local_refs,
-                    remote_refs,
-                    query,
-                    query_vector=query_vector,
-                    limit=limit,
-                    threshold=threshold,
-                    mode=mode,
-                    explain=explain,
-                    filters=filters,
-                )
-        kbs = _unique([self.kb(ref) for ref in refs])
-        mode = mode or self.config.search.mode
-        notes: list[str] = []
-        fallback: list[str] = []
-        if query_vector is None and mode != "keyword":
-            query_vector, notes, fallback, error = self._embed_query(kbs, query)
-            if error is not None and mode == "vector":
-                raise error
-            if fallback and query_vector is None and mode == "hybrid":
-                mode = "keyword"  # nothing to fuse: every vector KB lost its query vector
-        response = search(
-            self.store,
-            kbs,
+        return search_kbs(
+            self,
+            self.query_embedder,
+            refs,
             query,
-            query_vector,
-            limit=limit if limit is not None else self.config.search.limit,
-            threshold=threshold if threshold is not None else self.config.search.threshold,
+            query_vector=query_vector,
+            limit=limit,
+            threshold=threshold,
             mode=mode,
             explain=explain,
-            fusion=self.config.search.fusion,
-            alpha=self.config.search.alpha,
-            filters=filters or None,
+            filters=filters,
         )
-        response.notes.extend(notes)
-        response.keyword_fallback.extend(fallback)
-        if threshold is not None and response.mode == "keyword" and not fallback:  # asked for, and it cannot apply
-            response.notes.append(
-                "keyword search has no cosine: the threshold applies to vector and hybrid search only"
-            )
-        return response
-
-    def _embed_query(
-        self, kbs: Sequence[KnowledgeBase], query: str
-    ) -> tuple[dict[str, Any] | None, list[str], list[str], KbdeskError | None]:
-        """Query vectors of the KBs that hold vectors, embedded once per (provider, model):
-        ``(vectors, notes, names searched by keyword instead, the first error)``."""
-        groups: dict[tuple[Any, str], list[KnowledgeBase]] = {}
-        for kb in kbs:
-            if kb.model_id and self.store.kb_vector_dimensions(kb.id) is not None:
-                groups.setdefault((kb.embedding_config.get("provider"), kb.model_id), []).append(kb)
-        vectors: dict[str, Any] = {}
-        notes: list[str] = []
-        fallback: list[str] = []
-        first_error: KbdeskError | None = None
-        for (_, model), members in groups.items():
-            names = ", ".join(f"'{kb.name}'" for kb in members)
-            try:
-                vector = self.query_embedder(members[0], query) if self.query_embedder else None
-            except KbdeskError as exc:
-                first_error = first_error or exc
-                fallback.extend(kb.name for kb in members)
-                notes.append(f"the query could not be embedded with {model} ({_short(exc)}): keyword search in {names}")
-                continue
-            if vector is None:
-                fallback.extend(kb.name for kb in members)
-                notes.append(f"{names} embed with {model}, but no provider for it is set up: keyword search only")
-                continue
-            vectors.update({kb.id: vector for kb in members})
-        return (vectors or None), notes, fallback, first_error
-
-
-def _short(error: BaseException, limit: int = 200) -> str:
-    text = " ".join(str(error).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _unique(kbs: list[KnowledgeBase]) -> list[KnowledgeBase]:
-    first: dict[str, KnowledgeBase] = {}
-    for kb in kbs:
-        first.setdefault(kb.id, kb)
-    return list(first.values())
 
 
 def open_desk(
