@@ -13,11 +13,21 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from kbdesk.config import Config, load_config, vector_backend_override
+from kbdesk.desk_admin import (
+    DatabaseHealth,
+    TokenUser,
+    current_identity,
+    database_health,
+    my_teams,
+    require_owner,
+    team_of,
+    token_user,
+)
 from kbdesk.desk_api import DeskApi
-from kbdesk.desk_search import QueryEmbedder, search_kbs, unique_kbs
+from kbdesk.desk_search import FilterHints, QueryEmbedder, filter_hints, search_kbs, unique_kbs
 from kbdesk.embedding import Embedders
 from kbdesk.errors import InvalidInputError, KbdeskError
 from kbdesk.filters import Filters
@@ -26,24 +36,15 @@ from kbdesk.paths import Paths, get_paths, resolve_db
 from kbdesk.remote.names import clashing_prefix, split_ref
 from kbdesk.search import SearchResponse
 from kbdesk.store import choose_driver, is_server_uri
-from kbdesk.store.api import Store, is_team
+from kbdesk.store.api import TEAM, Policy, Store, TeamIdentity, team_store
 from kbdesk.store.sqlite import SqliteStore
+from kbdesk.store.tokens import Tokens
 
 if TYPE_CHECKING:  # built lazily below: each of them takes the desk (as kbdesk.desk_api.DeskApi)
     from kbdesk.chat.service import ChatService
     from kbdesk.ingest.events import EventSink
     from kbdesk.ingest.pipeline import Ingestor, IngestReport
     from kbdesk.remote.registry import Remotes
-    from kbdesk.store.postgres import PostgresStore
-
-
-@dataclass(frozen=True)
-class FilterHints:
-    """What a filter can name in some KBs (:meth:`Desk.filter_hints`)."""
-
-    tags: tuple[str, ...] = ()
-    folders: tuple[str, ...] = ()
-    types: tuple[str, ...] = ()
 
 
 @dataclass
@@ -106,6 +107,59 @@ class Desk:
     def files_dir(self) -> Path:
         return self.paths.files_dir(self.db_path)
 
+    # ── the store's answers, for the faces (they never hold the store) ──────────
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """What this desk's database can do (:data:`kbdesk.store.api.CHAT`, ``TEAM``, …)."""
+        return self.store.capabilities
+
+    @property
+    def engine(self) -> str:
+        """ "sqlite" or "postgres": for a report, not for a decision (ask :attr:`capabilities`)."""
+        return self.store.kind
+
+    @property
+    def label(self) -> str:
+        """The database as a user knows it: a team server's name, or the file's path."""
+        return team_store(self.store).label if TEAM in self.capabilities else str(self.db_path)
+
+    @property
+    def policy(self) -> Policy:
+        """Who may do what here (a team server's scope rules; on a file, its one user may)."""
+        return self.store.policy
+
+    def health(self) -> DatabaseHealth:
+        """The database's schema, writability, driver and keyword index (``kbdesk doctor``)."""
+        return database_health(self.store)
+
+    # ── who acts: kbdesk serve's tokens and the users they act as (desk_admin) ──
+    def tokens(self) -> Tokens:
+        """kbdesk serve's tokens (on a team server: for the owner of kbdesk's tables only)."""
+        require_owner(self.store)
+        return Tokens(self.store)
+
+    def require_owner(self) -> None:
+        """Refuse in one line a team server's login that does not own kbdesk's tables."""
+        require_owner(self.store)
+
+    def token_user(self, name: str) -> TokenUser:
+        """The user a new token for ``name`` acts as (:func:`kbdesk.desk_admin.token_user`)."""
+        return token_user(self.store, name)
+
+    @property
+    def identity(self) -> TeamIdentity | None:
+        """Whom a team server's desk acts as (None on a file: its one user)."""
+        return team_store(self.store).identity if TEAM in self.capabilities else None
+
+    def current_identity(self, user_id: str, username: str) -> TeamIdentity:
+        """A team server's user as the database says now (:class:`TokenUserGone` once revoked)."""
+        return current_identity(team_store(self.store), user_id, username)
+
+    def as_user(self, who: TeamIdentity) -> Desk:
+        """A new desk on the same team server, acting as ``who`` (close it when done)."""
+        store = team_store(self.store).as_user(who)
+        return Desk(paths=self.paths, config=self.config, db_path=self.db_path, store=store)
+
     # ── knowledge bases ────────────────────────────────────────────────────────
     def create_kb(
         self,
@@ -147,27 +201,12 @@ class Desk:
     # ── teams (a team server's) ────────────────────────────────────────────────
     def teams(self) -> list[dict[str, Any]]:
         """The user's teams on a team server: id, name, role ("member" or "admin")."""
-        from kbdesk.store.postgres.teams import my_teams
-
-        return my_teams(_team_server(self.store))
+        return my_teams(self.store)
 
     def team(self, ref: str) -> dict[str, Any]:
         """One of the user's teams (by name or id) with its KBs, and its members when the
         user administers it (a team's members are shown to its admins only)."""
-        from kbdesk.store.postgres.teams import my_teams, resolve, team_members
-
-        server = _team_server(self.store)
-        team_id = resolve(server, ref)
-        mine = {t["id"]: t for t in my_teams(server)}
-        if team_id not in mine:
-            from kbdesk.errors import NotFoundError
-
-            raise NotFoundError(f"you are not a member of team '{ref}'")
-        kbs = [kb for kb in self.list_kbs() if kb.scope == "team" and kb.team_id == team_id]
-        team = dict(mine[team_id])
-        team["kbs"] = kbs
-        team["members"] = team_members(server, team_id) if team["role"] == "admin" else None
-        return team
+        return team_of(self.store, ref, self.list_kbs())
 
     def kb(self, ref: str) -> KnowledgeBase:
         """A local KB by name, id or id prefix (a remote KB's ref is refused in one line:
@@ -203,6 +242,14 @@ class Desk:
         kb = self.kb(ref)
         if kb.dimensions:
             self.store.vectors.warm(self.store, kb.id, kb.dimensions, wait=wait)
+
+    def kb_named(self, name: str) -> KnowledgeBase | None:
+        """The local KB of exactly this name, if there is one."""
+        return self.store.kb_named(name)
+
+    def resolve_team(self, ref: str) -> str:
+        """A team's id from its name or id (a team server's)."""
+        return self.store.resolve_team(ref)
 
     def rename_kb(self, ref: str, new_name: str) -> KnowledgeBase:
         self._check_local_name(new_name)
@@ -253,15 +300,7 @@ class Desk:
         """What a filter on these KBs can name: the tags (with the parents of nested ones),
         folders (of document paths) and file types of their documents, for completion —
         read from the facts the store keeps for filtering, not from the document rows."""
-        tags: set[str] = set()
-        folders: set[str] = set()
-        types: set[str] = set()
-        for kb in unique_kbs([self.kb(ref) for ref in refs]):
-            kb_tags, kb_folders, kb_types = self.store.kb_facts(kb.id).names()
-            tags |= kb_tags
-            folders |= kb_folders
-            types |= kb_types
-        return FilterHints(tuple(sorted(tags)), tuple(sorted(folders)), tuple(sorted(types)))
+        return filter_hints(self.store, unique_kbs([self.kb(ref) for ref in refs]))
 
     def unfinished_documents(self, ref: str | None = None) -> list[Document]:
         """Documents an ingestion run left unfinished (its runner is gone), in one KB or all;
@@ -275,6 +314,14 @@ class Desk:
     def document_by_id(self, doc_id: str) -> Document:
         """One document by its id: where it comes from, its status and error."""
         return self.store.get_document(doc_id)
+
+    def kb_vector_dimensions(self, kb_id: str) -> int | None:
+        """The dimensions of the vectors a KB holds (None: it holds none)."""
+        return self.store.kb_vector_dimensions(kb_id)
+
+    def document_text(self, doc_id: str) -> str | None:
+        """The text kept of a document (None when none is kept, as for a failed one)."""
+        return self.store.document_text(doc_id)
 
     def chunk_neighbours(self, document_id: str, chunk_index: int, radius: int = 1) -> list[dict[str, Any]]:
         """A chunk with the ``radius`` chunks before and after it in its document."""
@@ -384,17 +431,6 @@ def _open_postgres(paths: Paths, config: Config, uri: str) -> Desk:
     # not a file: files_dir() puts this server's document bytes beside it, in "<slug>.files"
     db_path = paths.data_dir / "postgres" / uri_slug(uri)
     return Desk(paths=paths, config=config, db_path=db_path, store=store)
-
-
-def _team_server(store: Store) -> PostgresStore:
-    """The team server's store: teams exist there only (:mod:`kbdesk.store.postgres.teams`)."""
-    if not is_team(store):
-        raise InvalidInputError(
-            "teams live on a team server: kbdesk --db postgresql://… team … (this desk is a SQLite file)"
-        )
-    from kbdesk.store.postgres import PostgresStore
-
-    return cast(PostgresStore, store)
 
 
 def _is_desk_api(desk: Desk) -> DeskApi:

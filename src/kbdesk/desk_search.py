@@ -1,4 +1,5 @@
-"""A desk's search: the KBs named, their query vectors, the search and its notes.
+"""A desk's search: the KBs named, their query vectors, the search and its notes; what a
+filter on some KBs can name.
 
 :meth:`kbdesk.desk.Desk.search` (its documentation is there) runs :func:`search_kbs`.
 """
@@ -6,6 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kbdesk.desk_api import DeskApi
@@ -118,6 +120,29 @@ def embed_query(
 def _short(error: BaseException, limit: int = 200) -> str:
     text = " ".join(str(error).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class FilterHints:
+    """What a filter can name in some KBs (:meth:`kbdesk.desk.Desk.filter_hints`)."""
+
+    tags: tuple[str, ...] = ()
+    folders: tuple[str, ...] = ()
+    types: tuple[str, ...] = ()
+
+
+def filter_hints(store: Store, kbs: Sequence[KnowledgeBase]) -> FilterHints:
+    """The tags, folders and file types a filter on ``kbs`` can name, from the facts the
+    store keeps for filtering (:meth:`kbdesk.desk.Desk.filter_hints`)."""
+    tags: set[str] = set()
+    folders: set[str] = set()
+    types: set[str] = set()
+    for kb in kbs:
+        kb_tags, kb_folders, kb_types = store.kb_facts(kb.id).names()
+        tags |= kb_tags
+        folders |= kb_folders
+        types |= kb_types
+    return FilterHints(tuple(sorted(tags)), tuple(sorted(folders)), tuple(sorted(types)))
 
 
 def unique_kbs(kbs: list[KnowledgeBase]) -> list[KnowledgeBase]:

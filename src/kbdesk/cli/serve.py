@@ -16,7 +16,6 @@ import click
 from kbdesk.cli.output import plain, stderr
 from kbdesk.cli.state import CliState
 from kbdesk.errors import InvalidInputError
-from kbdesk.store.api import Store, is_team, team_store
 
 if TYPE_CHECKING:
     from kbdesk.desk import Desk
@@ -98,8 +97,6 @@ def serve_command(
 
     from kbdesk.serve import create_app
     from kbdesk.serve.app import STOP_GRACE
-    from kbdesk.serve.users import require_owner
-    from kbdesk.store.tokens import Tokens
 
     if not is_loopback(host) and not allow_remote:
         raise InvalidInputError(
@@ -110,9 +107,7 @@ def serve_command(
         raise InvalidInputError("--ssl-certfile and --ssl-keyfile go together")
     _check_free(host, port)
     desk = state.desk()
-    if is_team(desk.store):
-        require_owner(team_store(desk.store))
-    active = len(Tokens(desk.store).list())
+    active = len(desk.tokens().list())  # on a team server: for the owner of kbdesk's tables only
     app = create_app(desk, cors_origins=cors_origins, url_sources=url_sources, url_hosts=url_hosts)
     scheme = "https" if ssl_certfile else "http"
     shown = f"[{host}]" if ":" in host else host
@@ -223,8 +218,7 @@ def _need(*modules: str) -> None:
 
 
 def _label(desk: Desk) -> str:
-    store: Store = desk.store
-    return team_store(store).label if is_team(store) else str(desk.db_path)
+    return desk.label
 
 
 @click.command("mcp")

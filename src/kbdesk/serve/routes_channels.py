@@ -27,7 +27,7 @@ router = APIRouter(tags=["channels"])
 
 
 def _chat(who: Caller, channel_id: str) -> tuple[Any, Any]:
-    if CHAT not in who.desk.store.capabilities:
+    if CHAT not in who.desk.capabilities:
         raise ApiError(501, "this database keeps its own channels table, so kbdesk keeps no conversations in it")
     chat = who.desk.chat()
     missing = ApiError(404, f"no channel {channel_id!r}")

@@ -107,7 +107,7 @@ def rebuild(kb_id: str, request: Request, who: Caller = WRITES) -> JSONResponse:
         for d in docs
         if d.status in ("ready", "error")
         and not claim_alive(d.claimed_by, d.updated_at)
-        and who.desk.store.document_text(d.id) is not None
+        and who.desk.document_text(d.id) is not None
     )
 
     hold = who.lease.share()
