@@ -21,9 +21,8 @@ def store_reaches(source: str) -> list[tuple[int, str]]:
     (line, the expression as written)."""
     found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Attribute) and node.attr == "store":
-            found.append((node.lineno, ast.unparse(node)))
-        elif (
+        attribute = isinstance(node, ast.Attribute) and node.attr == "store"
+        if attribute or (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
             and node.func.id == "getattr"
