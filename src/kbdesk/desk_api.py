@@ -12,16 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kbdesk.config import Config
 from kbdesk.embedding import Embedders
 from kbdesk.filters import Filters
 from kbdesk.models import Document, KnowledgeBase
 from kbdesk.paths import Paths
-from kbdesk.remote.registry import Remotes
 from kbdesk.search import SearchResponse
 from kbdesk.store.api import Store
+
+if TYPE_CHECKING:  # the remotes' HTTP client is loaded when a desk first uses them
+    from kbdesk.remote.registry import Remotes
 
 
 class DeskApi(Protocol):

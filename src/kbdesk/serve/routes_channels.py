@@ -9,7 +9,7 @@ without its own, its persona's apply.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Depends
 
@@ -22,6 +22,9 @@ from kbdesk.serve.responses import ChannelFiltersAnswer, errors
 from kbdesk.serve.responses import ChannelKbs as ChannelKbsAnswer
 from kbdesk.serve.schemas import ChannelFilters, ChannelKbs
 from kbdesk.store.api import CHAT
+
+if TYPE_CHECKING:
+    from kbdesk.chat.service import ChatService
 
 router = APIRouter(tags=["channels"])
 
@@ -81,7 +84,7 @@ def set_channel_kbs(channel_id: str, body: ChannelKbs, who: Caller = WRITES) -> 
     return _rows(chat.set_kbs(conv.id, kb_ids))
 
 
-def _filters(chat: Any, conv_id: str) -> dict[str, Any]:
+def _filters(chat: ChatService, conv_id: str) -> dict[str, Any]:
     conv = chat.conversation(conv_id)
     effective = chat.filters(conv.id)
     own = Filters.from_dict(conv.filters) if conv.filters else Filters()

@@ -10,7 +10,7 @@ working meanwhile: typing the next question, scrolling, opening sources, the KB 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import on
@@ -31,6 +31,9 @@ from kbdesk.tui.widgets.conversation_list import ConversationList
 from kbdesk.tui.widgets.fit_line import HINT, FitLine, Part
 from kbdesk.tui.widgets.keys_footer import KeysFooter
 from kbdesk.tui.widgets.transcript import Transcript
+
+if TYPE_CHECKING:
+    from kbdesk.chat.service import ChatService
 
 POLICIES = {  # how a conversation's KBs are searched (kbdesk.chat.retrieval), in the order ctrl+t steps
     "auto": "the model is asked to search them; kbdesk searches when it does not",
@@ -60,7 +63,7 @@ class ChatScreen(ChatTurns, ConversationActions, DeskScreen):
 
     Tick = TurnTick
 
-    def __init__(self, chat: Any, conversation: str | None = None) -> None:
+    def __init__(self, chat: ChatService, conversation: str | None = None) -> None:
         super().__init__()
         self.chat = chat
         self.conv: Conversation | None = None

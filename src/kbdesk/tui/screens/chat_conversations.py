@@ -15,6 +15,7 @@ from kbdesk.tui.chat_state import ChatContext
 from kbdesk.tui.widgets.conversation_list import ConversationList, conversation_title
 
 if TYPE_CHECKING:
+    from kbdesk.chat.service import ChatService
     from kbdesk.tui.screens.base import DeskScreen
     from kbdesk.tui.screens.chat_turns import Turn
 
@@ -28,7 +29,7 @@ class ConversationActions(_Screen):
     the screen provides ``chat``, ``conv``, ``turn``, ``_chat_context``, ``busy_message``,
     ``_show_draft``, ``refresh_list`` and ``_load_context``."""
 
-    chat: Any
+    chat: ChatService
     conv: Conversation | None
     turn: Turn | None
     _chat_context: ChatContext | None
