@@ -138,10 +138,6 @@ class Desk:
         require_owner(self.store)
         return Tokens(self.store)
 
-    def require_owner(self) -> None:
-        """Refuse in one line a team server's login that does not own kbdesk's tables."""
-        require_owner(self.store)
-
     def token_user(self, name: str) -> TokenUser:
         """The user a new token for ``name`` acts as (:func:`kbdesk.desk_admin.token_user`)."""
         return token_user(self.store, name)

@@ -79,6 +79,7 @@ from kbdesk.providers.errors import (
     ProviderError,
     SilentEndError,
 )
+from kbdesk.store.chat import Conversation
 
 __all__ = ["MAX_ROUNDS", "ChatTarget", "TurnOptions", "chat_target", "forcing_failed", "run_turn"]
 
@@ -88,7 +89,11 @@ HISTORY_MESSAGES = 200
 
 
 def run_turn(
-    desk: DeskApi, conversation: Any, text: str, options: TurnOptions | None = None, cancel: CancelToken | None = None
+    desk: DeskApi,
+    conversation: Conversation,
+    text: str,
+    options: TurnOptions | None = None,
+    cancel: CancelToken | None = None,
 ) -> Iterator[ChatEvent]:
     """Ask ``text`` in ``conversation`` (already saved); yields events, ends with TurnFinished."""
     return _Turn(desk, conversation, text, options or TurnOptions(), cancel or CancelToken()).events()
@@ -101,7 +106,9 @@ class _Stop(Exception):
 class _Turn:
     """One turn's steps and what they share."""
 
-    def __init__(self, desk: DeskApi, conversation: Any, text: str, options: TurnOptions, cancel: CancelToken) -> None:
+    def __init__(
+        self, desk: DeskApi, conversation: Conversation, text: str, options: TurnOptions, cancel: CancelToken
+    ) -> None:
         self.desk, self.store = desk, require_chat(desk.store)
         self.conversation, self.text, self.options, self.cancel = conversation, text, options, cancel
         self.state = TurnState(conversation.id)

@@ -46,6 +46,7 @@ from kbdesk.providers.errors import (
 )
 from kbdesk.providers.settings import ProviderSettings
 from kbdesk.store.api import ChatStore, Store
+from kbdesk.store.chat import Conversation, Persona
 
 log = logging.getLogger("kbdesk.chat")
 
@@ -61,7 +62,7 @@ class ChatTarget:
 
 
 def chat_target(
-    config: Config, persona: Any = None, *, model: str | None = None, provider: str | None = None
+    config: Config, persona: Persona | None = None, *, model: str | None = None, provider: str | None = None
 ) -> ChatTarget:
     """The provider and model of a turn: explicit > persona > ``roles.chat`` in config.toml."""
     role = config.roles.chat
@@ -178,7 +179,12 @@ class TurnPlan:
 
 
 def plan_turn(
-    desk: DeskApi, target: ChatTarget, conversation: Any, persona: Any, options: TurnOptions, active: list[ActiveKB]
+    desk: DeskApi,
+    target: ChatTarget,
+    conversation: Conversation,
+    persona: Persona | None,
+    options: TurnOptions,
+    active: list[ActiveKB],
 ) -> TurnPlan:
     chat = desk.config.chat
     policy = policy_for(options.retrieval, conversation, persona, chat.retrieval)

@@ -18,7 +18,7 @@ from kbdesk.cli.state import CliState
 from kbdesk.errors import InvalidInputError
 
 if TYPE_CHECKING:
-    from kbdesk.desk import Desk
+    pass
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8700
@@ -112,7 +112,7 @@ def serve_command(
     scheme = "https" if ssl_certfile else "http"
     shown = f"[{host}]" if ":" in host else host
     err = stderr()
-    err.print(plain(f"kbdesk serving {_label(desk)} at {scheme}://{shown}:{port}/api (OpenAPI: /api/docs)"))
+    err.print(plain(f"kbdesk serving {desk.label} at {scheme}://{shown}:{port}/api (OpenAPI: /api/docs)"))
     if active == 0:
         err.print(
             plain("No tokens yet, so every request is refused: make one with kbdesk token create --user NAME"),
@@ -215,10 +215,6 @@ def _need(*modules: str) -> None:
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
         raise click.ClickException(f"this command needs {', '.join(missing)}: pip install 'kbdesk[serve]'")
-
-
-def _label(desk: Desk) -> str:
-    return desk.label
 
 
 @click.command("mcp")

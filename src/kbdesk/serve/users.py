@@ -50,7 +50,9 @@ REQUEST_THREADS = 8  # requests run at once on a team server: each thread keeps 
 class Lease:
     """A desk in use by one request or one piece of background work; ``release()`` when done."""
 
-    def __init__(self, desks: Desks | None, key: tuple[Any, ...] | None, desk: Desk, identity: Any) -> None:
+    def __init__(
+        self, desks: Desks | None, key: tuple[Any, ...] | None, desk: Desk, identity: TeamIdentity | None
+    ) -> None:
         self._desks, self._key = desks, key
         self.desk, self.identity = desk, identity
         self._released = False
@@ -112,7 +114,7 @@ class Desks:
             self._evict()
         return lease
 
-    def _take(self, key: tuple[Any, ...], who: Any) -> Lease:
+    def _take(self, key: tuple[Any, ...], who: TeamIdentity | None) -> Lease:
         with self._lock:
             entry = self._desks[key]
             entry.users += 1
