@@ -315,6 +315,12 @@ class Desk:
         """The dimensions of the vectors a KB holds (None: it holds none)."""
         return self.store.kb_vector_dimensions(kb_id)
 
+    def rebuildable_documents(self, ref: str) -> list[Document]:
+        """The documents of a KB a rebuild would take now (:func:`kbdesk.ingest.pipeline.rebuildable`)."""
+        from kbdesk.ingest.pipeline import rebuildable
+
+        return rebuildable(self.store, self.documents(ref))
+
     def document_text(self, doc_id: str) -> str | None:
         """The text kept of a document (None when none is kept, as for a failed one)."""
         return self.store.document_text(doc_id)

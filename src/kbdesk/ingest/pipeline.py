@@ -45,6 +45,18 @@ __all__ = ["SWITCH_INTERVAL", "IngestReport", "Ingestor", "short_switches"]
 STAGED_DAYS = 7  # staged vectors (see batch.STAGED) older than this are forgotten
 
 
+def rebuildable(store: Store, docs: Sequence[Document]) -> list[Document]:
+    """What a rebuild takes of ``docs``: the settled documents whose text is kept (one
+    another live run is indexing is left to it)."""
+    return [
+        d
+        for d in docs
+        if d.status in ("ready", "error")
+        and not claim_alive(d.claimed_by, d.updated_at)
+        and store.document_text(d.id) is not None
+    ]
+
+
 class Ingestor:
     """Runs the pipeline for one desk. Thread-safe; one instance can serve many calls."""
 
@@ -247,14 +259,7 @@ class Ingestor:
         report = IngestReport()
         claim = new_claim()
         try:
-            free = [
-                d
-                for d in docs
-                if d.status in ("ready", "error")
-                and not claim_alive(d.claimed_by, d.updated_at)
-                and self.store.document_text(d.id) is not None
-            ]
-            jobs = [Job(doc, "rebuild") for doc in self.store.claim_documents(free, claim)]
+            jobs = [Job(doc, "rebuild") for doc in self.store.claim_documents(rebuildable(self.store, docs), claim)]
             skipped = len(docs) - len(jobs)
             with self.store.write() as conn:
                 self.store.audit(
