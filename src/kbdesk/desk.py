@@ -10,35 +10,41 @@ import contextlib
 import dataclasses
 import os
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbdesk.config import Config, load_config, vector_backend_override
+from kbdesk.desk_admin import (
+    DatabaseHealth,
+    TokenUser,
+    current_identity,
+    database_health,
+    my_teams,
+    require_owner,
+    team_of,
+    token_user,
+)
+from kbdesk.desk_api import DeskApi
+from kbdesk.desk_search import FilterHints, QueryEmbedder, filter_hints, search_kbs, unique_kbs
 from kbdesk.embedding import Embedders
 from kbdesk.errors import InvalidInputError, KbdeskError
 from kbdesk.filters import Filters
-from kbdesk.filters_text import as_filters
 from kbdesk.models import ChunkInput, Document, DocumentBrief, KnowledgeBase
 from kbdesk.paths import Paths, get_paths, resolve_db
-from kbdesk.remote.names import clashing_prefix, split_ref, split_refs
-from kbdesk.search import SearchResponse, search
+from kbdesk.remote.names import clashing_prefix, split_ref
+from kbdesk.search import SearchResponse
 from kbdesk.store import choose_driver, is_server_uri
-from kbdesk.store.api import Store, is_team
+from kbdesk.store.api import TEAM, Policy, Store, TeamIdentity, team_store
 from kbdesk.store.sqlite import SqliteStore
+from kbdesk.store.tokens import Tokens
 
-# (kb) -> query vector or None: filled in by the provider layer when one is configured
-QueryEmbedder = Callable[[KnowledgeBase, str], Any]
-
-
-@dataclass(frozen=True)
-class FilterHints:
-    """What a filter can name in some KBs (:meth:`Desk.filter_hints`)."""
-
-    tags: tuple[str, ...] = ()
-    folders: tuple[str, ...] = ()
-    types: tuple[str, ...] = ()
+if TYPE_CHECKING:  # built lazily below: each of them takes the desk (as kbdesk.desk_api.DeskApi)
+    from kbdesk.chat.service import ChatService
+    from kbdesk.ingest.events import EventSink
+    from kbdesk.ingest.pipeline import Ingestor, IngestReport
+    from kbdesk.remote.registry import Remotes
 
 
 @dataclass
@@ -50,7 +56,7 @@ class Desk:
     query_embedder: QueryEmbedder | None = None
     embedders: Embedders = field(init=False)
     _retired: list[Embedders] = field(init=False, default_factory=list, repr=False)
-    _remotes: Any = field(init=False, default=None, repr=False)
+    _remotes: Remotes | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.embedders = Embedders(self.config, self.store)
@@ -82,7 +88,7 @@ class Desk:
         return self.config
 
     @property
-    def remotes(self) -> Any:
+    def remotes(self) -> Remotes:
         """The team servers whose KBs this desk searches beside its own
         (:class:`kbdesk.remote.registry.Remotes`, from the ``[remotes.NAME]`` tables)."""
         if self._remotes is None:
@@ -100,6 +106,55 @@ class Desk:
     @property
     def files_dir(self) -> Path:
         return self.paths.files_dir(self.db_path)
+
+    # ── the store's answers, for the faces (they never hold the store) ──────────
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """What this desk's database can do (:data:`kbdesk.store.api.CHAT`, ``TEAM``, …)."""
+        return self.store.capabilities
+
+    @property
+    def engine(self) -> str:
+        """ "sqlite" or "postgres": for a report, not for a decision (ask :attr:`capabilities`)."""
+        return self.store.kind
+
+    @property
+    def label(self) -> str:
+        """The database as a user knows it: a team server's name, or the file's path."""
+        return team_store(self.store).label if TEAM in self.capabilities else str(self.db_path)
+
+    @property
+    def policy(self) -> Policy:
+        """Who may do what here (a team server's scope rules; on a file, its one user may)."""
+        return self.store.policy
+
+    def health(self) -> DatabaseHealth:
+        """The database's schema, writability, driver and keyword index (``kbdesk doctor``)."""
+        return database_health(self.store)
+
+    # ── who acts: kbdesk serve's tokens and the users they act as (desk_admin) ──
+    def tokens(self) -> Tokens:
+        """kbdesk serve's tokens (on a team server: for the owner of kbdesk's tables only)."""
+        require_owner(self.store)
+        return Tokens(self.store)
+
+    def token_user(self, name: str) -> TokenUser:
+        """The user a new token for ``name`` acts as (:func:`kbdesk.desk_admin.token_user`)."""
+        return token_user(self.store, name)
+
+    @property
+    def identity(self) -> TeamIdentity | None:
+        """Whom a team server's desk acts as (None on a file: its one user)."""
+        return team_store(self.store).identity if TEAM in self.capabilities else None
+
+    def current_identity(self, user_id: str, username: str) -> TeamIdentity:
+        """A team server's user as the database says now (:class:`TokenUserGone` once revoked)."""
+        return current_identity(team_store(self.store), user_id, username)
+
+    def as_user(self, who: TeamIdentity) -> Desk:
+        """A new desk on the same team server, acting as ``who`` (close it when done)."""
+        store = team_store(self.store).as_user(who)
+        return Desk(paths=self.paths, config=self.config, db_path=self.db_path, store=store)
 
     # ── knowledge bases ────────────────────────────────────────────────────────
     def create_kb(
@@ -142,23 +197,12 @@ class Desk:
     # ── teams (a team server's) ────────────────────────────────────────────────
     def teams(self) -> list[dict[str, Any]]:
         """The user's teams on a team server: id, name, role ("member" or "admin")."""
-        return _teams_module(self.store).my_teams(self.store)
+        return my_teams(self.store)
 
     def team(self, ref: str) -> dict[str, Any]:
         """One of the user's teams (by name or id) with its KBs, and its members when the
         user administers it (a team's members are shown to its admins only)."""
-        teams = _teams_module(self.store)
-        team_id = teams.resolve(self.store, ref)
-        mine = {t["id"]: t for t in teams.my_teams(self.store)}
-        if team_id not in mine:
-            from kbdesk.errors import NotFoundError
-
-            raise NotFoundError(f"you are not a member of team '{ref}'")
-        kbs = [kb for kb in self.list_kbs() if kb.scope == "team" and kb.team_id == team_id]
-        team = dict(mine[team_id])
-        team["kbs"] = kbs
-        team["members"] = teams.team_members(self.store, team_id) if team["role"] == "admin" else None
-        return team
+        return team_of(self.store, ref, self.list_kbs())
 
     def kb(self, ref: str) -> KnowledgeBase:
         """A local KB by name, id or id prefix (a remote KB's ref is refused in one line:
@@ -194,6 +238,14 @@ class Desk:
         kb = self.kb(ref)
         if kb.dimensions:
             self.store.vectors.warm(self.store, kb.id, kb.dimensions, wait=wait)
+
+    def kb_named(self, name: str) -> KnowledgeBase | None:
+        """The local KB of exactly this name, if there is one."""
+        return self.store.kb_named(name)
+
+    def resolve_team(self, ref: str) -> str:
+        """A team's id from its name or id (a team server's)."""
+        return self.store.resolve_team(ref)
 
     def rename_kb(self, ref: str, new_name: str) -> KnowledgeBase:
         self._check_local_name(new_name)
@@ -244,15 +296,7 @@ class Desk:
         """What a filter on these KBs can name: the tags (with the parents of nested ones),
         folders (of document paths) and file types of their documents, for completion —
         read from the facts the store keeps for filtering, not from the document rows."""
-        tags: set[str] = set()
-        folders: set[str] = set()
-        types: set[str] = set()
-        for kb in _unique([self.kb(ref) for ref in refs]):
-            kb_tags, kb_folders, kb_types = self.store.kb_facts(kb.id).names()
-            tags |= kb_tags
-            folders |= kb_folders
-            types |= kb_types
-        return FilterHints(tuple(sorted(tags)), tuple(sorted(folders)), tuple(sorted(types)))
+        return filter_hints(self.store, unique_kbs([self.kb(ref) for ref in refs]))
 
     def unfinished_documents(self, ref: str | None = None) -> list[Document]:
         """Documents an ingestion run left unfinished (its runner is gone), in one KB or all;
@@ -267,24 +311,44 @@ class Desk:
         """One document by its id: where it comes from, its status and error."""
         return self.store.get_document(doc_id)
 
+    def kb_vector_dimensions(self, kb_id: str) -> int | None:
+        """The dimensions of the vectors a KB holds (None: it holds none)."""
+        return self.store.kb_vector_dimensions(kb_id)
+
+    def rebuildable_documents(self, ref: str) -> list[Document]:
+        """The documents of a KB a rebuild would take now (:func:`kbdesk.ingest.pipeline.rebuildable`)."""
+        from kbdesk.ingest.pipeline import rebuildable
+
+        return rebuildable(self.store, self.documents(ref))
+
+    def document_text(self, doc_id: str) -> str | None:
+        """The text kept of a document (None when none is kept, as for a failed one)."""
+        return self.store.document_text(doc_id)
+
     def chunk_neighbours(self, document_id: str, chunk_index: int, radius: int = 1) -> list[dict[str, Any]]:
         """A chunk with the ``radius`` chunks before and after it in its document."""
         return self.store.chunk_neighbours(document_id, chunk_index, radius)
 
-    def ingestor(self, **kwargs: Any) -> Any:
+    def ingestor(self, *, workers: int | None = None, on_event: EventSink | None = None) -> Ingestor:
         """An :class:`kbdesk.ingest.pipeline.Ingestor` over this desk."""
         from kbdesk.ingest.pipeline import Ingestor
 
-        return Ingestor(self, **kwargs)
+        return Ingestor(self, workers=workers, on_event=on_event)
 
-    def add(self, ref: str, paths: Sequence[str | os.PathLike[str]], **kwargs: Any) -> Any:
-        """Ingest files and folders into a KB (see :meth:`Ingestor.add`)."""
-        on_event = kwargs.pop("on_event", None)
-        workers = kwargs.pop("workers", None)
-        return self.ingestor(on_event=on_event, workers=workers).add(ref, paths, **kwargs)
+    def add(
+        self,
+        ref: str,
+        paths: Sequence[str | os.PathLike[str]],
+        *,
+        on_event: EventSink | None = None,
+        workers: int | None = None,
+        **options: Any,
+    ) -> IngestReport:
+        """Ingest files and folders into a KB (``options``: those of :meth:`Ingestor.add`)."""
+        return self.ingestor(on_event=on_event, workers=workers).add(ref, paths, **options)
 
     # ── chat and notes (kbdesk.chat) ───────────────────────────────────────────
-    def chat(self) -> Any:
+    def chat(self) -> ChatService:
         """A :class:`kbdesk.chat.ChatService` over this desk (cheap; holds no state)."""
         from kbdesk.chat.service import ChatService
 
@@ -319,97 +383,18 @@ class Desk:
         and the response says so (``keyword_fallback``, ``notes``); only an explicit
         ``mode="vector"`` fails then, with the provider's error.
         """
-        if not refs:
-            raise InvalidInputError("name at least one knowledge base to search")
-        filters = as_filters(filters) if not isinstance(filters, Filters) else filters
-        if self.config.remotes:  # remote KBs (team:Product Docs) searched at once, in one ranking
-            local_refs, remote_refs = split_refs(refs, self.config.remotes)
-            if remote_refs:
-                from kbdesk.remote.federation import federated_search
-
-                return federated_search(
-                    self,
-                    local_refs,
-                    remote_refs,
-                    query,
-                    query_vector=query_vector,
-                    limit=limit,
-                    threshold=threshold,
-                    mode=mode,
-                    explain=explain,
-                    filters=filters,
-                )
-        kbs = _unique([self.kb(ref) for ref in refs])
-        mode = mode or self.config.search.mode
-        notes: list[str] = []
-        fallback: list[str] = []
-        if query_vector is None and mode != "keyword":
-            query_vector, notes, fallback, error = self._embed_query(kbs, query)
-            if error is not None and mode == "vector":
-                raise error
-            if fallback and query_vector is None and mode == "hybrid":
-                mode = "keyword"  # nothing to fuse: every vector KB lost its query vector
-        response = search(
-            self.store,
-            kbs,
+        return search_kbs(
+            self,
+            self.query_embedder,
+            refs,
             query,
-            query_vector,
-            limit=limit if limit is not None else self.config.search.limit,
-            threshold=threshold if threshold is not None else self.config.search.threshold,
+            query_vector=query_vector,
+            limit=limit,
+            threshold=threshold,
             mode=mode,
             explain=explain,
-            fusion=self.config.search.fusion,
-            alpha=self.config.search.alpha,
-            filters=filters or None,
+            filters=filters,
         )
-        response.notes.extend(notes)
-        response.keyword_fallback.extend(fallback)
-        if threshold is not None and response.mode == "keyword" and not fallback:  # asked for, and it cannot apply
-            response.notes.append(
-                "keyword search has no cosine: the threshold applies to vector and hybrid search only"
-            )
-        return response
-
-    def _embed_query(
-        self, kbs: Sequence[KnowledgeBase], query: str
-    ) -> tuple[dict[str, Any] | None, list[str], list[str], KbdeskError | None]:
-        """Query vectors of the KBs that hold vectors, embedded once per (provider, model):
-        ``(vectors, notes, names searched by keyword instead, the first error)``."""
-        groups: dict[tuple[Any, str], list[KnowledgeBase]] = {}
-        for kb in kbs:
-            if kb.model_id and self.store.kb_vector_dimensions(kb.id) is not None:
-                groups.setdefault((kb.embedding_config.get("provider"), kb.model_id), []).append(kb)
-        vectors: dict[str, Any] = {}
-        notes: list[str] = []
-        fallback: list[str] = []
-        first_error: KbdeskError | None = None
-        for (_, model), members in groups.items():
-            names = ", ".join(f"'{kb.name}'" for kb in members)
-            try:
-                vector = self.query_embedder(members[0], query) if self.query_embedder else None
-            except KbdeskError as exc:
-                first_error = first_error or exc
-                fallback.extend(kb.name for kb in members)
-                notes.append(f"the query could not be embedded with {model} ({_short(exc)}): keyword search in {names}")
-                continue
-            if vector is None:
-                fallback.extend(kb.name for kb in members)
-                notes.append(f"{names} embed with {model}, but no provider for it is set up: keyword search only")
-                continue
-            vectors.update({kb.id: vector for kb in members})
-        return (vectors or None), notes, fallback, first_error
-
-
-def _short(error: BaseException, limit: int = 200) -> str:
-    text = " ".join(str(error).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _unique(kbs: list[KnowledgeBase]) -> list[KnowledgeBase]:
-    first: dict[str, KnowledgeBase] = {}
-    for kb in kbs:
-        first.setdefault(kb.id, kb)
-    return list(first.values())
 
 
 def open_desk(
@@ -450,12 +435,6 @@ def _open_postgres(paths: Paths, config: Config, uri: str) -> Desk:
     return Desk(paths=paths, config=config, db_path=db_path, store=store)
 
 
-def _teams_module(store: Store) -> Any:
-    """Teams exist on a team server only (:mod:`kbdesk.store.postgres.teams`)."""
-    if not is_team(store):
-        raise InvalidInputError(
-            "teams live on a team server: kbdesk --db postgresql://… team … (this desk is a SQLite file)"
-        )
-    from kbdesk.store.postgres import teams
-
-    return teams
+def _is_desk_api(desk: Desk) -> DeskApi:
+    """Nothing at run time: mypy proves here that the desk is what its parts take."""
+    return desk

@@ -38,7 +38,7 @@ from typing import Any
 from kbdesk.chat.budget import Fitted, fit
 from kbdesk.chat.events import ChatEvent, TextDelta, TurnFinished, TurnStarted, Waiting
 from kbdesk.chat.grounding import grounding_queries
-from kbdesk.chat.notes import NoteService
+from kbdesk.chat.notes import NoteService, require_chat
 from kbdesk.chat.prompt import system_prompt
 from kbdesk.chat.resolve import ActiveKB, kb_hint, resolve_kbs
 from kbdesk.chat.retrieval import (
@@ -69,6 +69,7 @@ from kbdesk.chat.turn_parts import (
     plan_turn,
     run_tools,
 )
+from kbdesk.desk_api import DeskApi
 from kbdesk.errors import KbdeskError
 from kbdesk.filters_text import overlay
 from kbdesk.providers.chat import CancelToken, ChatCancelled, ChatClient, ToolsRejectedError
@@ -78,6 +79,7 @@ from kbdesk.providers.errors import (
     ProviderError,
     SilentEndError,
 )
+from kbdesk.store.chat import Conversation
 
 __all__ = ["MAX_ROUNDS", "ChatTarget", "TurnOptions", "chat_target", "forcing_failed", "run_turn"]
 
@@ -87,7 +89,11 @@ HISTORY_MESSAGES = 200
 
 
 def run_turn(
-    desk: Any, conversation: Any, text: str, options: TurnOptions | None = None, cancel: CancelToken | None = None
+    desk: DeskApi,
+    conversation: Conversation,
+    text: str,
+    options: TurnOptions | None = None,
+    cancel: CancelToken | None = None,
 ) -> Iterator[ChatEvent]:
     """Ask ``text`` in ``conversation`` (already saved); yields events, ends with TurnFinished."""
     return _Turn(desk, conversation, text, options or TurnOptions(), cancel or CancelToken()).events()
@@ -100,8 +106,10 @@ class _Stop(Exception):
 class _Turn:
     """One turn's steps and what they share."""
 
-    def __init__(self, desk: Any, conversation: Any, text: str, options: TurnOptions, cancel: CancelToken) -> None:
-        self.desk, self.store = desk, desk.store
+    def __init__(
+        self, desk: DeskApi, conversation: Conversation, text: str, options: TurnOptions, cancel: CancelToken
+    ) -> None:
+        self.desk, self.store = desk, require_chat(desk.store)
         self.conversation, self.text, self.options, self.cancel = conversation, text, options, cancel
         self.state = TurnState(conversation.id)
         self.plan: TurnPlan | None = None

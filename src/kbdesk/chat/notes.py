@@ -12,8 +12,9 @@ from __future__ import annotations
 import builtins
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
+from kbdesk.desk_api import DeskApi
 from kbdesk.errors import KbdeskError
 from kbdesk.search import DEFAULT_THRESHOLD, RRF_K, check_limit
 from kbdesk.store.api import ChatStore, Store
@@ -56,8 +57,9 @@ class NoteSearch:
         }
 
 
-def require_chat(store: Store) -> None:
-    """Conversations, personas, projects and notes need a store with the "chat" capability."""
+def require_chat(store: Store) -> ChatStore:
+    """``store`` as the chat store it is: conversations, personas, projects and notes need a
+    store with the "chat" capability (a one-line error otherwise)."""
     from kbdesk.errors import StoreError
     from kbdesk.store.api import CHAT
 
@@ -66,13 +68,14 @@ def require_chat(store: Store) -> None:
             f"this {store.kind} database keeps no conversations, personas, projects or notes: its "
             "channels table is a team server's own, which kbdesk leaves as it is"
         )
+    return cast(ChatStore, store)
 
 
 class NoteService:
-    def __init__(self, desk: Any) -> None:
+    def __init__(self, desk: DeskApi) -> None:
         require_chat(desk.store)
         self.desk = desk
-        self.store: ChatStore = desk.store
+        self.store: ChatStore = require_chat(desk.store)
 
     # ── writing ────────────────────────────────────────────────────────────────
     def add(self, content: str, title: str = "") -> tuple[Note, str | None]:

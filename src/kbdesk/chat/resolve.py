@@ -28,6 +28,7 @@ from typing import Any
 from kbdesk.errors import InvalidInputError
 from kbdesk.models import KnowledgeBase
 from kbdesk.store.api import ChatStore
+from kbdesk.store.chat import Conversation
 
 ORIGINS = ("persona", "project", "conversation", "personal")
 
@@ -100,7 +101,7 @@ def resolve_kbs(
     return list(active.values())
 
 
-def kb_toggles(store: ChatStore, conversation: Any) -> list[KbToggle]:
+def kb_toggles(store: ChatStore, conversation: Conversation) -> list[KbToggle]:
     """Every KB the user can pick for ``conversation`` plus those its persona or project
     bind, with whether each is on, by name."""
     active = {

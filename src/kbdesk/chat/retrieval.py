@@ -30,25 +30,25 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
 
 from kbdesk.chat.events import Retrieval, RetrievalHow
 from kbdesk.filters import Filters
 from kbdesk.store.api import ChatStore
+from kbdesk.store.chat import Conversation, Persona
 
 POLICIES = ("auto", "tool", "always", "off")
 _IGNORES_KEY = "chat.ignores_forced_tool_choice"
 _AUTO_KEY = "chat.fails_on_auto_tool_choice"
 
 
-def policy_for(option: str | None, conversation: Any, persona: Any, configured: str) -> str:
+def policy_for(option: str | None, conversation: Conversation | None, persona: Persona | None, configured: str) -> str:
     for value in (option, getattr(conversation, "retrieval", None), getattr(persona, "retrieval", None), configured):
         if value:
             return str(value)
     return "auto"
 
 
-def filters_for(conversation: Any, persona: Any) -> Filters:
+def filters_for(conversation: Conversation | None, persona: Persona | None) -> Filters:
     """The default filters of a conversation's searches: its own, else its persona's, else none."""
     for value in (getattr(conversation, "filters", None), getattr(persona, "filters", None)):
         if value:

@@ -22,6 +22,7 @@ from kbdesk.chat.events import Answer, ChatEvent, Source, TurnFinished
 from kbdesk.chat.notes import NoteService, require_chat
 from kbdesk.chat.resolve import ActiveKB, KbToggle, check_switchable, kb_hint, kb_toggles, resolve_kbs
 from kbdesk.chat.safety import clean
+from kbdesk.desk_api import DeskApi
 from kbdesk.errors import InvalidInputError, KbdeskError
 from kbdesk.filters import Filters
 from kbdesk.filters_text import as_filters
@@ -52,10 +53,9 @@ class TurnContext:
 
 
 class ChatService:
-    def __init__(self, desk: Any) -> None:
-        require_chat(desk.store)
+    def __init__(self, desk: DeskApi) -> None:
         self.desk = desk
-        self.store: ChatStore = desk.store
+        self.store: ChatStore = require_chat(desk.store)
         self.notes = NoteService(desk)
 
     # ── conversations ──────────────────────────────────────────────────────────

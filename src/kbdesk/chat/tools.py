@@ -22,13 +22,26 @@ from typing import Any
 
 from kbdesk.chat.grounding import merge, usable
 from kbdesk.chat.safety import bounded, clean, data_json, one_line, reference_block
+from kbdesk.chat.tool_schemas import FILTERS_SCHEMA, KB_SEARCH_TOOL, NOTE_SEARCH_TOOL
+from kbdesk.desk_api import DeskApi
 from kbdesk.errors import InvalidInputError, KbdeskError
-from kbdesk.filter_fields import FIELDS
 from kbdesk.filters import Filters
 from kbdesk.filters_text import overlay
 from kbdesk.models import KnowledgeBase
 from kbdesk.remote.federation import unreached_remotes
 from kbdesk.search import DEFAULT_LIMIT, MAX_LIMIT, SearchResponse
+
+__all__ = [
+    "FILTERS_SCHEMA",
+    "KB_SEARCH_TOOL",
+    "MAX_PASSAGE_CHARS",
+    "MAX_RESULT_CHARS",
+    "NOTE_SEARCH_TOOL",
+    "BadArguments",
+    "Outcome",
+    "Toolbox",
+    "parse_arguments",
+]
 
 log = logging.getLogger("kbdesk.chat")
 
@@ -50,63 +63,6 @@ _META_KEYS = (
     "stale",
     "indexed_at",
 )
-
-FILTERS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "description": (
-        "Optional: search only some documents. Leave it out to search everything. "
-        'Example: {"path": "projects/**", "type": "pdf,md", "since": "2026-11-01", "tags": "roadmap"}'
-    ),
-    "properties": {
-        spec.key: {"type": "string", "description": spec.tool, **({"enum": list(spec.choices)} if spec.choices else {})}
-        for spec in FIELDS
-    },
-}
-"""The ``filters`` argument of ``kb_search`` (:meth:`kbdesk.filters.Filters.from_dict` reads
-it; lists are accepted where a comma-separated string is shown)."""
-
-KB_SEARCH_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": "kb_search",
-        "description": (
-            "Search knowledge bases for relevant information. "
-            "Returns text passages from uploaded documents that match the query."
-        ),
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "description": "Search query — use natural language"},
-                "max_results": {"type": "integer", "description": "Maximum results to return (1-20, default 5)"},
-                "filters": FILTERS_SCHEMA,
-            },
-            "required": ["query"],
-        },
-    },
-}
-
-NOTE_SEARCH_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": "note_search",
-        "description": (
-            "Search the user's notes. Returns short notes that match the query; set semantic "
-            "to true to also find notes by meaning, not only by their words."
-        ),
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "description": "Search query — use natural language"},
-                "semantic": {
-                    "type": "boolean",
-                    "description": "Also search by meaning (vector similarity); default false",
-                },
-                "max_results": {"type": "integer", "description": "Maximum results to return (1-20, default 5)"},
-            },
-            "required": ["query"],
-        },
-    },
-}
 
 
 @dataclass
@@ -133,7 +89,7 @@ class Toolbox:
 
     def __init__(
         self,
-        desk: Any,
+        desk: DeskApi,
         kbs: Sequence[KnowledgeBase],
         *,
         notes: Any = None,

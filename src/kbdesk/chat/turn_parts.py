@@ -24,11 +24,13 @@ from kbdesk.chat.events import (
     ToolCallStarted,
     TurnFinished,
 )
+from kbdesk.chat.notes import require_chat
 from kbdesk.chat.resolve import ActiveKB
 from kbdesk.chat.retrieval import describe, ignores_forcing, policy_for
 from kbdesk.chat.safety import one_line
 from kbdesk.chat.tools import Outcome, Toolbox
 from kbdesk.config import Config
+from kbdesk.desk_api import DeskApi
 from kbdesk.errors import KbdeskError
 from kbdesk.filters import Filters
 from kbdesk.providers.chat import CancelToken, ChatCancelled, ToolsRejectedError
@@ -44,6 +46,7 @@ from kbdesk.providers.errors import (
 )
 from kbdesk.providers.settings import ProviderSettings
 from kbdesk.store.api import ChatStore, Store
+from kbdesk.store.chat import Conversation, Persona
 
 log = logging.getLogger("kbdesk.chat")
 
@@ -59,7 +62,7 @@ class ChatTarget:
 
 
 def chat_target(
-    config: Config, persona: Any = None, *, model: str | None = None, provider: str | None = None
+    config: Config, persona: Persona | None = None, *, model: str | None = None, provider: str | None = None
 ) -> ChatTarget:
     """The provider and model of a turn: explicit > persona > ``roles.chat`` in config.toml."""
     role = config.roles.chat
@@ -176,13 +179,20 @@ class TurnPlan:
 
 
 def plan_turn(
-    desk: Any, target: ChatTarget, conversation: Any, persona: Any, options: TurnOptions, active: list[ActiveKB]
+    desk: DeskApi,
+    target: ChatTarget,
+    conversation: Conversation,
+    persona: Persona | None,
+    options: TurnOptions,
+    active: list[ActiveKB],
 ) -> TurnPlan:
     chat = desk.config.chat
     policy = policy_for(options.retrieval, conversation, persona, chat.retrieval)
     searchable = [a for a in active if a.searchable > 0]
     kb_tools = policy != "off" and bool(searchable)
-    force = policy == "auto" and kb_tools and not ignores_forcing(desk.store, target.provider, target.model)
+    force = (
+        policy == "auto" and kb_tools and not ignores_forcing(require_chat(desk.store), target.provider, target.model)
+    )
     max_tokens = options.max_tokens or (persona.max_tokens if persona is not None else None) or chat.max_tokens
     said = context_window(target.provider, target.settings, target.model)
     window = window_for(said, chat.context_window)
@@ -247,7 +257,9 @@ def notice(state: TurnState, text: str, level: str = "info") -> Notice:
     return Notice(text, level)  # type: ignore[arg-type]
 
 
-def auto_search(desk: Any, active: list[ActiveKB], state: TurnState, max_chars: int) -> Generator[ChatEvent, None, str]:
+def auto_search(
+    desk: DeskApi, active: list[ActiveKB], state: TurnState, max_chars: int
+) -> Generator[ChatEvent, None, str]:
     """Search ``active`` with the turn's own queries (the question; for a follow-up also
     its standalone form); yields the events, returns the reference block."""
     names = [a.kb.name for a in active]

@@ -17,7 +17,7 @@ import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbdesk.chat import chat_target
 from kbdesk.cli.chat_turn import RETRIEVAL_POLICIES, TurnView, require_chat_model, run_turn
@@ -26,6 +26,9 @@ from kbdesk.cli.output import plain, stderr, stdout
 from kbdesk.errors import InvalidInputError, KbdeskError
 from kbdesk.filters import Filters
 from kbdesk.filters_text import parse_line
+
+if TYPE_CHECKING:
+    from kbdesk.chat.service import ChatService
 
 PROMPT = "> "
 MORE = "... "
@@ -54,7 +57,7 @@ class ChatSession:
 
     def __init__(
         self,
-        chat: Any,
+        chat: ChatService,
         conversation: str | None,
         *,
         persona: str | None = None,

@@ -20,7 +20,7 @@ import sys
 import threading
 import typing
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.text import Text
 
@@ -41,6 +41,9 @@ from kbdesk.errors import InvalidInputError
 from kbdesk.providers.chat import CancelToken
 from kbdesk.textsafe import inert_line
 
+if TYPE_CHECKING:
+    from kbdesk.chat.service import ChatService
+
 RETRIEVAL_POLICIES: tuple[str, ...] = typing.get_args(RetrievalPolicy)
 RETRIEVAL_HELP = (
     "How the KBs are consulted: auto (the model may search; if it does not, kbdesk does), "
@@ -58,7 +61,7 @@ _STYLES = {"error": "red", "warning": "yellow", "info": "dim"}
 
 
 def run_turn(
-    chat: Any,
+    chat: ChatService,
     conversation: str | None,
     question: str,
     on_event: Callable[[Any], None],
@@ -112,7 +115,7 @@ def run_turn(
 
 
 def require_chat_model(
-    chat: Any, *, model: str | None, persona: str | None = None, conversation: str | None = None
+    chat: ChatService, *, model: str | None, persona: str | None = None, conversation: str | None = None
 ) -> None:
     """One line on how to set a chat model when none applies to this turn."""
     if model or chat.desk.config.roles.chat.model:

@@ -8,7 +8,7 @@ spellings still work, hidden, with a note (:data:`LEGACY`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.text import Text
@@ -19,6 +19,9 @@ from kbdesk.cli.filter_options import pop_filters, with_filter_options
 from kbdesk.cli.output import passage, plain, print_json, stdout, table
 from kbdesk.cli.state import CliState
 from kbdesk.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from kbdesk.chat.service import ChatService
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 
@@ -68,7 +71,7 @@ def conversations_show(state: CliState, conversation: str, as_json: bool) -> Non
     print_messages(chat, conv.id)
 
 
-def print_messages(chat: Any, conversation_id: str) -> None:
+def print_messages(chat: ChatService, conversation_id: str) -> None:
     """Every question, answer, tool call, notice and source of a conversation, in order."""
     console = stdout()
     for m in chat.messages(conversation_id):
@@ -203,7 +206,7 @@ def conversations_source(state: CliState, conversation: str, number: int, as_jso
     print_source(state.desk().chat(), conversation, number, as_json=as_json)
 
 
-def print_source(chat: Any, conversation: str, number: int, *, as_json: bool = False) -> None:
+def print_source(chat: ChatService, conversation: str, number: int, *, as_json: bool = False) -> None:
     answers = [m for m in chat.messages(conversation) if m.role == "assistant" and m.sources]
     sources = answers[-1].sources if answers else []
     source = next((s for s in sources if s.get("n") == number), None)

@@ -15,7 +15,6 @@ from kbdesk import __version__
 from kbdesk.cli.output import plain, print_json, stdout, table
 from kbdesk.cli.state import CliState
 from kbdesk.errors import KbdeskError
-from kbdesk.store.api import Store
 from kbdesk.textsafe import inert_line
 
 
@@ -104,26 +103,25 @@ def gather(state: Any, check_seconds: float = 5.0) -> dict[str, Any]:
         except KbdeskError as inner:
             report["problems"].append(str(inner))
         return report
-    store: Store = desk.store
+    health = desk.health()
     report["paths"]["db"] = str(desk.db_path)
     report["paths"]["files"] = str(desk.files_dir)
     report["database"] = {
         "path": str(desk.db_path),
-        "schema_version": store.schema_version(),
+        "schema_version": health.schema_version,
         "knowledge_bases": len(desk.list_kbs()),
-        "read_only": getattr(store, "read_only_reason", None),
+        "read_only": health.read_only_reason,
     }
-    report.update(_driver(store.driver))
-    if getattr(store, "read_only", False) and report["vector_backend"]["active"] != "numpy":
+    report.update(_driver(health.driver))
+    if health.read_only and report["vector_backend"]["active"] != "numpy":
         report["vector_backend"]["active"] = "numpy"
         report["vector_backend"]["reason"] = (
             "the database is read-only: numpy reads the stored vectors "
             "(sqlite-vec's index may need rebuilding first, which is a write)"
         )
-    vectors = getattr(store, "vectors", None)
-    if vectors is not None and hasattr(vectors, "exact_path"):
-        report["vector_backend"]["exact_search"] = vectors.exact_path(store)
-    report["fts5"] = store.fts5_available()
+    if health.exact_search is not None:
+        report["vector_backend"]["exact_search"] = health.exact_search
+    report["fts5"] = health.fts5
     if not report["fts5"]:
         report["ok"] = False
         report["problems"].append("this SQLite has no FTS5: keyword search is unavailable")

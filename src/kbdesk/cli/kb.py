@@ -10,7 +10,7 @@ from kbdesk.cli.output import human_bytes, plain, print_json, stdout, table
 from kbdesk.cli.state import CliState
 from kbdesk.errors import ConflictError, InvalidInputError
 from kbdesk.models import KnowledgeBase
-from kbdesk.store.api import is_team
+from kbdesk.store.api import TEAM
 from kbdesk.textsafe import inert_line
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
@@ -84,9 +84,9 @@ def create(
     if team and scope != "team":
         raise InvalidInputError(f"--team is for team knowledge bases, not {scope} ones")
     desk = state.desk()
-    if scope != "personal" and not is_team(desk.store):
+    if scope != "personal" and TEAM not in desk.capabilities:
         raise InvalidInputError(f"{scope} knowledge bases live on a team server (kbdesk --db postgresql://…)")
-    existing = desk.store.kb_named(name) if exist_ok else None
+    existing = desk.kb_named(name) if exist_ok else None
     if existing is not None:
         _same_model(existing, model_id, keyword_only)
         if as_json:
@@ -104,7 +104,7 @@ def create(
         chunk_overlap=chunk_overlap,
         keyword_only=keyword_only,
         scope=scope,
-        team_id=desk.store.resolve_team(team) if team else None,
+        team_id=desk.resolve_team(team) if team else None,
     )
     if as_json:
         print_json({**kb.to_dict(), "existed": False} if exist_ok else kb.to_dict())

@@ -16,10 +16,9 @@ import click
 from kbdesk.cli.output import plain, stderr
 from kbdesk.cli.state import CliState
 from kbdesk.errors import InvalidInputError
-from kbdesk.store.api import Store, is_team, team_store
 
 if TYPE_CHECKING:
-    from kbdesk.desk import Desk
+    pass
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8700
@@ -98,8 +97,6 @@ def serve_command(
 
     from kbdesk.serve import create_app
     from kbdesk.serve.app import STOP_GRACE
-    from kbdesk.serve.users import require_owner
-    from kbdesk.store.tokens import Tokens
 
     if not is_loopback(host) and not allow_remote:
         raise InvalidInputError(
@@ -110,14 +107,12 @@ def serve_command(
         raise InvalidInputError("--ssl-certfile and --ssl-keyfile go together")
     _check_free(host, port)
     desk = state.desk()
-    if is_team(desk.store):
-        require_owner(team_store(desk.store))
-    active = len(Tokens(desk.store).list())
+    active = len(desk.tokens().list())  # on a team server: for the owner of kbdesk's tables only
     app = create_app(desk, cors_origins=cors_origins, url_sources=url_sources, url_hosts=url_hosts)
     scheme = "https" if ssl_certfile else "http"
     shown = f"[{host}]" if ":" in host else host
     err = stderr()
-    err.print(plain(f"kbdesk serving {_label(desk)} at {scheme}://{shown}:{port}/api (OpenAPI: /api/docs)"))
+    err.print(plain(f"kbdesk serving {desk.label} at {scheme}://{shown}:{port}/api (OpenAPI: /api/docs)"))
     if active == 0:
         err.print(
             plain("No tokens yet, so every request is refused: make one with kbdesk token create --user NAME"),
@@ -220,11 +215,6 @@ def _need(*modules: str) -> None:
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
         raise click.ClickException(f"this command needs {', '.join(missing)}: pip install 'kbdesk[serve]'")
-
-
-def _label(desk: Desk) -> str:
-    store: Store = desk.store
-    return team_store(store).label if is_team(store) else str(desk.db_path)
 
 
 @click.command("mcp")

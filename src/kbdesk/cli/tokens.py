@@ -6,17 +6,12 @@ import click
 
 from kbdesk.cli.output import plain, print_json, stderr, stdout, table
 from kbdesk.cli.state import CliState
-from kbdesk.store.api import is_team, team_store
+from kbdesk.store.api import TEAM
 from kbdesk.store.tokens import PERMISSIONS, Tokens
 
 
 def _tokens(state: CliState) -> Tokens:
-    desk = state.desk()
-    if is_team(desk.store):
-        from kbdesk.serve.users import require_owner
-
-        require_owner(team_store(desk.store))
-    return Tokens(desk.store)
+    return state.desk().tokens()
 
 
 @click.group("token")
@@ -48,12 +43,10 @@ def create(
     state: CliState, user: str, permissions: tuple[str, ...], read_only: bool, label: str, as_json: bool
 ) -> None:
     """Make a token and print it once (only its hash is kept)."""
-    from kbdesk.serve.users import token_user
-
     if read_only and permissions:
         raise click.UsageError("--read-only and --permission exclude each other")
     tokens = _tokens(state)
-    who = token_user(state.desk(), user)
+    who = state.desk().token_user(user)
     chosen = () if read_only else (permissions or PERMISSIONS)
     token, secret = tokens.create(who.user_id, who.username, chosen, label)
     if as_json:
@@ -67,7 +60,7 @@ def create(
             "somewhere safe; kbdesk token revoke ends it."
         )
     )
-    if not is_team(state.desk().store):
+    if TEAM not in state.desk().capabilities:
         stderr().print(
             plain(
                 f"Note: on a SQLite file every token acts as this file's one user, with that user's "

@@ -33,6 +33,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from kbdesk.desk_api import DeskApi
 from kbdesk.errors import KbdeskError
 from kbdesk.ingest.events import EventSink, IngestEvent
 from kbdesk.ingest.helper import receive_message, send_message, this_kbdesk_env
@@ -68,7 +69,7 @@ class DeskSpec:
     backend: str | None = None
 
 
-def desk_spec(desk: Any) -> DeskSpec | None:
+def desk_spec(desk: DeskApi) -> DeskSpec | None:
     """The spec of ``desk``; None when another process could not have the same desk (an
     embedder registered in this process)."""
     if desk.embedders.registered:

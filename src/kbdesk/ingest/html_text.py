@@ -11,22 +11,22 @@ are joined with " | ", and <pre> keeps its whitespace.
 Main content only. Page furniture is not text of the page: <nav>; <header>, <footer>
 and <aside> outside the page's <main>/<article>; elements whose ``role`` is navigation,
 search, banner, contentinfo or complementary; and the classes documentation generators
-give their chrome (:data:`_CHROME_CLASSES`: DocBook's navheader/navfooter and
+give their chrome (:data:`~kbdesk.ingest.html_tags._CHROME_CLASSES`: DocBook's navheader/navfooter and
 mini-TOCs, Sphinx's sidebar, "related" bars, footer and heading anchors). When the page
 marks its main content (a <main> or ``role="main"`` element, found by the parse: never by
 a mention in a code sample, a script or a comment), only that is read (and the title).
 A heading inside an admonition (DocBook's ``<div class="note"><h3>Note</h3>``, the
-classes of :data:`_ADMONITION_CLASSES`) is a line of the box, not a section: the
+classes of :data:`~kbdesk.ingest.html_tags._ADMONITION_CLASSES`) is a line of the box, not a section: the
 section around it keeps its heading path.
 
-A page's table of contents (DocBook's mini-TOC, Sphinx's toctree: :data:`_TOC_CLASSES`)
+A page's table of contents (DocBook's mini-TOC, Sphinx's toctree: :data:`~kbdesk.ingest.html_tags._TOC_CLASSES`)
 repeats the headings that follow it or names other pages: it is left out, unless its
 links lead mostly to other pages (not to an element of this page) and the page has fewer than :data:`TOC_PAGE_WORDS`
 words without it — a chapter's or part's page, whose list of sections (DocBook's with
 each command's purpose) is its content: then
 the list is read as text, its "Table of Contents" label left out.
 
-Navigation pages: a generated index (the markup of :data:`_INDEX_CLASSES` in its main
+Navigation pages: a generated index (the markup of :data:`~kbdesk.ingest.html_tags._INDEX_CLASSES` in its main
 content), a page whose main text is mostly link text (at least
 :data:`INDEX_LINK_SHARE` of its words, with at least :data:`INDEX_MIN_LINKS` links), or
 a search form with almost no text is indexed by its title alone, with ``"page_kind": "index"`` or ``"search"`` in
@@ -39,167 +39,42 @@ collapsed once per line, and html.parser's line/column bookkeeping is switched o
 
 from __future__ import annotations
 
-import re
 from html.parser import HTMLParser
 
+from kbdesk.ingest.html_tags import (
+    _ADMONITION,
+    _BLANK_LINES,
+    _CHROME_TAGS,
+    _EDGE_TAGS,
+    _HIDE,
+    _IMPLIED,
+    _INDEX,
+    _K_ADMONITION,
+    _K_BLOCK,
+    _K_BREAK,
+    _K_CELL,
+    _K_HEADING,
+    _K_IMPLIED,
+    _K_MAIN,
+    _K_PARAGRAPH,
+    _K_PRE,
+    _K_SKIP,
+    _K_TITLE,
+    _K_TOC,
+    _K_VOID,
+    _KIND,
+    _MAIN,
+    _MAIN_CONTENT,
+    _TOC,
+    _TOC_LABELS,
+    INDEX_LINK_SHARE,
+    INDEX_MIN_LINKS,
+    SEARCH_PAGE_MAX_WORDS,
+    TOC_PAGE_WORDS,
+    _attribute_flags,
+)
 from kbdesk.ingest.sections import ExtractionError, Section, sections_from_blocks
 from kbdesk.ingest.text_decode import normalise_newlines
-
-_SKIP = frozenset({"script", "style", "template", "noscript", "svg", "iframe", "object"})
-_VOID = frozenset(
-    {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track", "wbr"}
-)
-_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
-_PARAGRAPH = _HEADINGS | {"p", "pre", "blockquote", "table", "ul", "ol", "dl", "figure", "hr"}
-_BLOCK = _PARAGRAPH | {
-    "address",
-    "article",
-    "aside",
-    "caption",
-    "dd",
-    "details",
-    "dialog",
-    "div",
-    "dt",
-    "fieldset",
-    "figcaption",
-    "footer",
-    "form",
-    "header",
-    "li",
-    "main",
-    "nav",
-    "section",
-    "summary",
-    "tr",
-}
-# start tag → open elements it closes implicitly, and the ancestors that stop the search
-_IMPLIED = {
-    "li": ({"li"}, {"ul", "ol"}),
-    "dt": ({"dt", "dd"}, {"dl"}),
-    "dd": ({"dt", "dd"}, {"dl"}),
-    "tr": ({"tr", "td", "th"}, {"table"}),
-    "td": ({"td", "th"}, {"tr", "table"}),
-    "th": ({"td", "th"}, {"tr", "table"}),
-    "option": ({"option"}, {"select"}),
-    **{h: (_HEADINGS, {"body"}) for h in _HEADINGS},
-}
-_HIDING_ATTRIBUTES = frozenset({"hidden", "aria-hidden", "style"})
-_CHROME_TAGS = frozenset({"nav"})
-_EDGE_TAGS = frozenset({"header", "footer", "aside"})  # chrome outside <main>/<article>
-_CHROME_ROLES = frozenset({"navigation", "search", "banner", "contentinfo", "complementary"})
-_CHROME_CLASSES = frozenset(
-    {
-        "navheader",
-        "navfooter",  # DocBook: Prev/Up/Home/Next bars
-        "sphinxsidebar",
-        "sphinxsidebarwrapper",
-        "related",
-        "footer",
-        "headerlink",  # Sphinx
-        "mobile-nav",
-        "breadcrumb",
-        "breadcrumbs",
-        "navbar",
-        "skip-link",
-        "edit-this-page",
-    }
-)
-_ADMONITION_CLASSES = frozenset(
-    {"note", "tip", "warning", "caution", "important", "admonition", "seealso", "hint", "danger", "attention", "error"}
-)
-# a page's table of contents (DocBook's mini-TOC, Sphinx's toctree): left out, unless it is
-# the page's content (a chapter or part page of little text of its own: TOC_PAGE_WORDS)
-_TOC_CLASSES = frozenset({"toc", "toctree-wrapper"})
-TOC_PAGE_WORDS = 250
-_TOC_LABELS = frozenset({"Table of Contents", "Contents"})
-_MAIN = re.compile(r"<main[\s>]|role\s*=\s*[\"']?main\b", re.IGNORECASE)
-# a generated index: DocBook's <div class="index">, Sphinx's index tables and letter bars
-_INDEX_CLASSES = frozenset(
-    {"index", "indextable", "genindextable", "modindextable", "genindex-jumpbox", "modindex-jumpbox"}
-)
-INDEX_LINK_SHARE = 0.8
-INDEX_MIN_LINKS = 30
-SEARCH_PAGE_MAX_WORDS = 100
-_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden")
-_BLANK_LINES = re.compile(r"\n{3,}")
-
-# What a tag is, as bits, so that each tag costs one dict look-up; ordinary inline
-# elements (<a>, <b>, <span>, ...) are 0.
-(
-    _K_BLOCK,
-    _K_PARAGRAPH,
-    _K_HEADING,
-    _K_VOID,
-    _K_SKIP,
-    _K_IMPLIED,
-    _K_CELL,
-    _K_PRE,
-    _K_TITLE,
-    _K_BREAK,
-    _K_MAIN,
-    _K_ADMONITION,
-    _K_TOC,
-) = (1 << n for n in range(13))  # the last three: set per element
-
-
-def _kinds() -> dict[str, int]:
-    kinds: dict[str, int] = {}
-    for bit, tags in (
-        (_K_BLOCK, _BLOCK),
-        (_K_PARAGRAPH, _PARAGRAPH),
-        (_K_HEADING, _HEADINGS),
-        (_K_VOID, _VOID),
-        (_K_SKIP, _SKIP),
-        (_K_IMPLIED, _IMPLIED),
-        (_K_CELL, ("td", "th")),
-        (_K_PRE, ("pre",)),
-        (_K_TITLE, ("title",)),
-        (_K_BREAK, ("br", "hr")),
-    ):
-        for tag in tags:
-            kinds[tag] = kinds.get(tag, 0) | bit
-    return kinds
-
-
-_KIND = _kinds()
-
-
-_HIDE, _ADMONITION, _MAIN_CONTENT, _INDEX, _TOC = 1, 2, 4, 8, 16  # what an element's attributes make it
-
-
-def _attribute_flags(attrs: list[tuple[str, str | None]]) -> int:
-    """Whether the attributes hide an element (hidden, aria-hidden, a hiding style, a
-    chrome role or class), make it an admonition box or the page's main content."""
-    flags = 0
-    for name, value in attrs:
-        if not value:
-            if name == "hidden":
-                return _HIDE
-            continue
-        if name == "class":
-            classes = value.split()
-            if not _CHROME_CLASSES.isdisjoint(classes):
-                return _HIDE
-            if not _ADMONITION_CLASSES.isdisjoint(classes):
-                flags |= _ADMONITION
-            if not _INDEX_CLASSES.isdisjoint(classes):
-                flags |= _INDEX
-            if not _TOC_CLASSES.isdisjoint(classes):
-                flags |= _TOC
-        elif name == "role":
-            value = value.strip().lower()
-            if value in _CHROME_ROLES:
-                return _HIDE
-            if value == "main":
-                flags |= _MAIN_CONTENT
-        elif name in _HIDING_ATTRIBUTES:
-            value = value.lower()
-            if name == "hidden" or (
-                value.strip() == "true" if name == "aria-hidden" else _HIDDEN_STYLE.search(value) is not None
-            ):
-                return _HIDE
-    return flags
 
 
 class _HtmlText(HTMLParser):

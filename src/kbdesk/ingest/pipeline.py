@@ -15,105 +15,52 @@ import contextlib
 import dataclasses
 import functools
 import os
-import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import closing, contextmanager
-from dataclasses import dataclass, field
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from kbdesk.errors import StoreError
+from kbdesk.desk_api import DeskApi
+from kbdesk.errors import InvalidInputError, StoreError
 from kbdesk.ingest.batch import EMBED_GROUP, STAGED, BatchRunner, Feeder, Job
 from kbdesk.ingest.events import EventSink, IngestEvent, ignore
 from kbdesk.ingest.folders import FoundFile, scan
 from kbdesk.ingest.helper import Helper
 from kbdesk.ingest.ignore_rules import IgnoredUnder
-from kbdesk.ingest.names import HIDDEN, file_of, under, upload_source
+from kbdesk.ingest.names import upload_source
 from kbdesk.ingest.prepare import Preparer
+from kbdesk.ingest.report import IngestReport
+from kbdesk.ingest.switches import SWITCH_INTERVAL, short_switches
+from kbdesk.ingest.sync import found_file, remove_gone
 from kbdesk.ingest.writer import Writer
 from kbdesk.models import Document, KnowledgeBase
 from kbdesk.store.api import Store
 from kbdesk.store.claims import claim_alive, describe, end_claim, new_claim
-from kbdesk.store.doc_types import IN_FLIGHT
 
 WAIT_POLL = 0.25  # seconds between looks at documents another run is indexing
-SWITCH_INTERVAL = 0.0005  # seconds a thread may hold the GIL while others wait, during a run
+__all__ = ["SWITCH_INTERVAL", "IngestReport", "Ingestor", "short_switches"]
+
 STAGED_DAYS = 7  # staged vectors (see batch.STAGED) older than this are forgotten
 
 
-_switches = threading.Lock()
-_runs = [0, 0.0]  # runs under way, the interval before the first
-
-
-@contextmanager
-def short_switches() -> Iterator[None]:
-    """Let threads take turns on the GIL every 0.5 ms (not 5) while a run is under way.
-
-    A run's threads mostly wait on files, the database or a provider, and after each of
-    those waits a thread queues for the GIL behind whichever thread is busy in Python —
-    by default for up to 5 ms, which on small files costs more than the work itself
-    (measured 2.4× on 3,000 notes: see docs/BENCHMARKS.md). The interval is the
-    interpreter's own setting: it goes back to what it was when the last run ends.
-    """
-    with _switches:
-        if _runs[0] == 0:
-            _runs[1] = sys.getswitchinterval()
-            sys.setswitchinterval(min(_runs[1], SWITCH_INTERVAL))
-        _runs[0] += 1
-    try:
-        yield
-    finally:
-        with _switches:
-            _runs[0] -= 1
-            if _runs[0] == 0:
-                sys.setswitchinterval(_runs[1])
-
-
-@dataclass
-class IngestReport:
-    """What one ``add`` (or resume, or rebuild) did."""
-
-    added: list[str] = field(default_factory=list)
-    updated: list[str] = field(default_factory=list)
-    unchanged: list[str] = field(default_factory=list)
-    resumed: list[str] = field(default_factory=list)
-    failed: list[tuple[str, str]] = field(default_factory=list)
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-    cancelled: list[str] = field(default_factory=list)  # left for the next add or resume
-    # failed before for a reason of the file's own and unchanged since: not tried again
-    known_failures: list[tuple[str, str]] = field(default_factory=list)
-    by_other: list[str] = field(default_factory=list)  # indexed meanwhile by another kbdesk run
-    missing: list[str] = field(default_factory=list)  # paths given that do not exist
-    embedded_chunks: int = 0
-    cached_chunks: int = 0
-    embedding_calls: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "added": self.added,
-            "updated": self.updated,
-            "unchanged": self.unchanged,
-            "resumed": self.resumed,
-            "failed": [{"file": f, "error": e} for f, e in self.failed],
-            "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
-            "removed": self.removed,
-            "cancelled": self.cancelled,
-            "known_failures": [{"file": f, "error": e} for f, e in self.known_failures],
-            "by_other": self.by_other,
-            "missing": self.missing,
-            "embedded_chunks": self.embedded_chunks,
-            "cached_chunks": self.cached_chunks,
-            "embedding_calls": self.embedding_calls,
-        }
+def rebuildable(store: Store, docs: Sequence[Document]) -> list[Document]:
+    """What a rebuild takes of ``docs``: the settled documents whose text is kept (one
+    another live run is indexing is left to it)."""
+    return [
+        d
+        for d in docs
+        if d.status in ("ready", "error")
+        and not claim_alive(d.claimed_by, d.updated_at)
+        and store.document_text(d.id) is not None
+    ]
 
 
 class Ingestor:
     """Runs the pipeline for one desk. Thread-safe; one instance can serve many calls."""
 
-    def __init__(self, desk: Any, *, workers: int | None = None, on_event: EventSink | None = None) -> None:
+    def __init__(self, desk: DeskApi, *, workers: int | None = None, on_event: EventSink | None = None) -> None:
         self.desk = desk
         self.store: Store = desk.store
         self.config = desk.config
@@ -189,7 +136,16 @@ class Ingestor:
             every = lambda: self._all_sources(paths, hidden, no_ignore)  # noqa: E731
             unfiltered = every if include or exclude else (lambda: set[str]())
             ignored_now = None if no_ignore else IgnoredUnder(found.roots)
-            self._sync(kb, found.roots, {f.source for f in found.files}, unfiltered, report, ignored_now)
+            remove_gone(
+                self.desk,
+                kb,
+                found.roots,
+                {f.source for f in found.files},
+                unfiltered,
+                report,
+                self.on_event,
+                ignored_now,
+            )
         if urls and not self._cancel.is_set():
             from kbdesk.web.crawl import WebLimits
             from kbdesk.web.source import add_urls
@@ -258,7 +214,7 @@ class Ingestor:
                 held = self.store.claim_documents(self.store.unfinished_documents(kb.id), claim)
                 if held:
                     # a file that moved on since is taken at its newest version
-                    files = [f for f in (_found(doc) for doc in held) if f is not None]
+                    files = [f for f in (found_file(doc) for doc in held) if f is not None]
                     preparer = Preparer(self.store, self.files_dir, self.max_bytes, self.on_event, report, claim)
                     self._run(
                         kb,
@@ -303,14 +259,7 @@ class Ingestor:
         report = IngestReport()
         claim = new_claim()
         try:
-            free = [
-                d
-                for d in docs
-                if d.status in ("ready", "error")
-                and not claim_alive(d.claimed_by, d.updated_at)
-                and self.store.document_text(d.id) is not None
-            ]
-            jobs = [Job(doc, "rebuild") for doc in self.store.claim_documents(free, claim)]
+            jobs = [Job(doc, "rebuild") for doc in self.store.claim_documents(rebuildable(self.store, docs), claim)]
             skipped = len(docs) - len(jobs)
             with self.store.write() as conn:
                 self.store.audit(
@@ -335,6 +284,8 @@ class Ingestor:
             kb, embedding_config={**kb.embedding_config, "provider": provider, "model_id": model_id, "dimensions": None}
         )
         embedder = self.desk.embedders.for_kb(target)
+        if embedder is None:
+            raise InvalidInputError("name a model to embed the knowledge base with")
         report = IngestReport()
         texts = self.store.chunk_texts(kb.id)
         cached = self.store.cached_vectors(embedder.model_key, [h for h, _ in texts])
@@ -492,51 +443,3 @@ class Ingestor:
         """The sources of every file under ``paths``, globs or not (what a sync keeps)."""
         found = scan(paths, hidden=hidden, protect=self._protected(), no_ignore=no_ignore)
         return {self.store.source_key(f.path) for f in found.files}
-
-    def _sync(
-        self,
-        kb: KnowledgeBase,
-        roots: list[Path],
-        present: set[str],
-        unfiltered: Callable[[], set[str]],
-        report: IngestReport,
-        ignored_now: Callable[[Path], bool] | None = None,
-    ) -> None:
-        """Remove documents whose file under a scanned folder no longer exists, or is now
-        named by an ignore file there (``ignored_now``); uploads are under no folder; a
-        hidden path is under a folder when the folder's is its prefix."""
-        folders = [self.store.source_key(root) for root in roots]
-        everything: set[str] | None = None
-        for source, doc in self.store.documents_by_source(kb.id).items():
-            if source in present:
-                continue
-            path = file_of(source)
-            if path is not None:
-                if not any(root == path or root in path.parents for root in roots):
-                    continue
-                if path.is_file() and not (ignored_now is not None and ignored_now(path)):
-                    continue  # still there, merely filtered out by this run's globs
-            elif source.startswith(HIDDEN) and any(under(source, folder) for folder in folders):
-                everything = unfiltered() if everything is None else everything
-                if source in everything:
-                    continue  # still there, merely filtered out by this run's globs
-            else:
-                continue
-            if doc.status in IN_FLIGHT and claim_alive(doc.claimed_by, doc.updated_at):
-                continue  # another run is indexing it right now
-            self.desk.delete_document(doc.id)
-            report.removed.append(doc.filename)
-            self.on_event(IngestEvent("removed", doc.filename, doc.id))
-
-
-def _found(doc: Document) -> FoundFile | None:
-    """The file behind a document, as a scan would find it (None when it is gone, or its
-    source names no file here)."""
-    path = file_of(doc.source_path)
-    if path is None or doc.source_path is None:
-        return None
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return FoundFile(path, doc.filename, st.st_size, st.st_mtime, source=doc.source_path, root=doc.folder)

@@ -23,6 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from kbdesk.desk_api import DeskApi
 from kbdesk.errors import KbdeskError
 from kbdesk.ingest.formats import format_for
 from kbdesk.ingest.ignore_rules import IGNORE_FILES, IgnoredUnder
@@ -235,7 +236,7 @@ def _relevant(root: Path, own: tuple[str, ...], hidden: bool, no_ignore: bool = 
     return keep
 
 
-def _own_paths(desk: Any, root: Path) -> tuple[str, ...]:
+def _own_paths(desk: DeskApi, root: Path) -> tuple[str, ...]:
     """kbdesk's database and stored files, except any that holds the watched folder."""
     found: set[str] = set()
     db = Path(desk.db_path)

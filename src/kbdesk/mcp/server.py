@@ -87,7 +87,7 @@ class DeskTools:
     def __init__(self, desk: Desk, kb_ids: list[str] | None = None) -> None:
         self.desk = desk
         self.kb_ids = kb_ids
-        self.has_notes = CHAT in desk.store.capabilities
+        self.has_notes = CHAT in desk.capabilities
 
     def kbs(self) -> list[Any]:
         """The KBs offered: those chosen (``kbdesk mcp --kb``), else every discoverable one,
@@ -206,7 +206,7 @@ class DeskTools:
             raise ValueError(f"no document {doc_id} in {one_line(kb.name)}") from None
         if doc.id != doc_id.lower() or doc.kb_id != kb.id:
             raise ValueError(f"no document {doc_id} in {one_line(kb.name)}")
-        text = self.desk.store.document_text(doc.id)
+        text = self.desk.document_text(doc.id)
         if text is None:
             raise ValueError(f"{one_line(doc.filename)} has no extracted text kept")
         return clean(text)

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
+from kbdesk.desk_api import DeskApi
 from kbdesk.errors import KbdeskError, NotFoundError
 from kbdesk.models import KnowledgeBase
 from kbdesk.remote.names import RemoteRef
 from kbdesk.remote.registry import remote_kb
+from kbdesk.store.api import ChatStore
 
 PREFIX = "remote_kbs:"
 
@@ -39,7 +41,7 @@ def bound_kbs(store: Any, conversation_id: str) -> list[KnowledgeBase]:
     ]
 
 
-def bind(desk: Any, conversation_id: str, refs: Sequence[RemoteRef]) -> None:
+def bind(desk: DeskApi, conversation_id: str, refs: Sequence[RemoteRef]) -> None:
     """Bind exactly these remote KBs to the conversation (an empty list unbinds them all).
     Each is looked up on its remote (within its budget); one that cannot be reached now is
     kept by the name given, and one the remote says it does not have is refused."""
@@ -62,10 +64,11 @@ def bind(desk: Any, conversation_id: str, refs: Sequence[RemoteRef]) -> None:
                     {"ref": kb.ref, "name": kb.display, "documents": kb.document_count, "model_id": kb.model_id}
                 )
     if entries or bound(desk.store, conversation_id):
-        desk.store.set_setting(PREFIX + conversation_id, json.dumps(entries))
+        # conversations live in a chat store only (ChatService, which binds, checked it has one)
+        cast(ChatStore, desk.store).set_setting(PREFIX + conversation_id, json.dumps(entries))
 
 
-def remote_toggles(desk: Any, conversation_id: str) -> list[tuple[str, str, int, bool]]:
+def remote_toggles(desk: DeskApi, conversation_id: str) -> list[tuple[str, str, int, bool]]:
     """``(ref, name, documents, on)`` for the chat's KB toggles: the remote KBs bound to the
     conversation (on), then the other KBs the remotes offer now (off; a remote that does
     not answer offers none)."""
@@ -82,7 +85,7 @@ def remote_toggles(desk: Any, conversation_id: str) -> list[tuple[str, str, int,
     return rows
 
 
-def toggle(desk: Any, conversation_id: str, ref: RemoteRef, enabled: bool) -> None:
+def toggle(desk: DeskApi, conversation_id: str, ref: RemoteRef, enabled: bool) -> None:
     """Switch one remote KB on or off in the conversation (the others stay as they are)."""
     kept = [RemoteRef(*e["ref"].split(":", 1)) for e in bound(desk.store, conversation_id)]
     names = {e["ref"]: e.get("name") for e in bound(desk.store, conversation_id)}

@@ -19,8 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kbdesk.desk_api import DeskApi
 from kbdesk.errors import InvalidInputError, KbdeskError, NotFoundError
-from kbdesk.models import SearchResult
+from kbdesk.models import KnowledgeBase, SearchResult
 from kbdesk.remote.names import RemoteRef, display_name
 from kbdesk.remote.ranking import BY_RANK, Ranked, Ranking, explain_entry, merge_scored, ranking_of
 from kbdesk.remote.registry import (
@@ -56,7 +57,7 @@ class FederatedResponse(SearchResponse):
 
 # ── the federated search ───────────────────────────────────────────────────────
 def federated_search(
-    desk: Any,
+    desk: DeskApi,
     local_refs: Sequence[str],
     remote_refs: Sequence[RemoteRef],
     query: str,
@@ -106,12 +107,7 @@ def federated_search(
             filters=filters,
         )
         kbs = [desk.kb(ref) for ref in local_refs]
-        dims = {kb.id: desk.store.kb_vector_dimensions(kb.id) for kb in kbs}
-        models = [(kb.model_id, dims[kb.id]) for kb in kbs if kb.model_id and dims[kb.id]]
-        parts = keyword_parts(desk.store, [kb.id for kb in kbs], query, local)
-        rankings.append(
-            ranking_of(local, fusion=cfg.fusion, alpha=cfg.alpha, threshold=used_threshold, models=models, parts=parts)
-        )
+        rankings.append(local_ranking(desk, kbs, query, local, threshold=used_threshold))
     side.join(max(0.0, max(remotes.budget(n) for n in wanted) - (time.monotonic() - started)) + GRACE + 0.05)
     states: list[RemoteState] = []
     notes: list[str] = list(local.notes) if local else []
@@ -170,6 +166,18 @@ def federated_search(
         cut = [e for e in (local.explain or []) if e.get("cut") is not None] if local is not None else []
         response.explain = [explain_entry(score, x) for score, x in scored] + cut
     return response
+
+
+def local_ranking(
+    desk: DeskApi, kbs: Sequence[KnowledgeBase], query: str, response: SearchResponse, *, threshold: float
+) -> Ranking:
+    """The desk's own results (``response``, a search of ``kbs``) as one ranking to merge with
+    other servers': each KB's model and vector dimensions, and its results' keyword parts."""
+    cfg = desk.config.search
+    dims = {kb.id: desk.store.kb_vector_dimensions(kb.id) for kb in kbs}
+    models = [(kb.model_id, dim) for kb in kbs if kb.model_id and (dim := dims[kb.id])]
+    parts = keyword_parts(desk.store, [kb.id for kb in kbs], query, response)
+    return ranking_of(response, fusion=cfg.fusion, alpha=cfg.alpha, threshold=threshold, models=models, parts=parts)
 
 
 def keyword_parts(store: Any, kb_ids: list[str], query: str, response: SearchResponse) -> KeywordParts | None:

@@ -8,8 +8,9 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
+from kbdesk.config import Config
 from kbdesk.errors import NotFoundError
 from kbdesk.models import KnowledgeBase
 from kbdesk.providers.breaker import Breaker, BreakerOpen, breaker_for
@@ -343,7 +344,19 @@ def remote_kb(
     )
 
 
-def pickable_kbs(desk: Any) -> tuple[list[KnowledgeBase], list[RemoteState]]:
+class PickerSource(Protocol):
+    """What :func:`pickable_kbs` reads of the desk (:class:`kbdesk.desk_api.DeskApi` imports
+    this module, so it names the part it needs here)."""
+
+    config: Config
+
+    @property
+    def remotes(self) -> Remotes: ...
+
+    def list_kbs(self) -> list[KnowledgeBase]: ...
+
+
+def pickable_kbs(desk: PickerSource) -> tuple[list[KnowledgeBase], list[RemoteState]]:
     """What a KB picker offers: the local KBs, then each remote's (``team:Product Docs``,
     scope ``remote``), and each remote's state (a remote that does not answer within its
     budget offers none, and its state says why)."""

@@ -64,7 +64,7 @@ def create_app(
     uploads = Uploads(desk.paths.cache_dir / "uploads")
     desks = Desks(desk, on_new=uploads.resume if resume else None)
     hosts = frozenset(h.lower().strip("[]") for h in url_hosts)
-    state = ServerState(Tokens(desk.store), desks, uploads, max_upload, url_sources, hosts)
+    state = ServerState(desk.tokens(), desks, uploads, max_upload, url_sources, hosts)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

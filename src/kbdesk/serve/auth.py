@@ -20,10 +20,11 @@ import anyio.to_thread
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from kbdesk.desk_admin import TokenUserGone
 from kbdesk.errors import NotFoundError
 from kbdesk.models import KnowledgeBase
 from kbdesk.serve.errors import ApiError
-from kbdesk.serve.users import Lease, TokenUserGone
+from kbdesk.serve.users import Lease
 from kbdesk.store.core.records import ACTING_TOKEN
 from kbdesk.store.tokens import ApiToken
 
@@ -68,13 +69,13 @@ class Caller:
     def check_can_change(self, kb: KnowledgeBase) -> None:
         """Refuse early (before any byte is stored) what the store would refuse anyway."""
         if self.identity is not None:
-            self.desk.store.policy.check_manage(kb)
+            self.desk.policy.check_manage(kb)
 
     def check_can_create(self, scope: str, team_id: str | None) -> None:
         """The scope rules for a new KB, worded for this user (a kbdesk user of the
         database is told how an administrator grants a right, not to edit a config)."""
         if self.identity is not None:
-            self.desk.store.policy.check_create(scope, team_id)
+            self.desk.policy.check_create(scope, team_id)
 
 
 BEARER = HTTPBearer(

@@ -16,8 +16,8 @@ from pydantic import BaseModel, Field
 
 from kbdesk import __version__
 from kbdesk.filters import Filters
-from kbdesk.remote.federation import keyword_parts
-from kbdesk.remote.ranking import ranked_to_wire, ranking_of, ranking_to_wire
+from kbdesk.remote.federation import local_ranking
+from kbdesk.remote.ranking import ranked_to_wire, ranking_to_wire
 from kbdesk.search import NeedsVectorsError
 from kbdesk.serve.auth import Caller, caller
 from kbdesk.serve.errors import ApiError
@@ -129,7 +129,7 @@ def me(who: Caller = Depends(caller)) -> dict[str, Any]:
             "permissions": sorted(who.token.permissions),
             "label": who.token.label,
         },
-        "server": {"name": "kbdesk", "version": __version__, "engine": desk.store.kind},
+        "server": {"name": "kbdesk", "version": __version__, "engine": desk.engine},
         "search": {"mode": s.mode, "fusion": s.fusion, "alpha": s.alpha, "threshold": s.threshold, "limit": s.limit},
         "kb_count": len(desk.list_kbs()),
     }
@@ -172,10 +172,8 @@ def _search(who: Caller, body: AcrossRequest) -> dict[str, Any]:
         )
     except NeedsVectorsError as exc:
         raise ApiError(400, f'{exc} ("mode": "keyword")') from None
-    dims = {kb_id: desk.store.kb_vector_dimensions(kb_id) for kb_id in kbs}
-    models = [(kb.model_id, dims[kb.id]) for kb in kbs.values() if kb.model_id and dims[kb.id]]
-    parts = keyword_parts(desk.store, list(kbs), body.query, response)
-    ranking = ranking_of(response, fusion=s.fusion, alpha=s.alpha, threshold=threshold, models=models, parts=parts)
+    dims = {kb_id: desk.kb_vector_dimensions(kb_id) for kb_id in kbs}
+    ranking = local_ranking(desk, list(kbs.values()), body.query, response, threshold=threshold)
     by_name = {kb.name: kb.id for kb in kbs.values()}
     out: dict[str, Any] = {
         "data": [{**ranked_to_wire(x), "kb_id": by_name.get(x.result.kb, "")} for x in ranking.ranked],

@@ -9,7 +9,7 @@ without its own, its persona's apply.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Depends
 
@@ -23,11 +23,14 @@ from kbdesk.serve.responses import ChannelKbs as ChannelKbsAnswer
 from kbdesk.serve.schemas import ChannelFilters, ChannelKbs
 from kbdesk.store.api import CHAT
 
+if TYPE_CHECKING:
+    from kbdesk.chat.service import ChatService
+
 router = APIRouter(tags=["channels"])
 
 
 def _chat(who: Caller, channel_id: str) -> tuple[Any, Any]:
-    if CHAT not in who.desk.store.capabilities:
+    if CHAT not in who.desk.capabilities:
         raise ApiError(501, "this database keeps its own channels table, so kbdesk keeps no conversations in it")
     chat = who.desk.chat()
     missing = ApiError(404, f"no channel {channel_id!r}")
@@ -81,7 +84,7 @@ def set_channel_kbs(channel_id: str, body: ChannelKbs, who: Caller = WRITES) -> 
     return _rows(chat.set_kbs(conv.id, kb_ids))
 
 
-def _filters(chat: Any, conv_id: str) -> dict[str, Any]:
+def _filters(chat: ChatService, conv_id: str) -> dict[str, Any]:
     conv = chat.conversation(conv_id)
     effective = chat.filters(conv.id)
     own = Filters.from_dict(conv.filters) if conv.filters else Filters()

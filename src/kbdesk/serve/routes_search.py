@@ -16,7 +16,6 @@ from kbdesk.serve.auth import WRITES, Caller, caller
 from kbdesk.serve.errors import ApiError
 from kbdesk.serve.responses import RebuildStarted, SearchAnswer, errors
 from kbdesk.serve.schemas import SearchRequest
-from kbdesk.store.claims import claim_alive
 from kbdesk.textsafe import inert_line
 
 log = logging.getLogger("kbdesk.serve")
@@ -101,14 +100,7 @@ def rebuild(kb_id: str, request: Request, who: Caller = WRITES) -> JSONResponse:
         raise ApiError(400, f"'{kb.name}' has no documents to rebuild")
     if kb.model_id:
         who.desk.embedders.for_kb(kb)  # no provider for its model: 412
-    # what the run will take: settled documents with their text kept (as Ingestor.rebuild decides)
-    rebuilding = sum(
-        1
-        for d in docs
-        if d.status in ("ready", "error")
-        and not claim_alive(d.claimed_by, d.updated_at)
-        and who.desk.store.document_text(d.id) is not None
-    )
+    rebuilding = len(who.desk.rebuildable_documents(kb.id))  # what the run will take (as it decides)
 
     hold = who.lease.share()
 

@@ -232,7 +232,7 @@ class Uploads:
                     headers={"Retry-After": str(BUSY_RETRY_AFTER)},
                 )
             raise ApiError(400, f"'{name}' was not added: {wait.problem}")
-        return desk.store.get_document(wait.doc_id), wait.result
+        return desk.document_by_id(wait.doc_id), wait.result
 
     def _run(
         self, hold: Any, kb: KnowledgeBase, name: str, staged: Path, name_lock: threading.Lock, wait: _Wait

@@ -8,7 +8,7 @@ told apart and revoked one by one; what a token may do is its permissions.
 administrator's login), because only the owner reads the token table and may act for
 others. A token names a kbdesk user of that database — a login made one with
 ``kbdesk pg grant`` — or the owner's own ``[identity]``. Each request runs through a
-desk whose store acts as that user's identity (:meth:`~kbdesk.store.api.TeamStore.login_identity`),
+desk acting as that user's identity (:meth:`~kbdesk.desk.Desk.current_identity`),
 read from the database at every request (user id, system admin, teams), so the store's
 scope rules (the same rules row-level security
 enforces for logins) decide what the request sees and changes. Changes to a user's
@@ -28,49 +28,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kbdesk.errors import InvalidInputError, StoreError
-from kbdesk.store.api import TeamStore, is_team, team_store
+from kbdesk.desk_admin import TokenUser, TokenUserGone
+from kbdesk.store.api import TEAM, TeamIdentity
 from kbdesk.store.tokens import ApiToken
 
 if TYPE_CHECKING:
     from kbdesk.desk import Desk
 
-
-@dataclass(frozen=True)
-class TokenUser:
-    user_id: str
-    username: str
+__all__ = ["Desks", "Lease", "TokenUser", "TokenUserGone", "token_user"]
 
 
 def token_user(desk: Desk, name: str) -> TokenUser:
-    """The user a new token for ``name`` acts as (refused in one line if there is none)."""
-    name = (name or "").strip()
-    if not name or len(name) > 200 or any(ord(ch) < 32 or ord(ch) == 127 for ch in name):
-        raise InvalidInputError("--user needs a name of one line (at most 200 characters)")
-    if not is_team(desk.store):
-        return TokenUser(desk.store.local_user_id, name)
-    store = team_store(desk.store)
-    require_owner(store)
-    who = store.login_identity(name)
-    if who is not None:
-        return TokenUser(who.user_id, who.username)
-    own = store.identity
-    if name == own.username:
-        return TokenUser(own.user_id, own.username)
-    raise InvalidInputError(
-        f"'{name}' is not a kbdesk user of {store.label}: make the login one with "
-        f"kbdesk --db URI pg grant {name} (or name the owner's own identity, '{own.username}')"
-    )
-
-
-def require_owner(store: TeamStore) -> None:
-    """Tokens on Postgres need the tables' owner: only it reads them and acts for others."""
-    if store.session.kind != "owner":
-        raise StoreError(
-            f"tokens and kbdesk serve need the owner of kbdesk's tables on {store.label} "
-            f"(the login '{store.session.login}' is a kbdesk user): connect with the "
-            "administrator's login"
-        )
+    """The user a new token for ``name`` acts as (:meth:`kbdesk.desk.Desk.token_user`)."""
+    return desk.token_user(name)
 
 
 MAX_OPEN_DESKS = 8  # users' desks kept open at once on a team server (idle ones beyond are closed)
@@ -80,7 +50,9 @@ REQUEST_THREADS = 8  # requests run at once on a team server: each thread keeps 
 class Lease:
     """A desk in use by one request or one piece of background work; ``release()`` when done."""
 
-    def __init__(self, desks: Desks | None, key: tuple[Any, ...] | None, desk: Desk, identity: Any) -> None:
+    def __init__(
+        self, desks: Desks | None, key: tuple[Any, ...] | None, desk: Desk, identity: TeamIdentity | None
+    ) -> None:
         self._desks, self._key = desks, key
         self.desk, self.identity = desk, identity
         self._released = False
@@ -113,7 +85,7 @@ class Desks:
     least recently used desks nobody is using are closed (and opened again on their
     next request)."""
 
-    def __init__(self, base: Any, *, on_new: Callable[[Lease], None] | None = None) -> None:
+    def __init__(self, base: Desk, *, on_new: Callable[[Lease], None] | None = None) -> None:
         self.base = base
         self.on_new = on_new or (lambda lease: lease.release())
         self._lock = threading.Lock()
@@ -121,14 +93,14 @@ class Desks:
 
     @property
     def multi_user(self) -> bool:
-        return is_team(self.base.store)
+        return TEAM in self.base.capabilities
 
     def lease(self, token: ApiToken) -> Lease:
         """The desk (and, on a team server, the identity) a request of ``token`` works with."""
         if not self.multi_user:
             return Lease(None, None, self.base, None)
         who = self.identity(token)
-        if who is self.base.store.identity:  # the owner's own identity: the server's desk
+        if who is self.base.identity:  # the owner's own identity: the server's desk
             return Lease(None, None, self.base, who)
         key = (who.user_id, who.username, who.admin, tuple(sorted(who.teams.items())))
         fresh = False
@@ -142,7 +114,7 @@ class Desks:
             self._evict()
         return lease
 
-    def _take(self, key: tuple[Any, ...], who: Any) -> Lease:
+    def _take(self, key: tuple[Any, ...], who: TeamIdentity | None) -> Lease:
         with self._lock:
             entry = self._desks[key]
             entry.users += 1
@@ -160,22 +132,12 @@ class Desks:
         for desk in gone:
             desk.close()
 
-    def identity(self, token: ApiToken) -> Any:
-        """The token user's identity now (a revoked login is refused)."""
-        store = team_store(self.base.store)
-        if token.user_id == store.identity.user_id and token.username == store.identity.username:
-            return store.identity
-        who = store.login_identity(token.username)
-        if who is None or who.user_id != token.user_id:
-            raise TokenUserGone(f"the user '{token.username}' of this token is no longer a kbdesk user here")
-        return who
+    def identity(self, token: ApiToken) -> TeamIdentity:
+        """The token user's identity now (a revoked login is refused: :class:`TokenUserGone`)."""
+        return self.base.current_identity(token.user_id, token.username)
 
-    def _open(self, who: Any) -> Any:
-        from kbdesk.desk import Desk
-
-        base = self.base
-        store = team_store(base.store).as_user(who)
-        return Desk(paths=base.paths, config=base.config, db_path=base.db_path, store=store)
+    def _open(self, who: TeamIdentity) -> Desk:
+        return self.base.as_user(who)
 
     def open_count(self) -> int:
         with self._lock:
@@ -186,7 +148,3 @@ class Desks:
             desks, self._desks = [e.desk for e in self._desks.values()], {}
         for desk in desks:
             desk.close()
-
-
-class TokenUserGone(Exception):
-    """The token's user was revoked from the database: the token no longer works."""

@@ -25,7 +25,7 @@ keep all of them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol, cast, runtime_checkable
@@ -424,6 +424,12 @@ class TeamIdentity(Protocol):
     def user_id(self) -> str: ...
     @property
     def username(self) -> str: ...
+    @property
+    def admin(self) -> bool: ...
+    @property
+    def teams(self) -> Mapping[str, str]:
+        """Team id -> "member" or "admin"."""
+        ...
 
 
 class TeamLogin(Protocol):

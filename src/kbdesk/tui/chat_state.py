@@ -28,7 +28,7 @@ from kbdesk.chat.events import (
     Waiting,
 )
 from kbdesk.chat.safety import clean, one_line
-from kbdesk.chat.service import TurnContext
+from kbdesk.chat.service import ChatService, TurnContext
 
 
 # ── the relay ──────────────────────────────────────────────────────────────────
@@ -280,7 +280,11 @@ ChatContext = TurnContext  # the status line's model, KBs and retrieval policy (
 
 
 def chat_context(
-    chat: Any, *, conversation_id: str | None = None, persona_id: str | None = None, project_id: str | None = None
+    chat: ChatService,
+    *,
+    conversation_id: str | None = None,
+    persona_id: str | None = None,
+    project_id: str | None = None,
 ) -> ChatContext:
     """Blocking: the model a turn would use, the KBs it would search and how."""
     if conversation_id is not None:

@@ -11,6 +11,7 @@ import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from kbdesk.desk import Desk
 from kbdesk.errors import KbdeskError
 from kbdesk.ingest.child import ChildRun, IngestJob, desk_spec
 from kbdesk.models import KnowledgeBase
@@ -33,7 +34,7 @@ INGEST_GROUP = "ingest"
 class IngestRuns(_App):
     """Start, watch and stop the app's ingestion runs."""
 
-    desk: Any
+    desk: Desk
     trackers: dict[str, IngestTracker]
     ingest_in_child: bool
     _ingest_workers: dict[str, Worker[Any]]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual.message import Message
@@ -27,6 +27,9 @@ from kbdesk.providers.chat import CancelToken
 from kbdesk.store.chat import Conversation
 from kbdesk.tui.chat_state import AnswerState, ChatContext, TurnRelay, UserBlock
 from kbdesk.tui.widgets.answer_view import AnswerView
+
+if TYPE_CHECKING:
+    from kbdesk.chat.service import ChatService
 
 BUSY = "An answer is still coming: wait for it, or press Esc to stop it"
 SAVING = "The stopped answer is still being saved: ask again in a moment"
@@ -64,7 +67,7 @@ class ChatTurns:
 
     turn: Turn | None = None
     _chat_context: ChatContext | None
-    chat: Any
+    chat: ChatService
 
     def busy_message(self) -> str:
         return SAVING if self.turn is not None and self.turn.stopped else BUSY

@@ -4,7 +4,7 @@ checked and cannot be switched here. "Manage KBs…" leads to the KB list."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import on
@@ -17,6 +17,9 @@ from textual.widgets.selection_list import Selection
 from kbdesk.chat.resolve import KbToggle
 from kbdesk.chat.safety import one_line
 from kbdesk.tui.screens.base import DeskModal
+
+if TYPE_CHECKING:
+    from kbdesk.chat.service import ChatService
 
 EMPTY = "No knowledge bases yet. Manage KBs… (m) creates one and adds documents to it."
 HINT = "Space switches a KB on or off for this conversation; it applies at once."
@@ -42,7 +45,7 @@ class KbPopupScreen(DeskModal):
         Binding("m", "manage", "Manage KBs…", id="kbpopup.manage"),
     ]
 
-    def __init__(self, chat: Any, conversation_id: str) -> None:
+    def __init__(self, chat: ChatService, conversation_id: str) -> None:
         super().__init__()
         self.chat = chat
         self.conversation_id = conversation_id

@@ -4,7 +4,7 @@ meaning when an embedding model is set."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import on
@@ -19,6 +19,9 @@ from kbdesk.chat.safety import clean, one_line
 from kbdesk.store.notes import Note
 from kbdesk.tui.screens.base import DeskScreen
 from kbdesk.tui.widgets.keys_footer import KeysFooter
+
+if TYPE_CHECKING:
+    from kbdesk.chat.service import ChatService
 
 EMPTY = "No notes yet. Press n to write one: the chat's note_search tool finds them too."
 
@@ -38,7 +41,7 @@ class NotesScreen(DeskScreen):
         Binding("down", "to_list", "Notes list", id="notes.to_list", show=False),
     ]
 
-    def __init__(self, chat: Any) -> None:
+    def __init__(self, chat: ChatService) -> None:
         super().__init__()
         self.chat = chat
         self.notes: list[Note] = []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -14,6 +14,9 @@ from kbdesk.chat.safety import clean
 from kbdesk.tui.screens.base import DeskModal
 from kbdesk.tui.widgets.transcript import source_label
 
+if TYPE_CHECKING:
+    from kbdesk.chat.service import ChatService
+
 
 class SourceScreen(DeskModal):
     CSS_PATH = "source.tcss"
@@ -22,7 +25,7 @@ class SourceScreen(DeskModal):
         Binding("plus,equals_sign", "wider", "More context", id="source.more"),
     ]
 
-    def __init__(self, chat: Any, source: dict[str, Any]) -> None:
+    def __init__(self, chat: ChatService, source: dict[str, Any]) -> None:
         super().__init__()
         self.chat = chat
         self.source = source

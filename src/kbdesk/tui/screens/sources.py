@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import on
@@ -16,12 +16,15 @@ from kbdesk.chat.safety import one_line
 from kbdesk.tui.screens.base import DeskModal
 from kbdesk.tui.widgets.transcript import source_label
 
+if TYPE_CHECKING:
+    from kbdesk.chat.service import ChatService
+
 
 class SourcesScreen(DeskModal):
     CSS_PATH = "sources.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "cancel", "Close", id="sources.close")]
 
-    def __init__(self, chat: Any, groups: list[tuple[str, list[dict[str, Any]]]]) -> None:
+    def __init__(self, chat: ChatService, groups: list[tuple[str, list[dict[str, Any]]]]) -> None:
         super().__init__()
         self.chat = chat
         self.groups = groups
