@@ -5,7 +5,6 @@ history, and the answer keeps room."""
 from __future__ import annotations
 
 from chat_support import write_config
-
 from kbdesk import open_desk
 from kbdesk.chat import TurnFinished
 from kbdesk.chat.budget import MIN_ANSWER, fit, message_tokens

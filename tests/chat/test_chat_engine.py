@@ -7,7 +7,6 @@ import time
 
 from chat_support import add_doc
 from fake_chat import TOOLS_REJECTED
-
 from kbdesk.chat import KB_SEARCH_TOOL, CancelToken, Notice, TextDelta, ToolCallFinished, TurnFinished
 
 SEED_TOOL = {
@@ -272,7 +271,6 @@ def test_model_output_is_cleaned_before_display(cdesk, chat_server):
 
 def test_cancel_during_a_retry_wait(chat_server, kbdesk_home):
     from chat_support import write_config
-
     from kbdesk import open_desk
 
     write_config(chat_server, max_retries=3)

@@ -4,8 +4,8 @@ import logging
 import socket
 
 import pytest
-from chat_support import write_config
 
+from chat_support import write_config
 from kbdesk import open_desk
 from kbdesk.chat import Notice
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 
 from chat_support import add_doc, write_config
-
 from kbdesk import open_desk
 from kbdesk.chat import TurnFinished
 from kbdesk.chat.tool_results import KEPT_AT, PROBE_WORDS, as_data, remembered

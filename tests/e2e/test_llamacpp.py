@@ -11,8 +11,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+
 from e2e_support import e2e_cli
-from render import holds
+from llamacpp_render import holds
 
 pytestmark = pytest.mark.e2e
 CONVERSATIONS = json.loads((Path(__file__).resolve().parent / "conversations.json").read_text())["conversations"]

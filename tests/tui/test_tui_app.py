@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from textual.command import CommandList
-from tui_support import gated_kb, settle, type_text, wait_until
 
 from kbdesk.tui.app import KbdeskApp, make_app
 from kbdesk.tui.screens.confirm import ConfirmScreen
@@ -12,6 +11,7 @@ from kbdesk.tui.screens.kb_detail import KbDetailScreen
 from kbdesk.tui.screens.kb_list import KbListScreen
 from kbdesk.tui.screens.search import SearchScreen
 from kbdesk.tui.screens.settings import SettingsScreen
+from tui_support import gated_kb, settle, type_text, wait_until
 
 
 async def test_command_palette_reaches_the_main_actions(tui_desk):

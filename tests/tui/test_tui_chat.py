@@ -6,8 +6,6 @@ from __future__ import annotations
 import time
 
 from textual.widgets import Input, OptionList, Select, SelectionList, Static, TextArea
-from tui_chat_support import docs, open_chat, shown
-from tui_support import notifications, settle, type_text, wait_until
 
 from kbdesk.chat import TextDelta
 from kbdesk.errors import InvalidInputError
@@ -25,6 +23,8 @@ from kbdesk.tui.screens.source import SourceScreen
 from kbdesk.tui.screens.sources import SourcesScreen
 from kbdesk.tui.widgets.conversation_list import ConversationList
 from kbdesk.tui.widgets.transcript import AnswerView
+from tui_chat_support import docs, open_chat, shown
+from tui_support import notifications, settle, type_text, wait_until
 
 SIZE = (80, 24)
 

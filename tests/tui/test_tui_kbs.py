@@ -6,7 +6,6 @@ import threading
 
 import pytest
 from textual.widgets import Input, Static
-from tui_support import CORPUS, notifications, settle, type_text, wait_until
 
 from kbdesk.tui.app import make_app
 from kbdesk.tui.screens.add_files import AddFilesScreen
@@ -17,6 +16,7 @@ from kbdesk.tui.screens.kb_form import KbFormScreen
 from kbdesk.tui.screens.kb_list import KbListScreen
 from kbdesk.tui.widgets.documents_table import DocumentsTable
 from kbdesk.tui.widgets.kb_table import KbTable
+from tui_support import CORPUS, notifications, settle, type_text, wait_until
 
 
 async def test_create_a_keyword_kb(tui_desk):
@@ -282,9 +282,8 @@ async def test_the_kb_list_says_when_documents_failed(tui_desk, tmp_path):
 
 
 async def test_enter_opens_a_document_with_its_whole_error_and_chunks(tui_desk, tmp_path):
-    from tui_chat_support import screen_text
-
     from kbdesk.tui.screens.document import DocumentScreen
+    from tui_chat_support import screen_text
 
     folder = tmp_path / "mixed"
     folder.mkdir()

@@ -13,8 +13,6 @@ from typing import Any
 
 import pytest
 from textual.widgets import Input, Label, Select, Static
-from tui_chat_support import open_chat, shown, write_config
-from tui_support import settle, type_text, wait_until
 
 from kbdesk import open_desk
 from kbdesk.ingest.extract import SUPPORTED_SUFFIXES
@@ -23,6 +21,8 @@ from kbdesk.tui.chat_state import AnswerState
 from kbdesk.tui.screens.add_files import NOTE_CHARS, AddFilesScreen, files_read
 from kbdesk.tui.screens.kb_form import KEYWORD_ONLY, KbFormScreen
 from kbdesk.tui.widgets.model_picker import ModelPicker
+from tui_chat_support import open_chat, shown, write_config
+from tui_support import settle, type_text, wait_until
 
 SIZE = (80, 24)
 MODELS = {

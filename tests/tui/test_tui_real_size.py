@@ -11,7 +11,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tui_support import gated_kb, notifications, press_into, settle, wait_until
 
 from ingest_support import write_files
 from kbdesk import open_desk
@@ -21,6 +20,7 @@ from kbdesk.tui.screens.confirm import ConfirmScreen
 from kbdesk.tui.screens.kb_detail import KbDetailScreen
 from kbdesk.tui.widgets.kb_table import KbTable
 from kbdesk.tui.workers import wait_for_threads
+from tui_support import gated_kb, notifications, press_into, settle, wait_until
 
 DOCS = 12_500
 BROKEN = ("d07/broken.pdf", "d21/broken.pdf", "d40/broken.pdf")

@@ -6,7 +6,6 @@ import time
 
 from click.testing import CliRunner
 from textual.widgets import Input
-from tui_support import gated_kb, settle, type_text, wait_until
 
 from ingest_support import write_files
 from kbdesk.ingest.events import IngestEvent
@@ -16,6 +15,7 @@ from kbdesk.tui.progress import IngestTracker
 from kbdesk.tui.screens.kb_detail import KbDetailScreen
 from kbdesk.tui.screens.search import SearchScreen
 from kbdesk.tui.widgets.documents_table import DocumentsTable
+from tui_support import gated_kb, settle, type_text, wait_until
 
 FILES = 150
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from textual.widgets import Input, Select, Static
-from tui_support import settle, type_text
 
 from kbdesk.tui.app import make_app
 from kbdesk.tui.screens.chunk import ChunkScreen
 from kbdesk.tui.screens.search import SearchScreen
 from kbdesk.tui.widgets.results_table import ResultsTable
+from tui_support import settle, type_text
 
 
 async def test_search_and_open_a_result(vector_desk, corpus):

@@ -35,6 +35,26 @@ async def settle(pilot: Any, rounds: int = 50) -> None:
             return
 
 
+def before(*steps: Any) -> Any:
+    """A snapshot's run_before: waits for workers after each step, clears notifications and
+    stops the cursors blinking (nothing on screen may depend on timing)."""
+    from textual.widgets import Input
+
+    async def run(pilot: Any) -> None:
+        await settle(pilot)
+        for step in steps:
+            result = step(pilot)
+            if hasattr(result, "__await__"):
+                await result
+            await settle(pilot)
+        pilot.app.clear_notifications()
+        for field in pilot.app.screen.query(Input):
+            field.cursor_blink = False  # a blinking cursor would make the picture depend on timing
+        await pilot.pause()
+
+    return run
+
+
 async def type_text(pilot: Any, text: str) -> None:
     for char in text:
         await pilot.press(char if char != " " else "space")

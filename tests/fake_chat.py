@@ -55,7 +55,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import strict_servers
-
 from fake_openai import FakeOpenAI
 
 TOOLS_REJECTED = "registry.ollama.ai/library/tiny:latest does not support tools"
