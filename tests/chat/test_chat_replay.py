@@ -38,7 +38,7 @@ class Replay:
     """Answers each request with the next recorded answer for its path; keeps what it got."""
 
     def __init__(self, exchanges: list[dict[str, Any]]) -> None:
-        self.queue = {}
+        self.queue: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for e in exchanges:
             self.queue.setdefault((e["method"], e["path"]), []).append(e)
         self.got: list[tuple[str, Any]] = []
