@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from kbdesk.store.api import ChatStore
 from kbdesk.store.postgres import PostgresStore
 from kbdesk.store.sqlite import SqliteStore
+
+T = TypeVar("T")
 
 
 def unit(*components: float, dims: int = 8) -> list[float]:
@@ -65,3 +67,9 @@ def chat_store(desk: Any) -> ChatStore:
     store = desk.store
     assert isinstance(store, ChatStore), f"{type(store).__name__} keeps no conversations"
     return store
+
+
+def present(value: T | None, what: str = "a value") -> T:
+    """``value``, checked to be there (for a test that reads on from it)."""
+    assert value is not None, f"no {what}"
+    return value

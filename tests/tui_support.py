@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-CORPUS = {
+CORPUS: dict[str, str | bytes] = {
     "guide.md": "# Guide\n\n## Backups\n\nBackups run every night at two.\n\n## Restore\n\n"
     "Run the restore command with the snapshot name to restore a backup.\n",
     "notes/meeting.txt": "We agreed to ship the lighthouse feature in March.\n\nAlice owns the rollout.",
@@ -58,6 +58,12 @@ def before(*steps: Any) -> Any:
 async def type_text(pilot: Any, text: str) -> None:
     for char in text:
         await pilot.press(char if char != " " else "space")
+
+
+def current_screen(app: Any) -> Any:
+    """``app.screen`` read now: mypy keeps an earlier ``isinstance(app.screen, …)`` across
+    the awaits that change the screen, so ``app.screen is screen`` would look impossible."""
+    return app.screen
 
 
 def notifications(app: Any) -> list[str]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from textual.binding import Binding
 from textual.command import CommandList
 
 from kbdesk.tui.app import KbdeskApp, make_app
@@ -66,7 +69,7 @@ def test_every_binding_has_an_id():
 
     import kbdesk.tui
 
-    classes = {KbdeskApp}
+    classes: set[type[Any]] = {KbdeskApp}
     for info in pkgutil.walk_packages(kbdesk.tui.__path__, "kbdesk.tui."):
         module = importlib.import_module(info.name)
         classes |= {
@@ -78,6 +81,7 @@ def test_every_binding_has_an_id():
     ids = []
     for cls in sorted(classes, key=lambda c: c.__qualname__):
         for binding in cls.BINDINGS:
+            assert isinstance(binding, Binding), f"{cls.__name__}: {binding} is a tuple, which has no id"
             assert binding.id, f"{cls.__name__}: {binding.key} has no id"
             ids.append(binding.id)
     assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)

@@ -9,6 +9,7 @@ document text shows them escaped; the whole screen is checked through its screen
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from textual.widgets import DataTable, Input, Select, Static
 
@@ -53,7 +54,7 @@ def _shelf(desk, tmp_path):
     return raw.id
 
 
-def _cells(table: DataTable) -> list[str]:
+def _cells(table: DataTable[Any] | DocumentsTable) -> list[str]:
     return [cell.plain for row in range(table.row_count) for cell in table.get_row_at(row)]
 
 
