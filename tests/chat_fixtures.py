@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+
 from chat_support import write_config
 from fake_chat import FakeChat
-
 from kbdesk import open_desk
 from kbdesk.desk import Desk
 

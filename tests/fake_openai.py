@@ -159,6 +159,7 @@ class FakeOpenAI:
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
+            assert self._thread is not None  # started with the server
             self._thread.join(timeout=5)
             self._httpd = None
 
@@ -254,7 +255,7 @@ class FakeOpenAI:
         if self.max_input_chars is not None and any(len(t) > self.max_input_chars for t in inputs):
             return 400, _error(_CONTEXT_MESSAGE, "context_length_exceeded")
         dims = body.get("dimensions") or self.dimensions
-        vectors = [self.vector_for(text, dims) for text in inputs]
+        vectors: list[Any] = [self.vector_for(text, dims) for text in inputs]  # the faults put non-floats in
         index = options.get("index", 0)
         if kind == "wrong_dimension":
             vectors = [v[:-1] for v in vectors]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+from collections.abc import Mapping
 from email.message import EmailMessage
 from xml.sax.saxutils import escape
 
@@ -19,7 +20,7 @@ REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 PKG_REL = 'xmlns="http://schemas.openxmlformats.org/package/2006/relationships"'
 
 
-def zipped(parts: dict[str, str | bytes], stored_first: str | None = None) -> bytes:
+def zipped(parts: Mapping[str, str | bytes], stored_first: str | None = None) -> bytes:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         if stored_first:

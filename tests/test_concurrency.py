@@ -7,6 +7,7 @@ import time
 import numpy as np
 
 from engine_checks import assert_sound, count, reopen
+from helpers import sqlite_store
 from kbdesk import open_desk
 
 
@@ -102,5 +103,5 @@ def test_connections_of_finished_threads_are_released(tmp_path):
     threading.Thread(target=lambda: desk.kb("k")).start()  # one more thread opens one more
     time.sleep(0.1)
     desk.kb("k")
-    assert len(desk.store._conns) <= 5
+    assert len(sqlite_store(desk)._conns) <= 5
     desk.close()

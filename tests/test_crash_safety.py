@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+from helpers import sqlite_store
 from ingest_support import vector_desk, write_files
 from kbdesk import open_desk
 
@@ -101,8 +102,9 @@ def test_kill_during_ingestion_then_finish(tmp_path, fake_openai):
 
         query = [1.0] * fake_openai.dimensions
         desk.search(["docs"], "x", query_vector=query, mode="vector")  # the matrix file
-        assert desk.store.vectors.matrices.cached(kb.id).seqs.size == kb.chunk_count
-        desk.store.vectors.matrices.enabled = False
+        matrix = sqlite_store(desk).vectors.matrices.cached(kb.id)
+        assert matrix is not None and matrix.seqs.size == kb.chunk_count
+        sqlite_store(desk).vectors.matrices.enabled = False
         desk.search(["docs"], "x", query_vector=query, mode="vector")  # the vec0 table, built now
         conn = desk.store.connection()
         assert conn.execute(f"SELECT count(*) FROM {vec_table(kb.id)}").fetchone()[0] == kb.chunk_count

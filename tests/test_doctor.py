@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from helpers import sqlite_store
 from kbdesk import open_desk
 from kbdesk.cli.main import cli
 from kbdesk.store.sqlite import quick_check
@@ -93,7 +94,7 @@ def test_the_check_stops_when_its_time_is_up_and_says_so(filled_db):
     assert r.exit_code == 0, r.output
     assert "not finished within 0 s" in r.stdout
     with open_desk(filled_db) as desk:
-        check = quick_check(filled_db, desk.store.driver, seconds=0)
+        check = quick_check(filled_db, sqlite_store(desk).driver, seconds=0)
     assert check.status == "unfinished" and check.problems == ["not finished within 0 s"]
 
 
@@ -102,4 +103,4 @@ def test_the_check_runs_beside_a_live_writer(filled_db):
     with open_desk(filled_db) as desk:
         desk.create_kb("later", keyword_only=True)
         assert filled_db.with_name("kb.db-wal").stat().st_size > 0
-        assert quick_check(filled_db, desk.store.driver).status == "ok"
+        assert quick_check(filled_db, sqlite_store(desk).driver).status == "ok"

@@ -86,7 +86,8 @@ def test_the_helper_writes_a_batch_and_says_which_copy_failed(tmp_path):
         errors = copier.write(items)
         assert copier._proc is not None and copier._proc.poll() is None  # it went through the helper
         assert [i for i, e in enumerate(errors) if e is not None] == [3]
-        assert errors[3].errno is not None and "d3_note3.md" in str(errors[3])
+        error = errors[3]
+        assert error is not None and error.errno is not None and "d3_note3.md" in str(error)
         for n, (path, data, _) in enumerate(items):
             if n != 3:
                 assert path.read_bytes() == data
@@ -108,6 +109,7 @@ def test_a_small_batch_is_written_here_and_a_dead_helper_is_not_waited_for(tmp_p
         assert copier.write(small) == [None] * len(small) and copier._proc is None
         first = _items(tmp_path / "a", MIN_FILES)
         assert copier.write(first) == [None] * MIN_FILES
+        assert copier._proc is not None  # that batch started the helper
         copier._proc.kill()  # the helper dies between two batches
         copier._proc.wait()
         second = _items(tmp_path / "b", MIN_FILES * 2)

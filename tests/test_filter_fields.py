@@ -27,7 +27,9 @@ DOCS = Path(__file__).resolve().parent.parent / "docs" / "SEARCH.md"
 def test_every_face_offers_every_field():
     context = click.Context(cli)
     for command in ("search", "ask", "chat"):
-        flags = {opt for p in cli.get_command(context, command).params for opt in p.opts}
+        found = cli.get_command(context, command)
+        assert found is not None, command
+        flags = {opt for p in found.params for opt in p.opts}
         assert {spec.flag for spec in FIELDS} <= flags, command
     assert set(FILTERS_SCHEMA["properties"]) == KEYS  # the chat model's kb_search
     assert set(KB_SEARCH_SCHEMA["properties"]["filters"]["properties"]) == KEYS  # MCP's

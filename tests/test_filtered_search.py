@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
+from helpers import sqlite_store
 from kbdesk.filters import Filters, with_parents
 
 DIMS = 16
@@ -168,10 +169,10 @@ def test_every_sqlite_vector_path_ranks_inside_the_filter(kbdesk_home, backend, 
 
     with open_desk(backend=backend) as desk:
         if path == "sqlite-vec or numpy":
-            desk.store.vectors.matrices.enabled = False
+            sqlite_store(desk).vectors.matrices.enabled = False
             monkeypatch.setattr(vectors, "VEC_EXACT_SHARE", 0)  # vec0 asked for more, not a small set scored
         elif path == "quantised":
-            desk.store.vectors.configure(quantize_above=1000)
+            sqlite_store(desk).vectors.configure(quantize_above=1000)
         query, chunks = build_chunks(desk)
         for filters, keep in (
             (Filters(types=("pdf",)), lambda f: f.endswith(".pdf")),  # a quarter of the chunks

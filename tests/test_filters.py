@@ -41,7 +41,7 @@ def test_an_empty_filter_narrows_nothing():
 )
 def test_a_bad_filter_is_one_line_naming_the_field(data, says):
     with pytest.raises(InvalidInputError, match=says):
-        Filters.from_dict(data)  # type: ignore[arg-type]
+        Filters.from_dict(data)
 
 
 def test_a_nested_tag_counts_as_each_of_its_parents():

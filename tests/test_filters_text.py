@@ -81,4 +81,4 @@ def test_a_library_caller_may_pass_a_filters_a_dict_or_a_line():
     assert as_filters(f) is f and as_filters({"tags": "q3"}) == f and as_filters("tag:q3") == f
     assert as_filters(None) == Filters()
     with pytest.raises(InvalidInputError, match="filters must be an object"):
-        as_filters(3)  # type: ignore[arg-type]
+        as_filters(3)  # type: ignore[arg-type]  # a wrong type on purpose: the check under test

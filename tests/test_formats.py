@@ -20,7 +20,7 @@ from kbdesk.ingest.sections import ExtractionError
 
 def _cases(tmp_path):
     """(file name, bytes, the word planted in it)."""
-    cases = []
+    cases: list[tuple[str, bytes, str]] = []
 
     def add(name, make):
         word = f"zephyr{len(cases)}quartz"

@@ -6,6 +6,7 @@ docs/SEARCH.md says; a glob past the bounds is refused naming the field or the f
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -81,7 +82,8 @@ def test_a_glob_past_the_bounds_is_one_line_naming_the_field(data, says):
     assert str(caught.value) == says
     ((field, value),) = data.items()
     with pytest.raises(InvalidInputError) as made:  # the library's own type checks too
-        Filters(**{field: tuple(value) if isinstance(value, list) else (value,)})
+        fields: dict[str, Any] = {field: tuple(value) if isinstance(value, list) else (value,)}
+        Filters(**fields)
     assert str(made.value) == says
 
 

@@ -6,6 +6,7 @@ import socket
 import pytest
 
 from fake_openai import FakeOpenAI
+from helpers import sqlite_store
 from ingest_support import GOOD_FILES, configure_provider, vector_desk, write_files
 from kbdesk import open_desk
 
@@ -232,7 +233,7 @@ def test_interrupted_documents_resume(tmp_path, fake_openai):
 def test_a_document_of_a_live_worker_is_not_stolen(tmp_path):
     with open_desk() as desk:
         desk.create_kb("plain")
-        doc = desk.store.create_document(
+        doc = sqlite_store(desk).create_document(
             desk.kb("plain").id, "x.txt", content_type="text/plain", size_bytes=1, content_hash="h"
         )
         with desk.store.write() as conn:  # claimed by a process that is alive: pid 1
@@ -294,7 +295,7 @@ def test_a_store_failure_while_finishing_fails_those_files_and_the_next_add_fini
         desk.create_kb("plain")
         store = desk.store
         real = store.finish_documents
-        refused = []
+        refused: list[int] = []
 
         def failing(items, **kwargs):
             if items and not refused:  # the first round that makes documents ready
@@ -302,11 +303,9 @@ def test_a_store_failure_while_finishing_fails_those_files_and_the_next_add_fini
                 raise StoreError("database is locked")
             return real(items, **kwargs)
 
-        store.finish_documents = failing
-        try:
+        with pytest.MonkeyPatch.context() as patched:
+            patched.setattr(store, "finish_documents", failing)
             report = desk.add("plain", [folder], workers=1)
-        finally:
-            del store.finish_documents
         assert len(report.failed) == refused[0] and all(reason == "database is locked" for _, reason in report.failed)
         assert sorted(report.added + [name for name, _ in report.failed]) == sorted(files)
         rows = {d.filename: d for d in store.list_documents(desk.kb("plain").id)}

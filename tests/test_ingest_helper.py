@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -50,7 +51,7 @@ def test_the_helper_makes_what_the_run_would_make(tmp_path):
     _write(tmp_path / "src", NOTES)
     items = _items(tmp_path, NOTES)
     assert len(items) >= MIN_FILES
-    kb = SimpleNamespace(chunk_size=300, chunk_overlap=50)
+    kb: Any = SimpleNamespace(chunk_size=300, chunk_overlap=50)  # chunk_sections reads only a KB's sizes
     helper = Helper()
     try:
         results = helper.prepare(items, kb.chunk_size, kb.chunk_overlap, 10 * 1024 * 1024)
@@ -90,6 +91,7 @@ def test_a_copy_that_cannot_be_written_fails_its_file_alone(tmp_path):
         results = helper.prepare(items, 1000, 200, 10 * 1024 * 1024)
     finally:
         helper.close()
+    assert results is not None
     assert results[2][0] == "copy" and results[2][1] > 0 and results[2][2]
     assert results[0][0] == results[3][0] == "ok"
 
@@ -103,6 +105,7 @@ def test_small_batches_and_a_dead_helper_leave_the_work_to_the_run(tmp_path):
     try:
         assert helper.prepare(items[: MIN_FILES - 1], 1000, 200, 1 << 20) is None and helper._proc is None
         assert helper.prepare(items, 1000, 200, 1 << 20) is not None
+        assert helper._proc is not None  # that batch started the helper
         helper._proc.kill()  # the helper dies between two batches
         helper._proc.wait()
         assert helper.prepare(items, 1000, 200, 1 << 20) is None  # not waited for: the run does it
@@ -124,6 +127,7 @@ def test_a_few_large_files_go_to_the_helper_too(tmp_path):
         assert helper._proc is not None
     finally:
         helper.close()
+    assert results is not None
     assert [r[0] for r in results] == ["ok", "ok"] and all(len(r[3]) > 100 for r in results)
 
 

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -153,7 +154,7 @@ def group_left(pgid: int) -> list[int]:
     return [pid for pid in _pids() if (found := _stat(pid)) and found[2] == pgid and alive(pid)]
 
 
-def assert_nothing_left(run: Kbdesk, pdf_pids: list[int] = ()) -> None:
+def assert_nothing_left(run: Kbdesk, pdf_pids: Sequence[int] = ()) -> None:
     deadline = time.monotonic() + EXIT_WAIT
     while (group_left(run.pid) or any(alive(p) for p in pdf_pids)) and time.monotonic() < deadline:
         time.sleep(0.05)

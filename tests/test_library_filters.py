@@ -60,7 +60,9 @@ def test_filter_hints_read_the_kept_facts_and_name_what_the_documents_do(engine_
     desk.add_document("other", "top.csv", ["a,b"], properties={"tags": ["Data"]})
 
     def from_rows(*kbs):
-        tags, folders, types = set(), set(), set()
+        tags: set[str] = set()
+        folders: set[str] = set()
+        types: set[str] = set()
         for kb in kbs:
             for doc in desk.documents(kb):
                 tags |= with_parents(doc.tags)

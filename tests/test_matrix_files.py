@@ -11,6 +11,7 @@ import time
 import numpy as np
 import pytest
 
+from helpers import sqlite_store
 from kbdesk import open_desk
 from kbdesk.config import load_config
 from kbdesk.desk import Desk
@@ -66,8 +67,9 @@ def test_search_writes_and_reads_the_kbs_file_and_ranks_exactly(tmp_path, backen
             assert found(desk, q) == expected(vectors, q, 10)
         path = matrix_path(desk)
         assert path.is_file() and path.stat().st_size == HEADER_SIZE + 300 * DIMS * 4 + 300 * 8
-        assert desk.store.vectors.matrices.cached(desk.kb("kb").id).path == path
-        assert "matrix files" in desk.store.vectors.exact_path(desk.store)
+        matrix = sqlite_store(desk).vectors.matrices.cached(desk.kb("kb").id)
+        assert matrix is not None and matrix.path == path
+        assert "matrix files" in sqlite_store(desk).vectors.exact_path(desk.store)
 
 
 def test_a_write_moves_the_version_and_the_next_search_sees_it(tmp_path):
@@ -154,8 +156,8 @@ def test_an_unwritable_folder_falls_back_and_doctor_says_why(tmp_path):
     for backend in ("sqlite-vec", "numpy"):
         with open_desk(db, backend=backend) as desk:
             assert found(desk, q) == expected(vectors, q, 10)
-            why = desk.store.vectors.exact_path(desk.store)
-            assert str(folder_for(db)) in why and desk.store.vectors.fallback in why
+            why = sqlite_store(desk).vectors.exact_path(desk.store)
+            assert str(folder_for(db)) in why and sqlite_store(desk).vectors.fallback in why
             assert "matrix files in" not in why
 
 
@@ -173,7 +175,7 @@ def test_a_read_only_database_searches_with_and_without_a_current_file(tmp_path)
     try:
         assert found(desk, q) == expected(vectors, q, 10)
         assert not folder_for(db).exists()  # nothing written for a read-only database
-        assert "read-only" in desk.store.vectors.exact_path(desk.store)
+        assert "read-only" in sqlite_store(desk).vectors.exact_path(desk.store)
     finally:
         desk.close()
     with open_desk(db) as writer:
@@ -181,7 +183,7 @@ def test_a_read_only_database_searches_with_and_without_a_current_file(tmp_path)
     desk = read_only_desk()
     try:
         assert found(desk, q) == expected(vectors, q, 10)
-        assert desk.store.vectors.matrices.cached(desk.kb("kb").id) is not None
+        assert sqlite_store(desk).vectors.matrices.cached(desk.kb("kb").id) is not None
     finally:
         desk.close()
     with open_desk(db) as writer:  # the file goes stale behind the reader's back
@@ -191,7 +193,7 @@ def test_a_read_only_database_searches_with_and_without_a_current_file(tmp_path)
     desk = read_only_desk()
     try:
         assert found(desk, q, 1) == ["the late one"]  # not from the stale file
-        assert desk.store.vectors.matrices.cached(kb_id) is None
+        assert sqlite_store(desk).vectors.matrices.cached(kb_id) is None
     finally:
         desk.close()
     assert file_for(folder_for(db), kb_id).stat().st_mtime_ns == stale
@@ -233,8 +235,8 @@ def test_quantised_rescoring_reads_the_file_once_current(tmp_path):
     with open_desk(db, config=cfg) as desk:
         kb_id = desk.kb("kb").id
         first = [found(desk, q, 5) for q in qs]  # rescored from SQLite while the file is written
-        desk.store.vectors.matrices.wait()
-        assert desk.store.vectors.matrices.cached(kb_id) is not None
+        sqlite_store(desk).vectors.matrices.wait()
+        assert sqlite_store(desk).vectors.matrices.cached(kb_id) is not None
         assert [found(desk, q, 5) for q in qs] == first
         results = desk.search(["kb"], "", query_vector=qs[0], mode="vector", limit=5, threshold=-1.0).results
         for r in results:  # exact cosines
@@ -273,12 +275,17 @@ def test_warming_a_kb_after_a_write_spares_the_next_search_the_build(tmp_path, m
     with open_desk(db) as desk:
         found(desk, target)  # the file at this version
         desk.add_document("kb", "late.txt", ["the late one"], vectors=[target])
-        matrices = desk.store.vectors.matrices
+        matrices = sqlite_store(desk).vectors.matrices
         desk.warm_search("kb")  # what the app does when an indexing run ends
         matrices.wait(30)
         builds = []
         real = matrices._build
-        monkeypatch.setattr(matrices, "_build", lambda *a, **k: builds.append(a) or real(*a, **k))
+
+        def counted(*a, **k):
+            builds.append(a)
+            return real(*a, **k)
+
+        monkeypatch.setattr(matrices, "_build", counted)
         assert found(desk, target, 1) == ["the late one"]
         assert builds == []  # written already: the search read it
         path = matrix_path(desk)
@@ -295,7 +302,7 @@ def test_warming_a_kb_after_a_write_spares_the_next_search_the_build(tmp_path, m
     try:
         before = path.stat().st_mtime_ns
         reader.warm_search("kb")  # a read-only desk writes nothing: no error, no build
-        reader.store.vectors.matrices.wait(5)
+        sqlite_store(reader).vectors.matrices.wait(5)
         assert path.stat().st_mtime_ns == before
     finally:
         reader.close()

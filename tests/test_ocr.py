@@ -209,6 +209,7 @@ def big_blank_image():
 def test_image_sizes_are_read_from_headers(fmt):
     data = encoded(text_image(["size"], width=777), fmt)
     kind = ocr_images.image_kind(data)
+    assert kind is not None
     assert kind == fmt.lower() if fmt != "JPEG" else kind == "jpeg"
     assert ocr_images.image_size(data, kind) == (777, text_image(["size"], width=777).height)
 

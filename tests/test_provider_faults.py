@@ -179,7 +179,7 @@ def test_a_vector_of_another_dimension_never_reaches_the_kb(tmp_path, server):
             in report.failed[0][1]
         )
         doc = next(d for d in desk.store.list_documents(desk.kb("k").id) if d.filename == "b.txt")
-        assert doc.status == "error" and "5 dimensions, expected 8" in doc.error
+        assert doc.status == "error" and doc.error is not None and "5 dimensions, expected 8" in doc.error
         assert desk.kb("k").dimensions == 8
 
 

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from helpers import sqlite_store
 from kbdesk import open_desk
 from kbdesk.config import parse_config
 from kbdesk.errors import ConfigError
@@ -95,7 +96,7 @@ def test_quantised_recall_at_10_against_exact_search(tmp_path):
     vectors = clustered(6000, 128)
     desk = build(tmp_path / "q.db", tmp_path, vectors, quantize_above=1000)
     kb = desk.kb("big")
-    assert desk.store.vectors.uses_quantized(desk.store, kb.id)
+    assert sqlite_store(desk).vectors.uses_quantized(desk.store, kb.id)
     recalls = []
     for q in queries(vectors, 40):
         exact = {f"chunk {i}" for i in np.argsort(-(vectors @ q))[:10]}
@@ -116,7 +117,7 @@ def test_results_have_the_same_shape_and_exact_similarities(tmp_path):
         quant = top(desk, q)
     with open_desk(db, home=tmp_path / "home", config=config(0), backend="numpy") as desk:
         kb = desk.kb("big")
-        assert not desk.store.vectors.uses_quantized(desk.store, kb.id)
+        assert not sqlite_store(desk).vectors.uses_quantized(desk.store, kb.id)
         exact = top(desk, q)
     assert quant.to_dict().keys() == exact.to_dict().keys()
     assert [r.to_dict().keys() for r in quant.results] == [r.to_dict().keys() for r in exact.results]
@@ -183,11 +184,11 @@ def test_small_kbs_stay_exact_by_default(tmp_path):
         desk.create_kb("big", model_id="m", dimensions=32)
         desk.add_document("big", "all.txt", [f"chunk {i}" for i in range(1000)], vectors=vectors)
         assert (
-            desk.store.vectors.quantize_above
+            sqlite_store(desk).vectors.quantize_above
             == quantized.DEFAULT_QUANTIZE_ABOVE
             == parse_config({}).vector.quantize_above
         )
-        assert not desk.store.vectors.uses_quantized(desk.store, desk.kb("big").id)
+        assert not sqlite_store(desk).vectors.uses_quantized(desk.store, desk.kb("big").id)
         q = queries(vectors, 1)[0]
         got = [r.content for r in top(desk, q).results]
         assert got == [f"chunk {i}" for i in np.argsort(-(vectors @ q))[:10]]
@@ -222,7 +223,7 @@ def test_keyword_terms_are_bounded_by_leaving_out_the_most_common(tmp_path, monk
         desk.create_kb("text")
         chunks = [f"common filler {'shared' if i % 2 else 'other'} words {'rare' if i < 3 else ''}" for i in range(200)]
         desk.add_document("text", "t.txt", chunks)
-        store = desk.store
+        store = sqlite_store(desk)
         terms = ["rare", "shared", "common"]  # rows: 3, 100, 200
         monkeypatch.setattr(keywords, "SCORED_TERM_BUDGETS", 1)
         assert store.bounded_terms(terms, budget=10_000) == (terms, terms)  # 200 chunks x 3 terms fit: untouched

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import axis
+from helpers import axis, sqlite_store
 from kbdesk import open_desk
 from kbdesk.config import load_config
 from kbdesk.desk import Desk
@@ -70,7 +70,7 @@ def test_a_read_only_database_is_searched_and_listed_and_refuses_every_write(mad
     before = _digest(made_db)
     desk = _read_only_desk(made_db)
     try:
-        assert desk.store.read_only
+        assert sqlite_store(desk).read_only
         assert sorted(kb.name for kb in desk.list_kbs()) == ["docs", "pets"]
         assert [d.filename for d in desk.store.list_documents(desk.kb("docs").id)] == ["backups.txt", "launch.md"]
         hits = desk.search(["docs"], "snapshot restore", mode="keyword").results

@@ -11,6 +11,7 @@ import pytest
 from kbdesk.config import parse_config
 from kbdesk.errors import ConfigError, InvalidInputError
 from kbdesk.models import SearchResult
+from kbdesk.remote.federation import FederatedResponse
 from kbdesk.remote.names import RemoteRef, check_remote_name, split_refs
 from kbdesk.remote.ranking import BY_RANK, BY_SCORE, Ranked, Ranking, merge
 from kbdesk.remote.settings import RemoteSettings, check_url, resolve_token, token_source
@@ -98,6 +99,7 @@ def test_a_remote_that_never_answers_leaves_the_local_results(kbdesk_home):
         response = desk.search(["Notes", "team:Docs"], "backups")
         assert [r.source for r in response.results] == ["notes.md"]
         # the budget or the read timeout ends it first: either way it is named and left out
+        assert isinstance(response, FederatedResponse)  # a remote KB took part
         assert [(s.remote, s.state in ("slow", "unreachable")) for s in response.remotes] == [("team", True)]
         assert any("remote 'team' was not searched" in n for n in response.notes)
         with pytest.raises(InvalidInputError, match="read-only"):

@@ -1,5 +1,7 @@
 """Search semantics on a small corpus whose right answers are known, on every engine."""
 
+from typing import Any
+
 import pytest
 
 from helpers import axis
@@ -7,7 +9,7 @@ from kbdesk.errors import InvalidInputError
 
 CAT, DOG, SSO, MONEY, YOUNG = 0, 1, 2, 3, 4
 
-CORPUS = {
+CORPUS: dict[str, tuple[str, list[float], dict[str, Any]]] = {
     # filename: (text, vector, metadata)
     "cats.txt": ("Cats purr when content and sleep most of the day.", axis(CAT), {}),
     "kittens.md": (

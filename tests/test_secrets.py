@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -144,7 +145,7 @@ def test_cli_runs_leak_nothing(server, canary_config, corpus, kbdesk_home, caplo
     runner = CliRunner()
     outputs: list[str] = []
 
-    def run(*args: object) -> dict | str:
+    def run(*args: object) -> Any:
         result = runner.invoke(cli, [str(a) for a in args])
         assert "Traceback" not in result.output
         outputs.extend([result.stdout, result.stderr])

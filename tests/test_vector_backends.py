@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from helpers import sqlite_store
 from kbdesk import open_desk
 from kbdesk.store.sqlite.vectors import vec_table
 
@@ -25,7 +26,7 @@ def build(db, backend, n=600, dims=48, seed=7):
 def ranked(db, backend, queries, limit=20, threshold=-1.0, matrix_files=True):
     with open_desk(db, backend=backend) as desk:
         assert desk.store.driver.backend == backend
-        desk.store.vectors.matrices.enabled = matrix_files
+        sqlite_store(desk).vectors.matrices.enabled = matrix_files
         return [
             [
                 (r.content, r.similarity)

@@ -77,7 +77,7 @@ def test_links_are_absolute_once_each_and_nofollow_is_honoured():
 def test_a_page_over_the_size_limit_and_a_redirect_loop_fail_alone():
     with Site() as site:
         site.pages["/big.html"] = ("text/html", b"<p>" + b"word " * 50_000 + b"</p>")
-        handler = site.server.RequestHandlerClass
+        handler = site.handler
         original = handler.do_GET
 
         def do_get(self):
@@ -105,7 +105,7 @@ def test_a_page_over_the_size_limit_and_a_redirect_loop_fail_alone():
 @pytest.mark.slow
 def test_a_server_that_trickles_is_cut_at_the_whole_request_deadline():
     with Site() as site:
-        handler = site.server.RequestHandlerClass
+        handler = site.handler
 
         def do_get(self):
             self.send_response(200)

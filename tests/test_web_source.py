@@ -142,7 +142,7 @@ def test_a_redirect_to_another_scheme_or_a_private_address_is_not_followed(run):
         site.pages["/go-file.html"] = ("text/html", b"")
         site.pages["/go-private.html"] = ("text/html", b"")
         # redirects, answered by the site
-        handler = site.server.RequestHandlerClass
+        handler = site.handler
         original = handler.do_GET
 
         def do_get(self):

@@ -7,6 +7,7 @@ import hashlib
 import threading
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 LAST_MODIFIED = formatdate(1_700_000_000, usegmt=True)
 NAV = '<nav><a href="/index.html">Home</a> <a href="/about.html">Pottery shop menu</a></nav>'
@@ -92,6 +93,7 @@ class Site:
                 self.end_headers()
                 self.wfile.write(body)
 
+        self.handler: type[Any] = Handler  # a test may replace its do_GET to script an answer
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self.server.server_address[1]
         self.base = f"http://127.0.0.1:{self.port}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from chat_support import desk_on, write_config
 
 

@@ -4,8 +4,9 @@ history, and the answer keeps room."""
 
 from __future__ import annotations
 
-from chat_support import write_config
+from typing import Any
 
+from chat_support import write_config
 from kbdesk import open_desk
 from kbdesk.chat import TurnFinished
 from kbdesk.chat.budget import MIN_ANSWER, fit, message_tokens
@@ -66,7 +67,7 @@ def _msg(role, content, n):
 
 def test_tool_results_are_shortened_before_the_history_goes():
     previous = [_msg("user", "old question", 1), _msg("assistant", "old answer", 2)]
-    exchange = [
+    exchange: list[dict[str, Any]] = [
         {
             "role": "assistant",
             "content": "",

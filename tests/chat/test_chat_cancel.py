@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from kbdesk.providers.chat import CancelToken, ChatCancelled, ChatClient, ProviderUnavailableError
+from kbdesk.providers.chat import CancelToken, ChatCancelled, ChatClient, Completion, ProviderUnavailableError
 from kbdesk.providers.settings import ProviderSettings
 
 HI = [{"role": "user", "content": "hi"}]
@@ -128,4 +128,5 @@ def test_waiting_resets_when_the_model_speaks(chat_server):
     chat_server.slow("one two three four", delay=0.8)  # never 1.5 s of silence in a row
     with client(chat_server.base_url) as chat:
         items = list(chat.stream(HI, "tiny", wait_limit=1.5))
-    assert items[-1].content == "one two three four"
+    last = items[-1]
+    assert isinstance(last, Completion) and last.content == "one two three four"

@@ -4,9 +4,9 @@
 import json
 
 import pytest
-from chat_support import desk_on, write_config
 from click.testing import CliRunner
 
+from chat_support import desk_on, write_config
 from kbdesk.cli.main import cli
 
 

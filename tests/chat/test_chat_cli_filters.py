@@ -9,12 +9,12 @@ import subprocess
 import sys
 
 import pytest
-from chat_support import write_config
 from click.testing import CliRunner
-from terminal import WAIT
 
+from chat_support import write_config
 from kbdesk import open_desk
 from kbdesk.cli.main import cli
+from pty_terminal import WAIT
 from vault_support import MATCHING, vault_kb
 
 

@@ -7,8 +7,8 @@ import time
 
 from chat_support import add_doc
 from fake_chat import TOOLS_REJECTED
-
 from kbdesk.chat import KB_SEARCH_TOOL, CancelToken, Notice, TextDelta, ToolCallFinished, TurnFinished
+from kbdesk.chat.events import ChatEvent
 
 SEED_TOOL = {
     "type": "function",
@@ -58,7 +58,7 @@ def docs_desk(cdesk):
 def test_plain_answer_streams_and_is_saved_without_tools(any_cdesk, chat_server):
     cdesk = any_cdesk  # on every engine that keeps conversations
     chat_server.reply("Hello there, friend.", pieces=3)
-    events = []
+    events: list[ChatEvent] = []
     answer = cdesk.chat().ask(None, "Hi!", on_event=events.append)
     deltas = [e.text for e in events if isinstance(e, TextDelta)]
     assert len(deltas) == 3 and "".join(deltas) == "Hello there, friend."
@@ -80,7 +80,7 @@ def test_kb_search_round_trip(any_cdesk, chat_server):
     docs_desk(cdesk)
     chat_server.reply("Let me look.", tool_calls=[("kb_search", {"query": "backups", "max_results": 3})])
     chat_server.reply("Backups run nightly at two [1] and are kept thirty days [2].")
-    events = []
+    events: list[ChatEvent] = []
     answer = cdesk.chat().ask(None, "When do backups run?", on_event=events.append)
     assert answer.status == "complete"
 
@@ -169,7 +169,7 @@ def test_auto_search_persona_and_fallback_when_tools_are_rejected(cdesk, chat_se
     )
     chat_server.rejects_tools = True
     chat_server.reply("Thirty days.")
-    events = []
+    events: list[ChatEvent] = []
     answer = chat.ask(None, "How long are backups kept?", persona="Archivist", on_event=events.append)
     assert answer.status == "complete" and answer.text == "Thirty days."
     assert any(isinstance(e, Notice) and "does not accept tools" in e.text for e in events)
@@ -216,7 +216,7 @@ def test_history_is_sent_on_the_next_turn(any_cdesk, chat_server):
 def test_cancel_stops_a_slow_answer_and_keeps_the_partial_text(cdesk, chat_server):
     chat_server.slow("one two three four five six seven eight nine ten", delay=0.3)
     token = CancelToken()
-    events = []
+    events: list[ChatEvent] = []
 
     def on_event(event):
         events.append(event)
@@ -264,7 +264,7 @@ def test_tool_results_are_bounded(cdesk, chat_server):
 
 def test_model_output_is_cleaned_before_display(cdesk, chat_server):
     chat_server.reply("Clear\x1b[2J screen\x07 done\u202e!", pieces=1)
-    events = []
+    events: list[ChatEvent] = []
     answer = cdesk.chat().ask(None, "Say something odd", on_event=events.append)
     shown = "".join(e.text for e in events if isinstance(e, TextDelta))
     assert shown == answer.text == "Clear screen done!"
@@ -272,7 +272,6 @@ def test_model_output_is_cleaned_before_display(cdesk, chat_server):
 
 def test_cancel_during_a_retry_wait(chat_server, kbdesk_home):
     from chat_support import write_config
-
     from kbdesk import open_desk
 
     write_config(chat_server, max_retries=3)

@@ -4,16 +4,17 @@ import logging
 import socket
 
 import pytest
-from chat_support import write_config
 
+from chat_support import write_config
 from kbdesk import open_desk
 from kbdesk.chat import Notice
+from kbdesk.chat.events import ChatEvent
 
 SECRET = "sk-very-secret-4242"
 
 
 def ask(desk, question="Hello?"):
-    events = []
+    events: list[ChatEvent] = []
     answer = desk.chat().ask(None, question, on_event=events.append)
     return answer, events
 

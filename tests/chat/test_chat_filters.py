@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from kbdesk.chat.events import Retrieval
+from kbdesk.chat.events import ChatEvent, Retrieval
 from kbdesk.chat.tools import KB_SEARCH_TOOL
 from kbdesk.errors import InvalidInputError
 from kbdesk.filter_fields import FIELDS
@@ -109,7 +109,7 @@ def test_a_conversations_filters_hold_for_kbdesks_own_search_and_the_models(any_
     # kbdesk searches first (always): with the question, inside the conversation's filters
     chat_server.reply("", tool_calls=[("kb_search", {"query": "roadmap", "max_results": 10})])
     chat_server.reply("From the work notes [1].")
-    events = []
+    events: list[ChatEvent] = []
     answer = chat.ask(conv.id, "What does the roadmap say?", retrieval="always", on_event=events.append)
     assert answer.status == "complete"
     assert {s.source for s in answer.sources} == MATCHING

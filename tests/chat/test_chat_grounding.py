@@ -10,8 +10,8 @@ import socket
 import threading
 
 import pytest
-from chat_support import add_doc, write_config
 
+from chat_support import add_doc, write_config
 from kbdesk.chat import CancelToken, Retrieval
 from kbdesk.chat.grounding import content_words, grounding_queries, merge, standalone
 from kbdesk.chat.retrieval import ignores_forcing

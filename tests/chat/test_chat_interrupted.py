@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from chat_support import write_config
 from click.testing import CliRunner
 
+from chat_support import write_config
 from kbdesk.cli.main import cli
 
 CHUNK = (

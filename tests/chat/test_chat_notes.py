@@ -4,8 +4,8 @@ import json
 
 import numpy as np
 import pytest
-from chat_support import desk_on, write_config
 
+from chat_support import desk_on, write_config
 from kbdesk import open_desk
 from kbdesk.chat import NOTE_SEARCH_TOOL
 from kbdesk.errors import InvalidInputError, NotFoundError

@@ -10,13 +10,13 @@ import subprocess
 import sys
 
 import pytest
-from chat_support import write_config
 from click.testing import CliRunner
-from terminal import WAIT, Terminal
 
+from chat_support import write_config
 from kbdesk.chat import Answer, Notice, Source, TextDelta, TurnFinished, Waiting
 from kbdesk.cli.chat_turn import TurnView
 from kbdesk.cli.main import cli
+from pty_terminal import WAIT, Terminal
 
 
 def run_kbdesk(*args: str, input: str = "") -> subprocess.CompletedProcess[str]:

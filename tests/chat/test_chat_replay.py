@@ -3,7 +3,7 @@ replayed: what that server answered is served again byte for byte, and kbdesk mu
 the very requests it sent then and make the same answer of what comes back.
 
 Each recorded chat request also holds ``rendered``: the request as the server's own
-``chatml-function-calling`` template rendered it (tests/e2e/render.py) — what the model
+``chatml-function-calling`` template rendered it (tests/llamacpp_render.py) — what the model
 read. Since kbdesk must send the same requests now, what the model read then is what it
 reads now: the replays assert on it. The four two-turn conversations about
 assets/sample (kbdesk's default retrieval, and ``always``): the passage that answers each
@@ -38,7 +38,7 @@ class Replay:
     """Answers each request with the next recorded answer for its path; keeps what it got."""
 
     def __init__(self, exchanges: list[dict[str, Any]]) -> None:
-        self.queue = {}
+        self.queue: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for e in exchanges:
             self.queue.setdefault((e["method"], e["path"]), []).append(e)
         self.got: list[tuple[str, Any]] = []

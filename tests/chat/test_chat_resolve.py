@@ -3,8 +3,8 @@
 import json
 
 import pytest
-from chat_support import add_doc
 
+from chat_support import add_doc
 from fake_openai import FakeOpenAI
 from kbdesk.chat import kb_hint
 from kbdesk.errors import InvalidInputError

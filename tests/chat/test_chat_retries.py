@@ -24,12 +24,12 @@ from kbdesk.providers.errors import (
     ProviderRequestError,
     ProviderUnavailableError,
 )
-from kbdesk.providers.settings import ProviderSettings
+from kbdesk.providers.settings import ProviderKind, ProviderSettings
 
 HI = [{"role": "user", "content": "hi"}]
 
 
-def ask(base_url: str, *, kind: str = "custom", max_retries: int = 3, retry_budget: float = 10.0, **options):
+def ask(base_url: str, *, kind: ProviderKind = "custom", max_retries: int = 3, retry_budget: float = 10.0, **options):
     settings = ProviderSettings(
         kind=kind, base_url=base_url, max_retries=max_retries, retry_budget=retry_budget, timeout=5.0
     )

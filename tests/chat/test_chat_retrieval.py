@@ -4,8 +4,8 @@ and the user always sees whether the KBs were searched."""
 from __future__ import annotations
 
 import pytest
-from chat_support import add_doc, write_config
 
+from chat_support import add_doc, write_config
 from kbdesk import open_desk
 from kbdesk.chat import Retrieval, TextDelta, TurnFinished, Waiting
 

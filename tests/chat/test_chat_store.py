@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from helpers import chat_store
 from kbdesk import open_desk
 from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError
 
@@ -188,11 +189,12 @@ def test_note_keyword_scores_are_the_same_bm25_on_both_engines(pg_uri, tmp_path)
     scores = []
     for target in (tmp_path / "kb.db", pg_uri):
         with open_desk(target) as desk:
-            ids = [desk.store.create_note(content, title).content for title, content in texts]
+            notes_store = chat_store(desk)
+            ids = [notes_store.create_note(content, title).content for title, content in texts]
             by_text = {}
             for query in ("milk", "cat milk", "cats", "the"):
-                found = desk.store.note_keyword_candidates(query, 10)
-                notes = desk.store.notes_by_id([i for i, _ in found])
+                found = notes_store.note_keyword_candidates(query, 10)
+                notes = notes_store.notes_by_id([i for i, _ in found])
                 by_text[query] = [(notes[i].content, round(s, 6)) for i, s in found]
             assert len(ids) == 4
             scores.append(by_text)

@@ -8,9 +8,9 @@ model (two one-token requests whose tool results differ in length: does
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from chat_support import add_doc, write_config
-
 from kbdesk import open_desk
 from kbdesk.chat import TurnFinished
 from kbdesk.chat.tool_results import KEPT_AT, PROBE_WORDS, as_data, remembered
@@ -116,7 +116,7 @@ def test_another_server_behind_the_same_name_is_asked_again(chat_server):
 def test_as_data_turns_each_run_of_results_into_one_user_message():
     call = {"id": "a", "type": "function", "function": {"name": "kb_search", "arguments": "{}"}}
     note = {"id": "b", "type": "function", "function": {"name": "note_search", "arguments": "{}"}}
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "system", "content": "s"},
         {"role": "user", "content": "q"},
         {"role": "assistant", "content": "", "tool_calls": [call, note]},

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from kbdesk.providers.context import OLLAMA_DEFAULT_CTX, context_window, forget_context_windows
-from kbdesk.providers.settings import ProviderSettings
+from kbdesk.providers.settings import ProviderKind, ProviderSettings
 
 
 @pytest.fixture(autouse=True)
@@ -23,7 +23,7 @@ def fresh_cache():
     forget_context_windows()
 
 
-def window(server, kind: str, model: str = "tiny", **kwargs) -> int | None:
+def window(server, kind: ProviderKind, model: str = "tiny", **kwargs) -> int | None:
     return context_window("local", ProviderSettings(kind=kind, base_url=server.base_url), model, **kwargs)
 
 

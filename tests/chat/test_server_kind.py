@@ -4,6 +4,7 @@ another kind (``kbdesk provider test``, ``kbdesk doctor``)."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -14,7 +15,7 @@ from kbdesk.providers.server_kind import detect, mismatch
 from kbdesk.providers.settings import ProviderSettings
 
 MODELS = {"object": "list", "data": [{"id": "m", "object": "model", "owned_by": "library"}]}
-SERVERS = {
+SERVERS: dict[str, dict[tuple[str, str], Any]] = {
     "llamacpp": {("GET", "/props"): {"default_generation_settings": {"n_ctx": 4096}}},
     "llama-cpp-python": {
         ("GET", "/v1/models"): {
@@ -53,12 +54,14 @@ def test_the_warning_says_what_fits(chat_server):
     settings = ProviderSettings(kind="llamacpp", base_url=chat_server.base_url)
     found = detect("py", settings)
     said = mismatch("py", settings, found)
+    assert said is not None
     assert said.startswith("'py' is registered as kind llamacpp (llama.cpp's llama-server), but answers like")
     assert "kbdesk provider add py --kind custom --base-url URL" in said
     assert mismatch("py", ProviderSettings(kind="custom", base_url=chat_server.base_url), found) is None
     _serve(chat_server, "llamacpp")
     found = detect("ls", ProviderSettings(kind="custom", base_url=chat_server.base_url))
     said = mismatch("ls", ProviderSettings(kind="custom", base_url=chat_server.base_url), found)
+    assert said is not None
     assert "answers like llama.cpp's llama-server" in said and "--kind llamacpp would fit it" in said
 
 

@@ -7,7 +7,7 @@ server is started on 127.0.0.1 with ``--n_batch 1`` (on these 2-core machines it
 on multi-token batches otherwise) and ``--chat_format chatml-function-calling`` (so a
 forced tool choice comes back as a real streamed tool call). Every exchange goes through
 a recording proxy, which also keeps each chat request as the server's own template renders
-it (``rendered``, render.py: what the model read); with ``KBDESK_RECORD=1`` they are
+it (``rendered``, tests/llamacpp_render.py: what the model read); with ``KBDESK_RECORD=1`` they are
 written to ``tests/chat/recorded/llamacpp.json``, which the default run replays
 (tests/chat/test_chat_replay.py).
 """
@@ -27,8 +27,9 @@ from typing import Any
 
 import httpx
 import pytest
+
 from e2e_support import e2e_cli
-from render import rendered_prompt
+from llamacpp_render import rendered_prompt
 
 RECORDED = Path(__file__).resolve().parent.parent / "chat" / "recorded" / "llamacpp.json"
 N_CTX = 2048

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+
 from e2e_support import e2e_cli
-from render import holds
+from helpers import chat_store
+from llamacpp_render import holds
 
 pytestmark = pytest.mark.e2e
 CONVERSATIONS = json.loads((Path(__file__).resolve().parent / "conversations.json").read_text())["conversations"]
@@ -235,8 +237,8 @@ def test_an_overflowing_conversation_is_trimmed_not_broken(e2e_home, recorder):
         chat = desk.chat()
         conv = chat.new_conversation("long")
         for i in range(12):  # an old conversation, saved: ~1,500 characters per exchange
-            desk.store.add_message(conv.id, "user", f"Question {i} about tides? " + "tide " * 120)
-            desk.store.add_message(conv.id, "assistant", f"Answer {i}: " + "water " * 150)
+            chat_store(desk).add_message(conv.id, "user", f"Question {i} about tides? " + "tide " * 120)
+            chat_store(desk).add_message(conv.id, "assistant", f"Answer {i}: " + "water " * 150)
         recorder.label = "overflow"
         answer = chat.ask(conv.id, "What is the capital of France?", retrieval="off", max_tokens=48)
         recorder.label = None

@@ -7,7 +7,9 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
 import anyio
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -18,6 +20,8 @@ from kbdesk.chat.tools import KB_SEARCH_TOOL, NOTE_SEARCH_TOOL
 from mcp import Client
 from vault_support import MATCHING, vault_kb
 
+T = TypeVar("T")
+
 FILES = {
     "sso.md": "# Single sign-on\n\nTo configure SSO, open Settings > Security and paste the metadata URL.\n",
     "backups.txt": "Backups run nightly at 02:00 and are kept for thirty days.\n",
@@ -25,7 +29,7 @@ FILES = {
 }
 
 
-def run_client(work, *args: str, mcp_args: tuple[str, ...] = (), errlog=None) -> object:
+def run_client(work: Callable[[Client], Awaitable[T]], *args: str, mcp_args: tuple[str, ...] = (), errlog=None) -> T:
     """``work(client)`` against ``kbdesk [args] mcp [mcp_args]`` in a child process (its
     stderr into ``errlog``, a file, when given)."""
     params = StdioServerParameters(
@@ -33,7 +37,7 @@ def run_client(work, *args: str, mcp_args: tuple[str, ...] = (), errlog=None) ->
         args=["-m", "kbdesk.cli.main", *args, "mcp", *mcp_args],
         env={"KBDESK_HOME": os.environ["KBDESK_HOME"], **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"}},
     )
-    out: dict[str, object] = {}
+    out: dict[str, T] = {}
 
     async def main() -> None:
         with anyio.fail_after(60):

@@ -16,6 +16,7 @@ from psycopg.types.json import Jsonb
 from test_pg_security import Refused, count, raw
 from test_pg_security import server as server
 
+from helpers import chat_store
 from kbdesk import open_desk
 from kbdesk.config import parse_config
 from kbdesk.errors import NotFoundError, StoreError
@@ -107,12 +108,13 @@ def test_a_users_chat_is_theirs_alone_through_kbdesk(server, alices):
     # shows it that identity's rows, not alice's
     owner = open_desk(server.uri, config=parse_config({"identity": {"username": "ops", "admin": True}}))
     try:
-        assert owner.store.list_conversations() == [] and owner.store.list_notes() == []
-        assert owner.store.messages(a.conv.id) == [] and owner.store.channel_kbs(a.conv.id) == []
-        assert owner.store.list_personas() == [] and owner.store.note_keyword_candidates("merger", 5) == []
+        kept = chat_store(owner)
+        assert kept.list_conversations() == [] and kept.list_notes() == []
+        assert kept.messages(a.conv.id) == [] and kept.channel_kbs(a.conv.id) == []
+        assert kept.list_personas() == [] and kept.note_keyword_candidates("merger", 5) == []
         with pytest.raises(NotFoundError):
-            owner.store.find_note(a.note.id)
-        assert owner.store.get_setting("chat.remembered") is None
+            kept.find_note(a.note.id)
+        assert kept.get_setting("chat.remembered") is None
     finally:
         owner.close()
     # names are per user: bob has an "Ops" and a "Merger" of his own; his setting is his

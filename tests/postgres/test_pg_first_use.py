@@ -91,6 +91,7 @@ def test_two_processes_opening_an_empty_database_together_both_succeed(empty_pg_
         for _ in range(2)
     ]
     for p in procs:  # release both at once
+        assert p.stdin is not None
         p.stdin.write("go\n")
         p.stdin.flush()
     results = [p.communicate(timeout=120) for p in procs]

@@ -154,9 +154,11 @@ def test_a_hostile_login_cannot_stall_anyone(server, mallory, tmp_path):
         # her own KB's row, FOR UPDATE; the global KB's row, FOR KEY SHARE through a binding
         writer = psycopg.connect(mallory)
         writer.execute("SELECT * FROM knowledge_bases WHERE name = 'Mine' FOR UPDATE")
-        channel = writer.execute(
+        made = writer.execute(
             "INSERT INTO channels(title, owner_id) VALUES ('x', kbdesk_uid()) RETURNING id"
-        ).fetchone()[0]
+        ).fetchone()
+        assert made is not None
+        channel = made[0]
         writer.execute("INSERT INTO channel_knowledge_bases(channel_id, kb_id) VALUES (%s, %s)", (channel, shown.id))
         writer.execute("SELECT * FROM kb_chunks FOR SHARE")
         holds.append(writer)
@@ -187,8 +189,8 @@ def test_a_hostile_login_cannot_stall_anyone(server, mallory, tmp_path):
         timed("delete", lambda: alice.delete_kb("Ideas"))
         timed("rename", lambda: root.rename_kb("Handbook", "Staff handbook"))
         # and what she can read of the hidden KB, holding all that, is nothing
-        for table, key in [("knowledge_bases", "id"), ("kb_documents", "kb_id"), ("kb_chunks", "kb_id")]:
-            assert count(mallory, f"SELECT count(*) FROM {table} WHERE {key} = %s", hidden.id) == 0
+        for table, column in [("knowledge_bases", "id"), ("kb_documents", "kb_id"), ("kb_chunks", "kb_id")]:
+            assert count(mallory, f"SELECT count(*) FROM {table} WHERE {column} = %s", hidden.id) == 0
     finally:
         for conn in holds:
             conn.close()

@@ -1,5 +1,7 @@
 """The seed's schema on Postgres: created in an empty database, adopted on a team server's."""
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -225,7 +227,8 @@ def test_a_team_servers_existing_tables_are_used_as_they_are(empty_pg_uri, kbdes
         assert hit.source == "policy.md"  # the keyword index covers the server's own rows
         # a filter reads the server's own rows too (their file type came with kbdesk's schema step)
         assert desk.document("Handbook", "policy.md").file_type == "md"
-        for mode, extra in (("keyword", {}), ("vector", {"query_vector": [1, 0, 0, 0]})):
+        modes: list[tuple[str, dict[str, Any]]] = [("keyword", {}), ("vector", {"query_vector": [1, 0, 0, 0]})]
+        for mode, extra in modes:
             md = desk.search(["Handbook"], "who approves expenses", mode=mode, filters=Filters(types=("md",)), **extra)
             assert [r.source for r in md.results] == ["policy.md"]
             pdf = desk.search(
@@ -254,6 +257,7 @@ def test_a_team_servers_existing_tables_are_used_as_they_are(empty_pg_uri, kbdes
             "SELECT id, name, scope, owner_id, embedding_config, document_count, chunk_count "
             "FROM knowledge_bases WHERE name = 'Mine'"
         ).fetchone()
+        assert seed_view is not None
         assert seed_view[2] == "personal" and seed_view[4]["dimensions"] == 4 and seed_view[5:] == (1, 1)
         stored = conn.execute("SELECT vector_dims(embedding) FROM kb_chunks WHERE kb_id = %s", (mine.id,)).fetchone()
         assert stored == (3072,)

@@ -4,6 +4,8 @@ whom row-level security does not bind, so kbdesk acts as each config's [identity
 local single-user server). Logins of their own, with the database enforcing the same
 rules: test_pg_security.py."""
 
+from typing import Any
+
 import pytest
 
 from helpers import axis
@@ -25,7 +27,9 @@ def server(pg_uri, kbdesk_home):
         "root": {"username": "root", "admin": True},
         "eve": {"username": "eve"},
     }
-    desks = {name: open_desk(pg_uri, config=parse_config({"identity": ident})) for name, ident in people.items()}
+    desks: dict[str, Any] = {  # each person's desk, and "team": Eng's id
+        name: open_desk(pg_uri, config=parse_config({"identity": ident})) for name, ident in people.items()
+    }
     desks["team"] = team
     yield desks
     for name in people:

@@ -18,9 +18,10 @@ import psycopg
 import pytest
 from psycopg.types.json import Jsonb
 
-from helpers import axis
+from helpers import axis, pg_store
 from kbdesk import open_desk
 from kbdesk.config import parse_config
+from kbdesk.desk import Desk
 from kbdesk.errors import InvalidInputError, NotFoundError, StoreError
 from kbdesk.search import search
 from kbdesk.store.postgres import AccessDeniedError
@@ -39,7 +40,8 @@ class Server:
     admin_uri: str  # the server's postgres database, for roles
     logins: dict[str, str]
     uris: dict[str, str]
-    desks: dict[str, object] = field(default_factory=dict)
+    desks: dict[str, Desk] = field(default_factory=dict)
+    team: str = ""  # team Eng's id (the fixture makes the team)
 
     def desk(self, who: str, identity: dict | None = None):
         """``who``'s desk (one per person; a config ``[identity]`` makes a new one)."""
@@ -138,7 +140,8 @@ def test_what_a_user_cannot_do_to_become_someone_else(server):
     # SET ROLE to a role one has changes nothing: session_user stays the login
     with psycopg.connect(uri, autocommit=True) as conn:
         conn.execute("SET ROLE kbdesk_user")
-        assert conn.execute("SELECT kbdesk_uid()::text").fetchone()[0] == server.uid("bob")
+        row = conn.execute("SELECT kbdesk_uid()::text").fetchone()
+        assert row is not None and row[0] == server.uid("bob")
     # a SECURITY DEFINER function of kbdesk's that is not an identity helper cannot be called
     if sql(server.uri, "SELECT to_regprocedure('kbdesk_keyword_rebuild()')")[0][0]:
         with pytest.raises(Refused):
@@ -546,7 +549,7 @@ def test_a_user_never_migrates_and_is_told_who_must(server):
     with pytest.raises(StoreError, match=r"needs kbdesk's schema update.*pg setup"):
         open_desk(alice)
     setup(server.uri)  # the administrator brings it up to date
-    assert open_desk(alice).store.identity.source == "database"
+    assert pg_store(open_desk(alice)).identity.source == "database"
 
 
 def test_the_owner_keeps_the_configs_identity(server, diary):
@@ -555,9 +558,9 @@ def test_the_owner_keeps_the_configs_identity(server, diary):
     _kb, _ = diary
     owner = open_desk(server.uri, config=parse_config({"identity": {"username": "ops", "admin": True}}))
     try:
-        who = owner.store.identity
+        who = pg_store(owner).identity
         assert (who.username, who.admin, who.source) == ("ops", True, "config")
-        assert owner.store.describe()["identity"] == "config"
+        assert pg_store(owner).describe()["identity"] == "config"
         with pytest.raises(NotFoundError):
             owner.kb("Notes")  # alice's personal KB: not in ops's picker
         assert owner.create_kb("Ops handbook", scope="global").scope == "global"
@@ -703,7 +706,7 @@ def test_a_table_owner_who_is_not_a_superuser_runs_the_server(pg_server, kbdesk_
         sql(pg_server, f"DO $$ BEGIN CREATE ROLE {role} NOLOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$")
     owner_uri, alice_uri = as_login(database, owner, PASSWORD), as_login(database, alice, PASSWORD)
     with open_desk(owner_uri) as first:  # first use: the owner's kbdesk makes the schema
-        assert first.store.identity.source == "config"
+        assert pg_store(first).identity.source == "config"
     assert sql(database, "SELECT tableowner FROM pg_tables WHERE tablename = 'kb_chunks'") == [(owner,)]
     assert setup(owner_uri)["roles_created"] == []
     with pytest.raises(AccessDeniedError, match="WITH ADMIN OPTION"):
@@ -711,7 +714,7 @@ def test_a_table_owner_who_is_not_a_superuser_runs_the_server(pg_server, kbdesk_
     sql(pg_server, f'GRANT kbdesk_user, kbdesk_admin TO "{owner}" WITH ADMIN OPTION')
     grant(owner_uri, alice, teams=[TeamGrant("Eng", "admin")])
     with open_desk(alice_uri) as desk:
-        assert desk.store.identity.source == "database"
+        assert pg_store(desk).identity.source == "database"
         desk.create_kb("Mine")
         desk.add_document("Mine", "a.txt", ["alice's own words"])
     with pytest.raises(AccessDeniedError, match="only a database owner can run pg grant"):

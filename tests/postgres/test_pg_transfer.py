@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from typing import Any
 
 import numpy as np
 import pytest
@@ -90,7 +91,7 @@ def laptop(tmp_path, fake_openai, kbdesk_home):
 
 
 def test_round_trip_keeps_vectors_files_and_search_results(laptop, pg_uri, fake_openai, tmp_path):
-    events = []
+    events: list[Any] = []
     report = export_kb(laptop, "docs", pg_uri, batch_docs=2, on_event=events.append)
     total = laptop.kb("docs").document_count
     assert report.kb_created and report.copied_documents == total and report.unchanged_documents == 0

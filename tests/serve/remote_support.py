@@ -9,6 +9,8 @@ from pathlib import Path
 
 from serve_support import ServeProcess, cli
 
+from helpers import pg_store
+
 HANDBOOK = (
     "# Team handbook\n\n## Backups\n\nThe team server backs up every knowledge base nightly at 02:00 "
     "and keeps the backups for 30 days.\n\n## Onboarding\n\nNew members get a token from an administrator.\n"
@@ -17,6 +19,8 @@ NOTES = "# My notes\n\n## Backups\n\nMy laptop backups run on Fridays to the ext
 
 
 class TeamServer:
+    env_desk: dict[str, str]  # the environment of a desk with this server as its remote "team" (set by fixtures)
+
     def __init__(
         self,
         tmp_path: Path,
@@ -42,7 +46,7 @@ class TeamServer:
             from kbdesk import open_desk
 
             with open_desk(db, home=self.home) as owner:
-                user = owner.store.identity.username
+                user = pg_store(owner).identity.username
         made = cli(*at, "token", "create", "--json", "--user", user, "--read-only", env=self.env)
         self.token = json.loads(made.stdout)["token"]
         self.server = ServeProcess(tmp_path, *at, serve_args=serve_args, env=self.env)

@@ -8,10 +8,10 @@ import sys
 
 import anyio
 import pytest
-from chat_support import write_config
 from mcp.client.stdio import StdioServerParameters
 from remote_support import TeamServer, local_kb
 
+from chat_support import write_config
 from kbdesk import open_desk
 from kbdesk.chat.events import Retrieval, ToolCallFinished
 from kbdesk.paths import get_paths

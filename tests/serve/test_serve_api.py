@@ -4,6 +4,7 @@ shutdown run), and the permissions a token carries."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 from serve_support import MARKDOWN, app_client
@@ -198,14 +199,15 @@ def test_a_token_without_kb_write_reads_and_searches_but_changes_nothing(desk, p
         assert reader.get("/knowledge-bases").json()["total"] == 1
         assert sources(reader, kb["id"], "configure SSO") == ["guide.md"]
         doc_id = reader.get(f"/knowledge-bases/{kb['id']}/documents").json()["data"][0]["id"]
-        for method, path, kwargs in [
+        calls: list[tuple[str, str, dict[str, Any]]] = [
             ("POST", f"/knowledge-bases/{kb['id']}/documents", {"files": {"file": ("x.md", "# x")}}),
             ("PUT", f"/knowledge-bases/{kb['id']}", {"json": {"name": "mine"}}),
             ("DELETE", f"/knowledge-bases/{kb['id']}", {}),
             ("DELETE", f"/knowledge-bases/{kb['id']}/documents/{doc_id}", {}),
             ("POST", f"/knowledge-bases/{kb['id']}/rebuild", {}),
             ("PUT", f"/knowledge-bases/{kb['id']}/discoverable", {"json": {"discoverable": False}}),
-        ]:
+        ]
+        for method, path, kwargs in calls:
             answer = reader.request(method, path, **kwargs)
             assert answer.status_code == 403 and "kb.write" in answer.json()["message"], (method, path)
         created = reader.post("/knowledge-bases", json={"name": "new"})

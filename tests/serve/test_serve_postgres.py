@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from typing import Any
 
 import psycopg
 import pytest
@@ -81,14 +82,15 @@ def test_personal_kbs_are_their_owners_alone(team):
     assert ready(team.alice, kb["id"], doc.json()["id"])["status"] == "ready"
     for other in (team.eve, team.bob):
         assert other.get("/knowledge-bases").json()["total"] == 0
-        for method, path, kw in [
+        calls: list[tuple[str, str, dict[str, Any]]] = [
             ("get", f"/knowledge-bases/{kb['id']}", {}),
             ("post", f"/knowledge-bases/{kb['id']}/search", {"json": {"query": "SSO"}}),
             ("get", f"/knowledge-bases/{kb['id']}/documents", {}),
             ("post", f"/knowledge-bases/{kb['id']}/documents", {"files": {"file": ("x.md", "# planted")}}),
             ("delete", f"/knowledge-bases/{kb['id']}", {}),
             ("delete", f"/knowledge-bases/{kb['id']}/documents/{doc.json()['id']}", {}),
-        ]:
+        ]
+        for method, path, kw in calls:
             answer = getattr(other, method)(path, **kw)
             assert answer.status_code == 404, (method, path, answer.text)  # not even said to exist
     assert [d.filename for d in team.desk.store.list_documents(kb["id"])] == ["diary.md"]
@@ -106,13 +108,14 @@ def test_team_kbs_are_read_by_members_and_changed_by_team_admins(team):
     assert ready(team.bob, kb["id"], doc["id"])["status"] == "ready"
     assert [k["name"] for k in team.alice.get("/knowledge-bases").json()["data"]] == ["Runbooks"]
     assert team.alice.post(f"/knowledge-bases/{kb['id']}/search", json={"query": "SSO"}).json()["total"] >= 1
-    for method, path, kw in [
+    calls: list[tuple[str, str, dict[str, Any]]] = [
         ("post", f"/knowledge-bases/{kb['id']}/documents", {"files": {"file": ("x.md", "# x")}}),
         ("put", f"/knowledge-bases/{kb['id']}", {"json": {"name": "Mine"}}),
         ("delete", f"/knowledge-bases/{kb['id']}/documents/{doc['id']}", {}),
         ("post", f"/knowledge-bases/{kb['id']}/rebuild", {}),
         ("delete", f"/knowledge-bases/{kb['id']}", {}),
-    ]:
+    ]
+    for method, path, kw in calls:
         answer = getattr(team.alice, method)(path, **kw)
         assert answer.status_code == 403, (method, path, answer.text)
         assert "only an admin of team 'Eng' may change it" in answer.json()["message"]

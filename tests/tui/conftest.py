@@ -8,9 +8,9 @@ import inspect
 from pathlib import Path
 
 import pytest
-from tui_support import CORPUS
 
 from ingest_support import configure_provider, write_files
+from tui_support import CORPUS
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from textual.binding import Binding
 from textual.command import CommandList
-from tui_support import gated_kb, settle, type_text, wait_until
 
 from kbdesk.tui.app import KbdeskApp, make_app
 from kbdesk.tui.screens.confirm import ConfirmScreen
@@ -12,6 +14,7 @@ from kbdesk.tui.screens.kb_detail import KbDetailScreen
 from kbdesk.tui.screens.kb_list import KbListScreen
 from kbdesk.tui.screens.search import SearchScreen
 from kbdesk.tui.screens.settings import SettingsScreen
+from tui_support import gated_kb, settle, type_text, wait_until
 
 
 async def test_command_palette_reaches_the_main_actions(tui_desk):
@@ -66,7 +69,7 @@ def test_every_binding_has_an_id():
 
     import kbdesk.tui
 
-    classes = {KbdeskApp}
+    classes: set[type[Any]] = {KbdeskApp}
     for info in pkgutil.walk_packages(kbdesk.tui.__path__, "kbdesk.tui."):
         module = importlib.import_module(info.name)
         classes |= {
@@ -78,6 +81,7 @@ def test_every_binding_has_an_id():
     ids = []
     for cls in sorted(classes, key=lambda c: c.__qualname__):
         for binding in cls.BINDINGS:
+            assert isinstance(binding, Binding), f"{cls.__name__}: {binding} is a tuple, which has no id"
             assert binding.id, f"{cls.__name__}: {binding.key} has no id"
             ids.append(binding.id)
     assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)

@@ -4,11 +4,13 @@ sources, conversations, persona and project, and the notes screen."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
+from rich.text import Text
+from textual.content import Content
 from textual.widgets import Input, OptionList, Select, SelectionList, Static, TextArea
-from tui_chat_support import docs, open_chat, shown
-from tui_support import notifications, settle, type_text, wait_until
 
+from helpers import present
 from kbdesk.chat import TextDelta
 from kbdesk.errors import InvalidInputError
 from kbdesk.tui.app import KbdeskApp, make_app
@@ -25,8 +27,15 @@ from kbdesk.tui.screens.source import SourceScreen
 from kbdesk.tui.screens.sources import SourcesScreen
 from kbdesk.tui.widgets.conversation_list import ConversationList
 from kbdesk.tui.widgets.transcript import AnswerView
+from tui_chat_support import docs, open_chat, shown
+from tui_support import current_screen, notifications, settle, type_text, wait_until
 
 SIZE = (80, 24)
+
+
+def _plain(prompt: object) -> str:
+    assert isinstance(prompt, Text | Content), prompt  # an option's text, as kbdesk made it
+    return prompt.plain
 
 
 def rendered(widget) -> str:
@@ -34,7 +43,7 @@ def rendered(widget) -> str:
 
 
 def option_texts(options: OptionList) -> list[str]:
-    return [options.get_option_at_index(i).prompt.plain for i in range(options.option_count)]
+    return [_plain(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
 
 
 async def ask(pilot, text: str) -> None:
@@ -82,7 +91,7 @@ async def test_an_answer_streams_with_its_sources_and_a_key_opens_one(chat_desk,
         assert rendered(source.query_one(".passage.current")) == "Backups run every night at two."
         await pilot.press("escape", "escape")
         await settle(pilot)
-        assert app.screen is screen
+        assert current_screen(app) is screen
         # the same conversation, read back from the database, looks the same
         screen.open_conversation(screen.conv.id)
         await settle(pilot)
@@ -112,7 +121,7 @@ async def test_keys_keep_working_while_an_answer_streams_and_esc_stops_it(chat_d
         assert isinstance(app.screen, KbPopupScreen)
         await pilot.press("escape")
         await settle_ui(pilot)
-        assert app.screen is screen
+        assert current_screen(app) is screen
         await pilot.press("enter")  # a second question waits for the first answer
         await pilot.pause()
         assert any("still coming" in n for n in notifications(app))
@@ -123,7 +132,7 @@ async def test_keys_keep_working_while_an_answer_streams_and_esc_stops_it(chat_d
         await settle(pilot)
         assert turn.state.status == "cancelled"
         assert "stopped by the user" in shown(turn.view)
-        assert app.screen is screen  # Esc stopped the answer; it did not leave
+        assert current_screen(app) is screen  # Esc stopped the answer; it did not leave
         saved = chat_desk.chat().messages(screen.conv.id)
         assert [(m.role, m.status) for m in saved][-1] == ("notice", "cancelled")
         await pilot.press("escape")
@@ -235,7 +244,7 @@ async def test_conversations_switch_rename_and_delete(chat_desk, chat_server):
         chat_server.reply("Third answer.")
         screen.query_one("#question", Input).focus()
         await ask(pilot, "Third question")
-        assert len(chat.conversations()) == 2 and screen.conv.title == "Third question"
+        assert len(chat.conversations()) == 2 and present(screen.conv, "conversation").title == "Third question"
         await pilot.press("ctrl+n")
         await settle(pilot)
         assert screen.conv is None and listing.highlighted is None
@@ -256,15 +265,15 @@ async def test_persona_and_project_apply_to_the_conversation(chat_desk, chat_ser
         chat_server.reply("Simply put: nightly.")
         screen.query_one("#question", Input).focus()
         await ask(pilot, "Backups?")
-        assert chat.conversation(screen.conv.id).persona_id == tutor.id
+        assert chat.conversation(present(screen.conv, "conversation").id).persona_id == tutor.id
         system = chat_server.chat_requests[-1]["messages"][0]["content"]
         assert "Explain it simply." in system and '"Wiki"' in system
         screen.query_one("#project", Select).value = ops.id
         await settle(pilot)
-        assert chat.conversation(screen.conv.id).project_id == ops.id
+        assert chat.conversation(present(screen.conv, "conversation").id).project_id == ops.id
         screen.query_one("#persona", Select).clear()
         await settle(pilot)
-        assert chat.conversation(screen.conv.id).persona_id is None
+        assert chat.conversation(present(screen.conv, "conversation").id).persona_id is None
         assert "KBs: Docs" in rendered(screen.query_one("#chat-status", Static))
         titles = [c.title for c in app.get_system_commands(screen)]
         assert "Persona: Tutor" in titles and "Project: Ops" in titles
@@ -284,7 +293,7 @@ async def test_kb_popup_switches_kbs_for_the_conversation(chat_desk, chat_server
         assert isinstance(popup, KbPopupScreen) and screen.conv is not None
         toggles = popup.query_one(SelectionList)
         assert [(r.name, r.enabled, r.locked) for r in popup.rows] == [("Docs", True, False), ("Wiki", False, False)]
-        assert "Docs  (2 docs)" in toggles.get_option_at_index(0).prompt.plain
+        assert "Docs  (2 docs)" in _plain(toggles.get_option_at_index(0).prompt)
         assert toggles.has_focus and toggles.highlighted == 0
         await pilot.press("down", "space")  # Wiki on
         await settle(pilot)
@@ -297,17 +306,19 @@ async def test_kb_popup_switches_kbs_for_the_conversation(chat_desk, chat_server
         assert sorted(toggles.selected) == [chat_desk.kb("Wiki").id]
         await pilot.press("escape")
         await settle(pilot)
-        assert app.screen is screen
+        assert current_screen(app) is screen
         assert "KBs: Wiki" in rendered(screen.query_one("#chat-status", Static))
         # a persona's KB shows checked and locked
         chat.set_persona(screen.conv.id, "Ops")
         await pilot.press("ctrl+o")
         await settle(pilot)
-        rows = {r.name: r for r in app.screen.rows}
+        popup = app.screen
+        assert isinstance(popup, KbPopupScreen)
+        rows = {r.name: r for r in popup.rows}
         assert rows["Handbook"].locked and rows["Handbook"].enabled
-        index = [r.name for r in app.screen.rows].index("Handbook")
-        handbook = app.screen.query_one(SelectionList).get_option_at_index(index)
-        assert handbook.disabled and "from the persona" in handbook.prompt.plain
+        index = [r.name for r in popup.rows].index("Handbook")
+        handbook = popup.query_one(SelectionList).get_option_at_index(index)
+        assert handbook.disabled and "from the persona" in _plain(handbook.prompt)
         await pilot.press("m")  # Manage KBs… goes to the KB list
         await settle(pilot)
         assert isinstance(app.screen, KbListScreen)
@@ -357,7 +368,7 @@ async def test_notes_create_edit_search_delete(chat_desk):
         app.screen.query_one("#note-content", TextArea).insert(" lighthouse launch is in March.")
         await pilot.press("ctrl+s")
         await settle(pilot)
-        assert app.screen is screen
+        assert current_screen(app) is screen
         [note] = chat_desk.chat().notes.list()
         assert (note.title, note.content) == ("Launch", "The lighthouse launch is in March.")
         assert "The lighthouse launch is in March." in rendered(screen.query_one("#note-preview", Static))
@@ -381,7 +392,7 @@ async def test_notes_create_edit_search_delete(chat_desk):
         # search: letters typed in the search field are text, not keys
         await pilot.press("slash")
         await type_text(pilot, "lighthouse need")
-        assert app.screen is screen and screen.query_one("#notes-query", Input).value == "lighthouse need"
+        assert current_screen(app) is screen and screen.query_one("#notes-query", Input).value == "lighthouse need"
         screen.query_one("#notes-query", Input).value = "lighthouse"
         await pilot.press("enter")
         await settle(pilot)
@@ -390,7 +401,7 @@ async def test_notes_create_edit_search_delete(chat_desk):
         assert "1 match for “lighthouse” by keyword" in status
         # the box keeps the focus after Enter: a letter typed next is text (n does not open "New note")
         await type_text(pilot, "n")
-        assert app.screen is screen and screen.query_one("#notes-query", Input).value == "lighthousen"
+        assert current_screen(app) is screen and screen.query_one("#notes-query", Input).value == "lighthousen"
         screen.query_one("#notes-query", Input).value = "lighthouse"
         # Down goes into the list, where d deletes the highlighted note
         await pilot.press("down")
@@ -443,7 +454,7 @@ def test_new_bindings_have_unique_ids():
         settings,
     )
 
-    classes = [
+    classes: list[type[Any]] = [
         KbdeskApp,
         add_files.AddFilesScreen,
         choose_kbs.ChooseKbsScreen,

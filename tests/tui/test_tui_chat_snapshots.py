@@ -8,33 +8,15 @@ cursor. Update after a deliberate change with ``pytest tests/tui --snapshot-upda
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from textual.widgets import Input
-from tui_chat_support import ScriptedAsk, docs, shown
-from tui_support import settle, type_text, wait_until
 
 from kbdesk.chat import TurnStarted, Waiting
 from kbdesk.tui.app import make_app
+from tui_chat_support import ScriptedAsk, docs, shown
+from tui_support import before, settle, type_text, wait_until
 
 SIZE = (80, 24)
-
-
-def before(*steps: Any):
-    async def run(pilot) -> None:
-        await settle(pilot)
-        for step in steps:
-            result = step(pilot)
-            if hasattr(result, "__await__"):
-                await result
-            await settle(pilot)
-        pilot.app.clear_notifications()
-        for field in pilot.app.screen.query(Input):
-            field.cursor_blink = False
-        await pilot.pause()
-
-    return run
 
 
 @pytest.fixture

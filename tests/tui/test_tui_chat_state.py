@@ -18,6 +18,7 @@ from kbdesk.chat import (
     TurnStarted,
     Waiting,
 )
+from kbdesk.chat.events import ChatEvent
 from kbdesk.store.chat import ChatMessage, ToolCallRecord
 from kbdesk.tui.chat_state import (
     AnswerState,
@@ -62,8 +63,8 @@ def test_relay_from_another_thread_loses_nothing():
 
     def drain() -> None:
         while not stop.is_set():
-            seen.extend(e.text for e in relay.drain())
-        seen.extend(e.text for e in relay.drain())
+            seen.extend(_text(e) for e in relay.drain())
+        seen.extend(_text(e) for e in relay.drain())
 
     reader = threading.Thread(target=drain)
     reader.start()
@@ -78,18 +79,21 @@ def test_answer_state_follows_the_events():
     state = AnswerState()
     source = Source(1, "chunk", "guide.md", kb="Docs", document_id="d", chunk_index=0, heading="Backups")
     call = ToolCallInfo("c1", "kb_search", '{"query": "backups"}')
-    for event in [
+    events: list[ChatEvent] = [
         TextDelta("Let me ", 1),
         TextDelta("look.\x1b[2J", 1),
         ToolCallStarted(call),
         ToolCallFinished(ToolCallInfo("c1", "kb_search", call.arguments, True, "1 result from Docs"), (source,)),
         TextDelta("Nightly [1].", 2),
         Notice("a warning", "warning"),
-    ]:
+    ]
+    for event in events:
         state.apply(event)
     assert state.streaming and state.text == "Let me look.\n\nNightly [1]."  # escape sequences stripped
     assert [type(p) for p in state.parts] == [TextPart, CallLine, TextPart, NoticePart]
-    assert state.parts[1].state == "ok" and state.parts[1].label == "kb_search “backups”"
+    call_line = state.parts[1]
+    assert isinstance(call_line, CallLine)
+    assert call_line.state == "ok" and call_line.label == "kb_search “backups”"
     assert [s["label"] for s in state.sources] == ["guide.md § Backups — Docs"]
     state.apply(TurnFinished(Answer("conv", "m", state.text, "complete", "tiny", (source,))))
     assert state.status == "complete" and state.model == "tiny" and len(state.sources) == 1
@@ -143,8 +147,14 @@ def test_saved_messages_become_questions_and_answers():
     blocks = blocks_from_messages(messages)
     assert [type(b) for b in blocks] == [UserBlock, AnswerState, UserBlock, AnswerState]
     first, second = blocks[1], blocks[3]
+    assert isinstance(first, AnswerState) and isinstance(second, AnswerState)
     assert first.text == "Looking.\n\nNightly [1]." and first.status == "complete" and first.sources == [source]
     assert [p.label for p in first.parts if isinstance(p, CallLine)] == ["kb_search “when”"]
     assert second.status == "cancelled"
     assert [(p.state, p.label) for p in second.parts if isinstance(p, CallLine)] == [("stopped", "kb_search not json")]
     assert source_groups(blocks) == [("When?", [source])]
+
+
+def _text(event: ChatEvent) -> str:
+    assert isinstance(event, TextDelta), event  # the relay was given only text
+    return event.text

@@ -13,6 +13,12 @@ import threading
 import pytest
 from textual.widgets import Input, Static, TabbedContent
 from textual.widgets._markdown import MarkdownBlock, MarkdownParagraph
+
+from kbdesk.chat import Answer, Retrieval, TextDelta, TurnFinished, TurnStarted, Waiting
+from kbdesk.tui.app import make_app
+from kbdesk.tui.screens.kb_list import KbListScreen
+from kbdesk.tui.screens.settings import SettingsScreen
+from kbdesk.tui.widgets.answer_view import AnswerMarkdown, AnswerView
 from tui_chat_support import (
     ScriptedAsk,
     docs,
@@ -22,12 +28,6 @@ from tui_chat_support import (
     write_config,
 )
 from tui_support import notifications, settle, type_text, wait_until
-
-from kbdesk.chat import Answer, Retrieval, TextDelta, TurnFinished, TurnStarted, Waiting
-from kbdesk.tui.app import make_app
-from kbdesk.tui.screens.kb_list import KbListScreen
-from kbdesk.tui.screens.settings import SettingsScreen
-from kbdesk.tui.widgets.answer_view import AnswerMarkdown, AnswerView
 
 SIZE = (80, 24)
 

@@ -8,12 +8,12 @@ import gc
 import weakref
 
 import pytest
-from tui_support import settle
 
 from kbdesk.tui import collector
 from kbdesk.tui.app import make_app
 from kbdesk.tui.screens.help import HelpScreen
 from kbdesk.tui.screens.kb_list import KbListScreen
+from tui_support import settle
 
 
 class Node:

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tui_support import notifications, settle, wait_until
 
 from ingest_support import write_files
 from kbdesk.ingest.child import ChildRun, IngestJob
 from kbdesk.tui.app import make_app
+from tui_support import notifications, settle, wait_until
 
 pytestmark = pytest.mark.slow
 

@@ -6,8 +6,8 @@ import threading
 
 import pytest
 from textual.widgets import Input, Static
-from tui_support import CORPUS, notifications, settle, type_text, wait_until
 
+from helpers import present
 from kbdesk.tui.app import make_app
 from kbdesk.tui.screens.add_files import AddFilesScreen
 from kbdesk.tui.screens.base import FormError
@@ -17,6 +17,7 @@ from kbdesk.tui.screens.kb_form import KbFormScreen
 from kbdesk.tui.screens.kb_list import KbListScreen
 from kbdesk.tui.widgets.documents_table import DocumentsTable
 from kbdesk.tui.widgets.kb_table import KbTable
+from tui_support import CORPUS, notifications, settle, type_text, wait_until
 
 
 async def test_create_a_keyword_kb(tui_desk):
@@ -121,7 +122,7 @@ async def test_add_a_folder_and_watch_every_document_finish(tui_desk, corpus):
         # the KB list shows the new counts when we go back
         await pilot.press("escape")
         await settle(pilot)
-        kb_row = app.screen.query_one(KbTable).selected
+        kb_row = present(app.screen.query_one(KbTable).selected, "selected KB")
         assert kb_row.document_count == 5
 
 
@@ -135,7 +136,7 @@ async def test_remove_a_document_then_delete_the_kb(tui_desk, corpus):
         await settle(pilot)
         table = app.screen.query_one(DocumentsTable)
         assert table.row_count == 2
-        target = table.selected.filename
+        target = present(table.selected, "selected row").filename
         await pilot.press("d")  # d removes, on every screen
         await settle(pilot)
         assert isinstance(app.screen, ConfirmScreen)
@@ -179,7 +180,7 @@ async def test_edit_a_kb(tui_desk):
         await settle(pilot)
         kb = tui_desk.kb("manuals")
         assert (kb.chunk_size, kb.chunk_overlap) == (500, 50)
-        assert app.screen.query_one(KbTable).selected.name == "manuals"
+        assert present(app.screen.query_one(KbTable).selected, "selected KB").name == "manuals"
 
 
 async def test_errors_become_one_line_notifications(tui_desk):
@@ -217,6 +218,7 @@ async def test_create_with_a_model_then_rebuild_and_reembed(vector_desk, corpus)
         kb = vector_desk.kb("docs")
         assert (kb.embedding_config["provider"], kb.model_id) == ("fake", "text-embedding-3-small")
         detail = app.screen
+        assert isinstance(detail, KbDetailScreen)
         detail._add(
             type("Request", (), {"paths": [str(corpus)], "include": ["*.md", "*.txt"], "exclude": [], "sync": False})()
         )
@@ -282,9 +284,8 @@ async def test_the_kb_list_says_when_documents_failed(tui_desk, tmp_path):
 
 
 async def test_enter_opens_a_document_with_its_whole_error_and_chunks(tui_desk, tmp_path):
-    from tui_chat_support import screen_text
-
     from kbdesk.tui.screens.document import DocumentScreen
+    from tui_chat_support import screen_text
 
     folder = tmp_path / "mixed"
     folder.mkdir()
@@ -325,9 +326,14 @@ async def test_leaving_a_kb_reads_its_documents_no_more(tui_desk, corpus, monkey
     monkeypatch.setattr(doc_cache, "REVALIDATE_AFTER_S", 1.0)  # the KB screen's second look: after it is left
     tui_desk.create_kb("docs", keyword_only=True)
     tui_desk.add("docs", [corpus])
-    reads = []
+    reads: list[tuple] = []
     briefs = tui_desk.document_briefs
-    monkeypatch.setattr(tui_desk, "document_briefs", lambda *a, **k: reads.append(a) or briefs(*a, **k))
+
+    def counted(*a, **k):
+        reads.append(a)
+        return briefs(*a, **k)
+
+    monkeypatch.setattr(tui_desk, "document_briefs", counted)
     app = make_app(tui_desk)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
@@ -405,7 +411,12 @@ async def test_a_kb_opened_before_its_documents_are_read_comes_with_them(tui_des
     tui_desk.create_kb("docs", keyword_only=True)
     tui_desk.add("docs", [corpus])
     briefs = tui_desk.document_briefs
-    monkeypatch.setattr(tui_desk, "document_briefs", lambda *a, **k: time.sleep(0.3) or briefs(*a, **k))
+
+    def slow(*a, **k):
+        time.sleep(0.3)
+        return briefs(*a, **k)
+
+    monkeypatch.setattr(tui_desk, "document_briefs", slow)
     app = make_app(tui_desk)
     shown: list[int] = []  # the rows in each frame drawn of the KB screen
     display = app._display
@@ -415,7 +426,7 @@ async def test_a_kb_opened_before_its_documents_are_read_comes_with_them(tui_des
         if isinstance(screen, KbDetailScreen) and renderable is not None:
             shown.append(screen.query_one(DocumentsTable).row_count)
 
-    app._display = frame
+    monkeypatch.setattr(app, "_display", frame)
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         app.doc_rows.forget(tui_desk.kb("docs").id)

@@ -13,16 +13,17 @@ from typing import Any
 
 import pytest
 from textual.widgets import Input, Label, Select, Static
-from tui_chat_support import open_chat, shown, write_config
-from tui_support import settle, type_text, wait_until
 
 from kbdesk import open_desk
 from kbdesk.ingest.extract import SUPPORTED_SUFFIXES
 from kbdesk.tui.app import make_app
 from kbdesk.tui.chat_state import AnswerState
 from kbdesk.tui.screens.add_files import NOTE_CHARS, AddFilesScreen, files_read
+from kbdesk.tui.screens.kb_detail import KbDetailScreen
 from kbdesk.tui.screens.kb_form import KEYWORD_ONLY, KbFormScreen
 from kbdesk.tui.widgets.model_picker import ModelPicker
+from tui_chat_support import open_chat, shown, write_config
+from tui_support import settle, type_text, wait_until
 
 SIZE = (80, 24)
 MODELS = {
@@ -90,6 +91,7 @@ async def test_only_a_chat_provider_new_kb_add_a_folder_ask(newcomer, chat_serve
         kb = newcomer.kb("notes")
         assert kb.model_id is None
         detail = app.screen
+        assert isinstance(detail, KbDetailScreen)
         detail._add(type("Request", (), {"paths": [str(corpus)], "include": [], "exclude": [], "sync": False})())
         await settle(pilot)
         assert newcomer.kb("notes").document_count >= 4

@@ -11,8 +11,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tui_support import gated_kb, notifications, press_into, settle, wait_until
 
+from helpers import present
 from ingest_support import write_files
 from kbdesk import open_desk
 from kbdesk.tui.app import make_app
@@ -21,6 +21,7 @@ from kbdesk.tui.screens.confirm import ConfirmScreen
 from kbdesk.tui.screens.kb_detail import KbDetailScreen
 from kbdesk.tui.widgets.kb_table import KbTable
 from kbdesk.tui.workers import wait_for_threads
+from tui_support import gated_kb, notifications, press_into, settle, wait_until
 
 DOCS = 12_500
 BROKEN = ("d07/broken.pdf", "d21/broken.pdf", "d40/broken.pdf")
@@ -95,12 +96,12 @@ async def test_filter_and_next_error_find_the_failed_documents(big_desk):
         screen = await open_big(pilot)
         table = screen.table
         await pilot.press("g")  # the next failed document, with its reason under the table
-        assert table.selected.path == "d07/broken.pdf"
+        assert present(table.selected, "selected row").path == "d07/broken.pdf"
         assert "d07/broken.pdf" in str(screen.query_one("#doc-error").render())
         await pilot.press("g")
-        assert table.selected.path == "d21/broken.pdf"
+        assert present(table.selected, "selected row").path == "d21/broken.pdf"
         await pilot.press("f")  # errors only; the cursor stays on its document
-        assert table.row_count == 3 and table.selected.path == "d21/broken.pdf"
+        assert table.row_count == 3 and present(table.selected, "selected row").path == "d21/broken.pdf"
         assert [table.get_row_at(i)[4].plain for i in range(3)] == ["✗ error"] * 3
         assert "Showing errors only: 3 of 12500" in str(screen.query_one("#notice").render())
         await pilot.press("f")  # in progress only: none
@@ -117,14 +118,14 @@ async def test_the_cursor_follows_its_document_and_remove_acts_on_it(big_desk):
         screen = await open_big(pilot)
         table = screen.table
         await pilot.press("pagedown", "down", "down")
-        target = table.selected
+        target = present(table.selected, "selected row")
         row = table.cursor_row
         # documents appear above it (as during an add): the cursor stays on the same document
         table.apply({f"new{i}": DocProgress(f"new{i}", f"a-first/new{i}.txt", "pending") for i in range(5)})
-        assert table.selected.doc_id == target.doc_id and table.cursor_row == row + 5
+        assert present(table.selected, "selected row").doc_id == target.doc_id and table.cursor_row == row + 5
         # and one above it goes away
         table.apply({"new0": None})
-        assert table.selected.doc_id == target.doc_id and table.cursor_row == row + 4
+        assert present(table.selected, "selected row").doc_id == target.doc_id and table.cursor_row == row + 4
         await pilot.press("d")
         await settle(pilot)
         assert isinstance(app.screen, ConfirmScreen)

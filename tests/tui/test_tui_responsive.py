@@ -6,8 +6,8 @@ import time
 
 from click.testing import CliRunner
 from textual.widgets import Input
-from tui_support import gated_kb, settle, type_text, wait_until
 
+from helpers import present
 from ingest_support import write_files
 from kbdesk.ingest.events import IngestEvent
 from kbdesk.tui.app import make_app
@@ -16,6 +16,7 @@ from kbdesk.tui.progress import IngestTracker
 from kbdesk.tui.screens.kb_detail import KbDetailScreen
 from kbdesk.tui.screens.search import SearchScreen
 from kbdesk.tui.widgets.documents_table import DocumentsTable
+from tui_support import gated_kb, settle, type_text, wait_until
 
 FILES = 150
 
@@ -26,21 +27,20 @@ async def test_keys_are_handled_while_ingestion_runs(tui_desk, tmp_path):
     )
     provider, _ = gated_kb(tui_desk)
 
+    ticks: list[IngestProgress] = []
+
     def hook(message):
         if isinstance(message, IngestProgress):
-            hook.ticks.append(message)
-
-    hook.ticks = []
+            ticks.append(message)
 
     app = make_app(tui_desk)
     try:
-        await _drive(app, hook, provider, folder, tui_desk)
+        await _drive(app, hook, ticks, provider, folder, tui_desk)
     finally:
         provider.gate.set()  # never leave an ingestion thread waiting
 
 
-async def _drive(app, hook, provider, folder, tui_desk) -> None:
-    ticks = hook.ticks
+async def _drive(app, hook, ticks, provider, folder, tui_desk) -> None:
     async with app.run_test(size=(80, 24), message_hook=hook) as pilot:
         await settle(pilot)
         await pilot.press("enter")
@@ -103,8 +103,9 @@ def test_tracker_coalesces_and_keeps_the_latest_state():
     assert len(notified) == 2
     changes = tracker.drain()
     assert len(changes) == 100
-    assert changes["d1"].status == "embedding" and (changes["d1"].done, changes["d1"].total) == (3, 9)
-    assert changes["d2"].error == "cannot read this PDF"
+    d1, d2 = present(changes["d1"], "d1's change"), present(changes["d2"], "d2's change")
+    assert d1.status == "embedding" and (d1.done, d1.total) == (3, 9)
+    assert d2.error == "cannot read this PDF"
     assert tracker.drain() == {}
     assert tracker.counts() == (2, 100)
     tracker.finish()
@@ -197,7 +198,7 @@ async def test_rows_that_arrive_while_indexing_can_all_be_reached():
             assert table.show_vertical_scrollbar == (stop + 1 > table.scrollable_content_region.height)
             await pilot.press("end")
             await pilot.pause()
-            assert table.selected.filename == f"n{stop - 1:03}.md"
+            assert present(table.selected, "selected row").filename == f"n{stop - 1:03}.md"
             lines = [strip.text for strip in table.render_lines(table.region.reset_offset)]
             assert any(f"n{stop - 1:03}.md" in line for line in lines)  # the last row is on screen
         assert not shown_before and table.show_vertical_scrollbar

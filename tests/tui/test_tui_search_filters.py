@@ -5,11 +5,11 @@ the screen's words (nothing searched, no traceback)."""
 from __future__ import annotations
 
 from textual.widgets import Input, Static
-from tui_support import notifications, settle, type_text
 
 from kbdesk.tui.app import make_app
 from kbdesk.tui.screens.search import SearchScreen
 from kbdesk.tui.widgets.results_table import ResultsTable
+from tui_support import notifications, settle, type_text
 from vault_support import MATCHING, vault_kb
 
 

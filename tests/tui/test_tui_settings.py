@@ -6,7 +6,6 @@ import socket
 import stat
 
 from textual.widgets import DataTable, Input, Select, Static, TabbedContent
-from tui_support import notifications, press_into, settle
 
 from ingest_support import configure_provider
 from kbdesk.paths import get_paths
@@ -15,6 +14,7 @@ from kbdesk.tui.screens.base import FormError
 from kbdesk.tui.screens.provider_form import ProviderFormScreen
 from kbdesk.tui.screens.settings import SettingsScreen
 from kbdesk.tui.widgets.model_picker import LIST, MANUAL, ModelPicker
+from tui_support import current_screen, notifications, press_into, settle
 
 
 def set_roles(embedding: str | None, chat: str | None = None, provider: str = "fake") -> None:
@@ -191,7 +191,7 @@ async def test_leaving_model_roles_with_unsaved_changes_asks_first(tui_desk):
         assert isinstance(app.screen, ConfirmScreen) and "without saving" in app.screen.question
         await pilot.press("n")  # stay: the change is still there
         await settle(pilot)
-        assert app.screen is settings and settings.unsaved_roles()
+        assert current_screen(app) is settings and settings.unsaved_roles()
         await pilot.press("escape")
         await settle(pilot)
         await pilot.press("y")  # leave, dropping it

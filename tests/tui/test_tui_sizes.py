@@ -4,14 +4,13 @@ in a footer is whole, and a name too long for its column shows that it is cut (â
 from __future__ import annotations
 
 import pytest
-from test_tui_snapshots import before
 from textual.widgets._footer import FooterKey
-from tui_chat_support import screen_text
-from tui_support import settle, type_text
 
 from kbdesk.tui.app import make_app
 from kbdesk.tui.widgets.fit_line import HINT, fit
 from kbdesk.tui.widgets.keys_footer import KeysFooter
+from tui_chat_support import screen_text
+from tui_support import before, settle, type_text
 
 LONG_KB = "Product documentation for the whole support team"
 LONG_FILE = "a-very-long-file-name-of-a-meeting-note-from-last-year-about-backups.md"

@@ -7,11 +7,8 @@ cursor, no notifications, and never a key. Update after a deliberate change with
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from textual.widgets import Input, TabbedContent
-from tui_support import settle, type_text
 
 from kbdesk.paths import get_paths
 from kbdesk.tui.app import make_app
@@ -20,26 +17,9 @@ from kbdesk.tui.screens.kb_detail import KbDetailScreen
 from kbdesk.tui.screens.kb_form import KbFormScreen
 from kbdesk.tui.widgets.documents_table import DocumentsTable
 from kbdesk.tui.widgets.results_table import ResultsTable
+from tui_support import before, settle, type_text
 
 SIZE = (80, 24)
-
-
-def before(*steps: Any):
-    """A run_before that waits for workers after each step and clears notifications."""
-
-    async def run(pilot) -> None:
-        await settle(pilot)
-        for step in steps:
-            result = step(pilot)
-            if hasattr(result, "__await__"):
-                await result
-            await settle(pilot)
-        pilot.app.clear_notifications()
-        for field in pilot.app.screen.query(Input):
-            field.cursor_blink = False  # a blinking cursor would make the picture depend on timing
-        await pilot.pause()
-
-    return run
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ document text shows them escaped; the whole screen is checked through its screen
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from textual.widgets import DataTable, Input, Select, Static
-from tui_support import notifications, settle, type_text
 
 from kbdesk.tui.app import make_app
 from kbdesk.tui.screens.chunk import ChunkScreen
@@ -20,6 +20,7 @@ from kbdesk.tui.screens.kb_detail import KbDetailScreen
 from kbdesk.tui.screens.search import SearchScreen
 from kbdesk.tui.widgets.documents_table import DocumentsTable
 from kbdesk.tui.widgets.results_table import ResultsTable
+from tui_support import notifications, settle, type_text
 
 PAYLOAD = "\x1b]0;PWNED\x07 \x1b[2J \x1b]8;;http://evil\x1b\\link\x1b]8;;\x1b\\ \x9b31m \x07"
 NAME_PAYLOAD = PAYLOAD.replace("http://evil", "http:evil")
@@ -53,7 +54,7 @@ def _shelf(desk, tmp_path):
     return raw.id
 
 
-def _cells(table: DataTable) -> list[str]:
+def _cells(table: DataTable[Any] | DocumentsTable) -> list[str]:
     return [cell.plain for row in range(table.row_count) for cell in table.get_row_at(row)]
 
 

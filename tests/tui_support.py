@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-CORPUS = {
+CORPUS: dict[str, str | bytes] = {
     "guide.md": "# Guide\n\n## Backups\n\nBackups run every night at two.\n\n## Restore\n\n"
     "Run the restore command with the snapshot name to restore a backup.\n",
     "notes/meeting.txt": "We agreed to ship the lighthouse feature in March.\n\nAlice owns the rollout.",
@@ -35,9 +35,35 @@ async def settle(pilot: Any, rounds: int = 50) -> None:
             return
 
 
+def before(*steps: Any) -> Any:
+    """A snapshot's run_before: waits for workers after each step, clears notifications and
+    stops the cursors blinking (nothing on screen may depend on timing)."""
+    from textual.widgets import Input
+
+    async def run(pilot: Any) -> None:
+        await settle(pilot)
+        for step in steps:
+            result = step(pilot)
+            if hasattr(result, "__await__"):
+                await result
+            await settle(pilot)
+        pilot.app.clear_notifications()
+        for field in pilot.app.screen.query(Input):
+            field.cursor_blink = False  # a blinking cursor would make the picture depend on timing
+        await pilot.pause()
+
+    return run
+
+
 async def type_text(pilot: Any, text: str) -> None:
     for char in text:
         await pilot.press(char if char != " " else "space")
+
+
+def current_screen(app: Any) -> Any:
+    """``app.screen`` read now: mypy keeps an earlier ``isinstance(app.screen, …)`` across
+    the awaits that change the screen, so ``app.screen is screen`` would look impossible."""
+    return app.screen
 
 
 def notifications(app: Any) -> list[str]:

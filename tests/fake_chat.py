@@ -55,7 +55,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import strict_servers
-
 from fake_openai import FakeOpenAI
 
 TOOLS_REJECTED = "registry.ollama.ai/library/tiny:latest does not support tools"
@@ -156,6 +155,7 @@ class FakeChat:
                 Recorded(handler.path, {k.lower(): v for k, v in handler.headers.items()}, body)
             )
         if handler.path.endswith("/embeddings"):
+            assert isinstance(body, dict), f"an embeddings request without a JSON object: {raw[:80]!r}"
             inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
             data = [
                 {"object": "embedding", "index": i, "embedding": FakeOpenAI.vector_for(t, self.dimensions)}
@@ -172,6 +172,7 @@ class FakeChat:
             )
         if not handler.path.endswith("/chat/completions"):
             return self.route(handler, "POST")
+        assert isinstance(body, dict), f"a chat request without a JSON object: {raw[:80]!r}"
         if body.get("stream") is False and body.get("max_tokens") == 1:
             return self._probe(handler, body)
         if self.rejects_tools and body.get("tools"):

@@ -100,8 +100,7 @@ class ScriptedAsk:
 
 async def open_chat(pilot):
     """Open the chat screen from the KB list (the ``c`` key) and return it."""
-    from tui_support import press_into
-
     from kbdesk.tui.screens.chat import ChatScreen
+    from tui_support import press_into
 
     return await press_into(pilot, "c", ChatScreen)

@@ -4,7 +4,6 @@ ambiguous when several test folders have a conftest.py)."""
 from __future__ import annotations
 
 from fake_chat import FakeChat
-
 from kbdesk.paths import get_paths
 
 

@@ -30,7 +30,7 @@ def rendered_prompt(request: dict[str, Any]) -> str:
 
     try:
         chatml_function_calling(
-            llama=_Llama(),  # type: ignore[arg-type]
+            llama=_Llama(),
             messages=request["messages"],
             tools=request.get("tools"),
             tool_choice=request.get("tool_choice"),
