@@ -21,6 +21,8 @@ def store_reaches(source: str) -> list[tuple[int, str]]:
     (line, the expression as written)."""
     found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.expr):
+            continue
         attribute = isinstance(node, ast.Attribute) and node.attr == "store"
         if attribute or (
             isinstance(node, ast.Call)
