@@ -35,10 +35,10 @@ import numpy as np
 from kbdesk.errors import StoreError
 from kbdesk.filters import Filters
 from kbdesk.models import ChunkInput, Document, DocumentBrief, KnowledgeBase
-from kbdesk.store.chat import ChatMessage, Conversation, Persona, Project
+from kbdesk.store.chat_api import ConversationRows, NoteRows, PersonaRows, Settings
+from kbdesk.store.dbapi import Connection
 from kbdesk.store.doc_types import NewDocument, StatusUpdate
 from kbdesk.store.keywords import KeywordParts
-from kbdesk.store.notes import Note
 from kbdesk.store.within import KbFacts, Within
 
 CHAT = "chat"
@@ -49,11 +49,12 @@ TEAM = "team"
 
 class Transactions(Protocol):
     """A store's connections: the calling thread's own, and transactions on it. A
-    connection is the engine's DB-API one (sqlite3's or psycopg's), hence ``Any``."""
+    connection is the engine's DB-API one (sqlite3's or psycopg's), as
+    :class:`kbdesk.store.dbapi.Connection` describes what the store calls on it."""
 
-    def connection(self) -> Any: ...
-    def write(self) -> AbstractContextManager[Any]: ...
-    def read(self) -> AbstractContextManager[Any]: ...
+    def connection(self) -> Connection: ...
+    def write(self) -> AbstractContextManager[Connection]: ...
+    def read(self) -> AbstractContextManager[Connection]: ...
 
 
 class VectorIndex(Protocol):
@@ -67,7 +68,7 @@ class VectorIndex(Protocol):
         """Get ready, in the background (``wait``: now), what the KB's next search will read."""
         ...
 
-    def drop(self, conn: Any, kb_id: str) -> None:
+    def drop(self, conn: Connection, kb_id: str) -> None:
         """Forget ``kb_id``'s index (inside the transaction deleting the KB or its vectors)."""
         ...
 
@@ -140,7 +141,7 @@ class Store(Transactions, Protocol):
     # connection(), read() and write(): see Transactions
     def audit(
         self,
-        conn: Any,
+        conn: Connection,
         action: str,
         kb_id: str | None,
         target: str | None = None,
@@ -308,113 +309,10 @@ class Store(Transactions, Protocol):
 
 
 @runtime_checkable
-class ChatStore(Store, Protocol):
+class ChatStore(Store, ConversationRows, PersonaRows, NoteRows, Settings, Protocol):
     """A store with the ``"chat"`` capability (rows of :mod:`kbdesk.store.chat`,
-    :mod:`kbdesk.store.personas`, :mod:`kbdesk.store.notes`; each row its user's)."""
-
-    # ── conversations, messages, KB toggles ────────────────────────────────────
-    # (``...`` defaults: left out, the value stays as it is; None clears it)
-    def create_conversation(
-        self, title: str = "", *, persona_id: str | None = None, project_id: str | None = None
-    ) -> Conversation: ...
-    def get_conversation(self, conv_id: str) -> Conversation: ...
-    def find_conversation(self, ref: str) -> Conversation: ...
-    def list_conversations(self, project_id: str | None = None) -> list[Conversation]: ...
-    def update_conversation(
-        self,
-        conv_id: str,
-        *,
-        title: str | None = ...,
-        persona_id: str | None = ...,
-        project_id: str | None = ...,
-        retrieval: str | None = ...,
-        filters: Filters | dict[str, Any] | None = ...,
-    ) -> Conversation: ...
-    def delete_conversation(self, conv_id: str) -> Conversation: ...
-    def add_message(
-        self,
-        channel_id: str,
-        role: str,
-        content: str = "",
-        *,
-        tool_call_id: str | None = None,
-        status: str = "complete",
-        model: str | None = None,
-        sources: list[dict[str, Any]] | None = None,
-        tool_calls: Iterable[tuple[str, str, str]] = (),
-    ) -> ChatMessage: ...
-    def update_message(
-        self,
-        message_id: str,
-        *,
-        content: str | None = None,
-        status: str | None = None,
-        sources: list[dict[str, Any]] | None = None,
-    ) -> None: ...
-    def set_tool_call_status(self, message_id: str, call_id: str, status: str, error: str | None = None) -> None: ...
-    def get_message(self, message_id: str) -> ChatMessage: ...
-    def messages(self, channel_id: str, *, limit: int | None = None) -> list[ChatMessage]: ...
-    def channel_kbs(self, channel_id: str) -> list[dict[str, Any]]: ...
-    def set_channel_kb(self, channel_id: str, kb_id: str, enabled: bool) -> None: ...
-    def set_channel_kbs(self, channel_id: str, enabled: Iterable[str], disabled: Iterable[str] = ()) -> None: ...
-
-    # ── personas and projects ──────────────────────────────────────────────────
-    def create_persona(
-        self,
-        name: str,
-        system_prompt: str = "",
-        *,
-        provider: str | None = None,
-        model: str | None = None,
-        retrieval: str | None = None,
-        max_tokens: int | None = None,
-        filters: Filters | dict[str, Any] | None = None,
-    ) -> Persona: ...
-    def find_persona(self, ref: str) -> Persona: ...
-    def list_personas(self) -> list[Persona]: ...
-    def update_persona(
-        self,
-        persona_id: str,
-        *,
-        name: str | None = None,
-        system_prompt: str | None = None,
-        provider: str | None = ...,
-        model: str | None = ...,
-        retrieval: str | None = ...,
-        max_tokens: int | None = ...,
-        kbs: Sequence[tuple[str, bool]] | None = None,
-        filters: Filters | dict[str, Any] | None = ...,
-    ) -> Persona: ...
-    def delete_persona(self, persona_id: str) -> Persona: ...
-    def create_project(self, name: str, description: str = "") -> Project: ...
-    def find_project(self, ref: str) -> Project: ...
-    def list_projects(self) -> list[Project]: ...
-    def update_project(
-        self,
-        project_id: str,
-        *,
-        name: str | None = None,
-        description: str | None = None,
-        kbs: Sequence[str] | None = None,
-    ) -> Project: ...
-    def delete_project(self, project_id: str) -> Project: ...
-
-    # ── notes ──────────────────────────────────────────────────────────────────
-    def create_note(self, content: str, title: str = "") -> Note: ...
-    def update_note(self, note_id: str, *, content: str | None = None, title: str | None = None) -> Note: ...
-    def delete_note(self, note_id: str) -> Note: ...
-    def find_note(self, ref: str) -> Note: ...
-    def list_notes(self, limit: int | None = None) -> list[Note]: ...
-    def notes_by_id(self, ids: Sequence[str]) -> dict[str, Note]: ...
-    def note_count(self) -> int: ...
-    def note_keyword_candidates(self, text: str, k: int) -> list[tuple[str, float]]: ...
-    def note_vector_candidates(self, model: str, query: np.ndarray, k: int) -> list[tuple[str, float]]: ...
-    def notes_without_vector(self, model: str, limit: int) -> list[Note]: ...
-    def put_note_vectors(self, model: str, items: Sequence[tuple[str, str, np.ndarray]]) -> int: ...
-
-    # ── small settings ─────────────────────────────────────────────────────────
-    def get_setting(self, key: str) -> str | None: ...
-    def set_setting(self, key: str, value: str) -> None: ...
+    :mod:`kbdesk.store.personas`, :mod:`kbdesk.store.notes`; each row its user's): the
+    sum of the chat repositories' protocols (:mod:`kbdesk.store.chat_api`)."""
 
 
 class TeamIdentity(Protocol):

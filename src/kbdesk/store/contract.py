@@ -2,7 +2,8 @@
 
 Nothing below runs (``TYPE_CHECKING``): each function hands an engine's store to the
 protocols code above the store types against, so a method an engine lacks, or one whose
-signature drifts from the protocol's, fails the type check instead of a user's command.
+signature drifts from the protocol's, fails the type check instead of a user's command;
+likewise the drivers' connections (sqlite3's, psycopg's) against what the store calls on them.
 """
 
 from __future__ import annotations
@@ -10,9 +11,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import sqlite3
+
+    import psycopg
+
     from kbdesk.store.api import ChatStore, Store, TeamStore, Transactions, VectorIndex
     from kbdesk.store.postgres.connection import PostgresStore
+    from kbdesk.store.postgres.engine import PgConnection
     from kbdesk.store.postgres.vectors import PgVectorIndex
+    from kbdesk.store.sqlite.engine import SqliteConnection
     from kbdesk.store.sqlite.store import SqliteStore
     from kbdesk.store.sqlite.vectors import NumpyIndex, SqliteVecIndex
 
@@ -31,3 +38,8 @@ if TYPE_CHECKING:
         _vec: VectorIndex = vec
         _numpy: VectorIndex = numpy
         _pg: VectorIndex = pg
+
+    def connections_keep_it(lite: sqlite3.Connection, pg: psycopg.Connection[tuple[object, ...]]) -> None:
+        # what the store calls on a connection (kbdesk.store.dbapi) is what the drivers offer
+        _lite: SqliteConnection = lite
+        _pg: PgConnection = pg

@@ -20,6 +20,7 @@ from kbdesk.filters import file_type_of
 from kbdesk.ingest.names import UPLOAD, file_of
 from kbdesk.models import ChunkInput, KnowledgeBase
 from kbdesk.store.core.parts import StoreParts, VectorChanges
+from kbdesk.store.dbapi import Connection
 from kbdesk.store.doc_types import FACT_COLUMNS, facts_values, storage_key
 
 EXPORT_COLUMNS = (
@@ -261,22 +262,22 @@ class BulkCore(StoreParts):
         return len(gone)
 
     # ── hooks ──────────────────────────────────────────────────────────────────
-    def _export_vectors(self, conn: Any, sql: str, args: list[Any], dims: int | None) -> list[Sequence[Any]]:
+    def _export_vectors(self, conn: Connection, sql: str, args: list[Any], dims: int | None) -> list[Sequence[Any]]:
         """Run the chunk query (``{vector}`` stands for the vector column) with each
         vector as unit float32 bytes at ``dims``, or None."""
         raise NotImplementedError
 
     def _import_chunks(
-        self, conn: Any, kb: KnowledgeBase, docs: Sequence[dict[str, Any]], changes: VectorChanges
+        self, conn: Connection, kb: KnowledgeBase, docs: Sequence[dict[str, Any]], changes: VectorChanges
     ) -> None:
         """Store the documents' chunks under their own ids, with keyword rows and vectors."""
         raise NotImplementedError
 
-    def _document_blobs(self, conn: Any, doc_ids: list[str]) -> dict[str, bytes]:
+    def _document_blobs(self, conn: Connection, doc_ids: list[str]) -> dict[str, bytes]:
         """Original bytes the database holds, by document id (none on an engine that keeps files)."""
         return {}
 
-    def _store_blobs(self, conn: Any, blobs: list[tuple[str, bytes]]) -> None:
+    def _store_blobs(self, conn: Connection, blobs: list[tuple[str, bytes]]) -> None:
         """Keep original bytes in the database (an engine that keeps files leaves them to the caller)."""
 
 

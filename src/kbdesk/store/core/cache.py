@@ -14,6 +14,7 @@ from typing import Any
 from kbdesk.errors import InvalidInputError
 from kbdesk.models import KnowledgeBase
 from kbdesk.store.core.parts import StoreParts
+from kbdesk.store.dbapi import Connection
 from kbdesk.store.unit_vectors import normalise
 
 
@@ -180,10 +181,10 @@ class CacheCore(StoreParts):
             )
 
     # ── hooks ──────────────────────────────────────────────────────────────────
-    def _chunk_vectors(self, conn: Any, model_id: str, hashes: list[str]) -> dict[str, bytes]:
+    def _chunk_vectors(self, conn: Connection, model_id: str, hashes: list[str]) -> dict[str, bytes]:
         """Vectors of chunks embedded with ``model_id`` whose text hash is among ``hashes``."""
         raise NotImplementedError
 
-    def _swap_vectors(self, conn: Any, kb_id: str, model_key: str, dims: int | None) -> None:
+    def _swap_vectors(self, conn: Connection, kb_id: str, model_key: str, dims: int | None) -> None:
         """Give the KB's chunks their vectors from the cache under ``model_key``."""
         raise NotImplementedError

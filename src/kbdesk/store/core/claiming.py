@@ -18,6 +18,7 @@ from kbdesk.models import DOC_STATUSES, Document
 from kbdesk.store.claims import claim_alive, new_claim
 from kbdesk.store.core.parts import StoreParts
 from kbdesk.store.core.ready import rows_by_id
+from kbdesk.store.dbapi import Connection
 from kbdesk.store.doc_types import (
     FACT_SETS,
     NAME_RULE,
@@ -70,7 +71,7 @@ class ClaimsCore(StoreParts):
             rows = rows_by_id(self, conn, [doc_id for doc_id in ids if doc_id is not None])
         return [None if doc_id is None else rows[doc_id] for doc_id in ids]
 
-    def _insert_new(self, conn: Any, specs: Sequence[NewDocument], claim: str) -> list[str | None]:
+    def _insert_new(self, conn: Connection, specs: Sequence[NewDocument], claim: str) -> list[str | None]:
         """Rows for new paths in one statement; the id of each, or None where another
         runner's row for the path came first."""
         if not specs:
@@ -136,7 +137,7 @@ class ClaimsCore(StoreParts):
         )
         return taken
 
-    def _take_one(self, conn: Any, spec: NewDocument, claim: str) -> str | None:
+    def _take_one(self, conn: Connection, spec: NewDocument, claim: str) -> str | None:
         """Turn a known path's row to a new version, while it is at ``spec.expected_version``."""
         db, sql = self.db, self.db.sql
         filename = db.text(check_filename(spec.filename))
@@ -246,7 +247,7 @@ class ClaimsCore(StoreParts):
         with self.write() as conn:
             self._set_statuses(conn, updates)
 
-    def _set_statuses(self, conn: Any, updates: Sequence[StatusUpdate]) -> None:
+    def _set_statuses(self, conn: Connection, updates: Sequence[StatusUpdate]) -> None:
         """One ``executemany`` per kind of update (with text or not, an error or not,
         naming a version or not)."""
         now = self.db.now()

@@ -30,6 +30,7 @@ from kbdesk.store.claims import claim_alive
 from kbdesk.store.core.claiming import ClaimsCore
 from kbdesk.store.core.parts import VectorChanges
 from kbdesk.store.core.ready import READY_SQL, READY_TEXT_SQL, finish_batch
+from kbdesk.store.dbapi import Connection
 from kbdesk.store.doc_types import (
     DOC_COLUMNS,
     FACT_COLUMNS,
@@ -61,7 +62,7 @@ class DocumentsCore(ClaimsCore):
         return Document(*values)
 
     # ── reading ────────────────────────────────────────────────────────────────
-    def _get_document(self, conn: Any, doc_id: str, *, lock: bool = False) -> Document:
+    def _get_document(self, conn: Connection, doc_id: str, *, lock: bool = False) -> Document:
         row = None
         if self.db.valid_id(doc_id):
             row = conn.execute(
@@ -272,7 +273,7 @@ class DocumentsCore(ClaimsCore):
 
     def _finish_one(
         self,
-        conn: Any,
+        conn: Connection,
         doc_id: str,
         chunks: list[ChunkInput],
         vectors: Sequence[Any] | None,
@@ -409,7 +410,7 @@ class DocumentsCore(ClaimsCore):
             self.audit(conn, "document.delete", doc.kb_id, doc.filename, {"document_id": doc_id})
         return doc
 
-    def _vector_blobs(self, conn: Any, kb: KnowledgeBase, vectors: Any, count: int) -> list[bytes] | None:
+    def _vector_blobs(self, conn: Connection, kb: KnowledgeBase, vectors: Any, count: int) -> list[bytes] | None:
         """Validated unit float32 vectors (bytes at the KB's dimension), or None; a KB that
         has stored no vectors yet learns its dimension (:meth:`_learn_dimensions`)."""
         if vectors is None:
@@ -441,13 +442,13 @@ class DocumentsCore(ClaimsCore):
         return out
 
     # ── hooks: how this engine stores chunks and keeps its vector index ────────
-    def _learn_dimensions(self, conn: Any, kb: KnowledgeBase, dims: int) -> None:
+    def _learn_dimensions(self, conn: Connection, kb: KnowledgeBase, dims: int) -> None:
         """Record the KB's vector dimension on its first vectors; refuse another one."""
         raise NotImplementedError
 
     def _insert_chunks_many(
         self,
-        conn: Any,
+        conn: Connection,
         kb_id: str,
         docs: list[tuple[str, list[ChunkInput], list[bytes] | None]],
         now: Any,
@@ -457,14 +458,16 @@ class DocumentsCore(ClaimsCore):
         their keyword rows and vectors (in bulk)."""
         raise NotImplementedError
 
-    def _delete_chunks_many(self, conn: Any, kb_id: str, doc_ids: list[str], changes: VectorChanges) -> dict[str, int]:
+    def _delete_chunks_many(
+        self, conn: Connection, kb_id: str, doc_ids: list[str], changes: VectorChanges
+    ) -> dict[str, int]:
         """Delete the chunks of documents of one KB (keyword rows and vectors with them);
         how many went, per document that had any."""
         raise NotImplementedError
 
     def _insert_chunks(
         self,
-        conn: Any,
+        conn: Connection,
         kb_id: str,
         doc_id: str,
         items: list[ChunkInput],
@@ -474,14 +477,14 @@ class DocumentsCore(ClaimsCore):
     ) -> None:
         self._insert_chunks_many(conn, kb_id, [(doc_id, items, blobs)], now, changes)
 
-    def _delete_chunks(self, conn: Any, kb_id: str, doc_id: str, changes: VectorChanges) -> int:
+    def _delete_chunks(self, conn: Connection, kb_id: str, doc_id: str, changes: VectorChanges) -> int:
         return self._delete_chunks_many(conn, kb_id, [doc_id], changes).get(doc_id, 0)
 
-    def _vectors_touch(self, conn: Any, kb_id: str, changes: VectorChanges) -> None:
+    def _vectors_touch(self, conn: Connection, kb_id: str, changes: VectorChanges) -> None:
         """A write is about to change ``kb_id``'s vectors."""
         changes.kbs.add(kb_id)
 
-    def _vectors_written(self, conn: Any, changes: VectorChanges) -> None:
+    def _vectors_written(self, conn: Connection, changes: VectorChanges) -> None:
         """Bring the vector index along, inside the transaction."""
 
     def _vectors_committed(self, changes: VectorChanges) -> None:

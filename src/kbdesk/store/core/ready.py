@@ -19,6 +19,7 @@ from typing import Any
 from kbdesk.errors import InvalidInputError, NotFoundError, SupersededError
 from kbdesk.models import ChunkInput, Document
 from kbdesk.store.core.parts import StoreParts, VectorChanges
+from kbdesk.store.dbapi import Connection
 from kbdesk.store.doc_types import DOC_COLUMNS, FACT_SETS, facts_values
 
 _UNFINISHED: Any = object()
@@ -34,7 +35,7 @@ READY_TEXT_SQL = (
 
 
 def finish_batch(
-    store: StoreParts, conn: Any, items: Sequence[Any], now: Any, changes: VectorChanges, read_back: bool = True
+    store: StoreParts, conn: Connection, items: Sequence[Any], now: Any, changes: VectorChanges, read_back: bool = True
 ) -> list[Document | Exception | None]:
     """``items``: (doc_id, chunks, vectors, version, text) — text is ``(text, sections)``
     to store with the row, or None to keep what it holds. One result per item: the row
@@ -93,7 +94,7 @@ def finish_batch(
     return [r if r is not _UNFINISHED else RuntimeError("not finished") for r in results]
 
 
-def rows_by_id(store: StoreParts, conn: Any, doc_ids: list[str]) -> dict[str, Document]:
+def rows_by_id(store: StoreParts, conn: Connection, doc_ids: list[str]) -> dict[str, Document]:
     """The rows among ``doc_ids`` that exist, by id, locked for the transaction's writes."""
     out: dict[str, Document] = {}
     db = store.db

@@ -18,6 +18,7 @@ import numpy as np
 from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError
 from kbdesk.models import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, KB_STATUSES, SCOPES, KnowledgeBase
 from kbdesk.store.core.parts import StoreParts
+from kbdesk.store.dbapi import Connection
 from kbdesk.store.ids import ID_PREFIX, check_name, new_id
 
 ACTING_TOKEN: ContextVar[dict[str, str] | None] = ContextVar("kbdesk_acting_token", default=None)
@@ -48,10 +49,10 @@ class RecordsCore(StoreParts):
     def _check_config(self, config: dict[str, Any]) -> None:
         """Refuse a configuration this engine cannot store."""
 
-    def _kb_created(self, conn: Any, kb_id: str, config: dict[str, Any]) -> None:
+    def _kb_created(self, conn: Connection, kb_id: str, config: dict[str, Any]) -> None:
         """Engine bookkeeping for a new KB, inside its transaction."""
 
-    def _lock_names(self, conn: Any, name: str) -> None:
+    def _lock_names(self, conn: Connection, name: str) -> None:
         """Serialise checks of ``name`` with the writes they guard."""
 
     # ── knowledge bases ────────────────────────────────────────────────────────
@@ -110,7 +111,7 @@ class RecordsCore(StoreParts):
             self.audit(conn, "kb.create", kb_id, name, {"scope": scope, "embedding_config": config})
             return self._get_kb(conn, kb_id)
 
-    def _check_name_free(self, conn: Any, name: str, kb_id: str | None) -> None:
+    def _check_name_free(self, conn: Connection, name: str, kb_id: str | None) -> None:
         self._lock_names(conn, name)
         where, args = self.policy.visible()
         sql = f"SELECT id FROM knowledge_bases WHERE lower(name) = lower(?) AND {where}"
@@ -118,7 +119,7 @@ class RecordsCore(StoreParts):
             if kb_id is None or str(row[0]) != str(kb_id):
                 raise ConflictError(f"a knowledge base named '{name}' already exists")
 
-    def _get_kb(self, conn: Any, kb_id: str) -> KnowledgeBase:
+    def _get_kb(self, conn: Connection, kb_id: str) -> KnowledgeBase:
         row = None
         if self.db.valid_id(kb_id):
             row = conn.execute(
@@ -291,7 +292,7 @@ class RecordsCore(StoreParts):
             self._recount(conn, kb_id)
             return self._get_kb(conn, kb_id)
 
-    def _recount(self, conn: Any, kb_id: str) -> None:
+    def _recount(self, conn: Connection, kb_id: str) -> None:
         sql = self.db.sql
         docs, size = conn.execute(
             sql("SELECT count(*), coalesce(sum(size_bytes), 0) FROM kb_documents WHERE kb_id = ?"), (kb_id,)
@@ -305,7 +306,7 @@ class RecordsCore(StoreParts):
             (docs, chunks, size, self.db.now(), kb_id, docs, chunks, size),
         )
 
-    def _bump(self, conn: Any, kb_id: str, *, docs: int = 0, chunks: int = 0, size: int = 0) -> None:
+    def _bump(self, conn: Connection, kb_id: str, *, docs: int = 0, chunks: int = 0, size: int = 0) -> None:
         """Move the denormalised stats by a delta, inside the transaction that changed them."""
         conn.execute(
             self.db.sql(
@@ -319,7 +320,7 @@ class RecordsCore(StoreParts):
     # ── the audit log ──────────────────────────────────────────────────────────
     def audit(
         self,
-        conn: Any,
+        conn: Connection,
         action: str,
         kb_id: str | None,
         target: str | None = None,
@@ -329,7 +330,7 @@ class RecordsCore(StoreParts):
         self.audit_many(conn, [(action, kb_id, target, details)])
 
     def audit_many(
-        self, conn: Any, entries: Sequence[tuple[str, str | None, str | None, dict[str, Any] | None]]
+        self, conn: Connection, entries: Sequence[tuple[str, str | None, str | None, dict[str, Any] | None]]
     ) -> None:
         """Record KB operations ``(action, kb_id, target, details)`` in one statement (the
         details name the API token that acted, when one did: :data:`ACTING_TOKEN`)."""

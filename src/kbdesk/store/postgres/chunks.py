@@ -17,7 +17,9 @@ import numpy as np
 from kbdesk.errors import InvalidInputError, NotFoundError
 from kbdesk.models import ChunkInput, KnowledgeBase
 from kbdesk.store.core.parts import StoreParts, VectorChanges
+from kbdesk.store.dbapi import Connection
 from kbdesk.store.ids import ordered_uuids
+from kbdesk.store.postgres.engine import PgConnection, as_pg
 from kbdesk.store.postgres.locks import NAME_LOCK_WAIT, lock_name
 from kbdesk.store.postgres.seed import VECTOR_COLUMN_DIMS
 from kbdesk.store.postgres.values import as_unit_bytes, clean_json, clean_text, pad
@@ -31,7 +33,7 @@ CHUNK_TYPES = ["uuid", "uuid", "uuid", "int4", "text", "int4", "vector", "jsonb"
 CHUNK_STAGE = "kbdesk_chunk_stage"  # (the same temporary table as an import's, bulk.py)
 
 
-def copy_chunks(conn: Any, rows: Iterable[Sequence[Any]], table: str = "kb_chunks") -> None:
+def copy_chunks(conn: PgConnection, rows: Iterable[Sequence[Any]], table: str = "kb_chunks") -> None:
     """Binary COPY of chunk rows shaped as :data:`CHUNK_TYPES` (ids as ``uuid.UUID``).
 
     A kbdesk user on a team server is under row-level security, where Postgres refuses
@@ -40,7 +42,7 @@ def copy_chunks(conn: Any, rows: Iterable[Sequence[Any]], table: str = "kb_chunk
     """
     if table == "kb_chunks" and conn.execute("SELECT row_security_active('kb_chunks')").fetchone()[0]:
         stage_chunks(conn)
-        copy_chunks(conn, rows, CHUNK_STAGE)
+        copy_chunks(as_pg(conn), rows, CHUNK_STAGE)
         conn.execute(f"INSERT INTO kb_chunks ({CHUNK_COLUMNS}) SELECT {CHUNK_COLUMNS} FROM {CHUNK_STAGE} ORDER BY ctid")
         conn.execute(f"DELETE FROM {CHUNK_STAGE}")
         return
@@ -50,7 +52,7 @@ def copy_chunks(conn: Any, rows: Iterable[Sequence[Any]], table: str = "kb_chunk
             copy.write_row(row)
 
 
-def stage_chunks(conn: Any) -> None:
+def stage_chunks(conn: PgConnection) -> None:
     """The session's temporary table shaped as the COPY's rows (emptied at commit)."""
     conn.execute(
         f"CREATE TEMP TABLE IF NOT EXISTS {CHUNK_STAGE} (id uuid, kb_id uuid, document_id uuid, "
@@ -78,11 +80,11 @@ class PgChunks(StoreParts):
                 f"vector({VECTOR_COLUMN_DIMS}) column), not {config['dimensions']}"
             )
 
-    def _lock_names(self, conn: Any, name: str) -> None:
+    def _lock_names(self, conn: Connection, name: str) -> None:
         if not lock_name(conn, name):  # someone holds this name's lock: go on (the database's name rule holds)
             log.warning("the lock of the name %r was held for %gs; creating without it", name, NAME_LOCK_WAIT)
 
-    def _learn_dimensions(self, conn: Any, kb: KnowledgeBase, dims: int) -> None:
+    def _learn_dimensions(self, conn: Connection, kb: KnowledgeBase, dims: int) -> None:
         if kb.dimensions is not None:
             return
         pad(np.zeros(dims, dtype=np.float32))  # refuses what the column cannot hold
@@ -99,7 +101,7 @@ class PgChunks(StoreParts):
 
     def _insert_chunks_many(
         self,
-        conn: Any,
+        conn: Connection,
         kb_id: str,
         docs: list[tuple[str, list[ChunkInput], list[bytes] | None]],
         now: Any,
@@ -126,9 +128,11 @@ class PgChunks(StoreParts):
             for doc_id, items, blobs in docs
             for i, item in enumerate(items)
         )
-        copy_chunks(conn, rows)
+        copy_chunks(as_pg(conn), rows)
 
-    def _delete_chunks_many(self, conn: Any, kb_id: str, doc_ids: list[str], changes: VectorChanges) -> dict[str, int]:
+    def _delete_chunks_many(
+        self, conn: Connection, kb_id: str, doc_ids: list[str], changes: VectorChanges
+    ) -> dict[str, int]:
         if not getattr(self.db, "through_functions", False):
             rows = conn.execute(
                 "WITH gone AS (DELETE FROM kb_chunks WHERE document_id = ANY(%s::uuid[]) "
@@ -157,18 +161,22 @@ class PgChunks(StoreParts):
                 self.vectors.ensure(kb.id, kb.dimensions, kb.chunk_count, wait=False)
 
     # ── the embedding cache ────────────────────────────────────────────────────
-    def _chunk_vectors(self, conn: Any, model_id: str, hashes: list[str]) -> dict[str, bytes]:
-        rows = conn.execute(
-            "SELECT DISTINCT ON (c.content_hash) c.content_hash, (k.embedding_config->>'dimensions')::int, "
-            "c.embedding FROM kb_chunks c JOIN knowledge_bases k ON k.id = c.kb_id "
-            "WHERE c.content_hash = ANY(%s) AND c.embedding IS NOT NULL "
-            "AND k.embedding_config->>'model_id' = %s AND k.embedding_config ? 'dimensions'",
-            (hashes, model_id),
-            binary=True,
-        ).fetchall()
+    def _chunk_vectors(self, conn: Connection, model_id: str, hashes: list[str]) -> dict[str, bytes]:
+        rows = (
+            as_pg(conn)
+            .execute(
+                "SELECT DISTINCT ON (c.content_hash) c.content_hash, (k.embedding_config->>'dimensions')::int, "
+                "c.embedding FROM kb_chunks c JOIN knowledge_bases k ON k.id = c.kb_id "
+                "WHERE c.content_hash = ANY(%s) AND c.embedding IS NOT NULL "
+                "AND k.embedding_config->>'model_id' = %s AND k.embedding_config ? 'dimensions'",
+                (hashes, model_id),
+                binary=True,
+            )
+            .fetchall()
+        )
         return {h: as_unit_bytes(v, dims) for h, dims, v in rows}
 
-    def _swap_vectors(self, conn: Any, kb_id: str, model_key: str, dims: int | None) -> None:
+    def _swap_vectors(self, conn: Connection, kb_id: str, model_key: str, dims: int | None) -> None:
         if dims:  # the new width first: the trigger keeping each vector at it reads it (.widths)
             conn.execute(
                 "UPDATE knowledge_bases SET embedding_config = jsonb_set(embedding_config, '{dimensions}', "
@@ -181,7 +189,7 @@ class PgChunks(StoreParts):
             "AND e.text_hash IN (SELECT content_hash FROM kb_chunks WHERE kb_id = %s)",
             (model_key, kb_id),
         ).fetchall()
-        with conn.cursor() as cur, cur.copy("COPY kbdesk_swap (h, e) FROM STDIN WITH (FORMAT BINARY)") as copy:
+        with as_pg(conn).cursor() as cur, cur.copy("COPY kbdesk_swap (h, e) FROM STDIN WITH (FORMAT BINARY)") as copy:
             copy.set_types(["text", "vector"])
             for h, blob in cached:
                 copy.write_row([h, pad(np.frombuffer(bytes(blob), dtype=np.float32))])

@@ -49,7 +49,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from kbdesk.store.cjk import CJK_CLASS
+from kbdesk.store.dbapi import Connection
 from kbdesk.store.keywords import SCORED_TERM_BUDGETS, KeywordParts, bounds, query_terms
+from kbdesk.store.postgres.engine import PgConnection
 from kbdesk.store.postgres.values import uuid_array
 from kbdesk.textnorm import diacritic_pairs, fold_diacritics
 
@@ -131,7 +133,7 @@ CONFIG = "kbdesk_porter"
 TSV_EXPRESSION = f"to_tsvector('{CONFIG}'::regconfig, kbdesk_keyword_text(content))"
 
 
-def _ensure_config(conn: Any) -> None:
+def _ensure_config(conn: PgConnection) -> None:
     """The text search configuration ``kbdesk_porter`` (and its dictionary), once."""
     exists = "SELECT 1 FROM {} WHERE {} = %s AND {} = current_schema()::regnamespace"
     if not conn.execute(exists.format("pg_ts_dict", "dictname", "dictnamespace"), (CONFIG + "_stem",)).fetchone():
@@ -144,7 +146,7 @@ def _ensure_config(conn: Any) -> None:
             )
 
 
-def install(conn: Any) -> None:
+def install(conn: PgConnection) -> None:
     """The ``keyword_stats`` migration: functions, columns, tables, triggers, and the
     statistics of the chunks already stored. Idempotent; the table rewrite (a new
     ``content_tsv`` and ``keyword_length``) happens only when they are not there yet."""
@@ -374,7 +376,7 @@ ORDER BY w.i, l.lexeme
 """
 
 
-def plan(conn: Any, kb_ids: Sequence[str], text: str, budget: int | None = None) -> Plan | None:
+def plan(conn: Connection, kb_ids: Sequence[str], text: str, budget: int | None = None) -> Plan | None:
     """Lexemes, weights and gate of a query over ``kb_ids`` (bounded by ``budget``, by
     default :data:`KEYWORD_POSTINGS_BUDGET`); None when nothing can match (no word left
     after Postgres's stopwords, or no chunk in the KBs)."""
@@ -430,7 +432,12 @@ BM25_BY_KB_SQL = _BM25.replace(
 
 
 def candidates(
-    conn: Any, kb_ids: Sequence[str], text: str, k: int, budget: int | None = None, docs: Sequence[str] | None = None
+    conn: Connection,
+    kb_ids: Sequence[str],
+    text: str,
+    k: int,
+    budget: int | None = None,
+    docs: Sequence[str] | None = None,
 ) -> list[tuple[int, float]]:
     """Top ``k`` (seq, BM25 score — higher is better) across ``kb_ids``; only chunks of
     the documents ``docs`` when given (a search filter: scored as without it)."""
@@ -452,7 +459,7 @@ WHERE c.document_id = ANY(%(docs)s::uuid[]) AND c.kb_id = ANY(%(kbs)s::uuid[])
 """
 
 
-def parts(conn: Any, kb_ids: Sequence[str], text: str, chunks: Sequence[tuple[str, int]]) -> KeywordParts:
+def parts(conn: Connection, kb_ids: Sequence[str], text: str, chunks: Sequence[tuple[str, int]]) -> KeywordParts:
     """What the BM25 of ``chunks`` (document id, chunk index) is made of, by query word
     (:class:`~kbdesk.store.keywords.KeywordParts`): N and each word's document frequency
     over the KBs searched, and each chunk's score split by word (a word's lexemes'
@@ -494,7 +501,7 @@ def parts(conn: Any, kb_ids: Sequence[str], text: str, chunks: Sequence[tuple[st
     return out
 
 
-def scores(conn: Any, kb_ids: Sequence[str], text: str, seqs: Sequence[int]) -> dict[int, float]:
+def scores(conn: Connection, kb_ids: Sequence[str], text: str, seqs: Sequence[int]) -> dict[int, float]:
     """The BM25 score (as :func:`candidates` gives it) of each of ``seqs`` that matches."""
     p = plan(conn, kb_ids, text)
     if p is None or not seqs:
@@ -520,7 +527,7 @@ def _bm25_args(p: Plan, kb_ids: Sequence[str], k: int, docs: Any) -> dict[str, A
     }
 
 
-def statistics(conn: Any, kb_id: str) -> dict[str, Any]:
+def statistics(conn: PgConnection, kb_id: str) -> dict[str, Any]:
     """A KB's stored statistics next to the same figures counted from its chunks now
     (for tests and ``doctor``-style checks): ``stored`` and ``counted``, each
     ``{"chunks", "tokens", "terms": {lexeme: chunks}}``."""

@@ -20,6 +20,7 @@ from typing import Any
 
 from kbdesk.errors import SchemaTooNewError, StoreError
 from kbdesk.store.postgres.chat_tables import install_chat_filters, install_chat_tables
+from kbdesk.store.postgres.engine import PgConnection
 from kbdesk.store.postgres.keyword import install as install_keyword_stats
 from kbdesk.store.postgres.locks import maintenance, migration_lock
 from kbdesk.store.postgres.names import install as install_name_rule
@@ -34,7 +35,7 @@ MISSING_PGVECTOR = (
 )
 
 
-def _ensure_pgvector(conn: Any) -> None:
+def _ensure_pgvector(conn: PgConnection) -> None:
     installed = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
     if installed:
         return
@@ -54,7 +55,7 @@ def _ensure_pgvector(conn: Any) -> None:
         ) from None
 
 
-def _m001_seed_008(conn: Any) -> None:
+def _m001_seed_008(conn: PgConnection) -> None:
     # Minimal users / teams (with members and admins) / channels, only when the server
     # has none: the seed's foreign keys point at teams and channels.
     own = []
@@ -77,7 +78,7 @@ def _m001_seed_008(conn: Any) -> None:
         )
 
 
-def _m002_kbdesk_columns(conn: Any) -> None:
+def _m002_kbdesk_columns(conn: PgConnection) -> None:
     # discoverable (seed 002); the ingestion lifecycle's columns; seq, the integer key
     # shared with the search module; content_tsv, the keyword index (generated, so a
     # seed writer's rows are indexed too).
@@ -106,7 +107,7 @@ def _m002_kbdesk_columns(conn: Any) -> None:
         conn.execute(statement)
 
 
-def _m003_kbdesk_tables(conn: Any) -> None:
+def _m003_kbdesk_tables(conn: PgConnection) -> None:
     # kbdesk's own tables, prefixed so they never meet a team server's audit_log or
     # usage_log. Original document bytes copied by an export live in
     # kbdesk_document_blobs (the seed keeps them in an object store kbdesk cannot reach).
@@ -153,7 +154,7 @@ def _m003_kbdesk_tables(conn: Any) -> None:
 Migration = tuple[str, Callable[[Any], None]]
 
 
-def _m004_one_document_per_path(conn: Any) -> None:
+def _m004_one_document_per_path(conn: PgConnection) -> None:
     # As on SQLite (store/sqlite/migrations.py, step 7): a source path has one row per KB
     # (partial unique index); ``version`` moves with every claim of new work;
     # ``indexed_at``/``indexed_hash`` say which version the chunks come from;
@@ -182,14 +183,14 @@ def _m004_one_document_per_path(conn: Any) -> None:
         conn.execute(statement)
 
 
-def _m005_keyword_stats(conn: Any) -> None:
+def _m005_keyword_stats(conn: PgConnection) -> None:
     # BM25 as SQLite's FTS5 scores it: per-KB term statistics kept exact by triggers on
     # kb_chunks, each chunk's length, and content_tsv over text with ASCII punctuation
     # made spaces (store/postgres/keyword.py; docs/BENCHMARKS-postgres.md).
     install_keyword_stats(conn)
 
 
-def _m006_row_security(conn: Any) -> None:
+def _m006_row_security(conn: PgConnection) -> None:
     # Team servers: the login is the user, and the database enforces seed 002's scopes
     # with row-level security — the login-to-user map, helper functions, policies on
     # every KB table, a per-user embedding cache (store/postgres/rls.py). Needs only
@@ -197,7 +198,7 @@ def _m006_row_security(conn: Any) -> None:
     install_row_security(conn)
 
 
-def _m007_api_tokens(conn: Any) -> None:
+def _m007_api_tokens(conn: PgConnection) -> None:
     # Bearer tokens of kbdesk serve (store/tokens.py), hashed. Only the tables' owner,
     # which the server connects as, reads them: no grant to kbdesk users, and row
     # security on with no policy, so a grant made by hand still shows no row.
@@ -211,14 +212,14 @@ def _m007_api_tokens(conn: Any) -> None:
         conn.execute(statement)
 
 
-def _m008_keyword_folding(conn: Any) -> None:
+def _m008_keyword_folding(conn: PgConnection) -> None:
     # The keyword index folds diacritics as SQLite's FTS5 does ("cafe" finds "café"):
     # kbdesk_keyword_text gets its new body, content_tsv is rewritten and the
     # statistics recounted (store/postgres/keyword.py).
     install_keyword_stats(conn)
 
 
-def _m009_chat(conn: Any) -> None:
+def _m009_chat(conn: PgConnection) -> None:
     # Conversations (kbdesk's own channels get persona_id, project_id, retrieval), their
     # messages and tool calls, personas, projects, notes with their keyword index and
     # vectors, per-user settings (store/postgres/chat_tables.py); row security on them
@@ -227,7 +228,7 @@ def _m009_chat(conn: Any) -> None:
     install_row_security(conn)
 
 
-def _m010_hostile_logins(conn: Any) -> None:
+def _m010_hostile_logins(conn: PgConnection) -> None:
     # No login can break, stall or peek at another's work (store/postgres/guards.py):
     # users delete through kbdesk_delete and write no identity column (the grants come
     # from apply_grants), KB names stay free for their readers, scope moves need a
@@ -265,7 +266,7 @@ HIDDEN_PATH_SQL = r"""CREATE OR REPLACE FUNCTION kbdesk_hidden_path(salt text, p
          ) x $f$"""
 
 
-def _m011_private_sources(conn: Any) -> None:
+def _m011_private_sources(conn: PgConnection) -> None:
     # A document on a team server keeps its name, not where the file lay on the disk of
     # whoever added it: the paths kept so far become the hidden form kbdesk now writes
     # (kbdesk.ingest.names.hidden_source: one keyed hash per folder, salted with the
@@ -277,7 +278,7 @@ def _m011_private_sources(conn: Any) -> None:
     )
 
 
-def _m012_keyword_cjk(conn: Any) -> None:
+def _m012_keyword_cjk(conn: PgConnection) -> None:
     # Chinese, Japanese and Korean words inside running text: CJK runs indexed as their
     # characters and pairs, as on SQLite (kbdesk.store.cjk); kbdesk_keyword_text gets
     # its new body, content_tsv and keyword_length are rewritten and the statistics
@@ -285,7 +286,7 @@ def _m012_keyword_cjk(conn: Any) -> None:
     install_keyword_stats(conn)
 
 
-def _m013_document_facts(conn: Any) -> None:
+def _m013_document_facts(conn: PgConnection) -> None:
     # What search filters look at (kbdesk.filters), as on SQLite: the folder a document
     # was added from, its file type, title, tags and other properties; documents indexed
     # before get their file type from their name (the extension of its last component).
@@ -304,7 +305,7 @@ def _m013_document_facts(conn: Any) -> None:
         conn.execute(statement)
 
 
-def _m016_vector_widths(conn: Any) -> None:
+def _m016_vector_widths(conn: PgConnection) -> None:
     # Each chunk's vector also at its KB's own width, in a narrow table kept by triggers
     # on kb_chunks, for the exact scan of a filtered search (store/postgres/widths.py);
     # the chunks stored so far are filled in. Policies and grants follow (security.secure).
@@ -312,13 +313,13 @@ def _m016_vector_widths(conn: Any) -> None:
     install_widths(conn, f"{schema}, pg_temp")
 
 
-def _m014_chat_filters(conn: Any) -> None:
+def _m014_chat_filters(conn: PgConnection) -> None:
     # Default filters of a conversation's or persona's searches (kbdesk.filters' JSON
     # form as text; NULL: none), as on SQLite (store/postgres/chat_tables.py).
     install_chat_filters(conn)
 
 
-def _m015_document_dates(conn: Any) -> None:
+def _m015_document_dates(conn: PgConnection) -> None:
     # The date a document gives itself, as on SQLite (kbdesk.filters.document_date: seconds
     # since the epoch; NULL without one that parses), filled in for documents indexed
     # before from their properties; the covering index of a filter's read takes it in.
@@ -339,7 +340,7 @@ def _m015_document_dates(conn: Any) -> None:
     )
 
 
-def _m017_one_document_per_name(conn: Any) -> None:
+def _m017_one_document_per_name(conn: PgConnection) -> None:
     # One document per file name in a KB where one came by upload, as on SQLite (step 16):
     # pairs an older kbdesk left are mended (the newest ready row stays), then a trigger
     # refuses a second row of such a name, whoever writes it (store/postgres/names.py).
@@ -412,7 +413,7 @@ REQUIRED_COLUMNS = {
 }
 
 
-def _table_exists(conn: Any, name: str) -> bool:
+def _table_exists(conn: PgConnection, name: str) -> bool:
     return conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()[0]
 
 
@@ -420,13 +421,13 @@ def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
-def current_version(conn: Any) -> int:
+def current_version(conn: PgConnection) -> int:
     if not _table_exists(conn, "kbdesk_migrations"):
         return 0
     return conn.execute("SELECT coalesce(max(version), 0) FROM kbdesk_migrations").fetchone()[0]
 
 
-def migrate(conn: Any, migrations: list[Migration] | None = None, *, label: str = "") -> int:
+def migrate(conn: PgConnection, migrations: list[Migration] | None = None, *, label: str = "") -> int:
     """Bring the database up to date; return the number of migrations applied.
 
     ``conn`` is an autocommit connection. Each step runs in its own transaction with
@@ -467,7 +468,7 @@ def migrate(conn: Any, migrations: list[Migration] | None = None, *, label: str 
     return applied
 
 
-def _create_migrations_table(conn: Any) -> None:
+def _create_migrations_table(conn: PgConnection) -> None:
     """The record of migrations (its lock is the migration lock); several first openers
     may race to create it: the losers find it made."""
     import psycopg
@@ -484,7 +485,7 @@ def _create_migrations_table(conn: Any) -> None:
             raise
 
 
-def _checked_version(conn: Any, known: int, label: str) -> int:
+def _checked_version(conn: PgConnection, known: int, label: str) -> int:
     found = current_version(conn)
     if found > known:
         raise SchemaTooNewError(
@@ -494,7 +495,7 @@ def _checked_version(conn: Any, known: int, label: str) -> int:
     return found
 
 
-def _check_seed_tables(conn: Any, label: str) -> None:
+def _check_seed_tables(conn: PgConnection, label: str) -> None:
     """A server whose tables lack the seed's columns is refused with the names missing."""
     rows = conn.execute(
         "SELECT table_name, column_name FROM information_schema.columns "

@@ -16,7 +16,9 @@ from kbdesk.errors import InvalidInputError
 from kbdesk.models import ChunkInput, KnowledgeBase
 from kbdesk.store.cjk import keyword_text
 from kbdesk.store.core.parts import StoreParts, VectorChanges
+from kbdesk.store.dbapi import Connection
 from kbdesk.store.ids import ordered_uuids
+from kbdesk.store.sqlite.engine import as_sqlite
 from kbdesk.store.sqlite.vectors import VectorIndex as SqliteIndex
 
 
@@ -26,13 +28,13 @@ class SqliteChunks(StoreParts):
 
     vectors: SqliteIndex
 
-    def _kb_created(self, conn: Any, kb_id: str, config: dict[str, Any]) -> None:
+    def _kb_created(self, conn: Connection, kb_id: str, config: dict[str, Any]) -> None:
         if config.get("dimensions"):
             conn.execute(
                 "INSERT INTO kb_vector_state(kb_id, dimensions) VALUES (?, ?)", (kb_id, int(config["dimensions"]))
             )
 
-    def _learn_dimensions(self, conn: Any, kb: KnowledgeBase, dims: int) -> None:
+    def _learn_dimensions(self, conn: Connection, kb: KnowledgeBase, dims: int) -> None:
         row = conn.execute("SELECT dimensions FROM kb_vector_state WHERE kb_id = ?", (kb.id,)).fetchone()
         if row is None:
             conn.execute("INSERT INTO kb_vector_state(kb_id, dimensions) VALUES (?, ?)", (kb.id, dims))
@@ -46,7 +48,7 @@ class SqliteChunks(StoreParts):
 
     def _insert_chunks_many(
         self,
-        conn: Any,
+        conn: Connection,
         kb_id: str,
         docs: list[tuple[str, list[ChunkInput], list[bytes] | None]],
         now: Any,
@@ -96,7 +98,9 @@ class SqliteChunks(StoreParts):
             conn.execute("UPDATE kb_vector_state SET version = version + 1 WHERE kb_id = ?", (kb_id,))
             changes.added.setdefault(kb_id, []).extend(added)
 
-    def _delete_chunks_many(self, conn: Any, kb_id: str, doc_ids: list[str], changes: VectorChanges) -> dict[str, int]:
+    def _delete_chunks_many(
+        self, conn: Connection, kb_id: str, doc_ids: list[str], changes: VectorChanges
+    ) -> dict[str, int]:
         counts: dict[str, int] = {}
         removed = changes.removed.setdefault(kb_id, [])
         for start in range(0, len(doc_ids), self.db.list_chunk):
@@ -112,22 +116,22 @@ class SqliteChunks(StoreParts):
                     removed.append(seq)
         return counts
 
-    def vectors_fresh(self, conn: Any, kb_id: str) -> bool:
+    def vectors_fresh(self, conn: Connection, kb_id: str) -> bool:
         row = conn.execute("SELECT version = indexed_version FROM kb_vector_state WHERE kb_id = ?", (kb_id,)).fetchone()
         return bool(row and row[0])
 
-    def _vectors_touch(self, conn: Any, kb_id: str, changes: VectorChanges) -> None:
+    def _vectors_touch(self, conn: Connection, kb_id: str, changes: VectorChanges) -> None:
         if kb_id not in changes.fresh:
             changes.fresh[kb_id] = self.vectors_fresh(conn, kb_id)
 
-    def _vectors_written(self, conn: Any, changes: VectorChanges) -> None:
+    def _vectors_written(self, conn: Connection, changes: VectorChanges) -> None:
         for kb_id, was_fresh in changes.fresh.items():
             self.vectors.after_write(
-                conn, kb_id, changes.added.get(kb_id, []), changes.removed.get(kb_id, []), was_fresh
+                as_sqlite(conn), kb_id, changes.added.get(kb_id, []), changes.removed.get(kb_id, []), was_fresh
             )
 
     # ── the embedding cache ────────────────────────────────────────────────────
-    def _chunk_vectors(self, conn: Any, model_id: str, hashes: list[str]) -> dict[str, bytes]:
+    def _chunk_vectors(self, conn: Connection, model_id: str, hashes: list[str]) -> dict[str, bytes]:
         rows = conn.execute(
             f"SELECT c.content_hash, c.embedding FROM kb_chunks c JOIN knowledge_bases k ON k.id = c.kb_id "
             f"WHERE c.content_hash IN ({','.join('?' * len(hashes))}) AND c.embedding IS NOT NULL "
@@ -136,7 +140,7 @@ class SqliteChunks(StoreParts):
         ).fetchall()
         return dict(rows)
 
-    def _swap_vectors(self, conn: Any, kb_id: str, model_key: str, dims: int | None) -> None:
+    def _swap_vectors(self, conn: Connection, kb_id: str, model_key: str, dims: int | None) -> None:
         conn.execute(
             "UPDATE kb_chunks SET embedding = (SELECT e.embedding FROM embedding_cache e WHERE "
             "e.model = ? AND e.text_hash = kb_chunks.content_hash) WHERE kb_id = ?",
@@ -151,12 +155,12 @@ class SqliteChunks(StoreParts):
             )
 
     # ── whole documents in and out (export and import) ─────────────────────────
-    def _export_vectors(self, conn: Any, sql: str, args: list[Any], dims: int | None) -> list[Sequence[Any]]:
+    def _export_vectors(self, conn: Connection, sql: str, args: list[Any], dims: int | None) -> list[Sequence[Any]]:
         rows = conn.execute(sql.format(vector="embedding"), args).fetchall()
         return [(*r[:7], None if r[7] is None else bytes(r[7])) for r in rows]
 
     def _import_chunks(
-        self, conn: Any, kb: KnowledgeBase, docs: Sequence[dict[str, Any]], changes: VectorChanges
+        self, conn: Connection, kb: KnowledgeBase, docs: Sequence[dict[str, Any]], changes: VectorChanges
     ) -> None:
         now = self.db.now()
         for doc in docs:
@@ -167,7 +171,8 @@ class SqliteChunks(StoreParts):
             vectors = [c["vector"] for c in chunks] if kb.model_id else None
             blobs = self._vector_blobs(conn, kb, vectors, len(items))
             self._insert_chunks_many(conn, kb.id, [(doc["id"], items, blobs)], now, changes)
-            conn.executemany(
+            self.db.executemany(
+                conn,
                 "UPDATE kb_chunks SET id = ?, content_hash = ? WHERE document_id = ? AND chunk_index = ?",
                 [(c["id"], c["content_hash"], doc["id"], i) for i, c in enumerate(chunks)],
             )
