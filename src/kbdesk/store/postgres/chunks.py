@@ -22,7 +22,7 @@ from kbdesk.store.ids import ordered_uuids
 from kbdesk.store.postgres.engine import PgConnection, as_pg
 from kbdesk.store.postgres.locks import NAME_LOCK_WAIT, lock_name
 from kbdesk.store.postgres.seed import VECTOR_COLUMN_DIMS
-from kbdesk.store.postgres.values import as_unit_bytes, clean_json, clean_text, pad
+from kbdesk.store.postgres.values import clean_json, clean_text, pad
 from kbdesk.store.postgres.vectors import PgVectorIndex
 
 log = logging.getLogger("kbdesk.store")
@@ -63,11 +63,9 @@ def stage_chunks(conn: PgConnection) -> None:
 
 class PgChunks(StoreParts):
     """The Postgres side of :class:`kbdesk.store.core.documents.DocumentsCore`,
-    :class:`~kbdesk.store.core.records.RecordsCore` and :class:`~kbdesk.store.core.cache.CacheCore`."""
+    :class:`~kbdesk.store.core.records.RecordsCore` and :class:`~kbdesk.store.core.bulk.BulkCore`."""
 
     vectors: PgVectorIndex
-
-    cache_key = "(model, text_hash, user_id)"
 
     if TYPE_CHECKING:  # the connection's (kbdesk.store.postgres.connection)
 
@@ -159,41 +157,3 @@ class PgChunks(StoreParts):
                 continue
             if kb.dimensions and kb.chunk_count >= self.vectors.min_rows:
                 self.vectors.ensure(kb.id, kb.dimensions, kb.chunk_count, wait=False)
-
-    # ── the embedding cache ────────────────────────────────────────────────────
-    def _chunk_vectors(self, conn: Connection, model_id: str, hashes: list[str]) -> dict[str, bytes]:
-        rows = (
-            as_pg(conn)
-            .execute(
-                "SELECT DISTINCT ON (c.content_hash) c.content_hash, (k.embedding_config->>'dimensions')::int, "
-                "c.embedding FROM kb_chunks c JOIN knowledge_bases k ON k.id = c.kb_id "
-                "WHERE c.content_hash = ANY(%s) AND c.embedding IS NOT NULL "
-                "AND k.embedding_config->>'model_id' = %s AND k.embedding_config ? 'dimensions'",
-                (hashes, model_id),
-                binary=True,
-            )
-            .fetchall()
-        )
-        return {h: as_unit_bytes(v, dims) for h, dims, v in rows}
-
-    def _swap_vectors(self, conn: Connection, kb_id: str, model_key: str, dims: int | None) -> None:
-        if dims:  # the new width first: the trigger keeping each vector at it reads it (.widths)
-            conn.execute(
-                "UPDATE knowledge_bases SET embedding_config = jsonb_set(embedding_config, '{dimensions}', "
-                "to_jsonb(%s::int)) WHERE id = %s",
-                (int(dims), kb_id),
-            )
-        conn.execute("CREATE TEMP TABLE kbdesk_swap (h text PRIMARY KEY, e vector) ON COMMIT DROP")
-        cached = conn.execute(
-            "SELECT e.text_hash, e.embedding FROM kbdesk_embedding_cache e WHERE e.model = %s "
-            "AND e.text_hash IN (SELECT content_hash FROM kb_chunks WHERE kb_id = %s)",
-            (model_key, kb_id),
-        ).fetchall()
-        with as_pg(conn).cursor() as cur, cur.copy("COPY kbdesk_swap (h, e) FROM STDIN WITH (FORMAT BINARY)") as copy:
-            copy.set_types(["text", "vector"])
-            for h, blob in cached:
-                copy.write_row([h, pad(np.frombuffer(bytes(blob), dtype=np.float32))])
-        conn.execute(
-            "UPDATE kb_chunks c SET embedding = s.e FROM kbdesk_swap s WHERE c.kb_id = %s AND c.content_hash = s.h",
-            (kb_id,),
-        )

@@ -29,12 +29,13 @@ from typing import Any
 from kbdesk.errors import DatabaseWriteError, KbdeskError, StoreError
 from kbdesk.store.api import BLOBS, CHAT, TEAM
 from kbdesk.store.core.bulk import BulkCore
-from kbdesk.store.core.cache import CacheCore
 from kbdesk.store.core.chat_surface import ChatSurface
 from kbdesk.store.core.documents import DocumentsCore
 from kbdesk.store.core.records import RecordsCore
+from kbdesk.store.core.store_surface import StoreSurface
 from kbdesk.store.postgres.access import Identity, ScopePolicy, identity_from_settings, is_uuid
 from kbdesk.store.postgres.bulk import PgBulk
+from kbdesk.store.postgres.cache_vectors import PgCacheVectors
 from kbdesk.store.postgres.chat import PgNoteKeywords, PgSettings, keeps_chat
 from kbdesk.store.postgres.chunks import PgChunks
 from kbdesk.store.postgres.engine import PgConnection, PostgresEngine
@@ -53,9 +54,9 @@ class PostgresStore(
     PgBulk,
     RecordsCore,
     DocumentsCore,
-    CacheCore,
     BulkCore,
     PgLookup,
+    StoreSurface,
     ChatSurface,
 ):
     """kbdesk's store on PostgreSQL + pgvector, in the seed's schema."""
@@ -74,6 +75,7 @@ class PostgresStore(
         self._open: weakref.WeakSet[Any] = weakref.WeakSet()
         self._closed = False
         self._vector_ready = False
+        self.compose_store(self, self, PgCacheVectors())
         self.compose_chat(self, PgNoteKeywords(), PgSettings(self))
         conn = self.connection()
         try:

@@ -24,7 +24,7 @@ from kbdesk.store.sqlite.vectors import VectorIndex as SqliteIndex
 
 class SqliteChunks(StoreParts):
     """The SQLite side of :class:`kbdesk.store.core.documents.DocumentsCore`,
-    :class:`~kbdesk.store.core.records.RecordsCore` and :class:`~kbdesk.store.core.cache.CacheCore`."""
+    :class:`~kbdesk.store.core.records.RecordsCore` and :class:`~kbdesk.store.core.bulk.BulkCore`."""
 
     vectors: SqliteIndex
 
@@ -128,30 +128,6 @@ class SqliteChunks(StoreParts):
         for kb_id, was_fresh in changes.fresh.items():
             self.vectors.after_write(
                 as_sqlite(conn), kb_id, changes.added.get(kb_id, []), changes.removed.get(kb_id, []), was_fresh
-            )
-
-    # ── the embedding cache ────────────────────────────────────────────────────
-    def _chunk_vectors(self, conn: Connection, model_id: str, hashes: list[str]) -> dict[str, bytes]:
-        rows = conn.execute(
-            f"SELECT c.content_hash, c.embedding FROM kb_chunks c JOIN knowledge_bases k ON k.id = c.kb_id "
-            f"WHERE c.content_hash IN ({','.join('?' * len(hashes))}) AND c.embedding IS NOT NULL "
-            f"AND json_extract(k.embedding_config, '$.model_id') = ?",
-            (*hashes, model_id),
-        ).fetchall()
-        return dict(rows)
-
-    def _swap_vectors(self, conn: Connection, kb_id: str, model_key: str, dims: int | None) -> None:
-        conn.execute(
-            "UPDATE kb_chunks SET embedding = (SELECT e.embedding FROM embedding_cache e WHERE "
-            "e.model = ? AND e.text_hash = kb_chunks.content_hash) WHERE kb_id = ?",
-            (model_key, kb_id),
-        )
-        if dims is not None:
-            conn.execute(
-                "INSERT INTO kb_vector_state(kb_id, dimensions) VALUES (?, ?) ON CONFLICT(kb_id) DO "
-                "UPDATE SET dimensions = excluded.dimensions, version = version + 1, "
-                "indexed_version = -1",
-                (kb_id, dims),
             )
 
     # ── whole documents in and out (export and import) ─────────────────────────

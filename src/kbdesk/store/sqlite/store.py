@@ -28,12 +28,13 @@ from typing import Any
 from kbdesk.errors import ReadOnlyDatabaseError, SchemaTooNewError, StoreError
 from kbdesk.store.api import CHAT, VECTORS_LOCAL
 from kbdesk.store.core.bulk import BulkCore
-from kbdesk.store.core.cache import CacheCore
 from kbdesk.store.core.chat_surface import ChatSurface
 from kbdesk.store.core.documents import DocumentsCore
 from kbdesk.store.core.records import RecordsCore
+from kbdesk.store.core.store_surface import StoreSurface
 from kbdesk.store.ids import new_id
 from kbdesk.store.policy import LocalPolicy
+from kbdesk.store.sqlite.cache_vectors import SqliteCacheVectors
 from kbdesk.store.sqlite.chat import SqliteNoteKeywords, SqliteSettings
 from kbdesk.store.sqlite.chunks import SqliteChunks
 from kbdesk.store.sqlite.driver import Driver, load_extensions
@@ -57,9 +58,9 @@ class SqliteStore(
     SqliteChunks,
     RecordsCore,
     DocumentsCore,
-    CacheCore,
     BulkCore,
     SqliteLookup,
+    StoreSurface,
     ChatSurface,
 ):
     """Connections, transactions and schema for one SQLite database file."""
@@ -82,6 +83,7 @@ class SqliteStore(
         self._conns_lock = threading.Lock()
         self._write_lock = threading.RLock()
         self._closed = False
+        self.compose_store(self, self, SqliteCacheVectors())
         self.compose_chat(self, SqliteNoteKeywords(), SqliteSettings(self))
         if read_only is None:
             self.read_only_reason = read_only_reason(self.path)
