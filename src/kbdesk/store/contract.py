@@ -3,7 +3,8 @@
 Nothing below runs (``TYPE_CHECKING``): each function hands an engine's store to the
 protocols code above the store types against, so a method an engine lacks, or one whose
 signature drifts from the protocol's, fails the type check instead of a user's command;
-likewise the drivers' connections (sqlite3's, psycopg's) against what the store calls on them.
+likewise each composed repository against its own protocol, and the drivers' connections
+(sqlite3's, psycopg's) against what the store calls on them.
 """
 
 from __future__ import annotations
@@ -16,10 +17,16 @@ if TYPE_CHECKING:
     import psycopg
 
     from kbdesk.store.api import ChatStore, Store, TeamStore, Transactions, VectorIndex
+    from kbdesk.store.chat_api import ConversationRows, NoteRows, PersonaRows
+    from kbdesk.store.core.cache import EmbeddingCache
+    from kbdesk.store.core.chat import Conversations
+    from kbdesk.store.core.notes import Notes
+    from kbdesk.store.core.personas import Personas
     from kbdesk.store.postgres.connection import PostgresStore
-    from kbdesk.store.postgres.engine import PgConnection
+    from kbdesk.store.postgres.dbapi import PgConnection
     from kbdesk.store.postgres.vectors import PgVectorIndex
-    from kbdesk.store.sqlite.engine import SqliteConnection
+    from kbdesk.store.rows_api import CacheRows
+    from kbdesk.store.sqlite.dbapi import SqliteConnection
     from kbdesk.store.sqlite.store import SqliteStore
     from kbdesk.store.sqlite.vectors import NumpyIndex, SqliteVecIndex
 
@@ -43,3 +50,12 @@ if TYPE_CHECKING:
         # what the store calls on a connection (kbdesk.store.dbapi) is what the drivers offer
         _lite: SqliteConnection = lite
         _pg: PgConnection = pg
+
+    def repositories_keep_it(
+        cache: EmbeddingCache, conversations: Conversations, personas: Personas, notes: Notes
+    ) -> None:
+        # each composed repository keeps its own protocol (Store and ChatStore are their sum)
+        _cache: CacheRows = cache
+        _conversations: ConversationRows = conversations
+        _personas: PersonaRows = personas
+        _notes: NoteRows = notes

@@ -4,8 +4,8 @@ sqlite3's (or pysqlite3's) connection and psycopg's both satisfy :class:`Connect
 the store core and each engine's repositories write SQL through ``execute`` and read
 rows from the cursor that comes back (many rows go through the engine's
 :meth:`~kbdesk.store.engine.Engine.executemany`). What only one engine
-has stays in that engine's own protocol (:class:`kbdesk.store.sqlite.engine.SqliteConnection`:
-``in_transaction``, ``executemany``, ``executescript``; :class:`kbdesk.store.postgres.engine.PgConnection`:
+has stays in that engine's own protocol (:class:`kbdesk.store.sqlite.dbapi.SqliteConnection`:
+``in_transaction``, ``executemany``, ``executescript``; :class:`kbdesk.store.postgres.dbapi.PgConnection`:
 ``transaction()``, ``cursor()``, ``closed``). Rows stay untyped (``Any``): a row is a
 tuple whose columns the SQL beside it names.
 """

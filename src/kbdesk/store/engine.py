@@ -5,8 +5,11 @@ and asks its engine (``store.db``) for the few things the two databases do diffe
 the placeholder style, how a list becomes a parameter, JSON in and out, timestamps,
 which ids can exist, text the database refuses, row locks, savepoints, and the names
 of kbdesk's own side tables. Everything an engine stores differently (chunks and their
-keyword rows, vectors) stays in the engine's own modules behind the hooks the core
-calls (see :class:`kbdesk.store.core.documents.DocumentsCore`).
+keyword rows, vectors, whole documents moving in and out, notes' ranking, settings)
+stays in the engine's own objects, each behind a protocol of its own
+(:class:`kbdesk.store.core.parts.ChunkStorage`, :class:`~kbdesk.store.core.parts.TransferStorage`,
+:class:`kbdesk.store.core.cache.CacheVectors`, :class:`kbdesk.store.core.notes.NoteKeywords`,
+:class:`kbdesk.store.chat_api.Settings`).
 """
 
 from __future__ import annotations

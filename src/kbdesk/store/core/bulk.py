@@ -18,9 +18,8 @@ from typing import Any
 from kbdesk.errors import ConflictError, InvalidInputError
 from kbdesk.filters import file_type_of
 from kbdesk.ingest.names import UPLOAD, file_of
-from kbdesk.models import ChunkInput, KnowledgeBase
+from kbdesk.models import ChunkInput
 from kbdesk.store.core.parts import StoreParts, VectorChanges
-from kbdesk.store.dbapi import Connection
 from kbdesk.store.doc_types import FACT_COLUMNS, facts_values, storage_key
 
 EXPORT_COLUMNS = (
@@ -46,9 +45,9 @@ EXPORT_COLUMNS = (
 
 
 class BulkCore(StoreParts):
-    """Needs the store core's ``db``, ``policy``, ``_get_kb``, ``_recount`` and the
-    document hooks; engine hooks: :meth:`_export_vectors`, :meth:`_import_chunks` and
-    the blob hooks."""
+    """Needs the store core's ``db``, ``policy``, ``_get_kb``, ``_recount``, the engine's
+    ``chunks`` and its ``transfer`` (:class:`~kbdesk.store.core.parts.TransferStorage`:
+    vectors out, chunks in, original bytes, sources)."""
 
     def document_summaries(self, kb_id: str) -> dict[str, dict[str, Any]]:
         """Every document of a KB with what decides whether two copies are the same:
@@ -100,7 +99,7 @@ class BulkCore(StoreParts):
                 self.db.sql(f"SELECT {', '.join(EXPORT_COLUMNS)} FROM kb_documents WHERE kb_id = ? AND {where}"),
                 (kb_id, *args),
             ).fetchall()
-            chunks = self._export_vectors(
+            chunks = self.transfer.export_vectors(
                 conn,
                 f"SELECT document_id, id, chunk_index, content, token_count, metadata, "
                 f"content_hash, {{vector}} FROM kb_chunks WHERE {chunk_where} "
@@ -108,7 +107,7 @@ class BulkCore(StoreParts):
                 chunk_args,
                 dims,
             )
-            blobs = self._document_blobs(conn, [d[0] for d in docs])
+            blobs = self.transfer.document_blobs(conn, [d[0] for d in docs])
         by_doc: dict[str, list[dict[str, Any]]] = {}
         for doc_id, chunk_id, index, content, tokens, meta, text_hash, vector in chunks:
             by_doc.setdefault(str(doc_id), []).append(
@@ -165,7 +164,10 @@ class BulkCore(StoreParts):
                     sql(f"SELECT id, source_path FROM kb_documents WHERE kb_id = ? AND {where}"), (kb_id, *args)
                 ).fetchall()
             )
-            docs = [dict(d, source_path=self._incoming_source(d.get("source_path")) or kept.get(d["id"])) for d in docs]
+            docs = [
+                dict(d, source_path=self.transfer.incoming_source(d.get("source_path")) or kept.get(d["id"]))
+                for d in docs
+            ]
             # one document per source path: a copy coming in replaces another row of its path
             sources = [self.db.text(d["source_path"]) for d in docs if d.get("source_path")]
             source_where, source_args = self.db.in_list("source_path", sources)
@@ -173,14 +175,14 @@ class BulkCore(StoreParts):
                 sql(f"SELECT id FROM kb_documents WHERE {where} OR (kb_id = ? AND {source_where})"),
                 (*args, kb_id, *source_args),
             ).fetchall()
-            self._vectors_touch(conn, kb_id, changes)
+            self.chunks.vectors_touch(conn, kb_id, changes)
             for (doc_id,) in replaced:
                 self._delete_chunks(conn, kb_id, str(doc_id), changes)
                 self.db.delete(conn, "kb_documents", "id = ?", (doc_id,))
             self.db.executemany(conn, self._IMPORT_SQL, [self._import_row(kb_id, d) for d in docs])
-            self._store_blobs(conn, [(d["id"], d["blob"]) for d in docs if d.get("blob") is not None])
-            self._import_chunks(conn, kb, docs, changes)
-            self._vectors_written(conn, changes)
+            self.transfer.store_blobs(conn, [(d["id"], d["blob"]) for d in docs if d.get("blob") is not None])
+            self.transfer.import_chunks(conn, kb, docs, changes)
+            self.chunks.vectors_written(conn, changes)
             self._recount(conn, kb_id)
 
     def index_vectors(self, kb_id: str) -> None:
@@ -188,14 +190,7 @@ class BulkCore(StoreParts):
         built once, at the end, rather than after every batch)."""
         changes = VectorChanges()
         changes.kbs.add(kb_id)
-        self._vectors_committed(changes)
-
-    def _incoming_source(self, source: str | None) -> str | None:
-        """A copied document's source as this store keeps it: a path (or an upload's
-        name) as it is; another server's hidden path means nothing here (None)."""
-        if source and (file_of(source) is not None or source.startswith(UPLOAD)):
-            return source
-        return None
+        self.chunks.vectors_committed(changes)
 
     _IMPORT_SQL = (
         "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, "
@@ -252,33 +247,14 @@ class BulkCore(StoreParts):
             gone = conn.execute(
                 self.db.sql(f"SELECT id FROM kb_documents WHERE kb_id = ? AND {where}"), (kb_id, *args)
             ).fetchall()
-            self._vectors_touch(conn, kb_id, changes)
+            self.chunks.vectors_touch(conn, kb_id, changes)
             for (doc_id,) in gone:
                 self._delete_chunks(conn, kb_id, str(doc_id), changes)
                 self.db.delete(conn, "kb_documents", "id = ?", (doc_id,))
-            self._vectors_written(conn, changes)
+            self.chunks.vectors_written(conn, changes)
             self._recount(conn, kb_id)
-        self._vectors_committed(changes)
+        self.chunks.vectors_committed(changes)
         return len(gone)
-
-    # ── hooks ──────────────────────────────────────────────────────────────────
-    def _export_vectors(self, conn: Connection, sql: str, args: list[Any], dims: int | None) -> list[Sequence[Any]]:
-        """Run the chunk query (``{vector}`` stands for the vector column) with each
-        vector as unit float32 bytes at ``dims``, or None."""
-        raise NotImplementedError
-
-    def _import_chunks(
-        self, conn: Connection, kb: KnowledgeBase, docs: Sequence[dict[str, Any]], changes: VectorChanges
-    ) -> None:
-        """Store the documents' chunks under their own ids, with keyword rows and vectors."""
-        raise NotImplementedError
-
-    def _document_blobs(self, conn: Connection, doc_ids: list[str]) -> dict[str, bytes]:
-        """Original bytes the database holds, by document id (none on an engine that keeps files)."""
-        return {}
-
-    def _store_blobs(self, conn: Connection, blobs: list[tuple[str, bytes]]) -> None:
-        """Keep original bytes in the database (an engine that keeps files leaves them to the caller)."""
 
 
 def _moment(value: Any, db: Any) -> Any:
@@ -289,3 +265,11 @@ def _moment(value: Any, db: Any) -> Any:
         return db.at(datetime.fromisoformat(str(value).replace("Z", "+00:00")))
     except ValueError:
         return db.now()
+
+
+def local_incoming_source(source: str | None) -> str | None:
+    """A copied document's source as a local file keeps it: a path (or an upload's name)
+    as it is; another server's hidden path means nothing here (None)."""
+    if source and (file_of(source) is not None or source.startswith(UPLOAD)):
+        return source
+    return None

@@ -12,8 +12,9 @@ overwrite newer work. A crash before the last
 commit leaves a row in an in-between status (still serving its older chunks, marked
 stale), which the next ``add`` or ``resume`` finishes.
 
-How chunks, keyword rows and vectors are stored is each engine's own (the hooks at the
-end of :class:`DocumentsCore`); the rules above are written here once.
+How chunks, keyword rows and vectors are stored is each engine's own (its
+:class:`~kbdesk.store.core.parts.ChunkStorage`, ``self.chunks``); the rules above are
+written here once.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from typing import Any
 
 from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError, StoreError, SupersededError
 from kbdesk.filters import file_type_of
-from kbdesk.ingest import names
 from kbdesk.models import DOC_STATUSES, ChunkInput, Document, DocumentBrief, KnowledgeBase
 from kbdesk.store.claims import claim_alive
 from kbdesk.store.core.claiming import ClaimsCore
@@ -188,7 +188,7 @@ class DocumentsCore(ClaimsCore):
     def source_key(self, path: Path) -> str:
         """The source a file's document is known by in this store: its path (a team
         server keeps hidden paths instead, :func:`kbdesk.ingest.names.hidden_source`)."""
-        return names.source_key(path)
+        return self.transfer.source_key(path)
 
     def failed_counts(self) -> dict[str, int]:
         """Documents whose newest version failed, per KB (KBs with none left out)."""
@@ -267,8 +267,8 @@ class DocumentsCore(ClaimsCore):
                     except Exception as exc:  # noqa: BLE001 - this document alone fails
                         out.append(exc)
             self._set_statuses(conn, after)
-            self._vectors_written(conn, changes)
-        self._vectors_committed(changes)
+            self.chunks.vectors_written(conn, changes)
+        self.chunks.vectors_committed(changes)
         return out
 
     def _finish_one(
@@ -289,9 +289,9 @@ class DocumentsCore(ClaimsCore):
             raise SupersededError(f"{doc.filename} was claimed for a newer version meanwhile")
         kb = self._get_kb(conn, doc.kb_id)
         blobs = self._vector_blobs(conn, kb, vectors, len(chunks))
-        self._vectors_touch(conn, kb.id, changes)
+        self.chunks.vectors_touch(conn, kb.id, changes)
         gone = self._delete_chunks(conn, kb.id, doc_id, changes)
-        self._insert_chunks(conn, kb.id, doc_id, chunks, blobs, now, changes)
+        self.chunks.insert_many(conn, kb.id, [(doc_id, chunks, blobs)], now, changes)
         if text is None:
             conn.execute(self.db.sql(READY_SQL), (len(chunks), now, now, doc_id))
         else:
@@ -350,7 +350,7 @@ class DocumentsCore(ClaimsCore):
             kb = self._get_kb(conn, kb_id)
             self.policy.check_manage(kb)
             blobs = self._vector_blobs(conn, kb, vectors, len(items))
-            self._vectors_touch(conn, kb_id, changes)
+            self.chunks.vectors_touch(conn, kb_id, changes)
             if (
                 source_path is not None
                 and conn.execute(
@@ -388,12 +388,12 @@ class DocumentsCore(ClaimsCore):
                     *facts_values(db, [(0, len(text), dict(properties or {}))]),
                 ),
             )
-            self._insert_chunks(conn, kb_id, doc_id, items, blobs, now, changes)
-            self._vectors_written(conn, changes)
+            self.chunks.insert_many(conn, kb_id, [(doc_id, items, blobs)], now, changes)
+            self.chunks.vectors_written(conn, changes)
             self._bump(conn, kb_id, docs=1, chunks=len(items), size=size)
             self.audit(conn, "document.upload", kb_id, filename, {"document_id": doc_id, "chunks": len(items)})
             doc = self._get_document(conn, doc_id)
-        self._vectors_committed(changes)
+        self.chunks.vectors_committed(changes)
         return doc
 
     def delete_document(self, doc_id: str) -> Document:
@@ -402,17 +402,17 @@ class DocumentsCore(ClaimsCore):
         with self.write() as conn:
             doc = self._get_document(conn, doc_id)
             self.policy.check_manage(self._get_kb(conn, doc.kb_id))
-            self._vectors_touch(conn, doc.kb_id, changes)
+            self.chunks.vectors_touch(conn, doc.kb_id, changes)
             count = self._delete_chunks(conn, doc.kb_id, doc_id, changes)
             self.db.delete(conn, "kb_documents", "id = ?", (doc_id,))
-            self._vectors_written(conn, changes)
+            self.chunks.vectors_written(conn, changes)
             self._bump(conn, doc.kb_id, docs=-1, chunks=-count, size=-doc.size_bytes)
             self.audit(conn, "document.delete", doc.kb_id, doc.filename, {"document_id": doc_id})
         return doc
 
     def _vector_blobs(self, conn: Connection, kb: KnowledgeBase, vectors: Any, count: int) -> list[bytes] | None:
         """Validated unit float32 vectors (bytes at the KB's dimension), or None; a KB that
-        has stored no vectors yet learns its dimension (:meth:`_learn_dimensions`)."""
+        has stored no vectors yet learns its dimension (the engine's ``learn_dimensions``)."""
         if vectors is None:
             if kb.model_id:
                 raise InvalidInputError(
@@ -438,54 +438,9 @@ class DocumentsCore(ClaimsCore):
             for i, unit in zip(todo, normalise_rows([vectors[i] for i in todo], dims, first=todo[0]), strict=True):
                 blobs[i] = unit.tobytes()
         out = [b for b in blobs if b is not None]
-        self._learn_dimensions(conn, kb, len(out[0]) // 4)
+        self.chunks.learn_dimensions(conn, kb, len(out[0]) // 4)
         return out
 
-    # ── hooks: how this engine stores chunks and keeps its vector index ────────
-    def _learn_dimensions(self, conn: Connection, kb: KnowledgeBase, dims: int) -> None:
-        """Record the KB's vector dimension on its first vectors; refuse another one."""
-        raise NotImplementedError
-
-    def _insert_chunks_many(
-        self,
-        conn: Connection,
-        kb_id: str,
-        docs: list[tuple[str, list[ChunkInput], list[bytes] | None]],
-        now: Any,
-        changes: VectorChanges,
-    ) -> None:
-        """Store the chunks of documents of one KB, ``(doc_id, chunks, vectors)`` each, with
-        their keyword rows and vectors (in bulk)."""
-        raise NotImplementedError
-
-    def _delete_chunks_many(
-        self, conn: Connection, kb_id: str, doc_ids: list[str], changes: VectorChanges
-    ) -> dict[str, int]:
-        """Delete the chunks of documents of one KB (keyword rows and vectors with them);
-        how many went, per document that had any."""
-        raise NotImplementedError
-
-    def _insert_chunks(
-        self,
-        conn: Connection,
-        kb_id: str,
-        doc_id: str,
-        items: list[ChunkInput],
-        blobs: list[bytes] | None,
-        now: Any,
-        changes: VectorChanges,
-    ) -> None:
-        self._insert_chunks_many(conn, kb_id, [(doc_id, items, blobs)], now, changes)
-
+    # ── one document's chunks (the engine's ChunkStorage) ──────────────────────
     def _delete_chunks(self, conn: Connection, kb_id: str, doc_id: str, changes: VectorChanges) -> int:
-        return self._delete_chunks_many(conn, kb_id, [doc_id], changes).get(doc_id, 0)
-
-    def _vectors_touch(self, conn: Connection, kb_id: str, changes: VectorChanges) -> None:
-        """A write is about to change ``kb_id``'s vectors."""
-        changes.kbs.add(kb_id)
-
-    def _vectors_written(self, conn: Connection, changes: VectorChanges) -> None:
-        """Bring the vector index along, inside the transaction."""
-
-    def _vectors_committed(self, changes: VectorChanges) -> None:
-        """Bring the vector index along, after the commit."""
+        return self.chunks.delete_many(conn, kb_id, [doc_id], changes).get(doc_id, 0)

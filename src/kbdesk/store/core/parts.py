@@ -1,12 +1,13 @@
 """What the pieces of a store need from one another, declared once.
 
-A store is assembled from small classes: the core's (records, documents, claims, the
-embedding cache, bulk transfer, lookup, conversations, personas, notes) and each
-engine's own (connections and transactions, how chunks, keyword rows and vectors are
-stored). Every piece inherits :class:`StoreParts`, which names what the assembled
-store provides — its engine object, its access policy, its transactions, and the few
-helpers one piece calls on another — so each piece type-checks on its own and an engine
-that forgets a part fails the type check, not a user's command.
+The KB records, documents, claims, transfer and lookup are classes each store still
+inherits; every one of them inherits :class:`StoreParts`, which names what the assembled
+store provides — its engine object, its access policy, its transactions, its
+:class:`ChunkStorage` and :class:`TransferStorage` (the engine's own objects: how chunks,
+keyword rows and vectors are stored, how whole documents move), and the few helpers one
+piece calls on another — so each piece type-checks on its own and an engine that
+forgets a part fails the type check, not a user's command. (The embedding cache and the
+chat's rows are composed repositories instead: :mod:`kbdesk.store.core.compose`.)
 
 The declarations exist for the type checker only (``TYPE_CHECKING``): at run time
 :class:`StoreParts` is empty, so it never shadows the piece that implements a method,
@@ -18,7 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kbdesk.models import ChunkInput, Document, KnowledgeBase
 from kbdesk.store.api import Policy, VectorIndex
@@ -42,6 +44,85 @@ AuditEntry = tuple[str, str | None, str | None, dict[str, Any] | None]
 """(action, kb id, target, details) of one audit row."""
 
 
+ChunkBatch = list[tuple[str, list[ChunkInput], list[bytes] | None]]
+"""The chunks of documents of one KB: (document id, chunks, unit vectors as bytes or None)."""
+
+
+class ChunkStorage(Protocol):
+    """How an engine stores chunks, their keyword rows and vectors, and keeps its vector
+    index along (:class:`kbdesk.store.sqlite.chunks.SqliteChunks`,
+    :class:`kbdesk.store.postgres.chunks.PgChunks`): what the KB records and documents ask."""
+
+    def check_config(self, config: dict[str, Any]) -> None:
+        """Refuse a KB configuration this engine cannot store."""
+        ...
+
+    def kb_created(self, conn: Connection, kb_id: str, config: dict[str, Any]) -> None:
+        """Engine bookkeeping for a new KB, inside its transaction."""
+        ...
+
+    def lock_names(self, conn: Connection, name: str) -> None:
+        """Serialise checks of a KB ``name`` with the writes they guard."""
+        ...
+
+    def learn_dimensions(self, conn: Connection, kb: KnowledgeBase, dims: int) -> None:
+        """Record the KB's vector dimension on its first vectors; refuse another one."""
+        ...
+
+    def insert_many(self, conn: Connection, kb_id: str, docs: ChunkBatch, now: Any, changes: VectorChanges) -> None:
+        """Store the chunks of documents of one KB with their keyword rows and vectors (in bulk)."""
+        ...
+
+    def delete_many(self, conn: Connection, kb_id: str, doc_ids: list[str], changes: VectorChanges) -> dict[str, int]:
+        """Delete the chunks of documents of one KB (keyword rows and vectors with them);
+        how many went, per document that had any."""
+        ...
+
+    def vectors_touch(self, conn: Connection, kb_id: str, changes: VectorChanges) -> None:
+        """A write is about to change ``kb_id``'s vectors."""
+        ...
+
+    def vectors_written(self, conn: Connection, changes: VectorChanges) -> None:
+        """Bring the vector index along, inside the transaction."""
+        ...
+
+    def vectors_committed(self, changes: VectorChanges) -> None:
+        """Bring the vector index along, after the commit."""
+        ...
+
+
+class TransferStorage(Protocol):
+    """How an engine moves whole documents in and out (export and import,
+    :class:`kbdesk.store.core.bulk.BulkCore`), and names a file's document."""
+
+    def source_key(self, path: Path) -> str:
+        """The source a file's document is known by in this store."""
+        ...
+
+    def incoming_source(self, source: str | None) -> str | None:
+        """A copied document's source as this store keeps it (None: none)."""
+        ...
+
+    def export_vectors(self, conn: Connection, sql: str, args: list[Any], dims: int | None) -> list[Sequence[Any]]:
+        """Run the chunk query (``{vector}`` stands for the vector column) with each
+        vector as unit float32 bytes at ``dims``, or None."""
+        ...
+
+    def import_chunks(
+        self, conn: Connection, kb: KnowledgeBase, docs: Sequence[dict[str, Any]], changes: VectorChanges
+    ) -> None:
+        """Store the documents' chunks under their own ids, with keyword rows and vectors."""
+        ...
+
+    def document_blobs(self, conn: Connection, doc_ids: list[str]) -> dict[str, bytes]:
+        """Original bytes the database holds, by document id (none on an engine that keeps files)."""
+        ...
+
+    def store_blobs(self, conn: Connection, blobs: list[tuple[str, bytes]]) -> None:
+        """Keep original bytes in the database (an engine that keeps files leaves them to the caller)."""
+        ...
+
+
 class StoreParts:
     """The assembled store, as each of its pieces sees it."""
 
@@ -54,6 +135,10 @@ class StoreParts:
     vectors: VectorIndex
     """The engine's vector index (kbdesk.store.sqlite.vectors' for SQLite, pgvector's for Postgres;
     each engine's pieces name its own)."""
+    chunks: ChunkStorage
+    """How this engine stores chunks, keyword rows and vectors."""
+    transfer: TransferStorage
+    """How this engine moves whole documents in and out."""
 
     if TYPE_CHECKING:
         # ── the engine: connections and transactions ───────────────────────────
@@ -79,21 +164,7 @@ class StoreParts:
         def get_document(self, doc_id: str) -> Document: ...
         def _doc(self, row: Sequence[Any]) -> Document: ...
         def _get_document(self, conn: Connection, doc_id: str, *, lock: bool = False) -> Document: ...
-        def _insert_chunks_many(
-            self,
-            conn: Connection,
-            kb_id: str,
-            docs: list[tuple[str, list[ChunkInput], list[bytes] | None]],
-            now: Any,
-            changes: VectorChanges,
-        ) -> None: ...
-        def _delete_chunks_many(
-            self, conn: Connection, kb_id: str, doc_ids: list[str], changes: VectorChanges
-        ) -> dict[str, int]: ...
-        def _delete_chunks(self, conn: Connection, kb_id: str, doc_id: str, changes: VectorChanges) -> int: ...
-        def _vectors_touch(self, conn: Connection, kb_id: str, changes: VectorChanges) -> None: ...
-        def _vectors_written(self, conn: Connection, changes: VectorChanges) -> None: ...
-        def _vectors_committed(self, changes: VectorChanges) -> None: ...
         def _vector_blobs(
             self, conn: Connection, kb: KnowledgeBase, vectors: Any, count: int
         ) -> list[bytes] | None: ...
+        def _delete_chunks(self, conn: Connection, kb_id: str, doc_id: str, changes: VectorChanges) -> int: ...

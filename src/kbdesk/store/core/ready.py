@@ -4,7 +4,7 @@
 the rows are read in one query, each is checked (it still exists, it is still at the
 version its runner claimed, it has chunks, its vectors fit the KB), then the older
 chunks of all of them go in one statement, the new chunks with their keyword rows and
-vectors in one bulk write per KB (the engine's ``_insert_chunks_many``), the rows turn
+vectors in one bulk write per KB (the engine's ``chunks.insert_many``), the rows turn
 ``ready`` in one ``executemany`` and each KB's stats move once. The whole batch runs in
 a savepoint: if the database refuses any of it, the savepoint is undone and the batch
 is done again one document at a time, so that a document that cannot be stored fails
@@ -55,7 +55,7 @@ def finish_batch(
                 raise InvalidInputError("a ready document needs at least one chunk")
             if doc.kb_id not in kbs:
                 kbs[doc.kb_id] = store._get_kb(conn, doc.kb_id)
-                store._vectors_touch(conn, doc.kb_id, changes)
+                store.chunks.vectors_touch(conn, doc.kb_id, changes)
             blobs = store._vector_blobs(conn, kbs[doc.kb_id], vectors, len(chunks))
             if blobs is not None and kbs[doc.kb_id].dimensions is None:  # learnt now: not asked again
                 kbs[doc.kb_id] = store._get_kb(conn, doc.kb_id)
@@ -68,8 +68,8 @@ def finish_batch(
             by_kb.setdefault(entry[1].kb_id, []).append(entry)
         for kb_id, entries in by_kb.items():
             held = [doc.id for _, doc, _, _ in entries if doc.chunk_count or doc.indexed_hash is not None]
-            gone = store._delete_chunks_many(conn, kb_id, held, changes) if held else {}
-            store._insert_chunks_many(
+            gone = store.chunks.delete_many(conn, kb_id, held, changes) if held else {}
+            store.chunks.insert_many(
                 conn, kb_id, [(doc.id, chunks, blobs) for _, doc, chunks, blobs in entries], now, changes
             )
             store._bump(conn, kb_id, chunks=sum(len(c) for _, _, c, _ in entries) - sum(gone.values()))

@@ -35,8 +35,9 @@ KNOWN_CONFIG = {"provider", "model_id", "dimensions", "chunk_size", "chunk_overl
 
 
 class RecordsCore(StoreParts):
-    """KBs over ``self.db`` and ``self.policy``. Engine hooks: :meth:`_check_config`,
-    :meth:`_kb_created`, :meth:`_lock_names`."""
+    """KBs over ``self.db``, ``self.policy`` and the engine's ``self.chunks``
+    (:class:`~kbdesk.store.core.parts.ChunkStorage`: its limits, its bookkeeping of a new
+    KB, its lock on names)."""
 
     def _kb(self, row: Sequence[Any]) -> KnowledgeBase:
         values = list(row)
@@ -44,16 +45,6 @@ class RecordsCore(StoreParts):
         values[11] = bool(values[11])
         values[12], values[13] = self.db.time_out(values[12]), self.db.time_out(values[13])
         return KnowledgeBase(*values)
-
-    # ── hooks (an engine overrides what it needs) ──────────────────────────────
-    def _check_config(self, config: dict[str, Any]) -> None:
-        """Refuse a configuration this engine cannot store."""
-
-    def _kb_created(self, conn: Connection, kb_id: str, config: dict[str, Any]) -> None:
-        """Engine bookkeeping for a new KB, inside its transaction."""
-
-    def _lock_names(self, conn: Connection, name: str) -> None:
-        """Serialise checks of ``name`` with the writes they guard."""
 
     # ── knowledge bases ────────────────────────────────────────────────────────
     def create_kb(
@@ -71,7 +62,7 @@ class RecordsCore(StoreParts):
         if scope not in SCOPES:
             raise InvalidInputError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
         config = embedding_config_snapshot(embedding_config)
-        self._check_config(config)
+        self.chunks.check_config(config)
         if scope == "team" and not team_id:
             raise InvalidInputError("a team knowledge base needs a team id")
         if scope == "team" and not self.db.valid_id(team_id):
@@ -107,12 +98,12 @@ class RecordsCore(StoreParts):
                     now,
                 ),
             )
-            self._kb_created(conn, kb_id, config)
+            self.chunks.kb_created(conn, kb_id, config)
             self.audit(conn, "kb.create", kb_id, name, {"scope": scope, "embedding_config": config})
             return self._get_kb(conn, kb_id)
 
     def _check_name_free(self, conn: Connection, name: str, kb_id: str | None) -> None:
-        self._lock_names(conn, name)
+        self.chunks.lock_names(conn, name)
         where, args = self.policy.visible()
         sql = f"SELECT id FROM knowledge_bases WHERE lower(name) = lower(?) AND {where}"
         for row in conn.execute(self.db.sql(sql), (name, *args)).fetchall():

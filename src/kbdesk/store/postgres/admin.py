@@ -24,7 +24,7 @@ from kbdesk.errors import AccessDeniedError, InvalidInputError, NotFoundError, S
 from kbdesk.store.postgres import locks
 from kbdesk.store.postgres.access import IDENTITY_NAMESPACE, is_uuid
 from kbdesk.store.postgres.connection import PostgresStore
-from kbdesk.store.postgres.engine import PgConnection
+from kbdesk.store.postgres.dbapi import PgConnection
 from kbdesk.store.postgres.pool import redact_uri
 from kbdesk.store.postgres.rls import (
     ROLE_ADMIN,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from kbdesk.store.dbapi import Connection
-from kbdesk.store.postgres.engine import as_pg
+from kbdesk.store.postgres.dbapi import as_pg
 from kbdesk.store.postgres.values import as_unit_bytes, pad
 
 __all__ = ["PgCacheVectors"]

@@ -15,7 +15,7 @@ its length in tokens; BM25 is computed at query time over the user's own notes.
 
 from __future__ import annotations
 
-from kbdesk.store.postgres.engine import PgConnection
+from kbdesk.store.postgres.dbapi import PgConnection
 from kbdesk.store.postgres.rls import own_tables
 
 _RETRIEVAL = "CHECK (retrieval IN ('auto', 'tool', 'always', 'off'))"

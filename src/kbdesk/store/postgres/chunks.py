@@ -1,4 +1,5 @@
-"""How the Postgres engine stores chunks, keyword rows and vectors: the store core's hooks.
+"""How the Postgres engine stores chunks, keyword rows and vectors (its
+:class:`~kbdesk.store.core.parts.ChunkStorage`).
 
 Chunks go in by binary COPY with their keyword rows (the generated ``content_tsv``
 column and the BM25 statistics its triggers keep, :mod:`.keyword`); vectors are stored
@@ -10,16 +11,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from kbdesk.errors import InvalidInputError, NotFoundError
-from kbdesk.models import ChunkInput, KnowledgeBase
-from kbdesk.store.core.parts import StoreParts, VectorChanges
+from kbdesk.models import KnowledgeBase
+from kbdesk.store.core.compose import Base
+from kbdesk.store.core.parts import ChunkBatch, VectorChanges
 from kbdesk.store.dbapi import Connection
+from kbdesk.store.engine import Engine
 from kbdesk.store.ids import ordered_uuids
-from kbdesk.store.postgres.engine import PgConnection, as_pg
+from kbdesk.store.postgres.dbapi import PgConnection, as_pg
 from kbdesk.store.postgres.locks import NAME_LOCK_WAIT, lock_name
 from kbdesk.store.postgres.seed import VECTOR_COLUMN_DIMS
 from kbdesk.store.postgres.values import clean_json, clean_text, pad
@@ -61,28 +64,49 @@ def stage_chunks(conn: PgConnection) -> None:
     )
 
 
-class PgChunks(StoreParts):
-    """The Postgres side of :class:`kbdesk.store.core.documents.DocumentsCore`,
-    :class:`~kbdesk.store.core.records.RecordsCore` and :class:`~kbdesk.store.core.bulk.BulkCore`."""
+class KbReader(Protocol):
+    """What the chunk storage asks of the Postgres store: whether a transaction is open,
+    and a KB's row (:class:`kbdesk.store.core.records.RecordsCore`)."""
 
-    vectors: PgVectorIndex
+    def in_transaction(self) -> bool: ...
+    def _get_kb(self, conn: Connection, kb_id: str) -> KnowledgeBase: ...
 
-    if TYPE_CHECKING:  # the connection's (kbdesk.store.postgres.connection)
 
-        def in_transaction(self) -> bool: ...
+class PgChunks:
+    """The Postgres :class:`~kbdesk.store.core.parts.ChunkStorage`: chunks by binary COPY
+    with their keyword rows, vectors padded to the seed's column, pgvector's index built
+    after the commit once a KB holds enough vectors."""
 
-    def _check_config(self, config: dict[str, Any]) -> None:
+    def __init__(self, base: Base, vectors: PgVectorIndex, kbs: KbReader) -> None:
+        self.base = base
+        self.vectors = vectors
+        self.kbs = kbs
+
+    @property
+    def db(self) -> Engine:
+        return self.base.db
+
+    def kb_created(self, conn: Connection, kb_id: str, config: dict[str, Any]) -> None:
+        """Nothing: a KB's dimension lives in its ``embedding_config``."""
+
+    def vectors_touch(self, conn: Connection, kb_id: str, changes: VectorChanges) -> None:
+        changes.kbs.add(kb_id)
+
+    def vectors_written(self, conn: Connection, changes: VectorChanges) -> None:
+        """Nothing inside the transaction: pgvector keeps its index itself."""
+
+    def check_config(self, config: dict[str, Any]) -> None:
         if (config.get("dimensions") or 0) > VECTOR_COLUMN_DIMS:
             raise InvalidInputError(
                 f"Postgres stores vectors of at most {VECTOR_COLUMN_DIMS} dimensions (the seed's "
                 f"vector({VECTOR_COLUMN_DIMS}) column), not {config['dimensions']}"
             )
 
-    def _lock_names(self, conn: Connection, name: str) -> None:
+    def lock_names(self, conn: Connection, name: str) -> None:
         if not lock_name(conn, name):  # someone holds this name's lock: go on (the database's name rule holds)
             log.warning("the lock of the name %r was held for %gs; creating without it", name, NAME_LOCK_WAIT)
 
-    def _learn_dimensions(self, conn: Connection, kb: KnowledgeBase, dims: int) -> None:
+    def learn_dimensions(self, conn: Connection, kb: KnowledgeBase, dims: int) -> None:
         if kb.dimensions is not None:
             return
         pad(np.zeros(dims, dtype=np.float32))  # refuses what the column cannot hold
@@ -97,11 +121,11 @@ class PgChunks(StoreParts):
             (dims, kb.id),
         )
 
-    def _insert_chunks_many(
+    def insert_many(
         self,
         conn: Connection,
         kb_id: str,
-        docs: list[tuple[str, list[ChunkInput], list[bytes] | None]],
+        docs: ChunkBatch,
         now: Any,
         changes: VectorChanges,
     ) -> None:
@@ -128,9 +152,7 @@ class PgChunks(StoreParts):
         )
         copy_chunks(as_pg(conn), rows)
 
-    def _delete_chunks_many(
-        self, conn: Connection, kb_id: str, doc_ids: list[str], changes: VectorChanges
-    ) -> dict[str, int]:
+    def delete_many(self, conn: Connection, kb_id: str, doc_ids: list[str], changes: VectorChanges) -> dict[str, int]:
         if not getattr(self.db, "through_functions", False):
             rows = conn.execute(
                 "WITH gone AS (DELETE FROM kb_chunks WHERE document_id = ANY(%s::uuid[]) "
@@ -146,13 +168,13 @@ class PgChunks(StoreParts):
         self.db.delete(conn, "kb_chunks", "document_id = ANY(?::uuid[])", (list(doc_ids),))
         return {str(doc_id): int(n) for doc_id, n in rows}
 
-    def _vectors_committed(self, changes: VectorChanges) -> None:
+    def vectors_committed(self, changes: VectorChanges) -> None:
         """Once a KB holds enough vectors, build its index (outside the transaction)."""
-        if self.in_transaction():
+        if self.kbs.in_transaction():
             return
         for kb_id in changes.kbs:
             try:
-                kb = self._get_kb(self.connection(), kb_id)
+                kb = self.kbs._get_kb(self.base.connection(), kb_id)
             except NotFoundError:  # deleted meanwhile: nothing to index
                 continue
             if kb.dimensions and kb.chunk_count >= self.vectors.min_rows:

@@ -30,15 +30,17 @@ from kbdesk.errors import DatabaseWriteError, KbdeskError, StoreError
 from kbdesk.store.api import BLOBS, CHAT, TEAM
 from kbdesk.store.core.bulk import BulkCore
 from kbdesk.store.core.chat_surface import ChatSurface
+from kbdesk.store.core.compose import via
 from kbdesk.store.core.documents import DocumentsCore
 from kbdesk.store.core.records import RecordsCore
 from kbdesk.store.core.store_surface import StoreSurface
 from kbdesk.store.postgres.access import Identity, ScopePolicy, identity_from_settings, is_uuid
-from kbdesk.store.postgres.bulk import PgBulk
+from kbdesk.store.postgres.bulk import PgTransfer
 from kbdesk.store.postgres.cache_vectors import PgCacheVectors
 from kbdesk.store.postgres.chat import PgNoteKeywords, PgSettings, keeps_chat
 from kbdesk.store.postgres.chunks import PgChunks
-from kbdesk.store.postgres.engine import PgConnection, PostgresEngine
+from kbdesk.store.postgres.dbapi import PgConnection
+from kbdesk.store.postgres.engine import PostgresEngine
 from kbdesk.store.postgres.guards import database_refusal
 from kbdesk.store.postgres.locks import connect
 from kbdesk.store.postgres.logins import login_identity
@@ -50,8 +52,6 @@ from kbdesk.store.postgres.vectors import PgVectorIndex
 
 
 class PostgresStore(
-    PgChunks,
-    PgBulk,
     RecordsCore,
     DocumentsCore,
     BulkCore,
@@ -64,6 +64,7 @@ class PostgresStore(
     kind = "postgres"
     db = PostgresEngine()
     _keeps_chat: bool | None = None
+    document_blob = via("transfer", PgTransfer.document_blob)
 
     def __init__(self, uri: str, identity: Identity | None = None) -> None:
         if importlib.util.find_spec("psycopg") is None or importlib.util.find_spec("pgvector") is None:
@@ -76,6 +77,7 @@ class PostgresStore(
         self._closed = False
         self._vector_ready = False
         self.compose_store(self, self, PgCacheVectors())
+        self.transfer = PgTransfer(self)
         self.compose_chat(self, PgNoteKeywords(), PgSettings(self))
         conn = self.connection()
         try:
@@ -89,6 +91,7 @@ class PostgresStore(
         self._register_vector(conn)
         self._vector_ready = True
         self.vectors = PgVectorIndex(self)
+        self.chunks = PgChunks(self, self.vectors, self)
         if self.session.user_id:  # a kbdesk user: the database says who (the config cannot)
             self.identity = database_identity(conn)
             self.db = PostgresEngine(through_functions=True)  # no DELETE privilege: it would allow LOCK TABLE

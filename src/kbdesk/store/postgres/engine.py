@@ -3,44 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast, overload
+from typing import Any, ClassVar, overload
 
-from kbdesk.store.dbapi import Connection, Cursor
+from kbdesk.store.dbapi import Connection
 from kbdesk.store.engine import Engine
 from kbdesk.store.postgres.access import is_uuid
+from kbdesk.store.postgres.dbapi import as_pg
 from kbdesk.store.postgres.values import clean_json, clean_text, clean_text_and_sections, iso
-
-if TYPE_CHECKING:
-    from psycopg.sql import SQL, Composed
-
-
-class PgCursor(Cursor, AbstractContextManager["PgCursor"], Protocol):
-    """A psycopg cursor as the Postgres engine uses it (many rows, binary COPY)."""
-
-    def executemany(self, sql: str, rows: Sequence[Sequence[Any]], /) -> object: ...
-    def copy(self, statement: str, /) -> AbstractContextManager[Any]: ...
-
-
-class PgConnection(Connection, Protocol):
-    """A psycopg connection as the Postgres engine uses it (autocommit; explicit
-    transactions; one cursor per bulk write)."""
-
-    def execute(self, sql: str | SQL | Composed, params: Any = ..., /, *, binary: bool = ...) -> Cursor: ...
-    @property
-    def closed(self) -> bool: ...
-    @property
-    def broken(self) -> bool: ...
-    def transaction(self) -> AbstractContextManager[Any]: ...
-    def cursor(self) -> PgCursor: ...
-
-
-def as_pg(conn: Connection) -> PgConnection:
-    """``conn`` as the psycopg connection it is (every connection of a Postgres store is
-    one: the store core hands them on typed as the shared :class:`Connection`)."""
-    return cast(PgConnection, conn)
 
 
 @lru_cache(maxsize=512)

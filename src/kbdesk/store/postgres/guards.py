@@ -26,7 +26,7 @@ that are not negative (CHECK constraints, schema step ``hostile_logins``).
 
 from __future__ import annotations
 
-from kbdesk.store.postgres.engine import PgConnection
+from kbdesk.store.postgres.dbapi import PgConnection
 from kbdesk.store.postgres.rules import ADMIN_TEAM_ROLES, MANAGED_KBS, UID, managed
 
 DELETE_FUNCTION = "kbdesk_delete"

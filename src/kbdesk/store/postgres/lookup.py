@@ -15,7 +15,7 @@ import numpy as np
 import kbdesk.store.postgres.keyword as keyword
 from kbdesk.store.core.facts import FactsCore
 from kbdesk.store.keywords import KeywordParts, mark_stale
-from kbdesk.store.postgres.engine import as_pg
+from kbdesk.store.postgres.dbapi import as_pg
 from kbdesk.store.postgres.values import infer_dimensions
 from kbdesk.store.postgres.vectors import PgVectorIndex
 from kbdesk.store.within import Within

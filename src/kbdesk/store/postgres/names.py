@@ -13,7 +13,7 @@ The function runs as the tables' owner and is callable by nobody else.
 from __future__ import annotations
 
 from kbdesk.store.doc_types import NAME_RULE
-from kbdesk.store.postgres.engine import PgConnection
+from kbdesk.store.postgres.dbapi import PgConnection
 
 FUNCTION = "kbdesk_one_document_per_name"
 

@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import kbdesk.store.postgres.guards as guards
 from kbdesk.store.dbapi import Connection
-from kbdesk.store.postgres.engine import PgConnection
+from kbdesk.store.postgres.dbapi import PgConnection
 from kbdesk.store.postgres.rules import (  # noqa: F401 - re-exported: the rules' names, where they always were
     ADMIN,
     ADMIN_TEAM_ROLES,

@@ -20,7 +20,7 @@ team). Two rules keep that from happening:
 from __future__ import annotations
 
 from kbdesk.errors import StoreError
-from kbdesk.store.postgres.engine import PgConnection
+from kbdesk.store.postgres.dbapi import PgConnection
 from kbdesk.store.postgres.rls import ROLE_ADMIN, ROLE_USER
 
 TRUSTED_TABLES = (

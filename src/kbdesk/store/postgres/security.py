@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from kbdesk.errors import StoreError
 from kbdesk.store.postgres.access import Identity
-from kbdesk.store.postgres.engine import PgConnection
+from kbdesk.store.postgres.dbapi import PgConnection
 from kbdesk.store.postgres.rls import (
     CHAT_TABLES,
     ROLE_ADMIN,

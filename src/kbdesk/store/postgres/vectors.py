@@ -36,7 +36,7 @@ import numpy as np
 
 from kbdesk.store.api import Transactions
 from kbdesk.store.dbapi import Connection
-from kbdesk.store.postgres.engine import PgConnection
+from kbdesk.store.postgres.dbapi import PgConnection
 from kbdesk.store.postgres.values import uuid_array
 from kbdesk.store.postgres.widths import exact_sql as narrow_exact_sql
 

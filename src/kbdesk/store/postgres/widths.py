@@ -22,7 +22,7 @@ width nobody recorded, rows written with triggers disabled).
 
 from __future__ import annotations
 
-from kbdesk.store.postgres.engine import PgConnection
+from kbdesk.store.postgres.dbapi import PgConnection
 from kbdesk.store.postgres.seed import VECTOR_COLUMN_DIMS
 
 TABLE = "kbdesk_chunk_vectors"

@@ -6,30 +6,14 @@ higher, but statements stay small)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Protocol, cast
+from typing import Any
 
 from kbdesk.store.dbapi import Connection
 from kbdesk.store.engine import Engine
+from kbdesk.store.sqlite.dbapi import as_sqlite
 from kbdesk.store.sqlite.failures import TransactionLost
-
-
-class SqliteConnection(Connection, Protocol):
-    """A sqlite3 (or pysqlite3) connection as the SQLite engine uses it."""
-
-    @property
-    def in_transaction(self) -> bool: ...
-    def executemany(self, sql: str, rows: Sequence[Sequence[Any]], /) -> object: ...
-    def executescript(self, sql: str, /) -> object: ...
-    def enable_load_extension(self, enabled: bool, /) -> None: ...
-    def set_progress_handler(self, handler: Callable[[], int | None] | None, /, n: int) -> None: ...
-
-
-def as_sqlite(conn: Connection) -> SqliteConnection:
-    """``conn`` as the SQLite connection it is (every connection of a SQLite store is
-    one: the store core hands them on typed as the shared :class:`Connection`)."""
-    return cast(SqliteConnection, conn)
 
 
 class SqliteEngine(Engine):

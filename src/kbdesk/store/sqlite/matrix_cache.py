@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kbdesk.store.api import Transactions
-from kbdesk.store.sqlite.engine import SqliteConnection
+from kbdesk.store.sqlite.dbapi import SqliteConnection
 from kbdesk.store.sqlite.matrix_file import (
     Matrix,
     file_for,

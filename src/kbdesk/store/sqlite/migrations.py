@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kbdesk.errors import SchemaTooNewError, StoreError
-from kbdesk.store.sqlite.engine import SqliteConnection
+from kbdesk.store.sqlite.dbapi import SqliteConnection
 from kbdesk.store.sqlite.schema_steps import (
     m006_vector_bits,
     m007_one_document_per_path,

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from kbdesk.store.doc_types import NAME_RULE
-from kbdesk.store.sqlite.engine import SqliteConnection
+from kbdesk.store.sqlite.dbapi import SqliteConnection
 
 
 def m006_vector_bits(conn: SqliteConnection) -> None:

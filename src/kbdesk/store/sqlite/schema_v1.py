@@ -3,7 +3,7 @@ KBs, documents and chunks (core), the keyword index, vector state, ingestion and
 
 from __future__ import annotations
 
-from kbdesk.store.sqlite.engine import SqliteConnection
+from kbdesk.store.sqlite.dbapi import SqliteConnection
 
 NOW = "(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"
 

@@ -37,11 +37,13 @@ from kbdesk.store.policy import LocalPolicy
 from kbdesk.store.sqlite.cache_vectors import SqliteCacheVectors
 from kbdesk.store.sqlite.chat import SqliteNoteKeywords, SqliteSettings
 from kbdesk.store.sqlite.chunks import SqliteChunks
+from kbdesk.store.sqlite.dbapi import SqliteConnection
 from kbdesk.store.sqlite.driver import Driver, load_extensions
-from kbdesk.store.sqlite.engine import SqliteConnection, SqliteEngine
+from kbdesk.store.sqlite.engine import SqliteEngine
 from kbdesk.store.sqlite.failures import write_failure
 from kbdesk.store.sqlite.lookup import SqliteLookup
 from kbdesk.store.sqlite.migrations import MIGRATIONS, current_version, migrate
+from kbdesk.store.sqlite.transfer import SqliteTransfer
 from kbdesk.store.sqlite.vectors import NumpyIndex, SqliteVecIndex
 
 BUSY_TIMEOUT_MS = 10_000
@@ -55,7 +57,6 @@ def _is_busy(exc: Exception) -> bool:
 
 
 class SqliteStore(
-    SqliteChunks,
     RecordsCore,
     DocumentsCore,
     BulkCore,
@@ -96,6 +97,8 @@ class SqliteStore(
             # read-only: sqlite-vec's index may need rebuilding before it answers, which
             # is a write; numpy reads the stored vectors and ranks exactly the same
             self.vectors = NumpyIndex(vec_loaded=driver.vec_loaded)
+        self.chunks = SqliteChunks(self, self.vectors)
+        self.transfer = SqliteTransfer(self, self, self.chunks)
         if self.read_only:
             self._open_read_only()
             return

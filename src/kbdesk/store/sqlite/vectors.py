@@ -34,7 +34,7 @@ import numpy as np
 from kbdesk.cpu_threads import scan
 from kbdesk.store.api import Transactions
 from kbdesk.store.dbapi import Connection
-from kbdesk.store.sqlite.engine import SqliteConnection, as_sqlite
+from kbdesk.store.sqlite.dbapi import SqliteConnection, as_sqlite
 from kbdesk.store.sqlite.matrix_cache import MatrixFiles
 from kbdesk.store.sqlite.positions import positions
 from kbdesk.store.sqlite.quantized import (
