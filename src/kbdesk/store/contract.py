@@ -18,14 +18,16 @@ if TYPE_CHECKING:
 
     from kbdesk.store.api import ChatStore, Store, TeamStore, Transactions, VectorIndex
     from kbdesk.store.chat_api import ConversationRows, NoteRows, PersonaRows
+    from kbdesk.store.core.bulk import Transfer
     from kbdesk.store.core.cache import EmbeddingCache
     from kbdesk.store.core.chat import Conversations
+    from kbdesk.store.core.documents import Documents
     from kbdesk.store.core.notes import Notes
     from kbdesk.store.core.personas import Personas
     from kbdesk.store.postgres.connection import PostgresStore
     from kbdesk.store.postgres.dbapi import PgConnection
     from kbdesk.store.postgres.vectors import PgVectorIndex
-    from kbdesk.store.rows_api import CacheRows
+    from kbdesk.store.rows_api import CacheRows, DocumentRows, TransferRows
     from kbdesk.store.sqlite.dbapi import SqliteConnection
     from kbdesk.store.sqlite.store import SqliteStore
     from kbdesk.store.sqlite.vectors import NumpyIndex, SqliteVecIndex
@@ -52,9 +54,16 @@ if TYPE_CHECKING:
         _pg: PgConnection = pg
 
     def repositories_keep_it(
-        cache: EmbeddingCache, conversations: Conversations, personas: Personas, notes: Notes
+        documents: Documents,
+        transfer: Transfer,
+        cache: EmbeddingCache,
+        conversations: Conversations,
+        personas: Personas,
+        notes: Notes,
     ) -> None:
         # each composed repository keeps its own protocol (Store and ChatStore are their sum)
+        _documents: DocumentRows = documents
+        _transfer: TransferRows = transfer
         _cache: CacheRows = cache
         _conversations: ConversationRows = conversations
         _personas: PersonaRows = personas

@@ -13,8 +13,8 @@ from typing import Any, Protocol
 
 from kbdesk.errors import InvalidInputError
 from kbdesk.models import KnowledgeBase
-from kbdesk.store.api import VectorIndex
 from kbdesk.store.core.compose import Base
+from kbdesk.store.core.parts import KbRecords
 from kbdesk.store.dbapi import Connection
 from kbdesk.store.engine import Engine
 from kbdesk.store.unit_vectors import normalise
@@ -37,28 +37,11 @@ class CacheVectors(Protocol):
         ...
 
 
-class KbAccess(Protocol):
-    """What the cache asks of the store's KB records: a KB read in a transaction, its
-    audit row, and the vector index to drop when a KB's vectors all change."""
-
-    @property
-    def vectors(self) -> VectorIndex: ...
-    def _get_kb(self, conn: Connection, kb_id: str) -> KnowledgeBase: ...
-    def audit(
-        self,
-        conn: Connection,
-        action: str,
-        kb_id: str | None,
-        target: str | None = None,
-        details: dict[str, Any] | None = None,
-    ) -> None: ...
-
-
 class EmbeddingCache:
     """The embedding cache, model swaps and the usage log, over the store's ``base``,
     its KB records (``kbs``) and the engine's :class:`CacheVectors`."""
 
-    def __init__(self, base: Base, kbs: KbAccess, engine: CacheVectors) -> None:
+    def __init__(self, base: Base, kbs: KbRecords, engine: CacheVectors) -> None:
         self.base = base
         self.kbs = kbs
         self.engine = engine

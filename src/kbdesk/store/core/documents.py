@@ -1,7 +1,7 @@
 """Documents: reading them and their whole ingestion lifecycle, for both engines.
 
 One row per source path (the rules of identity: :mod:`kbdesk.store.doc_types`). A runner
-claims a row for a new version (:meth:`DocumentsCore.take_versions`) in the write that
+claims a row for a new version (:meth:`Documents.take_versions`) in the write that
 bumps its ``version``; the row moves through ``extracting``, ``chunking`` and
 ``embedding`` (status moves of many documents share a transaction), and becomes
 ``ready`` atomically: its older chunks swapped for the new ones with their keyword rows
@@ -27,9 +27,10 @@ from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError, Store
 from kbdesk.filters import file_type_of
 from kbdesk.models import DOC_STATUSES, ChunkInput, Document, DocumentBrief, KnowledgeBase
 from kbdesk.store.claims import claim_alive
-from kbdesk.store.core.claiming import ClaimsCore
-from kbdesk.store.core.parts import VectorChanges
-from kbdesk.store.core.ready import READY_SQL, READY_TEXT_SQL, finish_batch
+from kbdesk.store.core.claiming import DocumentClaims
+from kbdesk.store.core.compose import Base
+from kbdesk.store.core.parts import ChunkStorage, KbRecords, TransferStorage, VectorChanges
+from kbdesk.store.core.ready import READY_SQL, READY_TEXT_SQL, finish_batch, vector_blobs
 from kbdesk.store.dbapi import Connection
 from kbdesk.store.doc_types import (
     DOC_COLUMNS,
@@ -44,13 +45,16 @@ from kbdesk.store.doc_types import (
     storage_key,
 )
 from kbdesk.store.ids import ID_PREFIX, new_id
-from kbdesk.store.unit_vectors import normalise_rows
 
 
-class DocumentsCore(ClaimsCore):
-    """Documents over ``self.db`` and ``self.policy``; needs ``_get_kb``, ``_bump`` and
-    ``audit`` (:class:`kbdesk.store.core.records.RecordsCore`). Claims and status moves:
-    :class:`~kbdesk.store.core.claiming.ClaimsCore`."""
+class Documents(DocumentClaims):
+    """Documents over the store's ``base``, its KB records (``kbs``: ``_get_kb``, ``_bump``,
+    ``audit``) and the engine's ``chunks`` and ``transfer`` (a file's source key). Claims
+    and status moves: :class:`~kbdesk.store.core.claiming.DocumentClaims`."""
+
+    def __init__(self, base: Base, kbs: KbRecords, chunks: ChunkStorage, transfer: TransferStorage) -> None:
+        super().__init__(base, kbs, chunks)
+        self.transfer = transfer
 
     def _doc(self, row: Sequence[Any]) -> Document:
         values = list(row)
@@ -76,7 +80,7 @@ class DocumentsCore(ClaimsCore):
         return self._doc(row)
 
     def get_document(self, doc_id: str) -> Document:
-        return self._get_document(self.connection(), doc_id)
+        return self._get_document(self.base.connection(), doc_id)
 
     def get_documents(self, doc_ids: Sequence[str]) -> dict[str, Document]:
         """The documents among ``doc_ids`` that exist, by id."""
@@ -86,7 +90,7 @@ class DocumentsCore(ClaimsCore):
         for start in range(0, len(ids), step):
             where, args = self.db.in_list("id", ids[start : start + step], ids=True)
             rows = (
-                self.connection()
+                self.base.connection()
                 .execute(self.db.sql(f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE {where}"), args)
                 .fetchall()
             )
@@ -97,7 +101,7 @@ class DocumentsCore(ClaimsCore):
         """A document of a KB by id, unique id prefix, or filename."""
         prefix = ref.lower() + "%" if ID_PREFIX.match(ref) else None
         rows = (
-            self.connection()
+            self.base.connection()
             .execute(
                 self.db.sql(
                     f"SELECT {DOC_COLUMNS} FROM kb_documents "
@@ -125,7 +129,7 @@ class DocumentsCore(ClaimsCore):
         if status:
             sql += " AND status = ?"
             args += (status,)
-        rows = self.connection().execute(self.db.sql(sql + " ORDER BY filename, created_at, id"), args)
+        rows = self.base.connection().execute(self.db.sql(sql + " ORDER BY filename, created_at, id"), args)
         return [self._doc(r) for r in rows]
 
     def document_briefs(self, kb_id: str) -> list[DocumentBrief]:
@@ -133,7 +137,7 @@ class DocumentsCore(ClaimsCore):
         read is answered by a covering index (schema step ``document_rows``): the columns it
         needs sit after the extracted text in the row, which a large document spills over
         many pages. Errors are read for the failed documents only."""
-        with self.read() as conn:
+        with self.base.read() as conn:
             rows = conn.execute(
                 self.db.sql(
                     "SELECT id, filename, source_path, size_bytes, chunk_count, status FROM kb_documents "
@@ -168,7 +172,7 @@ class DocumentsCore(ClaimsCore):
         row = None
         if self.db.valid_id(doc_id):
             row = (
-                self.connection()
+                self.base.connection()
                 .execute(self.db.sql(f"SELECT {columns} FROM kb_documents WHERE id = ?"), (doc_id,))
                 .fetchone()
             )
@@ -179,7 +183,7 @@ class DocumentsCore(ClaimsCore):
     def searchable_counts(self) -> dict[str, int]:
         """Documents that can be found (they hold chunks), per KB."""
         rows = (
-            self.connection()
+            self.base.connection()
             .execute("SELECT kb_id, count(*) FROM kb_documents WHERE chunk_count > 0 GROUP BY kb_id")
             .fetchall()
         )
@@ -193,7 +197,7 @@ class DocumentsCore(ClaimsCore):
     def failed_counts(self) -> dict[str, int]:
         """Documents whose newest version failed, per KB (KBs with none left out)."""
         rows = (
-            self.connection()
+            self.base.connection()
             .execute("SELECT kb_id, count(*) FROM kb_documents WHERE status = 'error' GROUP BY kb_id")
             .fetchall()
         )
@@ -202,7 +206,7 @@ class DocumentsCore(ClaimsCore):
     def documents_by_source(self, kb_id: str) -> dict[str, Document]:
         """The document of each source path in a KB (what a folder scan compares to)."""
         rows = (
-            self.connection()
+            self.base.connection()
             .execute(
                 self.db.sql(f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE kb_id = ? AND source_path IS NOT NULL"),
                 (kb_id,),
@@ -218,7 +222,7 @@ class DocumentsCore(ClaimsCore):
         if kb_id:
             sql += " AND kb_id = ?"
             args.append(kb_id)
-        rows = self.connection().execute(self.db.sql(sql + " ORDER BY created_at, id"), args).fetchall()
+        rows = self.base.connection().execute(self.db.sql(sql + " ORDER BY created_at, id"), args).fetchall()
         return [d for d in map(self._doc, rows) if not claim_alive(d.claimed_by, d.updated_at)]
 
     # ── making documents ready ─────────────────────────────────────────────────
@@ -245,7 +249,7 @@ class DocumentsCore(ClaimsCore):
         """
         now = self.db.now()
         full = [(*item[:3], item[3] if len(item) > 3 else None, item[4] if len(item) > 4 else None) for item in items]
-        with self.write() as conn:
+        with self.base.write() as conn:
             self._set_statuses(conn, before)
             changes = VectorChanges()
             try:
@@ -287,7 +291,7 @@ class DocumentsCore(ClaimsCore):
         doc = self._get_document(conn, doc_id, lock=True)
         if version is not None and doc.version != version:
             raise SupersededError(f"{doc.filename} was claimed for a newer version meanwhile")
-        kb = self._get_kb(conn, doc.kb_id)
+        kb = self.kbs._get_kb(conn, doc.kb_id)
         blobs = self._vector_blobs(conn, kb, vectors, len(chunks))
         self.chunks.vectors_touch(conn, kb.id, changes)
         gone = self._delete_chunks(conn, kb.id, doc_id, changes)
@@ -299,7 +303,7 @@ class DocumentsCore(ClaimsCore):
                 self.db.sql(READY_TEXT_SQL),
                 (len(chunks), now, now, *self.db.text_and_sections(*text), *facts_values(self.db, text[1]), doc_id),
             )
-        self._bump(conn, kb.id, chunks=len(chunks) - gone)
+        self.kbs._bump(conn, kb.id, chunks=len(chunks) - gone)
         return self._get_document(conn, doc_id)
 
     def finish_document(self, doc_id: str, chunks: Sequence[ChunkInput], vectors: Sequence[Any] | None) -> Document:
@@ -346,9 +350,9 @@ class DocumentsCore(ClaimsCore):
         size = size_bytes if size_bytes is not None else len(text.encode("utf-8", "surrogatepass"))
         now = db.now()
         changes = VectorChanges()
-        with self.write() as conn:
-            kb = self._get_kb(conn, kb_id)
-            self.policy.check_manage(kb)
+        with self.base.write() as conn:
+            kb = self.kbs._get_kb(conn, kb_id)
+            self.base.policy.check_manage(kb)
             blobs = self._vector_blobs(conn, kb, vectors, len(items))
             self.chunks.vectors_touch(conn, kb_id, changes)
             if (
@@ -375,7 +379,7 @@ class DocumentsCore(ClaimsCore):
                     storage_key(kb_id, doc_id, filename),
                     db.text(text),
                     len(items),
-                    self.local_user_id,
+                    self.base.local_user_id,
                     content_hash,
                     db.text(source_path),
                     now,
@@ -390,8 +394,8 @@ class DocumentsCore(ClaimsCore):
             )
             self.chunks.insert_many(conn, kb_id, [(doc_id, items, blobs)], now, changes)
             self.chunks.vectors_written(conn, changes)
-            self._bump(conn, kb_id, docs=1, chunks=len(items), size=size)
-            self.audit(conn, "document.upload", kb_id, filename, {"document_id": doc_id, "chunks": len(items)})
+            self.kbs._bump(conn, kb_id, docs=1, chunks=len(items), size=size)
+            self.kbs.audit(conn, "document.upload", kb_id, filename, {"document_id": doc_id, "chunks": len(items)})
             doc = self._get_document(conn, doc_id)
         self.chunks.vectors_committed(changes)
         return doc
@@ -399,47 +403,19 @@ class DocumentsCore(ClaimsCore):
     def delete_document(self, doc_id: str) -> Document:
         """Delete a document with its chunks, keyword rows and vectors."""
         changes = VectorChanges()
-        with self.write() as conn:
+        with self.base.write() as conn:
             doc = self._get_document(conn, doc_id)
-            self.policy.check_manage(self._get_kb(conn, doc.kb_id))
+            self.base.policy.check_manage(self.kbs._get_kb(conn, doc.kb_id))
             self.chunks.vectors_touch(conn, doc.kb_id, changes)
             count = self._delete_chunks(conn, doc.kb_id, doc_id, changes)
             self.db.delete(conn, "kb_documents", "id = ?", (doc_id,))
             self.chunks.vectors_written(conn, changes)
-            self._bump(conn, doc.kb_id, docs=-1, chunks=-count, size=-doc.size_bytes)
-            self.audit(conn, "document.delete", doc.kb_id, doc.filename, {"document_id": doc_id})
+            self.kbs._bump(conn, doc.kb_id, docs=-1, chunks=-count, size=-doc.size_bytes)
+            self.kbs.audit(conn, "document.delete", doc.kb_id, doc.filename, {"document_id": doc_id})
         return doc
 
     def _vector_blobs(self, conn: Connection, kb: KnowledgeBase, vectors: Any, count: int) -> list[bytes] | None:
-        """Validated unit float32 vectors (bytes at the KB's dimension), or None; a KB that
-        has stored no vectors yet learns its dimension (the engine's ``learn_dimensions``)."""
-        if vectors is None:
-            if kb.model_id:
-                raise InvalidInputError(
-                    f"knowledge base '{kb.name}' embeds with {kb.model_id}: its documents need one vector per chunk"
-                )
-            return None
-        if not kb.model_id:
-            raise InvalidInputError(f"knowledge base '{kb.name}' has no embedding model; it cannot store vectors")
-        if len(vectors) != count:
-            raise InvalidInputError(f"got {len(vectors)} vectors for {count} chunks")
-        dims = kb.dimensions
-        blobs: list[bytes | None] = [None] * count
-        todo: list[int] = []
-        for i, vector in enumerate(vectors):
-            if isinstance(vector, bytes):  # already unit float32 (from the cache)
-                if dims is not None and len(vector) != dims * 4:
-                    raise InvalidInputError(f"vector {i} has {len(vector) // 4} dimensions, expected {dims}")
-                dims = dims or len(vector) // 4
-                blobs[i] = vector
-            else:
-                todo.append(i)
-        if todo:
-            for i, unit in zip(todo, normalise_rows([vectors[i] for i in todo], dims, first=todo[0]), strict=True):
-                blobs[i] = unit.tobytes()
-        out = [b for b in blobs if b is not None]
-        self.chunks.learn_dimensions(conn, kb, len(out[0]) // 4)
-        return out
+        return vector_blobs(self.chunks, conn, kb, vectors, count)
 
     # ── one document's chunks (the engine's ChunkStorage) ──────────────────────
     def _delete_chunks(self, conn: Connection, kb_id: str, doc_id: str, changes: VectorChanges) -> int:

@@ -1,13 +1,14 @@
 """What the pieces of a store need from one another, declared once.
 
-The KB records, documents, claims, transfer and lookup are classes each store still
-inherits; every one of them inherits :class:`StoreParts`, which names what the assembled
-store provides — its engine object, its access policy, its transactions, its
+The KB records and each engine's lookup are classes each store still inherits; both
+inherit :class:`StoreParts`, which names what the assembled store provides — its engine
+object, its access policy, its transactions, its :class:`ChunkStorage` and
+:class:`TransferStorage` — so each piece type-checks on its own and an engine that
+forgets a part fails the type check, not a user's command. The composed repositories
+(:mod:`kbdesk.store.core.compose`) are given the protocols declared here instead:
 :class:`ChunkStorage` and :class:`TransferStorage` (the engine's own objects: how chunks,
-keyword rows and vectors are stored, how whole documents move), and the few helpers one
-piece calls on another — so each piece type-checks on its own and an engine that
-forgets a part fails the type check, not a user's command. (The embedding cache and the
-chat's rows are composed repositories instead: :mod:`kbdesk.store.core.compose`.)
+keyword rows and vectors are stored, how whole documents move) and :class:`KbRecords`
+(what they ask of the KB records).
 
 The declarations exist for the type checker only (``TYPE_CHECKING``): at run time
 :class:`StoreParts` is empty, so it never shadows the piece that implements a method,
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kbdesk.models import ChunkInput, Document, KnowledgeBase
+from kbdesk.models import ChunkInput, KnowledgeBase
 from kbdesk.store.api import Policy, VectorIndex
 from kbdesk.store.dbapi import Connection
 
@@ -93,7 +94,7 @@ class ChunkStorage(Protocol):
 
 class TransferStorage(Protocol):
     """How an engine moves whole documents in and out (export and import,
-    :class:`kbdesk.store.core.bulk.BulkCore`), and names a file's document."""
+    :class:`kbdesk.store.core.bulk.Transfer`), and names a file's document."""
 
     def source_key(self, path: Path) -> str:
         """The source a file's document is known by in this store."""
@@ -121,6 +122,27 @@ class TransferStorage(Protocol):
     def store_blobs(self, conn: Connection, blobs: list[tuple[str, bytes]]) -> None:
         """Keep original bytes in the database (an engine that keeps files leaves them to the caller)."""
         ...
+
+
+class KbRecords(Protocol):
+    """What the documents, the transfer and the cache ask of the store's KB records
+    (:class:`kbdesk.store.core.records.RecordsCore`): a KB read in a transaction, its
+    stats moved or recounted, audit rows, and the vector index to drop."""
+
+    @property
+    def vectors(self) -> VectorIndex: ...
+    def _get_kb(self, conn: Connection, kb_id: str) -> KnowledgeBase: ...
+    def _bump(self, conn: Connection, kb_id: str, *, docs: int = 0, chunks: int = 0, size: int = 0) -> None: ...
+    def _recount(self, conn: Connection, kb_id: str) -> None: ...
+    def audit(
+        self,
+        conn: Connection,
+        action: str,
+        kb_id: str | None,
+        target: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None: ...
+    def audit_many(self, conn: Connection, entries: Sequence[AuditEntry]) -> None: ...
 
 
 class StoreParts:
@@ -159,12 +181,3 @@ class StoreParts:
         def _get_kb(self, conn: Connection, kb_id: str) -> KnowledgeBase: ...
         def _bump(self, conn: Connection, kb_id: str, *, docs: int = 0, chunks: int = 0, size: int = 0) -> None: ...
         def _recount(self, conn: Connection, kb_id: str) -> None: ...
-
-        # ── documents (kbdesk.store.core.documents) ────────────────────────────
-        def get_document(self, doc_id: str) -> Document: ...
-        def _doc(self, row: Sequence[Any]) -> Document: ...
-        def _get_document(self, conn: Connection, doc_id: str, *, lock: bool = False) -> Document: ...
-        def _vector_blobs(
-            self, conn: Connection, kb: KnowledgeBase, vectors: Any, count: int
-        ) -> list[bytes] | None: ...
-        def _delete_chunks(self, conn: Connection, kb_id: str, doc_id: str, changes: VectorChanges) -> int: ...

@@ -28,10 +28,8 @@ from typing import Any
 
 from kbdesk.errors import DatabaseWriteError, KbdeskError, StoreError
 from kbdesk.store.api import BLOBS, CHAT, TEAM
-from kbdesk.store.core.bulk import BulkCore
 from kbdesk.store.core.chat_surface import ChatSurface
 from kbdesk.store.core.compose import via
-from kbdesk.store.core.documents import DocumentsCore
 from kbdesk.store.core.records import RecordsCore
 from kbdesk.store.core.store_surface import StoreSurface
 from kbdesk.store.postgres.access import Identity, ScopePolicy, identity_from_settings, is_uuid
@@ -53,8 +51,6 @@ from kbdesk.store.postgres.vectors import PgVectorIndex
 
 class PostgresStore(
     RecordsCore,
-    DocumentsCore,
-    BulkCore,
     PgLookup,
     StoreSurface,
     ChatSurface,
@@ -76,7 +72,6 @@ class PostgresStore(
         self._open: weakref.WeakSet[Any] = weakref.WeakSet()
         self._closed = False
         self._vector_ready = False
-        self.compose_store(self, self, PgCacheVectors())
         self.transfer = PgTransfer(self)
         self.compose_chat(self, PgNoteKeywords(), PgSettings(self))
         conn = self.connection()
@@ -92,6 +87,7 @@ class PostgresStore(
         self._vector_ready = True
         self.vectors = PgVectorIndex(self)
         self.chunks = PgChunks(self, self.vectors, self)
+        self.compose_store(self, self, self.chunks, self.transfer, PgCacheVectors())
         if self.session.user_id:  # a kbdesk user: the database says who (the config cannot)
             self.identity = database_identity(conn)
             self.db = PostgresEngine(through_functions=True)  # no DELETE privilege: it would allow LOCK TABLE

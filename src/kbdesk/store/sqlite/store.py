@@ -27,9 +27,7 @@ from typing import Any
 
 from kbdesk.errors import ReadOnlyDatabaseError, SchemaTooNewError, StoreError
 from kbdesk.store.api import CHAT, VECTORS_LOCAL
-from kbdesk.store.core.bulk import BulkCore
 from kbdesk.store.core.chat_surface import ChatSurface
-from kbdesk.store.core.documents import DocumentsCore
 from kbdesk.store.core.records import RecordsCore
 from kbdesk.store.core.store_surface import StoreSurface
 from kbdesk.store.ids import new_id
@@ -58,8 +56,6 @@ def _is_busy(exc: Exception) -> bool:
 
 class SqliteStore(
     RecordsCore,
-    DocumentsCore,
-    BulkCore,
     SqliteLookup,
     StoreSurface,
     ChatSurface,
@@ -84,7 +80,6 @@ class SqliteStore(
         self._conns_lock = threading.Lock()
         self._write_lock = threading.RLock()
         self._closed = False
-        self.compose_store(self, self, SqliteCacheVectors())
         self.compose_chat(self, SqliteNoteKeywords(), SqliteSettings(self))
         if read_only is None:
             self.read_only_reason = read_only_reason(self.path)
@@ -98,7 +93,8 @@ class SqliteStore(
             # is a write; numpy reads the stored vectors and ranks exactly the same
             self.vectors = NumpyIndex(vec_loaded=driver.vec_loaded)
         self.chunks = SqliteChunks(self, self.vectors)
-        self.transfer = SqliteTransfer(self, self, self.chunks)
+        self.compose_store(self, self, self.chunks, SqliteTransfer(self, self.chunks), SqliteCacheVectors())
+        self.transfer = self.transfers.storage
         if self.read_only:
             self._open_read_only()
             return

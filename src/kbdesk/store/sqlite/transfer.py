@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from kbdesk.ingest import names
 from kbdesk.models import ChunkInput, KnowledgeBase
 from kbdesk.store.core.bulk import local_incoming_source
 from kbdesk.store.core.compose import Base
 from kbdesk.store.core.parts import VectorChanges
+from kbdesk.store.core.ready import vector_blobs
 from kbdesk.store.dbapi import Connection
 from kbdesk.store.engine import Engine
 from kbdesk.store.sqlite.chunks import SqliteChunks
@@ -21,16 +22,9 @@ from kbdesk.store.sqlite.chunks import SqliteChunks
 __all__ = ["SqliteTransfer"]
 
 
-class VectorBlobs(Protocol):
-    """The documents' check of incoming vectors (:meth:`kbdesk.store.core.documents.DocumentsCore._vector_blobs`)."""
-
-    def _vector_blobs(self, conn: Connection, kb: KnowledgeBase, vectors: Any, count: int) -> list[bytes] | None: ...
-
-
 class SqliteTransfer:
-    def __init__(self, base: Base, documents: VectorBlobs, chunks: SqliteChunks) -> None:
+    def __init__(self, base: Base, chunks: SqliteChunks) -> None:
         self.base = base
-        self.documents = documents
         self.chunks = chunks
 
     @property
@@ -65,7 +59,7 @@ class SqliteTransfer:
                 continue
             items = [ChunkInput(c["content"], int(c.get("token_count") or 0), c.get("metadata") or {}) for c in chunks]
             vectors = [c["vector"] for c in chunks] if kb.model_id else None
-            blobs = self.documents._vector_blobs(conn, kb, vectors, len(items))
+            blobs = vector_blobs(self.chunks, conn, kb, vectors, len(items))
             self.chunks.insert_many(conn, kb.id, [(doc["id"], items, blobs)], now, changes)
             self.db.executemany(
                 conn,
