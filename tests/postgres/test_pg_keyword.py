@@ -231,7 +231,7 @@ def test_statistics_follow_an_import_that_rewrites_chunks_in_place(pg_desk):
     docs = pg_desk.store.export_documents(kb, [d.id for d in pg_desk.store.list_documents(kb)], None)
     docs[0]["chunks"][0]["content"] = "marble summit canyon glacier"
     with pg_desk.store.write() as conn:  # the chunk ids exist: the staging table's INSERT … ON CONFLICT DO UPDATE
-        pg_desk.store.transfer.stage_chunks(conn, kb, None, docs)
+        pg_desk.store.bulk.stage_chunks(conn, kb, None, docs)
     stats = exact(pg_desk, kb)
     assert "marbl" in stats["terms"] and "copper" not in stats["terms"] and stats["chunks"] == 2
     pg_desk.store.import_documents(kb, docs)  # the whole document replaced by its copy

@@ -7,7 +7,7 @@ which ids can exist, text the database refuses, row locks, savepoints, and the n
 of kbdesk's own side tables. Everything an engine stores differently (chunks and their
 keyword rows, vectors, whole documents moving in and out, notes' ranking, settings)
 stays in the engine's own objects, each behind a protocol of its own
-(:class:`kbdesk.store.core.parts.ChunkStorage`, :class:`~kbdesk.store.core.parts.TransferStorage`,
+(:class:`kbdesk.store.core.parts.ChunkStorage`, :class:`~kbdesk.store.core.parts.BulkStorage`,
 :class:`kbdesk.store.core.cache.CacheVectors`, :class:`kbdesk.store.core.notes.NoteKeywords`,
 :class:`kbdesk.store.chat_api.Settings`).
 """

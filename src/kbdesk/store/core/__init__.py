@@ -6,7 +6,7 @@ Composed repositories (:mod:`.compose`): the documents (:mod:`.documents`,
 (:mod:`.chat`, :mod:`.personas`, :mod:`.notes`, :mod:`.own_rows`), each given the
 store's :class:`~.compose.Base`, the KB records it needs (:class:`~.parts.KbRecords`)
 and, where the engines differ, an engine object behind a protocol of its own
-(:class:`~.parts.ChunkStorage`, :class:`~.parts.TransferStorage`, …). The KB records
+(:class:`~.parts.ChunkStorage`, :class:`~.parts.BulkStorage`, …). The KB records
 and the lookup (:mod:`.records`, :mod:`.facts`) are still classes each store inherits
 (:class:`~.parts.StoreParts`).
 """

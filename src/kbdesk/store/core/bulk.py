@@ -21,7 +21,7 @@ from kbdesk.ingest.names import UPLOAD, file_of
 from kbdesk.models import ChunkInput
 from kbdesk.store.core.compose import Base
 from kbdesk.store.core.documents import Documents
-from kbdesk.store.core.parts import ChunkStorage, KbRecords, TransferStorage, VectorChanges
+from kbdesk.store.core.parts import BulkStorage, ChunkStorage, KbRecords, VectorChanges
 from kbdesk.store.doc_types import FACT_COLUMNS, facts_values, storage_key
 from kbdesk.store.engine import Engine
 
@@ -50,11 +50,11 @@ EXPORT_COLUMNS = (
 class Transfer:
     """Whole documents in and out over the store's ``base``, its KB records (``kbs``), its
     documents (their chunks go with them), the engine's ``chunks`` (the vector index kept
-    along) and its :class:`~kbdesk.store.core.parts.TransferStorage` (``storage``:
+    along) and its :class:`~kbdesk.store.core.parts.BulkStorage` (``storage``:
     vectors out, chunks in, original bytes, sources)."""
 
     def __init__(
-        self, base: Base, kbs: KbRecords, documents: Documents, chunks: ChunkStorage, storage: TransferStorage
+        self, base: Base, kbs: KbRecords, documents: Documents, chunks: ChunkStorage, storage: BulkStorage
     ) -> None:
         self.base = base
         self.kbs = kbs

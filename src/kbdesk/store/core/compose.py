@@ -60,7 +60,8 @@ class Via(Generic[R, P, T]):
         self.__doc__ = method.__doc__
 
     def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name if name == self.method.__name__ else self.method.__name__
+        if name != self.name:  # the store's method is the repository's, under its name
+            raise TypeError(f"{owner.__name__}.{name} is via() of {self.method.__qualname__}: the names must match")
 
     @overload
     def __get__(self, obj: None, owner: type) -> Via[R, P, T]: ...

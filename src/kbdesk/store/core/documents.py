@@ -29,7 +29,7 @@ from kbdesk.models import DOC_STATUSES, ChunkInput, Document, DocumentBrief, Kno
 from kbdesk.store.claims import claim_alive
 from kbdesk.store.core.claiming import DocumentClaims
 from kbdesk.store.core.compose import Base
-from kbdesk.store.core.parts import ChunkStorage, KbRecords, TransferStorage, VectorChanges
+from kbdesk.store.core.parts import BulkStorage, ChunkStorage, KbRecords, VectorChanges
 from kbdesk.store.core.ready import READY_SQL, READY_TEXT_SQL, finish_batch, vector_blobs
 from kbdesk.store.dbapi import Connection
 from kbdesk.store.doc_types import (
@@ -49,12 +49,12 @@ from kbdesk.store.ids import ID_PREFIX, new_id
 
 class Documents(DocumentClaims):
     """Documents over the store's ``base``, its KB records (``kbs``: ``_get_kb``, ``_bump``,
-    ``audit``) and the engine's ``chunks`` and ``transfer`` (a file's source key). Claims
+    ``audit``) and the engine's ``chunks`` and ``bulk`` (a file's source key). Claims
     and status moves: :class:`~kbdesk.store.core.claiming.DocumentClaims`."""
 
-    def __init__(self, base: Base, kbs: KbRecords, chunks: ChunkStorage, transfer: TransferStorage) -> None:
+    def __init__(self, base: Base, kbs: KbRecords, chunks: ChunkStorage, bulk: BulkStorage) -> None:
         super().__init__(base, kbs, chunks)
-        self.transfer = transfer
+        self.bulk = bulk
 
     def _doc(self, row: Sequence[Any]) -> Document:
         values = list(row)
@@ -192,7 +192,7 @@ class Documents(DocumentClaims):
     def source_key(self, path: Path) -> str:
         """The source a file's document is known by in this store: its path (a team
         server keeps hidden paths instead, :func:`kbdesk.ingest.names.hidden_source`)."""
-        return self.transfer.source_key(path)
+        return self.bulk.source_key(path)
 
     def failed_counts(self) -> dict[str, int]:
         """Documents whose newest version failed, per KB (KBs with none left out)."""

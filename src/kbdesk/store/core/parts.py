@@ -2,11 +2,11 @@
 
 The KB records and each engine's lookup are classes each store still inherits; both
 inherit :class:`StoreParts`, which names what the assembled store provides — its engine
-object, its access policy, its transactions, its :class:`ChunkStorage` and
-:class:`TransferStorage` — so each piece type-checks on its own and an engine that
-forgets a part fails the type check, not a user's command. The composed repositories
+object, its access policy, its transactions, its :class:`ChunkStorage` — so each piece
+type-checks on its own and an engine that forgets a part fails the type check, not a
+user's command. The composed repositories
 (:mod:`kbdesk.store.core.compose`) are given the protocols declared here instead:
-:class:`ChunkStorage` and :class:`TransferStorage` (the engine's own objects: how chunks,
+:class:`ChunkStorage` and :class:`BulkStorage` (the engine's own objects: how chunks,
 keyword rows and vectors are stored, how whole documents move) and :class:`KbRecords`
 (what they ask of the KB records).
 
@@ -92,7 +92,7 @@ class ChunkStorage(Protocol):
         ...
 
 
-class TransferStorage(Protocol):
+class BulkStorage(Protocol):
     """How an engine moves whole documents in and out (export and import,
     :class:`kbdesk.store.core.bulk.Transfer`), and names a file's document."""
 
@@ -159,8 +159,6 @@ class StoreParts:
     each engine's pieces name its own)."""
     chunks: ChunkStorage
     """How this engine stores chunks, keyword rows and vectors."""
-    transfer: TransferStorage
-    """How this engine moves whole documents in and out."""
 
     if TYPE_CHECKING:
         # ── the engine: connections and transactions ───────────────────────────

@@ -13,7 +13,7 @@ from kbdesk.store.core.bulk import Transfer
 from kbdesk.store.core.cache import CacheVectors, EmbeddingCache
 from kbdesk.store.core.compose import Base, via
 from kbdesk.store.core.documents import Documents
-from kbdesk.store.core.parts import ChunkStorage, KbRecords, TransferStorage
+from kbdesk.store.core.parts import BulkStorage, ChunkStorage, KbRecords
 
 __all__ = ["StoreSurface"]
 
@@ -22,7 +22,7 @@ class StoreSurface:
     """The KB-side repositories of a store, and their methods as the store's."""
 
     documents: Documents
-    transfers: Transfer
+    transfer: Transfer
     cache: EmbeddingCache
 
     def compose_store(
@@ -30,13 +30,13 @@ class StoreSurface:
         base: Base,
         kbs: KbRecords,
         chunks: ChunkStorage,
-        transfer: TransferStorage,
+        bulk: BulkStorage,
         cache_vectors: CacheVectors,
     ) -> None:
         """Build the repositories over ``base`` (the store's connections and engine),
         ``kbs`` (its KB records) and the engine's own objects."""
-        self.documents = Documents(base, kbs, chunks, transfer)
-        self.transfers = Transfer(base, kbs, self.documents, chunks, transfer)
+        self.documents = Documents(base, kbs, chunks, bulk)
+        self.transfer = Transfer(base, kbs, self.documents, chunks, bulk)
         self.cache = EmbeddingCache(base, kbs, cache_vectors)
 
     # ── documents: identity, claims, versions, the ready transaction (Documents) ──
@@ -67,11 +67,11 @@ class StoreSurface:
     set_document_status = via("documents", Documents.set_document_status)
 
     # ── whole documents in and out (Transfer) ──
-    document_summaries = via("transfers", Transfer.document_summaries)
-    export_documents = via("transfers", Transfer.export_documents)
-    import_documents = via("transfers", Transfer.import_documents)
-    index_vectors = via("transfers", Transfer.index_vectors)
-    delete_documents = via("transfers", Transfer.delete_documents)
+    document_summaries = via("transfer", Transfer.document_summaries)
+    export_documents = via("transfer", Transfer.export_documents)
+    import_documents = via("transfer", Transfer.import_documents)
+    index_vectors = via("transfer", Transfer.index_vectors)
+    delete_documents = via("transfer", Transfer.delete_documents)
 
     # ── the embedding cache, model swaps, the usage log (EmbeddingCache) ──
     cached_vectors = via("cache", EmbeddingCache.cached_vectors)

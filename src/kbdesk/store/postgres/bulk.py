@@ -1,5 +1,5 @@
 """How the Postgres engine moves whole documents in and out (its
-:class:`~kbdesk.store.core.parts.TransferStorage`): vectors read back unpadded at the KB's
+:class:`~kbdesk.store.core.parts.BulkStorage`): vectors read back unpadded at the KB's
 dimension; original bytes kept in ``kbdesk_document_blobs``; chunks in by binary COPY,
 straight into ``kb_chunks`` when none of their ids exists (the usual case), else through
 a staging table and ``INSERT … ON CONFLICT (id) DO UPDATE``.
@@ -28,8 +28,8 @@ from kbdesk.store.postgres.values import as_unit_bytes, clean_json, clean_text, 
 STAGE = "kbdesk_chunk_stage"
 
 
-class PgTransfer:
-    """The Postgres :class:`~kbdesk.store.core.parts.TransferStorage`."""
+class PgBulk:
+    """The Postgres :class:`~kbdesk.store.core.parts.BulkStorage`."""
 
     def __init__(self, base: Base) -> None:
         self.base = base

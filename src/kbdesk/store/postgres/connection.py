@@ -33,7 +33,7 @@ from kbdesk.store.core.compose import via
 from kbdesk.store.core.records import RecordsCore
 from kbdesk.store.core.store_surface import StoreSurface
 from kbdesk.store.postgres.access import Identity, ScopePolicy, identity_from_settings, is_uuid
-from kbdesk.store.postgres.bulk import PgTransfer
+from kbdesk.store.postgres.bulk import PgBulk
 from kbdesk.store.postgres.cache_vectors import PgCacheVectors
 from kbdesk.store.postgres.chat import PgNoteKeywords, PgSettings, keeps_chat
 from kbdesk.store.postgres.chunks import PgChunks
@@ -60,7 +60,7 @@ class PostgresStore(
     kind = "postgres"
     db = PostgresEngine()
     _keeps_chat: bool | None = None
-    document_blob = via("transfer", PgTransfer.document_blob)
+    document_blob = via("bulk", PgBulk.document_blob)
 
     def __init__(self, uri: str, identity: Identity | None = None) -> None:
         if importlib.util.find_spec("psycopg") is None or importlib.util.find_spec("pgvector") is None:
@@ -72,7 +72,7 @@ class PostgresStore(
         self._open: weakref.WeakSet[Any] = weakref.WeakSet()
         self._closed = False
         self._vector_ready = False
-        self.transfer = PgTransfer(self)
+        self.bulk = PgBulk(self)
         self.compose_chat(self, PgNoteKeywords(), PgSettings(self))
         conn = self.connection()
         try:
@@ -87,7 +87,7 @@ class PostgresStore(
         self._vector_ready = True
         self.vectors = PgVectorIndex(self)
         self.chunks = PgChunks(self, self.vectors, self)
-        self.compose_store(self, self, self.chunks, self.transfer, PgCacheVectors())
+        self.compose_store(self, self, self.chunks, self.bulk, PgCacheVectors())
         if self.session.user_id:  # a kbdesk user: the database says who (the config cannot)
             self.identity = database_identity(conn)
             self.db = PostgresEngine(through_functions=True)  # no DELETE privilege: it would allow LOCK TABLE

@@ -32,6 +32,7 @@ from kbdesk.store.core.records import RecordsCore
 from kbdesk.store.core.store_surface import StoreSurface
 from kbdesk.store.ids import new_id
 from kbdesk.store.policy import LocalPolicy
+from kbdesk.store.sqlite.bulk import SqliteBulk
 from kbdesk.store.sqlite.cache_vectors import SqliteCacheVectors
 from kbdesk.store.sqlite.chat import SqliteNoteKeywords, SqliteSettings
 from kbdesk.store.sqlite.chunks import SqliteChunks
@@ -41,7 +42,6 @@ from kbdesk.store.sqlite.engine import SqliteEngine
 from kbdesk.store.sqlite.failures import write_failure
 from kbdesk.store.sqlite.lookup import SqliteLookup
 from kbdesk.store.sqlite.migrations import MIGRATIONS, current_version, migrate
-from kbdesk.store.sqlite.transfer import SqliteTransfer
 from kbdesk.store.sqlite.vectors import NumpyIndex, SqliteVecIndex
 
 BUSY_TIMEOUT_MS = 10_000
@@ -93,8 +93,8 @@ class SqliteStore(
             # is a write; numpy reads the stored vectors and ranks exactly the same
             self.vectors = NumpyIndex(vec_loaded=driver.vec_loaded)
         self.chunks = SqliteChunks(self, self.vectors)
-        self.compose_store(self, self, self.chunks, SqliteTransfer(self, self.chunks), SqliteCacheVectors())
-        self.transfer = self.transfers.storage
+        self.bulk = SqliteBulk(self, self.chunks)
+        self.compose_store(self, self, self.chunks, self.bulk, SqliteCacheVectors())
         if self.read_only:
             self._open_read_only()
             return

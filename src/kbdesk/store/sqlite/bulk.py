@@ -1,5 +1,5 @@
 """How the SQLite engine moves whole documents in and out (its
-:class:`~kbdesk.store.core.parts.TransferStorage`): vectors read back as stored; chunks
+:class:`~kbdesk.store.core.parts.BulkStorage`): vectors read back as stored; chunks
 in through :class:`~kbdesk.store.sqlite.chunks.SqliteChunks`, then given their exported
 ids; original files stay in the desk's files directory, not in the database."""
 
@@ -19,10 +19,10 @@ from kbdesk.store.dbapi import Connection
 from kbdesk.store.engine import Engine
 from kbdesk.store.sqlite.chunks import SqliteChunks
 
-__all__ = ["SqliteTransfer"]
+__all__ = ["SqliteBulk"]
 
 
-class SqliteTransfer:
+class SqliteBulk:
     def __init__(self, base: Base, chunks: SqliteChunks) -> None:
         self.base = base
         self.chunks = chunks
