@@ -17,7 +17,7 @@ import psycopg
 import pytest
 
 from kbdesk import open_desk
-from kbdesk.store.postgres import keyword
+from kbdesk.store.postgres import keyword, keyword_index
 from kbdesk.store.postgres.schema import MIGRATIONS, migrate
 from pg_support import sql
 
@@ -231,7 +231,7 @@ def test_statistics_follow_an_import_that_rewrites_chunks_in_place(pg_desk):
     docs = pg_desk.store.export_documents(kb, [d.id for d in pg_desk.store.list_documents(kb)], None)
     docs[0]["chunks"][0]["content"] = "marble summit canyon glacier"
     with pg_desk.store.write() as conn:  # the chunk ids exist: the staging table's INSERT … ON CONFLICT DO UPDATE
-        pg_desk.store._stage_chunks(conn, kb, None, docs)
+        pg_desk.store.bulk.stage_chunks(conn, kb, None, docs)
     stats = exact(pg_desk, kb)
     assert "marbl" in stats["terms"] and "copper" not in stats["terms"] and stats["chunks"] == 2
     pg_desk.store.import_documents(kb, docs)  # the whole document replaced by its copy
@@ -392,7 +392,7 @@ def test_diacritics_fold_and_an_index_built_before_the_folding_is_rebuilt(pg_des
     assert found() == ["fr.txt"]
     conn = pg_desk.store.connection()
     with monkeypatch.context() as m:  # the index as it was before diacritics were folded
-        m.setattr(keyword, "diacritic_pairs", lambda: ("", ""))
+        m.setattr(keyword_index, "diacritic_pairs", lambda: ("", ""))
         with conn.transaction():
             keyword.install(conn)
     assert found() == []

@@ -188,10 +188,10 @@ def test_a_channel_is_its_owners_conversation(team, monkeypatch):
     assert team.alice.get(f"/channels/{conv.id}/filters").json()["origin"] == "conversation"
 
     from kbdesk.store.api import BLOBS, TEAM
-    from kbdesk.store.postgres.chat import PgChat
+    from kbdesk.store.postgres.connection import PostgresStore
 
     # a team server whose own channels table kbdesk does not manage keeps no conversations
-    monkeypatch.setattr(PgChat, "capabilities", property(lambda self: frozenset({BLOBS, TEAM})))
+    monkeypatch.setattr(PostgresStore, "capabilities", property(lambda self: frozenset({BLOBS, TEAM})))
     answer = team.alice.get(f"/channels/{conv.id}/knowledge-bases")
     assert answer.status_code == 501 and "conversations" in answer.json()["message"]
 

@@ -4,7 +4,7 @@ The worker threads read, extract, chunk and embed; everything they have to write
 to this thread through a bounded queue, so they never wait on the store's write lock
 (a full queue slows them down instead). Each round the writer takes whatever has
 arrived and writes it in ONE transaction
-(:meth:`kbdesk.store.core.documents.DocumentsCore.finish_documents` with its ``before``
+(:meth:`kbdesk.store.core.documents.Documents.finish_documents` with its ``before``
 and ``after`` status updates):
 
 * status moves are coalesced — a document's latest status wins, its extracted text is

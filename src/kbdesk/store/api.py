@@ -25,21 +25,15 @@ keep all of them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
-from pathlib import Path
 from typing import Any, Protocol, cast, runtime_checkable
 
-import numpy as np
-
 from kbdesk.errors import StoreError
-from kbdesk.filters import Filters
-from kbdesk.models import ChunkInput, Document, DocumentBrief, KnowledgeBase
-from kbdesk.store.chat import ChatMessage, Conversation, Persona, Project
-from kbdesk.store.doc_types import NewDocument, StatusUpdate
-from kbdesk.store.keywords import KeywordParts
-from kbdesk.store.notes import Note
-from kbdesk.store.within import KbFacts, Within
+from kbdesk.models import KnowledgeBase
+from kbdesk.store.chat_api import ConversationRows, NoteRows, PersonaRows, Settings
+from kbdesk.store.dbapi import Connection
+from kbdesk.store.rows_api import CacheRows, DocumentRows, KbRows, Retrieval, TransferRows
 
 CHAT = "chat"
 VECTORS_LOCAL = "vectors-local"
@@ -49,11 +43,12 @@ TEAM = "team"
 
 class Transactions(Protocol):
     """A store's connections: the calling thread's own, and transactions on it. A
-    connection is the engine's DB-API one (sqlite3's or psycopg's), hence ``Any``."""
+    connection is the engine's DB-API one (sqlite3's or psycopg's), as
+    :class:`kbdesk.store.dbapi.Connection` describes what the store calls on it."""
 
-    def connection(self) -> Any: ...
-    def write(self) -> AbstractContextManager[Any]: ...
-    def read(self) -> AbstractContextManager[Any]: ...
+    def connection(self) -> Connection: ...
+    def write(self) -> AbstractContextManager[Connection]: ...
+    def read(self) -> AbstractContextManager[Connection]: ...
 
 
 class VectorIndex(Protocol):
@@ -67,7 +62,7 @@ class VectorIndex(Protocol):
         """Get ready, in the background (``wait``: now), what the KB's next search will read."""
         ...
 
-    def drop(self, conn: Any, kb_id: str) -> None:
+    def drop(self, conn: Connection, kb_id: str) -> None:
         """Forget ``kb_id``'s index (inside the transaction deleting the KB or its vectors)."""
         ...
 
@@ -111,7 +106,7 @@ class DriverInfo(Protocol):
 
 
 @runtime_checkable
-class Store(Transactions, Protocol):
+class Store(Transactions, KbRows, DocumentRows, CacheRows, TransferRows, Retrieval, Protocol):
     @property
     def kind(self) -> str:
         """ "sqlite" or "postgres"."""
@@ -140,7 +135,7 @@ class Store(Transactions, Protocol):
     # connection(), read() and write(): see Transactions
     def audit(
         self,
-        conn: Any,
+        conn: Connection,
         action: str,
         kb_id: str | None,
         target: str | None = None,
@@ -151,270 +146,12 @@ class Store(Transactions, Protocol):
         """Whether keyword search can run here (SQLite built without FTS5 cannot)."""
         ...
 
-    # ── knowledge bases ────────────────────────────────────────────────────────
-    def create_kb(
-        self,
-        name: str,
-        description: str = "",
-        *,
-        embedding_config: dict[str, Any] | None = None,
-        scope: str = "personal",
-        team_id: str | None = None,
-        discoverable: bool = True,
-        kb_id: str | None = None,
-    ) -> KnowledgeBase: ...
-    def get_kb(self, kb_id: str) -> KnowledgeBase: ...
-    def find_kb(self, ref: str) -> KnowledgeBase: ...
-    def list_kbs(self) -> list[KnowledgeBase]: ...
-    def update_kb(
-        self,
-        kb_id: str,
-        *,
-        name: str | None = None,
-        description: str | None = None,
-        discoverable: bool | None = None,
-        chunk_size: int | None = None,
-        chunk_overlap: int | None = None,
-    ) -> KnowledgeBase: ...
-    def delete_kb(self, kb_id: str) -> KnowledgeBase: ...
-    def recount(self, kb_id: str) -> KnowledgeBase: ...
-    def set_kb_status(self, kb_id: str, status: str) -> None: ...
-    def kb_by_id(self, kb_id: str) -> KnowledgeBase | None: ...
-    def kb_named(self, name: str) -> KnowledgeBase | None: ...
-    def resolve_team(self, ref: str) -> str: ...
-
-    # ── documents ──────────────────────────────────────────────────────────────
-    def source_key(self, path: Path) -> str:
-        """The source a file's document is known by in this store."""
-        ...
-
-    def get_document(self, doc_id: str) -> Document: ...
-    def get_documents(self, doc_ids: Sequence[str]) -> dict[str, Document]: ...
-    def find_document(self, kb_id: str, ref: str) -> Document: ...
-    def list_documents(self, kb_id: str, status: str | None = None) -> list[Document]: ...
-    def document_briefs(self, kb_id: str) -> list[DocumentBrief]:
-        """Every document of a KB as a list shows it (no order): cheap for thousands of them."""
-        ...
-
-    def documents_by_source(self, kb_id: str) -> dict[str, Document]: ...
-    def unfinished_documents(self, kb_id: str | None = None) -> list[Document]: ...
-    def searchable_counts(self) -> dict[str, int]: ...
-    def failed_counts(self) -> dict[str, int]: ...
-    def document_sections(self, doc_id: str) -> list[tuple[str, dict[str, Any]]] | None: ...
-    def document_text(self, doc_id: str) -> str | None: ...
-    def take_versions(self, specs: Sequence[NewDocument], claim: str) -> list[Document | None]: ...
-    def touch_documents(self, items: Sequence[tuple[str, int, float | None]]) -> None: ...
-    def claim_documents(self, docs: Sequence[Document], claim: str) -> list[Document]: ...
-    def release_claims(self, claim: str) -> int: ...
-    def set_statuses(self, updates: Sequence[StatusUpdate]) -> None: ...
-    def finish_documents(
-        self,
-        items: Sequence[tuple[Any, ...]],
-        *,
-        before: Sequence[StatusUpdate] = (),
-        after: Sequence[StatusUpdate] = (),
-        rows: bool = True,
-    ) -> list[Document | Exception | None]: ...
-    def add_document(
-        self,
-        kb_id: str,
-        filename: str,
-        chunks: Sequence[ChunkInput | str],
-        *,
-        vectors: Any = None,
-        content_type: str = "text/plain",
-        size_bytes: int | None = None,
-        extracted_text: str | None = None,
-        content_hash: str | None = None,
-        source_path: str | None = None,
-        doc_id: str | None = None,
-    ) -> Document: ...
-    def delete_document(self, doc_id: str) -> Document: ...
-
-    # ── the embedding cache ────────────────────────────────────────────────────
-    def cached_vectors(self, model_id: str, hashes: Iterable[str]) -> dict[str, bytes]: ...
-    def put_cached_vectors(self, model_key: str, items: Sequence[tuple[str, Any]]) -> None: ...
-    def drop_cached_vectors(self, model_key: str, hashes: Iterable[str]) -> None: ...
-    def prune_cached_vectors(self, prefix: str, days: int) -> int: ...
-    def chunk_texts(self, kb_id: str) -> list[tuple[str, str]]: ...
-    def swap_embedding_model(self, kb_id: str, provider: str, model_id: str, model_key: str) -> KnowledgeBase: ...
-    def log_usage(
-        self,
-        role: str,
-        *,
-        provider: str = "",
-        model: str = "",
-        kb_id: str | None = None,
-        inputs: int = 0,
-        prompt_tokens: int | None = None,
-        completion_tokens: int | None = None,
-        total_tokens: int | None = None,
-    ) -> None: ...
-
-    # ── whole documents in and out (kbdesk.transfer) ───────────────────────────
-    def document_summaries(self, kb_id: str) -> dict[str, dict[str, Any]]: ...
-    def export_documents(self, kb_id: str, doc_ids: Sequence[str], dims: int | None) -> list[dict[str, Any]]: ...
-    def import_documents(self, kb_id: str, docs: Sequence[dict[str, Any]]) -> None: ...
-    def delete_documents(self, kb_id: str, doc_ids: Sequence[str]) -> int: ...
-    def index_vectors(self, kb_id: str) -> None: ...
-    def kb_vector_dimensions(self, kb_id: str) -> int | None: ...
-
-    # ── retrieval (kbdesk.search) ──────────────────────────────────────────────
-    def filter_documents(self, kb_ids: Sequence[str], filters: Filters) -> Within:
-        """A search filter resolved to the documents of each KB it lets through
-        (:mod:`kbdesk.store.core.facts`): what the candidate methods below take as ``within``."""
-        ...
-
-    def kb_facts(self, kb_id: str) -> KbFacts:
-        """What filters look at in each document of a KB (kept in memory while the KB does
-        not change): its path, file type, dates and tags."""
-        ...
-
-    def vector_candidates(
-        self, kb_id: str, dimensions: int, query: np.ndarray, k: int, within: Within | None = None
-    ) -> list[tuple[int, float]]:
-        """The ``k`` nearest chunks of one KB: (seq, cosine), best first; with ``within``,
-        the ``k`` nearest among the chunks of the documents inside it."""
-        ...
-
-    def keyword_candidates(
-        self, kb_ids: Sequence[str], text: str, k: int, within: Within | None = None
-    ) -> list[tuple[int, float]]:
-        """The ``k`` best keyword matches over several KBs: (seq, BM25 score), best first;
-        with ``within``, among the chunks of the documents inside it."""
-        ...
-
-    def keyword_scores(self, kb_ids: Sequence[str], text: str, seqs: Sequence[int]) -> dict[int, float]:
-        """The BM25 score :meth:`keyword_candidates` would give each chunk (by seq) that
-        matches ``text`` at all, however far down the keyword ranking."""
-        ...
-
-    def keyword_parts(self, kb_ids: Sequence[str], text: str, chunks: Sequence[tuple[str, int]]) -> KeywordParts:
-        """What the keyword (BM25) score of each chunk (document id, chunk index) for
-        ``text`` is made of: the collection's size, each query word's document frequency,
-        each chunk's score split by word (federated search rescales them to one scale)."""
-        ...
-
-    def cosine_for(self, seqs: Iterable[int], query: np.ndarray) -> dict[int, float]:
-        """The cosine of each chunk (by seq) that has a vector, to ``query``."""
-        ...
-
-    def chunk_kbs(self, seqs: Sequence[int]) -> dict[int, str]:
-        """The KB id of each chunk (by seq)."""
-        ...
-
-    def result_rows(self, seqs: Sequence[int]) -> dict[int, dict[str, Any]]: ...
-    def chunk_neighbours(self, document_id: str, chunk_index: int, radius: int = 1) -> list[dict[str, Any]]: ...
-
 
 @runtime_checkable
-class ChatStore(Store, Protocol):
+class ChatStore(Store, ConversationRows, PersonaRows, NoteRows, Settings, Protocol):
     """A store with the ``"chat"`` capability (rows of :mod:`kbdesk.store.chat`,
-    :mod:`kbdesk.store.personas`, :mod:`kbdesk.store.notes`; each row its user's)."""
-
-    # ── conversations, messages, KB toggles ────────────────────────────────────
-    # (``...`` defaults: left out, the value stays as it is; None clears it)
-    def create_conversation(
-        self, title: str = "", *, persona_id: str | None = None, project_id: str | None = None
-    ) -> Conversation: ...
-    def get_conversation(self, conv_id: str) -> Conversation: ...
-    def find_conversation(self, ref: str) -> Conversation: ...
-    def list_conversations(self, project_id: str | None = None) -> list[Conversation]: ...
-    def update_conversation(
-        self,
-        conv_id: str,
-        *,
-        title: str | None = ...,
-        persona_id: str | None = ...,
-        project_id: str | None = ...,
-        retrieval: str | None = ...,
-        filters: Filters | dict[str, Any] | None = ...,
-    ) -> Conversation: ...
-    def delete_conversation(self, conv_id: str) -> Conversation: ...
-    def add_message(
-        self,
-        channel_id: str,
-        role: str,
-        content: str = "",
-        *,
-        tool_call_id: str | None = None,
-        status: str = "complete",
-        model: str | None = None,
-        sources: list[dict[str, Any]] | None = None,
-        tool_calls: Iterable[tuple[str, str, str]] = (),
-    ) -> ChatMessage: ...
-    def update_message(
-        self,
-        message_id: str,
-        *,
-        content: str | None = None,
-        status: str | None = None,
-        sources: list[dict[str, Any]] | None = None,
-    ) -> None: ...
-    def set_tool_call_status(self, message_id: str, call_id: str, status: str, error: str | None = None) -> None: ...
-    def get_message(self, message_id: str) -> ChatMessage: ...
-    def messages(self, channel_id: str, *, limit: int | None = None) -> list[ChatMessage]: ...
-    def channel_kbs(self, channel_id: str) -> list[dict[str, Any]]: ...
-    def set_channel_kb(self, channel_id: str, kb_id: str, enabled: bool) -> None: ...
-    def set_channel_kbs(self, channel_id: str, enabled: Iterable[str], disabled: Iterable[str] = ()) -> None: ...
-
-    # ── personas and projects ──────────────────────────────────────────────────
-    def create_persona(
-        self,
-        name: str,
-        system_prompt: str = "",
-        *,
-        provider: str | None = None,
-        model: str | None = None,
-        retrieval: str | None = None,
-        max_tokens: int | None = None,
-        filters: Filters | dict[str, Any] | None = None,
-    ) -> Persona: ...
-    def find_persona(self, ref: str) -> Persona: ...
-    def list_personas(self) -> list[Persona]: ...
-    def update_persona(
-        self,
-        persona_id: str,
-        *,
-        name: str | None = None,
-        system_prompt: str | None = None,
-        provider: str | None = ...,
-        model: str | None = ...,
-        retrieval: str | None = ...,
-        max_tokens: int | None = ...,
-        kbs: Sequence[tuple[str, bool]] | None = None,
-        filters: Filters | dict[str, Any] | None = ...,
-    ) -> Persona: ...
-    def delete_persona(self, persona_id: str) -> Persona: ...
-    def create_project(self, name: str, description: str = "") -> Project: ...
-    def find_project(self, ref: str) -> Project: ...
-    def list_projects(self) -> list[Project]: ...
-    def update_project(
-        self,
-        project_id: str,
-        *,
-        name: str | None = None,
-        description: str | None = None,
-        kbs: Sequence[str] | None = None,
-    ) -> Project: ...
-    def delete_project(self, project_id: str) -> Project: ...
-
-    # ── notes ──────────────────────────────────────────────────────────────────
-    def create_note(self, content: str, title: str = "") -> Note: ...
-    def update_note(self, note_id: str, *, content: str | None = None, title: str | None = None) -> Note: ...
-    def delete_note(self, note_id: str) -> Note: ...
-    def find_note(self, ref: str) -> Note: ...
-    def list_notes(self, limit: int | None = None) -> list[Note]: ...
-    def notes_by_id(self, ids: Sequence[str]) -> dict[str, Note]: ...
-    def note_count(self) -> int: ...
-    def note_keyword_candidates(self, text: str, k: int) -> list[tuple[str, float]]: ...
-    def note_vector_candidates(self, model: str, query: np.ndarray, k: int) -> list[tuple[str, float]]: ...
-    def notes_without_vector(self, model: str, limit: int) -> list[Note]: ...
-    def put_note_vectors(self, model: str, items: Sequence[tuple[str, str, np.ndarray]]) -> int: ...
-
-    # ── small settings ─────────────────────────────────────────────────────────
-    def get_setting(self, key: str) -> str | None: ...
-    def set_setting(self, key: str, value: str) -> None: ...
+    :mod:`kbdesk.store.personas`, :mod:`kbdesk.store.notes`; each row its user's): the
+    sum of the chat repositories' protocols (:mod:`kbdesk.store.chat_api`)."""
 
 
 class TeamIdentity(Protocol):

@@ -2,7 +2,9 @@
 
 Nothing below runs (``TYPE_CHECKING``): each function hands an engine's store to the
 protocols code above the store types against, so a method an engine lacks, or one whose
-signature drifts from the protocol's, fails the type check instead of a user's command.
+signature drifts from the protocol's, fails the type check instead of a user's command;
+likewise each composed repository against its own protocol, and the drivers' connections
+(sqlite3's, psycopg's) against what the store calls on them.
 """
 
 from __future__ import annotations
@@ -10,9 +12,23 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import sqlite3
+
+    import psycopg
+
     from kbdesk.store.api import ChatStore, Store, TeamStore, Transactions, VectorIndex
+    from kbdesk.store.chat_api import ConversationRows, NoteRows, PersonaRows
+    from kbdesk.store.core.bulk import Transfer
+    from kbdesk.store.core.cache import EmbeddingCache
+    from kbdesk.store.core.chat import Conversations
+    from kbdesk.store.core.documents import Documents
+    from kbdesk.store.core.notes import Notes
+    from kbdesk.store.core.personas import Personas
     from kbdesk.store.postgres.connection import PostgresStore
+    from kbdesk.store.postgres.dbapi import PgConnection
     from kbdesk.store.postgres.vectors import PgVectorIndex
+    from kbdesk.store.rows_api import CacheRows, DocumentRows, TransferRows
+    from kbdesk.store.sqlite.dbapi import SqliteConnection
     from kbdesk.store.sqlite.store import SqliteStore
     from kbdesk.store.sqlite.vectors import NumpyIndex, SqliteVecIndex
 
@@ -31,3 +47,24 @@ if TYPE_CHECKING:
         _vec: VectorIndex = vec
         _numpy: VectorIndex = numpy
         _pg: VectorIndex = pg
+
+    def connections_keep_it(lite: sqlite3.Connection, pg: psycopg.Connection[tuple[object, ...]]) -> None:
+        # what the store calls on a connection (kbdesk.store.dbapi) is what the drivers offer
+        _lite: SqliteConnection = lite
+        _pg: PgConnection = pg
+
+    def repositories_keep_it(
+        documents: Documents,
+        transfer: Transfer,
+        cache: EmbeddingCache,
+        conversations: Conversations,
+        personas: Personas,
+        notes: Notes,
+    ) -> None:
+        # each composed repository keeps its own protocol (Store and ChatStore are their sum)
+        _documents: DocumentRows = documents
+        _transfer: TransferRows = transfer
+        _cache: CacheRows = cache
+        _conversations: ConversationRows = conversations
+        _personas: PersonaRows = personas
+        _notes: NoteRows = notes

@@ -5,23 +5,28 @@ and asks its engine (``store.db``) for the few things the two databases do diffe
 the placeholder style, how a list becomes a parameter, JSON in and out, timestamps,
 which ids can exist, text the database refuses, row locks, savepoints, and the names
 of kbdesk's own side tables. Everything an engine stores differently (chunks and their
-keyword rows, vectors) stays in the engine's own modules behind the hooks the core
-calls (see :class:`kbdesk.store.core.documents.DocumentsCore`).
+keyword rows, vectors, whole documents moving in and out, notes' ranking, settings)
+stays in the engine's own objects, each behind a protocol of its own
+(:class:`kbdesk.store.core.parts.ChunkStorage`, :class:`~kbdesk.store.core.parts.BulkStorage`,
+:class:`kbdesk.store.core.cache.CacheVectors`, :class:`kbdesk.store.core.notes.NoteKeywords`,
+:class:`kbdesk.store.chat_api.Settings`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Any, ClassVar, overload
 
+from kbdesk.store.dbapi import Connection
 from kbdesk.store.ids import iso, utcnow
 
 __all__ = ["Engine"]
 
 
-class Engine:
+class Engine(ABC):
     """What an engine answers, with the answers of plain SQL (``?`` placeholders, JSON as
     text, ISO-8601 times): :class:`kbdesk.store.sqlite.engine.SqliteEngine` keeps them,
     :class:`kbdesk.store.postgres.engine.PostgresEngine` gives its own."""
@@ -100,26 +105,18 @@ class Engine:
         they are ids (which Postgres keeps as UUIDs)."""
         return f"{expr} IN ({','.join('?' * len(values))})", list(values)
 
-    def executemany(self, conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        if rows:
-            conn.executemany(self.sql(sql), rows)
+    @abstractmethod
+    def executemany(self, conn: Connection, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run ``sql`` (``?`` placeholders) once per row, as one statement batch."""
 
-    def delete(self, conn: Any, table: str, where: str, args: Sequence[Any] = ()) -> int:
+    def delete(self, conn: Connection, table: str, where: str, args: Sequence[Any] = ()) -> int:
         """``DELETE FROM table WHERE where`` (``?`` placeholders); the number of rows gone.
         (A kbdesk user on a team server deletes through the database's own function.)"""
         return int(conn.execute(self.sql(f"DELETE FROM {table} WHERE {where}"), tuple(args)).rowcount)
 
-    @contextmanager
-    def savepoint(self, conn: Any) -> Iterator[None]:
+    @abstractmethod
+    def savepoint(self, conn: Connection) -> AbstractContextManager[None]:
         """A nested transaction: what fails inside it is undone alone."""
-        conn.execute("SAVEPOINT kbdesk_step")
-        try:
-            yield
-        except BaseException:
-            conn.execute("ROLLBACK TO kbdesk_step")
-            conn.execute("RELEASE kbdesk_step")
-            raise
-        conn.execute("RELEASE kbdesk_step")
 
 
 class _TableNames(dict[str, str]):

@@ -4,7 +4,7 @@ A side reads documents as plain dicts (row fields, ``extracted_sections``, ``chu
 with ``vector`` as unit float32 bytes at the KB's dimension, ``blob`` with the original
 bytes when known) and writes a batch of them in one transaction, replacing documents
 already present under the same ids — all through the store's bulk methods
-(:class:`kbdesk.store.core.bulk.BulkCore`). Original bytes live in the desk's files
+(:class:`kbdesk.store.core.bulk.Transfer`). Original bytes live in the desk's files
 directory, or in the database on an engine that keeps them there.
 """
 

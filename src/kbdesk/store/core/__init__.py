@@ -1,7 +1,12 @@
 """The store core: kbdesk's records written once, over an engine and an access policy.
 
-Each store (:class:`kbdesk.store.sqlite.SqliteStore`, :class:`kbdesk.store.postgres.PostgresStore`)
-mixes these classes in and gives them ``self.db`` (:class:`kbdesk.store.engine.Engine`),
-``self.policy`` (:mod:`kbdesk.store.policy`), ``write()``, ``read()``, ``connection()``
-and ``vectors``; the few things stored differently are hooks each engine implements.
+Composed repositories (:mod:`.compose`): the documents (:mod:`.documents`,
+:mod:`.claiming`, :mod:`.ready`), the transfer (:mod:`.bulk`), the embedding cache
+(:mod:`.cache`), and the chat's conversations, personas, notes and their own rows
+(:mod:`.chat`, :mod:`.personas`, :mod:`.notes`, :mod:`.own_rows`), each given the
+store's :class:`~.compose.Base`, the KB records it needs (:class:`~.parts.KbRecords`)
+and, where the engines differ, an engine object behind a protocol of its own
+(:class:`~.parts.ChunkStorage`, :class:`~.parts.BulkStorage`, …). The KB records
+and the lookup (:mod:`.records`, :mod:`.facts`) are still classes each store inherits
+(:class:`~.parts.StoreParts`).
 """

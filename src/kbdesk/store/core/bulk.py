@@ -1,6 +1,6 @@
 """Whole documents in and out of a store, for export and import (``kbdesk export``).
 
-:meth:`BulkCore.import_documents` writes a batch of documents — rows, chunks with their
+:meth:`Transfer.import_documents` writes a batch of documents — rows, chunks with their
 vectors, original bytes where the engine keeps them — in ONE transaction, replacing a
 document already present under the same id (or the same source path) whole, so running
 the same batch twice leaves the same rows. Ids are kept, so a KB moved back and forth
@@ -18,9 +18,12 @@ from typing import Any
 from kbdesk.errors import ConflictError, InvalidInputError
 from kbdesk.filters import file_type_of
 from kbdesk.ingest.names import UPLOAD, file_of
-from kbdesk.models import ChunkInput, KnowledgeBase
-from kbdesk.store.core.parts import StoreParts, VectorChanges
+from kbdesk.models import ChunkInput
+from kbdesk.store.core.compose import Base
+from kbdesk.store.core.documents import Documents
+from kbdesk.store.core.parts import BulkStorage, ChunkStorage, KbRecords, VectorChanges
 from kbdesk.store.doc_types import FACT_COLUMNS, facts_values, storage_key
+from kbdesk.store.engine import Engine
 
 EXPORT_COLUMNS = (
     "id",
@@ -44,17 +47,31 @@ EXPORT_COLUMNS = (
 )
 
 
-class BulkCore(StoreParts):
-    """Needs the store core's ``db``, ``policy``, ``_get_kb``, ``_recount`` and the
-    document hooks; engine hooks: :meth:`_export_vectors`, :meth:`_import_chunks` and
-    the blob hooks."""
+class Transfer:
+    """Whole documents in and out over the store's ``base``, its KB records (``kbs``), its
+    documents (their chunks go with them), the engine's ``chunks`` (the vector index kept
+    along) and its :class:`~kbdesk.store.core.parts.BulkStorage` (``storage``:
+    vectors out, chunks in, original bytes, sources)."""
+
+    def __init__(
+        self, base: Base, kbs: KbRecords, documents: Documents, chunks: ChunkStorage, storage: BulkStorage
+    ) -> None:
+        self.base = base
+        self.kbs = kbs
+        self.documents = documents
+        self.chunks = chunks
+        self.storage = storage
+
+    @property
+    def db(self) -> Engine:
+        return self.base.db
 
     def document_summaries(self, kb_id: str) -> dict[str, dict[str, Any]]:
         """Every document of a KB with what decides whether two copies are the same:
         status, filename, content hash, size and each chunk's (index, text hash, has vector);
         ``order`` (its first chunk's seq) lets a copy keep the order of the chunks."""
         sql = self.db.sql
-        with self.read() as conn:
+        with self.base.read() as conn:
             docs = conn.execute(
                 sql(
                     "SELECT id, status, filename, content_hash, size_bytes, created_at FROM kb_documents "
@@ -94,12 +111,12 @@ class BulkCore(StoreParts):
         ``dims``) and original bytes where the engine holds them."""
         where, args = self.db.in_list("id", list(doc_ids), ids=True)
         chunk_where, chunk_args = self.db.in_list("document_id", list(doc_ids), ids=True)
-        with self.read() as conn:
+        with self.base.read() as conn:
             docs = conn.execute(
                 self.db.sql(f"SELECT {', '.join(EXPORT_COLUMNS)} FROM kb_documents WHERE kb_id = ? AND {where}"),
                 (kb_id, *args),
             ).fetchall()
-            chunks = self._export_vectors(
+            chunks = self.storage.export_vectors(
                 conn,
                 f"SELECT document_id, id, chunk_index, content, token_count, metadata, "
                 f"content_hash, {{vector}} FROM kb_chunks WHERE {chunk_where} "
@@ -107,7 +124,7 @@ class BulkCore(StoreParts):
                 chunk_args,
                 dims,
             )
-            blobs = self._document_blobs(conn, [d[0] for d in docs])
+            blobs = self.storage.document_blobs(conn, [d[0] for d in docs])
         by_doc: dict[str, list[dict[str, Any]]] = {}
         for doc_id, chunk_id, index, content, tokens, meta, text_hash, vector in chunks:
             by_doc.setdefault(str(doc_id), []).append(
@@ -145,9 +162,9 @@ class BulkCore(StoreParts):
             raise InvalidInputError(f"ids here are UUIDs; '{bad}' is not one")
         sql = self.db.sql
         changes = VectorChanges()
-        with self.write() as conn:
-            kb = self._get_kb(conn, kb_id)
-            self.policy.check_manage(kb)
+        with self.base.write() as conn:
+            kb = self.kbs._get_kb(conn, kb_id)
+            self.base.policy.check_manage(kb)
             # one import into a KB at a time: a second export of the same KB waits for this
             # batch, then finds its documents here (and replaces them) instead of colliding
             conn.execute(sql(f"SELECT 1 FROM knowledge_bases WHERE id = ?{self.db.for_update}"), (kb_id,))
@@ -164,7 +181,10 @@ class BulkCore(StoreParts):
                     sql(f"SELECT id, source_path FROM kb_documents WHERE kb_id = ? AND {where}"), (kb_id, *args)
                 ).fetchall()
             )
-            docs = [dict(d, source_path=self._incoming_source(d.get("source_path")) or kept.get(d["id"])) for d in docs]
+            docs = [
+                dict(d, source_path=self.storage.incoming_source(d.get("source_path")) or kept.get(d["id"]))
+                for d in docs
+            ]
             # one document per source path: a copy coming in replaces another row of its path
             sources = [self.db.text(d["source_path"]) for d in docs if d.get("source_path")]
             source_where, source_args = self.db.in_list("source_path", sources)
@@ -172,29 +192,22 @@ class BulkCore(StoreParts):
                 sql(f"SELECT id FROM kb_documents WHERE {where} OR (kb_id = ? AND {source_where})"),
                 (*args, kb_id, *source_args),
             ).fetchall()
-            self._vectors_touch(conn, kb_id, changes)
+            self.chunks.vectors_touch(conn, kb_id, changes)
             for (doc_id,) in replaced:
-                self._delete_chunks(conn, kb_id, str(doc_id), changes)
+                self.documents._delete_chunks(conn, kb_id, str(doc_id), changes)
                 self.db.delete(conn, "kb_documents", "id = ?", (doc_id,))
             self.db.executemany(conn, self._IMPORT_SQL, [self._import_row(kb_id, d) for d in docs])
-            self._store_blobs(conn, [(d["id"], d["blob"]) for d in docs if d.get("blob") is not None])
-            self._import_chunks(conn, kb, docs, changes)
-            self._vectors_written(conn, changes)
-            self._recount(conn, kb_id)
+            self.storage.store_blobs(conn, [(d["id"], d["blob"]) for d in docs if d.get("blob") is not None])
+            self.storage.import_chunks(conn, kb, docs, changes)
+            self.chunks.vectors_written(conn, changes)
+            self.kbs._recount(conn, kb_id)
 
     def index_vectors(self, kb_id: str) -> None:
         """Bring the KB's vector index up to date after an import (a server-side index is
         built once, at the end, rather than after every batch)."""
         changes = VectorChanges()
         changes.kbs.add(kb_id)
-        self._vectors_committed(changes)
-
-    def _incoming_source(self, source: str | None) -> str | None:
-        """A copied document's source as this store keeps it: a path (or an upload's
-        name) as it is; another server's hidden path means nothing here (None)."""
-        if source and (file_of(source) is not None or source.startswith(UPLOAD)):
-            return source
-        return None
+        self.chunks.vectors_committed(changes)
 
     _IMPORT_SQL = (
         "INSERT INTO kb_documents(id, kb_id, filename, content_type, size_bytes, storage_key, "
@@ -220,7 +233,7 @@ class BulkCore(StoreParts):
             len(d["chunks"]),
             d.get("status") or "ready",
             db.text(d.get("error")),
-            self.local_user_id,
+            self.base.local_user_id,
             d.get("content_hash"),
             db.text(d.get("source_path")),
             d.get("source_mtime"),
@@ -231,7 +244,7 @@ class BulkCore(StoreParts):
             file_type_of(filename),
             *self._incoming_facts(d),
             # where it was added from: a path on the exporting machine; a team server keeps none
-            db.text(d.get("folder")) if self.kind == "sqlite" else None,
+            db.text(d.get("folder")) if self.db.name == "sqlite" else None,
         )
 
     def _incoming_facts(self, d: dict[str, Any]) -> tuple[Any, Any, Any, Any]:
@@ -245,39 +258,20 @@ class BulkCore(StoreParts):
     def delete_documents(self, kb_id: str, doc_ids: Sequence[str]) -> int:
         """Delete documents of a KB (an export with ``prune``), in one transaction."""
         changes = VectorChanges()
-        with self.write() as conn:
-            self.policy.check_manage(self._get_kb(conn, kb_id))
+        with self.base.write() as conn:
+            self.base.policy.check_manage(self.kbs._get_kb(conn, kb_id))
             where, args = self.db.in_list("id", list(doc_ids), ids=True)
             gone = conn.execute(
                 self.db.sql(f"SELECT id FROM kb_documents WHERE kb_id = ? AND {where}"), (kb_id, *args)
             ).fetchall()
-            self._vectors_touch(conn, kb_id, changes)
+            self.chunks.vectors_touch(conn, kb_id, changes)
             for (doc_id,) in gone:
-                self._delete_chunks(conn, kb_id, str(doc_id), changes)
+                self.documents._delete_chunks(conn, kb_id, str(doc_id), changes)
                 self.db.delete(conn, "kb_documents", "id = ?", (doc_id,))
-            self._vectors_written(conn, changes)
-            self._recount(conn, kb_id)
-        self._vectors_committed(changes)
+            self.chunks.vectors_written(conn, changes)
+            self.kbs._recount(conn, kb_id)
+        self.chunks.vectors_committed(changes)
         return len(gone)
-
-    # ── hooks ──────────────────────────────────────────────────────────────────
-    def _export_vectors(self, conn: Any, sql: str, args: list[Any], dims: int | None) -> list[Sequence[Any]]:
-        """Run the chunk query (``{vector}`` stands for the vector column) with each
-        vector as unit float32 bytes at ``dims``, or None."""
-        raise NotImplementedError
-
-    def _import_chunks(
-        self, conn: Any, kb: KnowledgeBase, docs: Sequence[dict[str, Any]], changes: VectorChanges
-    ) -> None:
-        """Store the documents' chunks under their own ids, with keyword rows and vectors."""
-        raise NotImplementedError
-
-    def _document_blobs(self, conn: Any, doc_ids: list[str]) -> dict[str, bytes]:
-        """Original bytes the database holds, by document id (none on an engine that keeps files)."""
-        return {}
-
-    def _store_blobs(self, conn: Any, blobs: list[tuple[str, bytes]]) -> None:
-        """Keep original bytes in the database (an engine that keeps files leaves them to the caller)."""
 
 
 def _moment(value: Any, db: Any) -> Any:
@@ -288,3 +282,11 @@ def _moment(value: Any, db: Any) -> Any:
         return db.at(datetime.fromisoformat(str(value).replace("Z", "+00:00")))
     except ValueError:
         return db.now()
+
+
+def local_incoming_source(source: str | None) -> str | None:
+    """A copied document's source as a local file keeps it: a path (or an upload's name)
+    as it is; another server's hidden path means nothing here (None)."""
+    if source and (file_of(source) is not None or source.startswith(UPLOAD)):
+        return source
+    return None

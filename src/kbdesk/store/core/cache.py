@@ -9,31 +9,57 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from kbdesk.errors import InvalidInputError
 from kbdesk.models import KnowledgeBase
-from kbdesk.store.core.parts import StoreParts
+from kbdesk.store.core.compose import Base
+from kbdesk.store.core.parts import KbRecords
+from kbdesk.store.dbapi import Connection
+from kbdesk.store.engine import Engine
 from kbdesk.store.unit_vectors import normalise
 
 
-class CacheCore(StoreParts):
-    """Needs ``self.db``, ``self.policy``, ``write()``, ``connection()``, ``audit()``, ``vectors``
-    and ``_get_kb``. Engine hooks: :meth:`_chunk_vectors`, :meth:`_swap_vectors`."""
+class CacheVectors(Protocol):
+    """An engine's answers for the embedding cache: where chunks keep their vectors."""
 
-    cache_key = "(model, text_hash)"
-    """The cache table's unique key."""
+    @property
+    def key(self) -> str:
+        """The cache table's unique key (``ON CONFLICT`` target)."""
+        ...
+
+    def chunk_vectors(self, conn: Connection, model_id: str, hashes: list[str]) -> dict[str, bytes]:
+        """Vectors of chunks embedded with ``model_id`` whose text hash is among ``hashes``."""
+        ...
+
+    def swap_vectors(self, conn: Connection, kb_id: str, model_key: str, dims: int | None) -> None:
+        """Give the KB's chunks their vectors from the cache under ``model_key``."""
+        ...
+
+
+class EmbeddingCache:
+    """The embedding cache, model swaps and the usage log, over the store's ``base``,
+    its KB records (``kbs``) and the engine's :class:`CacheVectors`."""
+
+    def __init__(self, base: Base, kbs: KbRecords, engine: CacheVectors) -> None:
+        self.base = base
+        self.kbs = kbs
+        self.engine = engine
+
+    @property
+    def db(self) -> Engine:
+        return self.base.db
 
     def cached_vectors(self, model_id: str, hashes: Iterable[str]) -> dict[str, bytes]:
         """Known vectors of ``model_id`` for these text hashes: from any KB's chunks
         embedded with that model, then from the staging cache."""
         hashes = list(dict.fromkeys(hashes))
         out: dict[str, bytes] = {}
-        conn = self.connection()
+        conn = self.base.connection()
         step = self.db.list_chunk
         for start in range(0, len(hashes), step):
             part = hashes[start : start + step]
-            out.update(self._chunk_vectors(conn, model_id, part))
+            out.update(self.engine.chunk_vectors(conn, model_id, part))
             rest = [h for h in part if h not in out]
             if rest:
                 where, args = self.db.in_list("text_hash", rest)
@@ -54,11 +80,11 @@ class CacheCore(StoreParts):
         for h, vector in items:
             blob = vector if isinstance(vector, bytes) else normalise(vector, what="vector").tobytes()
             rows.append((model_key, h, len(blob) // 4, blob, now))
-        with self.write() as conn:
+        with self.base.write() as conn:
             self.db.executemany(
                 conn,
                 f"INSERT INTO {self.db.table('embedding_cache')}(model, text_hash, dimensions, "
-                f"embedding, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT {self.cache_key} DO UPDATE "
+                f"embedding, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT {self.engine.key} DO UPDATE "
                 "SET dimensions = excluded.dimensions, embedding = excluded.embedding, "
                 "created_at = excluded.created_at",
                 rows,
@@ -68,7 +94,7 @@ class CacheCore(StoreParts):
         """Forget cached vectors of ``model_key`` for these text hashes."""
         todo = list(hashes)
         step = self.db.list_chunk
-        with self.write() as conn:
+        with self.base.write() as conn:
             for start in range(0, len(todo), step):
                 where, args = self.db.in_list("text_hash", todo[start : start + step])
                 self.db.delete(conn, self.db.table("embedding_cache"), f"model = ? AND {where}", (model_key, *args))
@@ -76,7 +102,7 @@ class CacheCore(StoreParts):
     def prune_cached_vectors(self, prefix: str, days: int) -> int:
         """Forget cached vectors under keys starting with ``prefix`` older than ``days``."""
         cutoff = self.db.at(datetime.now(UTC) - timedelta(days=int(days)))
-        with self.write() as conn:
+        with self.base.write() as conn:
             return self.db.delete(
                 conn,
                 self.db.table("embedding_cache"),
@@ -87,7 +113,7 @@ class CacheCore(StoreParts):
     def chunk_texts(self, kb_id: str) -> list[tuple[str, str]]:
         """Distinct (text_hash, content) of a KB's chunks."""
         rows = (
-            self.connection()
+            self.base.connection()
             .execute(
                 self.db.sql("SELECT content_hash, min(content) FROM kb_chunks WHERE kb_id = ? GROUP BY content_hash"),
                 (kb_id,),
@@ -103,9 +129,9 @@ class CacheCore(StoreParts):
         its embedding_config says so) or nothing changes.
         """
         sql, cache = self.db.sql, self.db.table("embedding_cache")
-        with self.write() as conn:
-            kb = self._get_kb(conn, kb_id)
-            self.policy.check_manage(kb)
+        with self.base.write() as conn:
+            kb = self.kbs._get_kb(conn, kb_id)
+            self.base.policy.check_manage(kb)
             missing = conn.execute(
                 sql(
                     f"SELECT count(*) FROM kb_chunks c WHERE c.kb_id = ? AND NOT EXISTS (SELECT 1 FROM {cache} e "
@@ -124,8 +150,8 @@ class CacheCore(StoreParts):
             ).fetchone()
             if dims[0] != dims[1]:
                 raise InvalidInputError(f"{model_id} returned vectors of different sizes ({dims[0]} and {dims[1]})")
-            self.vectors.drop(conn, kb_id)
-            self._swap_vectors(conn, kb_id, model_key, dims[0])
+            self.kbs.vectors.drop(conn, kb_id)
+            self.engine.swap_vectors(conn, kb_id, model_key, dims[0])
             config = dict(kb.embedding_config, provider=provider, model_id=model_id)
             if dims[0] is not None:
                 config["dimensions"] = dims[0]
@@ -134,7 +160,7 @@ class CacheCore(StoreParts):
                 (self.db.json_in(config), self.db.now(), kb_id),
             )
             self.db.delete(conn, cache, "model = ?", (model_key,))  # now in kb_chunks
-            self.audit(
+            self.kbs.audit(
                 conn,
                 "kb.reembed",
                 kb_id,
@@ -144,7 +170,7 @@ class CacheCore(StoreParts):
                     "to": {"provider": provider, "model_id": model_id, "dimensions": dims[0]},
                 },
             )
-            return self._get_kb(conn, kb_id)
+            return self.kbs._get_kb(conn, kb_id)
 
     def log_usage(
         self,
@@ -158,7 +184,7 @@ class CacheCore(StoreParts):
         completion_tokens: int | None = None,
         total_tokens: int | None = None,
     ) -> None:
-        with self.write() as conn:
+        with self.base.write() as conn:
             conn.execute(
                 self.db.sql(
                     f"INSERT INTO {self.db.table('usage_log')}(created_at, user_id, role, provider, "
@@ -167,7 +193,7 @@ class CacheCore(StoreParts):
                 ),
                 (
                     self.db.now(),
-                    self.local_user_id,
+                    self.base.local_user_id,
                     role,
                     provider,
                     model,
@@ -178,12 +204,3 @@ class CacheCore(StoreParts):
                     inputs,
                 ),
             )
-
-    # ── hooks ──────────────────────────────────────────────────────────────────
-    def _chunk_vectors(self, conn: Any, model_id: str, hashes: list[str]) -> dict[str, bytes]:
-        """Vectors of chunks embedded with ``model_id`` whose text hash is among ``hashes``."""
-        raise NotImplementedError
-
-    def _swap_vectors(self, conn: Any, kb_id: str, model_key: str, dims: int | None) -> None:
-        """Give the KB's chunks their vectors from the cache under ``model_key``."""
-        raise NotImplementedError

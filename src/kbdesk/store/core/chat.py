@@ -3,9 +3,9 @@ and the chat's small settings, for both engines.
 
 A conversation is a row of ``channels`` owned by one user; its messages, tool calls
 and KB toggles (``channel_knowledge_bases``, seed 000 §8) go with it. Rows only: what
-the bindings mean (the resolution chain) is :mod:`kbdesk.chat.resolve`. Engine hooks:
-:meth:`get_setting` and :meth:`set_setting` (a local file keeps one user's settings; a
-team server one set per user).
+the bindings mean (the resolution chain) is :mod:`kbdesk.chat.resolve`. The chat's small
+settings are each engine's own (:class:`kbdesk.store.api.Settings`: a local file keeps
+one user's settings, a team server one set per user).
 """
 
 from __future__ import annotations
@@ -15,7 +15,10 @@ from typing import Any
 
 from kbdesk.errors import InvalidInputError, NotFoundError
 from kbdesk.store.chat import ROLES, STATUSES, UNSET, ChatMessage, Conversation, ToolCallRecord, clean_title
-from kbdesk.store.core.parts import StoreParts
+from kbdesk.store.core.compose import Base
+from kbdesk.store.core.own_rows import OwnRows
+from kbdesk.store.dbapi import Connection
+from kbdesk.store.engine import Engine
 from kbdesk.store.ids import new_id
 from kbdesk.store.personas import check_retrieval, filters_in, filters_out
 
@@ -24,13 +27,20 @@ _MSG = "id, channel_id, role, content, tool_call_id, status, model, sources, cre
 _COUNT = "(SELECT count(*) FROM {chat_messages} m WHERE m.channel_id = c.id)"
 
 
-class ChatCore(StoreParts):
-    """Needs ``self.db``, ``write()``, ``connection()``, ``local_user_id`` and
-    :class:`kbdesk.store.core.personas.PersonasCore` (``_find_row``, ``_row``)."""
+class Conversations:
+    """This user's conversations, their messages, tool calls and KB toggles."""
+
+    def __init__(self, base: Base, rows: OwnRows) -> None:
+        self.base = base
+        self.rows = rows
+
+    @property
+    def db(self) -> Engine:
+        return self.base.db
 
     def _conversation(self, row: Sequence[Any]) -> Conversation:
         """A row of (_CONV columns…, message count)."""
-        values = self._row(row, (4, 5))
+        values = self.rows.row(row, (4, 5))
         conv_id, title, persona_id, project_id, created, updated, retrieval, filters = values[:8]
         return Conversation(
             conv_id,
@@ -49,13 +59,13 @@ class ChatCore(StoreParts):
         self, title: str = "", *, persona_id: str | None = None, project_id: str | None = None
     ) -> Conversation:
         conv_id, now = new_id(), self.db.now()
-        with self.write() as conn:
+        with self.base.write() as conn:
             conn.execute(
                 self.db.sql(
                     "INSERT INTO channels(id, title, owner_id, persona_id, project_id, created_at, "
                     "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
                 ),
-                (conv_id, self.db.text(clean_title(title)), self.local_user_id, persona_id, project_id, now, now),
+                (conv_id, self.db.text(clean_title(title)), self.base.local_user_id, persona_id, project_id, now, now),
             )
         return self.get_conversation(conv_id)
 
@@ -64,21 +74,21 @@ class ChatCore(StoreParts):
 
     def find_conversation(self, ref: str) -> Conversation:
         """This user's conversation by id, title (one only) or a unique id prefix."""
-        row = self._find_row("channels", _CONV, ref, "conversation", "title")
+        row = self.rows.find("channels", _CONV, ref, "conversation", "title")
         count = (
-            self.connection()
+            self.base.connection()
             .execute(self.db.table_sql("SELECT count(*) FROM {chat_messages} WHERE channel_id = ?"), (row[0],))
             .fetchone()[0]
         )
         return self._conversation([*row, count])
 
     def list_conversations(self, project_id: str | None = None) -> list[Conversation]:
-        where, args = "c.owner_id = ?", [self.local_user_id]
+        where, args = "c.owner_id = ?", [self.base.local_user_id]
         if project_id:
             where, args = where + " AND c.project_id = ?", [*args, project_id]
         cols = ", ".join(f"c.{c}" for c in _CONV.split(", "))
         rows = (
-            self.connection()
+            self.base.connection()
             .execute(
                 self.db.table_sql(
                     f"SELECT {cols}, {_COUNT} FROM channels c WHERE {where} "
@@ -111,7 +121,7 @@ class ChatCore(StoreParts):
             changes["persona_id"] = persona_id
         if project_id is not UNSET:
             changes["project_id"] = project_id
-        with self.write() as conn:
+        with self.base.write() as conn:
             conv_id = self.get_conversation(conv_id).id
             if changes:
                 sets = ", ".join(f"{c} = ?" for c in changes)
@@ -122,16 +132,7 @@ class ChatCore(StoreParts):
         return self.get_conversation(conv_id)
 
     def delete_conversation(self, conv_id: str) -> Conversation:
-        return self._delete_row("channels", self.get_conversation(conv_id))
-
-    # ── small settings of the chat (what kbdesk learned about models) ──────────
-    def get_setting(self, key: str) -> str | None:
-        """This user's setting ``key`` (engine hook)."""
-        raise NotImplementedError
-
-    def set_setting(self, key: str, value: str) -> None:
-        """Keep this user's setting ``key`` (engine hook)."""
-        raise NotImplementedError
+        return self.rows.delete("channels", self.get_conversation(conv_id))
 
     # ── messages and tool calls ────────────────────────────────────────────────
     def add_message(
@@ -150,7 +151,7 @@ class ChatCore(StoreParts):
         if role not in ROLES or status not in STATUSES:
             raise InvalidInputError(f"bad message role {role!r} or status {status!r}")
         msg_id, now, db = new_id(), self.db.now(), self.db
-        with self.write() as conn:
+        with self.base.write() as conn:
             conn.execute(
                 db.table_sql(f"INSERT INTO {{chat_messages}}({_MSG}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"),
                 (
@@ -195,7 +196,7 @@ class ChatCore(StoreParts):
         if sources is not None:
             changes["sources"] = self.db.json_in(sources)
         if changes:
-            with self.write() as conn:
+            with self.base.write() as conn:
                 sets = ", ".join(f"{c} = ?" for c in changes)
                 conn.execute(
                     self.db.table_sql(f"UPDATE {{chat_messages}} SET {sets} WHERE id = ?"),
@@ -203,7 +204,7 @@ class ChatCore(StoreParts):
                 )
 
     def set_tool_call_status(self, message_id: str, call_id: str, status: str, error: str | None = None) -> None:
-        with self.write() as conn:
+        with self.base.write() as conn:
             conn.execute(
                 self.db.table_sql(
                     "UPDATE {chat_tool_calls} SET status = ?, error = ? WHERE message_id = ? AND call_id = ?"
@@ -229,14 +230,14 @@ class ChatCore(StoreParts):
             f"SELECT {cols} FROM {{chat_messages}} m JOIN channels c ON c.id = m.channel_id "
             f"WHERE {where} AND c.owner_id = ? ORDER BY m.seq DESC"
         )
-        args = [*args, self.local_user_id]
+        args = [*args, self.base.local_user_id]
         if limit is not None:
             sql, args = sql + " LIMIT ?", [*args, int(limit)]
-        rows = self.connection().execute(self.db.table_sql(sql), args).fetchall()
+        rows = self.base.connection().execute(self.db.table_sql(sql), args).fetchall()
         return self._with_calls([self._message(r) for r in reversed(rows)])
 
     def _message(self, row: Sequence[Any]) -> ChatMessage:
-        values = self._row(row, (8,))
+        values = self.rows.row(row, (8,))
         values[7] = self.db.json_out(values[7])
         return ChatMessage(*values)
 
@@ -246,7 +247,7 @@ class ChatCore(StoreParts):
         step = self.db.list_chunk
         for start in range(0, len(ids), step):
             where, args = self.db.in_list("message_id", ids[start : start + step], ids=True)
-            for msg_id, call_id, name, arguments, status, error in self.connection().execute(
+            for msg_id, call_id, name, arguments, status, error in self.base.connection().execute(
                 self.db.table_sql(
                     f"SELECT message_id, call_id, name, arguments, status, error FROM {{chat_tool_calls}} "
                     f"WHERE {where} ORDER BY message_id, position"
@@ -260,30 +261,30 @@ class ChatCore(StoreParts):
     def channel_kbs(self, channel_id: str) -> list[dict[str, Any]]:
         """The seed's ChannelKB objects: ``kb_id, kb_name, enabled, document_count``."""
         rows = (
-            self.connection()
+            self.base.connection()
             .execute(
                 self.db.sql(
                     "SELECT k.id, k.name, c.enabled, k.document_count FROM channel_knowledge_bases c "
                     "JOIN knowledge_bases k ON k.id = c.kb_id JOIN channels ch ON ch.id = c.channel_id "
                     "WHERE c.channel_id = ? AND ch.owner_id = ? ORDER BY lower(k.name), k.id"
                 ),
-                (channel_id, self.local_user_id),
+                (channel_id, self.base.local_user_id),
             )
             .fetchall()
         )
         return [{"kb_id": r[0], "kb_name": r[1], "enabled": bool(r[2]), "document_count": r[3]} for r in rows]
 
     def set_channel_kb(self, channel_id: str, kb_id: str, enabled: bool) -> None:
-        with self.write() as conn:
+        with self.base.write() as conn:
             self._bind(conn, channel_id, [(kb_id, enabled)])
 
     def set_channel_kbs(self, channel_id: str, enabled: Iterable[str], disabled: Iterable[str] = ()) -> None:
         """Replace the conversation's bindings: ``enabled`` on, ``disabled`` explicitly off."""
-        with self.write() as conn:
+        with self.base.write() as conn:
             self.db.delete(conn, "channel_knowledge_bases", "channel_id = ?", (channel_id,))
             self._bind(conn, channel_id, [(k, False) for k in disabled] + [(k, True) for k in enabled])
 
-    def _bind(self, conn: Any, channel_id: str, rows: Sequence[tuple[str, bool]]) -> None:
+    def _bind(self, conn: Connection, channel_id: str, rows: Sequence[tuple[str, bool]]) -> None:
         """On or off for each (kb_id, enabled); a KB named twice takes its last."""
         self.db.executemany(
             conn,

@@ -4,20 +4,22 @@ A runner claims a row for a new version in the write that bumps its ``version`` 
 for new paths many in one statement, a known path's row only while it is still at the
 version the runner read — and every later status move names that version, so a runner
 that lost its claim never overwrites newer work. Part of
-:class:`kbdesk.store.core.documents.DocumentsCore`, for both engines.
+:class:`kbdesk.store.core.documents.Documents`, for both engines.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbdesk.errors import ConflictError, InvalidInputError, NameTakenError
 from kbdesk.filters import file_type_of
 from kbdesk.models import DOC_STATUSES, Document
 from kbdesk.store.claims import claim_alive, new_claim
-from kbdesk.store.core.parts import StoreParts
+from kbdesk.store.core.compose import Base
+from kbdesk.store.core.parts import ChunkStorage, KbRecords
 from kbdesk.store.core.ready import rows_by_id
+from kbdesk.store.dbapi import Connection
 from kbdesk.store.doc_types import (
     FACT_SETS,
     NAME_RULE,
@@ -27,12 +29,29 @@ from kbdesk.store.doc_types import (
     facts_values,
     storage_key,
 )
+from kbdesk.store.engine import Engine
 from kbdesk.store.ids import new_ids
 
 
-class ClaimsCore(StoreParts):
-    """Needs what :class:`~kbdesk.store.core.documents.DocumentsCore` needs, and its
-    ``_get_document``."""
+class DocumentClaims:
+    """The claiming half of :class:`~kbdesk.store.core.documents.Documents` (one repository
+    in two files): given the store's ``base``, its KB records (``kbs``) and the engine's
+    ``chunks``."""
+
+    def __init__(self, base: Base, kbs: KbRecords, chunks: ChunkStorage) -> None:
+        self.base = base
+        self.kbs = kbs
+        self.chunks = chunks
+
+    @property
+    def db(self) -> Engine:
+        return self.base.db
+
+    if TYPE_CHECKING:  # the other half's (kbdesk.store.core.documents)
+
+        def _doc(self, row: Sequence[Any]) -> Document: ...
+        def _get_document(self, conn: Connection, doc_id: str, *, lock: bool = False) -> Document: ...
+        def get_document(self, doc_id: str) -> Document: ...
 
     # ── claiming work ──────────────────────────────────────────────────────────
     def take_versions(self, specs: Sequence[NewDocument], claim: str) -> list[Document | None]:
@@ -57,9 +76,9 @@ class ClaimsCore(StoreParts):
             raise
 
     def _take_versions(self, specs: Sequence[NewDocument], claim: str) -> list[Document | None]:
-        with self.write() as conn:
+        with self.base.write() as conn:
             for kb_id in sorted({spec.kb_id for spec in specs}):
-                self.policy.check_manage(self._get_kb(conn, kb_id))
+                self.base.policy.check_manage(self.kbs._get_kb(conn, kb_id))
             ids: list[str | None] = [None] * len(specs)
             fresh = [n for n, spec in enumerate(specs) if spec.expected_version is None]
             for n, doc_id in zip(fresh, self._insert_new(conn, [specs[n] for n in fresh], claim), strict=True):
@@ -70,7 +89,7 @@ class ClaimsCore(StoreParts):
             rows = rows_by_id(self, conn, [doc_id for doc_id in ids if doc_id is not None])
         return [None if doc_id is None else rows[doc_id] for doc_id in ids]
 
-    def _insert_new(self, conn: Any, specs: Sequence[NewDocument], claim: str) -> list[str | None]:
+    def _insert_new(self, conn: Connection, specs: Sequence[NewDocument], claim: str) -> list[str | None]:
         """Rows for new paths in one statement; the id of each, or None where another
         runner's row for the path came first."""
         if not specs:
@@ -95,7 +114,7 @@ class ClaimsCore(StoreParts):
                     doc_id,
                     spec.kb_id,
                     storage_key(spec.kb_id, doc_id, filename),
-                    self.local_user_id,
+                    self.base.local_user_id,
                     db.text(spec.source_path),
                     now,
                     now,
@@ -120,8 +139,8 @@ class ClaimsCore(StoreParts):
                 docs, size = stats.get(spec.kb_id, (0, 0))
                 stats[spec.kb_id] = (docs + 1, size + int(spec.size_bytes))
         for kb_id, (docs, size) in stats.items():
-            self._bump(conn, kb_id, docs=docs, size=size)
-        self.audit_many(
+            self.kbs._bump(conn, kb_id, docs=docs, size=size)
+        self.kbs.audit_many(
             conn,
             [
                 (
@@ -136,7 +155,7 @@ class ClaimsCore(StoreParts):
         )
         return taken
 
-    def _take_one(self, conn: Any, spec: NewDocument, claim: str) -> str | None:
+    def _take_one(self, conn: Connection, spec: NewDocument, claim: str) -> str | None:
         """Turn a known path's row to a new version, while it is at ``spec.expected_version``."""
         db, sql = self.db, self.db.sql
         filename = db.text(check_filename(spec.filename))
@@ -174,8 +193,8 @@ class ClaimsCore(StoreParts):
                 doc_id,
             ),
         )
-        self._bump(conn, spec.kb_id, size=int(spec.size_bytes) - int(row[1]))
-        self.audit(
+        self.kbs._bump(conn, spec.kb_id, size=int(spec.size_bytes) - int(row[1]))
+        self.kbs.audit(
             conn,
             "document.update",
             spec.kb_id,
@@ -198,7 +217,7 @@ class ClaimsCore(StoreParts):
 
     def touch_documents(self, items: Sequence[tuple[str, int, float | None]]) -> None:
         """Record a new mtime for files whose bytes did not change (doc id, version, mtime)."""
-        with self.write() as conn:
+        with self.base.write() as conn:
             self.db.executemany(
                 conn,
                 "UPDATE kb_documents SET source_mtime = ? WHERE id = ? AND version = ?",
@@ -210,7 +229,7 @@ class ClaimsCore(StoreParts):
         it is still at the version read; returns those taken, at their new version."""
         sql = self.db.sql
         taken: list[Document] = []
-        with self.write() as conn:
+        with self.base.write() as conn:
             for doc in docs:
                 row = conn.execute(
                     sql(
@@ -235,7 +254,7 @@ class ClaimsCore(StoreParts):
     def release_claims(self, claim: str) -> int:
         """Let go of every row ``claim`` still holds (a run that ended or was cancelled):
         they stay in their status for the next ``add`` or ``resume`` to take."""
-        with self.write() as conn:
+        with self.base.write() as conn:
             return conn.execute(
                 self.db.sql("UPDATE kb_documents SET claimed_by = NULL WHERE claimed_by = ?"), (claim,)
             ).rowcount
@@ -243,10 +262,10 @@ class ClaimsCore(StoreParts):
     def set_statuses(self, updates: Sequence[StatusUpdate]) -> None:
         """Move documents to new statuses in one transaction. An update naming a
         version applies only while the row is at it; a vanished document is skipped."""
-        with self.write() as conn:
+        with self.base.write() as conn:
             self._set_statuses(conn, updates)
 
-    def _set_statuses(self, conn: Any, updates: Sequence[StatusUpdate]) -> None:
+    def _set_statuses(self, conn: Connection, updates: Sequence[StatusUpdate]) -> None:
         """One ``executemany`` per kind of update (with text or not, an error or not,
         naming a version or not)."""
         now = self.db.now()

@@ -1,7 +1,7 @@
 """Documents: reading them and their whole ingestion lifecycle, for both engines.
 
 One row per source path (the rules of identity: :mod:`kbdesk.store.doc_types`). A runner
-claims a row for a new version (:meth:`DocumentsCore.take_versions`) in the write that
+claims a row for a new version (:meth:`Documents.take_versions`) in the write that
 bumps its ``version``; the row moves through ``extracting``, ``chunking`` and
 ``embedding`` (status moves of many documents share a transaction), and becomes
 ``ready`` atomically: its older chunks swapped for the new ones with their keyword rows
@@ -12,8 +12,9 @@ overwrite newer work. A crash before the last
 commit leaves a row in an in-between status (still serving its older chunks, marked
 stale), which the next ``add`` or ``resume`` finishes.
 
-How chunks, keyword rows and vectors are stored is each engine's own (the hooks at the
-end of :class:`DocumentsCore`); the rules above are written here once.
+How chunks, keyword rows and vectors are stored is each engine's own (its
+:class:`~kbdesk.store.core.parts.ChunkStorage`, ``self.chunks``); the rules above are
+written here once.
 """
 
 from __future__ import annotations
@@ -24,12 +25,13 @@ from typing import Any
 
 from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError, StoreError, SupersededError
 from kbdesk.filters import file_type_of
-from kbdesk.ingest import names
 from kbdesk.models import DOC_STATUSES, ChunkInput, Document, DocumentBrief, KnowledgeBase
 from kbdesk.store.claims import claim_alive
-from kbdesk.store.core.claiming import ClaimsCore
-from kbdesk.store.core.parts import VectorChanges
-from kbdesk.store.core.ready import READY_SQL, READY_TEXT_SQL, finish_batch
+from kbdesk.store.core.claiming import DocumentClaims
+from kbdesk.store.core.compose import Base
+from kbdesk.store.core.parts import BulkStorage, ChunkStorage, KbRecords, VectorChanges
+from kbdesk.store.core.ready import READY_SQL, READY_TEXT_SQL, finish_batch, vector_blobs
+from kbdesk.store.dbapi import Connection
 from kbdesk.store.doc_types import (
     DOC_COLUMNS,
     FACT_COLUMNS,
@@ -43,13 +45,16 @@ from kbdesk.store.doc_types import (
     storage_key,
 )
 from kbdesk.store.ids import ID_PREFIX, new_id
-from kbdesk.store.unit_vectors import normalise_rows
 
 
-class DocumentsCore(ClaimsCore):
-    """Documents over ``self.db`` and ``self.policy``; needs ``_get_kb``, ``_bump`` and
-    ``audit`` (:class:`kbdesk.store.core.records.RecordsCore`). Claims and status moves:
-    :class:`~kbdesk.store.core.claiming.ClaimsCore`."""
+class Documents(DocumentClaims):
+    """Documents over the store's ``base``, its KB records (``kbs``: ``_get_kb``, ``_bump``,
+    ``audit``) and the engine's ``chunks`` and ``bulk`` (a file's source key). Claims
+    and status moves: :class:`~kbdesk.store.core.claiming.DocumentClaims`."""
+
+    def __init__(self, base: Base, kbs: KbRecords, chunks: ChunkStorage, bulk: BulkStorage) -> None:
+        super().__init__(base, kbs, chunks)
+        self.bulk = bulk
 
     def _doc(self, row: Sequence[Any]) -> Document:
         values = list(row)
@@ -61,7 +66,7 @@ class DocumentsCore(ClaimsCore):
         return Document(*values)
 
     # ── reading ────────────────────────────────────────────────────────────────
-    def _get_document(self, conn: Any, doc_id: str, *, lock: bool = False) -> Document:
+    def _get_document(self, conn: Connection, doc_id: str, *, lock: bool = False) -> Document:
         row = None
         if self.db.valid_id(doc_id):
             row = conn.execute(
@@ -75,7 +80,7 @@ class DocumentsCore(ClaimsCore):
         return self._doc(row)
 
     def get_document(self, doc_id: str) -> Document:
-        return self._get_document(self.connection(), doc_id)
+        return self._get_document(self.base.connection(), doc_id)
 
     def get_documents(self, doc_ids: Sequence[str]) -> dict[str, Document]:
         """The documents among ``doc_ids`` that exist, by id."""
@@ -85,7 +90,7 @@ class DocumentsCore(ClaimsCore):
         for start in range(0, len(ids), step):
             where, args = self.db.in_list("id", ids[start : start + step], ids=True)
             rows = (
-                self.connection()
+                self.base.connection()
                 .execute(self.db.sql(f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE {where}"), args)
                 .fetchall()
             )
@@ -96,7 +101,7 @@ class DocumentsCore(ClaimsCore):
         """A document of a KB by id, unique id prefix, or filename."""
         prefix = ref.lower() + "%" if ID_PREFIX.match(ref) else None
         rows = (
-            self.connection()
+            self.base.connection()
             .execute(
                 self.db.sql(
                     f"SELECT {DOC_COLUMNS} FROM kb_documents "
@@ -124,7 +129,7 @@ class DocumentsCore(ClaimsCore):
         if status:
             sql += " AND status = ?"
             args += (status,)
-        rows = self.connection().execute(self.db.sql(sql + " ORDER BY filename, created_at, id"), args)
+        rows = self.base.connection().execute(self.db.sql(sql + " ORDER BY filename, created_at, id"), args)
         return [self._doc(r) for r in rows]
 
     def document_briefs(self, kb_id: str) -> list[DocumentBrief]:
@@ -132,7 +137,7 @@ class DocumentsCore(ClaimsCore):
         read is answered by a covering index (schema step ``document_rows``): the columns it
         needs sit after the extracted text in the row, which a large document spills over
         many pages. Errors are read for the failed documents only."""
-        with self.read() as conn:
+        with self.base.read() as conn:
             rows = conn.execute(
                 self.db.sql(
                     "SELECT id, filename, source_path, size_bytes, chunk_count, status FROM kb_documents "
@@ -167,7 +172,7 @@ class DocumentsCore(ClaimsCore):
         row = None
         if self.db.valid_id(doc_id):
             row = (
-                self.connection()
+                self.base.connection()
                 .execute(self.db.sql(f"SELECT {columns} FROM kb_documents WHERE id = ?"), (doc_id,))
                 .fetchone()
             )
@@ -178,7 +183,7 @@ class DocumentsCore(ClaimsCore):
     def searchable_counts(self) -> dict[str, int]:
         """Documents that can be found (they hold chunks), per KB."""
         rows = (
-            self.connection()
+            self.base.connection()
             .execute("SELECT kb_id, count(*) FROM kb_documents WHERE chunk_count > 0 GROUP BY kb_id")
             .fetchall()
         )
@@ -187,12 +192,12 @@ class DocumentsCore(ClaimsCore):
     def source_key(self, path: Path) -> str:
         """The source a file's document is known by in this store: its path (a team
         server keeps hidden paths instead, :func:`kbdesk.ingest.names.hidden_source`)."""
-        return names.source_key(path)
+        return self.bulk.source_key(path)
 
     def failed_counts(self) -> dict[str, int]:
         """Documents whose newest version failed, per KB (KBs with none left out)."""
         rows = (
-            self.connection()
+            self.base.connection()
             .execute("SELECT kb_id, count(*) FROM kb_documents WHERE status = 'error' GROUP BY kb_id")
             .fetchall()
         )
@@ -201,7 +206,7 @@ class DocumentsCore(ClaimsCore):
     def documents_by_source(self, kb_id: str) -> dict[str, Document]:
         """The document of each source path in a KB (what a folder scan compares to)."""
         rows = (
-            self.connection()
+            self.base.connection()
             .execute(
                 self.db.sql(f"SELECT {DOC_COLUMNS} FROM kb_documents WHERE kb_id = ? AND source_path IS NOT NULL"),
                 (kb_id,),
@@ -217,7 +222,7 @@ class DocumentsCore(ClaimsCore):
         if kb_id:
             sql += " AND kb_id = ?"
             args.append(kb_id)
-        rows = self.connection().execute(self.db.sql(sql + " ORDER BY created_at, id"), args).fetchall()
+        rows = self.base.connection().execute(self.db.sql(sql + " ORDER BY created_at, id"), args).fetchall()
         return [d for d in map(self._doc, rows) if not claim_alive(d.claimed_by, d.updated_at)]
 
     # ── making documents ready ─────────────────────────────────────────────────
@@ -244,7 +249,7 @@ class DocumentsCore(ClaimsCore):
         """
         now = self.db.now()
         full = [(*item[:3], item[3] if len(item) > 3 else None, item[4] if len(item) > 4 else None) for item in items]
-        with self.write() as conn:
+        with self.base.write() as conn:
             self._set_statuses(conn, before)
             changes = VectorChanges()
             try:
@@ -266,13 +271,13 @@ class DocumentsCore(ClaimsCore):
                     except Exception as exc:  # noqa: BLE001 - this document alone fails
                         out.append(exc)
             self._set_statuses(conn, after)
-            self._vectors_written(conn, changes)
-        self._vectors_committed(changes)
+            self.chunks.vectors_written(conn, changes)
+        self.chunks.vectors_committed(changes)
         return out
 
     def _finish_one(
         self,
-        conn: Any,
+        conn: Connection,
         doc_id: str,
         chunks: list[ChunkInput],
         vectors: Sequence[Any] | None,
@@ -286,11 +291,11 @@ class DocumentsCore(ClaimsCore):
         doc = self._get_document(conn, doc_id, lock=True)
         if version is not None and doc.version != version:
             raise SupersededError(f"{doc.filename} was claimed for a newer version meanwhile")
-        kb = self._get_kb(conn, doc.kb_id)
+        kb = self.kbs._get_kb(conn, doc.kb_id)
         blobs = self._vector_blobs(conn, kb, vectors, len(chunks))
-        self._vectors_touch(conn, kb.id, changes)
+        self.chunks.vectors_touch(conn, kb.id, changes)
         gone = self._delete_chunks(conn, kb.id, doc_id, changes)
-        self._insert_chunks(conn, kb.id, doc_id, chunks, blobs, now, changes)
+        self.chunks.insert_many(conn, kb.id, [(doc_id, chunks, blobs)], now, changes)
         if text is None:
             conn.execute(self.db.sql(READY_SQL), (len(chunks), now, now, doc_id))
         else:
@@ -298,7 +303,7 @@ class DocumentsCore(ClaimsCore):
                 self.db.sql(READY_TEXT_SQL),
                 (len(chunks), now, now, *self.db.text_and_sections(*text), *facts_values(self.db, text[1]), doc_id),
             )
-        self._bump(conn, kb.id, chunks=len(chunks) - gone)
+        self.kbs._bump(conn, kb.id, chunks=len(chunks) - gone)
         return self._get_document(conn, doc_id)
 
     def finish_document(self, doc_id: str, chunks: Sequence[ChunkInput], vectors: Sequence[Any] | None) -> Document:
@@ -345,11 +350,11 @@ class DocumentsCore(ClaimsCore):
         size = size_bytes if size_bytes is not None else len(text.encode("utf-8", "surrogatepass"))
         now = db.now()
         changes = VectorChanges()
-        with self.write() as conn:
-            kb = self._get_kb(conn, kb_id)
-            self.policy.check_manage(kb)
+        with self.base.write() as conn:
+            kb = self.kbs._get_kb(conn, kb_id)
+            self.base.policy.check_manage(kb)
             blobs = self._vector_blobs(conn, kb, vectors, len(items))
-            self._vectors_touch(conn, kb_id, changes)
+            self.chunks.vectors_touch(conn, kb_id, changes)
             if (
                 source_path is not None
                 and conn.execute(
@@ -374,7 +379,7 @@ class DocumentsCore(ClaimsCore):
                     storage_key(kb_id, doc_id, filename),
                     db.text(text),
                     len(items),
-                    self.local_user_id,
+                    self.base.local_user_id,
                     content_hash,
                     db.text(source_path),
                     now,
@@ -387,102 +392,31 @@ class DocumentsCore(ClaimsCore):
                     *facts_values(db, [(0, len(text), dict(properties or {}))]),
                 ),
             )
-            self._insert_chunks(conn, kb_id, doc_id, items, blobs, now, changes)
-            self._vectors_written(conn, changes)
-            self._bump(conn, kb_id, docs=1, chunks=len(items), size=size)
-            self.audit(conn, "document.upload", kb_id, filename, {"document_id": doc_id, "chunks": len(items)})
+            self.chunks.insert_many(conn, kb_id, [(doc_id, items, blobs)], now, changes)
+            self.chunks.vectors_written(conn, changes)
+            self.kbs._bump(conn, kb_id, docs=1, chunks=len(items), size=size)
+            self.kbs.audit(conn, "document.upload", kb_id, filename, {"document_id": doc_id, "chunks": len(items)})
             doc = self._get_document(conn, doc_id)
-        self._vectors_committed(changes)
+        self.chunks.vectors_committed(changes)
         return doc
 
     def delete_document(self, doc_id: str) -> Document:
         """Delete a document with its chunks, keyword rows and vectors."""
         changes = VectorChanges()
-        with self.write() as conn:
+        with self.base.write() as conn:
             doc = self._get_document(conn, doc_id)
-            self.policy.check_manage(self._get_kb(conn, doc.kb_id))
-            self._vectors_touch(conn, doc.kb_id, changes)
+            self.base.policy.check_manage(self.kbs._get_kb(conn, doc.kb_id))
+            self.chunks.vectors_touch(conn, doc.kb_id, changes)
             count = self._delete_chunks(conn, doc.kb_id, doc_id, changes)
             self.db.delete(conn, "kb_documents", "id = ?", (doc_id,))
-            self._vectors_written(conn, changes)
-            self._bump(conn, doc.kb_id, docs=-1, chunks=-count, size=-doc.size_bytes)
-            self.audit(conn, "document.delete", doc.kb_id, doc.filename, {"document_id": doc_id})
+            self.chunks.vectors_written(conn, changes)
+            self.kbs._bump(conn, doc.kb_id, docs=-1, chunks=-count, size=-doc.size_bytes)
+            self.kbs.audit(conn, "document.delete", doc.kb_id, doc.filename, {"document_id": doc_id})
         return doc
 
-    def _vector_blobs(self, conn: Any, kb: KnowledgeBase, vectors: Any, count: int) -> list[bytes] | None:
-        """Validated unit float32 vectors (bytes at the KB's dimension), or None; a KB that
-        has stored no vectors yet learns its dimension (:meth:`_learn_dimensions`)."""
-        if vectors is None:
-            if kb.model_id:
-                raise InvalidInputError(
-                    f"knowledge base '{kb.name}' embeds with {kb.model_id}: its documents need one vector per chunk"
-                )
-            return None
-        if not kb.model_id:
-            raise InvalidInputError(f"knowledge base '{kb.name}' has no embedding model; it cannot store vectors")
-        if len(vectors) != count:
-            raise InvalidInputError(f"got {len(vectors)} vectors for {count} chunks")
-        dims = kb.dimensions
-        blobs: list[bytes | None] = [None] * count
-        todo: list[int] = []
-        for i, vector in enumerate(vectors):
-            if isinstance(vector, bytes):  # already unit float32 (from the cache)
-                if dims is not None and len(vector) != dims * 4:
-                    raise InvalidInputError(f"vector {i} has {len(vector) // 4} dimensions, expected {dims}")
-                dims = dims or len(vector) // 4
-                blobs[i] = vector
-            else:
-                todo.append(i)
-        if todo:
-            for i, unit in zip(todo, normalise_rows([vectors[i] for i in todo], dims, first=todo[0]), strict=True):
-                blobs[i] = unit.tobytes()
-        out = [b for b in blobs if b is not None]
-        self._learn_dimensions(conn, kb, len(out[0]) // 4)
-        return out
+    def _vector_blobs(self, conn: Connection, kb: KnowledgeBase, vectors: Any, count: int) -> list[bytes] | None:
+        return vector_blobs(self.chunks, conn, kb, vectors, count)
 
-    # ── hooks: how this engine stores chunks and keeps its vector index ────────
-    def _learn_dimensions(self, conn: Any, kb: KnowledgeBase, dims: int) -> None:
-        """Record the KB's vector dimension on its first vectors; refuse another one."""
-        raise NotImplementedError
-
-    def _insert_chunks_many(
-        self,
-        conn: Any,
-        kb_id: str,
-        docs: list[tuple[str, list[ChunkInput], list[bytes] | None]],
-        now: Any,
-        changes: VectorChanges,
-    ) -> None:
-        """Store the chunks of documents of one KB, ``(doc_id, chunks, vectors)`` each, with
-        their keyword rows and vectors (in bulk)."""
-        raise NotImplementedError
-
-    def _delete_chunks_many(self, conn: Any, kb_id: str, doc_ids: list[str], changes: VectorChanges) -> dict[str, int]:
-        """Delete the chunks of documents of one KB (keyword rows and vectors with them);
-        how many went, per document that had any."""
-        raise NotImplementedError
-
-    def _insert_chunks(
-        self,
-        conn: Any,
-        kb_id: str,
-        doc_id: str,
-        items: list[ChunkInput],
-        blobs: list[bytes] | None,
-        now: Any,
-        changes: VectorChanges,
-    ) -> None:
-        self._insert_chunks_many(conn, kb_id, [(doc_id, items, blobs)], now, changes)
-
-    def _delete_chunks(self, conn: Any, kb_id: str, doc_id: str, changes: VectorChanges) -> int:
-        return self._delete_chunks_many(conn, kb_id, [doc_id], changes).get(doc_id, 0)
-
-    def _vectors_touch(self, conn: Any, kb_id: str, changes: VectorChanges) -> None:
-        """A write is about to change ``kb_id``'s vectors."""
-        changes.kbs.add(kb_id)
-
-    def _vectors_written(self, conn: Any, changes: VectorChanges) -> None:
-        """Bring the vector index along, inside the transaction."""
-
-    def _vectors_committed(self, changes: VectorChanges) -> None:
-        """Bring the vector index along, after the commit."""
+    # ── one document's chunks (the engine's ChunkStorage) ──────────────────────
+    def _delete_chunks(self, conn: Connection, kb_id: str, doc_id: str, changes: VectorChanges) -> int:
+        return self.chunks.delete_many(conn, kb_id, [doc_id], changes).get(doc_id, 0)

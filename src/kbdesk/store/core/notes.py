@@ -1,20 +1,23 @@
 """Notes, for both engines: rows, one vector per note, and the two rankings.
 
 Each note belongs to one user. Keyword candidates are the engine's own index (FTS5's
-bm25 on SQLite, BM25 over a tsvector on Postgres: hook :meth:`_note_keyword_candidates`);
+bm25 on SQLite, BM25 over a tsvector on Postgres: the :class:`NoteKeywords` it is given);
 vectors are few (one per note) and ranked here by exact cosine, the same on both.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from kbdesk.cpu_threads import scan
 from kbdesk.errors import InvalidInputError
-from kbdesk.store.core.parts import StoreParts
+from kbdesk.store.core.compose import Base
+from kbdesk.store.core.own_rows import OwnRows
+from kbdesk.store.dbapi import Connection
+from kbdesk.store.engine import Engine
 from kbdesk.store.ids import new_id
 from kbdesk.store.notes import Note, clean_note_text, note_text
 
@@ -22,22 +25,39 @@ _COLS = "id, title, content, created_at, updated_at"
 _N_COLS = ", ".join(f"n.{c}" for c in _COLS.split(", "))
 
 
-class NotesCore(StoreParts):
-    """Needs ``self.db``, ``write()``, ``connection()``, ``local_user_id`` and
-    :class:`kbdesk.store.core.personas.PersonasCore` (``_find_row``, ``_row``)."""
+class NoteKeywords(Protocol):
+    """An engine's keyword ranking of one user's notes."""
+
+    def candidates(self, conn: Connection, owner_id: str, text: str, k: int) -> list[tuple[str, float]]:
+        """Top ``k`` (note id, BM25 score — higher is better) of ``owner_id``'s notes for
+        ``text`` (its words, never query syntax)."""
+        ...
+
+
+class Notes:
+    """This user's notes: rows, one vector per note, and the two rankings."""
+
+    def __init__(self, base: Base, rows: OwnRows, keywords: NoteKeywords) -> None:
+        self.base = base
+        self.rows = rows
+        self.keywords = keywords
+
+    @property
+    def db(self) -> Engine:
+        return self.base.db
 
     def _note(self, row: Sequence[Any]) -> Note:
-        return Note(*self._row(row, (3, 4)))
+        return Note(*self.rows.row(row, (3, 4)))
 
     def create_note(self, content: str, title: str = "") -> Note:
         content, title = clean_note_text(content), clean_note_text(title, "note title").replace("\n", " ")
         if not content:
             raise InvalidInputError("a note must not be empty")
         note_id, now = new_id(), self.db.now()
-        with self.write() as conn:
+        with self.base.write() as conn:
             conn.execute(
                 self.db.table_sql(f"INSERT INTO {{notes}}({_COLS}, owner_id) VALUES (?, ?, ?, ?, ?, ?)"),
-                (note_id, title, content, now, now, self.local_user_id),
+                (note_id, title, content, now, now, self.base.local_user_id),
             )
         return self.find_note(note_id)
 
@@ -53,7 +73,7 @@ class NotesCore(StoreParts):
             changes["title"] = clean_note_text(title, "note title").replace("\n", " ")
         changes = {k: v for k, v in changes.items() if getattr(note, k) != v}
         if changes:
-            with self.write() as conn:
+            with self.base.write() as conn:
                 sets = ", ".join(f"{c} = ?" for c in changes)
                 conn.execute(
                     self.db.table_sql(f"UPDATE {{notes}} SET {sets}, updated_at = ? WHERE id = ?"),
@@ -63,18 +83,18 @@ class NotesCore(StoreParts):
         return self.find_note(note.id)
 
     def delete_note(self, note_id: str) -> Note:
-        return self._delete_row("notes", self.find_note(note_id))
+        return self.rows.delete("notes", self.find_note(note_id))
 
     def find_note(self, ref: str) -> Note:
         """This user's note by id or by a unique id prefix of 4+ characters."""
-        return self._note(self._find_row("notes", _COLS, ref, "note"))
+        return self._note(self.rows.find("notes", _COLS, ref, "note"))
 
     def list_notes(self, limit: int | None = None) -> list[Note]:
         sql = f"SELECT {_COLS} FROM {{notes}} WHERE owner_id = ? ORDER BY updated_at DESC, seq DESC"
-        args: list[Any] = [self.local_user_id]
+        args: list[Any] = [self.base.local_user_id]
         if limit:
             sql, args = sql + " LIMIT ?", [*args, int(limit)]
-        return [self._note(r) for r in self.connection().execute(self.db.table_sql(sql), args).fetchall()]
+        return [self._note(r) for r in self.base.connection().execute(self.db.table_sql(sql), args).fetchall()]
 
     def notes_by_id(self, ids: Sequence[str]) -> dict[str, Note]:
         ids = list(ids)[: self.db.list_chunk]
@@ -82,10 +102,10 @@ class NotesCore(StoreParts):
             return {}
         where, args = self.db.in_list("id", ids, ids=True)
         rows = (
-            self.connection()
+            self.base.connection()
             .execute(
                 self.db.table_sql(f"SELECT {_COLS} FROM {{notes}} WHERE {where} AND owner_id = ?"),
-                [*args, self.local_user_id],
+                [*args, self.base.local_user_id],
             )
             .fetchall()
         )
@@ -93,8 +113,8 @@ class NotesCore(StoreParts):
 
     def note_count(self) -> int:
         return int(
-            self.connection()
-            .execute(self.db.table_sql("SELECT count(*) FROM {notes} WHERE owner_id = ?"), (self.local_user_id,))
+            self.base.connection()
+            .execute(self.db.table_sql("SELECT count(*) FROM {notes} WHERE owner_id = ?"), (self.base.local_user_id,))
             .fetchone()[0]
         )
 
@@ -104,22 +124,18 @@ class NotesCore(StoreParts):
         words are the user's words, never query syntax."""
         if k <= 0 or not (text or "").strip():
             return []
-        return self._note_keyword_candidates(self.connection(), text, int(k))
-
-    def _note_keyword_candidates(self, conn: Any, text: str, k: int) -> list[tuple[str, float]]:
-        """The engine's keyword ranking of this user's notes (hook)."""
-        raise NotImplementedError
+        return self.keywords.candidates(self.base.connection(), self.base.local_user_id, text, int(k))
 
     def note_vector_candidates(self, model: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
         """Top ``k`` (note id, cosine) among notes embedded with ``model`` at the query's dimension."""
         rows = (
-            self.connection()
+            self.base.connection()
             .execute(
                 self.db.table_sql(
                     "SELECT v.note_id, v.embedding FROM {note_vectors} v JOIN {notes} n ON n.id = v.note_id "
                     "WHERE v.model = ? AND v.dimensions = ? AND n.owner_id = ?"
                 ),
-                (model, int(query.size), self.local_user_id),
+                (model, int(query.size), self.base.local_user_id),
             )
             .fetchall()
         )
@@ -132,14 +148,14 @@ class NotesCore(StoreParts):
 
     def notes_without_vector(self, model: str, limit: int) -> list[Note]:
         rows = (
-            self.connection()
+            self.base.connection()
             .execute(
                 self.db.table_sql(
                     f"SELECT {_N_COLS} FROM {{notes}} n "
                     "LEFT JOIN {note_vectors} v ON v.note_id = n.id AND v.model = ? "
                     "WHERE v.note_id IS NULL AND n.owner_id = ? ORDER BY n.updated_at DESC LIMIT ?"
                 ),
-                (model, self.local_user_id, int(limit)),
+                (model, self.base.local_user_id, int(limit)),
             )
             .fetchall()
         )
@@ -149,7 +165,7 @@ class NotesCore(StoreParts):
         """Store (note id, text it was made from, unit vector); a note whose text changed
         meanwhile (or that is gone) is skipped. Returns how many were stored."""
         stored = 0
-        with self.write() as conn:
+        with self.base.write() as conn:
             for note_id, text, vector in items:
                 row = conn.execute(
                     self.db.table_sql("SELECT title, content FROM {notes} WHERE id = ?" + self.db.for_update),

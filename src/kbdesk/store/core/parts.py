@@ -1,12 +1,14 @@
 """What the pieces of a store need from one another, declared once.
 
-A store is assembled from small classes: the core's (records, documents, claims, the
-embedding cache, bulk transfer, lookup, conversations, personas, notes) and each
-engine's own (connections and transactions, how chunks, keyword rows and vectors are
-stored). Every piece inherits :class:`StoreParts`, which names what the assembled
-store provides — its engine object, its access policy, its transactions, and the few
-helpers one piece calls on another — so each piece type-checks on its own and an engine
-that forgets a part fails the type check, not a user's command.
+The KB records and each engine's lookup are classes each store still inherits; both
+inherit :class:`StoreParts`, which names what the assembled store provides — its engine
+object, its access policy, its transactions, its :class:`ChunkStorage` — so each piece
+type-checks on its own and an engine that forgets a part fails the type check, not a
+user's command. The composed repositories
+(:mod:`kbdesk.store.core.compose`) are given the protocols declared here instead:
+:class:`ChunkStorage` and :class:`BulkStorage` (the engine's own objects: how chunks,
+keyword rows and vectors are stored, how whole documents move) and :class:`KbRecords`
+(what they ask of the KB records).
 
 The declarations exist for the type checker only (``TYPE_CHECKING``): at run time
 :class:`StoreParts` is empty, so it never shadows the piece that implements a method,
@@ -18,10 +20,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
-from kbdesk.models import ChunkInput, Document, KnowledgeBase
+from kbdesk.models import ChunkInput, KnowledgeBase
 from kbdesk.store.api import Policy, VectorIndex
+from kbdesk.store.dbapi import Connection
 
 if TYPE_CHECKING:
     from kbdesk.store.engine import Engine
@@ -41,6 +45,106 @@ AuditEntry = tuple[str, str | None, str | None, dict[str, Any] | None]
 """(action, kb id, target, details) of one audit row."""
 
 
+ChunkBatch = list[tuple[str, list[ChunkInput], list[bytes] | None]]
+"""The chunks of documents of one KB: (document id, chunks, unit vectors as bytes or None)."""
+
+
+class ChunkStorage(Protocol):
+    """How an engine stores chunks, their keyword rows and vectors, and keeps its vector
+    index along (:class:`kbdesk.store.sqlite.chunks.SqliteChunks`,
+    :class:`kbdesk.store.postgres.chunks.PgChunks`): what the KB records and documents ask."""
+
+    def check_config(self, config: dict[str, Any]) -> None:
+        """Refuse a KB configuration this engine cannot store."""
+        ...
+
+    def kb_created(self, conn: Connection, kb_id: str, config: dict[str, Any]) -> None:
+        """Engine bookkeeping for a new KB, inside its transaction."""
+        ...
+
+    def lock_names(self, conn: Connection, name: str) -> None:
+        """Serialise checks of a KB ``name`` with the writes they guard."""
+        ...
+
+    def learn_dimensions(self, conn: Connection, kb: KnowledgeBase, dims: int) -> None:
+        """Record the KB's vector dimension on its first vectors; refuse another one."""
+        ...
+
+    def insert_many(self, conn: Connection, kb_id: str, docs: ChunkBatch, now: Any, changes: VectorChanges) -> None:
+        """Store the chunks of documents of one KB with their keyword rows and vectors (in bulk)."""
+        ...
+
+    def delete_many(self, conn: Connection, kb_id: str, doc_ids: list[str], changes: VectorChanges) -> dict[str, int]:
+        """Delete the chunks of documents of one KB (keyword rows and vectors with them);
+        how many went, per document that had any."""
+        ...
+
+    def vectors_touch(self, conn: Connection, kb_id: str, changes: VectorChanges) -> None:
+        """A write is about to change ``kb_id``'s vectors."""
+        ...
+
+    def vectors_written(self, conn: Connection, changes: VectorChanges) -> None:
+        """Bring the vector index along, inside the transaction."""
+        ...
+
+    def vectors_committed(self, changes: VectorChanges) -> None:
+        """Bring the vector index along, after the commit."""
+        ...
+
+
+class BulkStorage(Protocol):
+    """How an engine moves whole documents in and out (export and import,
+    :class:`kbdesk.store.core.bulk.Transfer`), and names a file's document."""
+
+    def source_key(self, path: Path) -> str:
+        """The source a file's document is known by in this store."""
+        ...
+
+    def incoming_source(self, source: str | None) -> str | None:
+        """A copied document's source as this store keeps it (None: none)."""
+        ...
+
+    def export_vectors(self, conn: Connection, sql: str, args: list[Any], dims: int | None) -> list[Sequence[Any]]:
+        """Run the chunk query (``{vector}`` stands for the vector column) with each
+        vector as unit float32 bytes at ``dims``, or None."""
+        ...
+
+    def import_chunks(
+        self, conn: Connection, kb: KnowledgeBase, docs: Sequence[dict[str, Any]], changes: VectorChanges
+    ) -> None:
+        """Store the documents' chunks under their own ids, with keyword rows and vectors."""
+        ...
+
+    def document_blobs(self, conn: Connection, doc_ids: list[str]) -> dict[str, bytes]:
+        """Original bytes the database holds, by document id (none on an engine that keeps files)."""
+        ...
+
+    def store_blobs(self, conn: Connection, blobs: list[tuple[str, bytes]]) -> None:
+        """Keep original bytes in the database (an engine that keeps files leaves them to the caller)."""
+        ...
+
+
+class KbRecords(Protocol):
+    """What the documents, the transfer and the cache ask of the store's KB records
+    (:class:`kbdesk.store.core.records.RecordsCore`): a KB read in a transaction, its
+    stats moved or recounted, audit rows, and the vector index to drop."""
+
+    @property
+    def vectors(self) -> VectorIndex: ...
+    def _get_kb(self, conn: Connection, kb_id: str) -> KnowledgeBase: ...
+    def _bump(self, conn: Connection, kb_id: str, *, docs: int = 0, chunks: int = 0, size: int = 0) -> None: ...
+    def _recount(self, conn: Connection, kb_id: str) -> None: ...
+    def audit(
+        self,
+        conn: Connection,
+        action: str,
+        kb_id: str | None,
+        target: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None: ...
+    def audit_many(self, conn: Connection, entries: Sequence[AuditEntry]) -> None: ...
+
+
 class StoreParts:
     """The assembled store, as each of its pieces sees it."""
 
@@ -53,51 +157,25 @@ class StoreParts:
     vectors: VectorIndex
     """The engine's vector index (kbdesk.store.sqlite.vectors' for SQLite, pgvector's for Postgres;
     each engine's pieces name its own)."""
+    chunks: ChunkStorage
+    """How this engine stores chunks, keyword rows and vectors."""
 
     if TYPE_CHECKING:
         # ── the engine: connections and transactions ───────────────────────────
-        def connection(self) -> Any: ...
-        def write(self) -> AbstractContextManager[Any]: ...
-        def read(self) -> AbstractContextManager[Any]: ...
+        def connection(self) -> Connection: ...
+        def write(self) -> AbstractContextManager[Connection]: ...
+        def read(self) -> AbstractContextManager[Connection]: ...
 
         # ── records (kbdesk.store.core.records) ────────────────────────────────
         def audit(
             self,
-            conn: Any,
+            conn: Connection,
             action: str,
             kb_id: str | None,
             target: str | None = None,
             details: dict[str, Any] | None = None,
         ) -> None: ...
-        def audit_many(self, conn: Any, entries: Sequence[AuditEntry]) -> None: ...
-        def _get_kb(self, conn: Any, kb_id: str) -> KnowledgeBase: ...
-        def _bump(self, conn: Any, kb_id: str, *, docs: int = 0, chunks: int = 0, size: int = 0) -> None: ...
-        def _recount(self, conn: Any, kb_id: str) -> None: ...
-
-        # ── documents (kbdesk.store.core.documents) ────────────────────────────
-        def get_document(self, doc_id: str) -> Document: ...
-        def _doc(self, row: Sequence[Any]) -> Document: ...
-        def _get_document(self, conn: Any, doc_id: str, *, lock: bool = False) -> Document: ...
-        def _insert_chunks_many(
-            self,
-            conn: Any,
-            kb_id: str,
-            docs: list[tuple[str, list[ChunkInput], list[bytes] | None]],
-            now: Any,
-            changes: VectorChanges,
-        ) -> None: ...
-        def _delete_chunks_many(
-            self, conn: Any, kb_id: str, doc_ids: list[str], changes: VectorChanges
-        ) -> dict[str, int]: ...
-        def _delete_chunks(self, conn: Any, kb_id: str, doc_id: str, changes: VectorChanges) -> int: ...
-        def _vectors_touch(self, conn: Any, kb_id: str, changes: VectorChanges) -> None: ...
-        def _vectors_written(self, conn: Any, changes: VectorChanges) -> None: ...
-        def _vectors_committed(self, changes: VectorChanges) -> None: ...
-        def _vector_blobs(self, conn: Any, kb: KnowledgeBase, vectors: Any, count: int) -> list[bytes] | None: ...
-
-        # ── rows of the chat tables (kbdesk.store.core.personas) ───────────────
-        def _row(self, row: Sequence[Any], times: tuple[int, ...]) -> list[Any]: ...
-        def _find_row(
-            self, table: str, columns: str, ref: str, what: str, name_col: str | None = None
-        ) -> list[Any]: ...
-        def _delete_row(self, table: str, row: Any) -> Any: ...
+        def audit_many(self, conn: Connection, entries: Sequence[AuditEntry]) -> None: ...
+        def _get_kb(self, conn: Connection, kb_id: str) -> KnowledgeBase: ...
+        def _bump(self, conn: Connection, kb_id: str, *, docs: int = 0, chunks: int = 0, size: int = 0) -> None: ...
+        def _recount(self, conn: Connection, kb_id: str) -> None: ...

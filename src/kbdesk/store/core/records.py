@@ -18,6 +18,7 @@ import numpy as np
 from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError
 from kbdesk.models import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, KB_STATUSES, SCOPES, KnowledgeBase
 from kbdesk.store.core.parts import StoreParts
+from kbdesk.store.dbapi import Connection
 from kbdesk.store.ids import ID_PREFIX, check_name, new_id
 
 ACTING_TOKEN: ContextVar[dict[str, str] | None] = ContextVar("kbdesk_acting_token", default=None)
@@ -34,8 +35,9 @@ KNOWN_CONFIG = {"provider", "model_id", "dimensions", "chunk_size", "chunk_overl
 
 
 class RecordsCore(StoreParts):
-    """KBs over ``self.db`` and ``self.policy``. Engine hooks: :meth:`_check_config`,
-    :meth:`_kb_created`, :meth:`_lock_names`."""
+    """KBs over ``self.db``, ``self.policy`` and the engine's ``self.chunks``
+    (:class:`~kbdesk.store.core.parts.ChunkStorage`: its limits, its bookkeeping of a new
+    KB, its lock on names)."""
 
     def _kb(self, row: Sequence[Any]) -> KnowledgeBase:
         values = list(row)
@@ -43,16 +45,6 @@ class RecordsCore(StoreParts):
         values[11] = bool(values[11])
         values[12], values[13] = self.db.time_out(values[12]), self.db.time_out(values[13])
         return KnowledgeBase(*values)
-
-    # ── hooks (an engine overrides what it needs) ──────────────────────────────
-    def _check_config(self, config: dict[str, Any]) -> None:
-        """Refuse a configuration this engine cannot store."""
-
-    def _kb_created(self, conn: Any, kb_id: str, config: dict[str, Any]) -> None:
-        """Engine bookkeeping for a new KB, inside its transaction."""
-
-    def _lock_names(self, conn: Any, name: str) -> None:
-        """Serialise checks of ``name`` with the writes they guard."""
 
     # ── knowledge bases ────────────────────────────────────────────────────────
     def create_kb(
@@ -70,7 +62,7 @@ class RecordsCore(StoreParts):
         if scope not in SCOPES:
             raise InvalidInputError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
         config = embedding_config_snapshot(embedding_config)
-        self._check_config(config)
+        self.chunks.check_config(config)
         if scope == "team" and not team_id:
             raise InvalidInputError("a team knowledge base needs a team id")
         if scope == "team" and not self.db.valid_id(team_id):
@@ -106,19 +98,19 @@ class RecordsCore(StoreParts):
                     now,
                 ),
             )
-            self._kb_created(conn, kb_id, config)
+            self.chunks.kb_created(conn, kb_id, config)
             self.audit(conn, "kb.create", kb_id, name, {"scope": scope, "embedding_config": config})
             return self._get_kb(conn, kb_id)
 
-    def _check_name_free(self, conn: Any, name: str, kb_id: str | None) -> None:
-        self._lock_names(conn, name)
+    def _check_name_free(self, conn: Connection, name: str, kb_id: str | None) -> None:
+        self.chunks.lock_names(conn, name)
         where, args = self.policy.visible()
         sql = f"SELECT id FROM knowledge_bases WHERE lower(name) = lower(?) AND {where}"
         for row in conn.execute(self.db.sql(sql), (name, *args)).fetchall():
             if kb_id is None or str(row[0]) != str(kb_id):
                 raise ConflictError(f"a knowledge base named '{name}' already exists")
 
-    def _get_kb(self, conn: Any, kb_id: str) -> KnowledgeBase:
+    def _get_kb(self, conn: Connection, kb_id: str) -> KnowledgeBase:
         row = None
         if self.db.valid_id(kb_id):
             row = conn.execute(
@@ -291,7 +283,7 @@ class RecordsCore(StoreParts):
             self._recount(conn, kb_id)
             return self._get_kb(conn, kb_id)
 
-    def _recount(self, conn: Any, kb_id: str) -> None:
+    def _recount(self, conn: Connection, kb_id: str) -> None:
         sql = self.db.sql
         docs, size = conn.execute(
             sql("SELECT count(*), coalesce(sum(size_bytes), 0) FROM kb_documents WHERE kb_id = ?"), (kb_id,)
@@ -305,7 +297,7 @@ class RecordsCore(StoreParts):
             (docs, chunks, size, self.db.now(), kb_id, docs, chunks, size),
         )
 
-    def _bump(self, conn: Any, kb_id: str, *, docs: int = 0, chunks: int = 0, size: int = 0) -> None:
+    def _bump(self, conn: Connection, kb_id: str, *, docs: int = 0, chunks: int = 0, size: int = 0) -> None:
         """Move the denormalised stats by a delta, inside the transaction that changed them."""
         conn.execute(
             self.db.sql(
@@ -319,7 +311,7 @@ class RecordsCore(StoreParts):
     # ── the audit log ──────────────────────────────────────────────────────────
     def audit(
         self,
-        conn: Any,
+        conn: Connection,
         action: str,
         kb_id: str | None,
         target: str | None = None,
@@ -329,7 +321,7 @@ class RecordsCore(StoreParts):
         self.audit_many(conn, [(action, kb_id, target, details)])
 
     def audit_many(
-        self, conn: Any, entries: Sequence[tuple[str, str | None, str | None, dict[str, Any] | None]]
+        self, conn: Connection, entries: Sequence[tuple[str, str | None, str | None, dict[str, Any] | None]]
     ) -> None:
         """Record KB operations ``(action, kb_id, target, details)`` in one statement (the
         details name the API token that acted, when one did: :data:`ACTING_TOKEN`)."""

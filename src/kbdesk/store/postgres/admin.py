@@ -24,6 +24,7 @@ from kbdesk.errors import AccessDeniedError, InvalidInputError, NotFoundError, S
 from kbdesk.store.postgres import locks
 from kbdesk.store.postgres.access import IDENTITY_NAMESPACE, is_uuid
 from kbdesk.store.postgres.connection import PostgresStore
+from kbdesk.store.postgres.dbapi import PgConnection
 from kbdesk.store.postgres.pool import redact_uri
 from kbdesk.store.postgres.rls import (
     ROLE_ADMIN,
@@ -97,7 +98,7 @@ def setup(uri: str) -> dict[str, Any]:
     }
 
 
-def _create_role(conn: Any, role: str) -> None:
+def _create_role(conn: PgConnection, role: str) -> None:
     import psycopg
     from psycopg import sql
 
@@ -221,7 +222,7 @@ def revoke(uri: str, login: str, *, admin_only: bool = False, teams: Sequence[st
         return out if out else {"login": login, "user_id": uid, "kbdesk_user": False}
 
 
-def _role_change(conn: Any, who: Session, statement: Any, role: str, login: str) -> None:
+def _role_change(conn: PgConnection, who: Session, statement: Any, role: str, login: str) -> None:
     """GRANT or REVOKE ``role`` for ``login``; a table owner who is not a superuser needs
     ADMIN OPTION on the roles (it has it when it created them)."""
     import psycopg
@@ -249,7 +250,7 @@ def users(uri: str) -> list[dict[str, Any]]:
         return [_describe(conn, login) for login in logins]
 
 
-def _require_setup(conn: Any, who: Session, label: str) -> None:
+def _require_setup(conn: PgConnection, who: Session, label: str) -> None:
     """Row security installed, the roles made, and this database's grants given (the
     roles belong to the whole server; another database may have made them)."""
     ready = (
@@ -261,7 +262,7 @@ def _require_setup(conn: Any, who: Session, label: str) -> None:
         raise StoreError(f"{label} is not prepared for kbdesk users yet: run kbdesk pg setup first")
 
 
-def _check_login(conn: Any, login: str) -> None:
+def _check_login(conn: PgConnection, login: str) -> None:
     row = conn.execute(
         "SELECT r.rolcanlogin, r.rolsuper OR r.rolbypassrls OR pg_has_role(r.oid, c.relowner, 'USAGE') "
         "FROM pg_roles r, pg_class c WHERE r.rolname = %s AND c.oid = to_regclass('knowledge_bases')",
@@ -282,7 +283,7 @@ def _check_login(conn: Any, login: str) -> None:
         )
 
 
-def _user_for(conn: Any, login: str, user_id: str | None) -> str:
+def _user_for(conn: PgConnection, login: str, user_id: str | None) -> str:
     """The login's user id: its mapping, ``user_id``, a users row of that name, or new."""
     if user_id is None:
         row = conn.execute("SELECT user_id FROM kbdesk_logins WHERE login = %s", (login,)).fetchone()
@@ -309,7 +310,7 @@ def _user_for(conn: Any, login: str, user_id: str | None) -> str:
     return user_id
 
 
-def _team_id(conn: Any, ref: str, *, create: bool) -> str:
+def _team_id(conn: PgConnection, ref: str, *, create: bool) -> str:
     if is_uuid(ref) and conn.execute("SELECT 1 FROM teams WHERE id = %s", (ref,)).fetchone():
         return str(ref).lower()
     rows = conn.execute("SELECT id FROM teams WHERE name::text = %s LIMIT 2", (ref,)).fetchall()
@@ -322,7 +323,7 @@ def _team_id(conn: Any, ref: str, *, create: bool) -> str:
     raise NotFoundError(f"no team '{ref}'")
 
 
-def _join(conn: Any, uid: str, team: TeamGrant) -> None:
+def _join(conn: PgConnection, uid: str, team: TeamGrant) -> None:
     from psycopg import sql
 
     members, has_role = membership_table(conn)
@@ -347,7 +348,7 @@ def _join(conn: Any, uid: str, team: TeamGrant) -> None:
             conn.execute(sql.SQL("INSERT INTO {}(team_id, user_id) VALUES (%s, %s)").format(table), (team_id, uid))
 
 
-def _is_admin(conn: Any, login: str) -> bool:
+def _is_admin(conn: PgConnection, login: str) -> bool:
     row = conn.execute(
         "SELECT pg_has_role(r.oid, a.oid, 'MEMBER') FROM pg_roles r, pg_roles a "
         "WHERE r.rolname = %s AND a.rolname = %s",
@@ -356,7 +357,7 @@ def _is_admin(conn: Any, login: str) -> bool:
     return bool(row and row[0])
 
 
-def _mirror_admin(conn: Any, login: str, uid: str) -> None:
+def _mirror_admin(conn: PgConnection, login: str, uid: str) -> None:
     """kbdesk's own users table shows the admin flag (the role is what counts)."""
     if "users" in own_tables(conn):
         admin = _is_admin(conn, login)
@@ -365,7 +366,7 @@ def _mirror_admin(conn: Any, login: str, uid: str) -> None:
         )
 
 
-def _describe(conn: Any, login: str) -> dict[str, Any]:
+def _describe(conn: PgConnection, login: str) -> dict[str, Any]:
     from psycopg import sql
 
     row = conn.execute("SELECT user_id FROM kbdesk_logins WHERE login = %s", (login,)).fetchone()
@@ -395,7 +396,7 @@ def _describe(conn: Any, login: str) -> dict[str, Any]:
     }
 
 
-def _team_columns(conn: Any) -> set[str]:
+def _team_columns(conn: PgConnection) -> set[str]:
     return {
         r[0]
         for r in conn.execute(

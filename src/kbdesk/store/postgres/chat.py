@@ -1,14 +1,13 @@
-"""What the Postgres store keeps its own way for chat: notes' BM25 over their tsvector,
-one set of settings per user, and whether this database keeps conversations at all
-(hooks of :mod:`kbdesk.store.core.chat` and :mod:`kbdesk.store.core.notes`)."""
+"""What the Postgres store keeps its own way for chat: notes' BM25 over their tsvector
+(the :class:`~kbdesk.store.core.notes.NoteKeywords` of :class:`~kbdesk.store.core.notes.Notes`),
+one set of settings per user (:class:`~kbdesk.store.api.Settings`), and whether this
+database keeps conversations at all (:func:`keeps_chat`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import kbdesk.store.postgres.keyword as keyword
-from kbdesk.store.api import BLOBS, CHAT, TEAM
-from kbdesk.store.core.parts import StoreParts
+from kbdesk.store.core.compose import Base
+from kbdesk.store.dbapi import Connection
 
 _LEXEMES = (
     "SELECT l.lexeme FROM unnest(%s::text[]) WITH ORDINALITY AS w(word, i) CROSS JOIN LATERAL "
@@ -39,27 +38,21 @@ GROUP BY h.id, h.seq ORDER BY score DESC, h.seq LIMIT %(k)s
 """
 
 
-class PgChat(StoreParts):
-    """Needs ``write()``, ``connection()`` and ``local_user_id`` from the store."""
+def keeps_chat(conn: Connection) -> bool:
+    """Whether this database keeps conversations: kbdesk's own ``channels`` table (a
+    team server's own is not changed)."""
+    return bool(
+        conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('channels') "
+            "AND attname = 'persona_id' AND NOT attisdropped)"
+        ).fetchone()[0]
+    )
 
-    _keeps_chat: bool | None = None
 
-    @property
-    def capabilities(self) -> frozenset[str]:
-        """A team server's store, with original files in the database; chat where conversations can be kept:
-        kbdesk's own ``channels`` table (a team server's own is not changed)."""
-        if self._keeps_chat is None:
-            self._keeps_chat = bool(
-                self.connection()
-                .execute(
-                    "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('channels') "
-                    "AND attname = 'persona_id' AND NOT attisdropped)"
-                )
-                .fetchone()[0]
-            )
-        return frozenset({BLOBS, CHAT, TEAM}) if self._keeps_chat else frozenset({BLOBS, TEAM})
+class PgNoteKeywords:
+    """FTS5's bm25 over one user's notes, counted on the server."""
 
-    def _note_keyword_candidates(self, conn: Any, text: str, k: int) -> list[tuple[str, float]]:
+    def candidates(self, conn: Connection, owner_id: str, text: str, k: int) -> list[tuple[str, float]]:
         """FTS5's bm25 (same k1, b, IDF and tokenisation as KB chunks, :mod:`.keyword`),
         with the statistics of this user's notes counted now: notes are few."""
         words = keyword.query_words(text)
@@ -72,7 +65,7 @@ class PgChat(StoreParts):
             {
                 "lexemes": lexemes,
                 "terms": terms,
-                "owner": self.local_user_id,
+                "owner": owner_id,
                 "gate": keyword.tsquery_text(lexemes),
                 "floor": keyword.IDF_FLOOR,
                 "k1": keyword.K1,
@@ -83,20 +76,28 @@ class PgChat(StoreParts):
         ).fetchall()
         return [(note_id, float(score)) for note_id, score in rows]
 
+
+class PgSettings:
+    """The chat's small settings, one set per user (``kbdesk_user_settings``)."""
+
+    def __init__(self, base: Base) -> None:
+        self.base = base
+
     def get_setting(self, key: str) -> str | None:
         row = (
-            self.connection()
+            self.base.connection()
             .execute(
-                "SELECT value FROM kbdesk_user_settings WHERE owner_id = %s AND key = %s", (self.local_user_id, key)
+                "SELECT value FROM kbdesk_user_settings WHERE owner_id = %s AND key = %s",
+                (self.base.local_user_id, key),
             )
             .fetchone()
         )
         return row[0] if row else None
 
     def set_setting(self, key: str, value: str) -> None:
-        with self.write() as conn:
+        with self.base.write() as conn:
             conn.execute(
                 "INSERT INTO kbdesk_user_settings(owner_id, key, value) VALUES (%s, %s, %s) "
                 "ON CONFLICT (owner_id, key) DO UPDATE SET value = excluded.value",
-                (self.local_user_id, key, value),
+                (self.base.local_user_id, key, value),
             )

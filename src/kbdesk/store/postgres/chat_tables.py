@@ -3,7 +3,7 @@
 Conversations are the seed's ``channels``: kbdesk adds nullable ``persona_id``,
 ``project_id`` and ``retrieval`` columns to its own ``channels`` table (a team server's
 own channels table is left as it is, and conversations are then not kept there:
-:class:`kbdesk.store.postgres.chat.PgChat` says so). Everything else is a table of
+:func:`kbdesk.store.postgres.chat.keeps_chat` says so). Everything else is a table of
 kbdesk's own, named ``kbdesk_*`` so it never meets a server's ``notes`` or
 ``personas``. Every row belongs to one user (``owner_id``, or through its parent row);
 row security (:mod:`.rls`) shows each login its own rows only.
@@ -15,8 +15,7 @@ its length in tokens; BM25 is computed at query time over the user's own notes.
 
 from __future__ import annotations
 
-from typing import Any
-
+from kbdesk.store.postgres.dbapi import PgConnection
 from kbdesk.store.postgres.rls import own_tables
 
 _RETRIEVAL = "CHECK (retrieval IN ('auto', 'tool', 'always', 'off'))"
@@ -99,7 +98,7 @@ OWN_CHANNELS_DDL = [
 ]
 
 
-def install_chat_filters(conn: Any) -> None:
+def install_chat_filters(conn: PgConnection) -> None:
     """The ``filters`` column (default filters, JSON text) of personas and of kbdesk's own
     conversations (idempotent)."""
     conn.execute("ALTER TABLE kbdesk_personas ADD COLUMN IF NOT EXISTS filters TEXT")
@@ -107,7 +106,7 @@ def install_chat_filters(conn: Any) -> None:
         conn.execute("ALTER TABLE channels ADD COLUMN IF NOT EXISTS filters TEXT")
 
 
-def install_chat_tables(conn: Any) -> None:
+def install_chat_tables(conn: PgConnection) -> None:
     """Create the chat tables (idempotent); kbdesk's own ``channels`` gets its columns."""
     for statement in CHAT_DDL:
         conn.execute(statement)

@@ -1,4 +1,5 @@
-"""How the Postgres engine stores chunks, keyword rows and vectors: the store core's hooks.
+"""How the Postgres engine stores chunks, keyword rows and vectors (its
+:class:`~kbdesk.store.core.parts.ChunkStorage`).
 
 Chunks go in by binary COPY with their keyword rows (the generated ``content_tsv``
 column and the BM25 statistics its triggers keep, :mod:`.keyword`); vectors are stored
@@ -10,17 +11,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from kbdesk.errors import InvalidInputError, NotFoundError
-from kbdesk.models import ChunkInput, KnowledgeBase
-from kbdesk.store.core.parts import StoreParts, VectorChanges
+from kbdesk.models import KnowledgeBase
+from kbdesk.store.core.compose import Base
+from kbdesk.store.core.parts import ChunkBatch, VectorChanges
+from kbdesk.store.dbapi import Connection
+from kbdesk.store.engine import Engine
 from kbdesk.store.ids import ordered_uuids
+from kbdesk.store.postgres.dbapi import PgConnection, as_pg
 from kbdesk.store.postgres.locks import NAME_LOCK_WAIT, lock_name
 from kbdesk.store.postgres.seed import VECTOR_COLUMN_DIMS
-from kbdesk.store.postgres.values import as_unit_bytes, clean_json, clean_text, pad
+from kbdesk.store.postgres.values import clean_json, clean_text, pad
 from kbdesk.store.postgres.vectors import PgVectorIndex
 
 log = logging.getLogger("kbdesk.store")
@@ -31,7 +36,7 @@ CHUNK_TYPES = ["uuid", "uuid", "uuid", "int4", "text", "int4", "vector", "jsonb"
 CHUNK_STAGE = "kbdesk_chunk_stage"  # (the same temporary table as an import's, bulk.py)
 
 
-def copy_chunks(conn: Any, rows: Iterable[Sequence[Any]], table: str = "kb_chunks") -> None:
+def copy_chunks(conn: PgConnection, rows: Iterable[Sequence[Any]], table: str = "kb_chunks") -> None:
     """Binary COPY of chunk rows shaped as :data:`CHUNK_TYPES` (ids as ``uuid.UUID``).
 
     A kbdesk user on a team server is under row-level security, where Postgres refuses
@@ -40,7 +45,7 @@ def copy_chunks(conn: Any, rows: Iterable[Sequence[Any]], table: str = "kb_chunk
     """
     if table == "kb_chunks" and conn.execute("SELECT row_security_active('kb_chunks')").fetchone()[0]:
         stage_chunks(conn)
-        copy_chunks(conn, rows, CHUNK_STAGE)
+        copy_chunks(as_pg(conn), rows, CHUNK_STAGE)
         conn.execute(f"INSERT INTO kb_chunks ({CHUNK_COLUMNS}) SELECT {CHUNK_COLUMNS} FROM {CHUNK_STAGE} ORDER BY ctid")
         conn.execute(f"DELETE FROM {CHUNK_STAGE}")
         return
@@ -50,7 +55,7 @@ def copy_chunks(conn: Any, rows: Iterable[Sequence[Any]], table: str = "kb_chunk
             copy.write_row(row)
 
 
-def stage_chunks(conn: Any) -> None:
+def stage_chunks(conn: PgConnection) -> None:
     """The session's temporary table shaped as the COPY's rows (emptied at commit)."""
     conn.execute(
         f"CREATE TEMP TABLE IF NOT EXISTS {CHUNK_STAGE} (id uuid, kb_id uuid, document_id uuid, "
@@ -59,30 +64,49 @@ def stage_chunks(conn: Any) -> None:
     )
 
 
-class PgChunks(StoreParts):
-    """The Postgres side of :class:`kbdesk.store.core.documents.DocumentsCore`,
-    :class:`~kbdesk.store.core.records.RecordsCore` and :class:`~kbdesk.store.core.cache.CacheCore`."""
+class KbReader(Protocol):
+    """What the chunk storage asks of the Postgres store: whether a transaction is open,
+    and a KB's row (:class:`kbdesk.store.core.records.RecordsCore`)."""
 
-    vectors: PgVectorIndex
+    def in_transaction(self) -> bool: ...
+    def _get_kb(self, conn: Connection, kb_id: str) -> KnowledgeBase: ...
 
-    cache_key = "(model, text_hash, user_id)"
 
-    if TYPE_CHECKING:  # the connection's (kbdesk.store.postgres.connection)
+class PgChunks:
+    """The Postgres :class:`~kbdesk.store.core.parts.ChunkStorage`: chunks by binary COPY
+    with their keyword rows, vectors padded to the seed's column, pgvector's index built
+    after the commit once a KB holds enough vectors."""
 
-        def in_transaction(self) -> bool: ...
+    def __init__(self, base: Base, vectors: PgVectorIndex, kbs: KbReader) -> None:
+        self.base = base
+        self.vectors = vectors
+        self.kbs = kbs
 
-    def _check_config(self, config: dict[str, Any]) -> None:
+    @property
+    def db(self) -> Engine:
+        return self.base.db
+
+    def kb_created(self, conn: Connection, kb_id: str, config: dict[str, Any]) -> None:
+        """Nothing: a KB's dimension lives in its ``embedding_config``."""
+
+    def vectors_touch(self, conn: Connection, kb_id: str, changes: VectorChanges) -> None:
+        changes.kbs.add(kb_id)
+
+    def vectors_written(self, conn: Connection, changes: VectorChanges) -> None:
+        """Nothing inside the transaction: pgvector keeps its index itself."""
+
+    def check_config(self, config: dict[str, Any]) -> None:
         if (config.get("dimensions") or 0) > VECTOR_COLUMN_DIMS:
             raise InvalidInputError(
                 f"Postgres stores vectors of at most {VECTOR_COLUMN_DIMS} dimensions (the seed's "
                 f"vector({VECTOR_COLUMN_DIMS}) column), not {config['dimensions']}"
             )
 
-    def _lock_names(self, conn: Any, name: str) -> None:
+    def lock_names(self, conn: Connection, name: str) -> None:
         if not lock_name(conn, name):  # someone holds this name's lock: go on (the database's name rule holds)
             log.warning("the lock of the name %r was held for %gs; creating without it", name, NAME_LOCK_WAIT)
 
-    def _learn_dimensions(self, conn: Any, kb: KnowledgeBase, dims: int) -> None:
+    def learn_dimensions(self, conn: Connection, kb: KnowledgeBase, dims: int) -> None:
         if kb.dimensions is not None:
             return
         pad(np.zeros(dims, dtype=np.float32))  # refuses what the column cannot hold
@@ -97,11 +121,11 @@ class PgChunks(StoreParts):
             (dims, kb.id),
         )
 
-    def _insert_chunks_many(
+    def insert_many(
         self,
-        conn: Any,
+        conn: Connection,
         kb_id: str,
-        docs: list[tuple[str, list[ChunkInput], list[bytes] | None]],
+        docs: ChunkBatch,
         now: Any,
         changes: VectorChanges,
     ) -> None:
@@ -126,9 +150,9 @@ class PgChunks(StoreParts):
             for doc_id, items, blobs in docs
             for i, item in enumerate(items)
         )
-        copy_chunks(conn, rows)
+        copy_chunks(as_pg(conn), rows)
 
-    def _delete_chunks_many(self, conn: Any, kb_id: str, doc_ids: list[str], changes: VectorChanges) -> dict[str, int]:
+    def delete_many(self, conn: Connection, kb_id: str, doc_ids: list[str], changes: VectorChanges) -> dict[str, int]:
         if not getattr(self.db, "through_functions", False):
             rows = conn.execute(
                 "WITH gone AS (DELETE FROM kb_chunks WHERE document_id = ANY(%s::uuid[]) "
@@ -144,48 +168,14 @@ class PgChunks(StoreParts):
         self.db.delete(conn, "kb_chunks", "document_id = ANY(?::uuid[])", (list(doc_ids),))
         return {str(doc_id): int(n) for doc_id, n in rows}
 
-    def _vectors_committed(self, changes: VectorChanges) -> None:
+    def vectors_committed(self, changes: VectorChanges) -> None:
         """Once a KB holds enough vectors, build its index (outside the transaction)."""
-        if self.in_transaction():
+        if self.kbs.in_transaction():
             return
         for kb_id in changes.kbs:
             try:
-                kb = self._get_kb(self.connection(), kb_id)
+                kb = self.kbs._get_kb(self.base.connection(), kb_id)
             except NotFoundError:  # deleted meanwhile: nothing to index
                 continue
             if kb.dimensions and kb.chunk_count >= self.vectors.min_rows:
                 self.vectors.ensure(kb.id, kb.dimensions, kb.chunk_count, wait=False)
-
-    # ── the embedding cache ────────────────────────────────────────────────────
-    def _chunk_vectors(self, conn: Any, model_id: str, hashes: list[str]) -> dict[str, bytes]:
-        rows = conn.execute(
-            "SELECT DISTINCT ON (c.content_hash) c.content_hash, (k.embedding_config->>'dimensions')::int, "
-            "c.embedding FROM kb_chunks c JOIN knowledge_bases k ON k.id = c.kb_id "
-            "WHERE c.content_hash = ANY(%s) AND c.embedding IS NOT NULL "
-            "AND k.embedding_config->>'model_id' = %s AND k.embedding_config ? 'dimensions'",
-            (hashes, model_id),
-            binary=True,
-        ).fetchall()
-        return {h: as_unit_bytes(v, dims) for h, dims, v in rows}
-
-    def _swap_vectors(self, conn: Any, kb_id: str, model_key: str, dims: int | None) -> None:
-        if dims:  # the new width first: the trigger keeping each vector at it reads it (.widths)
-            conn.execute(
-                "UPDATE knowledge_bases SET embedding_config = jsonb_set(embedding_config, '{dimensions}', "
-                "to_jsonb(%s::int)) WHERE id = %s",
-                (int(dims), kb_id),
-            )
-        conn.execute("CREATE TEMP TABLE kbdesk_swap (h text PRIMARY KEY, e vector) ON COMMIT DROP")
-        cached = conn.execute(
-            "SELECT e.text_hash, e.embedding FROM kbdesk_embedding_cache e WHERE e.model = %s "
-            "AND e.text_hash IN (SELECT content_hash FROM kb_chunks WHERE kb_id = %s)",
-            (model_key, kb_id),
-        ).fetchall()
-        with conn.cursor() as cur, cur.copy("COPY kbdesk_swap (h, e) FROM STDIN WITH (FORMAT BINARY)") as copy:
-            copy.set_types(["text", "vector"])
-            for h, blob in cached:
-                copy.write_row([h, pad(np.frombuffer(bytes(blob), dtype=np.float32))])
-        conn.execute(
-            "UPDATE kb_chunks c SET embedding = s.e FROM kbdesk_swap s WHERE c.kb_id = %s AND c.content_hash = s.h",
-            (kb_id,),
-        )

@@ -27,17 +27,17 @@ from contextlib import contextmanager
 from typing import Any
 
 from kbdesk.errors import DatabaseWriteError, KbdeskError, StoreError
-from kbdesk.store.core.bulk import BulkCore
-from kbdesk.store.core.cache import CacheCore
-from kbdesk.store.core.chat import ChatCore
-from kbdesk.store.core.documents import DocumentsCore
-from kbdesk.store.core.notes import NotesCore
-from kbdesk.store.core.personas import PersonasCore
+from kbdesk.store.api import BLOBS, CHAT, TEAM
+from kbdesk.store.core.chat_surface import ChatSurface
+from kbdesk.store.core.compose import via
 from kbdesk.store.core.records import RecordsCore
+from kbdesk.store.core.store_surface import StoreSurface
 from kbdesk.store.postgres.access import Identity, ScopePolicy, identity_from_settings, is_uuid
 from kbdesk.store.postgres.bulk import PgBulk
-from kbdesk.store.postgres.chat import PgChat
+from kbdesk.store.postgres.cache_vectors import PgCacheVectors
+from kbdesk.store.postgres.chat import PgNoteKeywords, PgSettings, keeps_chat
 from kbdesk.store.postgres.chunks import PgChunks
+from kbdesk.store.postgres.dbapi import PgConnection
 from kbdesk.store.postgres.engine import PostgresEngine
 from kbdesk.store.postgres.guards import database_refusal
 from kbdesk.store.postgres.locks import connect
@@ -50,23 +50,17 @@ from kbdesk.store.postgres.vectors import PgVectorIndex
 
 
 class PostgresStore(
-    PgChunks,
-    PgBulk,
-    PgChat,
     RecordsCore,
-    DocumentsCore,
-    CacheCore,
-    BulkCore,
     PgLookup,
-    ChatCore,
-    PersonasCore,
-    NotesCore,
+    StoreSurface,
+    ChatSurface,
 ):
     """kbdesk's store on PostgreSQL + pgvector, in the seed's schema."""
 
     kind = "postgres"
     db = PostgresEngine()
-    # capabilities: PgChat's (blobs; chat where the database keeps conversations)
+    _keeps_chat: bool | None = None
+    document_blob = via("bulk", PgBulk.document_blob)
 
     def __init__(self, uri: str, identity: Identity | None = None) -> None:
         if importlib.util.find_spec("psycopg") is None or importlib.util.find_spec("pgvector") is None:
@@ -78,6 +72,8 @@ class PostgresStore(
         self._open: weakref.WeakSet[Any] = weakref.WeakSet()
         self._closed = False
         self._vector_ready = False
+        self.bulk = PgBulk(self)
+        self.compose_chat(self, PgNoteKeywords(), PgSettings(self))
         conn = self.connection()
         try:
             self.session = self._prepare(conn)
@@ -90,6 +86,8 @@ class PostgresStore(
         self._register_vector(conn)
         self._vector_ready = True
         self.vectors = PgVectorIndex(self)
+        self.chunks = PgChunks(self, self.vectors, self)
+        self.compose_store(self, self, self.chunks, self.bulk, PgCacheVectors())
         if self.session.user_id:  # a kbdesk user: the database says who (the config cannot)
             self.identity = database_identity(conn)
             self.db = PostgresEngine(through_functions=True)  # no DELETE privilege: it would allow LOCK TABLE
@@ -101,7 +99,15 @@ class PostgresStore(
         self._record_user()
         self.driver = self._driver_info()
 
-    def _prepare(self, conn: Any) -> Session:
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """A team server's store, with original files in the database; chat where
+        conversations can be kept (:func:`kbdesk.store.postgres.chat.keeps_chat`)."""
+        if self._keeps_chat is None:
+            self._keeps_chat = keeps_chat(self.connection())
+        return frozenset({BLOBS, CHAT, TEAM}) if self._keeps_chat else frozenset({BLOBS, TEAM})
+
+    def _prepare(self, conn: PgConnection) -> Session:
         """Check who connects, bring the schema up to date, and say who connected.
 
         A login that is neither a kbdesk user nor the owner is refused in one line; a
@@ -121,7 +127,7 @@ class PostgresStore(
         return after
 
     # ── connections ────────────────────────────────────────────────────────────
-    def connection(self) -> Any:
+    def connection(self) -> PgConnection:
         """This thread's connection (made, or taken from the idle pool, on first use)."""
         holder = getattr(self._local, "holder", None)
         if holder is not None:
@@ -136,7 +142,7 @@ class PostgresStore(
         self._local.holder = holder
         return conn
 
-    def _connect(self) -> Any:
+    def _connect(self) -> PgConnection:
         import psycopg
         from psycopg.types.string import TextLoader
 
@@ -152,7 +158,7 @@ class PostgresStore(
         return conn
 
     @staticmethod
-    def _register_vector(conn: Any) -> None:
+    def _register_vector(conn: Any) -> None:  # psycopg's own type
         from pgvector.psycopg import register_vector
 
         register_vector(conn)
@@ -166,19 +172,19 @@ class PostgresStore(
 
     # ── transactions ───────────────────────────────────────────────────────────
     @contextmanager
-    def write(self) -> Iterator[Any]:
+    def write(self) -> Iterator[PgConnection]:
         """One transaction; commit on success, roll back on error. Re-entrant."""
         with self._transaction(read_only=False) as conn:
             yield conn
 
     @contextmanager
-    def read(self) -> Iterator[Any]:
+    def read(self) -> Iterator[PgConnection]:
         """One consistent snapshot (REPEATABLE READ), or the current transaction."""
         with self._transaction(read_only=True) as conn:
             yield conn
 
     @contextmanager
-    def _transaction(self, read_only: bool) -> Iterator[Any]:
+    def _transaction(self, read_only: bool) -> Iterator[PgConnection]:
         import psycopg
 
         conn = self.connection()

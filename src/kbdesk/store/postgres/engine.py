@@ -8,8 +8,10 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any, ClassVar, overload
 
+from kbdesk.store.dbapi import Connection
 from kbdesk.store.engine import Engine
 from kbdesk.store.postgres.access import is_uuid
+from kbdesk.store.postgres.dbapi import as_pg
 from kbdesk.store.postgres.values import clean_json, clean_text, clean_text_and_sections, iso
 
 
@@ -52,14 +54,14 @@ class PostgresEngine(Engine):
     def sql(self, sql: str) -> str:
         return _native(sql)
 
-    def delete(self, conn: Any, table: str, where: str, args: Sequence[Any] = ()) -> int:
+    def delete(self, conn: Connection, table: str, where: str, args: Sequence[Any] = ()) -> int:
         if not self.through_functions:
             return super().delete(conn, table, where, args)
         from kbdesk.store.postgres.guards import DELETE_FUNCTION, primary_key
 
         key = self._keys.get(table)
         if key is None:
-            key = self._keys[table] = primary_key(conn, table)
+            key = self._keys[table] = primary_key(as_pg(conn), table)
         pairs = ", ".join(f"'{c}', {c}" for c in key)
         sql = (
             f"SELECT {DELETE_FUNCTION}(?, (SELECT coalesce(jsonb_agg(jsonb_build_object({pairs})), '[]'::jsonb) "
@@ -115,12 +117,12 @@ class PostgresEngine(Engine):
             return f"{expr} = ANY(?::uuid[])", [[v for v in values if is_uuid(v)]]
         return f"{expr} = ANY(?)", [list(values)]
 
-    def executemany(self, conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    def executemany(self, conn: Connection, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if rows:
-            with conn.cursor() as cur:
+            with as_pg(conn).cursor() as cur:
                 cur.executemany(self.sql(sql), rows)
 
     @contextmanager
-    def savepoint(self, conn: Any) -> Iterator[None]:
-        with conn.transaction():
+    def savepoint(self, conn: Connection) -> Iterator[None]:
+        with as_pg(conn).transaction():
             yield

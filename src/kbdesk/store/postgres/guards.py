@@ -26,8 +26,7 @@ that are not negative (CHECK constraints, schema step ``hostile_logins``).
 
 from __future__ import annotations
 
-from typing import Any
-
+from kbdesk.store.postgres.dbapi import PgConnection
 from kbdesk.store.postgres.rules import ADMIN_TEAM_ROLES, MANAGED_KBS, UID, managed
 
 DELETE_FUNCTION = "kbdesk_delete"
@@ -66,7 +65,7 @@ def delete_conditions(own_channels: bool, chat: bool) -> dict[str, str]:
     return out
 
 
-def primary_key(conn: Any, table: str) -> list[str]:
+def primary_key(conn: PgConnection, table: str) -> list[str]:
     rows = conn.execute(
         "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
         "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = to_regclass(%s) AND i.indisprimary ORDER BY a.attnum",
@@ -75,7 +74,7 @@ def primary_key(conn: Any, table: str) -> list[str]:
     return [r[0] for r in rows]
 
 
-def install_delete_function(conn: Any, path: str, conditions: dict[str, str]) -> list[str]:
+def install_delete_function(conn: PgConnection, path: str, conditions: dict[str, str]) -> list[str]:
     """``kbdesk_delete(table text, keys jsonb) → bigint``: delete the rows of ``table``
     whose primary keys ``keys`` (a JSON array of objects) names, where the table's
     condition allows. Returns the tables it covers."""
@@ -110,7 +109,7 @@ def install_delete_function(conn: Any, path: str, conditions: dict[str, str]) ->
     return covered
 
 
-def install_name_rule(conn: Any, path: str, members: str) -> None:
+def install_name_rule(conn: PgConnection, path: str, members: str) -> None:
     """A KB's name is free for everyone who reads it (see the module doc)."""
     same = "lower(k.name) = lower(NEW.name) AND k.id IS DISTINCT FROM NEW.id"
     raise_taken = (
@@ -159,7 +158,7 @@ def install_name_rule(conn: Any, path: str, members: str) -> None:
         conn.execute(statement)
 
 
-def install_stamps(conn: Any, path: str) -> None:
+def install_stamps(conn: PgConnection, path: str) -> None:
     """Audit and usage rows a user writes carry the database's clock, not theirs."""
     conn.execute(f"""CREATE OR REPLACE FUNCTION kbdesk_stamp() RETURNS trigger
         LANGUAGE plpgsql SET search_path = {path} AS $f$
@@ -176,7 +175,7 @@ def install_stamps(conn: Any, path: str) -> None:
         )
 
 
-def install_kb_exists(conn: Any, path: str) -> None:
+def install_kb_exists(conn: PgConnection, path: str) -> None:
     """``kbdesk_kb_exists(id)``: whether a KB of that id exists at all (an audit row of a
     KB deleted in the same transaction is allowed; one about a KB you cannot read is not)."""
     conn.execute(f"""CREATE OR REPLACE FUNCTION kbdesk_kb_exists(kb uuid) RETURNS boolean
@@ -198,7 +197,7 @@ def database_refusal(exc: BaseException) -> Exception | None:
     return None
 
 
-def install_team_members(conn: Any, path: str, members: str, has_role: bool) -> None:
+def install_team_members(conn: PgConnection, path: str, members: str, has_role: bool) -> None:
     """``kbdesk_team_members(team)``: a team's members (login, user id, role) for its
     admins and system admins; nobody else gets a row."""
     admin_roles = ", ".join(f"'{r}'" for r in ADMIN_TEAM_ROLES)

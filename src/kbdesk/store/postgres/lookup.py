@@ -15,6 +15,7 @@ import numpy as np
 import kbdesk.store.postgres.keyword as keyword
 from kbdesk.store.core.facts import FactsCore
 from kbdesk.store.keywords import KeywordParts, mark_stale
+from kbdesk.store.postgres.dbapi import as_pg
 from kbdesk.store.postgres.values import infer_dimensions
 from kbdesk.store.postgres.vectors import PgVectorIndex
 from kbdesk.store.within import Within
@@ -37,9 +38,15 @@ class PgLookup(FactsCore):
             return None
         if row[0]:
             return int(row[0])
-        sample = conn.execute(
-            "SELECT embedding FROM kb_chunks WHERE kb_id = %s AND embedding IS NOT NULL LIMIT 20", (kb_id,), binary=True
-        ).fetchall()  # a seed writer's KB: no dimensions recorded
+        sample = (
+            as_pg(conn)
+            .execute(
+                "SELECT embedding FROM kb_chunks WHERE kb_id = %s AND embedding IS NOT NULL LIMIT 20",
+                (kb_id,),
+                binary=True,
+            )
+            .fetchall()
+        )  # a seed writer's KB: no dimensions recorded
         return infer_dimensions([r[0] for r in sample])
 
     def vector_candidates(

@@ -12,9 +12,8 @@ The function runs as the tables' owner and is callable by nobody else.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kbdesk.store.doc_types import NAME_RULE
+from kbdesk.store.postgres.dbapi import PgConnection
 
 FUNCTION = "kbdesk_one_document_per_name"
 
@@ -37,7 +36,7 @@ RECOUNT = """UPDATE knowledge_bases k SET
     total_bytes = (SELECT coalesce(sum(size_bytes), 0) FROM kb_documents d WHERE d.kb_id = k.id)"""
 
 
-def install(conn: Any, path: str) -> None:
+def install(conn: PgConnection, path: str) -> None:
     """Mend old pairs, then the index the check reads and the trigger; idempotent.
     ``path``: the function's fixed search_path (kbdesk's schema, then pg_temp)."""
     conn.execute(MEND)

@@ -56,9 +56,9 @@ administrator's login, who could switch row security off anyway). That is why
 
 from __future__ import annotations
 
-from typing import Any
-
 import kbdesk.store.postgres.guards as guards
+from kbdesk.store.dbapi import Connection
+from kbdesk.store.postgres.dbapi import PgConnection
 from kbdesk.store.postgres.rules import (  # noqa: F401 - re-exported: the rules' names, where they always were
     ADMIN,
     ADMIN_TEAM_ROLES,
@@ -98,7 +98,7 @@ SPECIAL = {
 }
 
 
-def install_row_security(conn: Any) -> None:
+def install_row_security(conn: PgConnection) -> None:
     """Mapping tables, helper functions, policies; idempotent (the migration step
     ``row_security`` runs it, ``kbdesk pg setup`` runs it again to repair)."""
     schema = conn.execute("SELECT current_schema()").fetchone()[0]
@@ -151,7 +151,7 @@ def install_row_security(conn: Any) -> None:
     )
 
 
-def membership_table(conn: Any, *, create: bool = False) -> tuple[str, bool]:
+def membership_table(conn: Connection, *, create: bool = False) -> tuple[str, bool]:
     """(table, has a role column) where team membership lives.
 
     ``team_members`` when the database has one (kbdesk's own beside its own teams, or
@@ -175,7 +175,7 @@ def membership_table(conn: Any, *, create: bool = False) -> tuple[str, bool]:
     return "kbdesk_team_members", True
 
 
-def _functions(conn: Any, path: str, members: str, has_role: bool) -> None:
+def _functions(conn: PgConnection, path: str, members: str, has_role: bool) -> None:
     definer = f"LANGUAGE sql STABLE SECURITY DEFINER SET search_path = {path}"
     admin_roles = ", ".join(f"'{r}'" for r in ADMIN_TEAM_ROLES)
     role = f"CASE WHEN role IN ({admin_roles}) THEN 'admin' ELSE 'member' END" if has_role else "'member'"
@@ -238,7 +238,7 @@ def _functions(conn: Any, path: str, members: str, has_role: bool) -> None:
         conn.execute(ddl)
 
 
-def _embedding_cache_per_user(conn: Any) -> None:
+def _embedding_cache_per_user(conn: PgConnection) -> None:
     """Give the cache a user column (existing rows: the owner's) and key rows by it."""
     conn.execute(
         f"ALTER TABLE kbdesk_embedding_cache ADD COLUMN IF NOT EXISTS user_id UUID NOT NULL "
@@ -258,7 +258,7 @@ def _embedding_cache_per_user(conn: Any) -> None:
 Policy = tuple[str, str, str | None, str | None]  # name, command, USING, WITH CHECK
 
 
-def _policies(conn: Any) -> dict[str, list[Policy]]:
+def _policies(conn: PgConnection) -> dict[str, list[Policy]]:
     def per_kb(read: str, write: str) -> list[Policy]:
         return [
             ("kbdesk_read", "SELECT", read, None),
@@ -339,7 +339,7 @@ def _chat_policies(own_channels: bool) -> dict[str, list[Policy]]:
     return out
 
 
-def kbdesk_kb_tables(conn: Any) -> list[str]:
+def kbdesk_kb_tables(conn: PgConnection) -> list[str]:
     """kbdesk's own tables keyed by KB that have no policies of their own here (say,
     keyword statistics): they get the documents' rules. Only tables of the owner of
     kbdesk's tables: one another login planted is never adopted."""
@@ -353,22 +353,22 @@ def kbdesk_kb_tables(conn: Any) -> list[str]:
     return [r[0] for r in rows if r[0] not in SPECIAL]
 
 
-def secured_tables(conn: Any) -> list[str]:
+def secured_tables(conn: PgConnection) -> list[str]:
     """Every table that carries kbdesk's policies."""
     return list(_policies(conn))
 
 
-def own_tables(conn: Any) -> set[str]:
+def own_tables(conn: PgConnection) -> set[str]:
     """The seed-side tables kbdesk made itself (users, teams, channels) in this database."""
     row = conn.execute("SELECT value FROM kbdesk_settings WHERE key = 'own_tables'").fetchone()
     return set(row[0].split(",")) if row and row[0] else set()
 
 
-def _exists(conn: Any, table: str) -> bool:
+def _exists(conn: Connection, table: str) -> bool:
     return conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()[0]
 
 
-def _columns(conn: Any, table: str) -> set[str]:
+def _columns(conn: Connection, table: str) -> set[str]:
     rows = conn.execute(
         "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attnum > 0 AND NOT attisdropped",
         (table,),
@@ -376,5 +376,5 @@ def _columns(conn: Any, table: str) -> set[str]:
     return {r[0] for r in rows}
 
 
-def _ident(conn: Any, name: str) -> str:
+def _ident(conn: PgConnection, name: str) -> str:
     return conn.execute("SELECT quote_ident(%s)", (name,)).fetchone()[0]

@@ -19,9 +19,8 @@ team). Two rules keep that from happening:
 
 from __future__ import annotations
 
-from typing import Any
-
 from kbdesk.errors import StoreError
+from kbdesk.store.postgres.dbapi import PgConnection
 from kbdesk.store.postgres.rls import ROLE_ADMIN, ROLE_USER
 
 TRUSTED_TABLES = (
@@ -45,7 +44,7 @@ _KINDS = {
 }
 
 
-def expected_owner(conn: Any) -> str:
+def expected_owner(conn: PgConnection) -> str:
     """The role kbdesk's objects belong to: the owner of ``kbdesk_migrations`` (kbdesk
     made it first), else of ``knowledge_bases``, else whoever migrates now."""
     row = conn.execute(
@@ -55,7 +54,7 @@ def expected_owner(conn: Any) -> str:
     return str(row[0])
 
 
-def planted(conn: Any, owner: str | None = None) -> list[tuple[str, str, str]]:
+def planted(conn: PgConnection, owner: str | None = None) -> list[tuple[str, str, str]]:
     """(kind, name, its owner) of each object named ``kbdesk_…`` in kbdesk's schema that
     ``owner`` (default: :func:`expected_owner`) did not make."""
     owner = owner or expected_owner(conn)
@@ -84,14 +83,14 @@ def planted(conn: Any, owner: str | None = None) -> list[tuple[str, str, str]]:
     return out
 
 
-def _logins(conn: Any) -> list[str]:
+def _logins(conn: PgConnection) -> list[str]:
     """The logins ``pg grant`` made kbdesk users (none before row security is installed)."""
     if not conn.execute("SELECT to_regclass('kbdesk_logins') IS NOT NULL").fetchone()[0]:
         return []
     return [r[0] for r in conn.execute("SELECT login FROM kbdesk_logins ORDER BY login").fetchall()]
 
 
-def kbdesk_users_owning(conn: Any) -> list[tuple[str, str]]:
+def kbdesk_users_owning(conn: PgConnection) -> list[tuple[str, str]]:
     """(table, owner) of the tables kbdesk trusts that belong to a kbdesk user."""
     logins = _logins(conn)
     if not logins:
@@ -105,7 +104,7 @@ def kbdesk_users_owning(conn: Any) -> list[tuple[str, str]]:
     return [(str(t), str(o)) for t, o in rows]
 
 
-def check_not_planted(conn: Any, label: str) -> None:
+def check_not_planted(conn: PgConnection, label: str) -> None:
     """Refuse, naming each, objects of kbdesk's names (or tables it trusts) that
     another login made: kbdesk never uses what it did not make."""
     found = planted(conn)
@@ -127,7 +126,7 @@ def check_not_planted(conn: Any, label: str) -> None:
         )
 
 
-def creators(conn: Any) -> tuple[bool, list[str]]:
+def creators(conn: PgConnection) -> tuple[bool, list[str]]:
     """Whether everyone (PUBLIC) may create objects in kbdesk's schema, and which kbdesk
     users may (other than through PUBLIC)."""
     public = bool(
@@ -153,7 +152,7 @@ def creators(conn: Any) -> tuple[bool, list[str]]:
     return public, users
 
 
-def secure_schema(conn: Any, label: str) -> list[str]:
+def secure_schema(conn: PgConnection, label: str) -> list[str]:
     """Make sure no one but its owner creates objects in kbdesk's schema: revoke CREATE
     from PUBLIC (and from kbdesk users who hold it directly); refuse in one line when
     this login may not. Returns what was repaired, each a line for the administrator."""

@@ -18,10 +18,10 @@ A connection is one of three kinds (:func:`session`):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from kbdesk.errors import StoreError
 from kbdesk.store.postgres.access import Identity
+from kbdesk.store.postgres.dbapi import PgConnection
 from kbdesk.store.postgres.rls import (
     CHAT_TABLES,
     ROLE_ADMIN,
@@ -57,7 +57,7 @@ USER_FUNCTIONS = (
 USER_ONLY_FUNCTIONS = ("kbdesk_delete(text,jsonb)", "kbdesk_team_members(uuid)")
 
 
-def writable_columns(conn: Any, table: str) -> list[str]:
+def writable_columns(conn: PgConnection, table: str) -> list[str]:
     """The columns a user may write: all but identity and generated ones."""
     rows = conn.execute(
         "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attnum > 0 AND NOT attisdropped "
@@ -84,7 +84,7 @@ class Session:
         return "user" if self.user_id else "owner" if self.bypass or not self.tables else "stranger"
 
 
-def session(conn: Any) -> Session:
+def session(conn: PgConnection) -> Session:
     row = conn.execute(
         "SELECT session_user::text, r.rolsuper, r.rolsuper OR r.rolbypassrls OR coalesce(pg_has_role(current_user, "
         "c.relowner, 'USAGE'), false), c.oid IS NOT NULL, pg_get_userbyid(c.relowner)::text, "
@@ -99,7 +99,7 @@ def session(conn: Any) -> Session:
     return Session(login, bool(superuser), bool(bypass), bool(tables), owner, bool(secured), user_id)
 
 
-def check_can_open(conn: Any, who: Session, label: str) -> None:
+def check_can_open(conn: PgConnection, who: Session, label: str) -> None:
     """Refuse, in one line naming the fix, a login row security would show nothing to."""
     if who.bypass or not who.tables:
         return  # the owner (or the first opener, who becomes it)
@@ -120,7 +120,7 @@ def check_can_open(conn: Any, who: Session, label: str) -> None:
         )
 
 
-def database_identity(conn: Any) -> Identity:
+def database_identity(conn: PgConnection) -> Identity:
     """The kbdesk user this login is: id, name, admin and teams, all from the server."""
     user_id, login, admin, teams = conn.execute("SELECT user_id, login, admin, teams FROM kbdesk_whoami()").fetchone()
     if user_id is None:
@@ -130,12 +130,12 @@ def database_identity(conn: Any) -> Identity:
     )
 
 
-def roles_exist(conn: Any) -> bool:
+def roles_exist(conn: PgConnection) -> bool:
     row = conn.execute("SELECT count(*) FROM pg_roles WHERE rolname = ANY(%s)", ([ROLE_USER, ROLE_ADMIN],)).fetchone()
     return row[0] == 2
 
 
-def secure(conn: Any) -> None:
+def secure(conn: PgConnection) -> None:
     """Policies again, and (once ``pg setup`` made the roles) grants: after any schema
     change, so a table a newer step added is covered before a user meets it."""
     from kbdesk.store.postgres.locks import migration_lock
@@ -147,7 +147,7 @@ def secure(conn: Any) -> None:
             apply_grants(conn)
 
 
-def apply_grants(conn: Any) -> list[str]:
+def apply_grants(conn: PgConnection) -> list[str]:
     """What ``kbdesk_user`` may do on each table (row security decides which rows).
 
     Never a table-level UPDATE, DELETE or TRUNCATE: any of them lets a login ``LOCK

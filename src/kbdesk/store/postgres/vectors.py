@@ -35,6 +35,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from kbdesk.store.api import Transactions
+from kbdesk.store.dbapi import Connection
+from kbdesk.store.postgres.dbapi import PgConnection
 from kbdesk.store.postgres.values import uuid_array
 from kbdesk.store.postgres.widths import exact_sql as narrow_exact_sql
 
@@ -97,7 +99,7 @@ class PgVectorIndex:
         self._valid: dict[tuple[str, int], float] = {}  # (kb id, dims) -> seen valid until (monotonic)
 
     # ── the index ──────────────────────────────────────────────────────────────
-    def state(self, conn: Any, kb_id: str, dims: int) -> str | None:
+    def state(self, conn: Connection, kb_id: str, dims: int) -> str | None:
         """'valid', 'invalid' (a concurrent build that died) or None (no index)."""
         row = conn.execute(
             "SELECT i.indisvalid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid "
@@ -140,7 +142,7 @@ class PgVectorIndex:
         finally:
             self._lock.release()
 
-    def _build(self, conn: Any, kb_id: str, dims: int) -> bool:
+    def _build(self, conn: Connection, kb_id: str, dims: int) -> bool:
         name = index_name(kb_id, dims)
         expr, _, opclass = index_expression(dims)
         try:
@@ -163,7 +165,7 @@ class PgVectorIndex:
                 conn.execute("RESET maintenance_work_mem")
 
     @staticmethod
-    def _analyze(conn: Any) -> None:
+    def _analyze(conn: Connection) -> None:
         """Fresh planner statistics after a bulk load (skipped where this user may not)."""
         try:
             conn.execute("ANALYZE kb_chunks")
@@ -176,7 +178,7 @@ class PgVectorIndex:
     def warm(self, store: Transactions, kb_id: str, dimensions: int, *, wait: bool = False) -> None:
         """Nothing to get ready: the server keeps its index current."""
 
-    def drop(self, conn: Any, kb_id: str) -> None:
+    def drop(self, conn: Connection, kb_id: str) -> None:
         """Drop every index of the KB (inside the transaction deleting or re-embedding it).
         A kbdesk user does not own the indexes (the owner built them) and leaves them:
         ``pg setup`` drops the indexes of KBs that are gone (:func:`drop_orphans`)."""
@@ -211,7 +213,7 @@ class PgVectorIndex:
         )
 
     @staticmethod
-    def _settle(conn: Any, indexed: bool, k: int, *, iterative: bool = False) -> None:
+    def _settle(conn: Connection, indexed: bool, k: int, *, iterative: bool = False) -> None:
         """For an indexed search: enough candidates (ef_search), and the index's order
         preferred over sorting every row of the KB (the planner's estimate for one KB of
         a freshly loaded table can be far off); ``iterative``: a scan that goes on past
@@ -275,7 +277,7 @@ class PgVectorIndex:
         return "\n".join(r[0] for r in rows)
 
 
-def drop_orphans(conn: Any) -> int:
+def drop_orphans(conn: PgConnection) -> int:
     """Drop the vector indexes of KBs that no longer exist (a user deleted or re-embedded
     one: the owner's index was theirs to leave); returns how many went."""
     rows = conn.execute(

@@ -22,8 +22,7 @@ width nobody recorded, rows written with triggers disabled).
 
 from __future__ import annotations
 
-from typing import Any
-
+from kbdesk.store.postgres.dbapi import PgConnection
 from kbdesk.store.postgres.seed import VECTOR_COLUMN_DIMS
 
 TABLE = "kbdesk_chunk_vectors"
@@ -79,7 +78,7 @@ def exact_sql(kb_literal: str, dims: int, k: int, fallback: str) -> str:
     )
 
 
-def install(conn: Any, path: str) -> None:
+def install(conn: PgConnection, path: str) -> None:
     """The table, the triggers keeping it, and the rows of the chunks stored so far;
     idempotent. ``path``: the trigger functions' fixed search_path (kbdesk's schema, then
     pg_temp): they run as the tables' owner."""

@@ -1,4 +1,5 @@
-"""How the SQLite engine stores chunks, keyword rows and vectors: the store core's hooks.
+"""How the SQLite engine stores chunks, keyword rows and vectors (its
+:class:`~kbdesk.store.core.parts.ChunkStorage`).
 
 Chunks carry an explicit ``seq`` (their rowid, given while the write lock is held) so
 the chunks of a whole batch of documents, their FTS5 rows and their vectors go in with
@@ -9,30 +10,49 @@ index (sqlite-vec or numpy, :mod:`kbdesk.store.sqlite.vectors`) follows each wri
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from kbdesk.errors import InvalidInputError
-from kbdesk.models import ChunkInput, KnowledgeBase
+from kbdesk.models import KnowledgeBase
 from kbdesk.store.cjk import keyword_text
-from kbdesk.store.core.parts import StoreParts, VectorChanges
+from kbdesk.store.core.compose import Base
+from kbdesk.store.core.parts import ChunkBatch, VectorChanges
+from kbdesk.store.dbapi import Connection
+from kbdesk.store.engine import Engine
 from kbdesk.store.ids import ordered_uuids
+from kbdesk.store.sqlite.dbapi import as_sqlite
 from kbdesk.store.sqlite.vectors import VectorIndex as SqliteIndex
 
 
-class SqliteChunks(StoreParts):
-    """The SQLite side of :class:`kbdesk.store.core.documents.DocumentsCore`,
-    :class:`~kbdesk.store.core.records.RecordsCore` and :class:`~kbdesk.store.core.cache.CacheCore`."""
+class SqliteChunks:
+    """The SQLite :class:`~kbdesk.store.core.parts.ChunkStorage`: chunks with explicit
+    seqs, their FTS5 rows, vectors in ``kb_chunks.embedding`` and the derived index
+    (``vectors``) following each write."""
 
-    vectors: SqliteIndex
+    def __init__(self, base: Base, vectors: SqliteIndex) -> None:
+        self.base = base
+        self.vectors = vectors
 
-    def _kb_created(self, conn: Any, kb_id: str, config: dict[str, Any]) -> None:
+    @property
+    def db(self) -> Engine:
+        return self.base.db
+
+    def check_config(self, config: dict[str, Any]) -> None:
+        """SQLite stores vectors of any width."""
+
+    def lock_names(self, conn: Connection, name: str) -> None:
+        """SQLite's write lock already serialises every writer."""
+
+    def vectors_committed(self, changes: VectorChanges) -> None:
+        """The derived index followed inside the transaction (:meth:`vectors_written`)."""
+
+    def kb_created(self, conn: Connection, kb_id: str, config: dict[str, Any]) -> None:
         if config.get("dimensions"):
             conn.execute(
                 "INSERT INTO kb_vector_state(kb_id, dimensions) VALUES (?, ?)", (kb_id, int(config["dimensions"]))
             )
 
-    def _learn_dimensions(self, conn: Any, kb: KnowledgeBase, dims: int) -> None:
+    def learn_dimensions(self, conn: Connection, kb: KnowledgeBase, dims: int) -> None:
         row = conn.execute("SELECT dimensions FROM kb_vector_state WHERE kb_id = ?", (kb.id,)).fetchone()
         if row is None:
             conn.execute("INSERT INTO kb_vector_state(kb_id, dimensions) VALUES (?, ?)", (kb.id, dims))
@@ -44,11 +64,11 @@ class SqliteChunks(StoreParts):
         elif row[0] != dims:
             raise InvalidInputError(f"this knowledge base stores {row[0]}-dimensional vectors, got {dims}")
 
-    def _insert_chunks_many(
+    def insert_many(
         self,
-        conn: Any,
+        conn: Connection,
         kb_id: str,
-        docs: list[tuple[str, list[ChunkInput], list[bytes] | None]],
+        docs: ChunkBatch,
         now: Any,
         changes: VectorChanges,
     ) -> None:
@@ -96,7 +116,7 @@ class SqliteChunks(StoreParts):
             conn.execute("UPDATE kb_vector_state SET version = version + 1 WHERE kb_id = ?", (kb_id,))
             changes.added.setdefault(kb_id, []).extend(added)
 
-    def _delete_chunks_many(self, conn: Any, kb_id: str, doc_ids: list[str], changes: VectorChanges) -> dict[str, int]:
+    def delete_many(self, conn: Connection, kb_id: str, doc_ids: list[str], changes: VectorChanges) -> dict[str, int]:
         counts: dict[str, int] = {}
         removed = changes.removed.setdefault(kb_id, [])
         for start in range(0, len(doc_ids), self.db.list_chunk):
@@ -112,62 +132,16 @@ class SqliteChunks(StoreParts):
                     removed.append(seq)
         return counts
 
-    def vectors_fresh(self, conn: Any, kb_id: str) -> bool:
+    def vectors_fresh(self, conn: Connection, kb_id: str) -> bool:
         row = conn.execute("SELECT version = indexed_version FROM kb_vector_state WHERE kb_id = ?", (kb_id,)).fetchone()
         return bool(row and row[0])
 
-    def _vectors_touch(self, conn: Any, kb_id: str, changes: VectorChanges) -> None:
+    def vectors_touch(self, conn: Connection, kb_id: str, changes: VectorChanges) -> None:
         if kb_id not in changes.fresh:
             changes.fresh[kb_id] = self.vectors_fresh(conn, kb_id)
 
-    def _vectors_written(self, conn: Any, changes: VectorChanges) -> None:
+    def vectors_written(self, conn: Connection, changes: VectorChanges) -> None:
         for kb_id, was_fresh in changes.fresh.items():
             self.vectors.after_write(
-                conn, kb_id, changes.added.get(kb_id, []), changes.removed.get(kb_id, []), was_fresh
-            )
-
-    # ── the embedding cache ────────────────────────────────────────────────────
-    def _chunk_vectors(self, conn: Any, model_id: str, hashes: list[str]) -> dict[str, bytes]:
-        rows = conn.execute(
-            f"SELECT c.content_hash, c.embedding FROM kb_chunks c JOIN knowledge_bases k ON k.id = c.kb_id "
-            f"WHERE c.content_hash IN ({','.join('?' * len(hashes))}) AND c.embedding IS NOT NULL "
-            f"AND json_extract(k.embedding_config, '$.model_id') = ?",
-            (*hashes, model_id),
-        ).fetchall()
-        return dict(rows)
-
-    def _swap_vectors(self, conn: Any, kb_id: str, model_key: str, dims: int | None) -> None:
-        conn.execute(
-            "UPDATE kb_chunks SET embedding = (SELECT e.embedding FROM embedding_cache e WHERE "
-            "e.model = ? AND e.text_hash = kb_chunks.content_hash) WHERE kb_id = ?",
-            (model_key, kb_id),
-        )
-        if dims is not None:
-            conn.execute(
-                "INSERT INTO kb_vector_state(kb_id, dimensions) VALUES (?, ?) ON CONFLICT(kb_id) DO "
-                "UPDATE SET dimensions = excluded.dimensions, version = version + 1, "
-                "indexed_version = -1",
-                (kb_id, dims),
-            )
-
-    # ── whole documents in and out (export and import) ─────────────────────────
-    def _export_vectors(self, conn: Any, sql: str, args: list[Any], dims: int | None) -> list[Sequence[Any]]:
-        rows = conn.execute(sql.format(vector="embedding"), args).fetchall()
-        return [(*r[:7], None if r[7] is None else bytes(r[7])) for r in rows]
-
-    def _import_chunks(
-        self, conn: Any, kb: KnowledgeBase, docs: Sequence[dict[str, Any]], changes: VectorChanges
-    ) -> None:
-        now = self.db.now()
-        for doc in docs:
-            chunks = doc["chunks"]
-            if not chunks:
-                continue
-            items = [ChunkInput(c["content"], int(c.get("token_count") or 0), c.get("metadata") or {}) for c in chunks]
-            vectors = [c["vector"] for c in chunks] if kb.model_id else None
-            blobs = self._vector_blobs(conn, kb, vectors, len(items))
-            self._insert_chunks_many(conn, kb.id, [(doc["id"], items, blobs)], now, changes)
-            conn.executemany(
-                "UPDATE kb_chunks SET id = ?, content_hash = ? WHERE document_id = ? AND chunk_index = ?",
-                [(c["id"], c["content_hash"], doc["id"], i) for i, c in enumerate(chunks)],
+                as_sqlite(conn), kb_id, changes.added.get(kb_id, []), changes.removed.get(kb_id, []), was_fresh
             )

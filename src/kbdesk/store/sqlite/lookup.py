@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from kbdesk.store.core.facts import FactsCore
+from kbdesk.store.dbapi import Connection
 from kbdesk.store.keywords import SCORED_TERM_BUDGETS, KeywordParts, bounds, mark_stale, query_terms
 from kbdesk.store.sqlite.vectors import VectorIndex as SqliteIndex
 from kbdesk.store.within import Within
@@ -242,7 +243,7 @@ class SqliteLookup(FactsCore):
         return out
 
     def _filtered_keyword(
-        self, conn: Any, kb_ids: Sequence[str], expr: str, k: int, within: Within
+        self, conn: Connection, kb_ids: Sequence[str], expr: str, k: int, within: Within
     ) -> list[tuple[int, float]]:
         """The ``k`` best matches among the chunks inside ``within``: the index's best
         ``k ÷ share × 2`` matches (share: the filter's part of every chunk the index holds)

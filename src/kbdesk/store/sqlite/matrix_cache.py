@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kbdesk.store.api import Transactions
+from kbdesk.store.sqlite.dbapi import SqliteConnection
 from kbdesk.store.sqlite.matrix_file import (
     Matrix,
     file_for,
@@ -28,7 +29,7 @@ from kbdesk.store.sqlite.matrix_file import (
 )
 
 
-def database_file(conn: Any) -> Path | None:
+def database_file(conn: SqliteConnection) -> Path | None:
     """The file of ``conn``'s main database (None for an in-memory one)."""
     for _, name, file in conn.execute("PRAGMA database_list").fetchall():
         if name == "main":
@@ -176,7 +177,7 @@ class MatrixFiles:
             self._cache.pop(kb_id, None)
             self._none_at.pop(kb_id, None)
 
-    def drop(self, conn: Any, kb_id: str) -> None:
+    def drop(self, conn: SqliteConnection, kb_id: str) -> None:
         """Forget the KB and delete its file (inside the transaction deleting the KB)."""
         self.forget(kb_id)
         db = database_file(conn)
@@ -184,7 +185,7 @@ class MatrixFiles:
             remove(folder_for(db), kb_id)
 
     @staticmethod
-    def drop_orphans(conn: Any) -> int:
+    def drop_orphans(conn: SqliteConnection) -> int:
         db = database_file(conn)
         if db is None or not folder_for(db).is_dir():
             return 0

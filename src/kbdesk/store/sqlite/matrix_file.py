@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from kbdesk.cpu_threads import scan
+from kbdesk.store.dbapi import Connection
 
 MAGIC = b"KBDMATX\x00"
 FORMAT = 1
@@ -124,7 +125,7 @@ def file_for(folder: Path, kb_id: str) -> Path:
     return folder / f"{kb_id}{SUFFIX}"
 
 
-def stamp_of(conn: Any, kb_id: str) -> Stamp | None:
+def stamp_of(conn: Connection, kb_id: str) -> Stamp | None:
     """The KB's stamp now (inside the caller's snapshot), or None when it has no vector state."""
     row = conn.execute("SELECT version FROM kb_vector_state WHERE kb_id = ?", (kb_id,)).fetchone()
     if row is None:
@@ -174,7 +175,7 @@ class Cancelled(Exception):
     """A background write stopped because its store is closing."""
 
 
-def write_matrix(conn: Any, folder: Path, kb_id: str, dims: int, *, cancel: Any = None) -> Stamp | None:
+def write_matrix(conn: Connection, folder: Path, kb_id: str, dims: int, *, cancel: Any = None) -> Stamp | None:
     """Write the KB's file from ``conn``'s snapshot (the caller holds one read transaction
     for the stamp and the rows) and move it into place; return the stamp it was written
     from (None when the KB has no vector state). Raises OSError when it cannot be written."""

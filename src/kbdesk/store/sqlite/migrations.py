@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kbdesk.errors import SchemaTooNewError, StoreError
+from kbdesk.store.sqlite.dbapi import SqliteConnection
 from kbdesk.store.sqlite.schema_steps import (
     m006_vector_bits,
     m007_one_document_per_path,
@@ -55,7 +56,7 @@ MIGRATIONS: list[Migration] = [
 ]
 
 
-def current_version(conn: Any) -> int:
+def current_version(conn: SqliteConnection) -> int:
     exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").fetchone()
     if not exists:
         return 0
@@ -63,7 +64,7 @@ def current_version(conn: Any) -> int:
     return row[0] or 0
 
 
-def migrate(conn: Any, migrations: list[Migration] | None = None, *, path: str = "") -> int:
+def migrate(conn: SqliteConnection, migrations: list[Migration] | None = None, *, path: str = "") -> int:
     """Bring the database up to date; return the number of migrations applied.
 
     ``conn`` must be in autocommit mode (``isolation_level=None``). Each migration runs
@@ -104,7 +105,7 @@ def migrate(conn: Any, migrations: list[Migration] | None = None, *, path: str =
     return applied
 
 
-def _run_step(conn: Any, step: Callable[[Any], None]) -> None:
+def _run_step(conn: SqliteConnection, step: Callable[[Any], None]) -> None:
     """Run a migration's SQL inside the already-open transaction.
 
     ``executescript`` would COMMIT first, so statements are split and run one by one.
@@ -118,7 +119,7 @@ def _run_step(conn: Any, step: Callable[[Any], None]) -> None:
 class _ScriptRunner:
     """Looks like a connection; runs ``executescript`` statement by statement."""
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: SqliteConnection) -> None:
         self._conn = conn
 
     def execute(self, *args: Any) -> Any:

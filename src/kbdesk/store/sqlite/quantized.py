@@ -42,12 +42,13 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from kbdesk.cpu_threads import scan
 from kbdesk.store.api import Transactions
+from kbdesk.store.dbapi import Connection
+from kbdesk.store.sqlite.dbapi import SqliteConnection, as_sqlite
 from kbdesk.store.sqlite.matrix_cache import MatrixFiles
 from kbdesk.store.sqlite.positions import positions
 
@@ -185,7 +186,7 @@ class QuantizedIndex:
         self.threads: int | None = None  # None: all usable cores (at most 4)
 
     # ── writes ─────────────────────────────────────────────────────────────────
-    def after_write(self, conn: Any, kb_id: str, added: list[tuple[int, bytes]]) -> None:
+    def after_write(self, conn: SqliteConnection, kb_id: str, added: list[tuple[int, bytes]]) -> None:
         """Bits of the vectors just written, in the same transaction, once the KB has bits.
 
         Deleted and re-embedded chunks lose their bits by trigger.
@@ -201,7 +202,7 @@ class QuantizedIndex:
             [(kb_id, int(seq), bits[i].tobytes()) for i, (seq, _) in enumerate(added)],
         )
 
-    def drop(self, conn: Any, kb_id: str) -> None:
+    def drop(self, conn: SqliteConnection, kb_id: str) -> None:
         with self._lock:
             self._cache.pop(kb_id, None)
         conn.execute("DELETE FROM kb_vector_bits WHERE kb_id = ?", (kb_id,))
@@ -213,7 +214,7 @@ class QuantizedIndex:
 
     # ── loading ────────────────────────────────────────────────────────────────
     @staticmethod
-    def _version(conn: Any, kb_id: str) -> int:
+    def _version(conn: Connection, kb_id: str) -> int:
         row = conn.execute("SELECT version FROM kb_vector_state WHERE kb_id = ?", (kb_id,)).fetchone()
         return int(row[0]) if row else -1
 
@@ -277,7 +278,7 @@ class QuantizedIndex:
         return Codes(version, seqs, words, dims)
 
     @staticmethod
-    def _missing(conn: Any, kb_id: str, width: int) -> bool:
+    def _missing(conn: Connection, kb_id: str, width: int) -> bool:
         """Whether a chunk with a vector has no usable bits row (chunks without vectors don't count)."""
         row = conn.execute(
             "SELECT 1 FROM kb_chunks c WHERE c.kb_id = ? AND c.embedding IS NOT NULL AND NOT EXISTS "
@@ -287,7 +288,7 @@ class QuantizedIndex:
         ).fetchone()
         return row is not None
 
-    def fill(self, conn: Any, kb_id: str, dims: int) -> int:
+    def fill(self, conn: Connection, kb_id: str, dims: int) -> int:
         """Compute and store the bits of every chunk that has a vector but no bits row
         (inside the caller's write transaction); return how many were written."""
         width = -(-dims // 64) * 8
@@ -312,7 +313,7 @@ class QuantizedIndex:
             if not good:
                 continue
             bits = sign_bits(np.frombuffer(b"".join(b for _, b in good), dtype=np.float32).reshape(len(good), dims))
-            conn.executemany(
+            as_sqlite(conn).executemany(
                 "INSERT OR REPLACE INTO kb_vector_bits(kb_id, seq, bits) VALUES (?, ?, ?)",
                 [(kb_id, int(seq), bits[i].tobytes()) for i, (seq, _) in enumerate(good)],
             )

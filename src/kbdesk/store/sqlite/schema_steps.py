@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from kbdesk.store.doc_types import NAME_RULE
+from kbdesk.store.sqlite.dbapi import SqliteConnection
 
 
-def m006_vector_bits(conn: Any) -> None:
+def m006_vector_bits(conn: SqliteConnection) -> None:
     # Sign bits of each chunk's vector (one bit per dimension, packed, padded to 64-bit
     # words) for the binary-quantised search of large KBs (store/sqlite/quantized.py). Derived
     # from kb_chunks.embedding: rows go with their chunk or when its embedding changes,
@@ -30,7 +29,7 @@ def m006_vector_bits(conn: Any) -> None:
     """)
 
 
-def m007_one_document_per_path(conn: Any) -> None:
+def m007_one_document_per_path(conn: SqliteConnection) -> None:
     # A source path has exactly one document row in its KB (a partial unique index).
     # The row describes the newest version seen (hash, size, mtime, status, error);
     # ``version`` moves each time a runner claims the row for new work, so a result
@@ -62,7 +61,7 @@ def m007_one_document_per_path(conn: Any) -> None:
     """)
 
 
-def m008_chat_retrieval(conn: Any) -> None:
+def m008_chat_retrieval(conn: SqliteConnection) -> None:
     # The retrieval policy (auto, tool, always, off; NULL: the next level decides) of a
     # conversation and of a persona, and a persona's answer length (max_tokens).
     conn.executescript("""
@@ -72,7 +71,7 @@ def m008_chat_retrieval(conn: Any) -> None:
     """)
 
 
-def m009_api_tokens(conn: Any) -> None:
+def m009_api_tokens(conn: SqliteConnection) -> None:
     # Bearer tokens of kbdesk serve (store/tokens.py): only a SHA-256 of each token is
     # kept; the token itself is shown once, when it is made.
     from kbdesk.store.tokens import tokens_ddl
@@ -80,7 +79,7 @@ def m009_api_tokens(conn: Any) -> None:
     conn.execute(tokens_ddl("api_tokens"))
 
 
-def m010_document_lookup(conn: Any) -> None:
+def m010_document_lookup(conn: SqliteConnection) -> None:
     # Search results read a few columns of each hit's document (name, hashes, when it was
     # indexed). Most of them come after extracted_text in the row, so a document with a
     # large text made SQLite walk its overflow pages for every hit (tens of ms per large
@@ -90,7 +89,7 @@ def m010_document_lookup(conn: Any) -> None:
     """)
 
 
-def m011_keyword_cjk(conn: Any) -> None:
+def m011_keyword_cjk(conn: SqliteConnection) -> None:
     # Chinese, Japanese and Korean words inside running text (kbdesk.store.cjk): a chunk
     # with CJK characters is indexed by ``keyword_text`` (its CJK runs as characters and
     # pairs), every other chunk by its content as before. The keyword index reads the
@@ -128,7 +127,7 @@ def m011_keyword_cjk(conn: Any) -> None:
     """)
 
 
-def m012_document_facts(conn: Any) -> None:
+def m012_document_facts(conn: SqliteConnection) -> None:
     # What search filters look at (kbdesk.filters): the folder a document was added from,
     # its file type, title, tags (JSON list) and other properties (JSON: author, created,
     # date), beside filename (its path relative to that folder), source_mtime and
@@ -155,7 +154,7 @@ def m012_document_facts(conn: Any) -> None:
     """)
 
 
-def m013_chat_filters(conn: Any) -> None:
+def m013_chat_filters(conn: SqliteConnection) -> None:
     # Default filters of a conversation's or persona's searches ("this project's folder"):
     # kbdesk.filters' JSON form as text; NULL: none.
     conn.executescript("""
@@ -164,7 +163,7 @@ def m013_chat_filters(conn: Any) -> None:
     """)
 
 
-def m014_document_dates(conn: Any) -> None:
+def m014_document_dates(conn: SqliteConnection) -> None:
     # The date a document gives itself (front matter date:, an e-mail's Date:, an Office,
     # OpenDocument or EPUB file's created date) as seconds since the epoch, for filters'
     # ``date: document``; NULL without one that parses (kbdesk.filters.document_date).
@@ -187,7 +186,7 @@ def m014_document_dates(conn: Any) -> None:
     """)
 
 
-def m015_document_rows(conn: Any) -> None:
+def m015_document_rows(conn: SqliteConnection) -> None:
     # The columns a list of a KB's documents shows (Store.document_briefs: name, source,
     # size, chunks, status) sit after extracted_text in the row, so listing a KB of large
     # documents walked every document's overflow pages (measured: 180 ms for 12,500
@@ -198,7 +197,7 @@ def m015_document_rows(conn: Any) -> None:
     """)
 
 
-def m016_one_document_per_name(conn: Any) -> None:
+def m016_one_document_per_name(conn: SqliteConnection) -> None:
     # One document per file name in a KB, however it came (kbdesk.store.doc_types.NAME_RULE):
     # a document an upload made (source ``upload:NAME``) is the only document of its name,
     # so an upload and ``kbdesk add`` of the same name at once cannot both insert a row —

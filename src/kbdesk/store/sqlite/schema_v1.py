@@ -3,12 +3,12 @@ KBs, documents and chunks (core), the keyword index, vector state, ingestion and
 
 from __future__ import annotations
 
-from typing import Any
+from kbdesk.store.sqlite.dbapi import SqliteConnection
 
 NOW = "(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"
 
 
-def m001_core(conn: Any) -> None:
+def m001_core(conn: SqliteConnection) -> None:
     conn.executescript(f"""
     CREATE TABLE settings (
         key   TEXT PRIMARY KEY,
@@ -137,7 +137,7 @@ def m001_core(conn: Any) -> None:
     """)
 
 
-def m002_keyword_index(conn: Any) -> None:
+def m002_keyword_index(conn: SqliteConnection) -> None:
     # External-content FTS5 over kb_chunks.content. Inserts are written by the store in
     # bulk, in the transaction that inserts the chunks (a per-row trigger measured 2x
     # slower, docs/BENCHMARKS.md); deletes and updates, cascades included, reach the
@@ -162,7 +162,7 @@ def m002_keyword_index(conn: Any) -> None:
     """)
 
 
-def m003_vector_state(conn: Any) -> None:
+def m003_vector_state(conn: SqliteConnection) -> None:
     # One row per KB that holds vectors. ``version`` moves on every change to the KB's
     # vectors (by trigger for deletes and updates, whatever caused them; by the store,
     # once per transaction, for its bulk inserts); a derived index (a sqlite-vec table,
@@ -183,7 +183,7 @@ def m003_vector_state(conn: Any) -> None:
     """)
 
 
-def m004_ingestion(conn: Any) -> None:
+def m004_ingestion(conn: SqliteConnection) -> None:
     # extracted_sections: JSON [[start, end, metadata], ...] over extracted_text, so a
     # rebuild re-chunks with page numbers and heading paths intact.
     # claimed_by: "host:pid" of the process working on a document, so a restart resumes
@@ -210,7 +210,7 @@ def m004_ingestion(conn: Any) -> None:
     """)
 
 
-def m005_chat(conn: Any) -> None:
+def m005_chat(conn: SqliteConnection) -> None:
     # Chat (seed 000 §5-§8, seed 002): the seed's ``channels`` are conversations; their
     # KB toggles are ``channel_knowledge_bases``. Personas and projects bind KBs too
     # (resolution: persona -> project -> conversation -> personal). Messages keep the

@@ -27,17 +27,16 @@ from typing import Any
 
 from kbdesk.errors import ReadOnlyDatabaseError, SchemaTooNewError, StoreError
 from kbdesk.store.api import CHAT, VECTORS_LOCAL
-from kbdesk.store.core.bulk import BulkCore
-from kbdesk.store.core.cache import CacheCore
-from kbdesk.store.core.chat import ChatCore
-from kbdesk.store.core.documents import DocumentsCore
-from kbdesk.store.core.notes import NotesCore
-from kbdesk.store.core.personas import PersonasCore
+from kbdesk.store.core.chat_surface import ChatSurface
 from kbdesk.store.core.records import RecordsCore
+from kbdesk.store.core.store_surface import StoreSurface
 from kbdesk.store.ids import new_id
 from kbdesk.store.policy import LocalPolicy
-from kbdesk.store.sqlite.chat import SqliteChat
+from kbdesk.store.sqlite.bulk import SqliteBulk
+from kbdesk.store.sqlite.cache_vectors import SqliteCacheVectors
+from kbdesk.store.sqlite.chat import SqliteNoteKeywords, SqliteSettings
 from kbdesk.store.sqlite.chunks import SqliteChunks
+from kbdesk.store.sqlite.dbapi import SqliteConnection
 from kbdesk.store.sqlite.driver import Driver, load_extensions
 from kbdesk.store.sqlite.engine import SqliteEngine
 from kbdesk.store.sqlite.failures import write_failure
@@ -56,16 +55,10 @@ def _is_busy(exc: Exception) -> bool:
 
 
 class SqliteStore(
-    SqliteChunks,
-    SqliteChat,
     RecordsCore,
-    DocumentsCore,
-    CacheCore,
-    BulkCore,
     SqliteLookup,
-    ChatCore,
-    PersonasCore,
-    NotesCore,
+    StoreSurface,
+    ChatSurface,
 ):
     """Connections, transactions and schema for one SQLite database file."""
 
@@ -83,10 +76,11 @@ class SqliteStore(
         self.path = Path(path)
         self.driver = driver
         self._local = threading.local()
-        self._conns: list[tuple[threading.Thread, Any]] = []
+        self._conns: list[tuple[threading.Thread, SqliteConnection]] = []
         self._conns_lock = threading.Lock()
         self._write_lock = threading.RLock()
         self._closed = False
+        self.compose_chat(self, SqliteNoteKeywords(), SqliteSettings(self))
         if read_only is None:
             self.read_only_reason = read_only_reason(self.path)
         else:
@@ -98,6 +92,9 @@ class SqliteStore(
             # read-only: sqlite-vec's index may need rebuilding before it answers, which
             # is a write; numpy reads the stored vectors and ranks exactly the same
             self.vectors = NumpyIndex(vec_loaded=driver.vec_loaded)
+        self.chunks = SqliteChunks(self, self.vectors)
+        self.bulk = SqliteBulk(self, self.chunks)
+        self.compose_store(self, self, self.chunks, self.bulk, SqliteCacheVectors())
         if self.read_only:
             self._open_read_only()
             return
@@ -161,7 +158,7 @@ class SqliteStore(
         self.local_user_id = row[0] if row else ""
 
     # ── connections ────────────────────────────────────────────────────────────
-    def connection(self) -> Any:
+    def connection(self) -> SqliteConnection:
         """This thread's connection (made on first use)."""
         conn = getattr(self._local, "conn", None)
         if conn is not None:
@@ -216,7 +213,7 @@ class SqliteStore(
             self._conns = [(t, c) for t, c in self._conns if c is not conn]
         conn.close()
 
-    def _check_file(self, conn: Any) -> None:
+    def _check_file(self, conn: SqliteConnection) -> None:
         try:
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except self.driver.module.OperationalError as exc:
@@ -238,7 +235,7 @@ class SqliteStore(
 
     # ── transactions ───────────────────────────────────────────────────────────
     @contextmanager
-    def write(self) -> Iterator[Any]:
+    def write(self) -> Iterator[SqliteConnection]:
         """A ``BEGIN IMMEDIATE`` transaction; commit on success, roll back on error.
 
         Re-entrant in one thread: an inner ``write()`` joins the outer transaction.
@@ -269,7 +266,7 @@ class SqliteStore(
                     raise failure from None
                 raise
 
-    def _begin_immediate(self, conn: Any) -> None:
+    def _begin_immediate(self, conn: SqliteConnection) -> None:
         deadline = time.monotonic() + BUSY_GIVE_UP_S
         delay = 0.01
         while True:
@@ -287,7 +284,7 @@ class SqliteStore(
                 delay = min(delay * 2, 0.5)
 
     @contextmanager
-    def read(self) -> Iterator[Any]:
+    def read(self) -> Iterator[SqliteConnection]:
         """A read transaction (one consistent snapshot), or the current transaction."""
         conn = self.connection()
         if conn.in_transaction:

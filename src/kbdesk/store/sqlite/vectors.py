@@ -33,6 +33,8 @@ import numpy as np
 
 from kbdesk.cpu_threads import scan
 from kbdesk.store.api import Transactions
+from kbdesk.store.dbapi import Connection
+from kbdesk.store.sqlite.dbapi import SqliteConnection, as_sqlite
 from kbdesk.store.sqlite.matrix_cache import MatrixFiles
 from kbdesk.store.sqlite.positions import positions
 from kbdesk.store.sqlite.quantized import (
@@ -91,7 +93,7 @@ class VectorIndex(Protocol):
     name: str
 
     def after_write(
-        self, conn: Any, kb_id: str, added: list[tuple[int, bytes]], removed: list[int], was_fresh: bool
+        self, conn: SqliteConnection, kb_id: str, added: list[tuple[int, bytes]], removed: list[int], was_fresh: bool
     ) -> None:
         """Called inside the write transaction that changed ``kb_id``'s vectors."""
 
@@ -107,7 +109,7 @@ class VectorIndex(Protocol):
         """Top ``k`` (seq, cosine similarity) pairs, best first; only seqs in ``allowed``
         (ascending) when given."""
 
-    def drop(self, conn: Any, kb_id: str) -> None:
+    def drop(self, conn: Connection, kb_id: str) -> None:
         """Forget ``kb_id``'s index (inside the transaction deleting the KB)."""
 
     def close(self) -> None:
@@ -230,7 +232,7 @@ VEC_EXACT_SHARE = 0.3
 VEC_MAX_K = 4096  # the most neighbours sqlite-vec returns from one query
 
 
-def _is_fresh(conn: Any, kb_id: str) -> bool:
+def _is_fresh(conn: Connection, kb_id: str) -> bool:
     row = conn.execute("SELECT version = indexed_version FROM kb_vector_state WHERE kb_id = ?", (kb_id,)).fetchone()
     return bool(row and row[0])
 
@@ -246,11 +248,11 @@ class SqliteVecIndex(_Tiered):
         self._init_tiers()
 
     @staticmethod
-    def is_fresh(conn: Any, kb_id: str) -> bool:
+    def is_fresh(conn: SqliteConnection, kb_id: str) -> bool:
         return _is_fresh(conn, kb_id)
 
     def after_write(
-        self, conn: Any, kb_id: str, added: list[tuple[int, bytes]], removed: list[int], was_fresh: bool
+        self, conn: SqliteConnection, kb_id: str, added: list[tuple[int, bytes]], removed: list[int], was_fresh: bool
     ) -> None:
         self.quantized.after_write(conn, kb_id, added)
         if not was_fresh:
@@ -262,7 +264,7 @@ class SqliteVecIndex(_Tiered):
             conn.executemany(f"INSERT INTO {table}(rowid, embedding) VALUES (?, ?)", added)
         conn.execute("UPDATE kb_vector_state SET indexed_version = version WHERE kb_id = ?", (kb_id,))
 
-    def rebuild(self, conn: Any, kb_id: str, dimensions: int) -> None:
+    def rebuild(self, conn: Connection, kb_id: str, dimensions: int) -> None:
         table = vec_table(kb_id)
         conn.execute(f"DROP TABLE IF EXISTS {table}")
         # chunk_size 256 (vec0's default is 1024 rows per BLOB): the same answers, a
@@ -316,20 +318,20 @@ class SqliteVecIndex(_Tiered):
             want = asked * 4
 
     @staticmethod
-    def _knn(conn: Any, kb_id: str, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+    def _knn(conn: Connection, kb_id: str, query: np.ndarray, k: int) -> list[tuple[int, float]]:
         rows = conn.execute(
             f"SELECT rowid, distance FROM {vec_table(kb_id)} WHERE embedding MATCH ? AND k = ? ORDER BY distance",
             (query.tobytes(), int(k)),
         ).fetchall()
         return [(int(seq), 1.0 - (float(d) * float(d)) / 2.0) for seq, d in rows]
 
-    def drop(self, conn: Any, kb_id: str) -> None:
+    def drop(self, conn: Connection, kb_id: str) -> None:
         conn.execute(f"DROP TABLE IF EXISTS {vec_table(kb_id)}")
-        self.quantized.drop(conn, kb_id)
-        self.matrices.drop(conn, kb_id)
+        self.quantized.drop(as_sqlite(conn), kb_id)
+        self.matrices.drop(as_sqlite(conn), kb_id)
 
     @staticmethod
-    def drop_orphans(conn: Any) -> int:
+    def drop_orphans(conn: SqliteConnection) -> int:
         """Drop vec0 tables (and matrix files) whose KB is gone (left by a numpy-only or older session)."""
         rows = conn.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'vec\\_kb\\_%' ESCAPE '\\' "
@@ -357,7 +359,7 @@ class NumpyIndex(_Tiered):
         self._init_tiers()
 
     def after_write(
-        self, conn: Any, kb_id: str, added: list[tuple[int, bytes]], removed: list[int], was_fresh: bool
+        self, conn: SqliteConnection, kb_id: str, added: list[tuple[int, bytes]], removed: list[int], was_fresh: bool
     ) -> None:
         self.quantized.after_write(conn, kb_id, added)  # the matrix reloads when the version moves
 
@@ -402,10 +404,10 @@ class NumpyIndex(_Tiered):
 
         return masked_top_k(seqs, allowed, k, sims, matrix)
 
-    def drop(self, conn: Any, kb_id: str) -> None:
+    def drop(self, conn: Connection, kb_id: str) -> None:
         with self._lock:
             self._cache.pop(kb_id, None)
-        self.quantized.drop(conn, kb_id)
-        self.matrices.drop(conn, kb_id)
+        self.quantized.drop(as_sqlite(conn), kb_id)
+        self.matrices.drop(as_sqlite(conn), kb_id)
         if self.vec_loaded:
             conn.execute(f"DROP TABLE IF EXISTS {vec_table(kb_id)}")
