@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbdesk.store.postgres import tombstones
 from kbdesk.store.postgres.rules import ADMIN_TEAM_ROLES, MANAGED_KBS, UID, managed
 
 DELETE_FUNCTION = "kbdesk_delete"
@@ -112,7 +113,10 @@ def install_delete_function(conn: Any, path: str, conditions: dict[str, str]) ->
 
 def install_name_rule(conn: Any, path: str, members: str) -> None:
     """A KB's name is free for everyone who reads it (see the module doc)."""
-    same = "lower(k.name) = lower(NEW.name) AND k.id IS DISTINCT FROM NEW.id"
+    same = (  # a tombstoned KB's name is free (.tombstones)
+        "lower(k.name) = lower(NEW.name) AND k.id IS DISTINCT FROM NEW.id "
+        f"AND NOT EXISTS (SELECT 1 FROM {tombstones.TABLE} g WHERE g.id = k.id)"
+    )
     raise_taken = (
         "RAISE EXCEPTION USING ERRCODE = 'unique_violation', CONSTRAINT = '" + NAME_CONSTRAINT + "', MESSAGE = "
     )

@@ -25,6 +25,7 @@ from kbdesk.store.postgres.locks import maintenance, migration_lock
 from kbdesk.store.postgres.names import install as install_name_rule
 from kbdesk.store.postgres.rls import install_row_security
 from kbdesk.store.postgres.seed import MINIMAL_TABLES, SEED_008, team_members_ddl
+from kbdesk.store.postgres.tombstones import install as install_tombstones
 from kbdesk.store.postgres.widths import install as install_widths
 
 MISSING_PGVECTOR = (
@@ -347,6 +348,14 @@ def _m017_one_document_per_name(conn: Any) -> None:
     install_name_rule(conn, f"{schema}, pg_temp")
 
 
+def _m018_kb_tombstones(conn: Any) -> None:
+    # A kbdesk user's KB delete is a tombstone that nobody's open transaction can hold up;
+    # the KB's rows are purged when nothing holds them (store/postgres/tombstones.py). The
+    # policies that hide a tombstoned KB come with the security step after any migration.
+    schema = conn.execute("SELECT quote_ident(current_schema())").fetchone()[0]
+    install_tombstones(conn, f"{schema}, pg_temp")
+
+
 MIGRATIONS: list[Migration] = [
     ("seed_008_knowledge_bases", _m001_seed_008),
     ("kbdesk_columns", _m002_kbdesk_columns),
@@ -365,6 +374,7 @@ MIGRATIONS: list[Migration] = [
     ("document_dates", _m015_document_dates),
     ("vector_widths", _m016_vector_widths),
     ("one_document_per_name", _m017_one_document_per_name),
+    ("kb_tombstones", _m018_kb_tombstones),
 ]
 
 REQUIRED_COLUMNS = {
