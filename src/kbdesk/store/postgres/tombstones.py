@@ -26,8 +26,10 @@ wait), with its tombstone, in a subtransaction per KB — a KB still held stays
 tombstoned for the next time. A crash between the two leaves a tombstone, never half a
 KB: each step is one transaction.
 
-The owner (the login that owns kbdesk's tables; a single-user database) deletes
-directly, as before: nobody but it writes there.
+The owner's delete (the login that owns kbdesk's tables: a single user, or ``kbdesk
+serve`` acting for a token's user) is the same tombstone, written directly; the owner's
+reads leave tombstoned KBs out through the scope policy and :meth:`PgKbDelete._get_kb`.
+Its vector indexes go after the purge when they can go at once, else at ``pg setup``.
 """
 
 from __future__ import annotations
@@ -108,21 +110,51 @@ def purge(conn: Any) -> int:
 
 
 class PgKbDelete:
-    """The Postgres store's KB delete: a kbdesk user's is a tombstone (above); the
-    owner's the shared delete (:meth:`kbdesk.store.core.records.RecordsCore.delete_kb`)."""
+    """The Postgres store's KB delete (a tombstone, then a purge: above), and the owner's
+    reads by id leaving tombstoned KBs out (row security does it for kbdesk users; the
+    owner — a single user, or ``kbdesk serve`` acting for each token's user — reads
+    past it)."""
 
     def delete_kb(self, kb_id: str) -> KnowledgeBase:
         """Delete a KB with its documents, chunks, keyword rows, vectors and index."""
         store: Any = self  # a mixin of PostgresStore
-        if getattr(store.session, "kind", None) != "user":
-            return super().delete_kb(kb_id)  # type: ignore[misc]
+        user = getattr(store.session, "kind", None) == "user"
         with store.write() as conn:
             kb: KnowledgeBase = store._get_kb(conn, kb_id)
             store.policy.check_manage(kb)
-            # the audit row first: once the tombstone is in, the KB is no longer one the user reads
+            # the audit row first: once the tombstone is in, the KB is no longer one a user reads
             store.audit(conn, "kb.delete", kb_id, kb.name, {"documents": kb.document_count, "chunks": kb.chunk_count})
-            if not conn.execute(f"SELECT {FORGET}(%s)", (kb_id,)).fetchone()[0]:
+            if user:
+                marked = conn.execute(f"SELECT {FORGET}(%s)", (kb_id,)).fetchone()[0]
+            else:
+                marked = conn.execute(
+                    f"INSERT INTO {TABLE}(id, deleted_by) VALUES (%s, %s) ON CONFLICT (id) DO NOTHING RETURNING id",
+                    (kb_id, store.identity.user_id),
+                ).fetchone()
+            if not marked:
                 raise NotFoundError(f"no knowledge base with id '{kb_id}'")  # deleted meanwhile
-            store.vectors.drop(conn, kb_id)
+            if user:
+                store.vectors.drop(conn, kb_id)  # a user's: forgets the KB's cached index state only
         purge(store.connection())
+        if not user:
+            drop_indexes(store, kb_id)
         return kb
+
+    def _get_kb(self, conn: Any, kb_id: str) -> KnowledgeBase:
+        kb: KnowledgeBase = super()._get_kb(conn, kb_id)  # type: ignore[misc]
+        if getattr(getattr(self, "session", None), "kind", None) == "user":
+            return kb  # row security already left it out
+        if conn.execute(f"SELECT {GONE}(%s)", (kb.id,)).fetchone()[0]:
+            raise NotFoundError(f"no knowledge base with id '{kb_id}'")
+        return kb
+
+
+def drop_indexes(store: Any, kb_id: str) -> None:
+    """The owner's vector indexes of a KB whose rows are gone, if they can go without a wait
+    (``DROP INDEX`` locks the whole chunks table: anyone's open transaction that read it
+    holds that up); else ``pg setup`` drops them (:func:`kbdesk.store.postgres.vectors.drop_orphans`)."""
+    conn = store.connection()
+    with suppress(Exception), conn.transaction():
+        conn.execute(f"SET LOCAL lock_timeout = {PURGE_LOCK_WAIT_MS}")
+        if not conn.execute("SELECT 1 FROM knowledge_bases WHERE id = %s", (kb_id,)).fetchone():
+            store.vectors.drop(conn, kb_id)
