@@ -148,3 +148,31 @@ def test_a_member_cannot_delete_a_kb_they_only_read_through_the_tombstone(server
     with closing(psycopg.connect(server.uris["alice"], autocommit=True)) as conn:
         assert conn.execute("SELECT kbdesk_forget_kb(%s)", (kb.id,)).fetchone()[0] is False
     assert "Runbooks" in names(server.desk("alice"))
+
+
+def test_a_purge_that_meets_a_held_row_leaves_the_kb_whole_for_the_next_one(server):
+    """bob holds one document row (not the KB's): the purge gets the KB row, then waits
+    briefly on that document and gives up — the KB's rows stay whole (never half
+    deleted: one subtransaction per KB), hidden, until a later purge takes them all."""
+    root = server.desk("root")
+    kb = root.create_kb("Runbooks", scope="team", team_id=server.team, keyword_only=True)
+    first = root.add_document("Runbooks", "a.txt", ["page the walrus on call"])
+    root.add_document("Runbooks", "b.txt", ["the walrus sleeps at noon", "and wakes at four"])
+    before = {
+        "documents": count(server.uri, "SELECT count(*) FROM kb_documents WHERE kb_id = %s", kb.id),
+        "chunks": count(server.uri, "SELECT count(*) FROM kb_chunks WHERE kb_id = %s", kb.id),
+    }
+    assert before == {"documents": 2, "chunks": 3}
+    with closing(psycopg.connect(server.uris["bob"])) as holder:
+        holder.execute("SELECT 1 FROM kb_documents WHERE id = %s FOR UPDATE", (first.id,))
+        root.delete_kb("Runbooks")
+        assert "Runbooks" not in names(server.desk("bob"))
+        after = {
+            "documents": count(server.uri, "SELECT count(*) FROM kb_documents WHERE kb_id = %s", kb.id),
+            "chunks": count(server.uri, "SELECT count(*) FROM kb_chunks WHERE kb_id = %s", kb.id),
+        }
+        assert after == before and rows_of(server, kb.id)["knowledge_bases"] == 1
+        holder.rollback()
+    purge_by_pg_setup(server)
+    assert rows_of(server, kb.id)["knowledge_bases"] == 0
+    assert count(server.uri, "SELECT count(*) FROM kb_chunks WHERE kb_id = %s", kb.id) == 0
