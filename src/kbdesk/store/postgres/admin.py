@@ -37,6 +37,7 @@ from kbdesk.store.postgres.rls import (
 from kbdesk.store.postgres.safety import check_not_planted, secure_schema
 from kbdesk.store.postgres.schema import _first_line, migrate
 from kbdesk.store.postgres.security import Session, apply_grants, roles_exist, session
+from kbdesk.store.postgres.tombstones import purge as purge_tombstones
 from kbdesk.store.postgres.vectors import drop_orphans
 
 TEAM_ROLES = ("member", "admin")
@@ -86,6 +87,7 @@ def setup(uri: str) -> dict[str, Any]:
             missed = apply_grants(conn)
         tables = secured_tables(conn)
         users = conn.execute("SELECT count(*) FROM kbdesk_logins").fetchone()[0]
+        purge_tombstones(conn)  # KBs users deleted whose rows were still held then
         drop_orphans(conn)  # indexes of KBs users deleted (theirs to leave, not to drop)
     built = _build_indexes(uri)
     return {

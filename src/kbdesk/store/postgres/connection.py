@@ -46,10 +46,12 @@ from kbdesk.store.postgres.lookup import PgLookup
 from kbdesk.store.postgres.pool import Holder, PgDriver, Pool, quiet_close, redact_uri, uuid_as_text_binary_loader
 from kbdesk.store.postgres.schema import _first_line, current_version, migrate
 from kbdesk.store.postgres.security import Session, check_can_open, database_identity, secure, session
+from kbdesk.store.postgres.tombstones import PgKbDelete
 from kbdesk.store.postgres.vectors import PgVectorIndex
 
 
 class PostgresStore(
+    PgKbDelete,  # before RecordsCore: a user's KB delete is a tombstone
     RecordsCore,
     PgLookup,
     StoreSurface,

@@ -26,6 +26,7 @@ that are not negative (CHECK constraints, schema step ``hostile_logins``).
 
 from __future__ import annotations
 
+from kbdesk.store.postgres import tombstones
 from kbdesk.store.postgres.dbapi import PgConnection
 from kbdesk.store.postgres.rules import ADMIN_TEAM_ROLES, MANAGED_KBS, UID, managed
 
@@ -111,7 +112,10 @@ def install_delete_function(conn: PgConnection, path: str, conditions: dict[str,
 
 def install_name_rule(conn: PgConnection, path: str, members: str) -> None:
     """A KB's name is free for everyone who reads it (see the module doc)."""
-    same = "lower(k.name) = lower(NEW.name) AND k.id IS DISTINCT FROM NEW.id"
+    same = (  # a tombstoned KB's name is free (.tombstones)
+        "lower(k.name) = lower(NEW.name) AND k.id IS DISTINCT FROM NEW.id "
+        f"AND NOT EXISTS (SELECT 1 FROM {tombstones.TABLE} g WHERE g.id = k.id)"
+    )
     raise_taken = (
         "RAISE EXCEPTION USING ERRCODE = 'unique_violation', CONSTRAINT = '" + NAME_CONSTRAINT + "', MESSAGE = "
     )

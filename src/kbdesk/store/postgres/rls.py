@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import kbdesk.store.postgres.guards as guards
 from kbdesk.store.dbapi import Connection
+from kbdesk.store.postgres import tombstones
 from kbdesk.store.postgres.dbapi import PgConnection
 from kbdesk.store.postgres.rules import (  # noqa: F401 - re-exported: the rules' names, where they always were
     ADMIN,
@@ -112,6 +113,7 @@ def install_row_security(conn: PgConnection) -> None:
     _functions(conn, path, members, has_role)
     _embedding_cache_per_user(conn)
     guards.install_kb_exists(conn, path)
+    tombstones.install(conn, path)  # before the policies that call kbdesk_kb_gone
     for table, policies in _policies(conn).items():
         conn.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
         known = {
@@ -268,7 +270,9 @@ def _policies(conn: PgConnection) -> dict[str, list[Policy]]:
         ]
 
     kb_read, kb_write = f"kb_id = ANY ({READABLE_KBS})", f"kb_id = ANY ({MANAGED_KBS})"
-    out: dict[str, list[Policy]] = {"knowledge_bases": per_kb(visible(), managed())}
+    # a tombstoned KB (a user deleted it, its rows not yet purged: .tombstones) is gone for everyone
+    here = f"NOT {tombstones.gone_sql('id')}"
+    out: dict[str, list[Policy]] = {"knowledge_bases": per_kb(f"{visible()} AND {here}", f"{managed()} AND {here}")}
     for table in KB_KEYED + tuple(kbdesk_kb_tables(conn)):
         out[table] = per_kb(kb_read, kb_write)
     # a chunk belongs to a document of its own KB (never planted beside another's document)

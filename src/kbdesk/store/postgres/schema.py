@@ -42,6 +42,7 @@ from kbdesk.store.postgres.schema_steps import (
     _m015_document_dates,
     _m016_vector_widths,
     _m017_one_document_per_name,
+    _m018_kb_tombstones,
     _table_exists,
 )
 
@@ -66,6 +67,7 @@ MIGRATIONS: list[Migration] = [
     ("document_dates", _m015_document_dates),
     ("vector_widths", _m016_vector_widths),
     ("one_document_per_name", _m017_one_document_per_name),
+    ("kb_tombstones", _m018_kb_tombstones),
 ]
 
 REQUIRED_COLUMNS = {

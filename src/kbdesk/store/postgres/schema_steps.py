@@ -13,6 +13,7 @@ from kbdesk.store.postgres.keyword_index import install as install_keyword_stats
 from kbdesk.store.postgres.names import install as install_name_rule
 from kbdesk.store.postgres.rls import install_row_security
 from kbdesk.store.postgres.seed import MINIMAL_TABLES, SEED_008, team_members_ddl
+from kbdesk.store.postgres.tombstones import install as install_tombstones
 from kbdesk.store.postgres.widths import install as install_widths
 
 
@@ -339,3 +340,11 @@ def _m017_one_document_per_name(conn: PgConnection) -> None:
     # refuses a second row of such a name, whoever writes it (store/postgres/names.py).
     schema = conn.execute("SELECT quote_ident(current_schema())").fetchone()[0]
     install_name_rule(conn, f"{schema}, pg_temp")
+
+
+def _m018_kb_tombstones(conn: PgConnection) -> None:
+    # A kbdesk user's KB delete is a tombstone that nobody's open transaction can hold up;
+    # the KB's rows are purged when nothing holds them (store/postgres/tombstones.py). The
+    # policies that hide a tombstoned KB come with the security step after any migration.
+    schema = conn.execute("SELECT quote_ident(current_schema())").fetchone()[0]
+    install_tombstones(conn, f"{schema}, pg_temp")

@@ -52,9 +52,15 @@ USER_FUNCTIONS = (
     "kbdesk_my_channel",
     "kbdesk_whoami",
     "kbdesk_kb_exists",
+    "kbdesk_kb_gone",
 )
 # … and those only kbdesk users may call
-USER_ONLY_FUNCTIONS = ("kbdesk_delete(text,jsonb)", "kbdesk_team_members(uuid)")
+USER_ONLY_FUNCTIONS = (
+    "kbdesk_delete(text,jsonb)",
+    "kbdesk_team_members(uuid)",
+    "kbdesk_forget_kb(uuid)",
+    "kbdesk_purge_kbs()",
+)
 
 
 def writable_columns(conn: PgConnection, table: str) -> list[str]:
