@@ -12,7 +12,8 @@ the HTML of Debian's ``postgresql-doc-15`` (``apt-get install postgresql-doc-15`
 even and odd position on either side, 30 questions a DBA asks; its KBs are keyword-only
 unless a mode needs vectors. Each query is searched (limit 10) on ``whole`` and on
 ``half-a`` + ``team:half-b``, merged by score (keyword scores rescaled to one collection),
-and — for comparison — the same legs merged by rank. Reported per mode: nDCG@10 against
+and — for comparison — the same legs merged by rank and, in hybrid mode, by score with each
+side's own BM25 (the merge before keyword scores were rescaled there too). Reported per mode: nDCG@10 against
 the judgements (SciFact), against ``whole``'s own top 10 (graded by its rank, both
 corpora), the overlap of the top 10 chunks with ``whole``'s, the worst query, and the p50
 latency of ``whole``, of ``half-a`` alone and of the federated search.
@@ -208,10 +209,12 @@ def main() -> None:
             for q in list(queries.values())[:3]:  # warm up
                 for refs in searches.values():
                     desk.search(refs, q, limit=args.limit, mode=mode)
+            # the same legs merged the other ways: by rank; and (hybrid) each side's own BM25, as before
+            others = ["by rank"] + (["own BM25"] if mode != "keyword" else [])
             times: dict[str, list[float]] = {k: [] for k in searches}
-            ref_scores: dict[str, list[float]] = {"federated": [], "by rank": []}
-            overlaps: dict[str, list[float]] = {"federated": [], "by rank": []}
-            judged_ndcg: dict[str, list[float]] = {"whole": [], "federated": [], "by rank": []}
+            ref_scores: dict[str, list[float]] = {k: [] for k in ["federated", *others]}
+            overlaps: dict[str, list[float]] = {k: [] for k in ["federated", *others]}
+            judged_ndcg: dict[str, list[float]] = {k: [] for k in ["whole", "federated", *others]}
             rules: dict[str, int] = {}
             for qid, query in queries.items():
                 got = {}
@@ -223,14 +226,16 @@ def main() -> None:
                     if label == "federated":
                         rules[response.merged_by] = rules.get(response.merged_by, 0) + 1
                         assert all(s.state == "searched" for s in response.remotes), response.remotes
-                original = ranking.comparable
-                ranking.comparable = lambda _sides: False
-                try:
-                    got["by rank"] = desk.search(searches["federated"], query, limit=args.limit, mode=mode).results
-                finally:
-                    ranking.comparable = original
+                for label in others:
+                    name = "comparable" if label == "by rank" else "one_scale"
+                    original = getattr(ranking, name)
+                    setattr(ranking, name, (lambda _sides: False) if label == "by rank" else (lambda _sides: None))
+                    try:
+                        got[label] = desk.search(searches["federated"], query, limit=args.limit, mode=mode).results
+                    finally:
+                        setattr(ranking, name, original)
                 ref = [chunk_key(r) for r in got["whole"]]
-                for label in ("federated", "by rank"):
+                for label in ("federated", *others):
                     keys = [chunk_key(r) for r in got[label]]
                     ref_scores[label].append(ref_ndcg(keys, ref))
                     overlaps[label].append(len(set(keys[:10]) & set(ref[:10])) / max(1, min(10, len(ref))))
@@ -238,12 +243,17 @@ def main() -> None:
                     for label in judged_ndcg:
                         judged_ndcg[label].append(ndcg_at(fold(got[label], names), dataset.qrels[qid]))
             p50 = {label: statistics.median(t) * 1000 for label, t in times.items()}
-            for label in ("federated", "by rank"):
+            merges = {
+                "federated": "by score (rescaled keyword)",
+                "by rank": "by rank (RRF)",
+                "own BM25": "by score, each side's own BM25 (before)",
+            }
+            for label in ("federated", *others):
                 row = {
                     "corpus": args.corpus,
                     "mode": mode,
-                    "merge": "by score (rescaled keyword)" if label == "federated" else "by rank (RRF)",
-                    "rules": rules if label == "federated" else {"rank": len(queries)},
+                    "merge": merges[label],
+                    "rules": rules if label != "by rank" else {"rank": len(queries)},
                     "ndcg_vs_whole": statistics.mean(ref_scores[label]),
                     "worst_vs_whole": min(ref_scores[label]),
                     "overlap@10": statistics.mean(overlaps[label]),
