@@ -2,8 +2,11 @@
 defaults a user gets (auto mode, threshold 0.3, convex fusion), limit 5 and limit 10.
 
     HF_HUB_OFFLINE=1 .venv/bin/python bench/eval_keyword_credit.py      # SciFact train, all 809 judged queries
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/eval_keyword_credit.py --db embedded   # the same KB on Postgres
 
-Uses bench/eval_beir.py's cached KB (run that first). Each judged query is embedded once
+Uses bench/eval_beir.py's cached KB (run that first); with ``--db`` (a postgresql:// URI, or
+``embedded`` for bench/results/pg-data) that KB copied to Postgres (``kbdesk export``), where
+the per-query result lists are also compared with SQLite's. Each judged query is embedded once
 and searched through ``desk.search`` — the path every face takes, with its candidate
 pool (50 per ranker at these limits) — twice: with ``kbdesk.fusion.KEYWORD_CREDIT`` off
 (a chunk found only by the vector side fuses with a BM25 of 0) and on (its own BM25).
@@ -15,6 +18,7 @@ under the same load.
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import sys
@@ -26,12 +30,21 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_federated import DEFAULT_DATA, fold  # noqa: E402
+from eval_beir import postgres  # noqa: E402
 
 METRICS = ("ndcg@10", "recall@10", "ndcg@5", "hit@5", "mrr@5")
 WARM_UP = 50  # queries searched both ways before the timed pass
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--db", help="a postgresql:// URI, or 'embedded' (bench/results/pg-data)")
+    args = parser.parse_args()
+    with postgres(args.db) as uri:
+        measure(uri)
+
+
+def measure(uri: str | None) -> None:
     import kbdesk.fusion as fusion_module
     from kbdesk import open_desk
     from kbdesk.config import parse_config
@@ -42,7 +55,7 @@ def main() -> None:
     dataset = load_dataset(DEFAULT_DATA, "train")
     names = {file_name(doc_id): doc_id for doc_id in dataset.corpus}
     config = parse_config({"providers": {"here": {"kind": "local"}}})
-    desk = open_desk(results / "kb.db", home=results / "home", config=config)
+    desk = open_desk(uri or results / "kb.db", home=results / "home", config=config)
     try:
         kb = desk.kb("eval")
         judged = [q for q in dataset.qrels if q in dataset.queries]
@@ -80,7 +93,8 @@ def main() -> None:
             | {"ms": seconds[label] * 1000 / (2 * len(judged))}
             for label in ("off", "on")
         }
-        print(f"SciFact train, {len(judged)} judged queries, KB {kb.chunk_count} chunks, the defaults\n")
+        engine = "Postgres" if uri else "SQLite"
+        print(f"SciFact train, {len(judged)} judged queries, KB {kb.chunk_count} chunks ({engine}), the defaults\n")
         print("| keyword credit | nDCG@10 | recall@10 | nDCG@5 | hit@5 | MRR@5 | ms/search |")
         print("|---|---:|---:|---:|---:|---:|---:|")
         for label, s in rows.items():
@@ -88,9 +102,31 @@ def main() -> None:
                 f"| {label} | {s['ndcg@10']:.4f} | {s['recall@10']:.4f} | {s['ndcg@5']:.4f} | {s['hit@5']:.4f} | "
                 f"{s['mrr@5']:.4f} | {s['ms']:.1f} |"
             )
+        if uri:
+            compare_engines(desk, results, config, [dataset.queries[q] for q in judged], vectors)
         print(f"\ncommand: HF_HUB_OFFLINE=1 .venv/bin/python bench/eval_keyword_credit.py {' '.join(sys.argv[1:])}")
     finally:
         desk.close()
+
+
+def compare_engines(desk, results: Path, config, queries: list[str], vectors) -> None:
+    """The same searches (the defaults, limit 10, keyword credit on) on Postgres and on the
+    SQLite KB it was copied from: how many result lists are the same chunks in the same order."""
+    import kbdesk.fusion as fusion_module
+    from kbdesk import open_desk
+
+    fusion_module.KEYWORD_CREDIT = True
+    same = overlap = 0
+    with open_desk(results / "kb.db", home=results / "home", config=config) as sqlite:
+        for query, vector in zip(queries, vectors, strict=True):
+            lists = [
+                [(r.source, r.chunk_index) for r in d.search(["eval"], query, query_vector=vector, limit=10).results]
+                for d in (sqlite, desk)
+            ]
+            same += lists[0] == lists[1]
+            overlap += len(set(lists[0]) & set(lists[1])) / max(1, len(lists[0]))
+    n = len(queries)
+    print(f"\nPostgres against SQLite, limit 10: {same}/{n} result lists identical, mean overlap {overlap / n:.4f}")
 
 
 if __name__ == "__main__":
