@@ -4,6 +4,7 @@ and a ``kbdesk serve`` KB ranked as one KB holding both sides would rank it?
     .venv/bin/python bench/bench_federated_rank.py                         # SciFact: keyword and the defaults
     .venv/bin/python bench/bench_federated_rank.py --corpus pgdocs         # Debian's PostgreSQL docs, keyword
     .venv/bin/python bench/bench_federated_rank.py --corpus pgdocs --modes keyword,auto   # + hybrid (embeds)
+    .venv/bin/python bench/bench_federated_rank.py --corpus pgdocs --modes auto --pages 300   # every 4th page
 
 SciFact (train, judged queries) reuses bench/eval_beir.py's KB as ``whole`` and adds
 ``half-a`` (local) and ``half-b`` (exported to the server's file) beside it, their vectors
@@ -85,12 +86,16 @@ def ref_ndcg(got: list, ref: list, k: int = 10) -> float:
     return dcg / ideal if ideal else 1.0
 
 
-def pgdocs_kbs(desk, results: Path, model: str | None, vectors: bool, source: Path = PGDOCS) -> None:
-    """``whole``, ``half-a`` and ``half-b`` of the files in ``source`` (pages of even and odd position)."""
+def pgdocs_kbs(
+    desk, results: Path, model: str | None, vectors: bool, source: Path = PGDOCS, pages: int | None = None
+) -> None:
+    """``whole``, ``half-a`` and ``half-b`` of the files in ``source`` (pages of even and odd
+    position); ``pages``: about that many of them, every k-th in name order."""
     corpus = results / "corpus"
     if not corpus.exists():
         corpus.mkdir(parents=True)
-        for page in sorted(p for p in source.iterdir() if p.suffix in (".html", ".txt")):
+        found = sorted(p for p in source.iterdir() if p.suffix in (".html", ".txt"))
+        for page in found[:: max(1, len(found) // pages) if pages else 1][:pages]:
             shutil.copy(page, corpus / page.name)
     pages = sorted(p.name for p in corpus.iterdir())
     existing = {kb.name for kb in desk.list_kbs()}
@@ -116,6 +121,7 @@ def main() -> None:
     parser.add_argument("--modes", default="keyword,auto", help="comma-separated: keyword, auto (the defaults)")
     parser.add_argument("--queries", type=int, default=300, help="SciFact: the first N judged queries")
     parser.add_argument("--limit", type=int, default=10)
+    parser.add_argument("--pages", type=int, help="pgdocs: about this many pages, every k-th (default: all)")
     args = parser.parse_args()
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
 
@@ -164,7 +170,8 @@ def main() -> None:
                 export_kb(desk, "half-b", server_db)
         print(f"halves built in {time.perf_counter() - started:.0f} s")
     else:
-        results = ROOT / "bench" / "results" / f"federated-{args.corpus}-{'vectors' if vectors else 'keyword'}"
+        pages = f"-{args.pages}" if args.pages and args.corpus == "pgdocs" else ""
+        results = ROOT / "bench" / "results" / f"federated-{args.corpus}-{'vectors' if vectors else 'keyword'}{pages}"
         results.mkdir(parents=True, exist_ok=True)
         queries = {str(i): q for i, q in enumerate(PG_QUERIES)}
         names = {}
@@ -184,7 +191,7 @@ def main() -> None:
         config = parse_config({"providers": {"here": {"kind": "local"}}})
         started = time.perf_counter()
         with open_desk(desk_db, home=local_home, config=config) as desk:
-            pgdocs_kbs(desk, results, model, vectors, source)
+            pgdocs_kbs(desk, results, model, vectors, source, args.pages if args.corpus == "pgdocs" else None)
             if not server_db.exists():
                 export_kb(desk, "half-b", server_db)
         print(f"built in {time.perf_counter() - started:.0f} s")
@@ -206,6 +213,11 @@ def main() -> None:
         kbs = {kb.name: kb for kb in desk.list_kbs()}
         for mode in modes:
             searches = {"whole": [whole], "half-a": ["half-a"], "federated": ["half-a", "team:half-b"]}
+            first = next(iter(queries.values()))
+            for _ in range(60):  # the server loads its embedding model on its first search
+                if all(r.state == "searched" for r in desk.search(searches["federated"], first, mode=mode).remotes):
+                    break
+                time.sleep(5)
             for q in list(queries.values())[:3]:  # warm up
                 for refs in searches.values():
                     desk.search(refs, q, limit=args.limit, mode=mode)
