@@ -42,7 +42,7 @@ KEYWORD_FLOOR = 0.05
 # Hybrid: a candidate found by the vector side only (past the keyword pool) gets its own
 # BM25 rather than 0 — it may well hold the query's words (docs/SEARCH.md). On SciFact train
 # at the defaults: nDCG@10 0.7333 against 0.7289, hit@5 0.7973 against 0.7886, for about a
-# sixth of the keyword ranking's time (docs/BENCHMARKS.md, bench/eval_keyword_credit.py)
+# quarter of the keyword ranking's time (docs/BENCHMARKS.md, bench/eval_keyword_credit.py)
 KEYWORD_CREDIT = True
 SCORE_COSINE = "cosine"
 SCORE_COVERAGE = "keyword coverage"
