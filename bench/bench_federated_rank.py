@@ -5,6 +5,11 @@ and a ``kbdesk serve`` KB ranked as one KB holding both sides would rank it?
     .venv/bin/python bench/bench_federated_rank.py --corpus pgdocs         # Debian's PostgreSQL docs, keyword
     .venv/bin/python bench/bench_federated_rank.py --corpus pgdocs --modes keyword,auto   # + hybrid (embeds)
     .venv/bin/python bench/bench_federated_rank.py --corpus pgdocs --modes auto --pages 300   # every 4th page
+    .venv/bin/python bench/bench_federated_rank.py --modes auto --separate   # one collection per file
+
+By default ``whole`` and both halves share the desk's file, and SQLite's FTS5 index (so its
+BM25 statistics) spans the file: ``--separate`` searches copies of ``whole`` and ``half-a``,
+each alone in a file, as a desk holding only its half would.
 
 SciFact (train, judged queries) reuses bench/eval_beir.py's KB as ``whole`` and adds
 ``half-a`` (local) and ``half-b`` (exported to the server's file) beside it, their vectors
@@ -122,6 +127,11 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=300, help="SciFact: the first N judged queries")
     parser.add_argument("--limit", type=int, default=10)
     parser.add_argument("--pages", type=int, help="pgdocs: about this many pages, every k-th (default: all)")
+    parser.add_argument(
+        "--separate",
+        action="store_true",
+        help="whole and half-a each in a file of its own (copies), so each BM25 counts its own collection",
+    )
     args = parser.parse_args()
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
 
@@ -195,6 +205,12 @@ def main() -> None:
             if not server_db.exists():
                 export_kb(desk, "half-b", server_db)
         print(f"built in {time.perf_counter() - started:.0f} s")
+    if args.separate:  # copies: whole alone in one file, half-a alone in another
+        separate = {name: results / f"alone-{name}.db" for name in (whole, "half-a")}
+        with open_desk(desk_db, home=local_home, config=parse_config({"providers": {"here": {"kind": "local"}}})) as d:
+            for name, path in separate.items():
+                if not path.exists():
+                    export_kb(d, name, path)
     config_file = get_paths(server_home).config_file
     config_file.parent.mkdir(parents=True, exist_ok=True)
     config_file.write_text('[providers.here]\nkind = "local"\n')
@@ -207,10 +223,12 @@ def main() -> None:
             "remotes": {"team": {"url": url, "token_env": "BENCH_TEAM_TOKEN", "budget": 30.0}},
         }
     )
-    desk = open_desk(desk_db, home=local_home, config=config)
+    desk = open_desk(separate["half-a"] if args.separate else desk_db, home=local_home, config=config)
+    whole_desk = open_desk(separate[whole], home=local_home, config=config) if args.separate else desk
     rows = []
     try:
-        kbs = {kb.name: kb for kb in desk.list_kbs()}
+        kbs = {kb.name: kb for kb in desk.list_kbs()} | {whole: whole_desk.kb(whole)}
+        of = {"whole": whole_desk, "half-a": desk, "federated": desk}
         for mode in modes:
             searches = {"whole": [whole], "half-a": ["half-a"], "federated": ["half-a", "team:half-b"]}
             first = next(iter(queries.values()))
@@ -219,8 +237,8 @@ def main() -> None:
                     break
                 time.sleep(5)
             for q in list(queries.values())[:3]:  # warm up
-                for refs in searches.values():
-                    desk.search(refs, q, limit=args.limit, mode=mode)
+                for label, refs in searches.items():
+                    of[label].search(refs, q, limit=args.limit, mode=mode)
             # the same legs merged the other ways: by rank; and (hybrid) each side's own BM25, as before
             others = ["by rank"] + (["own BM25"] if mode != "keyword" else [])
             times: dict[str, list[float]] = {k: [] for k in searches}
@@ -232,7 +250,7 @@ def main() -> None:
                 got = {}
                 for label, refs in searches.items():
                     t0 = time.perf_counter()
-                    response = desk.search(refs, query, limit=args.limit, mode=mode)
+                    response = of[label].search(refs, query, limit=args.limit, mode=mode)
                     times[label].append(time.perf_counter() - t0)
                     got[label] = response.results
                     if label == "federated":
@@ -286,6 +304,8 @@ def main() -> None:
         print(f"\ncommand: .venv/bin/python bench/bench_federated_rank.py {' '.join(sys.argv[1:])}".rstrip())
     finally:
         desk.close()
+        if whole_desk is not desk:
+            whole_desk.close()
         server.terminate()
         server.wait(30)
 
