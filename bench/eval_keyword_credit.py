@@ -110,23 +110,31 @@ def measure(uri: str | None) -> None:
 
 
 def compare_engines(desk, results: Path, config, queries: list[str], vectors) -> None:
-    """The same searches (the defaults, limit 10, keyword credit on) on Postgres and on the
-    SQLite KB it was copied from: how many result lists are the same chunks in the same order."""
+    """The same searches (the defaults, limit 10, keyword credit on, then off) on Postgres and
+    on the SQLite KB it was copied from: how many result lists are the same chunks in the same
+    order. (Run it on a fresh copy: bench_federated_rank.py adds KBs to that file.)"""
     import kbdesk.fusion as fusion_module
     from kbdesk import open_desk
 
-    fusion_module.KEYWORD_CREDIT = True
-    same = overlap = 0
     with open_desk(results / "kb.db", home=results / "home", config=config) as sqlite:
-        for query, vector in zip(queries, vectors, strict=True):
-            lists = [
-                [(r.source, r.chunk_index) for r in d.search(["eval"], query, query_vector=vector, limit=10).results]
-                for d in (sqlite, desk)
-            ]
-            same += lists[0] == lists[1]
-            overlap += len(set(lists[0]) & set(lists[1])) / max(1, len(lists[0]))
-    n = len(queries)
-    print(f"\nPostgres against SQLite, limit 10: {same}/{n} result lists identical, mean overlap {overlap / n:.4f}")
+        for credit in (True, False):
+            fusion_module.KEYWORD_CREDIT = credit
+            same = overlap = 0
+            for query, vector in zip(queries, vectors, strict=True):
+                lists = [
+                    [
+                        (r.source, r.chunk_index)
+                        for r in d.search(["eval"], query, query_vector=vector, limit=10).results
+                    ]
+                    for d in (sqlite, desk)
+                ]
+                same += lists[0] == lists[1]
+                overlap += len(set(lists[0]) & set(lists[1])) / max(1, len(lists[0]))
+            n = len(queries)
+            print(
+                f"\nPostgres against SQLite, limit 10, keyword credit {'on' if credit else 'off'}: "
+                f"{same}/{n} result lists identical, mean overlap {overlap / n:.4f}"
+            )
 
 
 if __name__ == "__main__":
