@@ -4,6 +4,12 @@ and a ``kbdesk serve`` KB ranked as one KB holding both sides would rank it?
     .venv/bin/python bench/bench_federated_rank.py                         # SciFact: keyword and the defaults
     .venv/bin/python bench/bench_federated_rank.py --corpus pgdocs         # Debian's PostgreSQL docs, keyword
     .venv/bin/python bench/bench_federated_rank.py --corpus pgdocs --modes keyword,auto   # + hybrid (embeds)
+    .venv/bin/python bench/bench_federated_rank.py --corpus pgdocs --modes auto --pages 300   # every 4th page
+    .venv/bin/python bench/bench_federated_rank.py --modes auto --separate   # one collection per file
+
+By default ``whole`` and both halves share the desk's file, and SQLite's FTS5 index (so its
+BM25 statistics) spans the file: ``--separate`` searches copies of ``whole`` and ``half-a``,
+each alone in a file, as a desk holding only its half would.
 
 SciFact (train, judged queries) reuses bench/eval_beir.py's KB as ``whole`` and adds
 ``half-a`` (local) and ``half-b`` (exported to the server's file) beside it, their vectors
@@ -12,7 +18,8 @@ the HTML of Debian's ``postgresql-doc-15`` (``apt-get install postgresql-doc-15`
 even and odd position on either side, 30 questions a DBA asks; its KBs are keyword-only
 unless a mode needs vectors. Each query is searched (limit 10) on ``whole`` and on
 ``half-a`` + ``team:half-b``, merged by score (keyword scores rescaled to one collection),
-and — for comparison — the same legs merged by rank. Reported per mode: nDCG@10 against
+and — for comparison — the same legs merged by rank and, in hybrid mode, by score with each
+side's own BM25 (the merge before keyword scores were rescaled there too). Reported per mode: nDCG@10 against
 the judgements (SciFact), against ``whole``'s own top 10 (graded by its rank, both
 corpora), the overlap of the top 10 chunks with ``whole``'s, the worst query, and the p50
 latency of ``whole``, of ``half-a`` alone and of the federated search.
@@ -84,12 +91,16 @@ def ref_ndcg(got: list, ref: list, k: int = 10) -> float:
     return dcg / ideal if ideal else 1.0
 
 
-def pgdocs_kbs(desk, results: Path, model: str | None, vectors: bool, source: Path = PGDOCS) -> None:
-    """``whole``, ``half-a`` and ``half-b`` of the files in ``source`` (pages of even and odd position)."""
+def pgdocs_kbs(
+    desk, results: Path, model: str | None, vectors: bool, source: Path = PGDOCS, pages: int | None = None
+) -> None:
+    """``whole``, ``half-a`` and ``half-b`` of the files in ``source`` (pages of even and odd
+    position); ``pages``: about that many of them, every k-th in name order."""
     corpus = results / "corpus"
     if not corpus.exists():
         corpus.mkdir(parents=True)
-        for page in sorted(p for p in source.iterdir() if p.suffix in (".html", ".txt")):
+        found = sorted(p for p in source.iterdir() if p.suffix in (".html", ".txt"))
+        for page in found[:: max(1, len(found) // pages) if pages else 1][:pages]:
             shutil.copy(page, corpus / page.name)
     pages = sorted(p.name for p in corpus.iterdir())
     existing = {kb.name for kb in desk.list_kbs()}
@@ -115,6 +126,12 @@ def main() -> None:
     parser.add_argument("--modes", default="keyword,auto", help="comma-separated: keyword, auto (the defaults)")
     parser.add_argument("--queries", type=int, default=300, help="SciFact: the first N judged queries")
     parser.add_argument("--limit", type=int, default=10)
+    parser.add_argument("--pages", type=int, help="pgdocs: about this many pages, every k-th (default: all)")
+    parser.add_argument(
+        "--separate",
+        action="store_true",
+        help="whole and half-a each in a file of its own (copies), so each BM25 counts its own collection",
+    )
     args = parser.parse_args()
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
 
@@ -163,7 +180,8 @@ def main() -> None:
                 export_kb(desk, "half-b", server_db)
         print(f"halves built in {time.perf_counter() - started:.0f} s")
     else:
-        results = ROOT / "bench" / "results" / f"federated-{args.corpus}-{'vectors' if vectors else 'keyword'}"
+        pages = f"-{args.pages}" if args.pages and args.corpus == "pgdocs" else ""
+        results = ROOT / "bench" / "results" / f"federated-{args.corpus}-{'vectors' if vectors else 'keyword'}{pages}"
         results.mkdir(parents=True, exist_ok=True)
         queries = {str(i): q for i, q in enumerate(PG_QUERIES)}
         names = {}
@@ -183,10 +201,16 @@ def main() -> None:
         config = parse_config({"providers": {"here": {"kind": "local"}}})
         started = time.perf_counter()
         with open_desk(desk_db, home=local_home, config=config) as desk:
-            pgdocs_kbs(desk, results, model, vectors, source)
+            pgdocs_kbs(desk, results, model, vectors, source, args.pages if args.corpus == "pgdocs" else None)
             if not server_db.exists():
                 export_kb(desk, "half-b", server_db)
         print(f"built in {time.perf_counter() - started:.0f} s")
+    if args.separate:  # copies: whole alone in one file, half-a alone in another
+        separate = {name: results / f"alone-{name}.db" for name in (whole, "half-a")}
+        with open_desk(desk_db, home=local_home, config=parse_config({"providers": {"here": {"kind": "local"}}})) as d:
+            for name, path in separate.items():
+                if not path.exists():
+                    export_kb(d, name, path)
     config_file = get_paths(server_home).config_file
     config_file.parent.mkdir(parents=True, exist_ok=True)
     config_file.write_text('[providers.here]\nkind = "local"\n')
@@ -199,38 +223,49 @@ def main() -> None:
             "remotes": {"team": {"url": url, "token_env": "BENCH_TEAM_TOKEN", "budget": 30.0}},
         }
     )
-    desk = open_desk(desk_db, home=local_home, config=config)
+    desk = open_desk(separate["half-a"] if args.separate else desk_db, home=local_home, config=config)
+    whole_desk = open_desk(separate[whole], home=local_home, config=config) if args.separate else desk
     rows = []
     try:
-        kbs = {kb.name: kb for kb in desk.list_kbs()}
+        kbs = {kb.name: kb for kb in desk.list_kbs()} | {whole: whole_desk.kb(whole)}
+        of = {"whole": whole_desk, "half-a": desk, "federated": desk}
         for mode in modes:
             searches = {"whole": [whole], "half-a": ["half-a"], "federated": ["half-a", "team:half-b"]}
+            first = next(iter(queries.values()))
+            for _ in range(60):  # the server loads its embedding model on its first search
+                if all(r.state == "searched" for r in desk.search(searches["federated"], first, mode=mode).remotes):
+                    break
+                time.sleep(5)
             for q in list(queries.values())[:3]:  # warm up
-                for refs in searches.values():
-                    desk.search(refs, q, limit=args.limit, mode=mode)
+                for label, refs in searches.items():
+                    of[label].search(refs, q, limit=args.limit, mode=mode)
+            # the same legs merged the other ways: by rank; and (hybrid) each side's own BM25, as before
+            others = ["by rank"] + (["own BM25"] if mode != "keyword" else [])
             times: dict[str, list[float]] = {k: [] for k in searches}
-            ref_scores: dict[str, list[float]] = {"federated": [], "by rank": []}
-            overlaps: dict[str, list[float]] = {"federated": [], "by rank": []}
-            judged_ndcg: dict[str, list[float]] = {"whole": [], "federated": [], "by rank": []}
+            ref_scores: dict[str, list[float]] = {k: [] for k in ["federated", *others]}
+            overlaps: dict[str, list[float]] = {k: [] for k in ["federated", *others]}
+            judged_ndcg: dict[str, list[float]] = {k: [] for k in ["whole", "federated", *others]}
             rules: dict[str, int] = {}
             for qid, query in queries.items():
                 got = {}
                 for label, refs in searches.items():
                     t0 = time.perf_counter()
-                    response = desk.search(refs, query, limit=args.limit, mode=mode)
+                    response = of[label].search(refs, query, limit=args.limit, mode=mode)
                     times[label].append(time.perf_counter() - t0)
                     got[label] = response.results
                     if label == "federated":
                         rules[response.merged_by] = rules.get(response.merged_by, 0) + 1
                         assert all(s.state == "searched" for s in response.remotes), response.remotes
-                original = ranking.comparable
-                ranking.comparable = lambda _sides: False
-                try:
-                    got["by rank"] = desk.search(searches["federated"], query, limit=args.limit, mode=mode).results
-                finally:
-                    ranking.comparable = original
+                for label in others:
+                    name = "comparable" if label == "by rank" else "one_scale"
+                    original = getattr(ranking, name)
+                    setattr(ranking, name, (lambda _sides: False) if label == "by rank" else (lambda _sides: None))
+                    try:
+                        got[label] = desk.search(searches["federated"], query, limit=args.limit, mode=mode).results
+                    finally:
+                        setattr(ranking, name, original)
                 ref = [chunk_key(r) for r in got["whole"]]
-                for label in ("federated", "by rank"):
+                for label in ("federated", *others):
                     keys = [chunk_key(r) for r in got[label]]
                     ref_scores[label].append(ref_ndcg(keys, ref))
                     overlaps[label].append(len(set(keys[:10]) & set(ref[:10])) / max(1, min(10, len(ref))))
@@ -238,12 +273,17 @@ def main() -> None:
                     for label in judged_ndcg:
                         judged_ndcg[label].append(ndcg_at(fold(got[label], names), dataset.qrels[qid]))
             p50 = {label: statistics.median(t) * 1000 for label, t in times.items()}
-            for label in ("federated", "by rank"):
+            merges = {
+                "federated": "by score (rescaled keyword)",
+                "by rank": "by rank (RRF)",
+                "own BM25": "by score, each side's own BM25 (before)",
+            }
+            for label in ("federated", *others):
                 row = {
                     "corpus": args.corpus,
                     "mode": mode,
-                    "merge": "by score (rescaled keyword)" if label == "federated" else "by rank (RRF)",
-                    "rules": rules if label == "federated" else {"rank": len(queries)},
+                    "merge": merges[label],
+                    "rules": rules if label != "by rank" else {"rank": len(queries)},
                     "ndcg_vs_whole": statistics.mean(ref_scores[label]),
                     "worst_vs_whole": min(ref_scores[label]),
                     "overlap@10": statistics.mean(overlaps[label]),
@@ -264,6 +304,8 @@ def main() -> None:
         print(f"\ncommand: .venv/bin/python bench/bench_federated_rank.py {' '.join(sys.argv[1:])}".rstrip())
     finally:
         desk.close()
+        if whole_desk is not desk:
+            whole_desk.close()
         server.terminate()
         server.wait(30)
 

@@ -21,9 +21,10 @@ each result's score split by word (:class:`~kbdesk.store.keywords.KeywordParts`)
 every result's keyword score is recomputed with each word's IDF over the union of the
 sides' collections (:func:`~kbdesk.store.keywords.rescore`), the score one KB holding
 every side would give. So keyword mode merges by score too (the keyword floor, 5% of the
-best, applied again). A side that sends no parts (an older server) leaves keyword mode
-merged by rank. Hybrid mode keeps fusing each side's own BM25 with the best of all sides
-(measured within 0.01 of one KB; the rescaled scores there are not measured yet).
+best, applied again), and hybrid mode fuses the rescaled scores over the best of all sides
+(a side's best keyword score rescaled by the median factor of its results'). A side that
+sends no parts (an older server) leaves keyword mode merged by rank, and hybrid mode
+fusing each side's own BM25.
 """
 
 from __future__ import annotations
@@ -164,9 +165,9 @@ def merge_scored(rankings: Sequence[Ranking], limit: int) -> tuple[list[tuple[fl
         rule = BY_SCORE
         mode = sides[0].mode
         alpha, threshold = sides[0].alpha, sides[0].threshold
-        # keyword mode: BM25 rescaled to one collection; hybrid keeps each side's own BM25 over
-        # the best of all sides, as measured within 0.01 of one KB (docs/BENCHMARKS.md)
-        scale = (one_scale(sides) or {}) if mode == "keyword" else {}
+        # keyword and hybrid: BM25 rescaled to one collection (each side's own when a side does
+        # not say what its scores are made of), over the best of all sides
+        scale = (one_scale(sides) or {}) if mode in ("keyword", "hybrid") else {}
 
         def keyword_of(x: Ranked) -> float:
             return scale.get(id(x), (x.keyword, None))[0] or 0.0

@@ -199,13 +199,21 @@ class SqliteLookup(FactsCore):
 
     def keyword_scores(self, kb_ids: Sequence[str], text: str, seqs: Sequence[int]) -> dict[int, float]:
         """The BM25 score (as :meth:`keyword_candidates` gives it) of each of ``seqs`` that
-        matches ``text`` at all — however far down the keyword ranking it is."""
+        matches ``text`` at all — however far down the keyword ranking it is.
+
+        One pass of the match, ``bm25()`` called for the given rows only: the same query
+        expression as the keyword ranking's, so the same score to the last bit. The ``+``
+        keeps the rowid list out of FTS5's hands — given it, SQLite opens the match once per
+        listed row, and each opening recounts every query word's rows for its IDF (50
+        candidates on SciFact: 14 ms, against 1 ms for the one pass, a fifth of the keyword
+        ranking's own query).
+        """
         expr = self.bounded_fts_query(text) if kb_ids and seqs else ""
         if not expr:
             return {}
         rows = self.connection().execute(
             "SELECT rowid, -bm25(kb_chunks_fts) FROM kb_chunks_fts WHERE kb_chunks_fts MATCH ? "
-            "AND rowid IN (SELECT value FROM json_each(?))",
+            "AND +rowid IN (SELECT value FROM json_each(?))",
             (expr, json.dumps([int(s) for s in seqs])),
         )
         return {int(seq): float(score) for seq, score in rows}
