@@ -27,6 +27,9 @@ from kbdesk.store.postgres.rls import install_row_security
 from kbdesk.store.postgres.seed import MINIMAL_TABLES, SEED_008, team_members_ddl
 from kbdesk.store.postgres.widths import install as install_widths
 
+# a chunk's last heading as the index idx_kbchunk_heading holds it (step 18)
+LAST_HEADING = "lower((metadata -> 'headings') ->> (-1))"
+
 MISSING_PGVECTOR = (
     "the PostgreSQL server has no pgvector extension, which kbdesk needs for the seed's vector(3072) column: "
     "install pgvector on the server (https://github.com/pgvector/pgvector; packages are named "
@@ -347,6 +350,12 @@ def _m017_one_document_per_name(conn: Any) -> None:
     install_name_rule(conn, f"{schema}, pg_temp")
 
 
+def _m018_heading_index(conn: Any) -> None:
+    # A chunk's last heading, lower-cased, as on SQLite (step 17): keyword search looks up
+    # the chunks a query names by it (kbdesk.store.headings, store/postgres/lookup.py).
+    conn.execute(f"CREATE INDEX IF NOT EXISTS idx_kbchunk_heading ON kb_chunks(({LAST_HEADING}), kb_id)")
+
+
 MIGRATIONS: list[Migration] = [
     ("seed_008_knowledge_bases", _m001_seed_008),
     ("kbdesk_columns", _m002_kbdesk_columns),
@@ -365,6 +374,7 @@ MIGRATIONS: list[Migration] = [
     ("document_dates", _m015_document_dates),
     ("vector_widths", _m016_vector_widths),
     ("one_document_per_name", _m017_one_document_per_name),
+    ("heading_index", _m018_heading_index),
 ]
 
 REQUIRED_COLUMNS = {
