@@ -13,21 +13,25 @@ section's titles) compared with the query as written, identifiers whole:
 - the last heading equal to the query, as written: 3;
 - equal ignoring case and spacing: 2 (the class ``Signer`` before the fixture
   ``signer``);
-- every word of the last heading among the query's words (identifiers whole,
-  case-folded, stopwords out): the share of the path's and query's words they have in
-  common (Jaccard, at most 1), so "Parser parse" finds ``Parser › parse`` and "how is
-  want_bytes used" finds ``want_bytes`` less strongly than "want_bytes" alone;
-- otherwise 0.
+- the query naming the path (identifiers whole, case-folded, stopwords out): each of
+  its words in the path and each word of the last heading in the query — the share of
+  the path's words the query names (at most 1), so "Parser parse" finds
+  ``Parser › parse`` and "Serializer loads" ``Serializer › loads``;
+- otherwise 0: a question that mentions a name among other words ("how is want_bytes
+  used") is BM25's alone (the defining chunk holds the name in its first line), and a
+  section "Results" gains nothing from "the results of the trial".
 
 A candidate's keyword score becomes its BM25 + match × the best BM25 among the
 candidates: the tiers are a whole best BM25 apart, so a chunk whose heading is the query
 outranks every chunk whose heading is not (and an exact name its case-folded twin),
 chunks of equal match keep their BM25 order, and text without headings (prose, e-mail,
 SciFact's abstracts) ranks exactly as before. The field is read from the chunks'
-metadata for the candidates BM25 already found (the top ``k``: a defining chunk always
-holds its name, in the heading line its text begins with); scores given for single
-chunks outside that list (:meth:`~kbdesk.store.api.Store.keyword_scores`) and the parts
-a federated search rescales stay BM25 alone.
+metadata for BM25's own candidates (its top ``HEADING_POOL``, or ``k`` if more: a
+defining chunk holds its name, in the heading line its text begins with) and for the
+chunks whose last heading is the query, found through an index of last headings on both
+engines (SQLite step 17, Postgres step 18) however far down BM25 ranks them. Scores
+given for single chunks outside that list (:meth:`~kbdesk.store.api.Store.keyword_scores`)
+and the parts a federated search rescales stay BM25 alone.
 """
 
 from __future__ import annotations
@@ -67,10 +71,10 @@ def heading_match(query: str, headings: Sequence[str]) -> float:
         return FOLDED
     wanted = {w for w in _words(asked) if w not in STOPWORDS} or set(_words(asked))
     own = {w for w in _words(last) if w not in STOPWORDS} or set(_words(last))
-    if not own or not wanted or not own <= wanted:
-        return 0.0
     path = {w for h in headings for w in _words(str(h)) if w not in STOPWORDS} | own
-    return CONTAINED * len(path & wanted) / len(path | wanted)
+    if not own or not wanted or not own <= wanted or not wanted <= path:
+        return 0.0
+    return CONTAINED * len(wanted) / len(path)
 
 
 def weigh_headings(
@@ -92,6 +96,10 @@ def weigh_headings(
     return sorted(scored, key=lambda h: (-h[1], h[0]))
 
 
+# the BM25 candidates whose headings are weighed: at least this many, whatever the k asked
+# for (keyword search asks for as many as it shows: a definition 4th by BM25 must still
+# reach the first place)
+HEADING_POOL = 50
 # chunks named by the query that BM25 left out of its top k, looked up by their last
 # heading (an index on both engines) and added to the candidates, at most this many
 MAX_NAMED = 100

@@ -15,7 +15,7 @@ import numpy as np
 
 import kbdesk.store.postgres.keyword as keyword
 from kbdesk.store.core.facts import FactsCore
-from kbdesk.store.headings import MAX_NAMED, heading_key, headings_from, rank_with_headings
+from kbdesk.store.headings import HEADING_POOL, MAX_NAMED, heading_key, headings_from, rank_with_headings
 from kbdesk.store.keywords import KeywordParts, mark_stale
 from kbdesk.store.postgres.schema import LAST_HEADING
 from kbdesk.store.postgres.values import infer_dimensions
@@ -80,7 +80,7 @@ class PgLookup(FactsCore):
         docs = None if within is None else [doc for kb_id in kb_ids for doc in within.documents(kb_id)]
         if docs is not None and not docs:
             return []
-        hits = keyword.candidates(self.connection(), kb_ids, text, k, docs=docs)
+        hits = keyword.candidates(self.connection(), kb_ids, text, max(k, HEADING_POOL), docs=docs)
         named = self.named_chunks(kb_ids, text, docs)
         scores = partial(self.keyword_scores, kb_ids, text)
         return rank_with_headings(text, k, hits, named, scores, self.chunk_headings)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from kbdesk.store.core.facts import FactsCore
-from kbdesk.store.headings import MAX_NAMED, heading_key, headings_from, rank_with_headings
+from kbdesk.store.headings import HEADING_POOL, MAX_NAMED, heading_key, headings_from, rank_with_headings
 from kbdesk.store.keywords import SCORED_TERM_BUDGETS, KeywordParts, bounds, mark_stale, query_terms
 from kbdesk.store.sqlite.vectors import VectorIndex as SqliteIndex
 from kbdesk.store.within import Within
@@ -167,7 +167,7 @@ class SqliteLookup(FactsCore):
         """Top ``k`` (seq, keyword score — higher is better) across ``kb_ids``: BM25, and a
         chunk's heading path as a field of its own (:mod:`kbdesk.store.headings`); only
         chunks of documents inside ``within`` (a resolved filter) when given."""
-        hits = self._bm25_candidates(kb_ids, text, k, within)
+        hits = self._bm25_candidates(kb_ids, text, max(k, HEADING_POOL), within)
         named = self.named_chunks(kb_ids, text, within) if kb_ids else []
         scores = partial(self.keyword_scores, kb_ids, text)
         return rank_with_headings(text, k, hits, named, scores, self.chunk_headings)
