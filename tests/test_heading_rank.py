@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kbdesk.desk import Desk
 from kbdesk.store.headings import heading_match
 
 ENCODING = '''\
@@ -153,12 +154,12 @@ def _repo(root: Path) -> Path:
     return root
 
 
-def _first(desk, query: str, **kw) -> tuple[str, list[str]]:
+def _first(desk: Desk, query: str, **kw: str) -> tuple[str, list[str]]:
     top = desk.search(["code"], query, limit=3, **kw).results[0]
     return top.source, top.metadata.get("headings") or []
 
 
-def test_a_definition_or_section_name_finds_its_chunk_first_on_every_engine(engine_desk, tmp_path: Path) -> None:
+def test_a_definition_or_section_name_finds_its_chunk_first_on_every_engine(engine_desk: Desk, tmp_path: Path) -> None:
     engine_desk.create_kb("code", keyword_only=True)
     report = engine_desk.add("code", [_repo(tmp_path / "repo")])
     assert not report.failed
@@ -182,7 +183,7 @@ def test_a_definition_or_section_name_finds_its_chunk_first_on_every_engine(engi
     assert _first(engine_desk, "Serializer loads", mode="keyword")[1] == ["Serializer", "loads"]
 
 
-def test_a_named_chunk_outside_the_filter_stays_out(engine_desk, tmp_path: Path) -> None:
+def test_a_named_chunk_outside_the_filter_stays_out(engine_desk: Desk, tmp_path: Path) -> None:
     engine_desk.create_kb("code", keyword_only=True)
     engine_desk.add("code", [_repo(tmp_path / "repo")])
     results = engine_desk.search(["code"], "Signer", mode="keyword", limit=5, filters="path:tests/**").results
@@ -190,7 +191,7 @@ def test_a_named_chunk_outside_the_filter_stays_out(engine_desk, tmp_path: Path)
     assert results[0].metadata.get("headings") == ["signer"]
 
 
-def test_text_without_headings_ranks_by_bm25_alone(desk, tmp_path: Path) -> None:
+def test_text_without_headings_ranks_by_bm25_alone(desk: Desk, tmp_path: Path) -> None:
     folder = tmp_path / "prose"
     folder.mkdir()
     texts = [
