@@ -154,8 +154,8 @@ def _repo(root: Path) -> Path:
     return root
 
 
-def _first(desk: Desk, query: str, **kw: str) -> tuple[str, list[str]]:
-    top = desk.search(["code"], query, limit=3, **kw).results[0]
+def _first(desk: Desk, query: str, mode: str | None = None) -> tuple[str, list[str]]:
+    top = desk.search(["code"], query, limit=3, mode=mode).results[0]
     return top.source, top.metadata.get("headings") or []
 
 
