@@ -5,7 +5,8 @@ Not part of the test run. Give it folders (a checkout of a Python project, an or
 notes repository, a LaTeX paper with its .bib); for each:
 
 - **files**: what a folder add takes (``kbdesk.ingest.folders.scan``: .gitignore honoured,
-  lock files and vendored folders left out) and what becomes ready;
+  lock files and vendored folders left out; pictures and PDFs too, ``--exclude``: kbdesk
+  reads them by OCR, which is not this measure's subject) and what becomes ready;
 - **speed**: CPU time of a plain read of those files (bytes, decoded as UTF-8) against
   ``extract_file`` on each (kbdesk's readers: definitions, headings, sections), best of
   ``--rounds``; and the wall time of a whole ``add`` into a keyword KB (chunking, storing,
@@ -77,6 +78,11 @@ def main() -> None:
     ap = parser(__doc__)
     ap.add_argument("folders", nargs="+")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument(
+        "--exclude",
+        default="*.png,*.jpg,*.jpeg,*.gif,*.pdf",
+        help="globs left out of each folder (by default pictures and PDFs, read by OCR: not this measure's subject)",
+    )
     ap.add_argument("--queries", type=int, default=300, help="at most this many queries per folder (sampled)")
     ap.add_argument(
         "--model", help="an embedding model (all-MiniLM-L6-v2 or a local directory): also search at the defaults"
@@ -85,7 +91,8 @@ def main() -> None:
     rows = []
     for folder in args.folders:
         root = Path(folder).resolve()
-        found = scan([root])
+        exclude = [g for g in args.exclude.split(",") if g]
+        found = scan([root], exclude=exclude)
         files = found.files
         size = sum(f.size for f in files)
 
@@ -134,7 +141,7 @@ def main() -> None:
             desk = open_desk(home=home)
             desk.create_kb("kb", keyword_only=True)
         start = time.perf_counter()
-        report = desk.add("kb", [root])
+        report = desk.add("kb", [root], exclude=exclude)
         t_add = time.perf_counter() - start
         ready = sum(1 for d in desk.documents("kb") if d.status == "ready")
         first = top3 = first_default = 0
