@@ -189,6 +189,17 @@ def test_a_named_chunk_outside_the_filter_stays_out(engine_desk: Desk, tmp_path:
     results = engine_desk.search(["code"], "Signer", mode="keyword", limit=5, filters="path:tests/**").results
     assert results and all(r.source.startswith("tests/") for r in results)
     assert results[0].metadata.get("headings") == ["signer"]
+    if engine_desk.store.kind == "postgres":  # the lookup's expression is the index's
+        from kbdesk.store.postgres.schema import LAST_HEADING
+
+        conn = engine_desk.store.connection()
+        conn.execute("SET enable_seqscan = off")
+        plan = conn.execute(
+            f"EXPLAIN SELECT seq FROM kb_chunks WHERE {LAST_HEADING} = lower(%s) AND kb_id = ANY(%s::uuid[])",
+            ("Signer", [engine_desk.kb("code").id]),
+        ).fetchall()
+        conn.execute("RESET enable_seqscan")
+        assert "idx_kbchunk_heading" in " ".join(str(row[0]) for row in plan)
 
 
 def test_text_without_headings_ranks_by_bm25_alone(desk: Desk, tmp_path: Path) -> None:
