@@ -12,7 +12,10 @@ more than a minute over, is left out of that reader's figures and counted.
 
     python -m venv /tmp/md-venv && /tmp/md-venv/bin/pip install 'markitdown[docx,pptx,xlsx]' odfpy
     .venv/bin/python bench/bench_word_recall.py FOLDER [FOLDER ...] --markitdown /tmp/md-venv/bin/python \\
-        [--before /tmp/kbdesk-old/src] [--named tika-3816.docx,WithMaster.pptx]
+        [--before /tmp/kbdesk-old/src] [--named tika-3816.docx,WithMaster.pptx] [--letters] [--texts T.json]
+
+``--texts`` keeps what the readers gave in a JSON file (and reads it back when it
+exists: a second run with ``--letters`` reads nothing again).
 """
 
 from __future__ import annotations
@@ -75,11 +78,15 @@ def read_all(python: str, reader: str, paths: list[str], src: str | None = None)
         return json.loads(result.read_text())
 
 
+LETTERS = False  # --letters: words without digits only (numbers are drawn as each reader formats them)
+
+
 def words(text: str) -> set[str]:
     sys.path.insert(0, str(ROOT / "src"))
     from kbdesk.textnorm import nfkc
 
-    return {w for w in re.findall(r"\w+", nfkc(text).lower()) if len(w) >= 3}
+    found = {w for w in re.findall(r"\w+", nfkc(text).lower()) if len(w) >= 3}
+    return {w for w in found if not any(c.isdigit() for c in w)} if LETTERS else found
 
 
 def recall(theirs: str, ours: str) -> float:
@@ -93,12 +100,21 @@ def main() -> None:
     ap.add_argument("--markitdown", required=True, help="the Python of an environment with markitdown installed")
     ap.add_argument("--before", help="the src folder of another kbdesk tree, measured beside this one")
     ap.add_argument("--named", default="", help="file names (comma-separated) to report one by one")
+    ap.add_argument("--letters", action="store_true", help="count words without digits only")
+    ap.add_argument("--texts", help="a JSON file: the texts read are kept there, and read from it when it exists")
     args = ap.parse_args()
+    global LETTERS
+    LETTERS = args.letters
     paths = sorted(str(p) for f in args.folders for p in Path(f).rglob("*") if p.suffix.lower() in SUFFIXES)
-    theirs = read_all(args.markitdown, "markitdown", paths)
-    sides = {"now": read_all(sys.executable, "kbdesk", paths, str(ROOT / "src"))}
-    if args.before:
-        sides = {"before": read_all(sys.executable, "kbdesk", paths, args.before), **sides}
+    if args.texts and Path(args.texts).exists():
+        theirs, sides = json.loads(Path(args.texts).read_text())
+    else:
+        theirs = read_all(args.markitdown, "markitdown", paths)
+        sides = {"now": read_all(sys.executable, "kbdesk", paths, str(ROOT / "src"))}
+        if args.before:
+            sides = {"before": read_all(sys.executable, "kbdesk", paths, args.before), **sides}
+        if args.texts:
+            Path(args.texts).write_text(json.dumps([theirs, sides]))
     named = {n.strip() for n in args.named.split(",") if n.strip()}
     print(f"{len(paths)} files; markitdown read {sum(t is not None for t in theirs.values())}")
     head = "| format | files both read (markitdown words > 0) |"
