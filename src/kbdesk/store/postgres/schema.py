@@ -43,6 +43,7 @@ from kbdesk.store.postgres.schema_steps import (
     _m016_vector_widths,
     _m017_one_document_per_name,
     _m018_kb_tombstones,
+    _m019_heading_index,
     _table_exists,
 )
 
@@ -68,6 +69,7 @@ MIGRATIONS: list[Migration] = [
     ("vector_widths", _m016_vector_widths),
     ("one_document_per_name", _m017_one_document_per_name),
     ("kb_tombstones", _m018_kb_tombstones),
+    ("heading_index", _m019_heading_index),
 ]
 
 REQUIRED_COLUMNS = {

@@ -16,6 +16,9 @@ from kbdesk.store.postgres.seed import MINIMAL_TABLES, SEED_008, team_members_dd
 from kbdesk.store.postgres.tombstones import install as install_tombstones
 from kbdesk.store.postgres.widths import install as install_widths
 
+# a chunk's last heading as the index idx_kbchunk_heading holds it (step 19)
+LAST_HEADING = "lower((metadata -> 'headings') ->> (-1))"
+
 
 def _table_exists(conn: PgConnection, name: str) -> bool:
     return bool(conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()[0])
@@ -348,3 +351,9 @@ def _m018_kb_tombstones(conn: PgConnection) -> None:
     # policies that hide a tombstoned KB come with the security step after any migration.
     schema = conn.execute("SELECT quote_ident(current_schema())").fetchone()[0]
     install_tombstones(conn, f"{schema}, pg_temp")
+
+
+def _m019_heading_index(conn: PgConnection) -> None:
+    # A chunk's last heading, lower-cased, as on SQLite (step 17): keyword search looks up
+    # the chunks a query names by it (kbdesk.store.headings, store/postgres/lookup.py).
+    conn.execute(f"CREATE INDEX IF NOT EXISTS idx_kbchunk_heading ON kb_chunks(({LAST_HEADING}), kb_id)")

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from kbdesk.store.core.facts import FactsCore
 from kbdesk.store.dbapi import Connection
+from kbdesk.store.headings import HEADING_POOL, MAX_NAMED, heading_key, headings_from, rank_with_headings
 from kbdesk.store.keywords import SCORED_TERM_BUDGETS, KeywordParts, bounds, mark_stale, query_terms
 from kbdesk.store.sqlite.vectors import VectorIndex as SqliteIndex
 from kbdesk.store.within import Within
@@ -31,6 +33,8 @@ _DF_CACHE_MAX = 50_000
 # those inside the filter; a filter too selective for that joins each match to its chunk
 # (bench/bench_filters.py measures both)
 KEYWORD_OVERFETCH_MAX = 5_000
+# a chunk's last heading as the index idx_kbchunk_heading holds it (schema step 17)
+LAST_HEADING = "lower(json_extract(metadata, '$.headings[#-1]'))"
 
 
 def fts_query(text: str) -> str:
@@ -161,8 +165,52 @@ class SqliteLookup(FactsCore):
     def keyword_candidates(
         self, kb_ids: Sequence[str], text: str, k: int, within: Within | None = None
     ) -> list[tuple[int, float]]:
-        """Top ``k`` (seq, BM25 score — higher is better) across ``kb_ids``; only chunks of
-        documents inside ``within`` (a resolved filter) when given."""
+        """Top ``k`` (seq, keyword score — higher is better) across ``kb_ids``: BM25, and a
+        chunk's heading path as a field of its own (:mod:`kbdesk.store.headings`); only
+        chunks of documents inside ``within`` (a resolved filter) when given."""
+        hits = self._bm25_candidates(kb_ids, text, max(k, HEADING_POOL), within)
+        named = self.named_chunks(kb_ids, text, within) if kb_ids else []
+        scores = partial(self.keyword_scores, kb_ids, text)
+        return rank_with_headings(text, k, hits, named, scores, self.chunk_headings)
+
+    def named_chunks(self, kb_ids: Sequence[str], text: str, within: Within | None = None) -> list[int]:
+        """Chunks of ``kb_ids`` whose last heading is ``text`` (case aside), through the
+        index idx_kbchunk_heading; inside ``within`` when given."""
+        name = heading_key(text)
+        if name is None:
+            return []
+        rows = (
+            self.connection()
+            .execute(
+                f"SELECT seq, kb_id FROM kb_chunks WHERE {LAST_HEADING} = lower(?) AND kb_id IN ({_marks(kb_ids)}) "
+                f"ORDER BY seq LIMIT {MAX_NAMED}",
+                (name, *kb_ids),
+            )
+            .fetchall()
+        )
+        if within is None or not rows:
+            return [int(seq) for seq, _ in rows]
+        inside = {kb_id: set(self.allowed_seqs(kb_id, within).tolist()) for kb_id in {r[1] for r in rows}}
+        return [int(seq) for seq, kb_id in rows if int(seq) in inside[kb_id]]
+
+    def chunk_headings(self, seqs: Sequence[int]) -> dict[int, list[str]]:
+        """The heading path of each chunk (by seq) that has one."""
+        if not seqs:
+            return {}
+        rows = (
+            self.connection()
+            .execute(
+                f"SELECT seq, json_extract(metadata, '$.headings') FROM kb_chunks WHERE seq IN ({_marks(seqs)}) "
+                "AND json_type(metadata, '$.headings') = 'array'",
+                list(seqs),
+            )
+            .fetchall()
+        )
+        return headings_from(rows)
+
+    def _bm25_candidates(
+        self, kb_ids: Sequence[str], text: str, k: int, within: Within | None = None
+    ) -> list[tuple[int, float]]:
         expr = self.bounded_fts_query(text) if kb_ids else ""
         if not expr or not kb_ids:
             return []

@@ -25,6 +25,7 @@ from kbdesk.store.sqlite.schema_steps import (
     m014_document_dates,
     m015_document_rows,
     m016_one_document_per_name,
+    m017_heading_index,
 )
 from kbdesk.store.sqlite.schema_v1 import (
     m001_core,
@@ -53,6 +54,7 @@ MIGRATIONS: list[Migration] = [
     ("document_dates", m014_document_dates),
     ("document_rows", m015_document_rows),
     ("one_document_per_name", m016_one_document_per_name),
+    ("heading_index", m017_heading_index),
 ]
 
 

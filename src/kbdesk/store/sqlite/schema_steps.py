@@ -236,3 +236,14 @@ def m016_one_document_per_name(conn: SqliteConnection) -> None:
 _NAME_TAKEN = """EXISTS (SELECT 1 FROM kb_documents d WHERE d.kb_id = new.kb_id AND d.filename = new.filename
         AND d.id != new.id AND d.source_path IS NOT NULL AND d.source_path != new.source_path
         AND (substr(new.source_path, 1, 7) = 'upload:' OR substr(d.source_path, 1, 7) = 'upload:'))"""
+
+
+def m017_heading_index(conn: SqliteConnection) -> None:
+    # A chunk's last heading (a definition's name, a section's title), lower-cased: keyword
+    # search looks up the chunks a query names by it (kbdesk.store.headings), so a
+    # definition BM25 ranks past its top k is still a candidate. Lower-cased as SQLite's
+    # lower() does (ASCII), the same expression as the lookup's (store/sqlite/lookup.py).
+    conn.executescript("""
+    CREATE INDEX IF NOT EXISTS idx_kbchunk_heading
+        ON kb_chunks(lower(json_extract(metadata, '$.headings[#-1]')), kb_id);
+    """)
