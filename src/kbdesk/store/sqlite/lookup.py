@@ -292,7 +292,7 @@ class SqliteLookup(FactsCore):
             )
             for seq, part in conn.execute(
                 "SELECT rowid, -bm25(kb_chunks_fts) FROM kb_chunks_fts WHERE kb_chunks_fts MATCH ? "
-                "AND rowid IN (SELECT value FROM json_each(?))",
+                "AND +rowid IN (SELECT value FROM json_each(?))",  # one pass, as keyword_scores
                 (phrase, seqs),
             ):
                 out.parts[key_of[int(seq)]][term] = float(part)
