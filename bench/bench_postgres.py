@@ -18,7 +18,7 @@ directory (stock settings, fsync on) unless ``--uri`` is given, and measures:
   same padded rows, as one would write it by hand;
 - **search** with 10 results over ``--queries`` queries: kbdesk's HNSW search (per-KB
   partial index on ``subvector(embedding, 1, D)::vector(D)``), kbdesk's exact search,
-  the seed's own exact query (``ORDER BY embedding <=> q`` on the 3072-wide column),
+  the standard exact query (``ORDER BY embedding <=> q`` on the 3072-wide column),
   and, with ``--halfvec``, the other index that works at 3072 dimensions: one HNSW over
   ``embedding::halfvec(3072)`` for the whole table (build time, size, latency, recall).
   Recall@10 is measured against the exact answer (numpy over the source's vectors;
@@ -311,7 +311,7 @@ def render(out: dict) -> str:
     rows = [
         ("kbdesk HNSW (per-KB, subvector(·,1,D)::vector(D))", s["kbdesk_hnsw"]),
         ("kbdesk exact (subvector, no index)", s["kbdesk_exact"]),
-        ("seed's exact query on vector(3072)", s["seed_exact_3072"]),
+        ("standard exact query on vector(3072)", s["seed_exact_3072"]),
     ]
     if "halfvec" in out:
         rows.append(("HNSW over embedding::halfvec(3072), whole table", out["halfvec"]))

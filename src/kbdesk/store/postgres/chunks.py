@@ -98,8 +98,8 @@ class PgChunks:
     def check_config(self, config: dict[str, Any]) -> None:
         if (config.get("dimensions") or 0) > VECTOR_COLUMN_DIMS:
             raise InvalidInputError(
-                f"Postgres stores vectors of at most {VECTOR_COLUMN_DIMS} dimensions (the seed's "
-                f"vector({VECTOR_COLUMN_DIMS}) column), not {config['dimensions']}"
+                f"Postgres stores vectors of at most {VECTOR_COLUMN_DIMS} dimensions (kb_chunks.embedding "
+                f"is a vector({VECTOR_COLUMN_DIMS}) column), not {config['dimensions']}"
             )
 
     def lock_names(self, conn: Connection, name: str) -> None:

@@ -51,7 +51,7 @@ Migration = tuple[str, Callable[[Any], None]]
 
 
 MIGRATIONS: list[Migration] = [
-    ("seed_008_knowledge_bases", _m001_seed_008),
+    ("team_schema_008_knowledge_bases", _m001_seed_008),  # the name is a label: runs go by version
     ("kbdesk_columns", _m002_kbdesk_columns),
     ("kbdesk_tables", _m003_kbdesk_tables),
     ("one_document_per_path", _m004_one_document_per_path),
@@ -205,6 +205,6 @@ def _check_seed_tables(conn: PgConnection, label: str) -> None:
         missing = needed - have.get(table, set())
         if missing:
             raise StoreError(
-                f"{label}: table {table} exists but lacks the seed's column(s) "
-                f"{', '.join(sorted(missing))}; it is not the seed 008_knowledge_bases schema"
+                f"{label}: table {table} exists but lacks the column(s) "
+                f"{', '.join(sorted(missing))} of the shared team schema (008_knowledge_bases.sql)"
             )

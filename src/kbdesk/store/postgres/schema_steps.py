@@ -29,7 +29,8 @@ def _first_line(exc: BaseException) -> str:
 
 
 MISSING_PGVECTOR = (
-    "the PostgreSQL server has no pgvector extension, which kbdesk needs for the seed's vector(3072) column: "
+    "the PostgreSQL server has no pgvector extension, which kbdesk needs for the vector(3072) column "
+    "kb_chunks.embedding: "
     "install pgvector on the server (https://github.com/pgvector/pgvector; packages are named "
     "postgresql-NN-pgvector) and run again"
 )

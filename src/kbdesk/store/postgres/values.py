@@ -71,8 +71,8 @@ def pad(unit: np.ndarray) -> np.ndarray:
     """A unit float32 vector zero-padded to the column width."""
     if unit.size > VECTOR_COLUMN_DIMS:
         raise InvalidInputError(
-            f"vectors of {unit.size} dimensions do not fit the seed's vector({VECTOR_COLUMN_DIMS}) "
-            "column; use a model with at most 3072 dimensions in Postgres mode"
+            f"vectors of {unit.size} dimensions do not fit kb_chunks.embedding, "
+            f"a vector({VECTOR_COLUMN_DIMS}) column; use a model with at most 3072 dimensions in Postgres mode"
         )
     out = np.zeros(VECTOR_COLUMN_DIMS, dtype=np.float32)
     out[: unit.size] = unit
