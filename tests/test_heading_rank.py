@@ -202,6 +202,29 @@ def test_a_named_chunk_outside_the_filter_stays_out(engine_desk: Desk, tmp_path:
         assert "idx_kbchunk_heading" in " ".join(str(row[0]) for row in plan)
 
 
+def test_a_sections_later_chunk_without_the_words_is_not_a_keyword_match(engine_desk: Desk, tmp_path: Path) -> None:
+    """The heading index finds every chunk under a section named by the query; one that
+    holds none of the query's words is left out, not shown with similarity 0 above real
+    matches."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "guide.md").write_text(
+        "# Backups\n\nBackups run every night at two.\n\n" + "Restore with the snapshot name. " * 400,
+        encoding="utf-8",
+    )
+    (folder / "faq.md").write_text("# Office\n\nOur backups are kept for thirty days.\n", encoding="utf-8")
+    engine_desk.create_kb("notes", keyword_only=True)
+    engine_desk.add("notes", [folder])
+    kb = engine_desk.kb("notes")
+    texts = [text for _, text in engine_desk.store.chunk_texts(kb.id)]
+    assert any("backups" not in t.lower() for t in texts)  # the section is cut; later chunks lack the word
+    results = engine_desk.search(["notes"], "Backups", mode="keyword", limit=5, threshold=0.0).results
+    assert [r.source for r in results][:1] == ["guide.md"]
+    assert {r.source for r in results} == {"guide.md", "faq.md"}
+    assert all("backups" in r.content.lower() for r in results)
+    assert all(r.similarity > 0 for r in results)
+
+
 def test_text_without_headings_ranks_by_bm25_alone(desk: Desk, tmp_path: Path) -> None:
     folder = tmp_path / "prose"
     folder.mkdir()

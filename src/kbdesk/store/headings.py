@@ -122,13 +122,15 @@ def rank_with_headings(
     headings_of: Callable[[Sequence[int]], dict[int, list[str]]],
 ) -> list[tuple[int, float]]:
     """The top ``k`` of BM25's ``hits`` and the chunks ``named`` by the query (their
-    last heading is it), each scored BM25 (``scores_of``: 0 when no query word is in
-    it) plus its heading match (:func:`weigh_headings`)."""
+    last heading is it) that hold a query word, each scored BM25 (``scores_of``) plus
+    its heading match (:func:`weigh_headings`). A named chunk holding none of the words
+    (a section's later chunk that never repeats its title) is left out: it is no keyword
+    match, and a result whose similarity reads 0 ranked above real matches misleads."""
     have = {seq for seq, _ in hits}
     extra = [seq for seq in named if seq not in have]
     if extra:
         found = scores_of(extra)
-        hits = [*hits, *((seq, found.get(seq, 0.0)) for seq in extra)]
+        hits = [*hits, *((seq, found[seq]) for seq in extra if seq in found)]
     return weigh_headings(query, hits, headings_of)[: max(int(k), 0)]
 
 
