@@ -1,65 +1,14 @@
-"""The text files people keep beside their documents: code, configuration, notes markup.
+"""What a folder walk leaves out of the text files people keep beside their documents as
+generated or vendored: lock files, minified bundles (:func:`generated_reason`) and the
+folders of other people's code (:data:`VENDORED_FOLDERS`).
 
-Which suffix is read as what (:data:`TEXT_KIND_TYPES`, entries of the table of formats, :mod:`.formats`),
-the reader of each (:data:`TEXT_READERS`), and what a folder walk leaves out as generated
-or vendored (:func:`generated_reason`, :data:`VENDORED_FOLDERS`); docs/FORMATS.md has the
-table and the measurements behind the choices.
+Which suffix is read as code, configuration, LaTeX, BibTeX or org-mode, and by which
+reader, is declared in the table of formats with every other format (:mod:`.formats`);
+the readers are :mod:`.code_text`, :mod:`.config_text`, :mod:`.latex_text` and
+:mod:`.org_text`. docs/FORMATS.md has the table and the measurements behind the choices.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
-from functools import partial
-
-from kbdesk.ingest.code_text import extract_code
-from kbdesk.ingest.config_text import extract_ini, extract_json, extract_toml, extract_xml, extract_yaml
-from kbdesk.ingest.latex_text import extract_bibtex, extract_latex
-from kbdesk.ingest.org_text import extract_org
-from kbdesk.ingest.sections import Section
-
-_CODE = {
-    "python": (".py", ".pyw", ".pyi"),
-    "javascript": (".js", ".jsx", ".mjs", ".cjs"),
-    "typescript": (".ts", ".tsx", ".mts", ".cts"),
-    "go": (".go",),
-    "rust": (".rs",),
-    "java": (".java", ".cs", ".scala", ".groovy", ".dart"),
-    "kotlin": (".kt", ".kts"),
-    "swift": (".swift",),
-    "c": (".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".mm"),
-    "matlab": (".m",),  # MATLAB/Octave, or Objective-C: both kinds of definitions are found
-    "php": (".php",),
-    "ruby": (".rb", ".rake"),
-    "lua": (".lua",),
-    "perl": (".pl", ".pm"),
-    "r": (".r",),
-    "shell": (".sh", ".bash", ".zsh", ".fish", ".ps1"),
-    "sql": (".sql",),
-}
-_OTHER = {
-    ".json": ("application/json", extract_json),
-    ".yaml": ("application/yaml", extract_yaml),
-    ".yml": ("application/yaml", extract_yaml),
-    ".toml": ("application/toml", extract_toml),
-    ".ini": ("text/x-ini", extract_ini),
-    ".cfg": ("text/x-ini", extract_ini),
-    ".conf": ("text/x-ini", extract_ini),
-    ".xml": ("application/xml", extract_xml),
-    ".tex": ("text/x-tex", extract_latex),
-    ".bib": ("text/x-bibtex", extract_bibtex),
-    ".org": ("text/x-org", extract_org),
-}
-
-TEXT_KIND_TYPES: dict[str, str] = {}
-TEXT_READERS: dict[str, Callable[[str], list[Section]]] = {}
-for _language, _suffixes in _CODE.items():
-    _ctype = f"text/x-{_language}"
-    TEXT_READERS[_ctype] = partial(extract_code, language=_language)
-    for _suffix in _suffixes:
-        TEXT_KIND_TYPES[_suffix] = _ctype
-for _suffix, (_ctype, _reader) in _OTHER.items():
-    TEXT_KIND_TYPES[_suffix] = _ctype
-    TEXT_READERS[_ctype] = _reader
 
 # Files a tool writes and nobody reads: lock files of package managers.
 LOCK_FILES = frozenset(

@@ -46,7 +46,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 from kbdesk.errors import KbdeskError
 from kbdesk.ingest.events import IngestEvent
-from kbdesk.ingest.extract import SUPPORTED_SUFFIXES, content_type_for
+from kbdesk.ingest.extract import content_type_for
+from kbdesk.ingest.formats import suffix_list
 from kbdesk.models import Document, KnowledgeBase
 from kbdesk.serve.errors import ApiError, from_kbdesk
 
@@ -88,8 +89,7 @@ def check_upload_name(name: str | None) -> str:
     if len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
         raise ApiError(400, f"the file name is longer than {MAX_NAME_BYTES} bytes")
     if content_type_for(name) is None:
-        kinds = ", ".join(sorted(s.lstrip(".") for s in SUPPORTED_SUFFIXES))
-        raise ApiError(415, f"kbdesk cannot read '{os.path.splitext(name)[1] or name}' files; it reads {kinds}")
+        raise ApiError(415, f"kbdesk cannot read '{os.path.splitext(name)[1] or name}' files; it reads {suffix_list()}")
     return name
 
 
