@@ -297,10 +297,19 @@ SUPPORTED_SUFFIXES: frozenset[str] = frozenset(_BY_SUFFIX)
 OWN_PROCESS: frozenset[str] = frozenset(fmt.content_type for fmt in FORMATS if fmt.own_process)
 
 
-def suffix_list() -> str:
-    """The suffixes kbdesk reads, without their dots, alphabetical, comma-separated (what an
-    upload's refusal and the HTTP API's description of an upload say)."""
-    return ", ".join(sorted(s.lstrip(".") for s in SUPPORTED_SUFFIXES))
+def suffix_list(limit: int | None = None, *, capitals: bool = False) -> str:
+    """The suffixes kbdesk reads, without their dots, alphabetical, comma-separated: what
+    the TUI's add dialog, an upload's refusal and the HTTP API's description of an upload
+    say. Within ``limit`` characters, whole suffixes then "and 12 more" past it."""
+    names = sorted({s.lstrip(".").upper() if capitals else s.lstrip(".") for s in SUPPORTED_SUFFIXES})
+    shown: list[str] = []
+    for n, name in enumerate(names):
+        rest = len(names) - n - 1
+        tail = f" and {rest} more" if rest else ""
+        if limit is not None and len(", ".join([*shown, name])) + len(tail) > limit:
+            return ", ".join(shown) + f" and {len(names) - len(shown)} more"
+        shown.append(name)
+    return ", ".join(shown)
 
 
 def format_for(filename: str) -> Format | None:
