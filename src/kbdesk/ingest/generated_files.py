@@ -1,11 +1,10 @@
-"""What a folder walk leaves out of the text files people keep beside their documents as
-generated or vendored: lock files, minified bundles (:func:`generated_reason`) and the
-folders of other people's code (:data:`VENDORED_FOLDERS`).
+"""What a folder walk leaves out as generated or vendored, though kbdesk reads its format:
+lock files and minified bundles (:func:`generated_reason`), the folders of other
+people's code and caches (:data:`VENDORED_FOLDERS`); docs/FORMATS.md, "Code,
+configuration and notes markup", has the measurements behind the choices.
 
-Which suffix is read as code, configuration, LaTeX, BibTeX or org-mode, and by which
-reader, is declared in the table of formats with every other format (:mod:`.formats`);
-the readers are :mod:`.code_text`, :mod:`.config_text`, :mod:`.latex_text` and
-:mod:`.org_text`. docs/FORMATS.md has the table and the measurements behind the choices.
+Which suffix is read as what (code, configuration, LaTeX, BibTeX, org-mode among the
+rest) is the table of formats (:mod:`.formats`).
 """
 
 from __future__ import annotations
