@@ -99,3 +99,12 @@ def test_watch_makes_no_pass_for_a_file_in_a_format_kbdesk_does_not_read(tmp_pat
         assert not keep(None, str(tmp_path / "Makefile"))
         assert keep(None, str(tmp_path / "photos.d"))  # a folder: what it holds may be read
         assert keep(None, str(tmp_path / "gone.o"))  # gone: a folder or a document once, a pass tells
+
+
+def test_an_xml_file_is_read_in_the_encoding_it_declares():
+    """XML's entry reads it as markup (its declaration honoured), not as text whose
+    encoding is guessed: KOI8-R guessed would be read as cp1252 ("ðÒÉ×ÅÔ")."""
+    data = '<?xml version="1.0" encoding="koi8-r"?>\n<note><title>Привет мир, как дела</title></note>\n'
+    got = extract.extract_bytes(data.encode("koi8-r"), "note.xml")
+    assert got.content_type == "application/xml" and got.text == "title: Привет мир, как дела"
+    assert "encoding" not in got.sections[0].metadata  # declared by the file: nothing guessed to record

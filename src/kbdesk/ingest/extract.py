@@ -33,11 +33,12 @@ Section text per format (docs/FORMATS.md has the table, with the libraries measu
   as HTML ``{"chapter": n}``; e-mail (:mod:`.email_text`): sections per message with its
   headers, attachments in formats kbdesk reads extracted too; notebooks
   (:mod:`.notebook_text`): Markdown and code cells, read as Markdown; code,
-  configuration, LaTeX, BibTeX and org-mode (:mod:`.text_kinds`): sections at
-  definitions, keys and headings; subtitles (:mod:`.subtitle_text`): a section per cue,
-  its start as the heading. Their title, author and dates go into each section's
-  metadata. Zip-based files are read within the limits of :mod:`.zip_parts` and
-  :mod:`.xml_tree`, every format within the time and text of :mod:`.limits`.
+  configuration, LaTeX, BibTeX and org-mode (:mod:`.code_text`, :mod:`.config_text`,
+  :mod:`.latex_text`, :mod:`.org_text`): sections at definitions, keys and headings;
+  subtitles (:mod:`.subtitle_text`): a section per cue, its start as the heading. Their
+  title, author and dates go into each section's metadata. Zip-based files are read
+  within the limits of :mod:`.zip_parts` and :mod:`.xml_tree`, every format within the
+  time and text of :mod:`.limits`.
 Which suffix is read by which reader, and how, is one table (:data:`.formats.FORMATS`):
 this module looks the file's format up there and runs its reader, on the budget's clock
 unless the format runs in a child process of its own (``own_process``). A file whose

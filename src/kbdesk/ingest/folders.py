@@ -10,7 +10,7 @@ reason instead.
 In folders, what the folder's ``.gitignore`` and ``.ignore`` files name is left out
 (:mod:`.ignore_rules`; ``no_ignore`` reads it all), and so are files a tool generated —
 lock files, minified bundles — and vendored folders (``node_modules``, ``vendor``…), each
-with its reason (:mod:`.text_kinds`). An ``include`` glob that matches a generated file
+with its reason (:mod:`.generated_files`). An ``include`` glob that matches a generated file
 reads it, and one that names a vendored folder walks it.
 """
 
@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 
 from kbdesk.ingest.formats import format_for  # the table of formats decides what a folder holds for kbdesk
+from kbdesk.ingest.generated_files import VENDORED_FOLDERS, generated_reason
 from kbdesk.ingest.ignore_rules import Rules, ignored, read_rules
 from kbdesk.ingest.names import as_text, display_name, source_key
-from kbdesk.ingest.text_kinds import VENDORED_FOLDERS, generated_reason
 
 
 @dataclass(frozen=True)

@@ -10,16 +10,22 @@ a fetched page's Content-Type is looked up in it, the TUI and ``kbdesk serve`` l
 suffixes; tests/test_format_registry.py checks docs/FORMATS.md against it.
 
 Adding a format is one entry here plus its reader (a module of its own): subtitles
-(:mod:`.subtitle_text`) were added so. Code, configuration, LaTeX, BibTeX and org-mode
-are declared by their own table (:mod:`.text_kinds`: a language is one line there, the
-reader shared) and become entries of this one.
+(:mod:`.subtitle_text`) were added so. Code is a family of entries, one line per language
+(:func:`_code`: ``text/x-<language>``, the one code reader with that language's rules);
+configuration, LaTeX, BibTeX and org-mode are entries like any other. An entry's reader
+says how its bytes are decoded: :func:`~.format_types.on_text` (BOM, UTF-16, UTF-8, a
+guessed legacy encoding kept as the sections' ``encoding``) or, for markup that declares
+its charset (HTML, XML), :func:`~.format_types.on_markup`.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from functools import partial
 
+from kbdesk.ingest.code_text import extract_code
+from kbdesk.ingest.config_text import extract_ini, extract_json, extract_toml, extract_xml, extract_yaml
 from kbdesk.ingest.csv_text import extract_csv
 from kbdesk.ingest.docx_text import extract_docx
 from kbdesk.ingest.email_text import extract_eml, extract_mbox
@@ -27,11 +33,13 @@ from kbdesk.ingest.epub_text import extract_epub
 from kbdesk.ingest.format_types import Attachment, Format, Reader, Source, on_markup, on_text
 from kbdesk.ingest.html_main import extract_page
 from kbdesk.ingest.image_text import extract_image
+from kbdesk.ingest.latex_text import extract_bibtex, extract_latex
 from kbdesk.ingest.limits import Budget
 from kbdesk.ingest.markdown_text import extract_markdown
 from kbdesk.ingest.notebook_text import extract_notebook
 from kbdesk.ingest.ooxml_embedded import embedded_sections
 from kbdesk.ingest.opendoc_text import extract_opendocument
+from kbdesk.ingest.org_text import extract_org
 from kbdesk.ingest.pdf_text import extract_pdf
 from kbdesk.ingest.pptx_text import extract_pptx
 from kbdesk.ingest.rtf_text import extract_rtf
@@ -39,9 +47,17 @@ from kbdesk.ingest.sections import ExtractionError, Section
 from kbdesk.ingest.sheet_text import extract_xlsx
 from kbdesk.ingest.sniff import pdf_header, zip_mimetype, zip_part
 from kbdesk.ingest.subtitle_text import extract_srt, extract_vtt
-from kbdesk.ingest.text_kinds import TEXT_KIND_TYPES, TEXT_READERS
 
-__all__ = ["FORMATS", "OWN_PROCESS", "SUPPORTED_SUFFIXES", "Format", "format_for", "format_of", "media_types"]
+__all__ = [
+    "FORMATS",
+    "OWN_PROCESS",
+    "SUPPORTED_SUFFIXES",
+    "Format",
+    "format_for",
+    "format_of",
+    "media_types",
+    "suffix_list",
+]
 
 PDF = "application/pdf"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
@@ -96,6 +112,12 @@ def _opendocument(source: Source) -> list[Section]:
 def _mail(reader: Callable[[bytes, Budget, list[str], Attachment | None], list[Section]]) -> Reader:
     """An e-mail reader, its attachments read as the files they are."""
     return lambda source: reader(source.data, source.budget, source.warnings, _inner(source))
+
+
+def _code(language: str, *suffixes: str) -> Format:
+    """A programming language's entry: ``text/x-<language>``, read by the code reader
+    with that language's rules (:func:`.code_text.extract_code`)."""
+    return Format(language, f"text/x-{language}", suffixes, on_text(partial(extract_code, language=language)))
 
 
 def _inner(source: Source) -> Attachment:
@@ -218,17 +240,36 @@ FORMATS: tuple[Format, ...] = (
     Format("TIFF image", "image/tiff", (".tif", ".tiff"), _image, own_process=True, attachment=False),
     Format("WebP image", "image/webp", (".webp",), _image, own_process=True, attachment=False),
     Format("GIF image", "image/gif", (".gif",), _image, own_process=True, attachment=False),
-    # code, configuration and notes markup: their own table (.text_kinds); XML's
-    # declared encoding is honoured as HTML's
-    *(
-        Format(
-            ctype.rsplit("/", 1)[-1].removeprefix("x-"),
-            ctype,
-            tuple(s for s, c in TEXT_KIND_TYPES.items() if c == ctype),
-            (on_markup if ctype == "application/xml" else on_text)(reader),
-        )
-        for ctype, reader in TEXT_READERS.items()
-    ),
+    # code: one entry per language, all read by the code reader (.code_text), cut at the
+    # language's definitions; a language is one line here
+    _code("python", ".py", ".pyw", ".pyi"),
+    _code("javascript", ".js", ".jsx", ".mjs", ".cjs"),
+    _code("typescript", ".ts", ".tsx", ".mts", ".cts"),
+    _code("go", ".go"),
+    _code("rust", ".rs"),
+    _code("java", ".java", ".cs", ".scala", ".groovy", ".dart"),
+    _code("kotlin", ".kt", ".kts"),
+    _code("swift", ".swift"),
+    _code("c", ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".mm"),
+    _code("matlab", ".m"),  # MATLAB/Octave, or Objective-C: both kinds of definitions are found
+    _code("php", ".php"),
+    _code("ruby", ".rb", ".rake"),
+    _code("lua", ".lua"),
+    _code("perl", ".pl", ".pm"),
+    _code("r", ".r"),
+    _code("shell", ".sh", ".bash", ".zsh", ".fish", ".ps1"),
+    _code("sql", ".sql"),
+    # configuration (.config_text): a section per key path or INI section
+    Format("JSON", "application/json", (".json",), on_text(extract_json)),
+    Format("YAML", "application/yaml", (".yaml", ".yml"), on_text(extract_yaml)),
+    Format("TOML", "application/toml", (".toml",), on_text(extract_toml)),
+    Format("INI", "text/x-ini", (".ini", ".cfg", ".conf"), on_text(extract_ini)),
+    # XML is markup: its declared encoding is honoured, as HTML's
+    Format("XML", "application/xml", (".xml",), on_markup(extract_xml)),
+    # notes and papers: LaTeX and BibTeX (.latex_text), org-mode (.org_text), cut at their headings
+    Format("LaTeX", "text/x-tex", (".tex",), on_text(extract_latex)),
+    Format("BibTeX", "text/x-bibtex", (".bib",), on_text(extract_bibtex)),
+    Format("org-mode", "text/x-org", (".org",), on_text(extract_org)),
     # subtitles and transcripts: the words of each cue, its start time as its heading
     Format(
         "SubRip subtitles",
@@ -254,6 +295,21 @@ SUPPORTED_SUFFIXES: frozenset[str] = frozenset(_BY_SUFFIX)
 # read in child processes of their own (the PDF reader, OCR): never in the ingestion
 # helper's process, nor under the run's turn at the interpreter
 OWN_PROCESS: frozenset[str] = frozenset(fmt.content_type for fmt in FORMATS if fmt.own_process)
+
+
+def suffix_list(limit: int | None = None, *, capitals: bool = False) -> str:
+    """The suffixes kbdesk reads, without their dots, alphabetical, comma-separated: what
+    the TUI's add dialog, an upload's refusal and the HTTP API's description of an upload
+    say. Within ``limit`` characters, whole suffixes then "and 12 more" past it."""
+    names = sorted({s.lstrip(".").upper() if capitals else s.lstrip(".") for s in SUPPORTED_SUFFIXES})
+    shown: list[str] = []
+    for n, name in enumerate(names):
+        rest = len(names) - n - 1
+        tail = f" and {rest} more" if rest else ""
+        if limit is not None and len(", ".join([*shown, name])) + len(tail) > limit:
+            return ", ".join(shown) + f" and {len(names) - len(shown)} more"
+        shown.append(name)
+    return ", ".join(shown)
 
 
 def format_for(filename: str) -> Format | None:

@@ -8,6 +8,7 @@ import anyio.to_thread
 from fastapi import APIRouter, Depends, File, Request, UploadFile
 
 from kbdesk.errors import NotFoundError
+from kbdesk.ingest.formats import suffix_list
 from kbdesk.models import Document
 from kbdesk.serve.auth import WRITES, Caller, caller, is_uuid
 from kbdesk.serve.errors import ApiError
@@ -58,6 +59,9 @@ def _document(who: Caller, kb_id: str, doc_id: str) -> Document:
     return doc
 
 
+_FILE = f"The document, in a format kbdesk reads: {suffix_list()}"  # the suffixes of the table of formats
+
+
 @router.post(
     "/knowledge-bases/{kb_id}/documents",
     status_code=202,
@@ -68,7 +72,7 @@ def _document(who: Caller, kb_id: str, doc_id: str) -> Document:
 async def upload(
     kb_id: str,
     request: Request,
-    file: UploadFile = File(description="The document: TXT, MD, CSV, HTML, PDF…"),
+    file: UploadFile = File(description=_FILE),
     who: Caller = WRITES,
 ) -> dict[str, Any]:
     """A file is known by its name within the knowledge base: uploading a name again (or

@@ -46,9 +46,10 @@ from typing import IO, TYPE_CHECKING, Any
 
 from kbdesk.errors import KbdeskError
 from kbdesk.ingest.events import IngestEvent
-from kbdesk.ingest.extract import SUPPORTED_SUFFIXES, content_type_for
+from kbdesk.ingest.extract import content_type_for
+from kbdesk.ingest.formats import suffix_list
 from kbdesk.models import Document, KnowledgeBase
-from kbdesk.serve.errors import ApiError, from_kbdesk
+from kbdesk.serve.errors import MAX_MESSAGE, ApiError, from_kbdesk
 
 if TYPE_CHECKING:
     from kbdesk.desk import Desk
@@ -88,8 +89,9 @@ def check_upload_name(name: str | None) -> str:
     if len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
         raise ApiError(400, f"the file name is longer than {MAX_NAME_BYTES} bytes")
     if content_type_for(name) is None:
-        kinds = ", ".join(sorted(s.lstrip(".") for s in SUPPORTED_SUFFIXES))
-        raise ApiError(415, f"kbdesk cannot read '{os.path.splitext(name)[1] or name}' files; it reads {kinds}")
+        refused = f"kbdesk cannot read '{os.path.splitext(name)[1] or name}' files; it reads "
+        # whole suffixes within the message's length ("and 40 more"), not a list cut mid-word
+        raise ApiError(415, refused + suffix_list(MAX_MESSAGE - len(refused) - 12))
     return name
 
 

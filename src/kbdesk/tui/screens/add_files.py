@@ -15,7 +15,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Container, Horizontal, Vertical
 from textual.widgets import Button, Checkbox, DirectoryTree, Input, Label, Static
 
-from kbdesk.ingest.extract import SUPPORTED_SUFFIXES
+from kbdesk.ingest.formats import suffix_list
 from kbdesk.textsafe import inert_line
 from kbdesk.tui.format import line
 from kbdesk.tui.screens.base import DeskModal
@@ -44,17 +44,9 @@ def split_globs(text: str) -> list[str]:
 
 
 def files_read(limit: int = NOTE_CHARS) -> str:
-    """The suffixes kbdesk reads (``SUPPORTED_SUFFIXES``), in capitals and alphabetical
+    """The suffixes kbdesk reads (the table of formats), in capitals and alphabetical
     order, within ``limit`` characters ("… and 12 more" past it)."""
-    names = sorted({s.lstrip(".").upper() for s in SUPPORTED_SUFFIXES})
-    shown: list[str] = []
-    for n, name in enumerate(names):
-        rest = len(names) - n - 1
-        tail = f" and {rest} more" if rest else ""
-        if len(", ".join([*shown, name])) + len(tail) > limit:
-            return ", ".join(shown) + f" and {len(names) - len(shown)} more"
-        shown.append(name)
-    return ", ".join(shown)
+    return suffix_list(limit, capitals=True)
 
 
 class AddFilesScreen(DeskModal):

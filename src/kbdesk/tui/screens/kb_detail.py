@@ -15,6 +15,7 @@ from textual.timer import Timer
 from textual.widgets import Header, ProgressBar, Static
 
 from kbdesk.ingest.child import IngestJob
+from kbdesk.ingest.formats import SUPPORTED_SUFFIXES
 from kbdesk.models import Document, KnowledgeBase
 from kbdesk.textsafe import inert_line
 from kbdesk.tui.doc_cache import DocRows
@@ -233,7 +234,9 @@ class KbDetailScreen(DeskScreen):
     def palette_commands(self) -> Iterable[SystemCommand]:
         name = escape(inert_line(self.kb.name))  # the palette reads titles as markup; a KB name is data
         yield SystemCommand(
-            f"Add files or a folder to '{name}'", "Index documents (TXT, MD, CSV, HTML, PDF)", self.action_add_files
+            f"Add files or a folder to '{name}'",
+            f"Index documents (any of the {len(SUPPORTED_SUFFIXES)} file types kbdesk reads)",
+            self.action_add_files,
         )
         yield SystemCommand(f"Rebuild '{name}'", "Re-chunk and re-embed every document", self.action_rebuild)
         yield SystemCommand(
