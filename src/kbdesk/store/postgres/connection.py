@@ -28,9 +28,9 @@ from typing import Any
 
 from kbdesk.errors import DatabaseWriteError, KbdeskError, StoreError
 from kbdesk.store.api import BLOBS, CHAT, TEAM
+from kbdesk.store.core.audit import AuditLog
 from kbdesk.store.core.chat_surface import ChatSurface
 from kbdesk.store.core.compose import via
-from kbdesk.store.core.records import RecordsCore
 from kbdesk.store.core.store_surface import StoreSurface
 from kbdesk.store.postgres.access import Identity, ScopePolicy, identity_from_settings, is_uuid
 from kbdesk.store.postgres.bulk import PgBulk
@@ -44,22 +44,17 @@ from kbdesk.store.postgres.locks import connect
 from kbdesk.store.postgres.logins import login_identity
 from kbdesk.store.postgres.lookup import PgLookup
 from kbdesk.store.postgres.pool import Holder, PgDriver, Pool, quiet_close, redact_uri, uuid_as_text_binary_loader
+from kbdesk.store.postgres.records import PgRecords
 from kbdesk.store.postgres.schema import _first_line, current_version, migrate
 from kbdesk.store.postgres.security import Session, check_can_open, database_identity, secure, session
-from kbdesk.store.postgres.tombstones import PgKbDelete
 from kbdesk.store.postgres.vectors import PgVectorIndex
 
 
-class PostgresStore(
-    PgKbDelete,  # before RecordsCore: a user's KB delete is a tombstone
-    RecordsCore,
-    PgLookup,
-    StoreSurface,
-    ChatSurface,
-):
+class PostgresStore(StoreSurface, ChatSurface):
     """kbdesk's store on PostgreSQL + pgvector, in the seed's schema."""
 
     kind = "postgres"
+    lookup: PgLookup
     db = PostgresEngine()
     _keeps_chat: bool | None = None
     document_blob = via("bulk", PgBulk.document_blob)
@@ -89,7 +84,8 @@ class PostgresStore(
         self._vector_ready = True
         self.vectors = PgVectorIndex(self)
         self.chunks = PgChunks(self, self.vectors, self)
-        self.compose_store(self, self, self.chunks, self.bulk, PgCacheVectors())
+        records = PgRecords(self, self.chunks, self.vectors, AuditLog(self))
+        self.compose_store(self, records, PgLookup(self, self.vectors), self.chunks, self.bulk, PgCacheVectors())
         if self.session.user_id:  # a kbdesk user: the database says who (the config cannot)
             self.identity = database_identity(conn)
             self.db = PostgresEngine(through_functions=True)  # no DELETE privilege: it would allow LOCK TABLE

@@ -26,7 +26,7 @@ that are not negative (CHECK constraints, schema step ``hostile_logins``).
 
 from __future__ import annotations
 
-from kbdesk.store.postgres import tombstones
+import kbdesk.store.postgres.tombstones as tombstones
 from kbdesk.store.postgres.dbapi import PgConnection
 from kbdesk.store.postgres.rules import ADMIN_TEAM_ROLES, MANAGED_KBS, UID, managed
 

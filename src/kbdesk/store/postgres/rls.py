@@ -57,8 +57,8 @@ administrator's login, who could switch row security off anyway). That is why
 from __future__ import annotations
 
 import kbdesk.store.postgres.guards as guards
+import kbdesk.store.postgres.tombstones as tombstones
 from kbdesk.store.dbapi import Connection
-from kbdesk.store.postgres import tombstones
 from kbdesk.store.postgres.dbapi import PgConnection
 from kbdesk.store.postgres.rules import (  # noqa: F401 - re-exported: the rules' names, where they always were
     ADMIN,
