@@ -21,7 +21,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 import numpy as np
 
@@ -38,7 +37,7 @@ FACTS_SQL = (
 KBS_KEPT = 64  # KBs whose facts are kept
 
 
-def epoch(value: Any) -> float | None:
+def epoch(value: object) -> float | None:
     """A stored time (ISO-8601 text on SQLite, a datetime on Postgres) as seconds since the epoch."""
     if value is None:
         return None
@@ -79,7 +78,7 @@ class Facts:
                 return found
         rows = conn.execute(db.sql(FACTS_SQL), (kb_id,)).fetchall()
         ids, docs, chunks = [], [], []
-        read: dict[Any, frozenset[str]] = {}  # tag lists repeat (most often: none)
+        read: dict[object, frozenset[str]] = {}  # tag lists repeat (most often: none)
         for doc_id, filename, file_type, mtime, indexed_at, tags, count, dated in rows:
             ids.append(str(doc_id))
             chunks.append(int(count))

@@ -116,7 +116,7 @@ class Records:
             )
             self.chunks.kb_created(conn, kb_id, config)
             self.audit(conn, "kb.create", kb_id, name, {"scope": scope, "embedding_config": config})
-            return self._get_kb(conn, kb_id)
+            return self.kb_row(conn, kb_id)
 
     def _check_name_free(self, conn: Connection, name: str, kb_id: str | None) -> None:
         self.chunks.lock_names(conn, name)
@@ -126,7 +126,9 @@ class Records:
             if kb_id is None or str(row[0]) != str(kb_id):
                 raise ConflictError(f"a knowledge base named '{name}' already exists")
 
-    def _get_kb(self, conn: Connection, kb_id: str) -> KnowledgeBase:
+    def kb_row(self, conn: Connection, kb_id: str) -> KnowledgeBase:
+        """A KB's row read in ``conn``'s transaction, whatever the policy says (the other
+        repositories check it themselves where they must)."""
         row = None
         if self.db.valid_id(kb_id):
             row = conn.execute(
@@ -139,7 +141,7 @@ class Records:
     def get_kb(self, kb_id: str) -> KnowledgeBase:
         """A KB by id if the user may see it (bindings use this: on a team server a hidden
         global KB is not there for anyone but system admins)."""
-        kb = self._get_kb(self.base.connection(), kb_id)
+        kb = self.kb_row(self.base.connection(), kb_id)
         if not self.policy.can_see(kb):
             raise NotFoundError(f"no knowledge base with id '{kb_id}'")
         return kb
@@ -148,7 +150,7 @@ class Records:
         """A KB by id whatever the policy says, or None (export and import check their
         target themselves; a team server's database still hides what a user may not read)."""
         try:
-            return self._get_kb(self.base.connection(), kb_id)
+            return self.kb_row(self.base.connection(), kb_id)
         except NotFoundError:
             return None
 
@@ -237,7 +239,7 @@ class Records:
         chunk_overlap: int | None = None,
     ) -> KnowledgeBase:
         with self.base.write() as conn:
-            before = self._get_kb(conn, kb_id)
+            before = self.kb_row(conn, kb_id)
             changes: dict[str, Any] = {}
             if discoverable is not None and bool(discoverable) != before.discoverable:
                 self.policy.check_discoverable(before)
@@ -270,14 +272,14 @@ class Records:
                 k: {"from": getattr(before, k), "to": bool(v) if k == "discoverable" else v} for k, v in changes.items()
             }
             self.audit(conn, "kb.update", kb_id, changes.get("name", before.name), detail)
-            return self._get_kb(conn, kb_id)
+            return self.kb_row(conn, kb_id)
 
     def set_kb_status(self, kb_id: str, status: str) -> None:
         """active / processing / error (an export marks its target processing while it runs)."""
         if status not in KB_STATUSES:
             raise InvalidInputError(f"status must be one of {', '.join(KB_STATUSES)}")
         with self.base.write() as conn:
-            self.policy.check_manage(self._get_kb(conn, kb_id))
+            self.policy.check_manage(self.kb_row(conn, kb_id))
             conn.execute(
                 self.db.sql("UPDATE knowledge_bases SET status = ?, updated_at = ? WHERE id = ? AND status <> ?"),
                 (status, self.db.now(), kb_id, status),
@@ -286,7 +288,7 @@ class Records:
     def delete_kb(self, kb_id: str) -> KnowledgeBase:
         """Delete a KB with its documents, chunks, keyword rows, vectors and index."""
         with self.base.write() as conn:
-            kb = self._get_kb(conn, kb_id)
+            kb = self.kb_row(conn, kb_id)
             self.policy.check_manage(kb)
             self.vectors.drop(conn, kb_id)
             self.db.delete(conn, "knowledge_bases", "id = ?", (kb_id,))
@@ -296,10 +298,11 @@ class Records:
     def recount(self, kb_id: str) -> KnowledgeBase:
         """Recount the denormalised stats from the documents and chunks tables."""
         with self.base.write() as conn:
-            self._recount(conn, kb_id)
-            return self._get_kb(conn, kb_id)
+            self.recount_stats(conn, kb_id)
+            return self.kb_row(conn, kb_id)
 
-    def _recount(self, conn: Connection, kb_id: str) -> None:
+    def recount_stats(self, conn: Connection, kb_id: str) -> None:
+        """Recount a KB's denormalised stats, inside the caller's transaction."""
         sql = self.db.sql
         docs, size = conn.execute(
             sql("SELECT count(*), coalesce(sum(size_bytes), 0) FROM kb_documents WHERE kb_id = ?"), (kb_id,)
@@ -313,7 +316,7 @@ class Records:
             (docs, chunks, size, self.db.now(), kb_id, docs, chunks, size),
         )
 
-    def _bump(self, conn: Connection, kb_id: str, *, docs: int = 0, chunks: int = 0, size: int = 0) -> None:
+    def bump_stats(self, conn: Connection, kb_id: str, *, docs: int = 0, chunks: int = 0, size: int = 0) -> None:
         """Move the denormalised stats by a delta, inside the transaction that changed them."""
         conn.execute(
             self.db.sql(

@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from kbdesk.errors import DatabaseWriteError, KbdeskError, StoreError
-from kbdesk.store.api import BLOBS, CHAT, TEAM
+from kbdesk.store.api import BLOBS, CHAT, TEAM, TeamIdentity
 from kbdesk.store.core.audit import AuditLog
 from kbdesk.store.core.chat_surface import ChatSurface
 from kbdesk.store.core.compose import via
@@ -66,7 +66,7 @@ class PostgresStore(StoreSurface, ChatSurface):
         self.label = redact_uri(uri)
         self._pool = Pool()
         self._local = threading.local()
-        self._open: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._open: weakref.WeakSet[PgConnection] = weakref.WeakSet()
         self._closed = False
         self._vector_ready = False
         self.bulk = PgBulk(self)
@@ -219,9 +219,11 @@ class PostgresStore(StoreSurface, ChatSurface):
     login_identity = via("identities", Identities.login_identity)
     team_name = via("identities", Identities.team_name)
 
-    def as_user(self, identity: Any) -> PostgresStore:
+    def as_user(self, identity: TeamIdentity | None) -> PostgresStore:
         """A new store on this server acting as ``identity`` (a kbdesk user's, from
-        :meth:`login_identity`)."""
+        :meth:`login_identity`; None: the config's)."""
+        if identity is not None and not isinstance(identity, Identity):
+            identity = Identity(identity.user_id, identity.username, identity.admin, dict(identity.teams), "database")
         return PostgresStore(self.uri, identity)
 
     def schema_version(self) -> int:

@@ -49,7 +49,7 @@ class PgRecords(Records):
         """Delete a KB with its documents, chunks, keyword rows, vectors and index."""
         user = self._a_user()
         with self.base.write() as conn:
-            kb = self._get_kb(conn, kb_id)
+            kb = self.kb_row(conn, kb_id)
             self.policy.check_manage(kb)
             # the audit row first: once the tombstone is in, the KB is no longer one a user reads
             self.audit(conn, "kb.delete", kb_id, kb.name, {"documents": kb.document_count, "chunks": kb.chunk_count})
@@ -69,8 +69,9 @@ class PgRecords(Records):
             drop_indexes(self.login.connection(), self.pg_vectors, kb_id)
         return kb
 
-    def _get_kb(self, conn: Connection, kb_id: str) -> KnowledgeBase:
-        kb = super()._get_kb(conn, kb_id)
+    def kb_row(self, conn: Connection, kb_id: str) -> KnowledgeBase:
+        """A KB's row, none once tombstoned (for the owner too)."""
+        kb = super().kb_row(conn, kb_id)
         if self._a_user():
             return kb  # row security already left it out
         if conn.execute(f"SELECT {GONE}(%s)", (kb.id,)).fetchone()[0]:

@@ -29,7 +29,7 @@ KB: each step is one transaction.
 
 The owner's delete (the login that owns kbdesk's tables: a single user, or ``kbdesk
 serve`` acting for a token's user) is the same tombstone, written directly; the owner's
-reads leave tombstoned KBs out through the scope policy and :meth:`kbdesk.store.postgres.records.PgRecords._get_kb`.
+reads leave tombstoned KBs out through the scope policy and :meth:`kbdesk.store.postgres.records.PgRecords.kb_row`.
 Its vector indexes go after the purge when they can go at once, else at ``pg setup``.
 """
 

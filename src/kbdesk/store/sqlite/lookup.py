@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from kbdesk.filters import Filters
 from kbdesk.store.core.compose import Base
 from kbdesk.store.dbapi import Connection
 from kbdesk.store.headings import HEADING_POOL, MAX_NAMED, heading_key, headings_from, rank_with_headings
@@ -47,7 +48,7 @@ def fts_query(text: str) -> str:
     return " OR ".join(f'"{t}"' for t in query_terms(text))
 
 
-def _marks(values: Sequence[Any]) -> str:
+def _marks(values: Sequence[object]) -> str:
     return ",".join("?" * len(values))
 
 
@@ -106,7 +107,7 @@ class SqliteLookup:
             order = np.argsort(seqs, kind="stable")
             chunk_map = facts.extra["seqs"] = (seqs[order], docs[order])
         with facts.lock:
-            kept: dict[Any, np.ndarray] = facts.extra.setdefault("allowed", {})
+            kept: dict[Filters, np.ndarray] = facts.extra.setdefault("allowed", {})
             found = kept.get(within.filters)
         if found is None:
             seqs, docs = chunk_map
