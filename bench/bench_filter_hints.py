@@ -90,7 +90,7 @@ def main() -> None:
         for _ in range(args.rounds):
             ms, rows = timed(lambda: from_rows(desk, kb_id))
             times["rows"].append(ms)
-            desk.store.__dict__.get("_facts_cache", {}).clear()
+            desk.store.facts.cache.clear()
             ms, hints = timed(lambda: desk.filter_hints(["hints"]))
             times["facts, first"].append(ms)
             ms, again = timed(lambda: desk.filter_hints(["hints"]))

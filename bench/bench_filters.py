@@ -185,7 +185,7 @@ def measure_path(
     ask(0, None)  # whatever the path builds on first use (matrix file, vec0 table, bits)
     first = {}
     for label, filters in SELECTIVITY.items():
-        desk.store.__dict__.pop("_facts_cache", None)
+        desk.store.facts.cache.clear()
         t = time.perf_counter()
         ask(1, filters)
         first[label] = (time.perf_counter() - t) * 1e3
@@ -275,7 +275,7 @@ def chunk_numbers_by_seq(desk: Any) -> dict[int, int]:
 
 def keyword_reference(desk: Any, text: str, seq_to_chunk: dict[int, int], label: str | None) -> list[int]:
     """FTS5 over every match of the expression the search uses, kept when inside the filter."""
-    expr = desk.store.bounded_fts_query(text)
+    expr = desk.store.lookup.bounded_fts_query(text)
     rows = (
         desk.store.connection()
         .execute(

@@ -75,7 +75,7 @@ def measure(queries: int, uri: str | None) -> None:
             now = store.keyword_scores([kb.id], text, seqs)
             spent["now"] += time.perf_counter() - started
             if not uri:  # SQLite: the query as it was
-                expr = store.bounded_fts_query(text)
+                expr = store.lookup.bounded_fts_query(text)
                 started = time.perf_counter()
                 before = dict(store.connection().execute(BEFORE, (expr, json.dumps(seqs))).fetchall())
                 spent["before"] += time.perf_counter() - started

@@ -367,7 +367,11 @@ def keyword_quality(n: int, d: int, count: int) -> dict[str, Any]:
                 keywords.SCORED_TERM_BUDGETS = f
                 nd, rc, ts = [], [], []
                 for q in qids:
-                    expr = lookup.fts_query(ds.queries[q]) if b is None else store.bounded_fts_query(ds.queries[q], b)
+                    expr = (
+                        lookup.fts_query(ds.queries[q])
+                        if b is None
+                        else store.lookup.bounded_fts_query(ds.queries[q], b)
+                    )
                     took, rows = timed(lambda expr=expr: conn.execute(sql, (expr,)).fetchall())
                     ts.append(took)
                     docs: list[str] = []

@@ -225,17 +225,21 @@ def test_keyword_terms_are_bounded_by_leaving_out_the_most_common(tmp_path, monk
         desk.add_document("text", "t.txt", chunks)
         store = sqlite_store(desk)
         terms = ["rare", "shared", "common"]  # rows: 3, 100, 200
+        bounded_terms = store.lookup.bounded_terms
         monkeypatch.setattr(keywords, "SCORED_TERM_BUDGETS", 1)
-        assert store.bounded_terms(terms, budget=10_000) == (terms, terms)  # 200 chunks x 3 terms fit: untouched
-        assert store.bounded_terms(terms, budget=110) == (["rare", "shared"], ["rare", "shared"])
-        assert store.bounded_terms(terms, budget=100) == (["rare"], ["rare", "shared"])
-        assert store.bounded_terms(terms, budget=50) == (["rare"], ["rare"])
-        assert store.bounded_terms(["common", "filler"], budget=50) == (["common"], ["common"])  # the rarest stays
+        assert bounded_terms(terms, budget=10_000) == (terms, terms)  # 200 chunks x 3 terms fit: untouched
+        assert bounded_terms(terms, budget=110) == (["rare", "shared"], ["rare", "shared"])
+        assert bounded_terms(terms, budget=100) == (["rare"], ["rare", "shared"])
+        assert bounded_terms(terms, budget=50) == (["rare"], ["rare"])
+        assert bounded_terms(["common", "filler"], budget=50) == (
+            ["common"],
+            ["common"],
+        )  # the rarest stays
         monkeypatch.setattr(keywords, "SCORED_TERM_BUDGETS", 4)  # the default: score terms up to 4 budgets
-        store.__dict__.pop("_df_cache", None)
-        assert store.bounded_terms(terms, budget=40) == (["rare"], ["rare", "shared"])
-        assert store.bounded_terms(terms, budget=50) == (["rare"], terms)
-        assert store.bounded_fts_query("rare shared common", budget=40) == '("rare") AND ("rare" OR "shared")'
+        store.lookup.df_cache.clear()
+        assert bounded_terms(terms, budget=40) == (["rare"], ["rare", "shared"])
+        assert bounded_terms(terms, budget=50) == (["rare"], terms)
+        assert store.lookup.bounded_fts_query("rare shared common", budget=40) == '("rare") AND ("rare" OR "shared")'
         # what keyword search does with it: only rows with the rare word, the others add to their score
         monkeypatch.setattr(sqlite_lookup, "KEYWORD_POSTINGS_BUDGET", 40)
         hits = desk.search(["text"], "rare shared common", mode="keyword", limit=5).results

@@ -12,6 +12,7 @@ from kbdesk.store import open_sqlite_store
 from kbdesk.store.api import ChatStore
 from kbdesk.store.core.compose import Via, via
 from kbdesk.store.core.notes import Notes
+from kbdesk.store.postgres import PostgresStore
 from kbdesk.store.sqlite import SqliteStore
 
 
@@ -35,6 +36,11 @@ def test_every_method_of_the_protocols_answers_on_the_store(tmp_path: Path) -> N
         assert bound_to(store.add_document) is store.documents
         assert bound_to(store.import_documents) is store.transfer
         assert bound_to(store.cached_vectors) is store.cache
+        assert bound_to(store.create_kb) is store.records
+        assert bound_to(store.audit) is store.audit_log
+        assert bound_to(store.filter_documents) is store.facts
+        assert bound_to(store.keyword_candidates) is store.lookup
+        assert bound_to(store.vector_candidates) is store.lookup
         note = store.create_note("composed stores keep their surface", "via")
         assert store.notes.find_note(note.id).content == "composed stores keep their surface"
     finally:
@@ -50,3 +56,18 @@ def test_via_names_the_repositorys_method_under_its_own_name() -> None:
 
     error = caught.value.__cause__ or caught.value
     assert "Wrong.add_note is via() of Notes.create_note: the names must match" in str(error)
+
+
+@pytest.mark.parametrize("store_class", [SqliteStore, PostgresStore])
+def test_a_store_inherits_no_behaviour_only_its_surfaces(store_class: type) -> None:
+    # every class a store inherits offers repositories' methods (via()) and builds them,
+    # nothing else: what a store does is in its repositories, none reached by base order
+    for base in store_class.__mro__[1:-1]:
+        own = {
+            name: member
+            for name, member in vars(base).items()
+            if not name.startswith("__") and (callable(member) or isinstance(member, Via))
+        }
+        assert own, base
+        behaviour = [name for name, member in own.items() if not isinstance(member, Via) and name[:8] != "compose_"]
+        assert behaviour == [], f"{base.__name__} holds {behaviour}"

@@ -6,7 +6,7 @@ permission — checked by the route's own dependency (:func:`needs`), before the
 read, so every write route refuses a token without it whatever it sends (a test walks
 the route table). What the user may see and change is the store's business (their
 identity on Postgres, the one user of a SQLite file). Every audit row a request writes
-names the token that made it (:data:`kbdesk.store.core.records.ACTING_TOKEN`).
+names the token that made it (:data:`kbdesk.store.core.audit.ACTING_TOKEN`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from kbdesk.errors import NotFoundError
 from kbdesk.models import KnowledgeBase
 from kbdesk.serve.errors import ApiError
 from kbdesk.serve.users import Lease
-from kbdesk.store.core.records import ACTING_TOKEN
+from kbdesk.store.core.audit import ACTING_TOKEN
 from kbdesk.store.tokens import ApiToken
 
 CHALLENGE = {"WWW-Authenticate": 'Bearer realm="kbdesk"'}

@@ -33,7 +33,7 @@ from kbdesk.errors import StoreError
 from kbdesk.models import KnowledgeBase
 from kbdesk.store.chat_api import ConversationRows, NoteRows, PersonaRows, Settings
 from kbdesk.store.dbapi import Connection
-from kbdesk.store.rows_api import CacheRows, DocumentRows, KbRows, Retrieval, TransferRows
+from kbdesk.store.rows_api import CacheRows, DocumentRows, Filtering, KbRows, Retrieval, TransferRows
 
 CHAT = "chat"
 VECTORS_LOCAL = "vectors-local"
@@ -106,7 +106,7 @@ class DriverInfo(Protocol):
 
 
 @runtime_checkable
-class Store(Transactions, KbRows, DocumentRows, CacheRows, TransferRows, Retrieval, Protocol):
+class Store(Transactions, KbRows, DocumentRows, CacheRows, TransferRows, Filtering, Retrieval, Protocol):
     @property
     def kind(self) -> str:
         """ "sqlite" or "postgres"."""

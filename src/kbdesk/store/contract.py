@@ -22,13 +22,18 @@ if TYPE_CHECKING:
     from kbdesk.store.core.cache import EmbeddingCache
     from kbdesk.store.core.chat import Conversations
     from kbdesk.store.core.documents import Documents
+    from kbdesk.store.core.facts import Facts
     from kbdesk.store.core.notes import Notes
     from kbdesk.store.core.personas import Personas
+    from kbdesk.store.core.records import Records
     from kbdesk.store.postgres.connection import PostgresStore
     from kbdesk.store.postgres.dbapi import PgConnection
+    from kbdesk.store.postgres.lookup import PgLookup
+    from kbdesk.store.postgres.records import PgRecords
     from kbdesk.store.postgres.vectors import PgVectorIndex
-    from kbdesk.store.rows_api import CacheRows, DocumentRows, TransferRows
+    from kbdesk.store.rows_api import CacheRows, DocumentRows, Filtering, KbRows, Retrieval, TransferRows
     from kbdesk.store.sqlite.dbapi import SqliteConnection
+    from kbdesk.store.sqlite.lookup import SqliteLookup
     from kbdesk.store.sqlite.store import SqliteStore
     from kbdesk.store.sqlite.vectors import NumpyIndex, SqliteVecIndex
 
@@ -54,6 +59,11 @@ if TYPE_CHECKING:
         _pg: PgConnection = pg
 
     def repositories_keep_it(
+        records: Records,
+        pg_records: PgRecords,
+        facts: Facts,
+        lite_lookup: SqliteLookup,
+        pg_lookup: PgLookup,
         documents: Documents,
         transfer: Transfer,
         cache: EmbeddingCache,
@@ -62,6 +72,11 @@ if TYPE_CHECKING:
         notes: Notes,
     ) -> None:
         # each composed repository keeps its own protocol (Store and ChatStore are their sum)
+        _records: KbRows = records
+        _pg_records: KbRows = pg_records
+        _facts: Filtering = facts
+        _lite_lookup: Retrieval = lite_lookup
+        _pg_lookup: Retrieval = pg_lookup
         _documents: DocumentRows = documents
         _transfer: TransferRows = transfer
         _cache: CacheRows = cache

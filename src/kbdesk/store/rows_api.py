@@ -18,7 +18,7 @@ from kbdesk.store.doc_types import NewDocument, StatusUpdate
 from kbdesk.store.keywords import KeywordParts
 from kbdesk.store.within import KbFacts, Within
 
-__all__ = ["CacheRows", "DocumentRows", "KbRows", "Retrieval", "TransferRows"]
+__all__ = ["CacheRows", "DocumentRows", "Filtering", "KbRows", "Retrieval", "TransferRows"]
 
 
 class KbRows(Protocol):
@@ -140,10 +140,9 @@ class TransferRows(Protocol):
     def index_vectors(self, kb_id: str) -> None: ...
 
 
-class Retrieval(Protocol):
-    """Candidates and rows for :mod:`kbdesk.search` (each engine's lookup)."""
+class Filtering(Protocol):
+    """Search filters resolved to documents (:class:`kbdesk.store.core.facts.Facts`)."""
 
-    def kb_vector_dimensions(self, kb_id: str) -> int | None: ...
     def filter_documents(self, kb_ids: Sequence[str], filters: Filters) -> Within:
         """A search filter resolved to the documents of each KB it lets through
         (:mod:`kbdesk.store.core.facts`): what the candidate methods below take as ``within``."""
@@ -153,6 +152,13 @@ class Retrieval(Protocol):
         """What filters look at in each document of a KB (kept in memory while the KB does
         not change): its path, file type, dates and tags."""
         ...
+
+
+class Retrieval(Protocol):
+    """Candidates and rows for :mod:`kbdesk.search` (each engine's lookup:
+    :class:`kbdesk.store.sqlite.lookup.SqliteLookup`, :class:`kbdesk.store.postgres.lookup.PgLookup`)."""
+
+    def kb_vector_dimensions(self, kb_id: str) -> int | None: ...
 
     def vector_candidates(
         self, kb_id: str, dimensions: int, query: np.ndarray, k: int, within: Within | None = None

@@ -163,7 +163,7 @@ class Transfer:
         sql = self.db.sql
         changes = VectorChanges()
         with self.base.write() as conn:
-            kb = self.kbs._get_kb(conn, kb_id)
+            kb = self.kbs.kb_row(conn, kb_id)
             self.base.policy.check_manage(kb)
             # one import into a KB at a time: a second export of the same KB waits for this
             # batch, then finds its documents here (and replaces them) instead of colliding
@@ -200,7 +200,7 @@ class Transfer:
             self.storage.store_blobs(conn, [(d["id"], d["blob"]) for d in docs if d.get("blob") is not None])
             self.storage.import_chunks(conn, kb, docs, changes)
             self.chunks.vectors_written(conn, changes)
-            self.kbs._recount(conn, kb_id)
+            self.kbs.recount_stats(conn, kb_id)
 
     def index_vectors(self, kb_id: str) -> None:
         """Bring the KB's vector index up to date after an import (a server-side index is
@@ -259,7 +259,7 @@ class Transfer:
         """Delete documents of a KB (an export with ``prune``), in one transaction."""
         changes = VectorChanges()
         with self.base.write() as conn:
-            self.base.policy.check_manage(self.kbs._get_kb(conn, kb_id))
+            self.base.policy.check_manage(self.kbs.kb_row(conn, kb_id))
             where, args = self.db.in_list("id", list(doc_ids), ids=True)
             gone = conn.execute(
                 self.db.sql(f"SELECT id FROM kb_documents WHERE kb_id = ? AND {where}"), (kb_id, *args)
@@ -269,7 +269,7 @@ class Transfer:
                 self.documents._delete_chunks(conn, kb_id, str(doc_id), changes)
                 self.db.delete(conn, "kb_documents", "id = ?", (doc_id,))
             self.chunks.vectors_written(conn, changes)
-            self.kbs._recount(conn, kb_id)
+            self.kbs.recount_stats(conn, kb_id)
         self.chunks.vectors_committed(changes)
         return len(gone)
 

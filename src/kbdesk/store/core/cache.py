@@ -130,7 +130,7 @@ class EmbeddingCache:
         """
         sql, cache = self.db.sql, self.db.table("embedding_cache")
         with self.base.write() as conn:
-            kb = self.kbs._get_kb(conn, kb_id)
+            kb = self.kbs.kb_row(conn, kb_id)
             self.base.policy.check_manage(kb)
             missing = conn.execute(
                 sql(
@@ -170,7 +170,7 @@ class EmbeddingCache:
                     "to": {"provider": provider, "model_id": model_id, "dimensions": dims[0]},
                 },
             )
-            return self.kbs._get_kb(conn, kb_id)
+            return self.kbs.kb_row(conn, kb_id)
 
     def log_usage(
         self,

@@ -78,7 +78,7 @@ class DocumentClaims:
     def _take_versions(self, specs: Sequence[NewDocument], claim: str) -> list[Document | None]:
         with self.base.write() as conn:
             for kb_id in sorted({spec.kb_id for spec in specs}):
-                self.base.policy.check_manage(self.kbs._get_kb(conn, kb_id))
+                self.base.policy.check_manage(self.kbs.kb_row(conn, kb_id))
             ids: list[str | None] = [None] * len(specs)
             fresh = [n for n, spec in enumerate(specs) if spec.expected_version is None]
             for n, doc_id in zip(fresh, self._insert_new(conn, [specs[n] for n in fresh], claim), strict=True):
@@ -139,7 +139,7 @@ class DocumentClaims:
                 docs, size = stats.get(spec.kb_id, (0, 0))
                 stats[spec.kb_id] = (docs + 1, size + int(spec.size_bytes))
         for kb_id, (docs, size) in stats.items():
-            self.kbs._bump(conn, kb_id, docs=docs, size=size)
+            self.kbs.bump_stats(conn, kb_id, docs=docs, size=size)
         self.kbs.audit_many(
             conn,
             [
@@ -193,7 +193,7 @@ class DocumentClaims:
                 doc_id,
             ),
         )
-        self.kbs._bump(conn, spec.kb_id, size=int(spec.size_bytes) - int(row[1]))
+        self.kbs.bump_stats(conn, spec.kb_id, size=int(spec.size_bytes) - int(row[1]))
         self.kbs.audit(
             conn,
             "document.update",

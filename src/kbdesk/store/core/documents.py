@@ -48,7 +48,7 @@ from kbdesk.store.ids import ID_PREFIX, new_id
 
 
 class Documents(DocumentClaims):
-    """Documents over the store's ``base``, its KB records (``kbs``: ``_get_kb``, ``_bump``,
+    """Documents over the store's ``base``, its KB records (``kbs``: ``kb_row``, ``bump_stats``,
     ``audit``) and the engine's ``chunks`` and ``bulk`` (a file's source key). Claims
     and status moves: :class:`~kbdesk.store.core.claiming.DocumentClaims`."""
 
@@ -291,7 +291,7 @@ class Documents(DocumentClaims):
         doc = self._get_document(conn, doc_id, lock=True)
         if version is not None and doc.version != version:
             raise SupersededError(f"{doc.filename} was claimed for a newer version meanwhile")
-        kb = self.kbs._get_kb(conn, doc.kb_id)
+        kb = self.kbs.kb_row(conn, doc.kb_id)
         blobs = self._vector_blobs(conn, kb, vectors, len(chunks))
         self.chunks.vectors_touch(conn, kb.id, changes)
         gone = self._delete_chunks(conn, kb.id, doc_id, changes)
@@ -303,7 +303,7 @@ class Documents(DocumentClaims):
                 self.db.sql(READY_TEXT_SQL),
                 (len(chunks), now, now, *self.db.text_and_sections(*text), *facts_values(self.db, text[1]), doc_id),
             )
-        self.kbs._bump(conn, kb.id, chunks=len(chunks) - gone)
+        self.kbs.bump_stats(conn, kb.id, chunks=len(chunks) - gone)
         return self._get_document(conn, doc_id)
 
     def finish_document(self, doc_id: str, chunks: Sequence[ChunkInput], vectors: Sequence[Any] | None) -> Document:
@@ -351,7 +351,7 @@ class Documents(DocumentClaims):
         now = db.now()
         changes = VectorChanges()
         with self.base.write() as conn:
-            kb = self.kbs._get_kb(conn, kb_id)
+            kb = self.kbs.kb_row(conn, kb_id)
             self.base.policy.check_manage(kb)
             blobs = self._vector_blobs(conn, kb, vectors, len(items))
             self.chunks.vectors_touch(conn, kb_id, changes)
@@ -394,7 +394,7 @@ class Documents(DocumentClaims):
             )
             self.chunks.insert_many(conn, kb_id, [(doc_id, items, blobs)], now, changes)
             self.chunks.vectors_written(conn, changes)
-            self.kbs._bump(conn, kb_id, docs=1, chunks=len(items), size=size)
+            self.kbs.bump_stats(conn, kb_id, docs=1, chunks=len(items), size=size)
             self.kbs.audit(conn, "document.upload", kb_id, filename, {"document_id": doc_id, "chunks": len(items)})
             doc = self._get_document(conn, doc_id)
         self.chunks.vectors_committed(changes)
@@ -405,12 +405,12 @@ class Documents(DocumentClaims):
         changes = VectorChanges()
         with self.base.write() as conn:
             doc = self._get_document(conn, doc_id)
-            self.base.policy.check_manage(self.kbs._get_kb(conn, doc.kb_id))
+            self.base.policy.check_manage(self.kbs.kb_row(conn, doc.kb_id))
             self.chunks.vectors_touch(conn, doc.kb_id, changes)
             count = self._delete_chunks(conn, doc.kb_id, doc_id, changes)
             self.db.delete(conn, "kb_documents", "id = ?", (doc_id,))
             self.chunks.vectors_written(conn, changes)
-            self.kbs._bump(conn, doc.kb_id, docs=-1, chunks=-count, size=-doc.size_bytes)
+            self.kbs.bump_stats(conn, doc.kb_id, docs=-1, chunks=-count, size=-doc.size_bytes)
             self.kbs.audit(conn, "document.delete", doc.kb_id, doc.filename, {"document_id": doc_id})
         return doc
 

@@ -21,12 +21,11 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 import numpy as np
 
 from kbdesk.filters import DocumentFacts, Filters, with_parents
-from kbdesk.store.core.parts import StoreParts
+from kbdesk.store.core.compose import Base
 from kbdesk.store.within import KbFacts, Within
 
 # every document of the KB: one without chunks adds nothing to a search, and a row another
@@ -38,7 +37,7 @@ FACTS_SQL = (
 KBS_KEPT = 64  # KBs whose facts are kept
 
 
-def epoch(value: Any) -> float | None:
+def epoch(value: object) -> float | None:
     """A stored time (ISO-8601 text on SQLite, a datetime on Postgres) as seconds since the epoch."""
     if value is None:
         return None
@@ -50,8 +49,14 @@ def epoch(value: Any) -> float | None:
         return None
 
 
-class FactsCore(StoreParts):
-    """Filters resolved over ``kb_documents`` (both engines)."""
+class Facts:
+    """Filters resolved over ``kb_documents`` (both engines), over the store's ``base``;
+    the facts of the last :data:`KBS_KEPT` KBs asked about are kept in :attr:`cache`."""
+
+    def __init__(self, base: Base) -> None:
+        self.base = base
+        self.cache: OrderedDict[str, KbFacts] = OrderedDict()
+        self.lock = threading.Lock()
 
     def filter_documents(self, kb_ids: Sequence[str], filters: Filters) -> Within:
         """The documents of each of ``kb_ids`` that ``filters`` lets through."""
@@ -60,11 +65,10 @@ class FactsCore(StoreParts):
 
     def kb_facts(self, kb_id: str) -> KbFacts:
         """The facts of the KB's searchable documents (cached while the KB's row stands still)."""
-        cache: OrderedDict[str, KbFacts] = self.__dict__.setdefault("_facts_cache", OrderedDict())
-        lock: threading.Lock = self.__dict__.setdefault("_facts_lock", threading.Lock())
-        conn = self.connection()
+        cache, lock, db = self.cache, self.lock, self.base.db
+        conn = self.base.connection()
         row = conn.execute(
-            self.db.sql("SELECT updated_at, document_count, chunk_count FROM knowledge_bases WHERE id = ?"), (kb_id,)
+            db.sql("SELECT updated_at, document_count, chunk_count FROM knowledge_bases WHERE id = ?"), (kb_id,)
         ).fetchone()
         stamp = tuple(row) if row else ()
         with lock:
@@ -72,16 +76,16 @@ class FactsCore(StoreParts):
             if found is not None and found.stamp == stamp:
                 cache.move_to_end(kb_id)
                 return found
-        rows = conn.execute(self.db.sql(FACTS_SQL), (kb_id,)).fetchall()
+        rows = conn.execute(db.sql(FACTS_SQL), (kb_id,)).fetchall()
         ids, docs, chunks = [], [], []
-        read: dict[Any, frozenset[str]] = {}  # tag lists repeat (most often: none)
+        read: dict[object, frozenset[str]] = {}  # tag lists repeat (most often: none)
         for doc_id, filename, file_type, mtime, indexed_at, tags, count, dated in rows:
             ids.append(str(doc_id))
             chunks.append(int(count))
             key = tags if isinstance(tags, str) else tuple(tags or ())
             found_tags = read.get(key)
             if found_tags is None:
-                found_tags = read[key] = with_parents(str(t) for t in self.db.json_out(tags) or [])
+                found_tags = read[key] = with_parents(str(t) for t in db.json_out(tags) or [])
             docs.append(
                 DocumentFacts(
                     filename,

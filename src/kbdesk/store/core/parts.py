@@ -1,34 +1,23 @@
 """What the pieces of a store need from one another, declared once.
 
-The KB records and each engine's lookup are classes each store still inherits; both
-inherit :class:`StoreParts`, which names what the assembled store provides — its engine
-object, its access policy, its transactions, its :class:`ChunkStorage` — so each piece
-type-checks on its own and an engine that forgets a part fails the type check, not a
-user's command. The composed repositories
-(:mod:`kbdesk.store.core.compose`) are given the protocols declared here instead:
-:class:`ChunkStorage` and :class:`BulkStorage` (the engine's own objects: how chunks,
-keyword rows and vectors are stored, how whole documents move) and :class:`KbRecords`
-(what they ask of the KB records).
-
-The declarations exist for the type checker only (``TYPE_CHECKING``): at run time
-:class:`StoreParts` is empty, so it never shadows the piece that implements a method,
-wherever that piece sits in the store's bases.
+The composed repositories (:mod:`kbdesk.store.core.compose`) are given the protocols
+declared here: :class:`ChunkStorage` and :class:`BulkStorage` (the engine's own objects:
+how chunks, keyword rows and vectors are stored, how whole documents move) and
+:class:`KbRecords` (what they ask of the KB records), so each repository type-checks on
+its own and an engine that forgets a part fails the type check, not a user's command.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from kbdesk.models import ChunkInput, KnowledgeBase
-from kbdesk.store.api import Policy, VectorIndex
+from kbdesk.store.api import VectorIndex
+from kbdesk.store.core.audit import AuditEntry
 from kbdesk.store.dbapi import Connection
-
-if TYPE_CHECKING:
-    from kbdesk.store.engine import Engine
 
 
 @dataclass
@@ -39,10 +28,6 @@ class VectorChanges:
     added: dict[str, list[tuple[int, bytes]]] = field(default_factory=dict)
     removed: dict[str, list[int]] = field(default_factory=dict)
     kbs: set[str] = field(default_factory=set)
-
-
-AuditEntry = tuple[str, str | None, str | None, dict[str, Any] | None]
-"""(action, kb id, target, details) of one audit row."""
 
 
 ChunkBatch = list[tuple[str, list[ChunkInput], list[bytes] | None]]
@@ -126,14 +111,14 @@ class BulkStorage(Protocol):
 
 class KbRecords(Protocol):
     """What the documents, the transfer and the cache ask of the store's KB records
-    (:class:`kbdesk.store.core.records.RecordsCore`): a KB read in a transaction, its
+    (:class:`kbdesk.store.core.records.Records`): a KB read in a transaction, its
     stats moved or recounted, audit rows, and the vector index to drop."""
 
     @property
     def vectors(self) -> VectorIndex: ...
-    def _get_kb(self, conn: Connection, kb_id: str) -> KnowledgeBase: ...
-    def _bump(self, conn: Connection, kb_id: str, *, docs: int = 0, chunks: int = 0, size: int = 0) -> None: ...
-    def _recount(self, conn: Connection, kb_id: str) -> None: ...
+    def kb_row(self, conn: Connection, kb_id: str) -> KnowledgeBase: ...
+    def bump_stats(self, conn: Connection, kb_id: str, *, docs: int = 0, chunks: int = 0, size: int = 0) -> None: ...
+    def recount_stats(self, conn: Connection, kb_id: str) -> None: ...
     def audit(
         self,
         conn: Connection,
@@ -143,39 +128,3 @@ class KbRecords(Protocol):
         details: dict[str, Any] | None = None,
     ) -> None: ...
     def audit_many(self, conn: Connection, entries: Sequence[AuditEntry]) -> None: ...
-
-
-class StoreParts:
-    """The assembled store, as each of its pieces sees it."""
-
-    kind: str
-    """"sqlite" or "postgres"."""
-    db: Engine
-    """The engine object: placeholders, ids, JSON, time, savepoints, side-table names."""
-    policy: Policy
-    local_user_id: str
-    vectors: VectorIndex
-    """The engine's vector index (kbdesk.store.sqlite.vectors' for SQLite, pgvector's for Postgres;
-    each engine's pieces name its own)."""
-    chunks: ChunkStorage
-    """How this engine stores chunks, keyword rows and vectors."""
-
-    if TYPE_CHECKING:
-        # ── the engine: connections and transactions ───────────────────────────
-        def connection(self) -> Connection: ...
-        def write(self) -> AbstractContextManager[Connection]: ...
-        def read(self) -> AbstractContextManager[Connection]: ...
-
-        # ── records (kbdesk.store.core.records) ────────────────────────────────
-        def audit(
-            self,
-            conn: Connection,
-            action: str,
-            kb_id: str | None,
-            target: str | None = None,
-            details: dict[str, Any] | None = None,
-        ) -> None: ...
-        def audit_many(self, conn: Connection, entries: Sequence[AuditEntry]) -> None: ...
-        def _get_kb(self, conn: Connection, kb_id: str) -> KnowledgeBase: ...
-        def _bump(self, conn: Connection, kb_id: str, *, docs: int = 0, chunks: int = 0, size: int = 0) -> None: ...
-        def _recount(self, conn: Connection, kb_id: str) -> None: ...

@@ -76,11 +76,11 @@ def finish_batch(
             if not chunks:
                 raise InvalidInputError("a ready document needs at least one chunk")
             if doc.kb_id not in kbs:
-                kbs[doc.kb_id] = store.kbs._get_kb(conn, doc.kb_id)
+                kbs[doc.kb_id] = store.kbs.kb_row(conn, doc.kb_id)
                 store.chunks.vectors_touch(conn, doc.kb_id, changes)
             blobs = store._vector_blobs(conn, kbs[doc.kb_id], vectors, len(chunks))
             if blobs is not None and kbs[doc.kb_id].dimensions is None:  # learnt now: not asked again
-                kbs[doc.kb_id] = store.kbs._get_kb(conn, doc.kb_id)
+                kbs[doc.kb_id] = store.kbs.kb_row(conn, doc.kb_id)
             good.append((n, doc, list(chunks), blobs))
         except Exception as exc:  # noqa: BLE001 - this document alone fails
             results[n] = exc
@@ -94,7 +94,7 @@ def finish_batch(
             store.chunks.insert_many(
                 conn, kb_id, [(doc.id, chunks, blobs) for _, doc, chunks, blobs in entries], now, changes
             )
-            store.kbs._bump(conn, kb_id, chunks=sum(len(c) for _, _, c, _ in entries) - sum(gone.values()))
+            store.kbs.bump_stats(conn, kb_id, chunks=sum(len(c) for _, _, c, _ in entries) - sum(gone.values()))
         plain = [(len(chunks), now, now, doc.id) for n, doc, chunks, _ in good if items[n][4] is None]
         with_text = [
             (

@@ -1,4 +1,4 @@
-"""Knowledge bases: CRUD, listing, stats and the audit log, for both engines.
+"""Knowledge bases: CRUD, listing and stats, for both engines (:class:`Records`).
 
 Every change runs in one write transaction, is checked by the access policy and leaves
 an audit row. Reads a person makes (:meth:`find_kb`, :meth:`list_kbs`) show the KBs
@@ -10,22 +10,19 @@ server may hold many "Notes"; a local file holds one of each).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
 
 from kbdesk.errors import ConflictError, InvalidInputError, NotFoundError
 from kbdesk.models import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, KB_STATUSES, SCOPES, KnowledgeBase
-from kbdesk.store.core.parts import StoreParts
+from kbdesk.store.api import Policy, VectorIndex
+from kbdesk.store.core.audit import AuditLog
+from kbdesk.store.core.compose import Base, via
+from kbdesk.store.core.parts import ChunkStorage
 from kbdesk.store.dbapi import Connection
+from kbdesk.store.engine import Engine
 from kbdesk.store.ids import ID_PREFIX, check_name, new_id
-
-ACTING_TOKEN: ContextVar[dict[str, str] | None] = ContextVar("kbdesk_acting_token", default=None)
-"""The API token a request of ``kbdesk serve`` acts with (its id, the first characters
-shown in ``kbdesk token list``, and whom it was given to): every audit row the request
-writes names it, so a change can be traced to the token that made it (on a SQLite
-file, where every token acts as its one user, that is the only way to tell)."""
 
 KB_COLUMNS = (
     "id, name, description, scope, owner_id, team_id, embedding_config, document_count, "
@@ -34,10 +31,29 @@ KB_COLUMNS = (
 KNOWN_CONFIG = {"provider", "model_id", "dimensions", "chunk_size", "chunk_overlap"}
 
 
-class RecordsCore(StoreParts):
-    """KBs over ``self.db``, ``self.policy`` and the engine's ``self.chunks``
-    (:class:`~kbdesk.store.core.parts.ChunkStorage`: its limits, its bookkeeping of a new
-    KB, its lock on names)."""
+class Records:
+    """The KB records: over the store's ``base`` (connections, engine object, policy, user),
+    the engine's ``chunks`` (:class:`~kbdesk.store.core.parts.ChunkStorage`: its limits, its
+    bookkeeping of a new KB, its lock on names), its vector index (dropped with a KB) and
+    the audit ``log`` every change writes to. The Postgres store's records
+    (:class:`kbdesk.store.postgres.tombstones.PgRecords`) delete a KB their own way."""
+
+    def __init__(self, base: Base, chunks: ChunkStorage, vectors: VectorIndex, log: AuditLog) -> None:
+        self.base = base
+        self.chunks = chunks
+        self.vectors = vectors
+        self.log = log
+
+    @property
+    def db(self) -> Engine:
+        return self.base.db
+
+    @property
+    def policy(self) -> Policy:
+        return self.base.policy
+
+    audit = via("log", AuditLog.audit)
+    audit_many = via("log", AuditLog.audit_many)
 
     def _kb(self, row: Sequence[Any]) -> KnowledgeBase:
         values = list(row)
@@ -70,11 +86,11 @@ class RecordsCore(StoreParts):
         if kb_id is not None and not self.db.valid_id(kb_id):
             raise InvalidInputError(f"a knowledge base id must be a UUID, got {kb_id!r}")
         team_id = self.db.norm_id(team_id) if scope == "team" else None
-        owner_id = self.local_user_id if scope == "personal" else None
+        owner_id = self.base.local_user_id if scope == "personal" else None
         kb_id = kb_id or new_id()
         now = self.db.now()
         sql = self.db.sql
-        with self.write() as conn:
+        with self.base.write() as conn:
             if scope == "team" and not conn.execute(sql("SELECT 1 FROM teams WHERE id = ?"), (team_id,)).fetchone():
                 raise NotFoundError(f"no team with id '{team_id}'")
             self.policy.check_create(scope, team_id)
@@ -100,7 +116,7 @@ class RecordsCore(StoreParts):
             )
             self.chunks.kb_created(conn, kb_id, config)
             self.audit(conn, "kb.create", kb_id, name, {"scope": scope, "embedding_config": config})
-            return self._get_kb(conn, kb_id)
+            return self.kb_row(conn, kb_id)
 
     def _check_name_free(self, conn: Connection, name: str, kb_id: str | None) -> None:
         self.chunks.lock_names(conn, name)
@@ -110,7 +126,9 @@ class RecordsCore(StoreParts):
             if kb_id is None or str(row[0]) != str(kb_id):
                 raise ConflictError(f"a knowledge base named '{name}' already exists")
 
-    def _get_kb(self, conn: Connection, kb_id: str) -> KnowledgeBase:
+    def kb_row(self, conn: Connection, kb_id: str) -> KnowledgeBase:
+        """A KB's row read in ``conn``'s transaction, whatever the policy says (the other
+        repositories check it themselves where they must)."""
         row = None
         if self.db.valid_id(kb_id):
             row = conn.execute(
@@ -123,7 +141,7 @@ class RecordsCore(StoreParts):
     def get_kb(self, kb_id: str) -> KnowledgeBase:
         """A KB by id if the user may see it (bindings use this: on a team server a hidden
         global KB is not there for anyone but system admins)."""
-        kb = self._get_kb(self.connection(), kb_id)
+        kb = self.kb_row(self.base.connection(), kb_id)
         if not self.policy.can_see(kb):
             raise NotFoundError(f"no knowledge base with id '{kb_id}'")
         return kb
@@ -132,13 +150,13 @@ class RecordsCore(StoreParts):
         """A KB by id whatever the policy says, or None (export and import check their
         target themselves; a team server's database still hides what a user may not read)."""
         try:
-            return self._get_kb(self.connection(), kb_id)
+            return self.kb_row(self.base.connection(), kb_id)
         except NotFoundError:
             return None
 
     def resolve_team(self, ref: str) -> str:
         """A team's id from its id or its name."""
-        conn = self.connection()
+        conn = self.base.connection()
         sql = self.db.sql
         if self.db.valid_id(ref) and conn.execute(sql("SELECT 1 FROM teams WHERE id = ?"), (ref,)).fetchone():
             return self.db.norm_id(ref)
@@ -155,7 +173,7 @@ class RecordsCore(StoreParts):
         """The KB of that name (any case) among those the user may see, or None."""
         where, args = self.policy.visible()
         row = (
-            self.connection()
+            self.base.connection()
             .execute(
                 self.db.sql(
                     f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE lower(name) = lower(?) AND {where} "
@@ -169,7 +187,7 @@ class RecordsCore(StoreParts):
 
     def find_kb(self, ref: str) -> KnowledgeBase:
         """A KB the user may pick: by id, by name (any case), or by a unique id prefix of 4+ characters."""
-        conn = self.connection()
+        conn = self.base.connection()
         sql = self.db.sql
         ref = (ref or "").strip()
         where, args = self.policy.picker()
@@ -202,7 +220,7 @@ class RecordsCore(StoreParts):
         """The picker: the KBs this user may pick, by name."""
         where, args = self.policy.picker()
         rows = (
-            self.connection()
+            self.base.connection()
             .execute(
                 self.db.sql(f"SELECT {KB_COLUMNS} FROM knowledge_bases WHERE {where} ORDER BY lower(name), id"), args
             )
@@ -220,8 +238,8 @@ class RecordsCore(StoreParts):
         chunk_size: int | None = None,
         chunk_overlap: int | None = None,
     ) -> KnowledgeBase:
-        with self.write() as conn:
-            before = self._get_kb(conn, kb_id)
+        with self.base.write() as conn:
+            before = self.kb_row(conn, kb_id)
             changes: dict[str, Any] = {}
             if discoverable is not None and bool(discoverable) != before.discoverable:
                 self.policy.check_discoverable(before)
@@ -254,14 +272,14 @@ class RecordsCore(StoreParts):
                 k: {"from": getattr(before, k), "to": bool(v) if k == "discoverable" else v} for k, v in changes.items()
             }
             self.audit(conn, "kb.update", kb_id, changes.get("name", before.name), detail)
-            return self._get_kb(conn, kb_id)
+            return self.kb_row(conn, kb_id)
 
     def set_kb_status(self, kb_id: str, status: str) -> None:
         """active / processing / error (an export marks its target processing while it runs)."""
         if status not in KB_STATUSES:
             raise InvalidInputError(f"status must be one of {', '.join(KB_STATUSES)}")
-        with self.write() as conn:
-            self.policy.check_manage(self._get_kb(conn, kb_id))
+        with self.base.write() as conn:
+            self.policy.check_manage(self.kb_row(conn, kb_id))
             conn.execute(
                 self.db.sql("UPDATE knowledge_bases SET status = ?, updated_at = ? WHERE id = ? AND status <> ?"),
                 (status, self.db.now(), kb_id, status),
@@ -269,8 +287,8 @@ class RecordsCore(StoreParts):
 
     def delete_kb(self, kb_id: str) -> KnowledgeBase:
         """Delete a KB with its documents, chunks, keyword rows, vectors and index."""
-        with self.write() as conn:
-            kb = self._get_kb(conn, kb_id)
+        with self.base.write() as conn:
+            kb = self.kb_row(conn, kb_id)
             self.policy.check_manage(kb)
             self.vectors.drop(conn, kb_id)
             self.db.delete(conn, "knowledge_bases", "id = ?", (kb_id,))
@@ -279,11 +297,12 @@ class RecordsCore(StoreParts):
 
     def recount(self, kb_id: str) -> KnowledgeBase:
         """Recount the denormalised stats from the documents and chunks tables."""
-        with self.write() as conn:
-            self._recount(conn, kb_id)
-            return self._get_kb(conn, kb_id)
+        with self.base.write() as conn:
+            self.recount_stats(conn, kb_id)
+            return self.kb_row(conn, kb_id)
 
-    def _recount(self, conn: Connection, kb_id: str) -> None:
+    def recount_stats(self, conn: Connection, kb_id: str) -> None:
+        """Recount a KB's denormalised stats, inside the caller's transaction."""
         sql = self.db.sql
         docs, size = conn.execute(
             sql("SELECT count(*), coalesce(sum(size_bytes), 0) FROM kb_documents WHERE kb_id = ?"), (kb_id,)
@@ -297,7 +316,7 @@ class RecordsCore(StoreParts):
             (docs, chunks, size, self.db.now(), kb_id, docs, chunks, size),
         )
 
-    def _bump(self, conn: Connection, kb_id: str, *, docs: int = 0, chunks: int = 0, size: int = 0) -> None:
+    def bump_stats(self, conn: Connection, kb_id: str, *, docs: int = 0, chunks: int = 0, size: int = 0) -> None:
         """Move the denormalised stats by a delta, inside the transaction that changed them."""
         conn.execute(
             self.db.sql(
@@ -307,54 +326,6 @@ class RecordsCore(StoreParts):
             ),
             (docs, chunks, size, self.db.now(), kb_id),
         )
-
-    # ── the audit log ──────────────────────────────────────────────────────────
-    def audit(
-        self,
-        conn: Connection,
-        action: str,
-        kb_id: str | None,
-        target: str | None = None,
-        details: dict[str, Any] | None = None,
-    ) -> None:
-        """Record a KB operation, inside the caller's write transaction."""
-        self.audit_many(conn, [(action, kb_id, target, details)])
-
-    def audit_many(
-        self, conn: Connection, entries: Sequence[tuple[str, str | None, str | None, dict[str, Any] | None]]
-    ) -> None:
-        """Record KB operations ``(action, kb_id, target, details)`` in one statement (the
-        details name the API token that acted, when one did: :data:`ACTING_TOKEN`)."""
-        now = self.db.now()
-        via = ACTING_TOKEN.get()
-        self.db.executemany(
-            conn,
-            f"INSERT INTO {self.db.table('audit_log')}(created_at, user_id, action, kb_id, "
-            "target, details) VALUES (?, ?, ?, ?, ?, ?)",
-            [
-                (
-                    now,
-                    self.local_user_id,
-                    action,
-                    kb_id,
-                    self.db.text(target),
-                    self.db.json_in({**(details or {}), "token": via} if via else details or {}),
-                )
-                for action, kb_id, target, details in entries
-            ],
-        )
-
-    def audit_entries(self, kb_id: str | None = None) -> list[dict[str, Any]]:
-        sql = f"SELECT id, created_at, user_id, action, kb_id, target, details FROM {self.db.table('audit_log')}"
-        args: tuple[Any, ...] = ()
-        if kb_id:
-            sql += " WHERE kb_id = ?"
-            args = (kb_id,)
-        rows = self.connection().execute(self.db.sql(sql + " ORDER BY id"), args).fetchall()
-        keys = ("id", "created_at", "user_id", "action", "kb_id", "target", "details")
-        return [
-            dict(zip(keys, (r[0], self.db.time_out(r[1]), *r[2:6], self.db.json_out(r[6])), strict=True)) for r in rows
-        ]
 
 
 def embedding_config_snapshot(config: dict[str, Any] | None) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from kbdesk.errors import InvalidInputError, NotFoundError
+from kbdesk.errors import InvalidInputError
 from kbdesk.models import KnowledgeBase
 from kbdesk.store.core.compose import Base
 from kbdesk.store.core.parts import ChunkBatch, VectorChanges
@@ -66,10 +66,10 @@ def stage_chunks(conn: PgConnection) -> None:
 
 class KbReader(Protocol):
     """What the chunk storage asks of the Postgres store: whether a transaction is open,
-    and a KB's row (:class:`kbdesk.store.core.records.RecordsCore`)."""
+    and a KB's row (:class:`kbdesk.store.core.records.Records`)."""
 
     def in_transaction(self) -> bool: ...
-    def _get_kb(self, conn: Connection, kb_id: str) -> KnowledgeBase: ...
+    def kb_by_id(self, kb_id: str) -> KnowledgeBase | None: ...
 
 
 class PgChunks:
@@ -173,9 +173,8 @@ class PgChunks:
         if self.kbs.in_transaction():
             return
         for kb_id in changes.kbs:
-            try:
-                kb = self.kbs._get_kb(self.base.connection(), kb_id)
-            except NotFoundError:  # deleted meanwhile: nothing to index
+            kb = self.kbs.kb_by_id(kb_id)
+            if kb is None:  # deleted meanwhile: nothing to index
                 continue
             if kb.dimensions and kb.chunk_count >= self.vectors.min_rows:
                 self.vectors.ensure(kb.id, kb.dimensions, kb.chunk_count, wait=False)

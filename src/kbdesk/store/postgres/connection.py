@@ -27,12 +27,12 @@ from contextlib import contextmanager
 from typing import Any
 
 from kbdesk.errors import DatabaseWriteError, KbdeskError, StoreError
-from kbdesk.store.api import BLOBS, CHAT, TEAM
+from kbdesk.store.api import BLOBS, CHAT, TEAM, TeamIdentity
+from kbdesk.store.core.audit import AuditLog
 from kbdesk.store.core.chat_surface import ChatSurface
 from kbdesk.store.core.compose import via
-from kbdesk.store.core.records import RecordsCore
 from kbdesk.store.core.store_surface import StoreSurface
-from kbdesk.store.postgres.access import Identity, ScopePolicy, identity_from_settings, is_uuid
+from kbdesk.store.postgres.access import Identity, ScopePolicy, identity_from_settings
 from kbdesk.store.postgres.bulk import PgBulk
 from kbdesk.store.postgres.cache_vectors import PgCacheVectors
 from kbdesk.store.postgres.chat import PgNoteKeywords, PgSettings, keeps_chat
@@ -41,25 +41,20 @@ from kbdesk.store.postgres.dbapi import PgConnection
 from kbdesk.store.postgres.engine import PostgresEngine
 from kbdesk.store.postgres.guards import database_refusal
 from kbdesk.store.postgres.locks import connect
-from kbdesk.store.postgres.logins import login_identity
+from kbdesk.store.postgres.logins import Identities
 from kbdesk.store.postgres.lookup import PgLookup
 from kbdesk.store.postgres.pool import Holder, PgDriver, Pool, quiet_close, redact_uri, uuid_as_text_binary_loader
+from kbdesk.store.postgres.records import PgRecords
 from kbdesk.store.postgres.schema import _first_line, current_version, migrate
 from kbdesk.store.postgres.security import Session, check_can_open, database_identity, secure, session
-from kbdesk.store.postgres.tombstones import PgKbDelete
 from kbdesk.store.postgres.vectors import PgVectorIndex
 
 
-class PostgresStore(
-    PgKbDelete,  # before RecordsCore: a user's KB delete is a tombstone
-    RecordsCore,
-    PgLookup,
-    StoreSurface,
-    ChatSurface,
-):
+class PostgresStore(StoreSurface, ChatSurface):
     """kbdesk's store on PostgreSQL + pgvector, in the seed's schema."""
 
     kind = "postgres"
+    lookup: PgLookup
     db = PostgresEngine()
     _keeps_chat: bool | None = None
     document_blob = via("bulk", PgBulk.document_blob)
@@ -71,10 +66,11 @@ class PostgresStore(
         self.label = redact_uri(uri)
         self._pool = Pool()
         self._local = threading.local()
-        self._open: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._open: weakref.WeakSet[PgConnection] = weakref.WeakSet()
         self._closed = False
         self._vector_ready = False
         self.bulk = PgBulk(self)
+        self.identities = Identities(self)
         self.compose_chat(self, PgNoteKeywords(), PgSettings(self))
         conn = self.connection()
         try:
@@ -89,16 +85,16 @@ class PostgresStore(
         self._vector_ready = True
         self.vectors = PgVectorIndex(self)
         self.chunks = PgChunks(self, self.vectors, self)
-        self.compose_store(self, self, self.chunks, self.bulk, PgCacheVectors())
+        records = PgRecords(self, self.chunks, self.vectors, AuditLog(self))
+        self.compose_store(self, records, PgLookup(self, self.vectors), self.chunks, self.bulk, PgCacheVectors())
         if self.session.user_id:  # a kbdesk user: the database says who (the config cannot)
             self.identity = database_identity(conn)
             self.db = PostgresEngine(through_functions=True)  # no DELETE privilege: it would allow LOCK TABLE
         else:  # the owner (row security does not apply to it): the config's [identity]
-            self.identity = self._resolve_identity(identity or identity_from_settings())
+            self.identity = self.identities.resolve(identity or identity_from_settings())
         self.local_user_id = self.identity.user_id
-        self._team_names: dict[str, str | None] = {}
-        self.policy = ScopePolicy(self.identity, self.team_name)
-        self._record_user()
+        self.policy = ScopePolicy(self.identity, self.identities.team_name)
+        self.identities.record_user(self.identity)
         self.driver = self._driver_info()
 
     @property
@@ -219,66 +215,16 @@ class PostgresStore(
         holder = getattr(self._local, "holder", None)
         return bool(holder and holder.depth)
 
-    # ── identity, audit, facts ─────────────────────────────────────────────────
-    def _resolve_identity(self, who: Identity) -> Identity:
-        """Team keys of the config may be ids or names; names are looked up."""
-        teams: dict[str, str] = {}
-        names = [k for k in who.teams if not is_uuid(k)]
-        found: dict[str, str] = {}
-        if names:
-            try:
-                rows = (
-                    self.connection()
-                    .execute("SELECT id, name::text FROM teams WHERE name::text = ANY(%s)", (names,))
-                    .fetchall()
-                )
-                found = {name: team_id for team_id, name in rows}
-            except Exception:  # noqa: BLE001 - a server's teams table without a name column: ids only
-                found = {}
-        for key, role in who.teams.items():
-            team_id = key if is_uuid(key) else found.get(key)
-            if team_id:
-                teams[str(team_id).lower()] = role if role in ("member", "admin") else "member"
-        return Identity(who.user_id, who.username, who.admin, teams, source=who.source)
+    # ── identity (Identities) ──────────────────────────────────────────────────
+    login_identity = via("identities", Identities.login_identity)
+    team_name = via("identities", Identities.team_name)
 
-    def login_identity(self, login: str) -> Identity | None:
-        """The identity of kbdesk user ``login`` as the database says now (None: not one)."""
-        return login_identity(self, login)
-
-    def as_user(self, identity: Any) -> PostgresStore:
+    def as_user(self, identity: TeamIdentity | None) -> PostgresStore:
         """A new store on this server acting as ``identity`` (a kbdesk user's, from
-        :meth:`login_identity`)."""
+        :meth:`login_identity`; None: the config's)."""
+        if identity is not None and not isinstance(identity, Identity):
+            identity = Identity(identity.user_id, identity.username, identity.admin, dict(identity.teams), "database")
         return PostgresStore(self.uri, identity)
-
-    def team_name(self, team_id: str) -> str | None:
-        """A team's name (for messages; None when it has none or cannot be read)."""
-        key = str(team_id).lower()
-        if key not in self._team_names:
-            try:
-                with self.read() as conn:
-                    row = conn.execute(
-                        "SELECT coalesce(to_jsonb(t)->>'name', t.id::text) FROM teams t WHERE t.id = %s", (key,)
-                    ).fetchone()
-                self._team_names[key] = str(row[0]) if row else None
-            except KbdeskError:
-                return None
-        return self._team_names[key]
-
-    def _record_user(self) -> None:
-        """Keep the owner's config identity in kbdesk's own minimal users table (never a
-        server's; a kbdesk user's row is made by ``pg grant``)."""
-        if self.identity.source == "database":
-            return
-        conn = self.connection()
-        row = conn.execute("SELECT value FROM kbdesk_settings WHERE key = 'own_tables'").fetchone()
-        if not row or "users" not in row[0].split(","):
-            return
-        conn.execute(
-            "INSERT INTO users(id, username, is_admin) VALUES (%s, %s, %s) ON CONFLICT (id) DO UPDATE "
-            "SET username = excluded.username, is_admin = excluded.is_admin "
-            "WHERE (users.username, users.is_admin) IS DISTINCT FROM (excluded.username, excluded.is_admin)",
-            (self.identity.user_id, self.identity.username, self.identity.admin),
-        )
 
     def schema_version(self) -> int:
         return current_version(self.connection())

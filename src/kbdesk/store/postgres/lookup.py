@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 import kbdesk.store.postgres.keyword as keyword
-from kbdesk.store.core.facts import FactsCore
+from kbdesk.store.core.compose import Base
 from kbdesk.store.headings import HEADING_POOL, MAX_NAMED, heading_key, headings_from, rank_with_headings
 from kbdesk.store.keywords import KeywordParts, mark_stale
 from kbdesk.store.postgres.dbapi import as_pg
@@ -24,14 +24,17 @@ from kbdesk.store.postgres.vectors import PgVectorIndex
 from kbdesk.store.within import Within
 
 
-class PgLookup(FactsCore):
-    """Needs ``connection()``, ``read()`` and ``vectors`` from the store."""
+class PgLookup:
+    """The Postgres store's retrieval (:class:`kbdesk.store.rows_api.Retrieval`): over the
+    store's ``base`` (its connections) and pgvector's index."""
 
-    vectors: PgVectorIndex
+    def __init__(self, base: Base, vectors: PgVectorIndex) -> None:
+        self.base = base
+        self.vectors = vectors
 
     def kb_vector_dimensions(self, kb_id: str) -> int | None:
         """Dimensions of the KB's stored vectors, or None when it holds none."""
-        conn = self.connection()
+        conn = self.base.connection()
         row = conn.execute(
             "SELECT (k.embedding_config->>'dimensions')::int, EXISTS (SELECT 1 FROM kb_chunks c WHERE c.kb_id = k.id "
             "AND c.embedding IS NOT NULL) FROM knowledge_bases k WHERE k.id = %s",
@@ -72,7 +75,9 @@ class PgLookup(FactsCore):
                 docs=docs,
                 inside=within.chunk_count(kb_id),
             )
-        row = self.connection().execute("SELECT chunk_count FROM knowledge_bases WHERE id = %s", (kb_id,)).fetchone()
+        row = (
+            self.base.connection().execute("SELECT chunk_count FROM knowledge_bases WHERE id = %s", (kb_id,)).fetchone()
+        )
         return self.vectors.search(kb_id, dimensions, query, k, rows=row[0] if row else 0)
 
     def keyword_candidates(
@@ -87,7 +92,7 @@ class PgLookup(FactsCore):
         docs = None if within is None else [doc for kb_id in kb_ids for doc in within.documents(kb_id)]
         if docs is not None and not docs:
             return []
-        hits = keyword.candidates(self.connection(), kb_ids, text, max(k, HEADING_POOL), docs=docs)
+        hits = keyword.candidates(self.base.connection(), kb_ids, text, max(k, HEADING_POOL), docs=docs)
         named = self.named_chunks(kb_ids, text, docs)
         scores = partial(self.keyword_scores, kb_ids, text)
         return rank_with_headings(text, k, hits, named, scores, self.chunk_headings)
@@ -99,7 +104,7 @@ class PgLookup(FactsCore):
         if name is None:
             return []
         rows = (
-            self.connection()
+            self.base.connection()
             .execute(
                 f"SELECT seq FROM kb_chunks WHERE {LAST_HEADING} = lower(%s) AND kb_id = ANY(%s::uuid[]) "
                 f"AND (%s::uuid[] IS NULL OR document_id = ANY(%s::uuid[])) ORDER BY seq LIMIT {MAX_NAMED}",
@@ -114,7 +119,7 @@ class PgLookup(FactsCore):
         if not seqs:
             return {}
         rows = (
-            self.connection()
+            self.base.connection()
             .execute(
                 "SELECT seq, metadata->'headings' FROM kb_chunks WHERE seq = ANY(%s) "
                 "AND jsonb_typeof(metadata->'headings') = 'array'",
@@ -126,12 +131,12 @@ class PgLookup(FactsCore):
 
     def keyword_scores(self, kb_ids: Sequence[str], text: str, seqs: Sequence[int]) -> dict[int, float]:
         """The BM25 score of each of ``seqs`` that matches ``text`` (:func:`.keyword.scores`)."""
-        return keyword.scores(self.connection(), kb_ids, text, seqs)
+        return keyword.scores(self.base.connection(), kb_ids, text, seqs)
 
     def keyword_parts(self, kb_ids: Sequence[str], text: str, chunks: Sequence[tuple[str, int]]) -> KeywordParts:
         """What the BM25 of ``chunks`` (document id, chunk index) is made of, by query word
         (:func:`.keyword.parts`)."""
-        return keyword.parts(self.connection(), kb_ids, text, chunks)
+        return keyword.parts(self.base.connection(), kb_ids, text, chunks)
 
     def cosine_for(self, seqs: Iterable[int], query: np.ndarray) -> dict[int, float]:
         """Cosine similarity of stored vectors (of any KB whose dimension matches)."""
@@ -140,7 +145,7 @@ class PgLookup(FactsCore):
             return {}
         dims = int(np.asarray(query).size)
         rows = (
-            self.connection()
+            self.base.connection()
             .execute(
                 "SELECT c.seq, 1 - (subvector(c.embedding, 1, %s) <=> %s::vector) FROM kb_chunks c "
                 "JOIN knowledge_bases k ON k.id = c.kb_id WHERE c.seq = ANY(%s) AND c.embedding IS NOT NULL "
@@ -154,7 +159,7 @@ class PgLookup(FactsCore):
     def chunk_neighbours(self, document_id: str, chunk_index: int, radius: int = 1) -> list[dict[str, Any]]:
         """A chunk with up to ``radius`` chunks before and after it in its document."""
         rows = (
-            self.connection()
+            self.base.connection()
             .execute(
                 "SELECT chunk_index, content, metadata FROM kb_chunks WHERE document_id = %s "
                 "AND chunk_index BETWEEN %s AND %s ORDER BY chunk_index",
@@ -171,7 +176,7 @@ class PgLookup(FactsCore):
         if not seqs:
             return {}
         rows = (
-            self.connection()
+            self.base.connection()
             .execute("SELECT seq, kb_id FROM kb_chunks WHERE seq = ANY(%s)", ([int(s) for s in seqs],))
             .fetchall()
         )
@@ -182,7 +187,7 @@ class PgLookup(FactsCore):
         if not seqs:
             return {}
         rows = (
-            self.connection()
+            self.base.connection()
             .execute(
                 "SELECT c.seq, c.content, d.filename, kb.name, c.metadata, c.kb_id, c.document_id, c.chunk_index, "
                 "d.indexed_hash IS NOT NULL AND d.indexed_hash IS DISTINCT FROM d.content_hash, d.indexed_at "

@@ -1,4 +1,5 @@
-"""Deleting a KB on a team server without waiting for anyone.
+"""Deleting a KB on a team server without waiting for anyone: the tombstones' table and
+functions (the Postgres records, :mod:`.records`, write them).
 
 A plain ``DELETE FROM knowledge_bases`` needs the KB row's ``FOR UPDATE`` lock, and any
 other login can hold a lock that conflicts with it for as long as it keeps a transaction
@@ -28,18 +29,19 @@ KB: each step is one transaction.
 
 The owner's delete (the login that owns kbdesk's tables: a single user, or ``kbdesk
 serve`` acting for a token's user) is the same tombstone, written directly; the owner's
-reads leave tombstoned KBs out through the scope policy and :meth:`PgKbDelete._get_kb`.
+reads leave tombstoned KBs out through the scope policy and :meth:`kbdesk.store.postgres.records.PgRecords.kb_row`.
 Its vector indexes go after the purge when they can go at once, else at ``pg setup``.
 """
 
 from __future__ import annotations
 
 from contextlib import suppress
-from typing import Any
+from typing import TYPE_CHECKING
 
-from kbdesk.errors import NotFoundError
-from kbdesk.models import KnowledgeBase
 from kbdesk.store.postgres.rules import managed
+
+if TYPE_CHECKING:
+    from kbdesk.store.postgres.dbapi import PgConnection
 
 TABLE = "kbdesk_kb_tombstones"
 GONE = "kbdesk_kb_gone"  # (kb uuid) → boolean: every login may call it (row security does)
@@ -53,7 +55,7 @@ def gone_sql(column: str) -> str:
     return f"{GONE}({column})"
 
 
-def install(conn: Any, path: str) -> None:
+def install(conn: PgConnection, path: str) -> None:
     """The table and its functions; idempotent (schema step 18 and every ``secure``).
     ``path``: the functions' fixed search_path (kbdesk's schema, then pg_temp)."""
     conn.execute(f"""CREATE TABLE IF NOT EXISTS {TABLE} (
@@ -99,7 +101,7 @@ def install(conn: Any, path: str) -> None:
         END $f$""")
 
 
-def purge(conn: Any) -> int:
+def purge(conn: PgConnection) -> int:
     """Remove the rows of every tombstoned KB nothing holds now (its own transaction on
     ``conn``, autocommit); 0 when there is nothing to do or it cannot be done now."""
     # a purge is tidying up: it never fails the delete (or pg setup) that asked for it
@@ -107,54 +109,3 @@ def purge(conn: Any) -> int:
         conn.execute(f"SET LOCAL lock_timeout = {PURGE_LOCK_WAIT_MS}")
         return int(conn.execute(f"SELECT {PURGE}()").fetchone()[0])
     return 0
-
-
-class PgKbDelete:
-    """The Postgres store's KB delete (a tombstone, then a purge: above), and the owner's
-    reads by id leaving tombstoned KBs out (row security does it for kbdesk users; the
-    owner — a single user, or ``kbdesk serve`` acting for each token's user — reads
-    past it)."""
-
-    def delete_kb(self, kb_id: str) -> KnowledgeBase:
-        """Delete a KB with its documents, chunks, keyword rows, vectors and index."""
-        store: Any = self  # a mixin of PostgresStore
-        user = getattr(store.session, "kind", None) == "user"
-        with store.write() as conn:
-            kb: KnowledgeBase = store._get_kb(conn, kb_id)
-            store.policy.check_manage(kb)
-            # the audit row first: once the tombstone is in, the KB is no longer one a user reads
-            store.audit(conn, "kb.delete", kb_id, kb.name, {"documents": kb.document_count, "chunks": kb.chunk_count})
-            if user:
-                marked = conn.execute(f"SELECT {FORGET}(%s)", (kb_id,)).fetchone()[0]
-            else:
-                marked = conn.execute(
-                    f"INSERT INTO {TABLE}(id, deleted_by) VALUES (%s, %s) ON CONFLICT (id) DO NOTHING RETURNING id",
-                    (kb_id, store.identity.user_id),
-                ).fetchone()
-            if not marked:
-                raise NotFoundError(f"no knowledge base with id '{kb_id}'")  # deleted meanwhile
-            if user:
-                store.vectors.drop(conn, kb_id)  # a user's: forgets the KB's cached index state only
-        purge(store.connection())
-        if not user:
-            drop_indexes(store, kb_id)
-        return kb
-
-    def _get_kb(self, conn: Any, kb_id: str) -> KnowledgeBase:
-        kb: KnowledgeBase = super()._get_kb(conn, kb_id)  # type: ignore[misc]
-        if getattr(getattr(self, "session", None), "kind", None) == "user":
-            return kb  # row security already left it out
-        if conn.execute(f"SELECT {GONE}(%s)", (kb.id,)).fetchone()[0]:
-            raise NotFoundError(f"no knowledge base with id '{kb_id}'")
-        return kb
-
-
-def drop_indexes(store: Any, kb_id: str) -> None:
-    """The owner's vector indexes of a KB whose rows are gone, if they can go without a wait
-    (``DROP INDEX`` locks the whole chunks table: anyone's open transaction that read it
-    holds that up); else ``pg setup`` drops them (:func:`kbdesk.store.postgres.vectors.drop_orphans`)."""
-    conn = store.connection()
-    with suppress(Exception), conn.transaction():
-        conn.execute(f"SET LOCAL lock_timeout = {PURGE_LOCK_WAIT_MS}")
-        if not conn.execute("SELECT 1 FROM knowledge_bases WHERE id = %s", (kb_id,)).fetchone():
-            store.vectors.drop(conn, kb_id)

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from kbdesk.store.core.facts import FactsCore
+from kbdesk.filters import Filters
+from kbdesk.store.core.compose import Base
 from kbdesk.store.dbapi import Connection
 from kbdesk.store.headings import HEADING_POOL, MAX_NAMED, heading_key, headings_from, rank_with_headings
 from kbdesk.store.keywords import SCORED_TERM_BUDGETS, KeywordParts, bounds, mark_stale, query_terms
@@ -47,18 +48,23 @@ def fts_query(text: str) -> str:
     return " OR ".join(f'"{t}"' for t in query_terms(text))
 
 
-def _marks(values: Sequence[Any]) -> str:
+def _marks(values: Sequence[object]) -> str:
     return ",".join("?" * len(values))
 
 
-class SqliteLookup(FactsCore):
-    """Needs ``connection()``, ``read()`` and ``vectors`` from the store."""
+class SqliteLookup:
+    """The SQLite store's retrieval (:class:`kbdesk.store.rows_api.Retrieval`): over the
+    store's ``base`` (its connections) and its vector index (sqlite-vec's or numpy's)."""
 
-    vectors: SqliteIndex
+    def __init__(self, base: Base, vectors: SqliteIndex) -> None:
+        self.base = base
+        self.vectors = vectors
+        self.df_cache: dict[tuple[str, int], tuple[int, int]] = {}
+        """Rows matching a query word (capped), by (word, budget): (count, chunks then)."""
 
     def kb_vector_dimensions(self, kb_id: str) -> int | None:
         """Dimensions of the KB's stored vectors, or None when it holds none."""
-        conn = self.connection()
+        conn = self.base.connection()
         row = conn.execute("SELECT dimensions FROM kb_vector_state WHERE kb_id = ?", (kb_id,)).fetchone()
         if row is None:
             return None
@@ -73,11 +79,11 @@ class SqliteLookup(FactsCore):
         """Top ``k`` (seq, cosine) in one KB, best first; only chunks of documents inside
         ``within`` (a resolved filter) when given."""
         if within is None:
-            return self.vectors.search(self, kb_id, dimensions, query, k)
+            return self.vectors.search(self.base, kb_id, dimensions, query, k)
         allowed = self.allowed_seqs(kb_id, within)
         if not allowed.size:
             return []
-        return self.vectors.search(self, kb_id, dimensions, query, k, allowed=allowed)
+        return self.vectors.search(self.base, kb_id, dimensions, query, k, allowed=allowed)
 
     def allowed_seqs(self, kb_id: str, within: Within) -> np.ndarray:
         """The seqs (ascending) of the KB's chunks inside ``within``."""
@@ -87,7 +93,7 @@ class SqliteLookup(FactsCore):
         chunk_map = facts.extra.get("seqs")
         if chunk_map is None:  # which document each chunk is of, read once per state of the KB
             rows = (
-                self.connection()
+                self.base.connection()
                 .execute(
                     "SELECT document_id, seq FROM kb_chunks INDEXED BY idx_kbchunk_doc WHERE document_id IN "
                     "(SELECT id FROM kb_documents WHERE kb_id = ?)",
@@ -101,7 +107,7 @@ class SqliteLookup(FactsCore):
             order = np.argsort(seqs, kind="stable")
             chunk_map = facts.extra["seqs"] = (seqs[order], docs[order])
         with facts.lock:
-            kept: dict[Any, np.ndarray] = facts.extra.setdefault("allowed", {})
+            kept: dict[Filters, np.ndarray] = facts.extra.setdefault("allowed", {})
             found = kept.get(within.filters)
         if found is None:
             seqs, docs = chunk_map
@@ -118,11 +124,11 @@ class SqliteLookup(FactsCore):
     def _document_frequencies(self, terms: Sequence[str], budget: int) -> dict[str, int] | None:
         """Rows matching each term, counted up to ``SCORED_TERM_BUDGETS x budget + 1``; None when the index is too
         small for the query to need bounding. Cached until the number of chunks moves by a tenth."""
-        conn = self.connection()
+        conn = self.base.connection()
         total = conn.execute("SELECT coalesce(sum(chunk_count), 0) FROM knowledge_bases").fetchone()[0]
         if len(terms) <= 1 or total * len(terms) <= budget:
             return None
-        cache: dict[tuple[str, int], tuple[int, int]] = self.__dict__.setdefault("_df_cache", {})
+        cache = self.df_cache
         if len(cache) > _DF_CACHE_MAX:
             cache.clear()
         df: dict[str, int] = {}
@@ -180,7 +186,7 @@ class SqliteLookup(FactsCore):
         if name is None:
             return []
         rows = (
-            self.connection()
+            self.base.connection()
             .execute(
                 f"SELECT seq, kb_id FROM kb_chunks WHERE {LAST_HEADING} = lower(?) AND kb_id IN ({_marks(kb_ids)}) "
                 f"ORDER BY seq LIMIT {MAX_NAMED}",
@@ -198,7 +204,7 @@ class SqliteLookup(FactsCore):
         if not seqs:
             return {}
         rows = (
-            self.connection()
+            self.base.connection()
             .execute(
                 f"SELECT seq, json_extract(metadata, '$.headings') FROM kb_chunks WHERE seq IN ({_marks(seqs)}) "
                 "AND json_type(metadata, '$.headings') = 'array'",
@@ -214,7 +220,7 @@ class SqliteLookup(FactsCore):
         expr = self.bounded_fts_query(text) if kb_ids else ""
         if not expr or not kb_ids:
             return []
-        conn = self.connection()
+        conn = self.base.connection()
         if within is not None:
             return self._filtered_keyword(conn, kb_ids, expr, k, within)
         wanted = set(kb_ids)
@@ -259,7 +265,7 @@ class SqliteLookup(FactsCore):
         expr = self.bounded_fts_query(text) if kb_ids and seqs else ""
         if not expr:
             return {}
-        rows = self.connection().execute(
+        rows = self.base.connection().execute(
             "SELECT rowid, -bm25(kb_chunks_fts) FROM kb_chunks_fts WHERE kb_chunks_fts MATCH ? "
             "AND +rowid IN (SELECT value FROM json_each(?))",
             (expr, json.dumps([int(s) for s in seqs])),
@@ -272,7 +278,7 @@ class SqliteLookup(FactsCore):
         ``bm25()`` counts them) and each chunk's score split by word (one ``bm25()`` per word:
         FTS5 sums its phrases' parts, each with its own IDF)."""
         terms = query_terms(text)
-        conn = self.connection()
+        conn = self.base.connection()
         docs = sorted({doc for doc, _ in chunks})
         if not terms or not docs:
             return KeywordParts()
@@ -338,7 +344,7 @@ class SqliteLookup(FactsCore):
         if not seqs:
             return {}
         rows = (
-            self.connection()
+            self.base.connection()
             .execute(
                 f"SELECT seq, embedding FROM kb_chunks WHERE seq IN ({_marks(seqs)}) AND embedding IS NOT NULL", seqs
             )
@@ -354,7 +360,7 @@ class SqliteLookup(FactsCore):
     def chunk_neighbours(self, document_id: str, chunk_index: int, radius: int = 1) -> list[dict[str, Any]]:
         """A chunk with up to ``radius`` chunks before and after it in its document."""
         rows = (
-            self.connection()
+            self.base.connection()
             .execute(
                 "SELECT chunk_index, content, metadata FROM kb_chunks "
                 "WHERE document_id = ? AND chunk_index BETWEEN ? AND ? ORDER BY chunk_index",
@@ -371,7 +377,7 @@ class SqliteLookup(FactsCore):
         if not seqs:
             return {}
         rows = (
-            self.connection()
+            self.base.connection()
             .execute(f"SELECT seq, kb_id FROM kb_chunks WHERE seq IN ({_marks(seqs)})", list(seqs))
             .fetchall()
         )
@@ -382,7 +388,7 @@ class SqliteLookup(FactsCore):
         if not seqs:
             return {}
         rows = (
-            self.connection()
+            self.base.connection()
             .execute(
                 f"SELECT c.seq, c.content, d.filename, kb.name, c.metadata, c.kb_id, c.document_id, c.chunk_index, "
                 f"d.indexed_hash IS NOT NULL AND d.indexed_hash IS NOT d.content_hash, d.indexed_at "

@@ -27,8 +27,9 @@ from typing import Any
 
 from kbdesk.errors import ReadOnlyDatabaseError, SchemaTooNewError, StoreError
 from kbdesk.store.api import CHAT, VECTORS_LOCAL
+from kbdesk.store.core.audit import AuditLog
 from kbdesk.store.core.chat_surface import ChatSurface
-from kbdesk.store.core.records import RecordsCore
+from kbdesk.store.core.records import Records
 from kbdesk.store.core.store_surface import StoreSurface
 from kbdesk.store.ids import new_id
 from kbdesk.store.policy import LocalPolicy
@@ -54,15 +55,11 @@ def _is_busy(exc: Exception) -> bool:
     return "database is locked" in text or "database is busy" in text
 
 
-class SqliteStore(
-    RecordsCore,
-    SqliteLookup,
-    StoreSurface,
-    ChatSurface,
-):
+class SqliteStore(StoreSurface, ChatSurface):
     """Connections, transactions and schema for one SQLite database file."""
 
     kind = "sqlite"
+    lookup: SqliteLookup
     capabilities = frozenset({CHAT, VECTORS_LOCAL})
     db = SqliteEngine()
     policy = LocalPolicy()
@@ -94,7 +91,10 @@ class SqliteStore(
             self.vectors = NumpyIndex(vec_loaded=driver.vec_loaded)
         self.chunks = SqliteChunks(self, self.vectors)
         self.bulk = SqliteBulk(self, self.chunks)
-        self.compose_store(self, self, self.chunks, self.bulk, SqliteCacheVectors())
+        records = Records(self, self.chunks, self.vectors, AuditLog(self))
+        self.compose_store(
+            self, records, SqliteLookup(self, self.vectors), self.chunks, self.bulk, SqliteCacheVectors()
+        )
         if self.read_only:
             self._open_read_only()
             return
