@@ -131,7 +131,7 @@ def test_snapshot_newcomer_embeddings_dropdown(snap_compare, newcomer):
 
 def test_snapshot_newcomer_add_dialog(snap_compare, newcomer, monkeypatch):
     fixed = frozenset({".txt", ".md", ".csv", ".html", ".pdf", ".docx", ".pptx", ".xlsx", ".odt", ".epub", ".eml"})
-    monkeypatch.setattr("kbdesk.tui.screens.add_files.SUPPORTED_SUFFIXES", fixed)
+    monkeypatch.setattr("kbdesk.ingest.formats.SUPPORTED_SUFFIXES", fixed)  # what suffix_list reads
     newcomer.create_kb("notes", keyword_only=True)
     assert snap_compare(
         make_app(newcomer), terminal_size=SIZE, run_before=before(lambda p: p.app.push_screen(AddFilesScreen("notes")))

@@ -59,7 +59,7 @@ def test_add_files_dialog(snap_compare, filled, monkeypatch):
     # the note lists kbdesk's suffixes (bounded to 200 characters); a fixed list keeps the
     # picture from changing with every new format (test_tui_newcomer.py checks the real one)
     fixed = frozenset({".txt", ".md", ".csv", ".html", ".pdf", ".docx", ".pptx", ".xlsx", ".odt", ".epub", ".eml"})
-    monkeypatch.setattr("kbdesk.tui.screens.add_files.SUPPORTED_SUFFIXES", fixed)
+    monkeypatch.setattr("kbdesk.ingest.formats.SUPPORTED_SUFFIXES", fixed)  # what suffix_list reads
     assert snap_compare(
         make_app(filled), terminal_size=SIZE, run_before=before(lambda p: p.app.push_screen(AddFilesScreen("docs")))
     )
