@@ -39,16 +39,16 @@ import sys
 import tempfile
 import threading
 import time
-import zipfile
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-from harness import command_line, kbdesk_cli, machine_info, machine_line, markdown_table, parser, save_result
+from harness import ROOT, command_line, kbdesk_cli, machine_info, machine_line, markdown_table, parser, save_result
 
-W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
-PLACES = ("harbour", "reef", "estuary", "lagoon", "shoal", "inlet", "cove", "strait")
+sys.path.insert(0, str(ROOT / "tests"))
+from format_builders import big_docx
+
 BASELINE = r"""
 import io, json, logging, sys, time, zipfile
 import xml.etree.ElementTree as ET
@@ -72,23 +72,6 @@ for path in sys.argv[1:]:
         out[path] = [type(exc).__name__ + ": " + str(exc)[:120], 0, time.monotonic() - started]
 print(json.dumps(out))
 """
-
-
-def big_docx(path: Path, paragraphs: int = 600_000) -> None:
-    """``word/document.xml`` of ~180 MB: 600,000 ordinary paragraphs (~33x compression)."""
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z, z.open("word/document.xml", "w") as f:
-        f.write(f'<?xml version="1.0"?><w:document {W}><w:body>'.encode())
-        for start in range(0, paragraphs, 2000):
-            f.write(
-                "".join(
-                    f'<w:p w:rsidR="00{i % 7:04X}1A2B" w:rsidRDefault="00C49E"><w:pPr><w:pStyle w:val="BodyText"/>'
-                    '<w:spacing w:after="120"/></w:pPr><w:r><w:rPr><w:lang w:val="en-GB"/></w:rPr>'
-                    f'<w:t xml:space="preserve">Entry {i}: the tide at the {PLACES[i % 8]} rose {i % 97} cm, '
-                    "as logged in the harbour master record book.</w:t></w:r></w:p>"
-                    for i in range(start, min(start + 2000, paragraphs))
-                ).encode()
-            )
-        f.write(b"</w:body></w:document>")
 
 
 def watched(cmd: list[str], env: dict[str, str], limit: float) -> dict[str, Any]:

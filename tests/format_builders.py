@@ -10,6 +10,7 @@ import json
 import zipfile
 from collections.abc import Mapping
 from email.message import EmailMessage
+from pathlib import Path
 from xml.sax.saxutils import escape
 
 W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
@@ -272,3 +273,27 @@ def ipynb(phrase: str) -> str:
             ],
         }
     )
+
+
+_PLACES = ("harbour", "reef", "estuary", "lagoon", "shoal", "inlet", "cove", "strait")
+
+
+def big_docx(path: Path, paragraphs: int = 600_000) -> None:
+    """A .docx whose word/document.xml is ~180 MB of ordinary paragraphs (~5 MB zipped),
+    written a piece at a time (the test never holds it)."""
+    with (
+        zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z,
+        z.open("word/document.xml", "w") as f,
+    ):
+        f.write(f'<?xml version="1.0"?><w:document {W}><w:body>'.encode())
+        for start in range(0, paragraphs, 2000):
+            f.write(
+                "".join(
+                    f'<w:p w:rsidR="00{i % 7:04X}1A2B" w:rsidRDefault="00C49E"><w:pPr><w:pStyle w:val="BodyText"/>'
+                    '<w:spacing w:after="120"/></w:pPr><w:r><w:rPr><w:lang w:val="en-GB"/></w:rPr>'
+                    f'<w:t xml:space="preserve">Entry {i}: the tide at the {_PLACES[i % 8]} rose {i % 97} cm, '
+                    "as logged in the harbour master record book.</w:t></w:r></w:p>"
+                    for i in range(start, min(start + 2000, paragraphs))
+                ).encode()
+            )
+        f.write(b"</w:body></w:document>")

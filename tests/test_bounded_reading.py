@@ -19,29 +19,6 @@ from kbdesk.ingest.extract import extract_bytes
 from kbdesk.ingest.limits import Budget, check_time, clock
 from kbdesk.ingest.sections import ExtractionError
 
-PLACES = ("harbour", "reef", "estuary", "lagoon", "shoal", "inlet", "cove", "strait")
-
-
-def big_docx(path, paragraphs: int = 600_000) -> None:
-    """A .docx whose word/document.xml is ~180 MB of ordinary paragraphs (~5 MB zipped),
-    written a piece at a time (the test never holds it)."""
-    with (
-        zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z,
-        z.open("word/document.xml", "w") as f,
-    ):
-        f.write(f'<?xml version="1.0"?><w:document {fb.W}><w:body>'.encode())
-        for start in range(0, paragraphs, 2000):
-            f.write(
-                "".join(
-                    f'<w:p w:rsidR="00{i % 7:04X}1A2B" w:rsidRDefault="00C49E"><w:pPr><w:pStyle w:val="BodyText"/>'
-                    '<w:spacing w:after="120"/></w:pPr><w:r><w:rPr><w:lang w:val="en-GB"/></w:rPr>'
-                    f'<w:t xml:space="preserve">Entry {i}: the tide at the {PLACES[i % 8]} rose {i % 97} cm, '
-                    "as logged in the harbour master record book.</w:t></w:r></w:p>"
-                    for i in range(start, min(start + 2000, paragraphs))
-                ).encode()
-            )
-        f.write(b"</w:body></w:document>")
-
 
 @pytest.mark.slow
 def test_a_word_body_of_180_mb_fails_alone_as_too_large_and_is_not_retried(tmp_path):
@@ -50,7 +27,7 @@ def test_a_word_body_of_180_mb_fails_alone_as_too_large_and_is_not_retried(tmp_p
     desk = open_desk(backend="numpy")  # one backend: what is measured is the reading
     folder = tmp_path / "src"
     folder.mkdir()
-    big_docx(folder / "log.docx")
+    fb.big_docx(folder / "log.docx")
     with zipfile.ZipFile(folder / "log.docx") as z:
         assert z.getinfo("word/document.xml").file_size > 170_000_000
     for i in range(3):
