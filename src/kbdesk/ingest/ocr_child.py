@@ -5,7 +5,6 @@ group) on timeout or cancel. :mod:`.ocr_worker` is what runs in it."""
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import signal
@@ -16,6 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kbdesk.ingest.child_answer import CPU, CRASHED, MEMORY, read_answer
 from kbdesk.ingest.ocr_worker import EXIT_MEMORY
 from kbdesk.ingest.sections import ExtractionError, ResourceLimit
 
@@ -88,21 +88,16 @@ def run_ocr_worker(
             f"OCR took longer than {timeout:g} s; the next add tries again "
             "(a busy machine? ingest.pdf_timeout in the config raises the limit per page)"
         )
-    rc = proc.returncode
-    if rc == EXIT_MEMORY or (rc != 0 and b"MemoryError" in err):
+    answer = read_answer(proc.returncode, out, err, EXIT_MEMORY)
+    if answer.fault == MEMORY:
         raise ExtractionError(f"OCR used more than {memory_mb} MB of memory (ingest.pdf_memory_mb)")
-    if rc == -getattr(signal, "SIGXCPU", -1000):
+    if answer.fault == CPU:
         raise ResourceLimit(f"OCR took longer than {timeout:g} s; the next add tries again")
-    try:
-        result = json.loads(out)
-    except ValueError:
-        result = None
-    if rc != 0 or not isinstance(result, dict):
-        how = f"signal {-rc}" if rc < 0 else f"exit code {rc}"
-        raise ExtractionError(f"the OCR process crashed ({how})")
-    if "error" in result:
-        raise ExtractionError(str(result["error"]))
-    return result
+    if answer.fault == CRASHED:
+        raise ExtractionError(f"the OCR process crashed ({answer.how})")
+    if answer.result is None:
+        raise ExtractionError(answer.how)
+    return answer.result
 
 
 def _communicate(

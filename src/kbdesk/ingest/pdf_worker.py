@@ -149,19 +149,19 @@ def run_pdf_worker(
     rc = proc.returncode
     if was_killed or rc == -signal.SIGINT:  # SIGINT: a Ctrl-C reached it before it could ignore it
         raise PdfWorkerCancelled("PDF extraction was cancelled")
-    if rc == EXIT_MEMORY or (rc != 0 and b"MemoryError" in err):
+    # imported here: the child runs this file and imports nothing from kbdesk
+    from kbdesk.ingest.child_answer import CPU, CRASHED, MEMORY, read_answer
+
+    answer = read_answer(rc, out, err, EXIT_MEMORY)
+    if answer.fault == MEMORY:
         raise PdfWorkerError(f"PDF extraction used more than {memory_mb} MB of memory")
-    if rc == -getattr(signal, "SIGXCPU", -1000):  # only the kernel sends it: the RLIMIT_CPU was reached
+    if answer.fault == CPU:
         raise PdfWorkerTimeout(f"PDF extraction took more than {timeout:g} s of processor time")
-    try:
-        result = json.loads(out)
-    except ValueError:
-        result = None
-    if rc != 0 or not isinstance(result, dict):
-        how = f"signal {-rc}" if rc < 0 else f"exit code {rc}"
-        raise PdfWorkerError(f"PDF reader crashed ({how})")
-    if "error" in result:
-        raise PdfWorkerError(str(result["error"]))
+    if answer.fault == CRASHED:
+        raise PdfWorkerError(f"PDF reader crashed ({answer.how})")
+    if answer.result is None:
+        raise PdfWorkerError(answer.how)
+    result = answer.result
     return PdfPages(pages=list(result["pages"]), errors=list(result["errors"]))
 
 
